@@ -1,0 +1,18 @@
+//! # shepherd-core
+//!
+//! The coordination core: a local daemon that every Pi session, chat bridge and CLI call
+//! connects to over a Unix socket (the *intercom*). It holds presence, asks, answers,
+//! reports and steers durably in SQLite and routes them between clients.
+//!
+//! # Layout
+//!
+//! - [`protocol`]: the wire contract (serde types, framing, error codes). No I/O.
+//! - [`config`]: typed settings from defaults, TOML file and `SHEPHERD_*` environment.
+//! - [`store`]: the SQLite database (schema, queries); owned by the hub thread.
+//! - [`hub`]: the one actor that owns routing state and the store, and commits in groups.
+//! - [`server`]: the socket listener and per-connection reader/writer tasks.
+//! - [`client`]: an async intercom client for the CLI, bridges, tests and benchmarks.
+//! - [`repo`]: repository context of a session's cwd (git2).
+//! - [`daemon`]: `shepherd up`: lock the state dir, open the store, serve until a signal.
+
+pub mod protocol;

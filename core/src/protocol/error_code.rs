@@ -1,0 +1,126 @@
+//! Stable wire error codes. Clients match on these strings; the human-readable `message`
+//! beside them may change. Adding a code is compatible, renaming one is a protocol change.
+
+use serde::{Deserialize, Serialize};
+
+/// Every error the core can put in an `error` frame. Codes marked *closes* are followed by
+/// the core closing the connection; the others leave it open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The length prefix announces a body over the limit (*closes*).
+    FrameTooLarge,
+    /// The stream ended in the middle of a frame (*closes*).
+    TruncatedFrame,
+    /// The body is not UTF-8, not JSON, or not a JSON object (*closes*).
+    MalformedFrame,
+    /// A JSON object whose `type` is not a message of this protocol.
+    UnknownType,
+    /// A known message with missing or wrongly typed fields.
+    InvalidMessage,
+    /// The first message was not `hello` (*closes*).
+    HelloRequired,
+    /// No `hello` arrived in time (*closes*).
+    HelloTimeout,
+    /// `hello` named another protocol version (*closes*).
+    ProtocolMismatch,
+    /// A second `hello` on the same connection.
+    AlreadyGreeted,
+    /// The request needs a registered Pi session on this connection.
+    NotRegistered,
+    /// This kind of client may not make this request.
+    Forbidden,
+    /// The session id is held by another live connection.
+    SessionTaken,
+    /// No session matches the selector.
+    UnknownSession,
+    /// More than one session matches the selector.
+    AmbiguousSession,
+    /// No ask with that id.
+    UnknownAsk,
+    /// The ask already has its one answer.
+    AlreadyAnswered,
+    /// A configured limit (sessions, open asks, …) would be exceeded.
+    LimitExceeded,
+    /// A field's value is out of range (empty text, too many options, …).
+    InvalidArgument,
+    /// The client does not read its frames fast enough (*closes*; reconnect to resume).
+    SlowConsumer,
+    /// The core is shutting down (*closes*).
+    ShuttingDown,
+    /// The durable store failed; nothing from the request was accepted.
+    StoreFailed,
+    /// A bug in the core; the message says what failed.
+    Internal,
+}
+
+impl ErrorCode {
+    /// Whether the core closes the connection after sending this code.
+    pub fn closes_connection(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::FrameTooLarge
+                | ErrorCode::TruncatedFrame
+                | ErrorCode::MalformedFrame
+                | ErrorCode::HelloRequired
+                | ErrorCode::HelloTimeout
+                | ErrorCode::ProtocolMismatch
+                | ErrorCode::SlowConsumer
+                | ErrorCode::ShuttingDown
+        )
+    }
+
+    /// The code as it appears on the wire.
+    pub fn as_str(self) -> &'static str {
+        ALL.iter().find(|c| c.0 == self).map_or("internal", |c| c.1)
+    }
+
+    /// Every code, in documentation order.
+    pub fn all() -> impl Iterator<Item = ErrorCode> {
+        ALL.iter().map(|c| c.0)
+    }
+}
+
+const ALL: &[(ErrorCode, &str)] = &[
+    (ErrorCode::FrameTooLarge, "frame_too_large"),
+    (ErrorCode::TruncatedFrame, "truncated_frame"),
+    (ErrorCode::MalformedFrame, "malformed_frame"),
+    (ErrorCode::UnknownType, "unknown_type"),
+    (ErrorCode::InvalidMessage, "invalid_message"),
+    (ErrorCode::HelloRequired, "hello_required"),
+    (ErrorCode::HelloTimeout, "hello_timeout"),
+    (ErrorCode::ProtocolMismatch, "protocol_mismatch"),
+    (ErrorCode::AlreadyGreeted, "already_greeted"),
+    (ErrorCode::NotRegistered, "not_registered"),
+    (ErrorCode::Forbidden, "forbidden"),
+    (ErrorCode::SessionTaken, "session_taken"),
+    (ErrorCode::UnknownSession, "unknown_session"),
+    (ErrorCode::AmbiguousSession, "ambiguous_session"),
+    (ErrorCode::UnknownAsk, "unknown_ask"),
+    (ErrorCode::AlreadyAnswered, "already_answered"),
+    (ErrorCode::LimitExceeded, "limit_exceeded"),
+    (ErrorCode::InvalidArgument, "invalid_argument"),
+    (ErrorCode::SlowConsumer, "slow_consumer"),
+    (ErrorCode::ShuttingDown, "shutting_down"),
+    (ErrorCode::StoreFailed, "store_failed"),
+    (ErrorCode::Internal, "internal"),
+];
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_matches_serde_names() {
+        for (code, name) in ALL {
+            assert_eq!(serde_json::to_value(code).unwrap(), *name);
+            assert_eq!(code.as_str(), *name);
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! # The intercom protocol
+//!
+//! The contract between the core and every client (Pi extension, chat bridge, CLI, tests).
+//! Plain serde types and pure framing helpers: no tokio, no database, no network, so every
+//! part of shepherd (and the TypeScript extension, through the golden fixtures in
+//! `tests/fixtures/protocol/`) shares one definition. `docs/PROTOCOL.md` is the prose
+//! version of this module; change both together.
+//!
+//! - [`frame`]: 4-byte big-endian length + UTF-8 JSON object.
+//! - [`messages`]: [`ClientMsg`] (client → core) and [`ServerMsg`] (core → client),
+//!   internally tagged by `type`.
+//! - [`types`]: the records inside messages (sessions, asks, deliveries, reports).
+//! - [`error_code`]: the stable error codes a client can match on.
+
+pub mod error_code;
+pub mod frame;
+pub mod messages;
+pub mod types;
+
+pub use error_code::ErrorCode;
+pub use messages::{ClientMsg, ServerMsg};
+pub use types::*;
+
+/// Version of the intercom protocol. Client and core must agree exactly; `hello` with any
+/// other version is refused with [`ErrorCode::ProtocolMismatch`] naming both versions.
+pub const PROTOCOL_VERSION: u32 = 1;

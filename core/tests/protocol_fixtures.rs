@@ -1,0 +1,68 @@
+//! Golden fixtures: every protocol message type has one JSON file in
+//! `tests/fixtures/protocol/{client,server}/<type>.json`, and each must round-trip through
+//! the Rust types unchanged. The TypeScript extension's tests read the same files.
+
+use std::path::PathBuf;
+
+use shepherd_core::protocol::{ClientMsg, ServerMsg, frame};
+
+fn fixture_dir(side: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/protocol")
+        .join(side)
+}
+
+fn check_side<T, E: std::fmt::Display>(
+    side: &str,
+    types: &[&str],
+    decode: impl Fn(&[u8]) -> Result<T, (E, Option<u64>)>,
+) where
+    T: serde::Serialize,
+{
+    let mut seen = Vec::new();
+    for entry in std::fs::read_dir(fixture_dir(side)).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_str().unwrap().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let original: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            original["type"],
+            name.as_str(),
+            "{} names its type",
+            path.display()
+        );
+        let msg: T =
+            decode(text.as_bytes()).unwrap_or_else(|(e, _)| panic!("{}: {e}", path.display()));
+        let back = serde_json::to_value(&msg).unwrap();
+        assert_eq!(back, original, "{} round-trips unchanged", path.display());
+        seen.push(name);
+    }
+    seen.sort();
+    let mut expected: Vec<String> = types.iter().map(|t| t.to_string()).collect();
+    expected.sort();
+    assert_eq!(seen, expected, "one {side} fixture per message type");
+}
+
+#[test]
+fn client_fixtures_round_trip() {
+    check_side("client", ClientMsg::TYPES, ClientMsg::decode);
+}
+
+#[test]
+fn server_fixtures_round_trip() {
+    check_side("server", ServerMsg::TYPES, |b| {
+        frame::decode::<ServerMsg>(b, ServerMsg::TYPES)
+    });
+}
+
+#[test]
+fn minimal_requests_fill_defaults() {
+    let msg =
+        ClientMsg::decode(br#"{"type":"register","id":1,"session":{"session_id":"s","cwd":"/"}}"#)
+            .unwrap();
+    let ClientMsg::Register { session, .. } = msg else {
+        panic!("{msg:?}")
+    };
+    assert_eq!(session.status, "idle");
+    assert_eq!(session.name, None);
+}
