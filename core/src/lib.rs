@@ -15,4 +15,7 @@
 //! - [`repo`]: repository context of a session's cwd (git2).
 //! - [`daemon`]: `shepherd up`: lock the state dir, open the store, serve until a signal.
 
+pub mod client;
+pub mod config;
+pub mod framing;
 pub mod protocol;

@@ -41,7 +41,6 @@ macro_rules! client_messages {
     };
 }
 
-/// Client → core.
 client_messages! {
     /// First message on every connection. Answered by `welcome`.
     Hello {

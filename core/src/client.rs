@@ -1,0 +1,198 @@
+//! # Intercom client
+//!
+//! A small sequential client for the core's socket, used by the CLI, the chat bridges, the
+//! tests and the benchmarks: connect and greet, send a request and wait for its response,
+//! read events. Events that arrive while a response is awaited are queued, not dropped.
+
+use std::collections::VecDeque;
+use std::path::Path;
+
+use tokio::io::BufReader;
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+use crate::framing::{self, FrameError};
+use crate::protocol::{ClientKind, ClientMsg, ErrorCode, PROTOCOL_VERSION, ServerMsg, frame};
+
+/// What went wrong talking to the core.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Nothing listens on the socket.
+    #[error(
+        "the shepherd core is not running (no answer on {socket}): start it with `shepherd up`"
+    )]
+    NotRunning { socket: String },
+    /// The core answered with an error frame.
+    #[error("{message} [{code}]")]
+    Remote {
+        code: ErrorCode,
+        message: String,
+        details: Option<serde_json::Value>,
+    },
+    /// The core closed the connection.
+    #[error("the core closed the connection")]
+    Closed,
+    /// The core sent something this client cannot read.
+    #[error("unexpected reply from the core: {0}")]
+    Protocol(String),
+    #[error("socket error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl ClientError {
+    /// The wire code, for remote errors.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            ClientError::Remote { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+/// The core's `welcome`.
+#[derive(Debug, Clone)]
+pub struct Welcome {
+    pub protocol: u32,
+    pub core_version: String,
+    pub store_id: String,
+    pub pid: u32,
+}
+
+/// A greeted connection to the core.
+pub struct Client {
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+    next_id: u64,
+    queued: VecDeque<ServerMsg>,
+    welcome: Welcome,
+}
+
+/// Frames the client reads may be as large as the core's limit allows for anything it
+/// sends (lists of sessions and asks can be long).
+const MAX_INBOUND: usize = 64 * 1024 * 1024;
+
+impl Client {
+    /// Connect to `socket` and say hello as `kind`.
+    pub async fn connect(
+        socket: &Path,
+        kind: ClientKind,
+        client_name: &str,
+    ) -> Result<Client, ClientError> {
+        let stream = UnixStream::connect(socket)
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+                    ClientError::NotRunning {
+                        socket: socket.display().to_string(),
+                    }
+                }
+                _ => ClientError::Io(e),
+            })?;
+        let (read, writer) = stream.into_split();
+        let mut client = Client {
+            reader: BufReader::new(read),
+            writer,
+            next_id: 1,
+            queued: VecDeque::new(),
+            welcome: Welcome {
+                protocol: 0,
+                core_version: String::new(),
+                store_id: String::new(),
+                pid: 0,
+            },
+        };
+        let reply = client
+            .request(|id| ClientMsg::Hello {
+                id,
+                protocol: PROTOCOL_VERSION,
+                client: kind,
+                client_name: Some(client_name.to_string()),
+            })
+            .await?;
+        match reply {
+            ServerMsg::Welcome {
+                protocol,
+                core_version,
+                store_id,
+                pid,
+                ..
+            } => {
+                client.welcome = Welcome {
+                    protocol,
+                    core_version,
+                    store_id,
+                    pid,
+                };
+                Ok(client)
+            }
+            other => Err(ClientError::Protocol(format!(
+                "expected welcome, got {other:?}"
+            ))),
+        }
+    }
+
+    /// The core's greeting.
+    pub fn welcome(&self) -> &Welcome {
+        &self.welcome
+    }
+
+    /// Send a request built from a fresh id and wait for its response. An `error`
+    /// response becomes [`ClientError::Remote`].
+    pub async fn request(
+        &mut self,
+        build: impl FnOnce(u64) -> ClientMsg,
+    ) -> Result<ServerMsg, ClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&build(id)).await?;
+        loop {
+            let msg = self.read().await?;
+            match msg.response_id() {
+                Some(rid) if rid == id => return into_result(msg),
+                _ if matches!(msg, ServerMsg::Error { id: None, .. }) => return into_result(msg),
+                _ => self.queued.push_back(msg),
+            }
+        }
+    }
+
+    /// Send a message without waiting (for `ack`).
+    pub async fn send(&mut self, msg: &ClientMsg) -> Result<(), ClientError> {
+        framing::write_frame(&mut self.writer, &frame::encode(msg)).await?;
+        Ok(())
+    }
+
+    /// The next event (or stray frame), queued ones first.
+    pub async fn next_event(&mut self) -> Result<ServerMsg, ClientError> {
+        match self.queued.pop_front() {
+            Some(msg) => Ok(msg),
+            None => self.read().await,
+        }
+    }
+
+    async fn read(&mut self) -> Result<ServerMsg, ClientError> {
+        let body = match framing::read_frame(&mut self.reader, MAX_INBOUND).await {
+            Ok(Some(body)) => body,
+            Ok(None) => return Err(ClientError::Closed),
+            Err(FrameError::Io(e)) => return Err(ClientError::Io(e)),
+            Err(e) => return Err(ClientError::Protocol(e.to_string())),
+        };
+        frame::decode(&body, ServerMsg::TYPES)
+            .map_err(|(e, _)| ClientError::Protocol(e.to_string()))
+    }
+}
+
+fn into_result(msg: ServerMsg) -> Result<ServerMsg, ClientError> {
+    match msg {
+        ServerMsg::Error {
+            code,
+            message,
+            details,
+            ..
+        } => Err(ClientError::Remote {
+            code,
+            message,
+            details,
+        }),
+        other => Ok(other),
+    }
+}

@@ -1,0 +1,348 @@
+//! # Configuration
+//!
+//! Typed settings with one precedence order: built-in defaults < TOML file < `SHEPHERD_*`
+//! environment < command-line flags (applied by the caller). No file is needed: the
+//! embedded defaults run a complete core. Unknown keys are errors that name the key's
+//! path, so a typo never silently does nothing. `config/shepherd.example.toml` documents
+//! every setting and is parsed by a test.
+//!
+//! Environment: `SHEPHERD_CONFIG` (file), `SHEPHERD_SOCKET` (= `core.socket`),
+//! `SHEPHERD_STATE_DIR` (= `core.state_dir`), and any setting as
+//! `SHEPHERD_<SECTION>__<KEY>` with `__` between path parts
+//! (`SHEPHERD_CORE__LIMITS__MAX_FRAME_BYTES=2097152`).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Everything shepherd can be told.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub core: CoreConfig,
+}
+
+/// The `[core]` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CoreConfig {
+    /// Database, lock and (by default) socket directory. Default:
+    /// `$PI_CODING_AGENT_DIR/shepherd` (`~/.pi/agent/shepherd`).
+    pub state_dir: Option<PathBuf>,
+    /// Socket path. Default: `<state_dir>/shepherd.sock`.
+    pub socket: Option<PathBuf>,
+    /// How hard each commit is pushed to disk.
+    pub durability: Durability,
+    /// How long a new connection has to say `hello`.
+    pub hello_timeout_ms: u64,
+    pub limits: Limits,
+}
+
+impl Default for CoreConfig {
+    fn default() -> Self {
+        CoreConfig {
+            state_dir: None,
+            socket: None,
+            durability: Durability::Normal,
+            hello_timeout_ms: 10_000,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// SQLite's `synchronous` setting for the WAL database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// Survives a crash of the core (kill -9); the last commits may be lost on power
+    /// failure. No fsync per commit.
+    Normal,
+    /// Also survives power failure: fsync on every group commit.
+    Full,
+}
+
+/// The `[core.limits]` section. Exceeding one is an explicit error to that client only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Largest frame body accepted, in bytes.
+    pub max_frame_bytes: usize,
+    /// Most sessions connected at once.
+    pub max_sessions: usize,
+    /// Most open asks per session.
+    pub max_open_asks_per_session: usize,
+    /// Frames queued for one client before it is disconnected as too slow.
+    pub max_outbound_frames: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_frame_bytes: crate::protocol::frame::DEFAULT_MAX_FRAME,
+            max_sessions: 1024,
+            max_open_asks_per_session: 16,
+            max_outbound_frames: 4096,
+        }
+    }
+}
+
+/// Why the configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid TOML: {message}")]
+    Syntax { path: PathBuf, message: String },
+    #[error("{origin}: `{key}`: {message}")]
+    Invalid {
+        origin: String,
+        key: String,
+        message: String,
+    },
+    #[error(
+        "environment variable {var} names no setting (`{key}`); see config/shepherd.example.toml"
+    )]
+    UnknownEnv { var: String, key: String },
+    #[error("cannot find your home directory: set HOME or PI_CODING_AGENT_DIR")]
+    NoHome,
+}
+
+/// A configuration plus where it came from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub config: Config,
+    /// The file read, if any.
+    pub file: Option<PathBuf>,
+}
+
+/// Pi's agent directory: `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
+pub fn agent_dir() -> Result<PathBuf, ConfigError> {
+    if let Some(dir) = std::env::var_os("PI_CODING_AGENT_DIR").filter(|d| !d.is_empty()) {
+        return Ok(expand_home(Path::new(&dir)));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .ok_or(ConfigError::NoHome)?;
+    Ok(PathBuf::from(home).join(".pi").join("agent"))
+}
+
+/// Where the config file is looked for when neither `--config` nor `SHEPHERD_CONFIG`
+/// names one: `<agent dir>/shepherd/config.toml`.
+pub fn default_config_path() -> Result<PathBuf, ConfigError> {
+    Ok(agent_dir()?.join("shepherd").join("config.toml"))
+}
+
+fn expand_home(path: &Path) -> PathBuf {
+    match path.strip_prefix("~") {
+        Ok(rest) => match std::env::var_os("HOME") {
+            Some(home) => PathBuf::from(home).join(rest),
+            None => path.to_path_buf(),
+        },
+        Err(_) => path.to_path_buf(),
+    }
+}
+
+impl Config {
+    /// Load from `explicit` (the `--config` flag), else `SHEPHERD_CONFIG`, else the default
+    /// location if that file exists; then apply the environment.
+    pub fn load(explicit: Option<&Path>) -> Result<Loaded, ConfigError> {
+        let env_path = std::env::var_os("SHEPHERD_CONFIG")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from);
+        let (file, table) = match explicit.map(Path::to_path_buf).or(env_path) {
+            Some(path) => {
+                let table = read_table(&path)?;
+                (Some(path), table)
+            }
+            None => {
+                let path = default_config_path()?;
+                if path.exists() {
+                    let table = read_table(&path)?;
+                    (Some(path), table)
+                } else {
+                    (None, toml::Table::new())
+                }
+            }
+        };
+        let origin = match &file {
+            Some(path) => path.display().to_string(),
+            None => "defaults".to_string(),
+        };
+        let mut table = table;
+        apply_env(&mut table, std::env::vars())?;
+        let config = from_table(table, &origin)?;
+        Ok(Loaded { config, file })
+    }
+
+    /// Parse TOML text (used for files and by tests).
+    pub fn from_toml(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        let table: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| ConfigError::Syntax {
+                    path: PathBuf::from(origin),
+                    message: e.message().to_string(),
+                })?;
+        from_table(table, origin)
+    }
+
+    /// The state directory after defaults.
+    pub fn state_dir(&self) -> Result<PathBuf, ConfigError> {
+        match &self.core.state_dir {
+            Some(dir) => Ok(expand_home(dir)),
+            None => Ok(agent_dir()?.join("shepherd")),
+        }
+    }
+
+    /// The socket path after defaults.
+    pub fn socket_path(&self) -> Result<PathBuf, ConfigError> {
+        match &self.core.socket {
+            Some(path) => Ok(expand_home(path)),
+            None => Ok(self.state_dir()?.join("shepherd.sock")),
+        }
+    }
+}
+
+fn read_table(path: &Path) -> Result<toml::Table, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    text.parse().map_err(|e: toml::de::Error| {
+        let line = e
+            .span()
+            .map(|span| text[..span.start].lines().count().max(1))
+            .map(|l| format!(" (line {l})"))
+            .unwrap_or_default();
+        ConfigError::Syntax {
+            path: path.to_path_buf(),
+            message: format!("{}{line}", e.message().trim_end()),
+        }
+    })
+}
+
+fn from_table(table: toml::Table, origin: &str) -> Result<Config, ConfigError> {
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let key = e.path().to_string();
+        ConfigError::Invalid {
+            origin: origin.to_string(),
+            key,
+            message: e.into_inner().to_string(),
+        }
+    })
+}
+
+/// Overlay `SHEPHERD_*` variables onto the parsed file.
+fn apply_env(
+    table: &mut toml::Table,
+    vars: impl Iterator<Item = (String, String)>,
+) -> Result<(), ConfigError> {
+    for (var, value) in vars {
+        let Some(rest) = var.strip_prefix("SHEPHERD_") else {
+            continue;
+        };
+        let path: Vec<String> = match rest {
+            "SOCKET" => vec!["core".into(), "socket".into()],
+            "STATE_DIR" => vec!["core".into(), "state_dir".into()],
+            _ if rest.contains("__") => rest.split("__").map(str::to_lowercase).collect(),
+            // Other SHEPHERD_* variables (SHEPHERD_CONFIG, test switches) are not settings.
+            _ => continue,
+        };
+        if path.iter().any(String::is_empty) {
+            let key = path.join(".");
+            return Err(ConfigError::UnknownEnv { var, key });
+        }
+        let parsed = parse_env_value(&value);
+        insert_path(table, &path, parsed);
+    }
+    Ok(())
+}
+
+/// A TOML scalar or array when the text is one (`42`, `true`, `[1, 2]`), else a string.
+fn parse_env_value(value: &str) -> toml::Value {
+    let probe = format!("v = {value}");
+    match probe.parse::<toml::Table>() {
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(value.into())),
+        Err(_) => toml::Value::String(value.to_string()),
+    }
+}
+
+fn insert_path(table: &mut toml::Table, path: &[String], value: toml::Value) {
+    let (last, parents) = path.split_last().expect("path is never empty");
+    let mut current = table;
+    for part in parents {
+        let entry = current
+            .entry(part.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !entry.is_table() {
+            *entry = toml::Value::Table(toml::Table::new());
+        }
+        current = entry.as_table_mut().expect("just made a table");
+    }
+    current.insert(last.clone(), value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Iterator<Item = (String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    fn example_file_parses_and_matches_defaults() {
+        let text = include_str!("../../config/shepherd.example.toml");
+        let config = Config::from_toml(text, "shepherd.example.toml").unwrap();
+        let mut expected = Config::default();
+        // The example spells out the default paths; everything else equals the defaults.
+        expected.core.state_dir = config.core.state_dir.clone();
+        expected.core.socket = config.core.socket.clone();
+        assert_eq!(config, expected);
+    }
+
+    #[test]
+    fn unknown_keys_name_their_path() {
+        let err = Config::from_toml("[core.limits]\nmax_frame = 3\n", "x.toml").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("core.limits"), "{text}");
+        assert!(text.contains("max_frame"), "{text}");
+        let err = Config::from_toml("[core]\nhello_timeout_ms = \"soon\"\n", "x.toml").unwrap_err();
+        assert!(err.to_string().contains("core.hello_timeout_ms"), "{err}");
+    }
+
+    #[test]
+    fn env_overrides_file_values() {
+        let mut table: toml::Table = "[core.limits]\nmax_sessions = 5\n".parse().unwrap();
+        let vars = env(&[
+            ("SHEPHERD_CORE__LIMITS__MAX_SESSIONS", "7"),
+            ("SHEPHERD_SOCKET", "/tmp/s.sock"),
+            ("SHEPHERD_CONFIG", "ignored.toml"),
+            ("SHEPHERD_SKIP_E2E", "1"),
+            ("OTHER", "x"),
+        ]);
+        apply_env(&mut table, vars).unwrap();
+        let config = from_table(table, "t").unwrap();
+        assert_eq!(config.core.limits.max_sessions, 7);
+        assert_eq!(
+            config.core.socket.as_deref(),
+            Some(Path::new("/tmp/s.sock"))
+        );
+    }
+
+    #[test]
+    fn env_with_unknown_key_is_an_error() {
+        let mut table = toml::Table::new();
+        apply_env(&mut table, env(&[("SHEPHERD_CORE__NOPE", "1")])).unwrap();
+        let err = from_table(table, "environment").unwrap_err();
+        assert!(err.to_string().contains("nope"), "{err}");
+    }
+}
