@@ -17,5 +17,10 @@
 
 pub mod client;
 pub mod config;
+pub mod daemon;
 pub mod framing;
+pub mod hub;
 pub mod protocol;
+pub mod repo;
+pub mod server;
+pub mod store;

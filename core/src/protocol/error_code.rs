@@ -32,6 +32,9 @@ pub enum ErrorCode {
     Forbidden,
     /// The session id is held by another live connection.
     SessionTaken,
+    /// The same Pi process registered this session on a new connection; this one is
+    /// closed (*closes*).
+    Replaced,
     /// No session matches the selector.
     UnknownSession,
     /// More than one session matches the selector.
@@ -65,6 +68,7 @@ impl ErrorCode {
                 | ErrorCode::HelloRequired
                 | ErrorCode::HelloTimeout
                 | ErrorCode::ProtocolMismatch
+                | ErrorCode::Replaced
                 | ErrorCode::SlowConsumer
                 | ErrorCode::ShuttingDown
         )
@@ -94,6 +98,7 @@ const ALL: &[(ErrorCode, &str)] = &[
     (ErrorCode::NotRegistered, "not_registered"),
     (ErrorCode::Forbidden, "forbidden"),
     (ErrorCode::SessionTaken, "session_taken"),
+    (ErrorCode::Replaced, "replaced"),
     (ErrorCode::UnknownSession, "unknown_session"),
     (ErrorCode::AmbiguousSession, "ambiguous_session"),
     (ErrorCode::UnknownAsk, "unknown_ask"),

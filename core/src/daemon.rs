@@ -1,0 +1,186 @@
+//! # The daemon (`shepherd up`)
+//!
+//! Start-up in a fixed order: make the private state directory, take the state
+//! directory's lock (a second core on the same state refuses, naming the running pid),
+//! open and migrate the database, start the hub, bind the socket, accept. Shutdown
+//! (Ctrl-C, SIGTERM) runs it backwards: stop accepting, close connections, let the hub
+//! commit what it has, remove the socket.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::{Config, ConfigError};
+use crate::hub::{self, CoreFacts, HubCommand, HubHandle};
+use crate::server::{self, ConnSettings, ServerError};
+use crate::store::{Store, StoreError, now_ms};
+
+/// Why the core could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(
+        "shepherd is already running (pid {pid}) on {state_dir}; stop it first, or use another state dir (SHEPHERD_STATE_DIR)"
+    )]
+    AlreadyRunning { pid: String, state_dir: PathBuf },
+    #[error("cannot use lock file {path}: {source}")]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot open the database {path}: {source}")]
+    Store { path: PathBuf, source: StoreError },
+    #[error(transparent)]
+    Server(#[from] ServerError),
+}
+
+/// A started core.
+pub struct Running {
+    pub socket: PathBuf,
+    pub state_dir: PathBuf,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+    hub: HubHandle,
+    hub_thread: std::thread::JoinHandle<()>,
+    _lock: File,
+}
+
+/// Run the core until Ctrl-C or SIGTERM.
+pub async fn run(config: Config) -> Result<(), DaemonError> {
+    let running = start(config).await?;
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    running.stop().await;
+    Ok(())
+}
+
+/// Start the core and return once it accepts connections.
+pub async fn start(config: Config) -> Result<Running, DaemonError> {
+    let state_dir = config.state_dir()?;
+    let socket = config.socket_path()?;
+    server::private_dir(&state_dir)?;
+    let lock = lock_state_dir(&state_dir)?;
+
+    let db_path = state_dir.join("shepherd.db");
+    let store =
+        Store::open(&db_path, config.core.durability).map_err(|source| DaemonError::Store {
+            path: db_path.clone(),
+            source,
+        })?;
+    let store_id = store.store_id.clone();
+    let limits = config.core.limits.clone();
+    let facts = CoreFacts {
+        started_at: now_ms(),
+        state_dir: state_dir.clone(),
+        socket: socket.clone(),
+        limits: limits.clone(),
+    };
+    let (hub, hub_thread) = hub::spawn(store, facts);
+
+    let listener = server::bind(&socket).await?;
+    let settings = Arc::new(ConnSettings {
+        store_id,
+        max_frame: limits.max_frame_bytes,
+        max_outbound: limits.max_outbound_frames,
+        hello_timeout: Duration::from_millis(config.core.hello_timeout_ms),
+        uid: server::own_uid(),
+    });
+    let shutdown = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    tracker.spawn(server::serve(
+        listener,
+        hub.clone(),
+        settings,
+        shutdown.clone(),
+        tracker.clone(),
+    ));
+    tracing::info!(socket = %socket.display(), state_dir = %state_dir.display(), pid = std::process::id(), "shepherd core accepting connections");
+    Ok(Running {
+        socket,
+        state_dir,
+        shutdown,
+        tracker,
+        hub,
+        hub_thread,
+        _lock: lock,
+    })
+}
+
+impl Running {
+    /// Stop accepting, close every connection, let the hub finish, remove the socket.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        self.tracker.close();
+        if tokio::time::timeout(Duration::from_secs(5), self.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some connections did not close within 5 s");
+        }
+        self.hub.send(HubCommand::Shutdown).await;
+        drop(self.hub);
+        let thread = self.hub_thread;
+        let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        let _ = std::fs::remove_file(&self.socket);
+        tracing::info!("stopped");
+    }
+}
+
+/// Take `<state_dir>/shepherd.lock` and write our pid into it.
+fn lock_state_dir(state_dir: &std::path::Path) -> Result<File, DaemonError> {
+    let path = state_dir.join("shepherd.lock");
+    let err = |source| DaemonError::Lock {
+        path: path.clone(),
+        source,
+    };
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(err)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            let pid = pid.trim();
+            return Err(DaemonError::AlreadyRunning {
+                pid: if pid.is_empty() {
+                    "unknown".into()
+                } else {
+                    pid.to_string()
+                },
+                state_dir: state_dir.to_path_buf(),
+            });
+        }
+        Err(TryLockError::Error(e)) => return Err(err(e)),
+    }
+    file.set_len(0).map_err(err)?;
+    file.rewind().map_err(err)?;
+    writeln!(file, "{}", std::process::id()).map_err(err)?;
+    file.flush().map_err(err)?;
+    Ok(file)
+}
+
+async fn wait_for_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the core");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,415 @@
+//! # The hub
+//!
+//! One actor, on its own thread, owns all routing state (which connection is which
+//! session, who subscribes) and the only writing database connection. Connection tasks
+//! send it [`HubCommand`]s over a bounded channel; it never shares state behind a lock.
+//!
+//! **Group commit.** The hub takes every command waiting in its inbox (up to
+//! [`MAX_BATCH`]), handles them inside one SQLite transaction, commits, and only then
+//! sends the responses and deliveries those commands produced. Nothing is acknowledged
+//! before it is durable, and under load one commit covers hundreds of messages. If the
+//! commit fails, every request of the batch gets `store_failed` and nothing is sent.
+
+mod asks;
+mod mail;
+mod presence;
+mod resolve;
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+use bytes::Bytes;
+use rusqlite::Connection;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::Limits;
+use crate::protocol::{ClientKind, ClientMsg, ErrorCode, ServerMsg, frame};
+use crate::repo::RepoContext;
+use crate::store::{self, Store};
+
+/// Most commands handled in one transaction.
+pub const MAX_BATCH: usize = 1024;
+
+/// Identifies one accepted connection for the lifetime of the core.
+pub type ConnId = u64;
+
+/// What the hub needs to talk to a connection.
+pub struct ConnHandle {
+    pub kind: ClientKind,
+    pub client_name: String,
+    /// Peer pid from SO_PEERCRED.
+    pub pid: Option<u32>,
+    /// Encoded frames for the connection's writer task.
+    pub outbox: mpsc::Sender<Bytes>,
+    pub connected_at: u64,
+}
+
+/// The hub's inbox.
+pub enum HubCommand {
+    /// A connection said a valid `hello`. `close` tells it to close with a code.
+    Connect {
+        conn: ConnId,
+        handle: ConnHandle,
+        close: oneshot::Sender<ErrorCode>,
+    },
+    /// A request (or `ack`) from a greeted connection. `repo` is filled in by the
+    /// connection task for `register` and `update` that need it.
+    Request {
+        conn: ConnId,
+        msg: Box<ClientMsg>,
+        repo: Option<RepoContext>,
+    },
+    /// The connection is gone.
+    Disconnect { conn: ConnId },
+    /// Close every connection and stop.
+    Shutdown,
+}
+
+/// Cheap, cloneable access to the hub.
+#[derive(Clone)]
+pub struct HubHandle {
+    tx: mpsc::Sender<HubCommand>,
+}
+
+impl HubHandle {
+    /// Send a command; false when the hub has stopped.
+    pub async fn send(&self, cmd: HubCommand) -> bool {
+        self.tx.send(cmd).await.is_ok()
+    }
+}
+
+/// Facts about this core that responses report.
+#[derive(Clone)]
+pub struct CoreFacts {
+    pub started_at: u64,
+    pub state_dir: PathBuf,
+    pub socket: PathBuf,
+    pub limits: Limits,
+}
+
+/// Start the hub thread. The returned join handle ends after `Shutdown` (or when every
+/// handle is dropped).
+pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, std::thread::JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel(16 * 1024);
+    let hub = Hub {
+        db: store.conn,
+        state: State {
+            conns: HashMap::new(),
+            live: HashMap::new(),
+            subscribers: HashSet::new(),
+            facts,
+        },
+    };
+    let thread = std::thread::Builder::new()
+        .name("shepherd-hub".into())
+        .spawn(move || hub.run(rx))
+        .expect("spawning the hub thread");
+    (HubHandle { tx }, thread)
+}
+
+struct Hub {
+    db: Connection,
+    state: State,
+}
+
+/// A connection as the hub tracks it.
+struct Conn {
+    handle: ConnHandle,
+    close: Option<oneshot::Sender<ErrorCode>>,
+    session: Option<String>,
+}
+
+/// Routing state: everything but the database.
+struct State {
+    conns: HashMap<ConnId, Conn>,
+    /// Connected session id → its connection and display name.
+    live: HashMap<String, Live>,
+    subscribers: HashSet<ConnId>,
+    facts: CoreFacts,
+}
+
+struct Live {
+    conn: ConnId,
+    name: String,
+}
+
+/// What a batch produced, sent only after its commit.
+#[derive(Default)]
+struct Out {
+    frames: Vec<(ConnId, Bytes)>,
+    /// Requests handled in this batch, to fail them if the commit fails.
+    requests: Vec<(ConnId, u64)>,
+    closes: Vec<(ConnId, ErrorCode)>,
+}
+
+impl Out {
+    fn send(&mut self, conn: ConnId, msg: &ServerMsg) {
+        self.frames.push((conn, Bytes::from(frame::encode(msg))));
+    }
+
+    fn error(&mut self, conn: ConnId, id: Option<u64>, err: HubError) {
+        let msg = ServerMsg::Error {
+            id,
+            code: err.code,
+            message: err.message,
+            details: err.details,
+        };
+        self.send(conn, &msg);
+    }
+}
+
+/// A request that failed, as the client will see it.
+#[derive(Debug)]
+pub(crate) struct HubError {
+    code: ErrorCode,
+    message: String,
+    details: Option<serde_json::Value>,
+}
+
+impl HubError {
+    fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        HubError {
+            code,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+}
+
+impl From<rusqlite::Error> for HubError {
+    fn from(e: rusqlite::Error) -> Self {
+        tracing::error!(error = %e, "store query failed");
+        HubError::new(ErrorCode::StoreFailed, format!("the database failed: {e}"))
+    }
+}
+
+type HubResult<T> = Result<T, HubError>;
+
+impl Hub {
+    fn run(mut self, mut rx: mpsc::Receiver<HubCommand>) {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        let mut stopping = false;
+        while !stopping {
+            let Some(first) = rx.blocking_recv() else {
+                break;
+            };
+            batch.push(first);
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(cmd) => batch.push(cmd),
+                    Err(_) => break,
+                }
+            }
+            stopping = self.process(&mut batch);
+        }
+        for (_, conn) in self.state.conns.drain() {
+            if let Some(close) = conn.close {
+                let _ = close.send(ErrorCode::ShuttingDown);
+            }
+        }
+        tracing::debug!("hub stopped");
+    }
+
+    /// Handle one batch in one transaction; true when asked to shut down.
+    fn process(&mut self, batch: &mut Vec<HubCommand>) -> bool {
+        let mut out = Out::default();
+        let mut stop = false;
+        let tx = match self.db.transaction() {
+            Ok(tx) => tx,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot begin a transaction");
+                batch.clear();
+                return false;
+            }
+        };
+        for cmd in batch.drain(..) {
+            match cmd {
+                HubCommand::Shutdown => stop = true,
+                cmd => self.state.handle(cmd, &tx, &mut out),
+            }
+        }
+        match tx.commit() {
+            Ok(()) => self.state.flush(out),
+            Err(e) => {
+                tracing::error!(error = %e, "group commit failed; failing the batch");
+                let mut failed = Out::default();
+                for (conn, id) in out.requests {
+                    let err = HubError::new(
+                        ErrorCode::StoreFailed,
+                        format!("the database could not commit ({e}); nothing was kept: retry"),
+                    );
+                    failed.error(conn, Some(id), err);
+                }
+                self.state.flush(failed);
+            }
+        }
+        stop
+    }
+}
+
+impl State {
+    fn handle(&mut self, cmd: HubCommand, db: &Connection, out: &mut Out) {
+        match cmd {
+            HubCommand::Connect {
+                conn,
+                handle,
+                close,
+            } => self.connect(conn, handle, close),
+            HubCommand::Disconnect { conn } => self.disconnect(conn, db, out),
+            HubCommand::Request { conn, msg, repo } => {
+                let id = msg.request_id();
+                if let Some(id) = id {
+                    out.requests.push((conn, id));
+                }
+                if let Err(err) = self.request(conn, *msg, repo, db, out) {
+                    if id.is_none() {
+                        tracing::warn!(conn, code = %err.code, "{}", err.message);
+                    }
+                    out.error(conn, id, err);
+                }
+            }
+            HubCommand::Shutdown => {}
+        }
+    }
+
+    fn request(
+        &mut self,
+        conn: ConnId,
+        msg: ClientMsg,
+        repo: Option<RepoContext>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let kind = self.conns.get(&conn).map(|c| c.handle.kind);
+        let Some(kind) = kind else {
+            return Ok(()); // Raced with its own disconnect: nobody to answer.
+        };
+        match msg {
+            ClientMsg::Hello { .. } => Err(HubError::new(
+                ErrorCode::AlreadyGreeted,
+                "this connection already said hello",
+            )),
+            ClientMsg::Register { id, session } => {
+                self.register(conn, id, session, repo.unwrap_or_default(), db, out)
+            }
+            ClientMsg::Update {
+                id,
+                name,
+                model,
+                context,
+                status,
+                cwd,
+                role,
+                session_file,
+            } => {
+                let patch = presence::Patch {
+                    name,
+                    model,
+                    context,
+                    status,
+                    cwd,
+                    role,
+                    session_file,
+                };
+                self.update(conn, id, patch, repo, db, out)
+            }
+            ClientMsg::Ask {
+                id,
+                question,
+                options,
+                details,
+            } => self.ask(conn, id, question, options, details, db, out),
+            ClientMsg::Report { id, text } => self.report(conn, id, text, db, out),
+            ClientMsg::Answer { id, ask, text, by } => {
+                self.answer(conn, kind, id, ask, text, by, db, out)
+            }
+            ClientMsg::Send { id, to, text, by } => {
+                self.send_text(conn, kind, id, &to, text, by, db, out)
+            }
+            ClientMsg::Ack { ids } => self.ack(conn, &ids, db),
+            ClientMsg::ListSessions { id, all } => {
+                let sessions = self.list_sessions(all, db)?;
+                out.send(conn, &ServerMsg::Sessions { id, sessions });
+                Ok(())
+            }
+            ClientMsg::ListAsks { id, all } => {
+                let asks = store::asks::list(db, all)?;
+                out.send(conn, &ServerMsg::Asks { id, asks });
+                Ok(())
+            }
+            ClientMsg::Status { id } => {
+                let status = self.status(db)?;
+                out.send(conn, &ServerMsg::CoreStatus { id, status });
+                Ok(())
+            }
+            ClientMsg::Subscribe { id } => {
+                self.subscribers.insert(conn);
+                out.send(conn, &ServerMsg::Subscribed { id });
+                Ok(())
+            }
+            ClientMsg::Ping { id } => {
+                out.send(conn, &ServerMsg::Pong { id });
+                Ok(())
+            }
+        }
+    }
+
+    /// Send one event to every subscriber, encoded once.
+    fn broadcast(&self, msg: &ServerMsg, out: &mut Out) {
+        if self.subscribers.is_empty() {
+            return;
+        }
+        let bytes = Bytes::from(frame::encode(msg));
+        for conn in &self.subscribers {
+            out.frames.push((*conn, bytes.clone()));
+        }
+    }
+
+    /// Hand frames to connection writers; a full queue closes that connection.
+    fn flush(&mut self, out: Out) {
+        for (conn, code) in out.closes {
+            if let Some(close) = self.conns.get_mut(&conn).and_then(|c| c.close.take()) {
+                let _ = close.send(code);
+            }
+        }
+        for (conn_id, bytes) in out.frames {
+            let Some(conn) = self.conns.get_mut(&conn_id) else {
+                continue;
+            };
+            match conn.handle.outbox.try_send(bytes) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    if let Some(close) = conn.close.take() {
+                        tracing::warn!(
+                            conn = conn_id,
+                            client = %conn.handle.client_name,
+                            "client is not reading its frames; disconnecting it (slow_consumer)"
+                        );
+                        let _ = close.send(ErrorCode::SlowConsumer);
+                    }
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
+            }
+        }
+    }
+}
+
+/// Run `f` so that either all of its writes happen or none do.
+fn atomically<T>(db: &Connection, f: impl FnOnce() -> HubResult<T>) -> HubResult<T> {
+    db.execute_batch("SAVEPOINT request")?;
+    match f() {
+        Ok(value) => {
+            db.execute_batch("RELEASE request")?;
+            Ok(value)
+        }
+        Err(err) => {
+            db.execute_batch("ROLLBACK TO request; RELEASE request")?;
+            Err(err)
+        }
+    }
+}

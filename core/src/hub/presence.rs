@@ -1,0 +1,406 @@
+//! Presence: connections coming and going, Pi sessions registering and describing
+//! themselves, and the events subscribers see about them. A session's identity is fixed
+//! by its registration; nothing later in a payload can change who it is.
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::{Conn, ConnHandle, ConnId, HubError, HubResult, Live, Out, State};
+use crate::protocol::{
+    BridgeInfo, ClientKind, ContextUsage, CoreStatus, ErrorCode, PROTOCOL_VERSION, Registration,
+    Role, ServerMsg, SessionInfo,
+};
+use crate::repo::RepoContext;
+use crate::store::{self, now_ms};
+
+/// Fields an `update` may change.
+pub(super) struct Patch {
+    pub name: Option<String>,
+    pub model: Option<String>,
+    pub context: Option<ContextUsage>,
+    pub status: Option<String>,
+    pub cwd: Option<String>,
+    pub role: Option<Role>,
+    pub session_file: Option<String>,
+}
+
+const MAX_ID: usize = 128;
+const MAX_NAME: usize = 200;
+const MAX_STATUS: usize = 128;
+const MAX_PATH: usize = 4096;
+
+fn invalid(message: impl Into<String>) -> HubError {
+    HubError::new(ErrorCode::InvalidArgument, message)
+}
+
+fn check_session_id(id: &str) -> HubResult<()> {
+    if id.is_empty() || id.chars().count() > MAX_ID || id.chars().any(char::is_control) {
+        return Err(invalid(format!(
+            "session_id must be 1-{MAX_ID} characters without control characters"
+        )));
+    }
+    Ok(())
+}
+
+fn check_name(name: &str) -> HubResult<()> {
+    if name.trim().is_empty()
+        || name.chars().count() > MAX_NAME
+        || name.chars().any(char::is_control)
+    {
+        return Err(invalid(format!(
+            "name must be 1-{MAX_NAME} characters, not blank, without control characters"
+        )));
+    }
+    Ok(())
+}
+
+fn check_status(status: &str) -> HubResult<()> {
+    let ok = status == "idle"
+        || status == "thinking"
+        || status.strip_prefix("tool:").is_some_and(|t| !t.is_empty());
+    if !ok || status.len() > MAX_STATUS {
+        return Err(invalid(format!(
+            "status must be `idle`, `thinking` or `tool:<name>` (at most {MAX_STATUS} bytes), got {status:?}"
+        )));
+    }
+    Ok(())
+}
+
+fn check_path(what: &str, path: &str) -> HubResult<()> {
+    if !path.starts_with('/') || path.len() > MAX_PATH {
+        return Err(invalid(format!(
+            "{what} must be an absolute path, got {path:?}"
+        )));
+    }
+    Ok(())
+}
+
+fn apply_context(info: &mut SessionInfo, context: ContextUsage) {
+    info.context_tokens = context.tokens;
+    info.context_window = context.window;
+    info.context_percent = context.percent;
+}
+
+fn apply_repo(info: &mut SessionInfo, repo: RepoContext) {
+    info.repo = repo.root;
+    info.branch = repo.branch;
+    info.head = repo.head;
+    info.worktree = repo.worktree;
+}
+
+/// Whether a process exists (Linux: its /proc entry).
+fn process_alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+impl State {
+    pub(super) fn connect(
+        &mut self,
+        conn: ConnId,
+        handle: ConnHandle,
+        close: oneshot::Sender<ErrorCode>,
+    ) {
+        tracing::debug!(conn, kind = ?handle.kind, client = %handle.client_name, pid = ?handle.pid, "client connected");
+        let entry = Conn {
+            handle,
+            close: Some(close),
+            session: None,
+        };
+        self.conns.insert(conn, entry);
+    }
+
+    pub(super) fn disconnect(&mut self, conn: ConnId, db: &Connection, out: &mut Out) {
+        self.subscribers.remove(&conn);
+        let Some(entry) = self.conns.remove(&conn) else {
+            return;
+        };
+        let Some(session_id) = entry.session else {
+            return;
+        };
+        if self.live.get(&session_id).is_none_or(|l| l.conn != conn) {
+            return; // Replaced by a newer connection.
+        }
+        self.live.remove(&session_id);
+        let result = (|| -> HubResult<()> {
+            if let Some(mut info) = store::sessions::get(db, &session_id)? {
+                info.last_seen = now_ms();
+                info.status = "idle".into();
+                store::sessions::upsert(db, &info)?;
+                tracing::info!(session = %session_id, name = %info.name, "session left");
+                self.broadcast(&ServerMsg::SessionLeft { session: info }, out);
+            }
+            Ok(())
+        })();
+        if let Err(err) = result {
+            tracing::error!(session = %session_id, "recording the session's departure failed: {}", err.message);
+        }
+    }
+
+    /// The stored session with its live `connected` flag.
+    pub(super) fn session_info(&self, db: &Connection, id: &str) -> HubResult<SessionInfo> {
+        let mut info = store::sessions::get(db, id)?
+            .ok_or_else(|| HubError::new(ErrorCode::Internal, format!("session {id} vanished")))?;
+        info.connected = self.live.contains_key(id);
+        Ok(info)
+    }
+
+    /// The session registered on `conn`, or `not_registered`.
+    pub(super) fn registered(&self, conn: ConnId) -> HubResult<&str> {
+        let entry = self.conns.get(&conn);
+        match entry.and_then(|c| c.session.as_deref()) {
+            Some(id) => Ok(id),
+            None => {
+                let pi = entry.is_some_and(|c| c.handle.kind == ClientKind::Pi);
+                let hint = if pi {
+                    "send `register` first"
+                } else {
+                    "only Pi sessions (client kind `pi`) can do this"
+                };
+                Err(HubError::new(
+                    ErrorCode::NotRegistered,
+                    format!("this connection has no registered session: {hint}"),
+                ))
+            }
+        }
+    }
+
+    pub(super) fn register(
+        &mut self,
+        conn: ConnId,
+        id: u64,
+        reg: Registration,
+        repo: RepoContext,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let entry = self.conns.get(&conn).expect("checked by the caller");
+        if entry.handle.kind != ClientKind::Pi {
+            return Err(HubError::new(
+                ErrorCode::Forbidden,
+                "only Pi sessions (client kind `pi`) register",
+            ));
+        }
+        check_session_id(&reg.session_id)?;
+        if let Some(name) = &reg.name {
+            check_name(name)?;
+        }
+        check_status(&reg.status)?;
+        check_path("cwd", &reg.cwd)?;
+        if let Some(file) = &reg.session_file {
+            check_path("session_file", file)?;
+        }
+        if let Some(current) = &entry.session
+            && current != &reg.session_id
+        {
+            return Err(invalid(format!(
+                "this connection is already registered as session {current}; open a new connection for another session"
+            )));
+        }
+        let pid = entry.handle.pid;
+        let takeover = match self.live.get(&reg.session_id) {
+            Some(holder) if holder.conn != conn => {
+                let holder_pid = self.conns.get(&holder.conn).and_then(|c| c.handle.pid);
+                let same_process = holder_pid.is_some() && holder_pid == pid;
+                let gone = holder_pid.is_some_and(|p| !process_alive(p));
+                if !same_process && !gone {
+                    let shown = holder_pid.map_or("unknown".to_string(), |p| p.to_string());
+                    return Err(HubError::new(
+                        ErrorCode::SessionTaken,
+                        format!(
+                            "session {} is held by a live connection from pid {shown}; close that Pi session first",
+                            reg.session_id
+                        ),
+                    )
+                    .with_details(serde_json::json!({ "pid": holder_pid })));
+                }
+                Some(holder.conn)
+            }
+            Some(_) => None,
+            None => {
+                if self.live.len() >= self.facts.limits.max_sessions {
+                    let max = self.facts.limits.max_sessions;
+                    return Err(HubError::new(
+                        ErrorCode::LimitExceeded,
+                        format!("{max} sessions are connected, the most allowed (core.limits.max_sessions)"),
+                    )
+                    .with_details(serde_json::json!({ "limit": "max_sessions", "max": max })));
+                }
+                None
+            }
+        };
+
+        let now = now_ms();
+        let previous = store::sessions::get(db, &reg.session_id)?;
+        let name = reg
+            .name
+            .clone()
+            .or_else(|| previous.as_ref().map(|p| p.name.clone()))
+            .unwrap_or_else(|| reg.session_id.chars().take(8).collect());
+        let mut info = SessionInfo {
+            id: reg.session_id.clone(),
+            name,
+            cwd: reg.cwd,
+            pid,
+            model: reg.model,
+            status: reg.status,
+            role: reg.role,
+            connected: true,
+            context_tokens: None,
+            context_window: None,
+            context_percent: None,
+            repo: None,
+            branch: None,
+            head: None,
+            worktree: false,
+            session_file: reg.session_file,
+            open_asks: 0,
+            pending_messages: 0,
+            first_seen: previous.as_ref().map_or(now, |p| p.first_seen),
+            last_seen: now,
+        };
+        apply_context(&mut info, reg.context);
+        apply_repo(&mut info, repo);
+        store::sessions::upsert(db, &info)?;
+
+        if let Some(old) = takeover
+            && let Some(old_entry) = self.conns.get_mut(&old)
+        {
+            old_entry.session = None;
+            tracing::info!(session = %info.id, old_conn = old, "session re-registered on a new connection; closing the old one");
+            out.error(
+                old,
+                None,
+                HubError::new(
+                    ErrorCode::Replaced,
+                    format!("session {} registered again on a newer connection", info.id),
+                ),
+            );
+            out.closes.push((old, ErrorCode::Replaced));
+        }
+        let rejoined = self.live.contains_key(&info.id);
+        self.live.insert(
+            info.id.clone(),
+            Live {
+                conn,
+                name: info.name.clone(),
+            },
+        );
+        self.conns.get_mut(&conn).expect("checked").session = Some(info.id.clone());
+
+        let pending = store::messages::pending(db, &info.id)?;
+        let info = self.session_info(db, &info.id)?;
+        out.send(
+            conn,
+            &ServerMsg::Registered {
+                id,
+                session: info.clone(),
+                pending: pending.len() as u32,
+            },
+        );
+        for message in pending {
+            out.send(conn, &ServerMsg::Deliver { message });
+        }
+        tracing::info!(session = %info.id, name = %info.name, pid = ?info.pid, "session registered");
+        let event = if rejoined {
+            ServerMsg::SessionChanged { session: info }
+        } else {
+            ServerMsg::SessionJoined { session: info }
+        };
+        self.broadcast(&event, out);
+        Ok(())
+    }
+
+    pub(super) fn update(
+        &mut self,
+        conn: ConnId,
+        id: u64,
+        patch: Patch,
+        repo: Option<RepoContext>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let session_id = self.registered(conn)?.to_string();
+        let mut info = self.session_info(db, &session_id)?;
+        if let Some(name) = patch.name {
+            check_name(&name)?;
+            info.name = name;
+        }
+        if let Some(status) = patch.status {
+            check_status(&status)?;
+            info.status = status;
+        }
+        if let Some(cwd) = patch.cwd {
+            check_path("cwd", &cwd)?;
+            info.cwd = cwd;
+        }
+        if let Some(file) = patch.session_file {
+            check_path("session_file", &file)?;
+            info.session_file = Some(file);
+        }
+        if let Some(model) = patch.model {
+            info.model = Some(model);
+        }
+        if let Some(context) = patch.context {
+            apply_context(&mut info, context);
+        }
+        if let Some(role) = patch.role {
+            info.role = role;
+        }
+        if let Some(repo) = repo {
+            apply_repo(&mut info, repo);
+        }
+        info.last_seen = now_ms();
+        store::sessions::upsert(db, &info)?;
+        if let Some(live) = self.live.get_mut(&session_id) {
+            live.name.clone_from(&info.name);
+        }
+        out.send(
+            conn,
+            &ServerMsg::Updated {
+                id,
+                session: info.clone(),
+            },
+        );
+        self.broadcast(&ServerMsg::SessionChanged { session: info }, out);
+        Ok(())
+    }
+
+    pub(super) fn list_sessions(&self, all: bool, db: &Connection) -> HubResult<Vec<SessionInfo>> {
+        let mut sessions = store::sessions::list(db)?;
+        for s in &mut sessions {
+            s.connected = self.live.contains_key(&s.id);
+        }
+        if !all {
+            sessions.retain(|s| s.connected);
+        }
+        Ok(sessions)
+    }
+
+    pub(super) fn status(&self, db: &Connection) -> HubResult<CoreStatus> {
+        let now = now_ms();
+        let mut bridges: Vec<BridgeInfo> = self
+            .conns
+            .values()
+            .filter(|c| c.handle.kind == ClientKind::Bridge)
+            .map(|c| BridgeInfo {
+                name: c.handle.client_name.clone(),
+                pid: c.handle.pid,
+                connected_since: c.handle.connected_at,
+            })
+            .collect();
+        bridges.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(CoreStatus {
+            core_version: env!("CARGO_PKG_VERSION").to_string(),
+            protocol: PROTOCOL_VERSION,
+            pid: std::process::id(),
+            started_at: self.facts.started_at,
+            uptime_ms: now.saturating_sub(self.facts.started_at),
+            state_dir: self.facts.state_dir.display().to_string(),
+            socket: self.facts.socket.display().to_string(),
+            sessions_connected: self.live.len() as u32,
+            sessions_known: store::sessions::count(db)?,
+            open_asks: store::asks::open_total(db)?,
+            bridges,
+        })
+    }
+}

@@ -1,0 +1,91 @@
+//! Session selectors: how `shepherd send fix-login …` finds a session. Exact id, then a
+//! unique id prefix, then a unique name (connected sessions first). No match and several
+//! matches are both errors that list what was found, so the user can be precise.
+
+use rusqlite::Connection;
+
+use super::{HubError, HubResult, State};
+use crate::protocol::{ErrorCode, SessionInfo};
+use crate::store;
+
+/// A resolved session.
+pub(super) struct Target {
+    pub id: String,
+    pub name: String,
+}
+
+impl State {
+    pub(super) fn resolve(&self, selector: &str, db: &Connection) -> HubResult<Target> {
+        let selector = selector.trim();
+        if selector.is_empty() {
+            return Err(HubError::new(
+                ErrorCode::InvalidArgument,
+                "no session named: give an id, id prefix or name",
+            ));
+        }
+        if let Some(live) = self.live.get(selector) {
+            return Ok(Target {
+                id: selector.to_string(),
+                name: live.name.clone(),
+            });
+        }
+        if let Some(info) = store::sessions::get(db, selector)? {
+            return Ok(Target {
+                id: info.id,
+                name: info.name,
+            });
+        }
+        let by_prefix = store::sessions::by_id_prefix(db, selector)?;
+        if by_prefix.len() == 1 {
+            let s = &by_prefix[0];
+            return Ok(Target {
+                id: s.id.clone(),
+                name: s.name.clone(),
+            });
+        }
+        if by_prefix.len() > 1 {
+            return Err(self.ambiguous(selector, "id prefix", by_prefix));
+        }
+        let by_name = store::sessions::by_name(db, selector)?;
+        let connected: Vec<&SessionInfo> = by_name
+            .iter()
+            .filter(|s| self.live.contains_key(&s.id))
+            .collect();
+        match (by_name.len(), connected.len()) {
+            (0, _) => Err(HubError::new(
+                ErrorCode::UnknownSession,
+                format!("no session matches {selector:?}; `shepherd sessions --all` lists them"),
+            )
+            .with_details(serde_json::json!({ "candidates": [] }))),
+            (1, _) => Ok(Target {
+                id: by_name[0].id.clone(),
+                name: by_name[0].name.clone(),
+            }),
+            (_, 1) => Ok(Target {
+                id: connected[0].id.clone(),
+                name: connected[0].name.clone(),
+            }),
+            _ => Err(self.ambiguous(selector, "name", by_name)),
+        }
+    }
+
+    fn ambiguous(&self, selector: &str, what: &str, matches: Vec<SessionInfo>) -> HubError {
+        let candidates: Vec<serde_json::Value> = matches
+            .iter()
+            .map(|s| serde_json::json!({ "id": s.id, "name": s.name, "connected": self.live.contains_key(&s.id) }))
+            .collect();
+        let listed: Vec<String> = matches
+            .iter()
+            .map(|s| format!("{} ({})", s.name, s.id))
+            .collect();
+        HubError::new(
+            ErrorCode::AmbiguousSession,
+            format!(
+                "{selector:?} matches {} sessions by {what}: {}; use a longer id",
+                matches.len(),
+                listed.join(", ")
+            ),
+        )
+        .with_details(serde_json::json!({ "candidates": candidates }))
+    }
+}

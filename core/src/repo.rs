@@ -1,0 +1,96 @@
+//! # Repository context
+//!
+//! Which git repository a session works in, read with git2 from its cwd: the work tree
+//! root, the current branch (none when detached), HEAD, and whether the cwd is a linked
+//! worktree rather than the main checkout. Later issues key project work on this.
+//! Discovery runs on a blocking thread, never on the hub.
+
+use std::path::Path;
+
+/// A session's repository, as far as git can tell.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RepoContext {
+    pub root: Option<String>,
+    pub branch: Option<String>,
+    pub head: Option<String>,
+    pub worktree: bool,
+}
+
+/// Read the repository containing `cwd`; empty when there is none (or it is unreadable).
+pub fn discover(cwd: &Path) -> RepoContext {
+    let Ok(repo) = git2::Repository::discover(cwd) else {
+        return RepoContext::default();
+    };
+    let root = repo
+        .workdir()
+        .map(|p| p.to_string_lossy().trim_end_matches('/').to_string());
+    let (branch, head) = match repo.head() {
+        Ok(head) => {
+            let branch = match head.is_branch() {
+                true => head.shorthand().ok().map(str::to_string),
+                false => None,
+            };
+            (branch, head.target().map(|oid| oid.to_string()))
+        }
+        // An unborn branch (no commits yet) still has a name.
+        Err(_) => {
+            let branch = repo
+                .find_reference("HEAD")
+                .ok()
+                .and_then(|r| r.symbolic_target().ok().flatten().map(str::to_string))
+                .and_then(|t| t.strip_prefix("refs/heads/").map(str::to_string));
+            (branch, None)
+        }
+    };
+    RepoContext {
+        root,
+        branch,
+        head,
+        worktree: repo.is_worktree(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commit(repo: &git2::Repository) -> git2::Oid {
+        let sig = git2::Signature::now("t", "t@example.invalid").unwrap();
+        let tree = repo
+            .find_tree(repo.index().unwrap().write_tree().unwrap())
+            .unwrap();
+        repo.commit(Some("HEAD"), &sig, &sig, "init", &tree, &[])
+            .unwrap()
+    }
+
+    #[test]
+    fn reads_branch_head_and_worktrees() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main");
+        let repo = git2::Repository::init(&main).unwrap();
+        std::fs::create_dir(main.join("sub")).unwrap();
+
+        let unborn = discover(&main.join("sub"));
+        assert_eq!(unborn.root.as_deref(), Some(main.to_str().unwrap()));
+        assert!(unborn.branch.is_some() && unborn.head.is_none());
+
+        let oid = commit(&repo);
+        let ctx = discover(&main.join("sub"));
+        assert_eq!(ctx.head, Some(oid.to_string()));
+        assert!(!ctx.worktree);
+
+        let wt_path = dir.path().join("wt");
+        let branch = repo
+            .branch("feature", &repo.find_commit(oid).unwrap(), false)
+            .unwrap();
+        let mut opts = git2::WorktreeAddOptions::new();
+        let reference = branch.into_reference();
+        opts.reference(Some(&reference));
+        repo.worktree("wt", &wt_path, Some(&opts)).unwrap();
+        let wt = discover(&wt_path);
+        assert!(wt.worktree);
+        assert_eq!(wt.branch.as_deref(), Some("feature"));
+
+        assert_eq!(discover(Path::new("/")), RepoContext::default());
+    }
+}

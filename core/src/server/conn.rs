@@ -1,0 +1,329 @@
+//! One connection: a reader loop (this task) and a writer task.
+//!
+//! The reader enforces the handshake (`hello` first, within the timeout, same protocol
+//! version), turns frames into [`ClientMsg`]s, answers what is wrong with a frame itself
+//! (with the stable error code, closing when the framing can no longer be trusted), looks
+//! up the repository context off the async threads, and forwards everything else to the
+//! hub in order. The writer drains the connection's bounded outbox, coalescing queued
+//! frames into one write.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::ConnSettings;
+use crate::framing::{FrameError, read_frame};
+use crate::hub::{ConnHandle, ConnId, HubCommand, HubHandle};
+use crate::protocol::{ClientKind, ClientMsg, ErrorCode, PROTOCOL_VERSION, ServerMsg, frame};
+use crate::repo::{self, RepoContext};
+use crate::store::now_ms;
+
+/// Largest write the writer assembles from queued frames.
+const MAX_COALESCED: usize = 256 * 1024;
+
+fn error_frame(id: Option<u64>, code: ErrorCode, message: impl Into<String>) -> Bytes {
+    Bytes::from(frame::encode(&ServerMsg::error(id, code, message)))
+}
+
+/// Serve one accepted connection until it closes.
+pub(super) async fn run(
+    id: ConnId,
+    stream: UnixStream,
+    pid: Option<u32>,
+    hub: HubHandle,
+    settings: Arc<ConnSettings>,
+    shutdown: CancellationToken,
+) {
+    let (read, write) = stream.into_split();
+    let mut reader = BufReader::with_capacity(64 * 1024, read);
+    let (tx, rx) = mpsc::channel(settings.max_outbound);
+    let abort = CancellationToken::new();
+    let writer = tokio::spawn(write_loop(write, rx, abort.clone()));
+
+    let mut conn = Reader {
+        id,
+        tx,
+        hub,
+        settings,
+        cwd: None,
+    };
+    let greeted = match conn.hello(&mut reader, pid).await {
+        Some(close) => {
+            let code = conn.serve(&mut reader, close, &shutdown).await;
+            if code == Some(ErrorCode::SlowConsumer) {
+                abort.cancel();
+            }
+            true
+        }
+        None => false,
+    };
+    if greeted {
+        conn.hub.send(HubCommand::Disconnect { conn: id }).await;
+    }
+    let Reader { tx, settings, .. } = conn;
+    drop(tx);
+    // The writer ends once the hub has dropped its sender too; don't wait forever on a
+    // peer that stopped reading.
+    let finished = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    let (mut write, clean) = match finished {
+        Ok(Ok(result)) => result,
+        _ => return,
+    };
+    if abort.is_cancelled() && clean {
+        let frame = error_frame(
+            None,
+            ErrorCode::SlowConsumer,
+            format!(
+                "more than {} frames were waiting for you; reconnect to resume (nothing is lost)",
+                settings.max_outbound
+            ),
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(200), write.write_all(&frame)).await;
+    }
+    let _ = write.shutdown().await;
+}
+
+struct Reader {
+    id: ConnId,
+    tx: mpsc::Sender<Bytes>,
+    hub: HubHandle,
+    settings: Arc<ConnSettings>,
+    /// The registered session's cwd, to refresh the repository context.
+    cwd: Option<String>,
+}
+
+impl Reader {
+    async fn reply(&self, frame: Bytes) {
+        let _ = self.tx.send(frame).await;
+    }
+
+    /// Read a frame, answering framing errors. `None` means the connection is over.
+    async fn next_body(&self, reader: &mut BufReader<OwnedReadHalf>) -> Option<Vec<u8>> {
+        match read_frame(reader, self.settings.max_frame).await {
+            Ok(Some(body)) => Some(body),
+            Ok(None) => None,
+            Err(FrameError::TooLarge { len, max }) => {
+                tracing::warn!(conn = self.id, len, max, "closing: frame over the limit");
+                let msg = format!(
+                    "frame of {len} bytes is over the {max}-byte limit (core.limits.max_frame_bytes); closing"
+                );
+                self.reply(error_frame(None, ErrorCode::FrameTooLarge, msg))
+                    .await;
+                None
+            }
+            Err(FrameError::Truncated { got, want }) => {
+                tracing::warn!(conn = self.id, got, want, "closing: truncated frame");
+                let msg =
+                    format!("the stream ended inside a frame ({got} of {want} bytes); closing");
+                self.reply(error_frame(None, ErrorCode::TruncatedFrame, msg))
+                    .await;
+                None
+            }
+            Err(FrameError::Io(e)) => {
+                tracing::debug!(conn = self.id, error = %e, "read failed");
+                None
+            }
+        }
+    }
+
+    /// The handshake. Returns the hub's close signal once greeted.
+    async fn hello(
+        &mut self,
+        reader: &mut BufReader<OwnedReadHalf>,
+        pid: Option<u32>,
+    ) -> Option<oneshot::Receiver<ErrorCode>> {
+        let first = tokio::time::timeout(self.settings.hello_timeout, self.next_body(reader)).await;
+        let body = match first {
+            Ok(body) => body?,
+            Err(_) => {
+                tracing::warn!(conn = self.id, pid, "closing: no hello in time");
+                let msg = format!(
+                    "no hello within {} ms; say hello first (see docs/PROTOCOL.md)",
+                    self.settings.hello_timeout.as_millis()
+                );
+                self.reply(error_frame(None, ErrorCode::HelloTimeout, msg))
+                    .await;
+                return None;
+            }
+        };
+        let (id, kind, client_name) = match ClientMsg::decode(&body) {
+            Ok(ClientMsg::Hello {
+                id,
+                protocol,
+                client,
+                client_name,
+            }) => {
+                if protocol != PROTOCOL_VERSION {
+                    tracing::warn!(conn = self.id, pid, protocol, "closing: protocol mismatch");
+                    let msg = format!(
+                        "client speaks intercom protocol {protocol}, this core speaks {PROTOCOL_VERSION}; update the older of the two"
+                    );
+                    self.reply(error_frame(Some(id), ErrorCode::ProtocolMismatch, msg))
+                        .await;
+                    return None;
+                }
+                (id, client, client_name)
+            }
+            Ok(other) => {
+                let msg = "the first message must be hello; closing";
+                self.reply(error_frame(
+                    other.request_id(),
+                    ErrorCode::HelloRequired,
+                    msg,
+                ))
+                .await;
+                return None;
+            }
+            Err((e, id)) => {
+                let code = match e.code() {
+                    ErrorCode::MalformedFrame => ErrorCode::MalformedFrame,
+                    _ => ErrorCode::HelloRequired,
+                };
+                let msg = format!("{e}; the first message must be a valid hello; closing");
+                self.reply(error_frame(id, code, msg)).await;
+                return None;
+            }
+        };
+        let client_name = client_name.unwrap_or_else(|| default_name(kind).to_string());
+        let welcome = ServerMsg::Welcome {
+            id,
+            protocol: PROTOCOL_VERSION,
+            core_version: env!("CARGO_PKG_VERSION").to_string(),
+            store_id: self.settings.store_id.clone(),
+            pid: std::process::id(),
+        };
+        self.reply(Bytes::from(frame::encode(&welcome))).await;
+        let (close_tx, close_rx) = oneshot::channel();
+        let handle = ConnHandle {
+            kind,
+            client_name,
+            pid,
+            outbox: self.tx.clone(),
+            connected_at: now_ms(),
+        };
+        let connected = self
+            .hub
+            .send(HubCommand::Connect {
+                conn: self.id,
+                handle,
+                close: close_tx,
+            })
+            .await;
+        connected.then_some(close_rx)
+    }
+
+    /// Requests until the peer leaves or the hub closes us; the close code, if any.
+    async fn serve(
+        &mut self,
+        reader: &mut BufReader<OwnedReadHalf>,
+        mut close: oneshot::Receiver<ErrorCode>,
+        shutdown: &CancellationToken,
+    ) -> Option<ErrorCode> {
+        loop {
+            let body = tokio::select! {
+                body = self.next_body(reader) => body?,
+                code = &mut close => {
+                    let code = code.unwrap_or(ErrorCode::ShuttingDown);
+                    if code != ErrorCode::SlowConsumer && code != ErrorCode::Replaced {
+                        self.reply(error_frame(None, code, "the core is closing this connection")).await;
+                    }
+                    return Some(code);
+                }
+                _ = shutdown.cancelled() => {
+                    self.reply(error_frame(None, ErrorCode::ShuttingDown, "the core is shutting down; reconnect after it restarts")).await;
+                    return Some(ErrorCode::ShuttingDown);
+                }
+            };
+            match ClientMsg::decode(&body) {
+                Ok(msg) => {
+                    let repo = self.repo_for(&msg).await;
+                    let cmd = HubCommand::Request {
+                        conn: self.id,
+                        msg: Box::new(msg),
+                        repo,
+                    };
+                    if !self.hub.send(cmd).await {
+                        return Some(ErrorCode::ShuttingDown);
+                    }
+                }
+                Err((e, id)) => {
+                    let code = e.code();
+                    tracing::debug!(conn = self.id, %code, "bad message: {e}");
+                    self.reply(error_frame(id, code, e.to_string())).await;
+                    if code.closes_connection() {
+                        return Some(code);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Repository context for requests that set or may have changed it.
+    async fn repo_for(&mut self, msg: &ClientMsg) -> Option<RepoContext> {
+        let cwd = match msg {
+            ClientMsg::Register { session, .. } => {
+                self.cwd = Some(session.cwd.clone());
+                session.cwd.clone()
+            }
+            ClientMsg::Update { cwd: Some(cwd), .. } => {
+                self.cwd = Some(cwd.clone());
+                cwd.clone()
+            }
+            ClientMsg::Update {
+                status: Some(status),
+                ..
+            } if status == "idle" => self.cwd.clone()?,
+            _ => return None,
+        };
+        let path = PathBuf::from(cwd);
+        tokio::task::spawn_blocking(move || repo::discover(&path))
+            .await
+            .ok()
+    }
+}
+
+fn default_name(kind: ClientKind) -> &'static str {
+    match kind {
+        ClientKind::Pi => "pi",
+        ClientKind::Bridge => "bridge",
+        ClientKind::Cli => "cli",
+    }
+}
+
+/// Write queued frames until every sender is gone or `abort` fires. Returns the write half
+/// and whether it stopped between frames (so one more frame may still be written).
+async fn write_loop(
+    mut write: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Bytes>,
+    abort: CancellationToken,
+) -> (OwnedWriteHalf, bool) {
+    let mut buf = Vec::with_capacity(64 * 1024);
+    loop {
+        let first = tokio::select! {
+            _ = abort.cancelled() => return (write, true),
+            first = rx.recv() => first,
+        };
+        let Some(first) = first else {
+            return (write, true);
+        };
+        buf.clear();
+        buf.extend_from_slice(&first);
+        while buf.len() < MAX_COALESCED {
+            match rx.try_recv() {
+                Ok(more) => buf.extend_from_slice(&more),
+                Err(_) => break,
+            }
+        }
+        tokio::select! {
+            _ = abort.cancelled() => return (write, false),
+            written = write.write_all(&buf) => if written.is_err() { return (write, false) },
+        }
+    }
+}

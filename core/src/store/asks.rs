@@ -1,0 +1,117 @@
+//! Asks: a session's question and, once, its answer. The single-answer rule is enforced
+//! here too (`UPDATE … WHERE state = 'open'`), not only by the hub's ordering.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::protocol::{Ask, AskState};
+
+const SELECT: &str = "SELECT a.id, a.session_id, COALESCE(s.name, substr(a.session_id, 1, 8)),
+    a.question, a.options, a.details, a.state, a.answer, a.answered_by, a.created_at,
+    a.answered_at
+    FROM asks a LEFT JOIN sessions s ON s.id = a.session_id";
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<Ask> {
+    let options: String = row.get(4)?;
+    let state: String = row.get(6)?;
+    Ok(Ask {
+        id: row.get(0)?,
+        session_id: row.get(1)?,
+        session_name: row.get(2)?,
+        question: row.get(3)?,
+        options: serde_json::from_str(&options).unwrap_or_default(),
+        details: row.get(5)?,
+        state: if state == "open" {
+            AskState::Open
+        } else {
+            AskState::Answered
+        },
+        answer: row.get(7)?,
+        answered_by: row.get(8)?,
+        created_at: row.get(9)?,
+        answered_at: row.get(10)?,
+    })
+}
+
+/// Store a new open ask; returns its id.
+pub fn insert(
+    conn: &Connection,
+    session_id: &str,
+    question: &str,
+    options: &[String],
+    details: Option<&str>,
+    now: u64,
+) -> rusqlite::Result<u64> {
+    let options = serde_json::to_string(options).expect("strings serialize");
+    conn.prepare_cached(
+        "INSERT INTO asks (session_id, question, options, details, state, created_at)
+         VALUES (?1, ?2, ?3, ?4, 'open', ?5)",
+    )?
+    .execute(params![session_id, question, options, details, now])?;
+    Ok(conn.last_insert_rowid() as u64)
+}
+
+/// Record the answer if the ask is still open. Returns false when it was not.
+pub fn answer(
+    conn: &Connection,
+    id: u64,
+    text: &str,
+    by: &str,
+    now: u64,
+) -> rusqlite::Result<bool> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE asks SET state = 'answered', answer = ?2, answered_by = ?3, answered_at = ?4
+             WHERE id = ?1 AND state = 'open'",
+        )?
+        .execute(params![id, text, by, now])?;
+    Ok(changed == 1)
+}
+
+/// One ask by id.
+pub fn get(conn: &Connection, id: u64) -> rusqlite::Result<Option<Ask>> {
+    conn.prepare_cached(&format!("{SELECT} WHERE a.id = ?1"))?
+        .query_row([id], from_row)
+        .optional()
+}
+
+/// Open asks (oldest first), or every ask when `all` (newest first, at most 500).
+pub fn list(conn: &Connection, all: bool) -> rusqlite::Result<Vec<Ask>> {
+    let sql = if all {
+        format!("{SELECT} ORDER BY a.id DESC LIMIT 500")
+    } else {
+        format!("{SELECT} WHERE a.state = 'open' ORDER BY a.id")
+    };
+    conn.prepare_cached(&sql)?
+        .query_map([], from_row)?
+        .collect()
+}
+
+/// Open asks of one session.
+pub fn open_count(conn: &Connection, session_id: &str) -> rusqlite::Result<u32> {
+    conn.prepare_cached("SELECT COUNT(*) FROM asks WHERE session_id = ?1 AND state = 'open'")?
+        .query_row([session_id], |r| r.get(0))
+}
+
+/// Open asks of all sessions.
+pub fn open_total(conn: &Connection) -> rusqlite::Result<u32> {
+    conn.prepare_cached("SELECT COUNT(*) FROM asks WHERE state = 'open'")?
+        .query_row([], |r| r.get(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_first_answer_is_kept() {
+        let store = crate::store::memory();
+        let id = insert(&store.conn, "s1", "Merge?", &["yes".into()], None, 1).unwrap();
+        assert!(answer(&store.conn, id, "yes", "cli", 2).unwrap());
+        assert!(!answer(&store.conn, id, "no", "telegram:@bob", 3).unwrap());
+        let ask = get(&store.conn, id).unwrap().unwrap();
+        assert_eq!(ask.answer.as_deref(), Some("yes"));
+        assert_eq!(ask.answered_by.as_deref(), Some("cli"));
+        assert_eq!(ask.session_name, "s1");
+        assert_eq!(open_count(&store.conn, "s1").unwrap(), 0);
+    }
+}

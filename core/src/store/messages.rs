@@ -1,0 +1,149 @@
+//! Each session's mailbox: steers, messages and answers for it, kept until the session
+//! acknowledges them. Pending rows are found through a partial index, so the cost of a
+//! delivery does not grow with history.
+
+use rusqlite::{Connection, Row, params};
+
+use crate::protocol::{ClientKind, Delivery, DeliveryKind, Sender};
+
+fn kind_str(kind: DeliveryKind) -> &'static str {
+    match kind {
+        DeliveryKind::Steer => "steer",
+        DeliveryKind::Message => "message",
+        DeliveryKind::Answer => "answer",
+    }
+}
+
+fn client_str(kind: ClientKind) -> &'static str {
+    match kind {
+        ClientKind::Pi => "pi",
+        ClientKind::Bridge => "bridge",
+        ClientKind::Cli => "cli",
+    }
+}
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<Delivery> {
+    let kind: String = row.get(1)?;
+    let from_kind: String = row.get(3)?;
+    Ok(Delivery {
+        id: row.get(0)?,
+        kind: match kind.as_str() {
+            "message" => DeliveryKind::Message,
+            "answer" => DeliveryKind::Answer,
+            _ => DeliveryKind::Steer,
+        },
+        text: row.get(2)?,
+        from: Sender {
+            kind: match from_kind.as_str() {
+                "pi" => ClientKind::Pi,
+                "bridge" => ClientKind::Bridge,
+                _ => ClientKind::Cli,
+            },
+            session_id: row.get(4)?,
+            name: row.get(5)?,
+        },
+        ask_id: row.get(6)?,
+        question: row.get(7)?,
+        created_at: row.get(8)?,
+    })
+}
+
+/// A message to store, before it has an id.
+pub struct NewMessage<'a> {
+    pub recipient: &'a str,
+    pub kind: DeliveryKind,
+    pub text: &'a str,
+    pub from: &'a Sender,
+    pub ask_id: Option<u64>,
+    pub question: Option<&'a str>,
+    pub created_at: u64,
+}
+
+/// Store a message; returns it as it will be delivered.
+pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery> {
+    conn.prepare_cached(
+        "INSERT INTO messages (recipient, kind, text, from_kind, from_session, from_name,
+            ask_id, question, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        m.recipient,
+        kind_str(m.kind),
+        m.text,
+        client_str(m.from.kind),
+        m.from.session_id,
+        m.from.name,
+        m.ask_id,
+        m.question,
+        m.created_at,
+    ])?;
+    Ok(Delivery {
+        id: conn.last_insert_rowid() as u64,
+        kind: m.kind,
+        text: m.text.to_string(),
+        from: m.from.clone(),
+        ask_id: m.ask_id,
+        question: m.question.map(str::to_string),
+        created_at: m.created_at,
+    })
+}
+
+/// Every unacknowledged message for `recipient`, in delivery order.
+pub fn pending(conn: &Connection, recipient: &str) -> rusqlite::Result<Vec<Delivery>> {
+    conn.prepare_cached(
+        "SELECT id, kind, text, from_kind, from_session, from_name, ask_id, question, created_at
+         FROM messages WHERE recipient = ?1 AND acked_at IS NULL ORDER BY id",
+    )?
+    .query_map([recipient], from_row)?
+    .collect()
+}
+
+/// Mark messages of `recipient` acknowledged; ids of other sessions are ignored.
+pub fn ack(conn: &Connection, recipient: &str, ids: &[u64], now: u64) -> rusqlite::Result<usize> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE messages SET acked_at = ?3 WHERE id = ?2 AND recipient = ?1 AND acked_at IS NULL",
+    )?;
+    let mut changed = 0;
+    for id in ids {
+        changed += stmt.execute(params![recipient, id, now])?;
+    }
+    Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_until_acked_in_order_and_per_recipient() {
+        let store = crate::store::memory();
+        let from = Sender {
+            kind: ClientKind::Cli,
+            session_id: None,
+            name: "cli".into(),
+        };
+        let msg = |to, text| NewMessage {
+            recipient: to,
+            kind: DeliveryKind::Steer,
+            text,
+            from: &from,
+            ask_id: None,
+            question: None,
+            created_at: 5,
+        };
+        let a = insert(&store.conn, msg("a", "one")).unwrap();
+        let b = insert(&store.conn, msg("a", "two")).unwrap();
+        insert(&store.conn, msg("b", "other")).unwrap();
+        assert!(b.id > a.id);
+        let texts: Vec<_> = pending(&store.conn, "a")
+            .unwrap()
+            .into_iter()
+            .map(|d| d.text)
+            .collect();
+        assert_eq!(texts, ["one", "two"]);
+        // Acking someone else's id changes nothing.
+        assert_eq!(ack(&store.conn, "b", &[a.id], 6).unwrap(), 0);
+        assert_eq!(ack(&store.conn, "a", &[a.id, a.id], 6).unwrap(), 1);
+        assert_eq!(pending(&store.conn, "a").unwrap()[0], b);
+    }
+}

@@ -1,0 +1,202 @@
+//! # The durable store
+//!
+//! One SQLite database (WAL mode) holding everything that must survive the core: sessions
+//! seen, asks and their answers, every message for a session until it is acknowledged, and
+//! reports. The hub thread owns the only writing connection and wraps each batch of
+//! requests in one transaction (group commit), so nothing is acknowledged before it is on
+//! disk and thousands of messages a second cost one commit each batch, not one each.
+//!
+//! Functions here take a `&rusqlite::Connection` so they work inside a transaction or a
+//! savepoint alike. Ids come from `AUTOINCREMENT`: they are never reused and only grow.
+
+pub mod asks;
+pub mod messages;
+pub mod reports;
+pub mod sessions;
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension};
+
+use crate::config::Durability;
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error(
+        "database {path} has schema version {found}, newer than this shepherd ({supported}): upgrade shepherd"
+    )]
+    TooNew {
+        path: String,
+        found: i64,
+        supported: i64,
+    },
+}
+
+/// The schema, one entry per version. Never edit an entry: append a new one.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    cwd TEXT NOT NULL,
+    pid INTEGER,
+    model TEXT,
+    status TEXT NOT NULL,
+    role TEXT NOT NULL,
+    context_tokens INTEGER,
+    context_window INTEGER,
+    context_percent REAL,
+    repo TEXT,
+    branch TEXT,
+    head TEXT,
+    worktree INTEGER NOT NULL DEFAULT 0,
+    session_file TEXT,
+    first_seen INTEGER NOT NULL,
+    last_seen INTEGER NOT NULL
+);
+CREATE INDEX sessions_name ON sessions(name);
+CREATE TABLE asks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    question TEXT NOT NULL,
+    options TEXT NOT NULL,
+    details TEXT,
+    state TEXT NOT NULL CHECK (state IN ('open', 'answered')),
+    answer TEXT,
+    answered_by TEXT,
+    created_at INTEGER NOT NULL,
+    answered_at INTEGER
+);
+CREATE INDEX asks_open ON asks(session_id) WHERE state = 'open';
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    recipient TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    from_kind TEXT NOT NULL,
+    from_session TEXT,
+    from_name TEXT NOT NULL,
+    ask_id INTEGER,
+    question TEXT,
+    created_at INTEGER NOT NULL,
+    acked_at INTEGER
+);
+CREATE INDEX messages_pending ON messages(recipient, id) WHERE acked_at IS NULL;
+CREATE TABLE reports (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+"#];
+
+/// An open database with its identity.
+pub struct Store {
+    pub conn: Connection,
+    /// Random id of this database, stable across restarts; delivery ids are unique within
+    /// it.
+    pub store_id: String,
+}
+
+impl Store {
+    /// Open (creating and migrating as needed) the database at `path`.
+    pub fn open(path: &Path, durability: Durability) -> Result<Store, StoreError> {
+        let conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        let sync = match durability {
+            Durability::Normal => "NORMAL",
+            Durability::Full => "FULL",
+        };
+        conn.pragma_update(None, "synchronous", sync)?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.set_prepared_statement_cache_capacity(64);
+        migrate(&conn, path)?;
+        let store_id = store_id(&conn)?;
+        Ok(Store { conn, store_id })
+    }
+}
+
+fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let supported = MIGRATIONS.len() as i64;
+    if version > supported {
+        return Err(StoreError::TooNew {
+            path: path.display().to_string(),
+            found: version,
+            supported,
+        });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        let tx = conn.unchecked_transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+fn store_id(conn: &Connection) -> Result<String, StoreError> {
+    let existing: Option<String> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'store_id'", [], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    if let Some(id) = existing {
+        return Ok(id);
+    }
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the OS random source works");
+    let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('store_id', ?1)",
+        [&id],
+    )?;
+    Ok(id)
+}
+
+/// Current Unix time in milliseconds.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+pub(crate) fn memory() -> Store {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("t.db"), Durability::Normal).unwrap();
+    std::mem::forget(dir);
+    store
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reopening_keeps_identity_and_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let first = Store::open(&path, Durability::Normal).unwrap().store_id;
+        let second = Store::open(&path, Durability::Full).unwrap().store_id;
+        assert_eq!(first, second);
+        assert_eq!(first.len(), 16);
+    }
+
+    #[test]
+    fn newer_schema_is_refused_with_a_hint() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        drop(Store::open(&path, Durability::Normal).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+        drop(conn);
+        let err = Store::open(&path, Durability::Normal).err().unwrap();
+        assert!(err.to_string().contains("upgrade shepherd"), "{err}");
+    }
+}

@@ -1,0 +1,120 @@
+//! Sessions the core has seen: one row per Pi session id, upserted on register and on
+//! every presence update, so `shepherd sessions --all` and selectors work for sessions
+//! that are not connected right now.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::protocol::{Role, SessionInfo};
+
+const SELECT: &str = "SELECT id, name, cwd, pid, model, status, role, context_tokens,
+    context_window, context_percent, repo, branch, head, worktree, session_file,
+    first_seen, last_seen,
+    (SELECT COUNT(*) FROM asks a WHERE a.session_id = s.id AND a.state = 'open'),
+    (SELECT COUNT(*) FROM messages m WHERE m.recipient = s.id AND m.acked_at IS NULL)
+    FROM sessions s";
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
+    let role: String = row.get(6)?;
+    Ok(SessionInfo {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        cwd: row.get(2)?,
+        pid: row.get(3)?,
+        model: row.get(4)?,
+        status: row.get(5)?,
+        role: parse_role(&role),
+        connected: false,
+        context_tokens: row.get(7)?,
+        context_window: row.get(8)?,
+        context_percent: row.get(9)?,
+        repo: row.get(10)?,
+        branch: row.get(11)?,
+        head: row.get(12)?,
+        worktree: row.get(13)?,
+        session_file: row.get(14)?,
+        first_seen: row.get(15)?,
+        last_seen: row.get(16)?,
+        open_asks: row.get(17)?,
+        pending_messages: row.get(18)?,
+    })
+}
+
+fn parse_role(role: &str) -> Role {
+    match role {
+        "manager" => Role::Manager,
+        "chief" => Role::Chief,
+        _ => Role::Lead,
+    }
+}
+
+/// Insert or replace everything about a session except `first_seen`.
+pub fn upsert(conn: &Connection, s: &SessionInfo) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO sessions (id, name, cwd, pid, model, status, role, context_tokens,
+            context_window, context_percent, repo, branch, head, worktree, session_file,
+            first_seen, last_seen)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+         ON CONFLICT (id) DO UPDATE SET name = ?2, cwd = ?3, pid = ?4, model = ?5,
+            status = ?6, role = ?7, context_tokens = ?8, context_window = ?9,
+            context_percent = ?10, repo = ?11, branch = ?12, head = ?13, worktree = ?14,
+            session_file = ?15, last_seen = ?17",
+    )?
+    .execute(params![
+        s.id,
+        s.name,
+        s.cwd,
+        s.pid,
+        s.model,
+        s.status,
+        s.role.as_str(),
+        s.context_tokens,
+        s.context_window,
+        s.context_percent,
+        s.repo,
+        s.branch,
+        s.head,
+        s.worktree,
+        s.session_file,
+        s.first_seen,
+        s.last_seen,
+    ])?;
+    Ok(())
+}
+
+/// One session by exact id (`connected` is false: the hub knows who is connected).
+pub fn get(conn: &Connection, id: &str) -> rusqlite::Result<Option<SessionInfo>> {
+    conn.prepare_cached(&format!("{SELECT} WHERE id = ?1"))?
+        .query_row([id], from_row)
+        .optional()
+}
+
+/// Every known session, most recently seen first.
+pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionInfo>> {
+    conn.prepare_cached(&format!("{SELECT} ORDER BY last_seen DESC"))?
+        .query_map([], from_row)?
+        .collect()
+}
+
+/// Sessions whose id starts with `prefix`.
+pub fn by_id_prefix(conn: &Connection, prefix: &str) -> rusqlite::Result<Vec<SessionInfo>> {
+    conn.prepare_cached(&format!(
+        "{SELECT} WHERE substr(id, 1, length(?1)) = ?1 ORDER BY last_seen DESC LIMIT 20"
+    ))?
+    .query_map([prefix], from_row)?
+    .collect()
+}
+
+/// Sessions named exactly `name`.
+pub fn by_name(conn: &Connection, name: &str) -> rusqlite::Result<Vec<SessionInfo>> {
+    conn.prepare_cached(&format!(
+        "{SELECT} WHERE name = ?1 ORDER BY last_seen DESC LIMIT 20"
+    ))?
+    .query_map([name], from_row)?
+    .collect()
+}
+
+/// How many sessions the store knows.
+pub fn count(conn: &Connection) -> rusqlite::Result<u32> {
+    conn.prepare_cached("SELECT COUNT(*) FROM sessions")?
+        .query_row([], |r| r.get(0))
+}
