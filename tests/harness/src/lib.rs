@@ -1,1 +1,367 @@
-pub fn x() {}
+//! # shepherd-harness
+//!
+//! The real-server test harness: every test gets its own temporary Pi agent directory and
+//! runs the real `shepherd` binary on it (`shepherd up`), talks to it over the real
+//! socket, and can kill it with SIGKILL and start it again on the same state. Nothing is
+//! mocked on the shepherd side.
+//!
+//! - [`Core`]: a running daemon on a temp dir; restart, kill -9, run CLI commands.
+//! - [`Pi`]: a client that registers as a Pi session and acknowledges deliveries.
+//! - [`Raw`]: a bare socket for sending bytes the protocol forbids.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use shepherd_core::client::Client;
+use shepherd_core::protocol::{ClientKind, ClientMsg, Delivery, Registration, ServerMsg};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+
+/// The `shepherd` binary under test: `$SHEPHERD_BIN`, else the one cargo built next to
+/// the running test (`target/<profile>/shepherd`).
+pub fn shepherd_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("SHEPHERD_BIN") {
+        return PathBuf::from(bin);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>");
+    let bin = profile_dir.join("shepherd");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it with `cargo build` (cargo test builds it for the root package's tests)",
+        bin.display()
+    );
+    bin
+}
+
+/// A `shepherd up` process on its own temporary agent directory.
+pub struct Core {
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+    /// Extra environment for the daemon and CLI runs.
+    env: Vec<(String, String)>,
+}
+
+impl Core {
+    /// Start a core on a fresh temp dir and wait until it accepts.
+    pub async fn start() -> Result<Core> {
+        Core::start_with(&[]).await
+    }
+
+    /// Start with extra environment (`SHEPHERD_CORE__LIMITS__…` and the like).
+    pub async fn start_with(env: &[(&str, &str)]) -> Result<Core> {
+        let dir = tempfile::Builder::new().prefix("shp").tempdir_in("/tmp")?;
+        let mut core = Core {
+            dir,
+            child: None,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        core.spawn().await?;
+        Ok(core)
+    }
+
+    /// The Pi agent directory (`PI_CODING_AGENT_DIR`).
+    pub fn agent_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `<agent dir>/shepherd`.
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("shepherd")
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.state_dir().join("shepherd.sock")
+    }
+
+    /// Where the daemon's stderr goes.
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("core.log")
+    }
+
+    /// The daemon's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// The daemon's pid.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// A `shepherd` command with this core's environment.
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(shepherd_bin());
+        cmd.env("PI_CODING_AGENT_DIR", self.dir.path())
+            .env_remove("SHEPHERD_SOCKET")
+            .env_remove("SHEPHERD_CONFIG")
+            .env_remove("SHEPHERD_STATE_DIR");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// Run a CLI command to completion.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        self.command()
+            .args(args)
+            .output()
+            .expect("running shepherd")
+    }
+
+    /// Run a CLI command with `--json` and parse its stdout; fails on a non-zero exit.
+    pub fn cli_json(&self, args: &[&str]) -> Result<Value> {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.cli(&all);
+        if !out.status.success() {
+            bail!(
+                "shepherd {} failed ({}): {}",
+                all.join(" "),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        serde_json::from_slice(&out.stdout).context("CLI output is JSON")
+    }
+
+    async fn spawn(&mut self) -> Result<()> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())?;
+        let child = self
+            .command()
+            .arg("up")
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("spawning shepherd up")?;
+        self.child = Some(child);
+        self.wait_ready().await
+    }
+
+    async fn wait_ready(&mut self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                bail!(
+                    "shepherd up exited ({status}) before accepting:\n{}",
+                    self.log()
+                );
+            }
+            if Client::connect(&self.socket(), ClientKind::Cli, "harness")
+                .await
+                .is_ok()
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("shepherd up did not accept within 15 s:\n{}", self.log());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// SIGKILL the daemon (no clean shutdown) and reap it.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM the daemon and wait for it to exit; its exit status.
+    pub fn terminate(&mut self) -> Result<std::process::ExitStatus> {
+        let mut child = self.child.take().context("core is not running")?;
+        let status = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status()?;
+        assert!(status.success(), "kill -TERM failed");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                bail!(
+                    "shepherd did not exit within 10 s of SIGTERM:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Start the daemon again on the same state directory.
+    pub async fn restart(&mut self) -> Result<()> {
+        if self.child.is_some() {
+            self.terminate()?;
+        }
+        self.spawn().await
+    }
+
+    /// A greeted client of `kind`.
+    pub async fn client(&self, kind: ClientKind) -> Result<Client> {
+        Ok(Client::connect(&self.socket(), kind, "harness").await?)
+    }
+
+    /// A registered Pi session with this id and name, cwd = the temp dir.
+    pub async fn pi(&self, session_id: &str, name: &str) -> Result<Pi> {
+        Pi::register(&self.socket(), session_id, name, self.dir.path()).await
+    }
+
+    /// A raw, un-greeted socket.
+    pub async fn raw(&self) -> Result<Raw> {
+        Ok(Raw {
+            stream: UnixStream::connect(self.socket()).await?,
+        })
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("--- shepherd core log ---\n{}", self.log());
+        }
+        self.kill9();
+    }
+}
+
+/// A client registered as a Pi session.
+pub struct Pi {
+    pub client: Client,
+    pub session_id: String,
+    /// Deliveries announced by `registered` that arrive right after it.
+    pub pending: u32,
+}
+
+impl Pi {
+    /// Connect and register.
+    pub async fn register(socket: &Path, session_id: &str, name: &str, cwd: &Path) -> Result<Pi> {
+        let mut client = Client::connect(socket, ClientKind::Pi, "harness-pi").await?;
+        let reply = client
+            .request(|id| ClientMsg::Register {
+                id,
+                session: Registration {
+                    session_id: session_id.to_string(),
+                    name: Some(name.to_string()),
+                    cwd: cwd.display().to_string(),
+                    pid: None,
+                    model: Some("fake/fake-model".into()),
+                    context: Default::default(),
+                    status: "idle".into(),
+                    role: Default::default(),
+                    session_file: None,
+                },
+            })
+            .await?;
+        let ServerMsg::Registered { pending, .. } = reply else {
+            bail!("expected registered, got {reply:?}");
+        };
+        Ok(Pi {
+            client,
+            session_id: session_id.to_string(),
+            pending,
+        })
+    }
+
+    /// The next delivery (skipping other events), within `timeout`.
+    pub async fn next_delivery(&mut self, timeout: Duration) -> Result<Delivery> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let msg = tokio::time::timeout_at(deadline, self.client.next_event())
+                .await
+                .context("no delivery in time")??;
+            if let ServerMsg::Deliver { message } = msg {
+                return Ok(message);
+            }
+        }
+    }
+
+    /// Acknowledge deliveries.
+    pub async fn ack(&mut self, ids: &[u64]) -> Result<()> {
+        self.client
+            .send(&ClientMsg::Ack { ids: ids.to_vec() })
+            .await?;
+        Ok(())
+    }
+}
+
+/// A bare connection for malformed input.
+pub struct Raw {
+    pub stream: UnixStream,
+}
+
+impl Raw {
+    pub async fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.stream.write_all(bytes).await?;
+        Ok(())
+    }
+
+    /// Write one frame with a correct length prefix around `body`.
+    pub async fn write_frame(&mut self, body: &[u8]) -> Result<()> {
+        let mut buf = (body.len() as u32).to_be_bytes().to_vec();
+        buf.extend_from_slice(body);
+        self.write(&buf).await
+    }
+
+    /// Write a JSON value as one frame.
+    pub async fn send(&mut self, value: &Value) -> Result<()> {
+        self.write_frame(value.to_string().as_bytes()).await
+    }
+
+    /// Read one frame as JSON, or `None` when the core closed the connection.
+    pub async fn read(&mut self, timeout: Duration) -> Result<Option<Value>> {
+        tokio::time::timeout(timeout, async {
+            let mut header = [0u8; 4];
+            match self.stream.read_exact(&mut header).await {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(None),
+                Err(e) => return Err(e.into()),
+            }
+            let mut body = vec![0u8; u32::from_be_bytes(header) as usize];
+            self.stream.read_exact(&mut body).await?;
+            Ok(Some(serde_json::from_slice(&body)?))
+        })
+        .await
+        .context("no frame in time")?
+    }
+
+    /// Half-close: the core sees end of stream.
+    pub async fn shutdown_write(&mut self) -> Result<()> {
+        self.stream.shutdown().await?;
+        Ok(())
+    }
+
+    /// Say hello as `kind` and return the welcome.
+    pub async fn hello(&mut self, kind: &str) -> Result<Value> {
+        self.send(&serde_json::json!({"type": "hello", "id": 1, "protocol": 1, "client": kind}))
+            .await?;
+        self.read(Duration::from_secs(5))
+            .await?
+            .context("closed before welcome")
+    }
+}

@@ -1,0 +1,78 @@
+//! Asks end to end against the real daemon: a Pi session asks, two humans answer at the
+//! same moment, exactly one wins and the other is told who did, and the answer reaches
+//! the asking session once.
+
+use std::time::Duration;
+
+use shepherd_core::protocol::{
+    AskState, ClientKind, ClientMsg, DeliveryKind, ErrorCode, ServerMsg,
+};
+use shepherd_harness::Core;
+
+#[tokio::test]
+async fn two_concurrent_answers_exactly_one_wins() -> anyhow::Result<()> {
+    let core = Core::start().await?;
+    let mut pi = core.pi("sess-ask-1", "asker").await?;
+    let reply = pi
+        .client
+        .request(|id| ClientMsg::Ask {
+            id,
+            question: "Squash before merging?".into(),
+            options: vec!["squash".into(), "keep".into()],
+            details: None,
+        })
+        .await?;
+    let ServerMsg::Asked { ask, .. } = reply else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(ask.state, AskState::Open);
+
+    let listed = core.cli_json(&["asks"])?;
+    assert_eq!(listed[0]["question"], "Squash before merging?");
+    assert_eq!(listed[0]["session_name"], "asker");
+    assert_eq!(listed[0]["state"], "open");
+
+    let mut a = core.client(ClientKind::Cli).await?;
+    let mut b = core.client(ClientKind::Bridge).await?;
+    let ask_id = ask.id;
+    let (ra, rb) = tokio::join!(
+        a.request(|id| ClientMsg::Answer {
+            id,
+            ask: ask_id,
+            text: "squash".into(),
+            by: None
+        }),
+        b.request(|id| ClientMsg::Answer {
+            id,
+            ask: ask_id,
+            text: "keep".into(),
+            by: Some("telegram:@alice".into())
+        }),
+    );
+    let (winner, loser) = match (ra, rb) {
+        (Ok(w), Err(l)) => (w, l),
+        (Err(l), Ok(w)) => (w, l),
+        other => panic!("exactly one answer must win: {other:?}"),
+    };
+    let ServerMsg::Answered { ask: answered, .. } = winner else {
+        panic!()
+    };
+    assert_eq!(loser.code(), Some(ErrorCode::AlreadyAnswered));
+    assert!(
+        loser
+            .to_string()
+            .contains(answered.answered_by.as_deref().unwrap()),
+        "{loser}"
+    );
+
+    let delivery = pi.next_delivery(Duration::from_secs(5)).await?;
+    assert_eq!(delivery.kind, DeliveryKind::Answer);
+    assert_eq!(delivery.ask_id, Some(ask_id));
+    assert_eq!(Some(delivery.text.clone()), answered.answer);
+    pi.ack(&[delivery.id]).await?;
+
+    let all = core.cli_json(&["asks", "--all"])?;
+    assert_eq!(all[0]["state"], "answered");
+    assert_eq!(all[0]["answer"], delivery.text.as_str());
+    Ok(())
+}
