@@ -1,0 +1,584 @@
+//! # `shepherd doctor`
+//!
+//! Checks everything shepherd depends on and prints one line per check,
+//! `ok` / `warn` / `FAIL`, each problem with the command or change that fixes it: the
+//! config file, the state directory (yours, mode 0700), the database (opened read-only,
+//! `PRAGMA quick_check`), the socket (mode 0600) and whether the core answers on it,
+//! Node (Pi needs >= 22.19), Pi itself, and whether Pi loads the shepherd extension.
+//! Exit status 1 when any check fails. Doctor never changes anything.
+
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde::Serialize;
+use shepherd_core::config::{self, Config};
+use shepherd_core::protocol::{ClientMsg, ServerMsg};
+
+use super::format::duration;
+use super::{Ctx, Failure, print, print_json};
+
+/// The oldest Node that runs Pi.
+const MIN_NODE: (u64, u64) = (22, 19);
+
+/// How long `node --version` / `pi --version` may take.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
+
+const PI_PACKAGE: &str = "@earendil-works/pi-coding-agent";
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+/// One line of the report (and one object of `--json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub check: &'static str,
+    pub status: Level,
+    pub detail: String,
+    pub fix: Option<String>,
+}
+
+impl Check {
+    fn ok(check: &'static str, detail: impl Into<String>) -> Check {
+        Check {
+            check,
+            status: Level::Ok,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    fn warn(check: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            check,
+            status: Level::Warn,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+
+    fn fail(check: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            check,
+            status: Level::Fail,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+
+    /// `FAIL  socket: … — fix`.
+    fn line(&self) -> String {
+        let label = match self.status {
+            Level::Ok => "ok",
+            Level::Warn => "warn",
+            Level::Fail => "FAIL",
+        };
+        match &self.fix {
+            Some(fix) => format!("{label:<4}  {}: {} — {fix}\n", self.check, self.detail),
+            None => format!("{label:<4}  {}: {}\n", self.check, self.detail),
+        }
+    }
+}
+
+/// Run `shepherd doctor`.
+pub async fn run(ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let checks = run_checks(ctx).await;
+    if ctx.json {
+        print_json(&checks)?;
+    } else {
+        print(&checks.iter().map(Check::line).collect::<String>())?;
+    }
+    let failed = checks.iter().any(|c| c.status == Level::Fail);
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Every check, in the order a problem is best fixed.
+pub async fn run_checks(ctx: &Ctx) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let (config, check) = config_check(ctx);
+    checks.push(check);
+    let uid = rustix::process::getuid().as_raw();
+    match config.state_dir() {
+        Ok(dir) => {
+            checks.push(state_dir_check(&dir, uid));
+            checks.push(database_check(&dir.join("shepherd.db")));
+        }
+        Err(e) => checks.push(Check::fail(
+            "state dir",
+            e.to_string(),
+            "set HOME or PI_CODING_AGENT_DIR",
+        )),
+    }
+    if let Ok(socket) = config.socket_path() {
+        checks.push(socket_check(&socket, uid));
+        if std::fs::symlink_metadata(&socket).is_ok() {
+            checks.push(core_check(ctx).await);
+        }
+    }
+    checks.push(node_check().await);
+    checks.push(pi_check().await);
+    checks.push(extension_check());
+    checks
+}
+
+/// The config file, and the configuration the other checks use (defaults plus the
+/// environment's paths when the file is broken, so they still look in the right place).
+fn config_check(ctx: &Ctx) -> (Config, Check) {
+    match ctx.load_config_raw() {
+        Ok(loaded) => {
+            let detail = match &loaded.file {
+                Some(file) => format!("{} parses", file.display()),
+                None => "none: running on defaults".to_string(),
+            };
+            (loaded.config, Check::ok("config", detail))
+        }
+        Err(error) => {
+            let mut config = Config::default();
+            let env_path = |var: &str| {
+                std::env::var_os(var)
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            };
+            config.core.state_dir = env_path("SHEPHERD_STATE_DIR");
+            config.core.socket = env_path("SHEPHERD_SOCKET");
+            ctx.apply_flags(&mut config);
+            let check = Check::fail(
+                "config",
+                error.to_string(),
+                "fix it; config/shepherd.example.toml documents every setting",
+            );
+            (config, check)
+        }
+    }
+}
+
+fn state_dir_check(dir: &Path, uid: u32) -> Check {
+    const CHECK: &str = "state dir";
+    let shown = dir.display();
+    let meta = match std::fs::metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Check::fail(
+                CHECK,
+                format!("{shown} does not exist"),
+                "start the core once with `shepherd up`; it creates the directory (mode 0700)",
+            );
+        }
+        Err(e) => {
+            return Check::fail(
+                CHECK,
+                format!("cannot read {shown}: {e}"),
+                "check the permissions of its parent directories",
+            );
+        }
+    };
+    if !meta.is_dir() {
+        return Check::fail(
+            CHECK,
+            format!("{shown} is not a directory"),
+            "move it away or set core.state_dir to another path",
+        );
+    }
+    if meta.uid() != uid {
+        return Check::fail(
+            CHECK,
+            format!(
+                "{shown} belongs to uid {}, not to you (uid {uid})",
+                meta.uid()
+            ),
+            format!("`chown {uid} {shown}` or set core.state_dir to a directory of yours"),
+        );
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode != 0o700 {
+        return Check::fail(
+            CHECK,
+            format!("{shown} has mode {mode:04o}, not 0700"),
+            format!("`chmod 700 {shown}`"),
+        );
+    }
+    Check::ok(CHECK, format!("{shown} (yours, mode 0700)"))
+}
+
+fn database_check(path: &Path) -> Check {
+    use rusqlite::{Connection, OpenFlags};
+    const CHECK: &str = "database";
+    let shown = path.display();
+    if !path.exists() {
+        return Check::warn(
+            CHECK,
+            format!("{shown} does not exist yet"),
+            "`shepherd up` creates it",
+        );
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let result = Connection::open_with_flags(path, flags).and_then(|db| {
+        db.busy_timeout(Duration::from_secs(5))?;
+        let rows: Vec<String> = db
+            .prepare("PRAGMA quick_check")?
+            .query_map([], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    });
+    match result {
+        Ok(rows) if rows == ["ok"] => {
+            let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            Check::ok(CHECK, format!("{shown} (quick_check ok, {})", bytes(size)))
+        }
+        Ok(rows) => Check::fail(
+            CHECK,
+            format!("{shown} is damaged: {}", rows.join("; ")),
+            "stop the core, move the file aside (the core starts a fresh one) or restore \
+             a backup",
+        ),
+        Err(e) => Check::fail(
+            CHECK,
+            format!("cannot read {shown}: {e}"),
+            "check that the file is yours and readable (mode 0600), or move it aside",
+        ),
+    }
+}
+
+fn bytes(n: u64) -> String {
+    match n {
+        0..1024 => format!("{n} B"),
+        1024..1_048_576 => format!("{:.1} KiB", n as f64 / 1024.0),
+        _ => format!("{:.1} MiB", n as f64 / 1_048_576.0),
+    }
+}
+
+fn socket_check(socket: &Path, uid: u32) -> Check {
+    const CHECK: &str = "socket";
+    let shown = socket.display();
+    let meta = match std::fs::symlink_metadata(socket) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Check::fail(
+                CHECK,
+                format!("{shown} does not exist: the core is not running"),
+                "start it with `shepherd up`",
+            );
+        }
+        Err(e) => {
+            return Check::fail(
+                CHECK,
+                format!("cannot read {shown}: {e}"),
+                "check the permissions of the state directory",
+            );
+        }
+    };
+    if !meta.file_type().is_socket() {
+        return Check::fail(
+            CHECK,
+            format!("{shown} is not a socket"),
+            "remove it (or set core.socket elsewhere), then `shepherd up`",
+        );
+    }
+    if meta.uid() != uid {
+        return Check::fail(
+            CHECK,
+            format!(
+                "{shown} belongs to uid {}, not to you (uid {uid})",
+                meta.uid()
+            ),
+            "stop that core, or point --socket / SHEPHERD_SOCKET at your own",
+        );
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode != 0o600 {
+        return Check::fail(
+            CHECK,
+            format!("{shown} has mode {mode:04o}, not 0600"),
+            format!("`chmod 600 {shown}`, and restart the core so it creates it right"),
+        );
+    }
+    Check::ok(CHECK, format!("{shown} (yours, mode 0600)"))
+}
+
+async fn core_check(ctx: &Ctx) -> Check {
+    const CHECK: &str = "core";
+    let status = async {
+        let mut conn = ctx.connect().await?;
+        match conn.request(|id| ClientMsg::Status { id }).await? {
+            ServerMsg::CoreStatus { status, .. } => Ok(status),
+            other => Err(Failure::unexpected("status", &other)),
+        }
+    };
+    match status.await {
+        Ok(s) => {
+            let detail = format!(
+                "shepherd {} (protocol {}), pid {}, up {}, {} session(s) connected, {} open \
+                 ask(s)",
+                s.core_version,
+                s.protocol,
+                s.pid,
+                duration(s.uptime_ms),
+                s.sessions_connected,
+                s.open_asks
+            );
+            let cli = env!("CARGO_PKG_VERSION");
+            if s.core_version != cli {
+                Check::warn(
+                    CHECK,
+                    format!("{detail}; this CLI is {cli}"),
+                    "restart the core with this version (stop it, then `shepherd up`)",
+                )
+            } else {
+                Check::ok(CHECK, detail)
+            }
+        }
+        Err(f) if f.code == "not_running" => Check::fail(
+            CHECK,
+            "nothing answers on the socket (a core that stopped without cleaning up)",
+            "start it with `shepherd up`",
+        ),
+        Err(f) => Check::fail(
+            CHECK,
+            f.message,
+            "see the core's log (stderr of `shepherd up`)",
+        ),
+    }
+}
+
+async fn node_check() -> Check {
+    const CHECK: &str = "node";
+    let fix = format!(
+        "install Node 22 (>= {}.{}) and put it first on PATH",
+        MIN_NODE.0, MIN_NODE.1
+    );
+    let Some(path) = which("node") else {
+        return Check::fail(CHECK, "not found on PATH", fix);
+    };
+    let version = match version_of(&path).await {
+        Ok(v) => v,
+        Err(e) => return Check::fail(CHECK, format!("{}: {e}", path.display()), fix),
+    };
+    match parse_version(&version) {
+        Some((major, minor, _)) if (major, minor) >= MIN_NODE => {
+            Check::ok(CHECK, format!("{version} ({})", path.display()))
+        }
+        Some(_) => Check::fail(
+            CHECK,
+            format!(
+                "{version} ({}) is too old: Pi needs >= {}.{}",
+                path.display(),
+                MIN_NODE.0,
+                MIN_NODE.1
+            ),
+            fix,
+        ),
+        None => Check::warn(
+            CHECK,
+            format!("cannot read the version {version:?} of {}", path.display()),
+            fix,
+        ),
+    }
+}
+
+async fn pi_check() -> Check {
+    const CHECK: &str = "pi";
+    let install = format!("npm install -g {PI_PACKAGE}");
+    let Some(path) = which("pi") else {
+        return Check::fail(CHECK, "not found on PATH", install);
+    };
+    match version_of(&path).await {
+        Ok(version) => Check::ok(CHECK, format!("{version} ({})", path.display())),
+        Err(e) => Check::fail(
+            CHECK,
+            format!("`{} --version` failed: {e}", path.display()),
+            format!(
+                "Pi needs Node >= {}.{}: install Node 22, then {install}",
+                MIN_NODE.0, MIN_NODE.1
+            ),
+        ),
+    }
+}
+
+/// Whether `<agent dir>/settings.json` makes Pi load the shepherd extension: an entry of
+/// `packages` (or `extensions`) whose path ends in `pi-ext` or mentions `shepherd`, or a
+/// `shepherd*` entry in `<agent dir>/extensions/`.
+fn extension_check() -> Check {
+    const CHECK: &str = "extension";
+    let fix = "`shepherd install` (coming with the extension), or `pi install \
+               <shepherd checkout>/pi-ext`";
+    let agent_dir = match config::agent_dir() {
+        Ok(dir) => dir,
+        Err(e) => return Check::fail(CHECK, e.to_string(), fix),
+    };
+    let settings_path = agent_dir.join("settings.json");
+    let mut found = match std::fs::read_to_string(&settings_path) {
+        Ok(text) => match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(settings) => find_extension(&settings)
+                .map(|(key, entry)| format!("{entry:?} in {} `{key}`", settings_path.display())),
+            Err(e) => {
+                return Check::fail(
+                    CHECK,
+                    format!("{} is not valid JSON: {e}", settings_path.display()),
+                    "fix the file (Pi cannot read it either)",
+                );
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Check::fail(
+                CHECK,
+                format!("cannot read {}: {e}", settings_path.display()),
+                "check its permissions",
+            );
+        }
+    };
+    if found.is_none() {
+        let dir = agent_dir.join("extensions");
+        found = std::fs::read_dir(&dir).ok().and_then(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().contains("shepherd"))
+                })
+                .map(|p| p.display().to_string())
+        });
+    }
+    match found {
+        Some(where_) => Check::ok(CHECK, format!("Pi loads it: {where_}")),
+        None => Check::fail(
+            CHECK,
+            format!(
+                "Pi does not load the shepherd extension (nothing in {} `packages`/`extensions`)",
+                settings_path.display()
+            ),
+            fix,
+        ),
+    }
+}
+
+/// The first `packages`/`extensions` entry that is the shepherd extension, with its key.
+fn find_extension(settings: &serde_json::Value) -> Option<(&'static str, String)> {
+    for key in ["packages", "extensions"] {
+        let Some(entries) = settings.get(key).and_then(|v| v.as_array()) else {
+            continue;
+        };
+        for entry in entries {
+            // An entry is a source string, or an object with `source` (package filtering).
+            let source = entry
+                .as_str()
+                .or_else(|| entry.get("source").and_then(|s| s.as_str()))
+                .or_else(|| entry.get("path").and_then(|s| s.as_str()));
+            if let Some(source) = source {
+                let trimmed = source.trim_end_matches('/');
+                if trimmed.ends_with("pi-ext") || trimmed.contains("shepherd") {
+                    return Some((key, source.to_string()));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The first executable `name` on PATH.
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| dir.join(name))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// The trimmed first line of `<program> --version`.
+async fn version_of(program: &Path) -> Result<String, String> {
+    let run = tokio::process::Command::new(program)
+        .arg("--version")
+        .env("PI_OFFLINE", "1")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = match tokio::time::timeout(VERSION_TIMEOUT, run).await {
+        Err(_) => return Err(format!("no answer within {}s", VERSION_TIMEOUT.as_secs())),
+        Ok(Err(e)) => return Err(e.to_string()),
+        Ok(Ok(output)) => output,
+    };
+    let first_line = |bytes: &[u8]| {
+        String::from_utf8_lossy(bytes)
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("")
+            .to_string()
+    };
+    if output.status.success() {
+        Ok(first_line(&output.stdout))
+    } else {
+        let stderr = first_line(&output.stderr);
+        Err(format!("exit {}: {stderr}", output.status))
+    }
+}
+
+/// `v22.19.0` → `(22, 19, 0)`.
+fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = text.trim().trim_start_matches('v').splitn(3, '.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    let patch = parts
+        .next()
+        .and_then(|p| p.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    Some((major, minor, patch))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse() {
+        assert_eq!(parse_version("v22.19.0"), Some((22, 19, 0)));
+        assert_eq!(parse_version("v20.11.1\n"), Some((20, 11, 1)));
+        assert_eq!(parse_version("23.1.0-nightly"), Some((23, 1, 0)));
+        assert_eq!(parse_version("garbage"), None);
+    }
+
+    #[test]
+    fn finds_the_extension_in_settings() {
+        let settings = serde_json::json!({
+            "packages": ["npm:pi-other", "/home/ada/src/shepherd/pi-ext/"],
+        });
+        assert_eq!(
+            find_extension(&settings),
+            Some(("packages", "/home/ada/src/shepherd/pi-ext/".to_string()))
+        );
+        let settings = serde_json::json!({"packages": [{"source": "git:example/shepherd"}]});
+        assert!(find_extension(&settings).is_some());
+        let settings = serde_json::json!({"extensions": ["/x/pi-ext"], "packages": []});
+        assert_eq!(find_extension(&settings).map(|f| f.0), Some("extensions"));
+        assert_eq!(
+            find_extension(&serde_json::json!({"packages": ["npm:x"]})),
+            None
+        );
+    }
+
+    #[test]
+    fn lines_read_as_documented() {
+        let c = Check::fail("socket", "gone", "start it with `shepherd up`");
+        assert_eq!(
+            c.line(),
+            "FAIL  socket: gone — start it with `shepherd up`\n"
+        );
+        assert_eq!(Check::ok("pi", "1.6.0").line(), "ok    pi: 1.6.0\n");
+    }
+}

@@ -1,0 +1,199 @@
+//! # Formatting for people
+//!
+//! Small pure helpers the human output of every command shares: durations (`3h 12m`),
+//! relative times (`2m ago`), UTC timestamps, short ids, and truncation by display width
+//! (so a CJK or emoji question does not break a table). Nothing here does I/O; the clock
+//! is passed in, so the tests pin it.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// Now, in Unix milliseconds (the protocol's time unit).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// A duration in its two largest units: `42s`, `5m 3s`, `3h 12m`, `2d 4h`.
+pub fn duration(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d}d {h}h")
+    } else if h > 0 {
+        format!("{h}h {m}m")
+    } else if m > 0 {
+        format!("{m}m {s}s")
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// How long ago `then` was, in its largest unit: `just now`, `40s ago`, `2m ago`,
+/// `3h ago`, `5d ago`. A time in the future (clock skew) reads `just now`.
+pub fn ago(then: u64, now: u64) -> String {
+    let secs = now.saturating_sub(then) / 1000;
+    match secs {
+        0..5 => "just now".to_string(),
+        5..60 => format!("{secs}s ago"),
+        60..3600 => format!("{}m ago", secs / 60),
+        3600..86_400 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86_400),
+    }
+}
+
+/// A Unix-millisecond time as `2026-12-02 13:06:19 UTC`.
+pub fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (y, mo, d) = civil_from_days((secs / 86_400) as i64);
+    let (h, mi, s) = (secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
+}
+
+/// The time of day of a Unix-millisecond time, `13:06:19Z` (for event lines).
+pub fn utc_time_of_day(ms: u64) -> String {
+    let secs = ms / 1000;
+    format!(
+        "{:02}:{:02}:{:02}Z",
+        secs / 3600 % 24,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// The first 8 characters of a session id: enough to tell sessions apart in a table and
+/// to use as a selector (`shepherd send 3f2a9c1b …`).
+pub fn short_id(id: &str) -> &str {
+    match id.char_indices().nth(8) {
+        Some((end, _)) => &id[..end],
+        None => id,
+    }
+}
+
+/// `text` cut to at most `width` display columns, ending in `…` when cut. Line breaks
+/// become spaces so one value stays on one table line.
+pub fn truncate(text: &str, width: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if flat.width() <= width {
+        return flat;
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in flat.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width - 1 {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    out
+}
+
+/// `path` with the home directory written as `~`.
+pub fn tilde(path: &str) -> String {
+    match std::env::var("HOME") {
+        Ok(home) if !home.is_empty() && home != "/" => match path.strip_prefix(&home) {
+            Some("") => "~".to_string(),
+            Some(rest) if rest.starts_with('/') => format!("~{rest}"),
+            _ => path.to_string(),
+        },
+        _ => path.to_string(),
+    }
+}
+
+/// The last component of a path (`/home/ada/src/app` → `app`).
+pub fn base_name(path: &str) -> &str {
+    let trimmed = path.trim_end_matches('/');
+    match trimmed.rsplit_once('/') {
+        Some((_, name)) if !name.is_empty() => name,
+        _ => trimmed,
+    }
+}
+
+/// A percentage for a table cell: `21%`, or `-` when unknown.
+pub fn percent(value: Option<f64>) -> String {
+    match value {
+        Some(p) if p.is_finite() => format!("{:.0}%", p),
+        _ => "-".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_use_two_units() {
+        assert_eq!(duration(0), "0s");
+        assert_eq!(duration(42_999), "42s");
+        assert_eq!(duration((5 * 60 + 3) * 1000), "5m 3s");
+        assert_eq!(duration((3 * 3600 + 12 * 60 + 9) * 1000), "3h 12m");
+        assert_eq!(duration((2 * 86_400 + 4 * 3600 + 5) * 1000), "2d 4h");
+    }
+
+    #[test]
+    fn relative_times() {
+        let now = 1_000_000_000;
+        assert_eq!(ago(now, now), "just now");
+        assert_eq!(ago(now + 5000, now), "just now");
+        assert_eq!(ago(now - 40_000, now), "40s ago");
+        assert_eq!(ago(now - 150_000, now), "2m ago");
+        assert_eq!(ago(now - 3 * 3_600_000, now), "3h ago");
+        assert_eq!(ago(now - 5 * 86_400_000, now), "5d ago");
+    }
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(1_796_130_379_000), "2026-12-01 13:06:19 UTC");
+        assert_eq!(utc_time_of_day(1_796_130_379_999), "13:06:19Z");
+    }
+
+    #[test]
+    fn truncation_counts_display_width() {
+        assert_eq!(truncate("short", 10), "short");
+        assert_eq!(truncate("exactly10!", 10), "exactly10!");
+        assert_eq!(truncate("a longer question", 8), "a longe…");
+        assert_eq!(truncate("日本語のテキスト", 7), "日本語…");
+        assert_eq!(truncate("two\nlines", 20), "two lines");
+        assert_eq!(truncate("abc", 0), "");
+    }
+
+    #[test]
+    fn ids_and_paths() {
+        assert_eq!(short_id("3f2a9c1b-77aa-4c1e"), "3f2a9c1b");
+        assert_eq!(short_id("abc"), "abc");
+        assert_eq!(base_name("/home/ada/src/app"), "app");
+        assert_eq!(base_name("/home/ada/src/app/"), "app");
+        assert_eq!(base_name("app"), "app");
+        assert_eq!(percent(Some(20.6)), "21%");
+        assert_eq!(percent(None), "-");
+    }
+}

@@ -1,0 +1,417 @@
+//! # The `shepherd` command line
+//!
+//! Argument parsing (clap derive), the context every command shares (global flags,
+//! configuration, a greeted connection to the core with a timeout on every request) and
+//! the one error type a command reports to the user, [`Failure`]: a stable code for
+//! `--json`, a message that says what happened and what to do. Each command lives in its
+//! own module; `main` only parses, dispatches and turns the outcome into an exit code.
+
+pub mod answer;
+pub mod asks;
+pub mod doctor;
+pub mod format;
+pub mod send;
+pub mod sessions;
+pub mod status;
+pub mod table;
+pub mod up;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
+use shepherd_core::client::{Client, ClientError};
+use shepherd_core::config::{Config, ConfigError, Loaded};
+use shepherd_core::protocol::{ClientKind, ClientMsg, ErrorCode, ServerMsg};
+
+/// How long the CLI waits for the core to connect or to answer one request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Table width when stdout is not a terminal and `COLUMNS` is unset.
+const DEFAULT_WIDTH: usize = 120;
+
+/// Run and steer many Pi coding-agent sessions from your phone.
+///
+/// `shepherd up` starts the core; Pi sessions with the shepherd extension connect to it.
+/// The other commands talk to the running core over its socket.
+#[derive(Debug, Parser)]
+#[command(name = "shepherd", version, propagate_version = true)]
+pub struct Cli {
+    /// Config file (TOML). Default: $PI_CODING_AGENT_DIR/shepherd/config.toml when it
+    /// exists; no file is needed.
+    #[arg(long, global = true, env = "SHEPHERD_CONFIG", hide_env_values = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// The core's socket. Overrides SHEPHERD_SOCKET and `core.socket` from the config.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+
+    /// Print machine-readable JSON instead of text (errors too, as {"error": {...}}).
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start the core in the foreground (Ctrl-C or SIGTERM stops it cleanly).
+    ///
+    /// Logs go to stderr, filtered by RUST_LOG (default `info`); with --json they are
+    /// JSON lines. A second `shepherd up` on the same state directory refuses and names
+    /// the running pid.
+    Up,
+    /// Show the running core: versions, uptime, pid, paths, sessions, asks, bridges.
+    Status,
+    /// List Pi sessions (connected ones; --all adds those that went away).
+    Sessions(SessionsArgs),
+    /// List asks: questions sessions wait on (open ones; --all adds answered ones).
+    Asks(AsksArgs),
+    /// Answer an ask. The first answer wins; the asking session receives it.
+    Answer(AnswerArgs),
+    /// Steer a session: send it text it will see as coming from you.
+    ///
+    /// The session is named by exact id, unique id prefix or unique name. If it is not
+    /// connected, the text waits until it reconnects.
+    Send(SendArgs),
+    /// Check the installation: state directory, socket, core, database, config, Node,
+    /// Pi and the shepherd extension, each with a fix.
+    Doctor,
+}
+
+/// `shepherd sessions`.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Also list sessions that are not connected.
+    #[arg(long)]
+    pub all: bool,
+    /// After the list, print a line for every session that joins, changes or leaves,
+    /// until Ctrl-C.
+    #[arg(long, short)]
+    pub follow: bool,
+}
+
+/// `shepherd asks`.
+#[derive(Debug, Args)]
+pub struct AsksArgs {
+    /// Also list answered asks.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `shepherd answer`.
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// The ask's number (the ID column of `shepherd asks`).
+    #[arg(value_name = "ASK")]
+    pub ask: u64,
+    /// The answer; several words are joined with spaces.
+    #[arg(required = true, value_name = "TEXT")]
+    pub text: Vec<String>,
+}
+
+/// `shepherd send`.
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// Exact session id, unique id prefix, or unique name.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    /// What to tell it; several words are joined with spaces.
+    #[arg(required = true, value_name = "TEXT")]
+    pub text: Vec<String>,
+}
+
+/// Run the parsed command line to an exit code (0 ok, 1 failed; clap exits 2 on usage
+/// errors before we get here).
+pub fn main(cli: Cli) -> ExitCode {
+    let ctx = Ctx {
+        json: cli.json,
+        config_path: cli.config.clone(),
+        socket: cli.socket.clone(),
+    };
+    let outcome = match cli.command {
+        Command::Up => up::run(&ctx),
+        command => match client_runtime() {
+            Ok(rt) => rt.block_on(dispatch(&ctx, command)),
+            Err(e) => Err(e),
+        },
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(err) => report(&ctx, &err),
+    }
+}
+
+async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Up => unreachable!("`up` runs its own runtime"),
+        Command::Status => status::run(ctx).await,
+        Command::Sessions(args) => sessions::run(ctx, &args).await,
+        Command::Asks(args) => asks::run(ctx, &args).await,
+        Command::Answer(args) => answer::run(ctx, &args).await,
+        Command::Send(args) => send::run(ctx, &args).await,
+        Command::Doctor => doctor::run(ctx).await,
+    }
+}
+
+fn client_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// Print a failed command's error (stderr, and as JSON on stdout with --json) and give
+/// its exit code. A closed stdout (`shepherd sessions | head`) is not an error.
+fn report(ctx: &Ctx, err: &anyhow::Error) -> ExitCode {
+    if let Some(io) = err.downcast_ref::<std::io::Error>()
+        && io.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        return ExitCode::SUCCESS;
+    }
+    let failure = err.downcast_ref::<Failure>();
+    if ctx.json {
+        let body = serde_json::json!({"error": {
+            "code": failure.map_or("failed", |f| f.code.as_str()),
+            "message": format!("{err:#}"),
+            "details": failure.and_then(|f| f.details.clone()),
+        }});
+        let _ = writeln!(std::io::stdout(), "{body:#}");
+    }
+    eprintln!("shepherd: {err:#}");
+    ExitCode::FAILURE
+}
+
+/// Why a command failed, in words a person can act on, plus a stable code for `--json`
+/// (the core's error code when the core refused, else a CLI code such as `not_running`).
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub code: String,
+    pub message: String,
+    pub details: Option<serde_json::Value>,
+}
+
+impl Failure {
+    /// A failure with a CLI code and no details.
+    pub fn new(code: &str, message: impl Into<String>) -> Failure {
+        Failure {
+            code: code.to_string(),
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    /// The core's refusal, with a hint on what to do for the codes that need one.
+    pub fn remote(code: ErrorCode, message: &str, details: Option<serde_json::Value>) -> Failure {
+        let hint = match code {
+            ErrorCode::ProtocolMismatch => {
+                " — this shepherd and the running core differ: restart the core with this \
+                 version (`shepherd up`)"
+            }
+            ErrorCode::ShuttingDown => " — the core is stopping: start it again with `shepherd up`",
+            ErrorCode::StoreFailed => " — nothing was kept; `shepherd doctor` checks the database",
+            ErrorCode::Internal => {
+                " — a bug in the shepherd core; its log (stderr of `shepherd up`) has more"
+            }
+            ErrorCode::LimitExceeded => " — see [core.limits] in config/shepherd.example.toml",
+            _ => "",
+        };
+        Failure {
+            code: code.as_str().to_string(),
+            message: format!("{message}{hint}"),
+            details,
+        }
+    }
+
+    /// A reply of the wrong type: the CLI and the core are out of step.
+    pub fn unexpected(request: &str, reply: &ServerMsg) -> Failure {
+        let kind = serde_json::to_value(reply)
+            .ok()
+            .and_then(|v| v.get("type").and_then(|t| t.as_str().map(String::from)))
+            .unwrap_or_else(|| "?".into());
+        Failure::new(
+            "protocol",
+            format!(
+                "the core answered `{request}` with `{kind}`: this shepherd and the core \
+                 differ; restart the core with this version (`shepherd up`)"
+            ),
+        )
+    }
+
+    /// A client error while talking to the core on `socket`.
+    pub fn from_client(err: ClientError, socket: &std::path::Path) -> Failure {
+        match err {
+            ClientError::NotRunning { .. } => Failure::new("not_running", err.to_string()),
+            ClientError::Remote {
+                code,
+                message,
+                details,
+            } => Failure::remote(code, &message, details),
+            ClientError::Closed => Failure::new(
+                "closed",
+                "the core closed the connection (is it stopping?): check with `shepherd status`",
+            ),
+            ClientError::Protocol(detail) => Failure::new(
+                "protocol",
+                format!(
+                    "unexpected reply from the core ({detail}): this shepherd and the core \
+                     differ; restart the core with this version (`shepherd up`)"
+                ),
+            ),
+            ClientError::Io(e) => Failure::new(
+                "io",
+                format!(
+                    "cannot talk to the core on {}: {e}; `shepherd doctor` checks the socket",
+                    socket.display()
+                ),
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// What every command gets: global flags, and from them the configuration and a
+/// connection to the core.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub json: bool,
+    config_path: Option<PathBuf>,
+    socket: Option<PathBuf>,
+}
+
+impl Ctx {
+    /// The configuration (defaults < file < environment), with `--socket` applied last.
+    pub fn load_config(&self) -> Result<Loaded, Failure> {
+        self.load_config_raw().map_err(|e| {
+            Failure::new(
+                "invalid_config",
+                format!(
+                    "{e} — fix it; config/shepherd.example.toml documents every setting \
+                     (`shepherd doctor` checks the rest)"
+                ),
+            )
+        })
+    }
+
+    /// [`Ctx::load_config`] with the library's error, for callers that explain it
+    /// themselves.
+    pub fn load_config_raw(&self) -> Result<Loaded, ConfigError> {
+        let mut loaded = Config::load(self.config_path.as_deref())?;
+        self.apply_flags(&mut loaded.config);
+        Ok(loaded)
+    }
+
+    /// Put command-line flags (the highest precedence) onto a configuration.
+    pub fn apply_flags(&self, config: &mut Config) {
+        if let Some(socket) = &self.socket {
+            config.core.socket = Some(socket.clone());
+        }
+    }
+
+    /// Load the configuration and connect to the core as the CLI.
+    pub async fn connect(&self) -> Result<Connection, Failure> {
+        let loaded = self.load_config()?;
+        let socket = loaded
+            .config
+            .socket_path()
+            .map_err(|e| Failure::new("invalid_config", format!("cannot place the socket: {e}")))?;
+        let name = concat!("shepherd-cli ", env!("CARGO_PKG_VERSION"));
+        let client = tokio::time::timeout(
+            REQUEST_TIMEOUT,
+            Client::connect(&socket, ClientKind::Cli, name),
+        )
+        .await
+        .map_err(|_| timed_out(&socket))?
+        .map_err(|e| Failure::from_client(e, &socket))?;
+        Ok(Connection { client, socket })
+    }
+}
+
+fn timed_out(socket: &std::path::Path) -> Failure {
+    Failure::new(
+        "timeout",
+        format!(
+            "the core on {} did not answer within {}s: it may be stuck; check its log, \
+             restart it (`shepherd up`), `shepherd doctor` checks the rest",
+            socket.display(),
+            REQUEST_TIMEOUT.as_secs()
+        ),
+    )
+}
+
+/// A greeted CLI connection to the core.
+pub struct Connection {
+    pub client: Client,
+    pub socket: PathBuf,
+}
+
+impl Connection {
+    /// Send one request and wait (at most [`REQUEST_TIMEOUT`]) for its response. An
+    /// error response is returned as the client's `Remote` error for the caller to
+    /// explain; use [`Connection::request`] when the generic explanation will do.
+    pub async fn try_request(
+        &mut self,
+        build: impl FnOnce(u64) -> ClientMsg,
+    ) -> Result<Result<ServerMsg, ClientError>, Failure> {
+        tokio::time::timeout(REQUEST_TIMEOUT, self.client.request(build))
+            .await
+            .map_err(|_| timed_out(&self.socket))
+    }
+
+    /// Send one request; any error becomes a [`Failure`].
+    pub async fn request(
+        &mut self,
+        build: impl FnOnce(u64) -> ClientMsg,
+    ) -> Result<ServerMsg, Failure> {
+        let socket = self.socket.clone();
+        self.try_request(build)
+            .await?
+            .map_err(|e| Failure::from_client(e, &socket))
+    }
+}
+
+/// Print a value as pretty JSON on stdout.
+pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Print text on stdout as is.
+pub fn print(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The width tables are fitted into: `COLUMNS`, else the terminal's, else 120.
+pub fn terminal_width() -> usize {
+    if let Some(cols) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+    {
+        return cols;
+    }
+    let stdout = std::io::stdout();
+    if stdout.is_terminal()
+        && let Ok(size) = rustix::termios::tcgetwinsize(&stdout)
+        && size.ws_col > 0
+    {
+        return usize::from(size.ws_col);
+    }
+    DEFAULT_WIDTH
+}

@@ -1,0 +1,271 @@
+//! # `shepherd sessions`
+//!
+//! Lists the Pi sessions the core knows: a table for people (short id, name, status,
+//! model, context fill, role, repository@branch, cwd, and when it was last seen), or with
+//! `--json` the protocol's `SessionInfo` objects unchanged. `--follow` subscribes
+//! *before* listing (so no change between the list and the subscription is missed) and
+//! then prints one line per join, change or leave until Ctrl-C.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use shepherd_core::client::ClientError;
+use shepherd_core::protocol::{ClientMsg, ServerMsg, SessionInfo};
+
+use super::format::{ago, base_name, now_ms, percent, tilde, utc_time_of_day};
+use super::table::{Align, Table};
+use super::{Connection, Ctx, Failure, SessionsArgs, print, print_json, terminal_width};
+
+/// Shortest id prefix shown; longer when two listed ids share it.
+const MIN_ID: usize = 8;
+
+/// Run `shepherd sessions`.
+pub async fn run(ctx: &Ctx, args: &SessionsArgs) -> anyhow::Result<ExitCode> {
+    let mut conn = ctx.connect().await?;
+    if args.follow {
+        match conn.request(|id| ClientMsg::Subscribe { id }).await? {
+            ServerMsg::Subscribed { .. } => {}
+            other => return Err(Failure::unexpected("subscribe", &other).into()),
+        }
+    }
+    let all = args.all;
+    let sessions = match conn
+        .request(|id| ClientMsg::ListSessions { id, all })
+        .await?
+    {
+        ServerMsg::Sessions { sessions, .. } => sessions,
+        other => return Err(Failure::unexpected("list_sessions", &other).into()),
+    };
+    if ctx.json && args.follow {
+        // One JSON value per line from here on: the list, then the events.
+        print(&format!("{}\n", serde_json::to_string(&sessions)?))?;
+    } else if ctx.json {
+        print_json(&sessions)?;
+    } else if sessions.is_empty() {
+        let hint = if all {
+            ""
+        } else {
+            " (--all also lists sessions that went away)"
+        };
+        print(&format!("no sessions connected{hint}\n"))?;
+    } else {
+        print(&render(&sessions, now_ms(), terminal_width()))?;
+    }
+    if args.follow {
+        follow(ctx, &mut conn).await?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Print presence events until Ctrl-C or until the core goes away.
+async fn follow(ctx: &Ctx, conn: &mut Connection) -> anyhow::Result<()> {
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        let event = tokio::select! {
+            _ = &mut ctrl_c => return Ok(()),
+            event = conn.client.next_event() => event,
+        };
+        let event = match event {
+            Ok(event) => event,
+            Err(ClientError::Closed) => {
+                return Err(Failure::new(
+                    "closed",
+                    "the core closed the connection (did it stop?): `shepherd status` tells",
+                )
+                .into());
+            }
+            Err(e) => return Err(Failure::from_client(e, &conn.socket).into()),
+        };
+        let line = match &event {
+            ServerMsg::SessionJoined { session }
+            | ServerMsg::SessionChanged { session }
+            | ServerMsg::SessionLeft { session } => {
+                if ctx.json {
+                    serde_json::to_string(&event)?
+                } else {
+                    event_line(&event, session, now_ms())
+                }
+            }
+            ServerMsg::Error {
+                id: None,
+                code,
+                message,
+                details,
+            } => return Err(Failure::remote(*code, message, details.clone()).into()),
+            _ => continue,
+        };
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}")?;
+        out.flush()?;
+    }
+}
+
+/// One human line for a presence event.
+fn event_line(event: &ServerMsg, s: &SessionInfo, now: u64) -> String {
+    let time = utc_time_of_day(now);
+    let id = super::format::short_id(&s.id);
+    match event {
+        ServerMsg::SessionLeft { .. } => format!("{time}  left     {id}  {}", s.name),
+        _ => {
+            let verb = if matches!(event, ServerMsg::SessionJoined { .. }) {
+                "joined "
+            } else {
+                "changed"
+            };
+            format!(
+                "{time}  {verb}  {id}  {}  {}  {}  ctx {}  {}",
+                s.name,
+                s.status,
+                s.model.as_deref().unwrap_or("-"),
+                percent(s.context_percent),
+                repo_branch(s)
+            )
+        }
+    }
+}
+
+/// The human table.
+pub fn render(sessions: &[SessionInfo], now: u64, width: usize) -> String {
+    let ids = unique_prefixes(sessions.iter().map(|s| s.id.as_str()), MIN_ID);
+    let mut table = Table::new()
+        .column("ID", Align::Left)
+        .flexible("NAME", 12)
+        .column("STATUS", Align::Left)
+        .flexible("MODEL", 10)
+        .column("CTX%", Align::Right)
+        .column("ROLE", Align::Left)
+        .flexible("REPO@BRANCH", 12)
+        .flexible("CWD", 10)
+        .column("SEEN", Align::Left);
+    for (s, id) in sessions.iter().zip(ids) {
+        table.row(vec![
+            id.to_string(),
+            s.name.clone(),
+            s.status.clone(),
+            s.model.clone().unwrap_or_else(|| "-".into()),
+            percent(s.context_percent),
+            s.role.as_str().to_string(),
+            repo_branch(s),
+            tilde(&s.cwd),
+            if s.connected {
+                "connected".to_string()
+            } else {
+                ago(s.last_seen, now)
+            },
+        ]);
+    }
+    table.render(width)
+}
+
+/// `app@main`, `app@9f3c2b1` when detached, `app@feature (worktree)` in a linked
+/// worktree, `-` outside a repository. The repository is shown by its directory name.
+fn repo_branch(s: &SessionInfo) -> String {
+    let Some(repo) = &s.repo else {
+        return "-".to_string();
+    };
+    let at = match (&s.branch, &s.head) {
+        (Some(branch), _) => branch.clone(),
+        (None, Some(head)) => head.chars().take(7).collect(),
+        (None, None) => "?".to_string(),
+    };
+    let wt = if s.worktree { " (worktree)" } else { "" };
+    format!("{}@{at}{wt}", base_name(repo))
+}
+
+/// For each id, its shortest prefix of at least `min` characters that no other listed id
+/// shares (the whole id when another id starts with it). Pi's ids are time-ordered
+/// UUIDs, so sessions started in the same minute share their first 8 characters.
+pub fn unique_prefixes<'a>(ids: impl Iterator<Item = &'a str> + Clone, min: usize) -> Vec<&'a str> {
+    ids.clone()
+        .map(|id| {
+            let chars: Vec<(usize, char)> = id.char_indices().collect();
+            let prefix_at = |n: usize| chars.get(n).map_or(id, |&(end, _)| &id[..end]);
+            let mut n = min;
+            while n < chars.len() {
+                let prefix = prefix_at(n);
+                if ids
+                    .clone()
+                    .filter(|other| other.starts_with(prefix))
+                    .count()
+                    <= 1
+                {
+                    break;
+                }
+                n += 1;
+            }
+            prefix_at(n)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shepherd_core::protocol::Role;
+
+    fn session(id: &str, name: &str) -> SessionInfo {
+        SessionInfo {
+            id: id.into(),
+            name: name.into(),
+            cwd: "/srv/src/app/sub".into(),
+            pid: Some(4242),
+            model: Some("anthropic/claude-sonnet-4".into()),
+            status: "tool:bash".into(),
+            role: Role::Lead,
+            connected: true,
+            context_tokens: Some(41234),
+            context_window: Some(200_000),
+            context_percent: Some(20.6),
+            repo: Some("/srv/src/app".into()),
+            branch: Some("fix/login".into()),
+            head: Some("9f3c2b1a4d5e".into()),
+            worktree: false,
+            session_file: None,
+            open_asks: 0,
+            pending_messages: 0,
+            first_seen: 0,
+            last_seen: 1_000_000,
+        }
+    }
+
+    #[test]
+    fn prefixes_grow_until_unique() {
+        let ids = [
+            "0193a5c2-7d1e-7b8a-9c3f",
+            "0193a5c2-7d2f-7000-0000",
+            "ffee0011-0000",
+        ];
+        let got = unique_prefixes(ids.iter().copied(), 8);
+        assert_eq!(got, vec!["0193a5c2-7d1", "0193a5c2-7d2", "ffee0011"]);
+        assert_eq!(
+            unique_prefixes(["ab", "abc"].into_iter(), 8),
+            vec!["ab", "abc"]
+        );
+    }
+
+    #[test]
+    fn table_shows_repo_by_directory_name_and_last_seen() {
+        let mut gone = session("ffee0011-2233", "old-one");
+        gone.connected = false;
+        gone.branch = None;
+        gone.worktree = true;
+        gone.model = None;
+        gone.context_percent = None;
+        let out = render(
+            &[session("0193a5c2-7d1e", "fix-login"), gone],
+            1_000_000 + 180_000,
+            200,
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines[0].starts_with("ID        NAME       STATUS     MODEL"),
+            "{out}"
+        );
+        assert!(lines[1].contains("app@fix/login"), "{out}");
+        assert!(lines[1].contains("21%"), "{out}");
+        assert!(lines[1].ends_with("connected"), "{out}");
+        assert!(lines[2].contains("app@9f3c2b1 (worktree)"), "{out}");
+        assert!(lines[2].ends_with("3m ago"), "{out}");
+    }
+}
