@@ -8,6 +8,11 @@
 //! - [`Core`]: a running daemon on a temp dir; restart, kill -9, run CLI commands.
 //! - [`Pi`]: a client that registers as a Pi session and acknowledges deliveries.
 //! - [`Raw`]: a bare socket for sending bytes the protocol forbids.
+//! - [`fake_model`]: a scripted OpenAI-compatible model server for Pi.
+//! - [`pi_process`]: a real Pi (pinned, on Node 22) in RPC mode with the extension.
+
+pub mod fake_model;
+pub mod pi_process;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

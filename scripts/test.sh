@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this):
+#   1. formatting (cargo fmt --check) and lints (clippy -D warnings, every target);
+#   2. test dependencies: Node 22 and the pinned Pi into target/test-deps (cached);
+#   3. the extension's TypeScript type check and node --test unit tests;
+#   4. every Rust test: unit, golden protocol fixtures, the real daemon over its socket,
+#      and end to end with a real Pi against the scripted fake model.
+# Fails on the first failing step. Nothing is skipped: a missing dependency is an error.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "test dependencies (Node 22, pinned Pi)"
+deps_env="$(scripts/test-deps.sh --env)"
+eval "$deps_env"
+export SHEPHERD_NODE SHEPHERD_NODE_BIN_DIR SHEPHERD_PI SHEPHERD_PI_VERSION SHEPHERD_PI_EXT
+
+step "pi-ext: type check and unit tests"
+scripts/test-ts.sh
+
+step "cargo test (unit, protocol fixtures, real daemon, real Pi end to end)"
+cargo test --workspace --locked
