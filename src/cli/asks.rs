@@ -41,8 +41,8 @@ pub fn render(asks: &[Ask], width: usize) -> String {
         .column("ID", Align::Right)
         .flexible("SESSION", 10)
         .column("STATE", Align::Left)
-        .flexible("QUESTION", 20)
-        .flexible("OPTIONS", 10)
+        .flexible("QUESTION", 12)
+        .flexible("OPTIONS", 7)
         .flexible("ANSWER", 10)
         .flexible("BY", 6);
     for ask in asks {

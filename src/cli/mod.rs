@@ -42,7 +42,13 @@ const DEFAULT_WIDTH: usize = 120;
 pub struct Cli {
     /// Config file (TOML). Default: $PI_CODING_AGENT_DIR/shepherd/config.toml when it
     /// exists; no file is needed.
-    #[arg(long, global = true, env = "SHEPHERD_CONFIG", hide_env_values = true, value_name = "PATH")]
+    #[arg(
+        long,
+        global = true,
+        env = "SHEPHERD_CONFIG",
+        hide_env_values = true,
+        value_name = "PATH"
+    )]
     pub config: Option<PathBuf>,
 
     /// The core's socket. Overrides SHEPHERD_SOCKET and `core.socket` from the config.
