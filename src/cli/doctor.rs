@@ -222,8 +222,22 @@ fn database_check(path: &Path) -> Check {
             "`shepherd up` creates it",
         );
     }
+    // A read-only connection to a WAL database creates the `-wal`/`-shm` files when they
+    // are missing (a core that stopped cleanly removed them). Doctor changes nothing: with
+    // no core writing, open the file as immutable instead (no side files, no locks).
+    let side = |ext: &str| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(ext);
+        PathBuf::from(name).exists()
+    };
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let result = Connection::open_with_flags(path, flags).and_then(|db| {
+    let opened = if side("-wal") || side("-shm") {
+        Connection::open_with_flags(path, flags)
+    } else {
+        let uri = format!("file:{}?immutable=1", uri_escape(&path.to_string_lossy()));
+        Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
+    };
+    let result = opened.and_then(|db| {
         db.busy_timeout(Duration::from_secs(5))?;
         let rows: Vec<String> = db
             .prepare("PRAGMA quick_check")?
@@ -248,6 +262,20 @@ fn database_check(path: &Path) -> Check {
             "check that the file is yours and readable (mode 0600), or move it aside",
         ),
     }
+}
+
+/// A path made safe for an SQLite `file:` URI.
+fn uri_escape(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 fn bytes(n: u64) -> String {
@@ -544,6 +572,25 @@ fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn database_check_leaves_no_side_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("odd ?#% name.db");
+        {
+            let db = rusqlite::Connection::open(&path).unwrap();
+            db.pragma_update(None, "journal_mode", "wal").unwrap();
+            db.execute("CREATE TABLE t (x)", []).unwrap();
+        }
+        let before: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        let check = database_check(&path);
+        assert_eq!(check.status, Level::Ok, "{check:?}");
+        let after: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(before.len(), after.len(), "doctor created files");
+
+        std::fs::write(&path, b"not a database at all, just some bytes").unwrap();
+        assert_eq!(database_check(&path).status, Level::Fail);
+    }
 
     #[test]
     fn versions_parse() {
