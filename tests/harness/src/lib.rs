@@ -370,3 +370,120 @@ impl Raw {
             .context("closed before welcome")
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Helpers for the core_* integration tests: full registrations, error codes out of
+// `anyhow` errors, waiting for one event, syncing after an `ack`.
+
+/// A registration with the harness defaults for everything but id, name and cwd (the
+/// payload's `pid` is left out: the core takes the peer's pid from the socket).
+pub fn registration(session_id: &str, name: &str, cwd: &Path) -> Registration {
+    Registration {
+        session_id: session_id.to_string(),
+        name: Some(name.to_string()),
+        cwd: cwd.display().to_string(),
+        pid: None,
+        model: Some("fake/fake-model".into()),
+        context: Default::default(),
+        status: "idle".into(),
+        role: Default::default(),
+        session_file: None,
+    }
+}
+
+/// The wire error code inside a failed request's error, if the core sent one.
+pub fn error_code(err: &anyhow::Error) -> Option<shepherd_core::protocol::ErrorCode> {
+    err.downcast_ref::<shepherd_core::client::ClientError>()
+        .and_then(shepherd_core::client::ClientError::code)
+}
+
+/// The `details` of the core's error frame inside a failed request's error.
+pub fn error_details(err: &anyhow::Error) -> Option<Value> {
+    match err.downcast_ref::<shepherd_core::client::ClientError>() {
+        Some(shepherd_core::client::ClientError::Remote { details, .. }) => details.clone(),
+        _ => None,
+    }
+}
+
+/// The next event for which `pred` holds, skipping others, within `timeout`.
+pub async fn next_event_where(
+    client: &mut Client,
+    timeout: Duration,
+    mut pred: impl FnMut(&ServerMsg) -> bool,
+) -> Result<ServerMsg> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let msg = tokio::time::timeout_at(deadline, client.next_event())
+            .await
+            .context("no matching event in time")??;
+        if pred(&msg) {
+            return Ok(msg);
+        }
+    }
+}
+
+impl Pi {
+    /// Connect and register with a full registration; also returns the stored session.
+    pub async fn register_full(
+        socket: &Path,
+        session: Registration,
+    ) -> Result<(Pi, shepherd_core::protocol::SessionInfo)> {
+        let session_id = session.session_id.clone();
+        let mut client = Client::connect(socket, ClientKind::Pi, "harness-pi").await?;
+        let reply = client
+            .request(|id| ClientMsg::Register { id, session })
+            .await?;
+        let ServerMsg::Registered {
+            pending, session, ..
+        } = reply
+        else {
+            bail!("expected registered, got {reply:?}");
+        };
+        let pi = Pi {
+            client,
+            session_id,
+            pending,
+        };
+        Ok((pi, session))
+    }
+
+    /// A `ping` round trip: every frame this client sent before it (an `ack` too) has
+    /// been handled and committed by the core when this returns.
+    pub async fn sync(&mut self) -> Result<()> {
+        match self.client.request(|id| ClientMsg::Ping { id }).await? {
+            ServerMsg::Pong { .. } => Ok(()),
+            other => bail!("expected pong, got {other:?}"),
+        }
+    }
+}
+
+impl Core {
+    /// A greeted CLI client that has subscribed to presence, ask and report events.
+    pub async fn subscriber(&self) -> Result<Client> {
+        let mut client = self.client(ClientKind::Cli).await?;
+        match client.request(|id| ClientMsg::Subscribe { id }).await? {
+            ServerMsg::Subscribed { .. } => Ok(client),
+            other => bail!("expected subscribed, got {other:?}"),
+        }
+    }
+
+    /// Run a CLI command (or a second `shepherd up`) to completion, killing it when it
+    /// takes longer than `timeout`.
+    pub async fn cli_within(&self, args: &[&str], timeout: Duration) -> Result<Output> {
+        let mut cmd = tokio::process::Command::from(self.command());
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        tokio::time::timeout(timeout, cmd.output())
+            .await
+            .with_context(|| format!("shepherd {} did not finish in {timeout:?}", args.join(" ")))?
+            .context("running shepherd")
+    }
+
+    /// Whether the daemon's log shows a Rust panic.
+    pub fn log_has_panic(&self) -> bool {
+        self.log().contains("panicked")
+    }
+}
