@@ -46,7 +46,8 @@ fn init_logging(json: bool) -> Result<(), Failure> {
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     let installed = if json {
         builder.json().try_init()
     } else {
