@@ -1,0 +1,255 @@
+// Turns the core's deliveries (steers, messages, answers) into messages the model reads,
+// exactly once, and acknowledges each to the core only once it is in the session. Pi-free:
+// the glue in index.ts supplies an InboxHost over the real ExtensionAPI, tests a fake.
+//
+// How a delivery enters the session (see dedupe.ts for why it is a custom message):
+//   - Pi idle: pi.sendMessage(..., {triggerTurn: true}) starts a run with it. Only the first
+//     waiting delivery starts the run; the others join at that run's first turn boundary.
+//   - Pi busy: it waits here, not in Pi's queue, and is added at the next turn boundary
+//     (`turn_end`, else `agent_before_settle`) as a custom_message entry with `continue`:
+//     after the current tool calls, before the next model call. (Pi's own steering queue is
+//     avoided on purpose: an interactive abort clears it, dropping custom messages silently,
+//     and ctx.hasPendingMessages() does not count them.)
+//   - After an aborted run it is appended without starting a new run, and the model sees it
+//     with the next prompt: the user who pressed Escape keeps control.
+// A delivery is acknowledged once its entry is in ctx.sessionManager.getEntries() and on
+// disk (the session file exists; Pi writes it from the first user or assistant message on),
+// or at once for an ephemeral session. One that never lands (Pi was busy after all, or the
+// run could not start) is sent again after `retryAfterMs` of idleness.
+
+import { DELIVERY_CUSTOM_TYPE, DeliveryLedger } from "./dedupe.ts";
+import type { Delivery, DeliveryKind, Sender } from "./wire.ts";
+
+/** What a delivery's custom message carries in `details` (not shown to the model). */
+export interface DeliveryDetails {
+  store_id: string;
+  id: number;
+  kind: DeliveryKind;
+  from: Sender;
+  ask_id: number | null;
+  question: string | null;
+  created_at: number;
+}
+
+/** The custom message handed to pi.sendMessage. */
+export interface DeliveryMessage {
+  customType: typeof DELIVERY_CUSTOM_TYPE;
+  content: string;
+  display: true;
+  details: DeliveryDetails;
+}
+
+/** The same message as a turn-boundary entry draft (Pi's CustomMessageEntryDraft). */
+export interface DeliveryDraft extends DeliveryMessage {
+  type: "custom_message";
+}
+
+/** The Pi side of the inbox. */
+export interface InboxHost {
+  /** ctx.sessionManager.getEntries(). */
+  entries(): readonly unknown[];
+  /** True when entries in memory are also on disk (or the session is ephemeral). */
+  durable(): boolean;
+  /** ctx.isIdle(). */
+  idle(): boolean;
+  /** pi.sendMessage(message, {triggerTurn, deliverAs: "steer"}). */
+  send(message: DeliveryMessage, triggerTurn: boolean): void;
+  /** Acknowledge to the core, if still connected to the store these ids belong to. */
+  ack(storeId: string, ids: number[]): void;
+  now(): number;
+}
+
+/** How a received delivery was handled. */
+export type ReceiveOutcome = "queued" | "duplicate" | "already_queued";
+
+type Tracked = {
+  storeId: string;
+  delivery: Delivery;
+  /** pending: waiting for idle or a boundary; sent: handed to Pi; landed: in the session. */
+  state: "pending" | "sent" | "landed";
+  sentAt: number;
+};
+
+function who(from: Sender): string {
+  if (from.kind === "pi") {
+    return from.session_id === null ? `session "${from.name}"` : `session "${from.name}" (${from.session_id})`;
+  }
+  return `the human (via ${from.name})`;
+}
+
+/** The text the model reads for one delivery: who sent it, and what it answers. */
+export function formatDelivery(d: Delivery): string {
+  switch (d.kind) {
+    case "answer": {
+      const ask = d.ask_id === null ? "your question" : `your question #${d.ask_id}`;
+      const question = d.question === null ? "" : `\nQuestion: ${d.question}`;
+      return `[shepherd] Answer to ${ask}, from ${who(d.from)}:${question}\nAnswer: ${d.text}`;
+    }
+    case "steer":
+      return `[shepherd] Steer from ${who(d.from)}:\n${d.text}`;
+    case "message":
+      return `[shepherd] Message from ${who(d.from)}:\n${d.text}`;
+  }
+}
+
+export function deliveryMessage(storeId: string, d: Delivery): DeliveryMessage {
+  return {
+    customType: DELIVERY_CUSTOM_TYPE,
+    content: formatDelivery(d),
+    display: true,
+    details: {
+      store_id: storeId,
+      id: d.id,
+      kind: d.kind,
+      from: d.from,
+      ask_id: d.ask_id,
+      question: d.question,
+      created_at: d.created_at,
+    },
+  };
+}
+
+export class Inbox {
+  readonly ledger = new DeliveryLedger();
+  /** How long a delivery handed to an idle Pi may stay unlanded before it is sent again. */
+  retryAfterMs: number;
+  readonly #host: InboxHost;
+  /** In arrival order (the core delivers in id order). */
+  readonly #tracked = new Map<string, Tracked>();
+  /** Set by an aborted run: append deliveries without starting a new run. */
+  #holdTurn = false;
+
+  constructor(host: InboxHost, options: { retryAfterMs?: number } = {}) {
+    this.#host = host;
+    this.retryAfterMs = options.retryAfterMs ?? 10_000;
+  }
+
+  /** Deliveries received and not yet acknowledged. */
+  get unacked(): number {
+    return this.#tracked.size;
+  }
+
+  /** Learn what the session already holds (call on session_start). */
+  restore(): void {
+    this.ledger.scan(this.#host.entries());
+  }
+
+  /** A `deliver` event from the core. */
+  receive(storeId: string, delivery: Delivery): ReceiveOutcome {
+    this.ledger.scan(this.#host.entries());
+    const key = `${storeId}\u0000${delivery.id}`;
+    const tracked = this.#tracked.get(key);
+    if (this.ledger.has(storeId, delivery.id)) {
+      if (tracked === undefined) {
+        // Landed in an earlier connection or an earlier process: a duplicate; ack it again.
+        this.#host.ack(storeId, [delivery.id]);
+      } else {
+        tracked.state = "landed";
+        this.#ackLanded();
+      }
+      return "duplicate";
+    }
+    if (tracked !== undefined) return "already_queued";
+    this.#tracked.set(key, { storeId, delivery, state: "pending", sentAt: 0 });
+    this.pump();
+    return "queued";
+  }
+
+  /** Hand waiting deliveries to Pi if it is idle; when busy they wait for a boundary. */
+  pump(): void {
+    const pending = [...this.#tracked.values()].filter((t) => t.state === "pending");
+    if (pending.length === 0 || !this.#host.idle()) return;
+    const now = this.#host.now();
+    if (this.#holdTurn) {
+      // Appended at once, without a run (Pi does this synchronously when idle).
+      for (const t of pending) this.#send(t, false, now);
+    } else {
+      // The first starts a run; the rest join it at its first turn boundary.
+      const first = pending[0];
+      if (first !== undefined) this.#send(first, true, now);
+    }
+    this.reconcile();
+  }
+
+  /**
+   * At a turn boundary (`turn_end`, `agent_before_settle`): every waiting delivery as an
+   * entry draft, in order. Pi appends them before the next model request.
+   */
+  takeBoundaryDrafts(): DeliveryDraft[] {
+    const now = this.#host.now();
+    const drafts: DeliveryDraft[] = [];
+    for (const t of this.#tracked.values()) {
+      if (t.state !== "pending") continue;
+      t.state = "sent";
+      t.sentAt = now;
+      drafts.push({ type: "custom_message", ...deliveryMessage(t.storeId, t.delivery) });
+    }
+    return drafts;
+  }
+
+  /**
+   * Check what has landed: acknowledge it once durable; put back what was handed to an idle
+   * Pi and never landed. Call after any event that may have appended entries.
+   */
+  reconcile(): void {
+    if (this.#tracked.size === 0) return;
+    this.ledger.scan(this.#host.entries());
+    for (const t of this.#tracked.values()) {
+      if (t.state !== "landed" && this.ledger.has(t.storeId, t.delivery.id)) t.state = "landed";
+    }
+    this.#ackLanded();
+    const now = this.#host.now();
+    let retry = false;
+    for (const t of this.#tracked.values()) {
+      if (t.state === "sent" && now - t.sentAt >= this.retryAfterMs && this.#host.idle()) {
+        t.state = "pending";
+        retry = true;
+      }
+    }
+    if (retry) this.pump();
+  }
+
+  /** agent_start: a run began, so new deliveries may start runs again. */
+  runStarted(): void {
+    this.#holdTurn = false;
+  }
+
+  /** agent_settled: Pi is idle; deliver what waits (without a run if this one was aborted). */
+  runSettled(aborted: boolean): void {
+    this.#holdTurn = aborted;
+    this.reconcile();
+    this.pump();
+  }
+
+  /** For /shepherd: how many deliveries are in each state. */
+  snapshot(): { pending: number; sent: number; landed: number; handled: number } {
+    let pending = 0;
+    let sent = 0;
+    let landed = 0;
+    for (const t of this.#tracked.values()) {
+      if (t.state === "pending") pending++;
+      else if (t.state === "sent") sent++;
+      else landed++;
+    }
+    return { pending, sent, landed, handled: this.ledger.count() };
+  }
+
+  #send(t: Tracked, triggerTurn: boolean, now: number): void {
+    t.state = "sent";
+    t.sentAt = now;
+    this.#host.send(deliveryMessage(t.storeId, t.delivery), triggerTurn);
+  }
+
+  #ackLanded(): void {
+    if (!this.#host.durable()) return;
+    const byStore = new Map<string, number[]>();
+    for (const [key, t] of this.#tracked) {
+      if (t.state !== "landed") continue;
+      this.#tracked.delete(key);
+      const ids = byStore.get(t.storeId) ?? [];
+      ids.push(t.delivery.id);
+      byStore.set(t.storeId, ids);
+    }
+    for (const [storeId, ids] of byStore) this.#host.ack(storeId, ids);
+  }
+}

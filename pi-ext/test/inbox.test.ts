@@ -1,0 +1,241 @@
+// The inbox against a fake Pi: each delivery reaches the session once, by the right path
+// (a new run when idle, a turn boundary when busy, no run after an abort), and is acked
+// only once it is in the session and on disk; duplicates are acked without a second copy.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import { DELIVERY_CUSTOM_TYPE } from "../dedupe.ts";
+import { formatDelivery, Inbox, type DeliveryMessage, type InboxHost } from "../inbox.ts";
+import type { Delivery } from "../wire.ts";
+import { delivery } from "./fake-core.ts";
+
+/** A stand-in for Pi: sendMessage lands at once when idle, or waits in a queue when busy. */
+class FakePi implements InboxHost {
+  entries_: unknown[] = [];
+  isIdle = true;
+  isDurable = true;
+  clock = 1000;
+  sends: Array<{ message: DeliveryMessage; triggerTurn: boolean }> = [];
+  acks: Array<{ storeId: string; ids: number[] }> = [];
+  /** When false, send() loses the message (an interactive abort cleared Pi's queue). */
+  landOnSend = true;
+
+  entries(): readonly unknown[] {
+    return this.entries_;
+  }
+  durable(): boolean {
+    return this.isDurable;
+  }
+  idle(): boolean {
+    return this.isIdle;
+  }
+  send(message: DeliveryMessage, triggerTurn: boolean): void {
+    this.sends.push({ message, triggerTurn });
+    if (this.landOnSend) this.land(message);
+    if (triggerTurn) this.isIdle = false;
+  }
+  ack(storeId: string, ids: number[]): void {
+    this.acks.push({ storeId, ids });
+  }
+  now(): number {
+    return this.clock;
+  }
+  /** Pi persisting a custom message entry. */
+  land(message: DeliveryMessage): void {
+    this.entries_.push({ type: "custom_message", id: `e${this.entries_.length}`, parentId: null, ...message });
+  }
+  ackedIds(): number[] {
+    return this.acks.flatMap((a) => a.ids);
+  }
+  landedIds(): number[] {
+    return this.entries_.flatMap((e) =>
+      typeof e === "object" && e !== null && "details" in e && typeof e.details === "object" && e.details !== null && "id" in e.details
+        ? [Number(e.details.id)]
+        : [],
+    );
+  }
+}
+
+describe("formatDelivery", () => {
+  test("a steer names the human and the channel", () => {
+    assert.equal(formatDelivery(delivery(1, "Run the tests first.")), "[shepherd] Steer from the human (via cli):\nRun the tests first.");
+    assert.equal(
+      formatDelivery(delivery(1, "ok", { from: { kind: "bridge", session_id: null, name: "telegram:@alice" } })),
+      "[shepherd] Steer from the human (via telegram:@alice):\nok",
+    );
+  });
+
+  test("an answer names the question it answers", () => {
+    const d: Delivery = delivery(41, "squash", { kind: "answer", ask_id: 12, question: "Squash the commits before merging?" });
+    assert.equal(
+      formatDelivery(d),
+      "[shepherd] Answer to your question #12, from the human (via cli):\nQuestion: Squash the commits before merging?\nAnswer: squash",
+    );
+  });
+
+  test("a message names the sending session", () => {
+    const d = delivery(2, "I pushed the fix", { kind: "message", from: { kind: "pi", session_id: "abc-123", name: "fix-login" } });
+    assert.equal(formatDelivery(d), '[shepherd] Message from session "fix-login" (abc-123):\nI pushed the fix');
+  });
+});
+
+describe("Inbox", () => {
+  test("idle: starts a run with the delivery, acks once it is in the session", () => {
+    const pi = new FakePi();
+    const inbox = new Inbox(pi);
+    assert.equal(inbox.receive("s1", delivery(1, "hello")), "queued");
+    assert.equal(pi.sends.length, 1);
+    assert.equal(pi.sends[0]?.triggerTurn, true);
+    assert.equal(pi.sends[0]?.message.customType, DELIVERY_CUSTOM_TYPE);
+    assert.deepEqual(pi.sends[0]?.message.details.store_id, "s1");
+    assert.deepEqual(pi.acks, [{ storeId: "s1", ids: [1] }]);
+    assert.equal(inbox.unacked, 0);
+  });
+
+  test("a redelivery of a handled id is acked again and not injected", () => {
+    const pi = new FakePi();
+    const first = new Inbox(pi);
+    first.receive("s1", delivery(1, "hello"));
+    // A new process on the same session file (Pi restarted): the ledger comes from entries.
+    const second = new Inbox(pi);
+    second.restore();
+    assert.equal(second.receive("s1", delivery(1, "hello")), "duplicate");
+    assert.equal(pi.sends.length, 1, "not sent twice");
+    assert.deepEqual(pi.landedIds(), [1]);
+    assert.deepEqual(pi.ackedIds(), [1, 1], "acked again");
+  });
+
+  test("the same id from another store is a new delivery", () => {
+    const pi = new FakePi();
+    const inbox = new Inbox(pi);
+    inbox.receive("s1", delivery(1, "a"));
+    pi.isIdle = true;
+    assert.equal(inbox.receive("s2", delivery(1, "b")), "queued");
+    assert.deepEqual(pi.acks, [
+      { storeId: "s1", ids: [1] },
+      { storeId: "s2", ids: [1] },
+    ]);
+  });
+
+  test("busy: waits for the next turn boundary, in order, then acks", () => {
+    const pi = new FakePi();
+    pi.isIdle = false;
+    const inbox = new Inbox(pi);
+    inbox.receive("s1", delivery(1, "one"));
+    inbox.receive("s1", delivery(2, "two"));
+    assert.equal(pi.sends.length, 0, "nothing goes to Pi's own queue");
+    const drafts = inbox.takeBoundaryDrafts();
+    assert.deepEqual(
+      drafts.map((d) => [d.type, d.details.id]),
+      [
+        ["custom_message", 1],
+        ["custom_message", 2],
+      ],
+    );
+    assert.deepEqual(inbox.takeBoundaryDrafts(), [], "taken once");
+    assert.deepEqual(pi.acks, [], "not acked before Pi appended them");
+    for (const d of drafts) pi.land(d);
+    inbox.reconcile();
+    assert.deepEqual(pi.acks, [{ storeId: "s1", ids: [1, 2] }]);
+  });
+
+  test("a redelivery while the first copy is on its way is neither injected nor acked", () => {
+    const pi = new FakePi();
+    pi.isIdle = false;
+    const inbox = new Inbox(pi);
+    inbox.receive("s1", delivery(1, "one"));
+    const drafts = inbox.takeBoundaryDrafts();
+    assert.equal(inbox.receive("s1", delivery(1, "one")), "already_queued");
+    assert.deepEqual(inbox.takeBoundaryDrafts(), []);
+    assert.deepEqual(pi.acks, []);
+    for (const d of drafts) pi.land(d);
+    assert.equal(inbox.receive("s1", delivery(1, "one")), "duplicate");
+    assert.deepEqual(pi.ackedIds(), [1]);
+    assert.deepEqual(pi.landedIds(), [1]);
+  });
+
+  test("idle with several waiting: the first starts the run, the rest join at its boundary", () => {
+    const pi = new FakePi();
+    pi.isIdle = false;
+    const inbox = new Inbox(pi);
+    inbox.receive("s1", delivery(1, "one"));
+    inbox.receive("s1", delivery(2, "two"));
+    pi.isIdle = true;
+    inbox.runSettled(false);
+    assert.deepEqual(
+      pi.sends.map((s) => [s.message.details.id, s.triggerTurn]),
+      [[1, true]],
+    );
+    assert.deepEqual(
+      inbox.takeBoundaryDrafts().map((d) => d.details.id),
+      [2],
+    );
+  });
+
+  test("after an aborted run, deliveries are appended without starting a run", () => {
+    const pi = new FakePi();
+    pi.isIdle = false;
+    const inbox = new Inbox(pi);
+    inbox.receive("s1", delivery(1, "one"));
+    inbox.receive("s1", delivery(2, "two"));
+    pi.isIdle = true;
+    inbox.runSettled(true);
+    assert.deepEqual(
+      pi.sends.map((s) => [s.message.details.id, s.triggerTurn]),
+      [
+        [1, false],
+        [2, false],
+      ],
+    );
+    assert.deepEqual(pi.ackedIds(), [1, 2]);
+    inbox.runStarted();
+    inbox.receive("s1", delivery(3, "three"));
+    assert.equal(pi.sends.at(-1)?.triggerTurn, true, "a later run clears the hold");
+  });
+
+  test("no ack while the session file does not exist yet", () => {
+    const pi = new FakePi();
+    pi.isDurable = false;
+    const inbox = new Inbox(pi);
+    inbox.receive("s1", delivery(1, "one"));
+    inbox.reconcile();
+    assert.deepEqual(pi.acks, []);
+    assert.equal(inbox.snapshot().landed, 1);
+    assert.equal(inbox.receive("s1", delivery(1, "one")), "duplicate");
+    assert.deepEqual(pi.acks, [], "a duplicate of a landed but unwritten delivery waits too");
+    pi.isDurable = true;
+    inbox.reconcile();
+    assert.deepEqual(pi.acks, [{ storeId: "s1", ids: [1] }]);
+    assert.equal(inbox.unacked, 0);
+  });
+
+  test("a delivery handed to Pi that never lands is sent again once Pi has been idle a while", () => {
+    const pi = new FakePi();
+    pi.landOnSend = false;
+    const inbox = new Inbox(pi, { retryAfterMs: 5000 });
+    inbox.receive("s1", delivery(1, "one"));
+    assert.equal(pi.sends.length, 1);
+    pi.isIdle = true; // the run never started
+    pi.clock += 4000;
+    inbox.reconcile();
+    assert.equal(pi.sends.length, 1, "not before retryAfterMs");
+    pi.clock += 1000;
+    pi.landOnSend = true;
+    inbox.reconcile();
+    assert.equal(pi.sends.length, 2);
+    assert.deepEqual(pi.landedIds(), [1]);
+    assert.deepEqual(pi.ackedIds(), [1]);
+  });
+
+  test("nothing is sent again while Pi stays busy", () => {
+    const pi = new FakePi();
+    pi.landOnSend = false;
+    const inbox = new Inbox(pi, { retryAfterMs: 10 });
+    inbox.receive("s1", delivery(1, "one"));
+    pi.isIdle = false;
+    pi.clock += 60_000;
+    inbox.reconcile();
+    assert.equal(pi.sends.length, 1);
+  });
+});
