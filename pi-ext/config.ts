@@ -1,0 +1,95 @@
+// Settings the extension reads from its environment, resolved once per session start: where
+// the core's socket is, whether to start `shepherd up` when no core answers, which role this
+// session registers with, and where to write a debug log. Pure functions over an env object,
+// so tests can pass their own.
+
+import { accessSync, constants as fsConstants, statSync } from "node:fs";
+import { homedir } from "node:os";
+import { delimiter, isAbsolute, join } from "node:path";
+
+import { ROLES, type Role } from "./wire.ts";
+
+/** This extension's version (kept equal to package.json by a test). */
+export const EXT_VERSION = "0.1.0";
+/** `client_name` in `hello`. */
+export const CLIENT_NAME = `shepherd-pi-ext ${EXT_VERSION}`;
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export interface ShepherdConfig {
+  /** Where the core listens. */
+  socketPath: string;
+  /** Start `shepherd up` when no core answers (SHEPHERD_AUTOSTART=0 turns it off). */
+  autostart: boolean;
+  /** The `shepherd` binary found on PATH, if any. */
+  shepherdBin: string | null;
+  /** Role this session registers with (SHEPHERD_ROLE, default lead). */
+  role: Role;
+  /** Set when SHEPHERD_ROLE held something that is not a role. */
+  roleProblem: string | null;
+  /** Append debug lines here (SHEPHERD_EXT_LOG), or keep them in memory only. */
+  logFile: string | null;
+}
+
+/** `~` and `~/…` expanded the way Pi expands PI_CODING_AGENT_DIR. */
+export function expandTilde(path: string, home: string): string {
+  if (path === "~") return home;
+  if (path.startsWith("~/")) return join(home, path.slice(2));
+  return path;
+}
+
+/** Pi's agent dir: $PI_CODING_AGENT_DIR, else ~/.pi/agent. */
+export function agentDir(env: Env, home: string = homedir()): string {
+  const dir = env["PI_CODING_AGENT_DIR"];
+  return dir !== undefined && dir !== "" ? expandTilde(dir, home) : join(home, ".pi", "agent");
+}
+
+/** $SHEPHERD_SOCKET, else <agent dir>/shepherd/shepherd.sock (docs/PROTOCOL.md). */
+export function socketPath(env: Env, home: string = homedir()): string {
+  const explicit = env["SHEPHERD_SOCKET"];
+  if (explicit !== undefined && explicit !== "") return expandTilde(explicit, home);
+  return join(agentDir(env, home), "shepherd", "shepherd.sock");
+}
+
+function isExecutableFile(path: string): boolean {
+  try {
+    if (!statSync(path).isFile()) return false;
+    accessSync(path, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** First executable `name` in the PATH directories, like `command -v`. */
+export function findOnPath(name: string, pathVar: string | undefined): string | null {
+  if (pathVar === undefined) return null;
+  for (const dir of pathVar.split(delimiter)) {
+    if (dir === "" || !isAbsolute(dir)) continue;
+    const candidate = join(dir, name);
+    if (isExecutableFile(candidate)) return candidate;
+  }
+  return null;
+}
+
+export function loadConfig(env: Env, home: string = homedir()): ShepherdConfig {
+  const rawRole = env["SHEPHERD_ROLE"];
+  let role: Role = "lead";
+  let roleProblem: string | null = null;
+  if (rawRole !== undefined && rawRole !== "") {
+    const found = ROLES.find((r) => r === rawRole.trim().toLowerCase());
+    if (found === undefined) roleProblem = `SHEPHERD_ROLE=${rawRole} is not one of ${ROLES.join(", ")}; using lead`;
+    else role = found;
+  }
+  const autostartVar = (env["SHEPHERD_AUTOSTART"] ?? "").trim().toLowerCase();
+  const autostart = !["0", "false", "no", "off"].includes(autostartVar);
+  const logFile = env["SHEPHERD_EXT_LOG"];
+  return {
+    socketPath: socketPath(env, home),
+    autostart,
+    shepherdBin: findOnPath("shepherd", env["PATH"]),
+    role,
+    roleProblem,
+    logFile: logFile !== undefined && logFile !== "" ? expandTilde(logFile, home) : null,
+  };
+}

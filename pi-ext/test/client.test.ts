@@ -1,0 +1,243 @@
+// The core connection against a fake core on a real Unix socket: handshake, registration,
+// requests, deliveries arriving in the same chunk as `registered`, reconnect and
+// re-registration after the core goes away, and the refusals that stop or slow retries.
+
+import assert from "node:assert/strict";
+import { afterEach, describe, test } from "node:test";
+
+import { CoreClient, CoreError, NotConnectedError, type CoreClientOptions, type Phase, type Problem } from "../client.ts";
+import type { Delivery, Registration } from "../wire.ts";
+import { delivery, FakeCore } from "./fake-core.ts";
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+interface Harness {
+  core: FakeCore;
+  client: CoreClient;
+  deliveries: Array<{ storeId: string; delivery: Delivery }>;
+  problems: Problem[];
+  phases: Phase[];
+  registrations: number;
+}
+
+async function harness(opts: { listen?: boolean; registration?: () => Registration; client?: Partial<CoreClientOptions> } = {}): Promise<Harness> {
+  const core = new FakeCore();
+  cleanups.push(() => core.dispose());
+  if (opts.listen ?? true) await core.listen();
+  const h: Harness = { core, client: undefined as never, deliveries: [], problems: [], phases: [], registrations: 0 };
+  const client = new CoreClient({
+    socketPath: core.socketPath,
+    clientName: "shepherd-pi-ext test",
+    registration: () => {
+      h.registrations++;
+      return opts.registration?.() ?? { session_id: "sess-1", cwd: "/tmp", name: "fix-login", status: "idle", role: "lead" };
+    },
+    onDeliver: (storeId, d) => h.deliveries.push({ storeId, delivery: d }),
+    onProblem: (p) => h.problems.push(p),
+    onPhase: (p) => h.phases.push(p),
+    initialBackoffMs: 10,
+    maxBackoffMs: 40,
+    handshakeTimeoutMs: 2000,
+    ...opts.client,
+  });
+  h.client = client;
+  cleanups.push(() => client.stop());
+  return h;
+}
+
+async function until(predicate: () => boolean, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error("condition not reached in time");
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe("CoreClient", () => {
+  test("says hello with protocol 1 as a pi client, then registers", async () => {
+    const h = await harness();
+    h.client.start();
+    await until(() => h.client.ready);
+    const [hello, register] = h.core.all;
+    assert.deepEqual(hello, { type: "hello", id: 1, protocol: 1, client: "pi", client_name: "shepherd-pi-ext test" });
+    assert.deepEqual(register, {
+      type: "register",
+      id: 2,
+      session: { session_id: "sess-1", cwd: "/tmp", name: "fix-login", status: "idle", role: "lead" },
+    });
+    assert.equal(h.client.info?.storeId, "store-1");
+    assert.equal(h.client.session?.id, "sess-1");
+    assert.deepEqual(h.phases.slice(0, 4), ["connecting", "handshaking", "registering", "ready"]);
+  });
+
+  test("pending deliveries that arrive in the same chunk as `registered` are all handed over", async () => {
+    const h = await harness();
+    h.core.pending = [delivery(40, "one"), delivery(41, "two"), delivery(42, "three")];
+    h.client.start();
+    await until(() => h.deliveries.length === 3);
+    assert.deepEqual(
+      h.deliveries.map((d) => [d.storeId, d.delivery.id]),
+      [
+        ["store-1", 40],
+        ["store-1", 41],
+        ["store-1", 42],
+      ],
+    );
+  });
+
+  test("requests: ask, report, update, open asks; errors become CoreError", async () => {
+    const h = await harness();
+    h.client.start();
+    await until(() => h.client.ready);
+    const ask = await h.client.ask("Squash?", ["squash", "keep"], "3 commits");
+    assert.equal(ask.question, "Squash?");
+    assert.deepEqual(h.core.all.at(-1), { type: "ask", id: 3, question: "Squash?", options: ["squash", "keep"], details: "3 commits" });
+    await h.client.ask("Plain?", [], null);
+    assert.deepEqual(h.core.all.at(-1), { type: "ask", id: 4, question: "Plain?" }, "empty options and null details are left out");
+    const report = await h.client.report("tests pass");
+    assert.equal(report.text, "tests pass");
+    await h.client.update({ status: "tool:bash", context: { tokens: 5, window: 10, percent: 50 } });
+    assert.deepEqual(h.core.all.at(-1), { type: "update", id: 6, status: "tool:bash", context: { tokens: 5, window: 10, percent: 50 } });
+    const open = await h.client.openAsks();
+    assert.deepEqual(
+      open.map((a) => a.question),
+      ["Squash?", "Plain?"],
+    );
+    h.core.responder = (msg) =>
+      msg.type === "report" ? [{ type: "error", id: msg.id, code: "invalid_argument", message: "empty text", details: null }] : undefined;
+    await assert.rejects(h.client.report(""), (e: unknown) => e instanceof CoreError && e.code === "invalid_argument");
+    assert.ok(h.client.ready, "a refused request keeps the connection");
+  });
+
+  test("acks go only to a registered connection of the same store", async () => {
+    const h = await harness();
+    assert.equal(h.client.ack("store-1", [1]), false, "not connected");
+    h.client.start();
+    await until(() => h.client.ready);
+    assert.equal(h.client.ack("other-store", [1]), false);
+    assert.equal(h.client.ack("store-1", []), false);
+    assert.equal(h.client.ack("store-1", [1, 2]), true);
+    await h.core.until(() => h.core.all.some((m) => m.type === "ack"));
+    assert.deepEqual(h.core.all.at(-1), { type: "ack", ids: [1, 2] });
+  });
+
+  test("requests while not connected fail at once with the reason", async () => {
+    const h = await harness({ listen: false });
+    h.client.start();
+    await until(() => h.problems.length > 0);
+    await assert.rejects(h.client.ask("q", [], null), (e: unknown) => e instanceof NotConnectedError && /not connected/.test(e.message));
+    await h.client.update({ status: "idle" }); // silently skipped: the next register carries it
+  });
+
+  test("no core yet: reports it unreachable, keeps trying, connects when the core comes up", async () => {
+    const h = await harness({ listen: false });
+    h.client.start();
+    await until(() => h.problems.length >= 2);
+    const first = h.problems[0];
+    assert.ok(first?.kind === "unreachable");
+    assert.equal(first.errno, "ENOENT");
+    assert.equal(first.attempt, 1);
+    await h.core.listen();
+    await until(() => h.client.ready);
+    assert.equal(h.client.failures, 0);
+    assert.equal(h.client.lastError, null);
+  });
+
+  test("after the core dies and comes back: reconnects, registers again with fresh presence, gets pending deliveries", async () => {
+    let status = "idle";
+    const h = await harness({ registration: () => ({ session_id: "sess-1", cwd: "/tmp", status }) });
+    h.client.start();
+    await until(() => h.client.ready);
+    await h.core.kill();
+    await until(() => !h.client.ready);
+    await assert.rejects(h.client.report("x"), NotConnectedError);
+    status = "thinking";
+    h.core.storeId = "store-1";
+    h.core.pending = [delivery(7, "sent while you were away")];
+    await h.core.listen();
+    await until(() => h.deliveries.length === 1);
+    assert.ok(h.client.ready);
+    assert.equal(h.registrations, 2);
+    const registers = h.core.all.filter((m) => m.type === "register");
+    assert.equal(registers.length, 2);
+    const last = registers.at(-1);
+    assert.equal(last?.type === "register" ? last.session.status : "", "thinking");
+  });
+
+  test("a request in flight when the connection drops fails instead of hanging", async () => {
+    const h = await harness();
+    h.client.start();
+    await until(() => h.client.ready);
+    h.core.responder = (msg, conn) => {
+      if (msg.type === "report") conn.socket.destroy();
+      return msg.type === "report" ? [] : undefined;
+    };
+    await assert.rejects(h.client.report("x"), NotConnectedError);
+  });
+
+  test("protocol mismatch: reported, retried slowly, never registers", async () => {
+    const h = await harness();
+    h.core.protocol = 2;
+    h.client.start();
+    await until(() => h.problems.some((p) => p.kind === "protocol_mismatch"));
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(h.core.all.filter((m) => m.type === "hello").length, 1, "waits well past the normal backoff");
+    assert.ok(!h.core.all.some((m) => m.type === "register"));
+  });
+
+  test("session_taken: reported, connection closed, retried", async () => {
+    const h = await harness();
+    h.core.responder = (msg) =>
+      msg.type === "register" ? [{ type: "error", id: msg.id, code: "session_taken", message: "held by pid 99", details: { pid: 99 } }] : undefined;
+    h.client.start();
+    await until(() => h.problems.some((p) => p.kind === "session_taken"));
+    assert.ok(!h.client.ready);
+    await until(() => h.client.phase === "waiting");
+  });
+
+  test("replaced: the connection stays down (a newer instance of this process took over)", async () => {
+    const h = await harness();
+    h.client.start();
+    await until(() => h.client.ready);
+    const conn = h.core.registered();
+    assert.ok(conn !== undefined);
+    h.core.send(conn, { type: "error", id: null, code: "replaced", message: "newer connection", details: null });
+    await until(() => h.client.phase === "replaced");
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(h.core.connections.length, 1, "no reconnect");
+    assert.ok(h.problems.some((p) => p.kind === "replaced"));
+  });
+
+  test("unknown message types from a newer core are ignored; malformed frames reconnect", async () => {
+    const h = await harness();
+    h.client.start();
+    await until(() => h.client.ready);
+    const conn = h.core.registered();
+    assert.ok(conn !== undefined);
+    const body = Buffer.from('{"type":"future_event","x":1}');
+    const header = Buffer.alloc(4);
+    header.writeUInt32BE(body.length, 0);
+    conn.socket.write(Buffer.concat([header, body]));
+    h.core.send(conn, { type: "deliver", message: delivery(3, "after the unknown one") });
+    await until(() => h.deliveries.length === 1);
+    assert.ok(h.client.ready);
+    const bad = Buffer.from("not json");
+    header.writeUInt32BE(bad.length, 0);
+    conn.socket.write(Buffer.concat([header, bad]));
+    await until(() => h.core.connections.length === 2 && h.client.ready);
+  });
+
+  test("stop() closes for good", async () => {
+    const h = await harness();
+    h.client.start();
+    await until(() => h.client.ready);
+    h.client.stop();
+    assert.equal(h.client.phase, "stopped");
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(h.core.connections.length, 1);
+    await assert.rejects(h.client.ask("q", [], null), NotConnectedError);
+  });
+});
