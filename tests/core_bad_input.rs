@@ -1,0 +1,750 @@
+//! Bad input against the real daemon, byte by byte over the real socket: truncated and
+//! oversize frames, bodies that are not UTF-8 JSON objects, wrong field types, unknown
+//! message types, clients that never greet or greet wrongly, requests a client kind may
+//! not make and values out of range. Each gets its documented error code (closing the
+//! connection exactly when the protocol says so), and in every case the daemon goes on
+//! serving a client that was already connected and a new one, and logs no panic.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use shepherd_core::protocol::{ClientKind, ClientMsg, ErrorCode, PROTOCOL_VERSION, ServerMsg};
+use shepherd_harness::{Core, Pi, Raw};
+
+const WAIT: Duration = Duration::from_secs(10);
+const BYSTANDER: &str = "bystander-1";
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+async fn bystander(core: &Core) -> Result<Pi> {
+    core.pi(BYSTANDER, "bystander").await
+}
+
+/// The daemon still serves: the bystander (connected before the bad input) answers and
+/// receives a steer from a brand-new client, the CLI works, and the log shows no panic.
+async fn assert_still_serving(core: &Core, bystander: &mut Pi, after: &str) -> Result<()> {
+    assert_serving(core, bystander, after, 1).await
+}
+
+/// [`assert_still_serving`] with `sessions` sessions connected.
+async fn assert_serving(core: &Core, bystander: &mut Pi, after: &str, sessions: u64) -> Result<()> {
+    bystander
+        .sync()
+        .await
+        .with_context(|| format!("the connected bystander after {after}"))?;
+    let mut fresh = core
+        .client(ClientKind::Bridge)
+        .await
+        .with_context(|| format!("a new client after {after}"))?;
+    let text = format!("still serving after {after}");
+    let reply = fresh
+        .request(|id| ClientMsg::Send {
+            id,
+            to: BYSTANDER.into(),
+            text: text.clone(),
+            by: None,
+        })
+        .await?;
+    assert!(
+        matches!(
+            reply,
+            ServerMsg::Sent {
+                connected: true,
+                ..
+            }
+        ),
+        "{reply:?}"
+    );
+    let d = bystander.next_delivery(WAIT).await?;
+    assert_eq!(d.text, text);
+    bystander.ack(&[d.id]).await?;
+    let status = core.cli_json(&["status"])?;
+    assert_eq!(
+        status["sessions_connected"], sessions,
+        "after {after}: {status:#}"
+    );
+    assert!(
+        !core.log_has_panic(),
+        "the core panicked after {after}:\n{}",
+        core.log()
+    );
+    Ok(())
+}
+
+/// The next frame must be an error with `code` and `id`; returns its message.
+async fn expect_error(raw: &mut Raw, code: &str, id: Option<u64>) -> Result<String> {
+    let frame = raw
+        .read(WAIT)
+        .await?
+        .with_context(|| format!("closed before the {code} error"))?;
+    assert_eq!(frame["type"], "error", "{frame}");
+    assert_eq!(frame["code"], code, "{frame}");
+    assert_eq!(frame["id"], id.map_or(Value::Null, Value::from), "{frame}");
+    Ok(frame["message"].as_str().context("message")?.to_string())
+}
+
+/// The core closes the connection (no further frame).
+async fn expect_closed(raw: &mut Raw) -> Result<()> {
+    match raw.read(WAIT).await? {
+        None => Ok(()),
+        Some(frame) => bail!("expected the connection to close, got {frame}"),
+    }
+}
+
+/// A ping with `id` is answered with a pong with `id`.
+async fn expect_usable(raw: &mut Raw, id: u64) -> Result<()> {
+    raw.send(&json!({"type": "ping", "id": id})).await?;
+    let frame = raw.read(WAIT).await?.context("closed instead of pong")?;
+    assert_eq!(frame, json!({"type": "pong", "id": id}));
+    Ok(())
+}
+
+async fn greeted(core: &Core, kind: &str) -> Result<Raw> {
+    let mut raw = core.raw().await?;
+    let welcome = raw.hello(kind).await?;
+    assert_eq!(welcome["type"], "welcome", "{welcome}");
+    Ok(raw)
+}
+
+fn numbers_in(text: &str) -> Vec<u64> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|t| t.parse().ok())
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Framing
+
+#[tokio::test]
+async fn a_truncated_frame_is_reported_then_closed() -> Result<()> {
+    let core = Core::start().await?;
+    let mut by = bystander(&core).await?;
+
+    // The body ends early.
+    let mut raw = greeted(&core, "cli").await?;
+    let mut bytes = 100u32.to_be_bytes().to_vec();
+    bytes.extend_from_slice(br#"{"type":"ping""#);
+    raw.write(&bytes).await?;
+    raw.shutdown_write().await?;
+    let msg = expect_error(&mut raw, "truncated_frame", None).await?;
+    assert_eq!(numbers_in(&msg), [18, 104], "{msg}");
+    expect_closed(&mut raw).await?;
+    assert_still_serving(&core, &mut by, "a truncated body").await?;
+
+    // The header ends early.
+    let mut raw = greeted(&core, "bridge").await?;
+    raw.write(&[0, 0]).await?;
+    raw.shutdown_write().await?;
+    let msg = expect_error(&mut raw, "truncated_frame", None).await?;
+    assert_eq!(numbers_in(&msg), [2, 4], "{msg}");
+    expect_closed(&mut raw).await?;
+    assert_still_serving(&core, &mut by, "a truncated header").await?;
+
+    // Before any hello.
+    let mut raw = core.raw().await?;
+    let mut bytes = 60u32.to_be_bytes().to_vec();
+    bytes.extend_from_slice(br#"{"type":"hello","#);
+    raw.write(&bytes).await?;
+    raw.shutdown_write().await?;
+    expect_error(&mut raw, "truncated_frame", None).await?;
+    expect_closed(&mut raw).await?;
+    assert_still_serving(&core, &mut by, "a truncated hello").await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_oversize_length_prefix_is_refused_then_closed() -> Result<()> {
+    let core = Core::start().await?;
+    let mut by = bystander(&core).await?;
+
+    let mut raw = greeted(&core, "cli").await?;
+    raw.write(&u32::MAX.to_be_bytes()).await?;
+    let msg = expect_error(&mut raw, "frame_too_large", None).await?;
+    assert_eq!(
+        numbers_in(&msg)[..2],
+        [u32::MAX as u64, 1024 * 1024],
+        "{msg}"
+    );
+    expect_closed(&mut raw).await?;
+    assert_still_serving(&core, &mut by, "a 4 GiB prefix").await?;
+
+    // Before hello too, and from a registered Pi session.
+    let mut raw = core.raw().await?;
+    raw.write(&(2u32 * 1024 * 1024).to_be_bytes()).await?;
+    expect_error(&mut raw, "frame_too_large", None).await?;
+    expect_closed(&mut raw).await?;
+
+    let mut raw = greeted(&core, "pi").await?;
+    raw.send(
+        &json!({"type": "register", "id": 2, "session": {"session_id": "big-1", "cwd": "/tmp"}}),
+    )
+    .await?;
+    let reply = raw.read(WAIT).await?.context("registered")?;
+    assert_eq!(reply["type"], "registered", "{reply}");
+    raw.write(&(1024u32 * 1024 + 1).to_be_bytes()).await?;
+    expect_error(&mut raw, "frame_too_large", None).await?;
+    expect_closed(&mut raw).await?;
+    assert_still_serving(&core, &mut by, "an oversize frame from a Pi session").await?;
+    // The oversize session is gone, the bystander is not.
+    let listed = core.cli_json(&["sessions"])?;
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed:#}");
+    assert_eq!(listed[0]["id"], BYSTANDER);
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_frame_limit_is_configurable_and_exact() -> Result<()> {
+    let core = Core::start_with(&[("SHEPHERD_CORE__LIMITS__MAX_FRAME_BYTES", "1024")]).await?;
+    let mut by = bystander(&core).await?;
+    let padded = |len: usize| -> Vec<u8> {
+        let base = json!({"type": "ping", "id": 5, "pad": ""}).to_string();
+        let pad = "p".repeat(len - base.len());
+        let body = json!({"type": "ping", "id": 5, "pad": pad}).to_string();
+        assert_eq!(body.len(), len);
+        body.into_bytes()
+    };
+    let mut raw = greeted(&core, "cli").await?;
+    raw.write_frame(&padded(1024)).await?;
+    let pong = raw.read(WAIT).await?.context("pong")?;
+    assert_eq!(pong, json!({"type": "pong", "id": 5}));
+    raw.write_frame(&padded(1025)).await?;
+    let msg = expect_error(&mut raw, "frame_too_large", None).await?;
+    assert_eq!(numbers_in(&msg)[..2], [1025, 1024], "{msg}");
+    expect_closed(&mut raw).await?;
+    assert_still_serving(&core, &mut by, "a frame one byte over a configured limit").await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn bodies_that_are_not_utf8_json_objects_are_malformed_then_closed() -> Result<()> {
+    let core = Core::start().await?;
+    let mut by = bystander(&core).await?;
+    let bodies: [(&str, &[u8]); 6] = [
+        (
+            "invalid UTF-8",
+            b"{\"type\":\"ping\",\"id\":1,\"x\":\"\xff\xfe\"}",
+        ),
+        ("a lone continuation byte", b"\x80"),
+        ("not JSON", b"hello there"),
+        ("an empty body", b""),
+        ("a JSON array", b"[1,2,3]"),
+        ("a JSON string", b"\"ping\""),
+    ];
+    for (what, body) in bodies {
+        let mut raw = greeted(&core, "cli").await?;
+        raw.write_frame(body).await?;
+        let msg = expect_error(&mut raw, "malformed_frame", None)
+            .await
+            .with_context(|| what.to_string())?;
+        assert!(!msg.is_empty());
+        expect_closed(&mut raw).await?;
+        assert_still_serving(&core, &mut by, what).await?;
+    }
+    // Before hello as well.
+    let mut raw = core.raw().await?;
+    raw.write_frame(b"\xc3\x28").await?;
+    expect_error(&mut raw, "malformed_frame", None).await?;
+    expect_closed(&mut raw).await?;
+    assert_still_serving(&core, &mut by, "invalid UTF-8 instead of hello").await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Messages
+
+#[tokio::test]
+async fn wrong_field_types_name_the_field_and_keep_the_connection() -> Result<()> {
+    let core = Core::start().await?;
+    let mut by = bystander(&core).await?;
+
+    // A registered Pi session sending nonsense stays registered.
+    let mut raw = greeted(&core, "pi").await?;
+    raw.send(&json!({"type": "register", "id": 2, "session": {"session_id": "raw-pi", "name": "raw", "cwd": "/tmp"}}))
+        .await?;
+    let reply = raw.read(WAIT).await?.context("registered")?;
+    assert_eq!(reply["type"], "registered", "{reply}");
+
+    let cases: Vec<(Value, Option<u64>, &str)> = vec![
+        (
+            json!({"type": "send", "id": 7, "to": 5, "text": "hi"}),
+            Some(7),
+            "to",
+        ),
+        (
+            json!({"type": "send", "id": 8, "to": "bystander"}),
+            Some(8),
+            "text",
+        ),
+        (
+            json!({"type": "answer", "id": 9, "ask": "seven", "text": "x"}),
+            Some(9),
+            "ask",
+        ),
+        (
+            json!({"type": "list_sessions", "id": 10, "all": "yes"}),
+            Some(10),
+            "all",
+        ),
+        (
+            json!({"type": "update", "id": 11, "context": {"tokens": "many"}}),
+            Some(11),
+            "context.tokens",
+        ),
+        (
+            json!({"type": "register", "id": 12, "session": {"session_id": "raw-pi", "cwd": 7}}),
+            Some(12),
+            "session.cwd",
+        ),
+        (
+            json!({"type": "ask", "id": 13, "question": "q", "options": [1, 2]}),
+            Some(13),
+            "options",
+        ),
+        (json!({"type": "ping", "id": "fourteen"}), None, "id"),
+        (json!({"type": "ping", "id": -1}), None, "id"),
+        (json!({"type": "ack", "ids": ["a"]}), None, "ids"),
+        (json!({"type": "ack"}), None, "ids"),
+        (json!({"id": 15}), Some(15), "type"),
+        (json!({"type": 16, "id": 16}), Some(16), "type"),
+        (json!({"type": null, "id": 17}), Some(17), "type"),
+    ];
+    for (i, (body, id, field)) in cases.into_iter().enumerate() {
+        raw.send(&body).await?;
+        let msg = expect_error(&mut raw, "invalid_message", id)
+            .await
+            .with_context(|| body.to_string())?;
+        assert!(
+            msg.contains(field),
+            "the message for {body} must name `{field}`: {msg}"
+        );
+        expect_usable(&mut raw, 100 + i as u64)
+            .await
+            .with_context(|| format!("after {body}"))?;
+    }
+
+    // Still registered and receiving its mail.
+    let out = core.cli_json(&["send", "raw-pi", "still yours"])?;
+    assert_eq!(out["connected"], true);
+    let frame = raw.read(WAIT).await?.context("deliver")?;
+    assert_eq!(frame["type"], "deliver", "{frame}");
+    assert_eq!(frame["message"]["text"], "still yours");
+    drop(raw);
+    let listed = core.cli_json(&["sessions", "--all"])?;
+    let raw_pi = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "raw-pi")
+        .context("raw-pi known")?;
+    assert_eq!(
+        raw_pi["name"], "raw",
+        "the invalid register changed nothing"
+    );
+    assert_eq!(raw_pi["cwd"], "/tmp");
+    assert_still_serving_with(&core, &mut by, "wrong field types", 1).await?;
+    Ok(())
+}
+
+/// [`assert_still_serving`] once `expected` sessions are connected (waits for departures
+/// through a subscription, not a sleep).
+async fn assert_still_serving_with(
+    core: &Core,
+    by: &mut Pi,
+    after: &str,
+    expected: u64,
+) -> Result<()> {
+    let mut sub = core.subscriber().await?;
+    loop {
+        let status = core.cli_json(&["status"])?;
+        if status["sessions_connected"] == expected {
+            break;
+        }
+        shepherd_harness::next_event_where(&mut sub, WAIT, |m| {
+            matches!(m, ServerMsg::SessionLeft { .. })
+        })
+        .await?;
+    }
+    assert_serving(core, by, after, expected).await
+}
+
+#[tokio::test]
+async fn an_unknown_type_is_named_with_the_id_echoed_and_the_connection_kept() -> Result<()> {
+    let core = Core::start().await?;
+    let mut by = bystander(&core).await?;
+    let mut raw = greeted(&core, "bridge").await?;
+    for (i, kind) in ["fly", "deliver", "welcome", "PING", ""]
+        .into_iter()
+        .enumerate()
+    {
+        let id = 42 + i as u64;
+        raw.send(&json!({"type": kind, "id": id, "text": "x"}))
+            .await?;
+        let msg = expect_error(&mut raw, "unknown_type", Some(id)).await?;
+        assert!(msg.contains(&format!("{kind:?}")), "names {kind:?}: {msg}");
+        expect_usable(&mut raw, 1000 + id).await?;
+    }
+    // Without an id, the error has none.
+    raw.send(&json!({"type": "teleport"})).await?;
+    expect_error(&mut raw, "unknown_type", None).await?;
+    expect_usable(&mut raw, 2000).await?;
+    assert_still_serving(&core, &mut by, "unknown types").await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// The handshake
+
+#[tokio::test]
+async fn a_client_that_never_says_hello_is_timed_out() -> Result<()> {
+    let core = Core::start_with(&[("SHEPHERD_CORE__HELLO_TIMEOUT_MS", "300")]).await?;
+    let mut by = bystander(&core).await?;
+    // A greeted client that then idles is not affected by the hello timeout.
+    let mut idle = greeted(&core, "cli").await?;
+
+    let started = Instant::now();
+    let mut silent = core.raw().await?;
+    let mut half = core.raw().await?;
+    half.write(&[0, 0, 0, 60, b'{']).await?;
+    let msg = expect_error(&mut silent, "hello_timeout", None).await?;
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(250) && waited < Duration::from_secs(8),
+        "timed out after {waited:?}"
+    );
+    assert!(numbers_in(&msg).contains(&300), "{msg}");
+    expect_closed(&mut silent).await?;
+    expect_error(&mut half, "hello_timeout", None).await?;
+    expect_closed(&mut half).await?;
+
+    // The timeout has passed for `idle` too; it is still served.
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    expect_usable(&mut idle, 7).await?;
+    assert_still_serving(&core, &mut by, "a silent client").await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_first_message_must_be_hello() -> Result<()> {
+    let core = Core::start().await?;
+    let mut by = bystander(&core).await?;
+    let cases: [(Value, Option<u64>); 5] = [
+        (json!({"type": "ping", "id": 3}), Some(3)),
+        (
+            json!({"type": "register", "id": 4, "session": {"session_id": "s", "cwd": "/tmp"}}),
+            Some(4),
+        ),
+        (json!({"type": "ack", "ids": [1]}), None),
+        (json!({"type": "fly", "id": 5}), Some(5)),
+        (
+            json!({"type": "hello", "id": 6, "protocol": 1, "client": "robot"}),
+            Some(6),
+        ),
+    ];
+    for (body, id) in cases {
+        let mut raw = core.raw().await?;
+        raw.send(&body).await?;
+        expect_error(&mut raw, "hello_required", id)
+            .await
+            .with_context(|| body.to_string())?;
+        expect_closed(&mut raw).await?;
+        assert_still_serving(&core, &mut by, &body.to_string()).await?;
+    }
+    assert_eq!(
+        core.cli_json(&["sessions", "--all"])?
+            .as_array()
+            .map(Vec::len),
+        Some(1),
+        "the register before hello stored nothing"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_wrong_protocol_version_is_refused_naming_both() -> Result<()> {
+    let core = Core::start().await?;
+    let mut by = bystander(&core).await?;
+    for version in [99u64, 0, PROTOCOL_VERSION as u64 + 1] {
+        let mut raw = core.raw().await?;
+        raw.send(&json!({"type": "hello", "id": 1, "protocol": version, "client": "pi"}))
+            .await?;
+        let msg = expect_error(&mut raw, "protocol_mismatch", Some(1)).await?;
+        let numbers = numbers_in(&msg);
+        assert!(
+            numbers.contains(&version) && numbers.contains(&(PROTOCOL_VERSION as u64)),
+            "names {version} and {PROTOCOL_VERSION}: {msg}"
+        );
+        expect_closed(&mut raw).await?;
+        assert_still_serving(&core, &mut by, &format!("protocol {version}")).await?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_second_hello_is_refused_and_the_connection_kept() -> Result<()> {
+    let core = Core::start().await?;
+    let mut by = bystander(&core).await?;
+    let mut raw = greeted(&core, "cli").await?;
+    raw.send(&json!({"type": "hello", "id": 2, "protocol": 1, "client": "pi"}))
+        .await?;
+    expect_error(&mut raw, "already_greeted", Some(2)).await?;
+    expect_usable(&mut raw, 3).await?;
+    // Still a CLI client: it cannot register.
+    raw.send(&json!({"type": "register", "id": 4, "session": {"session_id": "s", "cwd": "/tmp"}}))
+        .await?;
+    expect_error(&mut raw, "forbidden", Some(4)).await?;
+    assert_still_serving(&core, &mut by, "a second hello").await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Requests a client may not make, values out of range
+
+#[tokio::test]
+async fn requests_outside_a_clients_role_get_their_code() -> Result<()> {
+    let core = Core::start().await?;
+    let mut by = bystander(&core).await?;
+    let mut pi = core.pi("asker-1", "asker").await?;
+    let ask_id = match pi
+        .client
+        .request(|id| ClientMsg::Ask {
+            id,
+            question: "ok?".into(),
+            options: vec![],
+            details: None,
+        })
+        .await?
+    {
+        ServerMsg::Asked { ask, .. } => ask.id,
+        other => bail!("{other:?}"),
+    };
+
+    let mut cli = greeted(&core, "cli").await?;
+    let cases: Vec<(Value, Option<u64>, &str)> = vec![
+        (
+            json!({"type": "register", "id": 1, "session": {"session_id": "x", "cwd": "/tmp"}}),
+            Some(1),
+            "forbidden",
+        ),
+        (
+            json!({"type": "ask", "id": 2, "question": "q"}),
+            Some(2),
+            "not_registered",
+        ),
+        (
+            json!({"type": "report", "id": 3, "text": "t"}),
+            Some(3),
+            "not_registered",
+        ),
+        (
+            json!({"type": "update", "id": 4, "status": "idle"}),
+            Some(4),
+            "not_registered",
+        ),
+        (json!({"type": "ack", "ids": [1]}), None, "not_registered"),
+        (
+            json!({"type": "answer", "id": 5, "ask": 999_999, "text": "x"}),
+            Some(5),
+            "unknown_ask",
+        ),
+        (
+            json!({"type": "answer", "id": 6, "ask": ask_id, "text": " "}),
+            Some(6),
+            "invalid_argument",
+        ),
+        (
+            json!({"type": "send", "id": 7, "to": "", "text": "x"}),
+            Some(7),
+            "invalid_argument",
+        ),
+    ];
+    for (body, id, code) in cases {
+        cli.send(&body).await?;
+        expect_error(&mut cli, code, id)
+            .await
+            .with_context(|| body.to_string())?;
+    }
+    expect_usable(&mut cli, 99).await?;
+
+    // A Pi session may not answer asks, its own or others'.
+    let err = pi
+        .client
+        .request(|id| ClientMsg::Answer {
+            id,
+            ask: ask_id,
+            text: "yes".into(),
+            by: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::Forbidden), "{err}");
+    // A Pi connection that has not registered is told to.
+    let mut unregistered = greeted(&core, "pi").await?;
+    unregistered
+        .send(&json!({"type": "ask", "id": 1, "question": "q"}))
+        .await?;
+    let msg = expect_error(&mut unregistered, "not_registered", Some(1)).await?;
+    assert!(msg.contains("register"), "{msg}");
+
+    let asks = core.cli_json(&["asks"])?;
+    assert_eq!(asks.as_array().map(Vec::len), Some(1));
+    assert_eq!(asks[0]["state"], "open", "nothing answered it");
+    assert_still_serving_with(&core, &mut by, "requests outside a role", 2).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn values_out_of_range_are_invalid_arguments_and_store_nothing() -> Result<()> {
+    let core = Core::start().await?;
+    let mut by = bystander(&core).await?;
+    let long_id = "i".repeat(129);
+    let registrations = [
+        json!({"session_id": "", "cwd": "/tmp"}),
+        json!({"session_id": long_id, "cwd": "/tmp"}),
+        json!({"session_id": "bad\nid", "cwd": "/tmp"}),
+        json!({"session_id": "ok-1", "cwd": "relative/dir"}),
+        json!({"session_id": "ok-1", "cwd": "/tmp", "status": "napping"}),
+        json!({"session_id": "ok-1", "cwd": "/tmp", "status": "tool:"}),
+        json!({"session_id": "ok-1", "cwd": "/tmp", "name": "   "}),
+        json!({"session_id": "ok-1", "cwd": "/tmp", "session_file": "rel.jsonl"}),
+    ];
+    let mut raw = greeted(&core, "pi").await?;
+    for (i, session) in registrations.into_iter().enumerate() {
+        let id = i as u64 + 1;
+        raw.send(&json!({"type": "register", "id": id, "session": session}))
+            .await?;
+        expect_error(&mut raw, "invalid_argument", Some(id))
+            .await
+            .with_context(|| session.to_string())?;
+    }
+    // A 128-character id is fine.
+    let max_id = "m".repeat(128);
+    raw.send(
+        &json!({"type": "register", "id": 50, "session": {"session_id": max_id, "cwd": "/tmp"}}),
+    )
+    .await?;
+    let reply = raw.read(WAIT).await?.context("registered")?;
+    assert_eq!(reply["type"], "registered", "{reply}");
+    assert_eq!(
+        reply["session"]["name"], "mmmmmmmm",
+        "default name: the id's first 8"
+    );
+
+    let long_option = "o".repeat(101);
+    let many: Vec<String> = (0..11).map(|i| format!("option {i}")).collect();
+    let asks = [
+        json!({"question": ""}),
+        json!({"question": " \n "}),
+        json!({"question": "q", "options": many}),
+        json!({"question": "q", "options": ["fine", ""]}),
+        json!({"question": "q", "options": [long_option]}),
+    ];
+    for (i, ask) in asks.into_iter().enumerate() {
+        let id = 100 + i as u64;
+        let mut body = ask.clone();
+        body["type"] = json!("ask");
+        body["id"] = json!(id);
+        raw.send(&body).await?;
+        expect_error(&mut raw, "invalid_argument", Some(id))
+            .await
+            .with_context(|| ask.to_string())?;
+    }
+    raw.send(&json!({"type": "report", "id": 200, "text": ""}))
+        .await?;
+    expect_error(&mut raw, "invalid_argument", Some(200)).await?;
+    expect_usable(&mut raw, 201).await?;
+
+    let sessions = core.cli_json(&["sessions", "--all"])?;
+    assert_eq!(sessions.as_array().map(Vec::len), Some(2), "{sessions:#}");
+    let asks = core.cli_json(&["asks", "--all"])?;
+    assert_eq!(asks, json!([]));
+    assert_still_serving_with(&core, &mut by, "values out of range", 2).await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// All at once
+
+/// One bad client of each kind, many at once, while a well-behaved pair keeps talking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_bad_clients_at_once_do_not_disturb_a_conversation() -> Result<()> {
+    let core = Core::start_with(&[("SHEPHERD_CORE__HELLO_TIMEOUT_MS", "300")]).await?;
+    let mut by = bystander(&core).await?;
+    let socket = core.socket();
+
+    let mut bad = Vec::new();
+    for i in 0..60u32 {
+        let socket = socket.clone();
+        bad.push(tokio::spawn(async move {
+            let mut raw = Raw {
+                stream: tokio::net::UnixStream::connect(&socket).await?,
+            };
+            let (code, closes) = match i % 6 {
+                0 => {
+                    raw.write(&u32::MAX.to_be_bytes()).await?;
+                    ("frame_too_large", true)
+                }
+                1 => {
+                    raw.write(&[0, 0, 0, 9, b'{']).await?;
+                    raw.shutdown_write().await?;
+                    ("truncated_frame", true)
+                }
+                2 => {
+                    raw.write_frame(b"\xff").await?;
+                    ("malformed_frame", true)
+                }
+                3 => ("hello_timeout", true),
+                4 => {
+                    raw.send(&json!({"type": "hello", "id": 1, "protocol": 7, "client": "pi"}))
+                        .await?;
+                    ("protocol_mismatch", true)
+                }
+                _ => {
+                    raw.hello("bridge").await?;
+                    raw.send(&json!({"type": "send", "id": 2, "to": [], "text": 1}))
+                        .await?;
+                    ("invalid_message", false)
+                }
+            };
+            let frame = raw.read(WAIT).await?.context("closed without an error")?;
+            anyhow::ensure!(
+                frame["code"] == code,
+                "client {i}: expected {code}, got {frame}"
+            );
+            if closes {
+                anyhow::ensure!(raw.read(WAIT).await?.is_none(), "client {i} not closed");
+            }
+            Ok::<_, anyhow::Error>(())
+        }));
+    }
+
+    let mut sender = core.client(ClientKind::Cli).await?;
+    let mut sent = Vec::new();
+    for i in 0..100 {
+        match sender
+            .request(|id| ClientMsg::Send {
+                id,
+                to: BYSTANDER.into(),
+                text: format!("steer {i}"),
+                by: None,
+            })
+            .await?
+        {
+            ServerMsg::Sent { message_id, .. } => sent.push(message_id),
+            other => bail!("{other:?}"),
+        }
+    }
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        let d = by.next_delivery(WAIT).await?;
+        by.ack(&[d.id]).await?;
+        got.push(d.id);
+    }
+    assert_eq!(got, sent);
+    for task in bad {
+        task.await??;
+    }
+    assert_still_serving(&core, &mut by, "60 bad clients at once").await?;
+    Ok(())
+}
