@@ -1,0 +1,492 @@
+//! Mail against the real daemon: steers from the CLI and bridges, messages between Pi
+//! sessions, the sender stamped by the core from the connection (never from the
+//! payload), delivery in order, redelivery until acknowledged (after a reconnect, a
+//! clean restart, or a disconnect for reading too slowly), and who may acknowledge what.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use shepherd_core::client::{Client, ClientError};
+use shepherd_core::protocol::{
+    ClientKind, ClientMsg, Delivery, DeliveryKind, ErrorCode, Sender, ServerMsg,
+};
+use shepherd_harness::{Core, Pi, next_event_where};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Send and return the stored message id.
+async fn send(client: &mut Client, to: &str, text: &str, by: Option<&str>) -> Result<u64> {
+    let reply = client
+        .request(|id| ClientMsg::Send {
+            id,
+            to: to.into(),
+            text: text.into(),
+            by: by.map(str::to_string),
+        })
+        .await?;
+    match reply {
+        ServerMsg::Sent { message_id, .. } => Ok(message_id),
+        other => bail!("expected sent, got {other:?}"),
+    }
+}
+
+/// Send and return the whole `sent` reply.
+async fn send_reply(client: &mut Client, to: &str, text: &str) -> Result<ServerMsg, ClientError> {
+    client
+        .request(|id| ClientMsg::Send {
+            id,
+            to: to.into(),
+            text: text.into(),
+            by: None,
+        })
+        .await
+}
+
+/// `shepherd send <to> <text> --json`: the stored message id.
+fn cli_send(core: &Core, to: &str, text: &str) -> Result<Value> {
+    core.cli_json(&["send", to, text])
+}
+
+async fn deliveries(pi: &mut Pi, n: usize) -> Result<Vec<Delivery>> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(pi.next_delivery(WAIT).await?);
+    }
+    Ok(out)
+}
+
+async fn await_left(sub: &mut Client, id: &str) -> Result<()> {
+    next_event_where(
+        sub,
+        WAIT,
+        |m| matches!(m, ServerMsg::SessionLeft { session } if session.id == id),
+    )
+    .await?;
+    Ok(())
+}
+
+fn pending_of(core: &Core, id: &str) -> Result<u64> {
+    let all = core.cli_json(&["sessions", "--all"])?;
+    all.as_array()
+        .context("array")?
+        .iter()
+        .find(|s| s["id"] == id)
+        .and_then(|s| s["pending_messages"].as_u64())
+        .with_context(|| format!("{id} not listed: {all:#}"))
+}
+
+fn sender(kind: ClientKind, session_id: Option<&str>, name: &str) -> Sender {
+    Sender {
+        kind,
+        session_id: session_id.map(str::to_string),
+        name: name.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn steers_and_messages_arrive_in_order_stamped_by_the_core() -> Result<()> {
+    let core = Core::start().await?;
+    let mut reader = core.pi("mail-reader", "reader").await?;
+    let mut peer = core.pi("mail-peer", "peer").await?;
+    let mut telegram = Client::connect(&core.socket(), ClientKind::Bridge, "telegram").await?;
+    let mut matrix = Client::connect(&core.socket(), ClientKind::Bridge, "matrix").await?;
+    let mut cli = core.client(ClientKind::Cli).await?;
+
+    let mut ids = Vec::new();
+    let first = cli_send(&core, "reader", "one")?;
+    assert_eq!(first["session_id"], "mail-reader");
+    assert_eq!(first["session_name"], "reader");
+    assert_eq!(first["connected"], true);
+    ids.push(first["message_id"].as_u64().context("message_id")?);
+    ids.push(send(&mut telegram, "reader", "two", Some("telegram:@alice")).await?);
+    // A CLI client cannot claim to be someone: `by` is ignored.
+    ids.push(send(&mut cli, "reader", "three", Some("telegram:@mallory")).await?);
+    // A bridge without `by` is named by its client name.
+    ids.push(send(&mut matrix, "mail-reader", "four", None).await?);
+    // A Pi session sends a message; its `by` is ignored too.
+    ids.push(send(&mut peer.client, "reader", "five", Some("cli")).await?);
+    ids.push(send(&mut telegram, "mail-r", "six", Some("  ")).await?);
+
+    let got = deliveries(&mut reader, 6).await?;
+    let seen: Vec<(u64, &str, DeliveryKind, Sender)> = got
+        .iter()
+        .map(|d| (d.id, d.text.as_str(), d.kind, d.from.clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (
+                ids[0],
+                "one",
+                DeliveryKind::Steer,
+                sender(ClientKind::Cli, None, "cli")
+            ),
+            (
+                ids[1],
+                "two",
+                DeliveryKind::Steer,
+                sender(ClientKind::Bridge, None, "telegram:@alice")
+            ),
+            (
+                ids[2],
+                "three",
+                DeliveryKind::Steer,
+                sender(ClientKind::Cli, None, "cli")
+            ),
+            (
+                ids[3],
+                "four",
+                DeliveryKind::Steer,
+                sender(ClientKind::Bridge, None, "matrix")
+            ),
+            (
+                ids[4],
+                "five",
+                DeliveryKind::Message,
+                sender(ClientKind::Pi, Some("mail-peer"), "peer")
+            ),
+            (
+                ids[5],
+                "six",
+                DeliveryKind::Steer,
+                sender(ClientKind::Bridge, None, "telegram")
+            ),
+        ]
+    );
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "ids only grow: {ids:?}"
+    );
+    assert!(
+        got.iter()
+            .all(|d| d.ask_id.is_none() && d.question.is_none())
+    );
+    assert!(got.iter().all(|d| d.created_at > 1_700_000_000_000));
+
+    assert_eq!(pending_of(&core, "mail-reader")?, 6);
+    reader.ack(&ids).await?;
+    reader.sync().await?;
+    assert_eq!(pending_of(&core, "mail-reader")?, 0);
+    Ok(())
+}
+
+#[tokio::test]
+async fn mail_for_a_disconnected_session_waits_for_its_registration() -> Result<()> {
+    let core = Core::start().await?;
+    let mut sub = core.subscriber().await?;
+    let pi = core.pi("away-1", "away").await?;
+    drop(pi);
+    await_left(&mut sub, "away-1").await?;
+
+    let first = cli_send(&core, "away", "while you were out")?;
+    assert_eq!(first["connected"], false);
+    let mut bridge = core.client(ClientKind::Bridge).await?;
+    let reply = send_reply(&mut bridge, "away-1", "and this").await?;
+    let ServerMsg::Sent {
+        connected,
+        message_id: second,
+        ..
+    } = reply
+    else {
+        bail!("{reply:?}")
+    };
+    assert!(!connected);
+    assert_eq!(pending_of(&core, "away-1")?, 2);
+
+    let mut back = core.pi("away-1", "away").await?;
+    assert_eq!(
+        back.pending, 2,
+        "registered announces the pending deliveries"
+    );
+    let got = deliveries(&mut back, 2).await?;
+    assert_eq!(
+        got.iter()
+            .map(|d| (d.id, d.text.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            (first["message_id"].as_u64().unwrap(), "while you were out"),
+            (second, "and this")
+        ]
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn unacknowledged_mail_is_redelivered_and_acknowledged_mail_is_not() -> Result<()> {
+    let mut core = Core::start().await?;
+    let mut sub = core.subscriber().await?;
+    let mut pi = core.pi("redo-1", "redo").await?;
+    let mut cli = core.client(ClientKind::Cli).await?;
+    for text in ["m1", "m2", "m3", "m4"] {
+        send(&mut cli, "redo", text, None).await?;
+    }
+    let first = deliveries(&mut pi, 4).await?;
+    pi.ack(&[first[0].id, first[2].id]).await?;
+    pi.sync().await?;
+    drop(pi);
+    await_left(&mut sub, "redo-1").await?;
+
+    let mut pi = core.pi("redo-1", "redo").await?;
+    assert_eq!(pi.pending, 2);
+    let again = deliveries(&mut pi, 2).await?;
+    assert_eq!(
+        again,
+        [first[1].clone(), first[3].clone()],
+        "the same deliveries"
+    );
+
+    // Acknowledging twice, or ids that do not exist, is harmless.
+    pi.ack(&[first[1].id, first[1].id, first[0].id, 999_999])
+        .await?;
+    pi.sync().await?;
+    drop(pi);
+    await_left(&mut sub, "redo-1").await?;
+    let mut pi = core.pi("redo-1", "redo").await?;
+    assert_eq!(pi.pending, 1);
+    assert_eq!(pi.next_delivery(WAIT).await?, first[3]);
+
+    // Still pending across a clean restart of the core.
+    drop(pi);
+    drop(sub);
+    drop(cli);
+    core.restart().await?;
+    let mut pi = core.pi("redo-1", "redo").await?;
+    assert_eq!(pi.pending, 1);
+    let d = pi.next_delivery(WAIT).await?;
+    assert_eq!(d, first[3]);
+    pi.ack(&[d.id]).await?;
+    pi.sync().await?;
+    assert_eq!(pending_of(&core, "redo-1")?, 0);
+
+    // New ids after the restart keep growing.
+    let mut cli = core.client(ClientKind::Cli).await?;
+    let next = send(&mut cli, "redo", "after restart", None).await?;
+    assert!(next > first[3].id, "{next} > {}", first[3].id);
+    Ok(())
+}
+
+#[tokio::test]
+async fn nobody_but_the_receiver_can_acknowledge_its_mail() -> Result<()> {
+    let core = Core::start().await?;
+    let mut sub = core.subscriber().await?;
+    let mut owner = core.pi("ack-owner", "owner").await?;
+    let mut other = core.pi("ack-other", "other").await?;
+    let mut cli = core.client(ClientKind::Cli).await?;
+    let id = send(&mut cli, "owner", "mine", None).await?;
+    assert_eq!(owner.next_delivery(WAIT).await?.id, id);
+
+    // Another session's ack is ignored.
+    other.ack(&[id]).await?;
+    other.sync().await?;
+    // A bridge may not ack at all: an error frame without an id.
+    let mut bridge = core.client(ClientKind::Bridge).await?;
+    bridge.send(&ClientMsg::Ack { ids: vec![id] }).await?;
+    let msg = bridge.next_event().await?;
+    let ServerMsg::Error { id: None, code, .. } = msg else {
+        bail!("expected an error without id, got {msg:?}")
+    };
+    assert_eq!(code, ErrorCode::NotRegistered);
+    // The bridge's connection stays usable.
+    let pong = bridge.request(|id| ClientMsg::Ping { id }).await?;
+    assert!(matches!(pong, ServerMsg::Pong { .. }));
+
+    assert_eq!(pending_of(&core, "ack-owner")?, 1);
+    drop(owner);
+    await_left(&mut sub, "ack-owner").await?;
+    let mut owner = core.pi("ack-owner", "owner").await?;
+    assert_eq!(owner.pending, 1);
+    assert_eq!(owner.next_delivery(WAIT).await?.id, id);
+    Ok(())
+}
+
+#[tokio::test]
+async fn pi_messages_carry_the_registered_sender_and_never_go_to_self() -> Result<()> {
+    let core = Core::start().await?;
+    let mut alice = core.pi("pi-alice-0001", "alice").await?;
+    let mut bob = core.pi("pi-bob-0002", "bob").await?;
+
+    let id = send(&mut alice.client, "bob", "hi bob", Some("mallory")).await?;
+    let d = bob.next_delivery(WAIT).await?;
+    assert_eq!(d.id, id);
+    assert_eq!(d.kind, DeliveryKind::Message);
+    assert_eq!(
+        d.from,
+        sender(ClientKind::Pi, Some("pi-alice-0001"), "alice")
+    );
+
+    // Renaming changes the label, never the identity.
+    let reply = alice
+        .client
+        .request(|id| ClientMsg::Update {
+            id,
+            name: Some("alice-renamed".into()),
+            model: None,
+            context: None,
+            status: None,
+            cwd: None,
+            role: None,
+            session_file: None,
+        })
+        .await?;
+    assert!(matches!(reply, ServerMsg::Updated { .. }), "{reply:?}");
+    send(&mut alice.client, "pi-bob", "again", None).await?;
+    let d = bob.next_delivery(WAIT).await?;
+    assert_eq!(
+        d.from,
+        sender(ClientKind::Pi, Some("pi-alice-0001"), "alice-renamed")
+    );
+
+    // And back, by the new name.
+    send(&mut bob.client, "alice-renamed", "hello alice", None).await?;
+    let d = alice.next_delivery(WAIT).await?;
+    assert_eq!(d.from, sender(ClientKind::Pi, Some("pi-bob-0002"), "bob"));
+    assert_eq!(d.text, "hello alice");
+
+    // Not to itself, however it is named; nothing is stored.
+    for selector in ["pi-alice-0001", "pi-alice", "alice-renamed"] {
+        let err = send(&mut alice.client, selector, "me?", None)
+            .await
+            .unwrap_err();
+        let code = err
+            .downcast_ref::<ClientError>()
+            .and_then(ClientError::code);
+        assert_eq!(
+            code,
+            Some(ErrorCode::InvalidArgument),
+            "{selector}: {err:#}"
+        );
+    }
+    alice.sync().await?;
+    // The next thing alice receives is the next real message.
+    let mut cli = core.client(ClientKind::Cli).await?;
+    let id = send(&mut cli, "alice-renamed", "from the human", None).await?;
+    let d = alice.next_delivery(WAIT).await?;
+    assert_eq!((d.id, d.text.as_str()), (id, "from the human"));
+
+    // A Pi connection that has not registered cannot send.
+    let mut anon = core.client(ClientKind::Pi).await?;
+    let err = send_reply(&mut anon, "bob", "who am I").await.unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::NotRegistered), "{err}");
+
+    // Empty text and unknown receivers are refused.
+    let err = send_reply(&mut cli, "bob", "  \n").await.unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::InvalidArgument), "{err}");
+    let err = send_reply(&mut cli, "carol", "hi").await.unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::UnknownSession), "{err}");
+    bob.sync().await?;
+    let listed = core.cli_json(&["sessions", "--all"])?;
+    let pending: Vec<(String, u64)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap().to_string(),
+                s["pending_messages"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut pending = pending;
+    pending.sort();
+    assert_eq!(
+        pending,
+        [
+            ("pi-alice-0001".to_string(), 2),
+            ("pi-bob-0002".to_string(), 2)
+        ]
+    );
+    Ok(())
+}
+
+/// A receiver that stops reading is cut off (`slow_consumer`) without losing anything:
+/// when it registers again, every message it did not acknowledge arrives, in order.
+#[tokio::test]
+async fn a_receiver_that_stops_reading_loses_nothing() -> Result<()> {
+    let core = Core::start_with(&[("SHEPHERD_CORE__LIMITS__MAX_OUTBOUND_FRAMES", "16")]).await?;
+    let mut sub = core.subscriber().await?;
+    let stuck = core.pi("slow-1", "slow").await?;
+    let mut bridge = core.client(ClientKind::Bridge).await?;
+    let text = "x".repeat(16 * 1024);
+    let mut ids = Vec::new();
+    let mut connected_after = None;
+    for i in 0..120 {
+        let reply = send_reply(&mut bridge, "slow-1", &format!("{i} {text}")).await?;
+        let ServerMsg::Sent {
+            message_id,
+            connected,
+            ..
+        } = reply
+        else {
+            bail!("{reply:?}")
+        };
+        ids.push(message_id);
+        if !connected && connected_after.is_none() {
+            connected_after = Some(i);
+        }
+    }
+    assert!(
+        connected_after.is_some(),
+        "a receiver that reads nothing is disconnected before 120 x 16 KiB"
+    );
+    await_left(&mut sub, "slow-1").await?;
+    drop(stuck);
+
+    let mut pi = core.pi("slow-1", "slow").await?;
+    assert_eq!(pi.pending, 120);
+    let mut got = Vec::new();
+    while got.len() < 120 {
+        let d = pi.next_delivery(WAIT).await?;
+        pi.ack(&[d.id]).await?;
+        got.push(d);
+    }
+    assert_eq!(got.iter().map(|d| d.id).collect::<Vec<_>>(), ids);
+    for (i, d) in got.iter().enumerate() {
+        assert!(d.text.starts_with(&format!("{i} ")), "in order");
+    }
+    pi.sync().await?;
+    assert_eq!(pending_of(&core, "slow-1")?, 0);
+    Ok(())
+}
+
+/// A backlog larger than the outbound queue must still reach a receiver that reads
+/// promptly: registering must not cut it off as a slow consumer every time.
+#[tokio::test]
+async fn a_backlog_larger_than_the_outbound_queue_is_delivered_on_register() -> Result<()> {
+    let core = Core::start_with(&[("SHEPHERD_CORE__LIMITS__MAX_OUTBOUND_FRAMES", "64")]).await?;
+    let mut sub = core.subscriber().await?;
+    drop(core.pi("backlog-1", "backlog").await?);
+    await_left(&mut sub, "backlog-1").await?;
+    let mut bridge = core.client(ClientKind::Bridge).await?;
+    let mut ids = Vec::new();
+    for i in 0..500 {
+        ids.push(send(&mut bridge, "backlog-1", &format!("queued {i}"), None).await?);
+    }
+
+    let mut pi = core.pi("backlog-1", "backlog").await?;
+    assert_eq!(pi.pending, 500);
+    let mut got = Vec::new();
+    while got.len() < 500 {
+        match pi.next_delivery(WAIT).await {
+            Ok(d) => got.push(d.id),
+            Err(e) => bail!(
+                "the receiver was cut off after {} of 500 pending deliveries: {e:#}",
+                got.len()
+            ),
+        }
+    }
+    assert_eq!(got, ids);
+    Ok(())
+}
+
+#[tokio::test]
+async fn json_sent_reply_names_the_session_resolved() -> Result<()> {
+    let core = Core::start().await?;
+    let _pi = core.pi("0193ffee-aaaa", "named").await?;
+    let out = cli_send(&core, "0193ffee", "by prefix")?;
+    assert_eq!(out["session_id"], "0193ffee-aaaa");
+    assert_eq!(out["session_name"], "named");
+    assert_eq!(out["connected"], true);
+    assert!(out["message_id"].as_u64().is_some_and(|id| id > 0));
+    Ok(())
+}
