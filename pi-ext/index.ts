@@ -1,0 +1,636 @@
+// The shepherd extension's entry point and its glue to Pi. On session_start it connects the
+// session to the shepherd core (client.ts), starting `shepherd up` when no core answers and
+// the binary is on PATH; it keeps the core's picture of the session current (name, model,
+// status, context fill); it offers the model the tools `ask_human` and `report`; it injects
+// what the core delivers (inbox.ts) and shows connection and open asks in the footer and in
+// `/shepherd`. Every handler catches its own failures: the extension reports trouble in one
+// line and never throws into Pi. UI calls are guarded so print, json and rpc modes work.
+
+import { spawn } from "node:child_process";
+import { appendFileSync, existsSync } from "node:fs";
+import { homedir } from "node:os";
+
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
+
+import { CoreClient, CoreError, type PresenceUpdate, type Problem } from "./client.ts";
+import { CLIENT_NAME, loadConfig, type ShepherdConfig } from "./config.ts";
+import { DELIVERY_CUSTOM_TYPE } from "./dedupe.ts";
+import { Inbox, type DeliveryDraft } from "./inbox.ts";
+import type { Ask, ContextUsage, Delivery, Registration } from "./wire.ts";
+
+const STATUS_KEY = "shepherd";
+const LOG_LINES = 50;
+
+type Level = "info" | "warning" | "error";
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+function round1(n: number): number {
+  return Math.round(n * 10) / 10;
+}
+
+/** ctx.getContextUsage() in the protocol's shape; undefined when Pi has no model window. */
+function contextUsage(ctx: ExtensionContext): ContextUsage | undefined {
+  const usage = ctx.getContextUsage();
+  if (usage === undefined) return undefined;
+  return {
+    tokens: usage.tokens,
+    window: usage.contextWindow,
+    percent: usage.percent === null ? null : round1(usage.percent),
+  };
+}
+
+function modelName(ctx: ExtensionContext): string | undefined {
+  const model = ctx.model;
+  return model === undefined ? undefined : `${model.provider}/${model.id}`;
+}
+
+/** Everything that lives from one session_start to its session_shutdown. */
+class ShepherdSession {
+  readonly #pi: ExtensionAPI;
+  readonly config: ShepherdConfig;
+  readonly client: CoreClient;
+  readonly inbox: Inbox;
+  /** The latest context Pi handed us; replaced on every event. */
+  ctx: ExtensionContext;
+  readonly openAsks = new Map<number, Ask>();
+  readonly #runningTools = new Map<string, string>();
+  #status = "idle";
+  readonly #noticesShown = new Set<string>();
+  #autostarted: { at: number; bin: string } | null = null;
+  /** Registered at least once in this session: a later outage is a lost core, not a missing one. */
+  #everConnected = false;
+  #pendingUpdate: PresenceUpdate = {};
+  #updateTimer: NodeJS.Timeout | null = null;
+  #reconcileTimer: NodeJS.Timeout | null = null;
+  readonly #log: string[] = [];
+  #lastError: string | null = null;
+  #statusText: string | null = null;
+  #stopped = false;
+
+  constructor(pi: ExtensionAPI, ctx: ExtensionContext, config: ShepherdConfig) {
+    this.#pi = pi;
+    this.ctx = ctx;
+    this.config = config;
+    this.inbox = new Inbox({
+      entries: () => this.ctx.sessionManager.getEntries(),
+      durable: () => {
+        const file = this.ctx.sessionManager.getSessionFile();
+        return file === undefined || existsSync(file);
+      },
+      idle: () => this.ctx.isIdle(),
+      send: (msg, triggerTurn) => this.#pi.sendMessage(msg, { triggerTurn, deliverAs: "steer" }),
+      ack: (storeId, ids) => {
+        const sent = this.client.ack(storeId, ids);
+        this.log(`ack ${ids.join(",")} ${sent ? "sent" : "not sent (not connected to that store)"}`);
+      },
+      now: () => Date.now(),
+    });
+    this.client = new CoreClient({
+      socketPath: config.socketPath,
+      clientName: CLIENT_NAME,
+      registration: () => this.registration(),
+      onDeliver: (storeId, delivery) => this.#onDeliver(storeId, delivery),
+      onRegistered: (info, session, pending) => {
+        this.log(`registered as ${session.id} "${session.name}" with core ${info.coreVersion} (store ${info.storeId}), ${pending} pending`);
+        this.#lastError = null;
+        this.#everConnected = true;
+        this.#refreshOpenAsks();
+        this.refreshStatusLine();
+      },
+      onPhase: () => this.refreshStatusLine(),
+      onProblem: (problem) => this.#onProblem(problem),
+      log: (line) => this.log(line),
+    });
+  }
+
+  start(): void {
+    this.log(`session ${this.ctx.sessionManager.getSessionId()} (mode ${this.ctx.mode}), core socket ${this.config.socketPath}`);
+    if (this.config.roleProblem !== null) this.notifyOnce("role", `shepherd: ${this.config.roleProblem}`, "warning");
+    this.inbox.restore();
+    this.client.start();
+    this.refreshStatusLine();
+  }
+
+  stop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    if (this.#updateTimer !== null) clearTimeout(this.#updateTimer);
+    if (this.#reconcileTimer !== null) clearInterval(this.#reconcileTimer);
+    this.client.stop();
+  }
+
+  // ---- logging and UI ------------------------------------------------------------------
+
+  log(line: string): void {
+    const stamped = `${new Date().toISOString()} ${line}`;
+    this.#log.push(stamped);
+    if (this.#log.length > LOG_LINES) this.#log.shift();
+    if (this.config.logFile !== null) {
+      try {
+        appendFileSync(this.config.logFile, `${stamped}\n`);
+      } catch {
+        // a debug log that cannot be written is not worth a notice
+      }
+    }
+  }
+
+  recordError(context: string, e: unknown): void {
+    this.#lastError = `${context}: ${message(e)}`;
+    this.log(`error: ${this.#lastError}`);
+  }
+
+  notify(text: string, level: Level): void {
+    this.log(`notice (${level}): ${text}`);
+    try {
+      if (this.ctx.hasUI) this.ctx.ui.notify(text, level);
+    } catch (e) {
+      this.log(`notify failed: ${message(e)}`);
+    }
+  }
+
+  notifyOnce(key: string, text: string, level: Level): void {
+    if (this.#noticesShown.has(key)) return;
+    this.#noticesShown.add(key);
+    this.notify(text, level);
+  }
+
+  refreshStatusLine(): void {
+    if (this.#stopped) return;
+    let text: string;
+    if (this.client.ready) {
+      const n = this.openAsks.size;
+      text = n === 0 ? "shepherd: on" : `shepherd: ${n} open ask${n === 1 ? "" : "s"}`;
+    } else if (this.client.phase === "replaced") {
+      text = "shepherd: replaced";
+    } else {
+      text = "shepherd: offline";
+    }
+    if (text === this.#statusText) return;
+    this.#statusText = text;
+    try {
+      if (this.ctx.hasUI) this.ctx.ui.setStatus(STATUS_KEY, text);
+    } catch (e) {
+      this.log(`setStatus failed: ${message(e)}`);
+    }
+  }
+
+  // ---- presence ------------------------------------------------------------------------
+
+  registration(): Registration {
+    const ctx = this.ctx;
+    const sm = ctx.sessionManager;
+    const reg: Registration = {
+      session_id: sm.getSessionId(),
+      cwd: ctx.cwd,
+      pid: process.pid,
+      status: this.#status,
+      role: this.config.role,
+    };
+    const name = this.#pi.getSessionName();
+    if (name !== undefined && name !== "") reg.name = name;
+    const model = modelName(ctx);
+    if (model !== undefined) reg.model = model;
+    const context = contextUsage(ctx);
+    if (context !== undefined) reg.context = context;
+    const file = sm.getSessionFile();
+    if (file !== undefined) reg.session_file = file;
+    return reg;
+  }
+
+  /** Queue presence changes; sent together shortly after, and only while registered. */
+  update(fields: PresenceUpdate): void {
+    this.#pendingUpdate = { ...this.#pendingUpdate, ...fields };
+    if (this.#updateTimer !== null) return;
+    this.#updateTimer = setTimeout(() => {
+      this.#updateTimer = null;
+      const pending = this.#pendingUpdate;
+      this.#pendingUpdate = {};
+      if (!this.client.ready || Object.keys(pending).length === 0) return;
+      this.client.update(pending).catch((e: unknown) => this.recordError("update", e));
+    }, 50);
+    this.#updateTimer.unref();
+  }
+
+  setStatus(status: string): void {
+    if (status === this.#status) return;
+    this.#status = status;
+    this.update({ status });
+  }
+
+  toolStarted(toolCallId: string, toolName: string): void {
+    this.#runningTools.set(toolCallId, toolName);
+    this.setStatus(`tool:${toolName}`);
+  }
+
+  toolEnded(toolCallId: string): void {
+    this.#runningTools.delete(toolCallId);
+    const next = this.#runningTools.values().next();
+    if (this.#status !== "idle") this.setStatus(next.done === true ? "thinking" : `tool:${next.value}`);
+  }
+
+  settled(): void {
+    this.#runningTools.clear();
+    this.setStatus("idle");
+    this.updateContext();
+  }
+
+  updateContext(): void {
+    const context = contextUsage(this.ctx);
+    if (context !== undefined) this.update({ context });
+  }
+
+  // ---- deliveries ----------------------------------------------------------------------
+
+  #onDeliver(storeId: string, delivery: Delivery): void {
+    if (this.#stopped) return;
+    try {
+      if (delivery.kind === "answer" && delivery.ask_id !== null && this.openAsks.delete(delivery.ask_id)) {
+        this.refreshStatusLine();
+      }
+      const outcome = this.inbox.receive(storeId, delivery);
+      this.log(`delivery ${delivery.id} (${delivery.kind} from ${delivery.from.name}): ${outcome}`);
+      this.#armReconcile();
+    } catch (e) {
+      this.recordError(`delivery ${delivery.id}`, e);
+    }
+  }
+
+  /** Boundary drafts for turn_end / agent_before_settle. */
+  takeDrafts(): DeliveryDraft[] {
+    const drafts = this.inbox.takeBoundaryDrafts();
+    if (drafts.length > 0) {
+      this.log(`injecting ${drafts.map((d) => d.details.id).join(",")} at a turn boundary`);
+      this.#armReconcile();
+    }
+    return drafts;
+  }
+
+  reconcile(): void {
+    try {
+      this.inbox.reconcile();
+    } catch (e) {
+      this.recordError("reconcile", e);
+    }
+    this.#armReconcile();
+  }
+
+  /** Soon after an entry may have landed, and every second while anything is unacked. */
+  #armReconcile(): void {
+    if (this.#stopped) return;
+    setImmediate(() => {
+      if (this.#stopped) return;
+      try {
+        this.inbox.reconcile();
+      } catch (e) {
+        this.recordError("reconcile", e);
+      }
+    }).unref();
+    if (this.inbox.unacked > 0 && this.#reconcileTimer === null) {
+      this.#reconcileTimer = setInterval(() => {
+        if (this.#stopped) return;
+        try {
+          this.inbox.reconcile();
+        } catch (e) {
+          this.recordError("reconcile", e);
+        }
+        if (this.inbox.unacked === 0 && this.#reconcileTimer !== null) {
+          clearInterval(this.#reconcileTimer);
+          this.#reconcileTimer = null;
+        }
+      }, 1000);
+      this.#reconcileTimer.unref();
+    }
+  }
+
+  #refreshOpenAsks(): void {
+    this.client
+      .openAsks()
+      .then((asks) => {
+        this.openAsks.clear();
+        for (const ask of asks) this.openAsks.set(ask.id, ask);
+        this.refreshStatusLine();
+      })
+      .catch((e: unknown) => this.recordError("list_asks", e));
+  }
+
+  // ---- trouble -------------------------------------------------------------------------
+
+  #onProblem(problem: Problem): void {
+    this.#lastError = problem.message;
+    this.log(`problem ${problem.kind}: ${problem.message}`);
+    switch (problem.kind) {
+      case "unreachable":
+        this.#coreUnreachable();
+        break;
+      case "protocol_mismatch":
+        this.notifyOnce("protocol", `shepherd: ${problem.message}`, "error");
+        break;
+      case "session_taken":
+        this.notifyOnce("taken", `shepherd: ${problem.message}; retrying`, "warning");
+        break;
+      case "replaced":
+      case "error":
+        break;
+    }
+    this.refreshStatusLine();
+  }
+
+  /**
+   * No core answers. Autostart only if none was reached yet in this session: a core that
+   * went away later may have been stopped on purpose, and is only waited for.
+   */
+  #coreUnreachable(): void {
+    const where = this.config.socketPath;
+    const bin = this.config.shepherdBin;
+    if (this.#everConnected) {
+      this.notifyOnce("lost", `shepherd: lost the core at ${where}; reconnecting in the background`, "warning");
+      return;
+    }
+    if (this.config.autostart && bin !== null) {
+      if (this.#autostarted === null) {
+        this.#autostarted = { at: Date.now(), bin };
+        this.#startCore(bin);
+      } else if (Date.now() - this.#autostarted.at > 15_000) {
+        this.notifyOnce(
+          "unreachable",
+          `shepherd: started \`${bin} up\`, but no core answers at ${where}; retrying in the background`,
+          "warning",
+        );
+      }
+      return;
+    }
+    const why = this.config.autostart
+      ? "no `shepherd` binary is on PATH to start one"
+      : "autostart is off (SHEPHERD_AUTOSTART=0)";
+    this.notifyOnce(
+      "unreachable",
+      `shepherd: no core is running at ${where} and ${why}; run \`shepherd up\`. Retrying quietly.`,
+      "warning",
+    );
+  }
+
+  #startCore(bin: string): void {
+    try {
+      const child = spawn(bin, ["up"], { detached: true, stdio: "ignore", cwd: homedir(), env: process.env });
+      child.on("error", (e) => {
+        this.recordError(`starting ${bin} up`, e);
+        this.notifyOnce("autostart", `shepherd: could not start \`${bin} up\`: ${message(e)}`, "warning");
+      });
+      child.unref();
+      this.log(`started ${bin} up (pid ${child.pid ?? "?"})`);
+    } catch (e) {
+      this.recordError(`starting ${bin} up`, e);
+      this.notifyOnce("autostart", `shepherd: could not start \`${bin} up\`: ${message(e)}`, "warning");
+    }
+  }
+
+  // ---- /shepherd -----------------------------------------------------------------------
+
+  describe(): string {
+    const c = this.client;
+    const lines: string[] = [];
+    const info = c.info;
+    if (c.ready && info !== null) {
+      lines.push(`shepherd: connected to ${c.socketPath} (core ${info.coreVersion}, pid ${info.corePid}, store ${info.storeId})`);
+    } else {
+      const attempts = c.failures === 1 ? "1 failed attempt" : `${c.failures} failed attempts`;
+      lines.push(`shepherd: not connected (${c.phase}) — core socket ${c.socketPath}${c.failures > 0 ? `, ${attempts}` : ""}`);
+    }
+    const sm = this.ctx.sessionManager;
+    const name = c.session?.name ?? this.#pi.getSessionName() ?? "(no name)";
+    lines.push(`session: ${sm.getSessionId()} "${name}", role ${this.config.role}, status ${this.#status}`);
+    if (this.openAsks.size === 0) {
+      lines.push("open asks: none");
+    } else {
+      lines.push(`open asks (${this.openAsks.size}):`);
+      for (const ask of this.openAsks.values()) {
+        const options = ask.options.length > 0 ? ` [${ask.options.join(" / ")}]` : "";
+        lines.push(`  #${ask.id} ${ask.question}${options}`);
+      }
+    }
+    const inbox = this.inbox.snapshot();
+    lines.push(`deliveries: ${inbox.handled} handled, ${inbox.pending} waiting, ${inbox.sent + inbox.landed} awaiting ack`);
+    lines.push(`last error: ${this.#lastError ?? c.lastError ?? "none"}`);
+    return lines.join("\n");
+  }
+}
+
+/** The extension factory Pi calls once per runtime (and again after /reload, /new, …). */
+export default function shepherd(pi: ExtensionAPI): void {
+  let current: ShepherdSession | null = null;
+
+  /** Run `fn` with the live session, remembering the newest ctx; never throws. */
+  const withSession = <T>(ctx: ExtensionContext, what: string, fn: (s: ShepherdSession) => T): T | undefined => {
+    const s = current;
+    if (s === null) return undefined;
+    try {
+      s.ctx = ctx;
+      return fn(s);
+    } catch (e) {
+      s.recordError(what, e);
+      return undefined;
+    }
+  };
+
+  pi.on("session_start", (_event, ctx) => {
+    try {
+      current?.stop();
+      current = null;
+      const s = new ShepherdSession(pi, ctx, loadConfig(process.env));
+      current = s;
+      s.start();
+    } catch (e) {
+      try {
+        if (ctx.hasUI) ctx.ui.notify(`shepherd: could not start: ${message(e)}`, "error");
+      } catch {
+        // nothing left to tell the user with
+      }
+    }
+  });
+
+  pi.on("session_shutdown", () => {
+    try {
+      current?.stop();
+    } catch {
+      // shutting down anyway
+    }
+    current = null;
+  });
+
+  pi.on("session_info_changed", (event, ctx) => {
+    withSession(ctx, "session_info_changed", (s) => {
+      if (event.name !== undefined && event.name !== "") s.update({ name: event.name });
+    });
+  });
+
+  pi.on("model_select", (event, ctx) => {
+    withSession(ctx, "model_select", (s) => {
+      s.update({ model: `${event.model.provider}/${event.model.id}` });
+      s.updateContext();
+    });
+  });
+
+  pi.on("agent_start", (_event, ctx) => {
+    withSession(ctx, "agent_start", (s) => {
+      s.inbox.runStarted();
+      s.setStatus("thinking");
+    });
+  });
+
+  pi.on("tool_execution_start", (event, ctx) => {
+    withSession(ctx, "tool_execution_start", (s) => s.toolStarted(event.toolCallId, event.toolName));
+  });
+
+  pi.on("tool_execution_end", (event, ctx) => {
+    withSession(ctx, "tool_execution_end", (s) => s.toolEnded(event.toolCallId));
+  });
+
+  pi.on("turn_end", (event, ctx) => {
+    return withSession(ctx, "turn_end", (s) => {
+      s.updateContext();
+      s.reconcile();
+      const drafts = s.takeDrafts();
+      if (drafts.length === 0) return undefined;
+      return { entries: [...event.entries, ...drafts], continue: true };
+    });
+  });
+
+  pi.on("agent_before_settle", (event, ctx) => {
+    return withSession(ctx, "agent_before_settle", (s) => {
+      const drafts = s.takeDrafts();
+      if (drafts.length === 0) return undefined;
+      return { entries: [...event.entries, ...drafts], continue: true };
+    });
+  });
+
+  pi.on("agent_settled", (event, ctx) => {
+    withSession(ctx, "agent_settled", (s) => {
+      s.settled();
+      s.inbox.runSettled(event.aborted);
+      s.reconcile();
+    });
+  });
+
+  pi.on("message_end", (event, ctx) => {
+    withSession(ctx, "message_end", (s) => {
+      const m = event.message;
+      if (m.role === "custom" && m.customType === DELIVERY_CUSTOM_TYPE) s.reconcile();
+    });
+  });
+
+  pi.on("session_compact", (_event, ctx) => {
+    withSession(ctx, "session_compact", (s) => s.updateContext());
+  });
+
+  pi.registerTool({
+    name: "ask_human",
+    label: "Ask the human",
+    description:
+      "Ask the human who supervises this session a question that needs their decision. " +
+      "Non-blocking: the question is sent at once and this tool returns immediately; the answer " +
+      "arrives later as a new message beginning with \"[shepherd] Answer to your question #<id>\". " +
+      "After calling it, end your turn: do not wait, poll or guess the answer.",
+    promptSnippet: "Ask the supervising human a question; the answer arrives later as a message",
+    promptGuidelines: [
+      "Use ask_human only for decisions you cannot make yourself; after calling ask_human, end your turn and wait for the answer message.",
+    ],
+    parameters: Type.Object({
+      question: Type.String({ minLength: 1, description: "The question, self-contained." }),
+      options: Type.Optional(
+        Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+          maxItems: 10,
+          description: "Short answers the human can pick (at most 10, each at most 100 characters).",
+        }),
+      ),
+      details: Type.Optional(Type.String({ description: "Context the human needs to decide." })),
+    }),
+    async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
+      const s = current;
+      if (s === null) {
+        return {
+          content: [{ type: "text", text: "Not sent: the shepherd extension is not running in this session." }],
+          details: { askId: null },
+          isError: true,
+        };
+      }
+      s.ctx = ctx;
+      try {
+        const ask = await s.client.ask(params.question, params.options ?? [], params.details ?? null);
+        s.openAsks.set(ask.id, ask);
+        s.refreshStatusLine();
+        s.log(`ask ${ask.id} sent`);
+        return {
+          content: [
+            {
+              type: "text",
+              text:
+                `Question #${ask.id} was sent to the human. The answer will arrive as a new message ` +
+                `beginning with "[shepherd] Answer to your question #${ask.id}". End your turn now; ` +
+                `do not wait or poll for it.`,
+            },
+          ],
+          details: { askId: ask.id },
+          terminate: true,
+        };
+      } catch (e) {
+        s.recordError("ask_human", e);
+        const why = e instanceof CoreError ? `the shepherd core refused it (${e.message})` : message(e);
+        return {
+          content: [{ type: "text", text: `Not sent: ${why}. The human has not seen this question.` }],
+          details: { askId: null },
+          isError: true,
+        };
+      }
+    },
+  });
+
+  pi.registerTool({
+    name: "report",
+    label: "Report",
+    description:
+      "Send information (progress, a result, a warning) to whoever supervises this session, " +
+      "without asking anything. Returns at once; no answer comes back.",
+    promptSnippet: "Send information to the supervising human without asking a question",
+    parameters: Type.Object({
+      text: Type.String({ minLength: 1, description: "What to report." }),
+    }),
+    async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
+      const s = current;
+      if (s === null) {
+        return {
+          content: [{ type: "text", text: "Not sent: the shepherd extension is not running in this session." }],
+          details: { reportId: null },
+          isError: true,
+        };
+      }
+      s.ctx = ctx;
+      try {
+        const report = await s.client.report(params.text);
+        s.log(`report ${report.id} sent`);
+        return { content: [{ type: "text", text: `Report #${report.id} was sent.` }], details: { reportId: report.id } };
+      } catch (e) {
+        s.recordError("report", e);
+        const why = e instanceof CoreError ? `the shepherd core refused it (${e.message})` : message(e);
+        return { content: [{ type: "text", text: `Not sent: ${why}.` }], details: { reportId: null }, isError: true };
+      }
+    },
+  });
+
+  pi.registerCommand("shepherd", {
+    description: "Show the shepherd connection, this session's id and name, open asks and the last error",
+    handler: async (_args, ctx) => {
+      const s = current;
+      const text = s === null ? "shepherd: not running in this session" : (withSession(ctx, "/shepherd", (x) => x.describe()) ?? "shepherd: status unavailable");
+      try {
+        if (ctx.hasUI) ctx.ui.notify(text, "info");
+        else process.stderr.write(`${text}\n`);
+      } catch {
+        // no way to show it
+      }
+    },
+  });
+}
