@@ -358,6 +358,71 @@ async fn repository_context_follows_cwd_changes_and_returns_to_idle() -> Result<
     Ok(())
 }
 
+/// A `cwd` the core refused must not be used later: the next refresh of the repository
+/// context (status back to `idle`) reads the session's stored cwd, not the refused one.
+/// The refused relative path climbs to `/` from wherever the daemon runs and then into
+/// a real repository, so using it by mistake shows.
+#[tokio::test]
+async fn a_refused_cwd_never_becomes_the_repository_context() -> Result<()> {
+    let core = Core::start().await?;
+    let plain = core.agent_dir().join("plain");
+    std::fs::create_dir(&plain)?;
+    let (repo, _, _) = repo_with_worktree(core.agent_dir())?;
+    let relative = format!(
+        "{}{}",
+        "../".repeat(64),
+        repo.to_str().context("utf-8 path")?.trim_start_matches('/')
+    );
+
+    // Refused by `update`.
+    let (mut pi, info) =
+        Pi::register_full(&core.socket(), registration("cwd-1", "cwd", &plain)).await?;
+    assert_eq!(info.repo, None);
+    let err = pi
+        .client
+        .request(|id| ClientMsg::Update {
+            id,
+            cwd: Some(relative),
+            status: None,
+            name: None,
+            model: None,
+            context: None,
+            role: None,
+            session_file: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::InvalidArgument), "{err}");
+    let session = update(&mut pi, Some("idle"), None).await?;
+    assert_eq!(session.cwd, plain.to_str().unwrap());
+    assert_eq!(
+        (session.repo, session.branch),
+        (None, None),
+        "the repository of a cwd that was refused"
+    );
+
+    // Refused by a second `register` for another session on the same connection.
+    let (mut pi, _) =
+        Pi::register_full(&core.socket(), registration("cwd-2", "cwd2", &plain)).await?;
+    let err = pi
+        .client
+        .request(|id| ClientMsg::Register {
+            id,
+            session: registration("cwd-3", "other", &repo),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::InvalidArgument), "{err}");
+    let session = update(&mut pi, Some("idle"), None).await?;
+    assert_eq!(session.cwd, plain.to_str().unwrap());
+    assert_eq!(
+        (session.repo, session.branch),
+        (None, None),
+        "the repository of a registration that was refused"
+    );
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------
 // Events
 
@@ -452,6 +517,77 @@ async fn subscribers_see_join_change_and_leave_in_order() -> Result<()> {
     assert_eq!(s["name"], "renamed");
     assert_eq!(s["role"], "chief");
     assert!(sessions_json(&core, false)?.is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn subscribers_see_asks_answers_and_reports_with_the_stamped_session() -> Result<()> {
+    let core = Core::start().await?;
+    let mut pi = core.pi("evr-1", "reporter").await?;
+    let mut sub = core.subscriber().await?;
+
+    let reply = pi
+        .client
+        .request(|id| ClientMsg::Report {
+            id,
+            text: "tests pass".into(),
+        })
+        .await?;
+    let ServerMsg::Reported { report, .. } = reply else {
+        bail!("{reply:?}")
+    };
+    let event = sub.next_event().await?;
+    let ServerMsg::ReportPosted { report: posted } = event else {
+        bail!("expected report_posted, got {event:?}")
+    };
+    assert_eq!(posted, report);
+    assert_eq!(
+        (
+            posted.session_id.as_str(),
+            posted.session_name.as_str(),
+            posted.text.as_str()
+        ),
+        ("evr-1", "reporter", "tests pass")
+    );
+
+    let reply = pi
+        .client
+        .request(|id| ClientMsg::Ask {
+            id,
+            question: "Ship it?".into(),
+            options: vec!["yes".into(), "no".into()],
+            details: Some("CI is green".into()),
+        })
+        .await?;
+    let ServerMsg::Asked { ask, .. } = reply else {
+        bail!("{reply:?}")
+    };
+    let event = sub.next_event().await?;
+    let ServerMsg::AskOpened { ask: opened } = event else {
+        bail!("expected ask_opened, got {event:?}")
+    };
+    assert_eq!(opened, ask);
+    assert_eq!(opened.session_name, "reporter");
+    assert_eq!(opened.details.as_deref(), Some("CI is green"));
+
+    let out = core.cli(&["answer", &ask.id.to_string(), "yes"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let event = sub.next_event().await?;
+    let ServerMsg::AskAnswered { ask: answered } = event else {
+        bail!("expected ask_answered, got {event:?}")
+    };
+    assert_eq!(answered.id, ask.id);
+    assert_eq!(answered.answer.as_deref(), Some("yes"));
+    assert_eq!(answered.answered_by.as_deref(), Some("cli"));
+    assert!(answered.answered_at.is_some());
+    let d = pi.next_delivery(WAIT).await?;
+    assert_eq!(d.kind, DeliveryKind::Answer);
+    assert_eq!(d.question.as_deref(), Some("Ship it?"));
+    assert_eq!(d.from.name, "cli");
     Ok(())
 }
 
@@ -893,4 +1029,107 @@ async fn socket_is_0600_in_a_0700_directory_even_after_a_loose_chmod() -> Result
     assert_eq!(mode(&core.state_dir())?, 0o700);
     assert_eq!(mode(&core.socket())?, 0o600);
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Another user on the socket (SO_PEERCRED): a copy of this test binary, run as `nobody`
+// through `setpriv`, connects and says hello; the core must close without a welcome.
+
+const PEER_SOCKET: &str = "SHEPHERD_TEST_FOREIGN_PEER_SOCKET";
+const PEER_RESULT: &str = "PEER-RESULT";
+
+/// Not a test of its own: does nothing unless started by the test below.
+#[test]
+fn foreign_peer_entry() {
+    use std::io::{Read, Write};
+    let Some(socket) = std::env::var_os(PEER_SOCKET) else {
+        return;
+    };
+    let result = match std::os::unix::net::UnixStream::connect(&socket) {
+        Err(e) => format!("connect-failed {e}"),
+        Ok(mut stream) => {
+            let body = br#"{"type":"hello","id":1,"protocol":1,"client":"cli"}"#;
+            let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+            frame.extend_from_slice(body);
+            let _ = stream.write_all(&frame);
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut buf = [0u8; 4096];
+            match stream.read(&mut buf) {
+                Ok(0) => "closed".to_string(),
+                Ok(n) => format!("answered {}", String::from_utf8_lossy(&buf[4.min(n)..n])),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => "closed".into(),
+                Err(e) => format!("read-failed {e}"),
+            }
+        }
+    };
+    println!("\n{PEER_RESULT} {result}");
+}
+
+#[tokio::test]
+async fn a_peer_with_another_uid_is_closed_and_logged() -> Result<()> {
+    if effective_uid() != 0 {
+        eprintln!(
+            "NOT RUN: a_peer_with_another_uid_is_closed_and_logged needs root to connect as \
+             another user (setpriv); run the tests as root to cover SO_PEERCRED"
+        );
+        return Ok(());
+    }
+    let core = Core::start().await?;
+    let mut by = core.pi("uid-bystander", "bystander").await?;
+    // Let `nobody` reach the socket, so that only the peer-uid check stands in its way.
+    for dir in [core.agent_dir().to_path_buf(), core.state_dir()] {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+    }
+    std::fs::set_permissions(core.socket(), std::fs::Permissions::from_mode(0o666))?;
+
+    let out = tokio::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(std::env::current_exe()?)
+        .args([
+            "foreign_peer_entry",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+            "-q",
+        ])
+        .env(PEER_SOCKET, core.socket())
+        .output()
+        .await
+        .context("running setpriv (util-linux)")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result = stdout
+        .lines()
+        .find_map(|l| l.split(PEER_RESULT).nth(1))
+        .with_context(|| {
+            format!(
+                "no result from the foreign peer: {stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })?
+        .trim()
+        .to_string();
+    assert_eq!(result, "closed", "a peer with uid 65534 must get nothing");
+    let log = core.log();
+    let refused = log
+        .lines()
+        .find(|l| l.contains("refused a connection from another user"))
+        .with_context(|| format!("the refusal is logged:\n{log}"))?;
+    assert!(refused.contains("65534"), "{refused}");
+
+    // The owner is still served.
+    by.sync().await?;
+    let status = core.cli_json(&["status"])?;
+    assert_eq!(status["sessions_connected"], 1);
+    Ok(())
+}
+
+fn effective_uid() -> u32 {
+    // The effective uid, as `id -u` reports it.
+    let out = Command::new("id").arg("-u").output().expect("id -u");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a uid")
 }
