@@ -748,3 +748,60 @@ async fn many_bad_clients_at_once_do_not_disturb_a_conversation() -> Result<()> 
     assert_still_serving(&core, &mut by, "60 bad clients at once").await?;
     Ok(())
 }
+
+/// A subscriber that stops reading is cut off once its queue is full; the session whose
+/// updates flood it is never slowed down or refused, and everyone else is served.
+#[tokio::test]
+async fn a_client_that_stops_reading_is_cut_off_without_stalling_anyone() -> Result<()> {
+    let core = Core::start_with(&[("SHEPHERD_CORE__LIMITS__MAX_OUTBOUND_FRAMES", "16")]).await?;
+    let mut by = bystander(&core).await?;
+    let mut stalled = greeted(&core, "bridge").await?;
+    stalled.send(&json!({"type": "subscribe", "id": 2})).await?;
+    let reply = stalled.read(WAIT).await?.context("subscribed")?;
+    assert_eq!(reply, json!({"type": "subscribed", "id": 2}));
+
+    // Each update is an event of ~3 KiB for the stalled subscriber.
+    let mut busy = core.pi("busy-1", "busy").await?;
+    let file = format!("/tmp/{}", "f".repeat(3000));
+    for i in 0..400 {
+        let status = if i % 2 == 0 { "thinking" } else { "tool:edit" };
+        let reply = tokio::time::timeout(
+            WAIT,
+            busy.client.request(|id| ClientMsg::Update {
+                id,
+                name: None,
+                model: None,
+                context: None,
+                status: Some(status.into()),
+                cwd: None,
+                role: None,
+                session_file: Some(file.clone()),
+            }),
+        )
+        .await
+        .with_context(|| format!("update {i} stalled behind a client that does not read"))??;
+        assert!(matches!(reply, ServerMsg::Updated { .. }), "{reply:?}");
+    }
+
+    // The stalled client gets what was already on its way, then the connection ends.
+    let mut frames = 0;
+    while let Some(frame) = stalled.read(WAIT).await? {
+        frames += 1;
+        assert!(
+            frame["type"] == "session_changed"
+                || frame["type"] == "session_joined"
+                || frame["code"] == "slow_consumer",
+            "{frame}"
+        );
+    }
+    assert!(
+        frames < 400,
+        "cut off, not served everything ({frames} frames)"
+    );
+    assert!(
+        core.log().contains("slow_consumer"),
+        "the core logs why it cut the client off"
+    );
+    assert_serving(&core, &mut by, "a client that stopped reading", 2).await?;
+    Ok(())
+}
