@@ -246,12 +246,15 @@ async fn unacknowledged_mail_is_redelivered_and_acknowledged_mail_is_not() -> Re
     assert_eq!(pi.pending, 1);
     assert_eq!(pi.next_delivery(WAIT).await?, first[3]);
 
-    // Still pending across a clean restart of the core.
+    // Still pending across a clean restart of the core, whose store keeps its identity.
+    let store_id = pi.client.welcome().store_id.clone();
     drop(pi);
     drop(sub);
     drop(cli);
     core.restart().await?;
     let mut pi = core.pi("redo-1", "redo").await?;
+    assert_eq!(pi.client.welcome().store_id, store_id);
+    assert_eq!(pi.client.welcome().pid, core.pid().context("running")?);
     assert_eq!(pi.pending, 1);
     let d = pi.next_delivery(WAIT).await?;
     assert_eq!(d, first[3]);
@@ -436,9 +439,18 @@ async fn a_receiver_that_stops_reading_loses_nothing() -> Result<()> {
     assert_eq!(pi.pending, 120);
     let mut got = Vec::new();
     while got.len() < 120 {
-        let d = pi.next_delivery(WAIT).await?;
-        pi.ack(&[d.id]).await?;
-        got.push(d);
+        let step = async {
+            let d = pi.next_delivery(WAIT).await?;
+            pi.ack(&[d.id]).await?;
+            anyhow::Ok(d)
+        };
+        match step.await {
+            Ok(d) => got.push(d),
+            Err(e) => bail!(
+                "the receiver was cut off again after {} of 120 redelivered messages: {e:#}",
+                got.len()
+            ),
+        }
     }
     assert_eq!(got.iter().map(|d| d.id).collect::<Vec<_>>(), ids);
     for (i, d) in got.iter().enumerate() {
