@@ -502,3 +502,113 @@ async fn json_sent_reply_names_the_session_resolved() -> Result<()> {
     assert!(out["message_id"].as_u64().is_some_and(|id| id > 0));
     Ok(())
 }
+
+/// The frame limit binds the core too: a Pi session reads with the same limit
+/// (`core.limits.max_frame_bytes`, the extension's decoder included), so a `deliver` over
+/// it could never be read and, redelivered on every reconnect, would block the session's
+/// mailbox for good. What the core accepts must reach the session in frames within the
+/// limit; what would not fit must be refused when it is sent.
+const SMALL_LIMIT: usize = 4096;
+
+async fn small_limit_core() -> Result<Core> {
+    Core::start_with(&[("SHEPHERD_CORE__LIMITS__MAX_FRAME_BYTES", "4096")]).await
+}
+
+/// The size of the next frame on a raw connection, read whole.
+async fn next_frame_len(raw: &mut shepherd_harness::Raw) -> Result<usize> {
+    use tokio::io::AsyncReadExt;
+    let mut header = [0u8; 4];
+    tokio::time::timeout(WAIT, raw.stream.read_exact(&mut header)).await??;
+    let len = u32::from_be_bytes(header) as usize;
+    let mut body = vec![0u8; len];
+    tokio::time::timeout(WAIT, raw.stream.read_exact(&mut body)).await??;
+    Ok(len)
+}
+
+async fn raw_pi(core: &Core, session_id: &str) -> Result<shepherd_harness::Raw> {
+    let mut raw = core.raw().await?;
+    assert_eq!(raw.hello("pi").await?["type"], "welcome");
+    raw.send(&serde_json::json!({"type": "register", "id": 2,
+        "session": {"session_id": session_id, "cwd": "/tmp"}}))
+        .await?;
+    let reply = raw.read(WAIT).await?.context("registered")?;
+    assert_eq!(reply["type"], "registered", "{reply}");
+    Ok(raw)
+}
+
+#[tokio::test]
+async fn a_steer_the_core_accepts_is_delivered_within_the_frame_limit() -> Result<()> {
+    let core = small_limit_core().await?;
+    let mut raw = raw_pi(&core, "limit-1").await?;
+    let mut cli = core.client(ClientKind::Cli).await?;
+    // A `send` frame just under the limit.
+    let overhead = serde_json::to_vec(&ClientMsg::Send {
+        id: 2,
+        to: "limit-1".into(),
+        text: String::new(),
+        by: None,
+    })?
+    .len();
+    let text = "s".repeat(SMALL_LIMIT - overhead - 8);
+    match send_reply(&mut cli, "limit-1", &text).await {
+        Ok(ServerMsg::Sent { .. }) => {
+            let len = next_frame_len(&mut raw).await?;
+            assert!(
+                len <= SMALL_LIMIT,
+                "the core accepted a steer and delivers it in a {len}-byte frame, over the \
+                 {SMALL_LIMIT}-byte limit its receiver reads with"
+            );
+        }
+        Ok(other) => bail!("{other:?}"),
+        Err(e) => assert!(
+            matches!(
+                e.code(),
+                Some(ErrorCode::LimitExceeded | ErrorCode::InvalidArgument)
+            ),
+            "refused, but with {e}"
+        ),
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_answer_the_core_accepts_is_delivered_within_the_frame_limit() -> Result<()> {
+    let core = small_limit_core().await?;
+    let mut raw = raw_pi(&core, "limit-2").await?;
+    // A question and an answer each well within the limit; a delivery carries both.
+    let question = "q".repeat(SMALL_LIMIT - 200);
+    raw.send(&serde_json::json!({"type": "ask", "id": 3, "question": question}))
+        .await?;
+    let asked = raw.read(WAIT).await?.context("asked")?;
+    assert_eq!(asked["type"], "asked", "{asked}");
+    let ask_id = asked["ask"]["id"].as_u64().context("ask id")?;
+    let mut cli = core.client(ClientKind::Cli).await?;
+    let answer = "a".repeat(SMALL_LIMIT - 200);
+    match cli
+        .request(|id| ClientMsg::Answer {
+            id,
+            ask: ask_id,
+            text: answer,
+            by: None,
+        })
+        .await
+    {
+        Ok(ServerMsg::Answered { .. }) => {
+            let len = next_frame_len(&mut raw).await?;
+            assert!(
+                len <= SMALL_LIMIT,
+                "the core accepted an answer and delivers it in a {len}-byte frame, over the \
+                 {SMALL_LIMIT}-byte limit its receiver reads with"
+            );
+        }
+        Ok(other) => bail!("{other:?}"),
+        Err(e) => assert!(
+            matches!(
+                e.code(),
+                Some(ErrorCode::LimitExceeded | ErrorCode::InvalidArgument)
+            ),
+            "refused, but with {e}"
+        ),
+    }
+    Ok(())
+}
