@@ -232,6 +232,19 @@ async fn bodies_that_are_not_utf8_json_objects_are_malformed_then_closed() -> Re
         ("a JSON array", b"[1,2,3]"),
         ("a JSON string", b"\"ping\""),
     ];
+    let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+    let deep_inside = format!(
+        "{{\"type\":\"ping\",\"id\":9,\"x\":{}{}}}",
+        "{\"a\":".repeat(50_000),
+        "}".repeat(50_000)
+    );
+    let bodies = bodies.into_iter().chain([
+        ("JSON nested 200 000 deep", deep.as_bytes()),
+        (
+            "a ping carrying 50 000 nested objects",
+            deep_inside.as_bytes(),
+        ),
+    ]);
     for (what, body) in bodies {
         let mut raw = greeted(&core, "cli").await?;
         raw.write_frame(body).await?;
