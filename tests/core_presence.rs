@@ -1133,3 +1133,56 @@ fn effective_uid() -> u32 {
         .parse()
         .expect("a uid")
 }
+
+/// Ctrl-C (SIGINT) stops the core as cleanly as SIGTERM: exit 0, socket removed.
+#[tokio::test]
+async fn sigint_exits_zero_and_removes_the_socket() -> Result<()> {
+    let core = Core::start().await?; // only for its command environment
+    let dir = tempfile::Builder::new().prefix("shp").tempdir_in("/tmp")?;
+    let socket = dir.path().join("shepherd").join("shepherd.sock");
+    let mut cmd = tokio::process::Command::from(core.command());
+    let child = cmd
+        .arg("up")
+        .env("PI_CODING_AGENT_DIR", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let pid = child.id().context("pid")?;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut pi = loop {
+        if let Ok(pi) = Pi::register(&socket, "int-1", "int", dir.path()).await {
+            break pi;
+        }
+        assert!(Instant::now() < deadline, "the core did not accept in 15 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(pi.client.welcome().pid, pid);
+    let killed = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()?;
+    assert!(killed.success());
+    let out = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .context("the core did not stop within 10 s of SIGINT")??;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!socket.exists(), "the socket is removed");
+    let msg = pi.client.next_event().await?;
+    assert!(
+        matches!(
+            msg,
+            ServerMsg::Error {
+                code: ErrorCode::ShuttingDown,
+                ..
+            }
+        ),
+        "{msg:?}"
+    );
+    Ok(())
+}
