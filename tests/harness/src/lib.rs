@@ -51,6 +51,8 @@ pub struct Core {
     child: Option<Child>,
     /// Extra environment for the daemon and CLI runs.
     env: Vec<(String, String)>,
+    /// A socket path other than the default, so Pi sessions cannot find the core.
+    hidden_socket: Option<PathBuf>,
 }
 
 impl Core {
@@ -69,6 +71,7 @@ impl Core {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            hidden_socket: None,
         };
         core.spawn().await?;
         Ok(core)
@@ -85,7 +88,20 @@ impl Core {
     }
 
     pub fn socket(&self) -> PathBuf {
-        self.state_dir().join("shepherd.sock")
+        match &self.hidden_socket {
+            Some(path) => path.clone(),
+            None => self.state_dir().join("shepherd.sock"),
+        }
+    }
+
+    /// Restart on a socket Pi sessions do not know (`hidden`), or back on the default.
+    /// While hidden, sessions stay disconnected but the CLI still reaches the core.
+    pub async fn restart_hidden(&mut self, hidden: bool) -> Result<()> {
+        if self.child.is_some() {
+            self.terminate()?;
+        }
+        self.hidden_socket = hidden.then(|| self.dir.path().join("hidden.sock"));
+        self.spawn().await
     }
 
     /// Where the daemon's stderr goes.
@@ -112,6 +128,9 @@ impl Core {
             .env_remove("SHEPHERD_STATE_DIR");
         for (k, v) in &self.env {
             cmd.env(k, v);
+        }
+        if let Some(socket) = &self.hidden_socket {
+            cmd.env("SHEPHERD_SOCKET", socket);
         }
         cmd
     }

@@ -1,0 +1,272 @@
+//! End to end with a REAL Pi (the pinned version on Node 22, from `scripts/test-deps.sh`)
+//! loading the shepherd extension, the real `shepherd` daemon and CLI, and a scripted
+//! fake model. The four scenarios of the extension issue:
+//!
+//! 1. the model calls `ask_human`; the CLI lists and answers it; the next model request
+//!    holds the answer, and the session file holds it once;
+//! 2. a steer sent while Pi is inside a slow tool lands after the tool and before the next
+//!    model call;
+//! 3. kill -9 and restart of the core mid-session: Pi keeps running, reconnects, and a
+//!    steer sent while it was disconnected is delivered exactly once;
+//! 4. no core and no binary on PATH: Pi works normally and shows one notice.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use shepherd_harness::Core;
+use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
+use shepherd_harness::pi_process::{PiOptions, PiSession};
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// Poll `f` until it returns `Some`, or fail after `timeout`.
+async fn eventually<T>(
+    timeout: Duration,
+    what: &str,
+    mut f: impl FnMut() -> Option<T>,
+) -> Result<T> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return Ok(v);
+        }
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!("timed out waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The session as `shepherd sessions --json` shows it, once connected.
+async fn connected_session(core: &Core, name: &str) -> Result<Value> {
+    eventually(LONG, &format!("session {name} to connect"), || {
+        let sessions = core.cli_json(&["sessions"]).ok()?;
+        sessions
+            .as_array()?
+            .iter()
+            .find(|s| s["name"] == name)
+            .cloned()
+    })
+    .await
+}
+
+/// How many user messages in a Pi session file contain `needle`.
+fn user_messages_containing(session_file: &Path, needle: &str) -> Result<usize> {
+    let text = std::fs::read_to_string(session_file)
+        .with_context(|| format!("reading {}", session_file.display()))?;
+    let mut count = 0;
+    for line in text.lines() {
+        let entry: Value = serde_json::from_str(line)?;
+        let message = &entry["message"];
+        if entry["type"] == "message"
+            && message["role"] == "user"
+            && message.to_string().contains(needle)
+        {
+            count += 1;
+        }
+    }
+    Ok(count)
+}
+
+fn has_tool_result(req: &ModelRequest) -> bool {
+    req.messages().last().is_some_and(|m| m["role"] == "tool")
+}
+
+#[tokio::test]
+async fn ask_human_answered_from_the_cli_reaches_the_model_once() -> Result<()> {
+    let core = Core::start().await?;
+    let model = FakeModel::start(|req| {
+        let transcript = req.transcript();
+        if transcript.contains("ANSWER-ship-it") {
+            Reply::text("Thanks, shipping.")
+        } else if has_tool_result(req) {
+            Reply::text("I asked; waiting for the answer.")
+        } else {
+            Reply::tool(
+                "ask_human",
+                json!({"question": "Deploy to staging now?", "options": ["yes", "no"]}),
+            )
+        }
+    })
+    .await?;
+    let mut opts = PiOptions::new(core.agent_dir());
+    opts.name = Some("e2e-asker".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    connected_session(&core, "e2e-asker").await?;
+
+    pi.prompt("Please ask me before deploying.").await?;
+    pi.wait_settled(LONG).await?;
+    let ask = eventually(LONG, "the ask to be listed", || {
+        let asks = core.cli_json(&["asks"]).ok()?;
+        asks.as_array()?.first().cloned()
+    })
+    .await?;
+    assert_eq!(ask["question"], "Deploy to staging now?");
+    assert_eq!(ask["session_name"], "e2e-asker");
+    assert_eq!(ask["options"], json!(["yes", "no"]));
+    let asked_requests = model.requests().len();
+
+    let id = ask["id"].to_string();
+    let out = core.cli(&["answer", &id, "ANSWER-ship-it"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let requests = model.wait_requests(asked_requests + 1, LONG).await?;
+    let next = &requests[asked_requests];
+    assert!(
+        next.transcript().contains("ANSWER-ship-it"),
+        "answer not shown to the model: {:?}",
+        next.last()
+    );
+    pi.wait_settled(LONG).await?;
+    let file = pi.session_file().await?;
+    assert_eq!(user_messages_containing(&file, "ANSWER-ship-it")?, 1);
+    let asks = core.cli_json(&["asks", "--all"])?;
+    assert_eq!(asks[0]["state"], "answered");
+    pi.shutdown().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_steer_during_a_slow_tool_lands_after_it_and_before_the_next_model_call() -> Result<()> {
+    let core = Core::start().await?;
+    let model = FakeModel::start(|req| {
+        if has_tool_result(req) || req.transcript().contains("STEER-slow-42") {
+            Reply::text("Done.")
+        } else {
+            Reply::tool("bash", json!({"command": "sleep 3; echo slept"}))
+        }
+    })
+    .await?;
+    let mut opts = PiOptions::new(core.agent_dir());
+    opts.name = Some("e2e-slow".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    connected_session(&core, "e2e-slow").await?;
+
+    pi.prompt("Run the slow command.").await?;
+    pi.wait_for(LONG, |r| r["type"] == "tool_execution_start")
+        .await?;
+    let out = core.cli(&["send", "e2e-slow", "STEER-slow-42"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    pi.wait_settled(LONG).await?;
+
+    let requests = model.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "one call for the tool, one after it: {:?}",
+        requests.iter().map(|r| r.last()).collect::<Vec<_>>()
+    );
+    let after = requests[1].messages();
+    let tool_at = after
+        .iter()
+        .position(|m| m["role"] == "tool")
+        .context("tool result in second request")?;
+    let steer_at = after
+        .iter()
+        .position(|m| m["role"] == "user" && m.to_string().contains("STEER-slow-42"))
+        .context("steer in the request after the tool")?;
+    assert!(steer_at > tool_at, "the steer comes after the tool result");
+    assert!(
+        after[tool_at].to_string().contains("slept"),
+        "the tool ran to completion"
+    );
+    let file = pi.session_file().await?;
+    assert_eq!(user_messages_containing(&file, "STEER-slow-42")?, 1);
+    pi.shutdown().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn core_kill9_and_restart_mid_session_delivers_a_queued_steer_once() -> Result<()> {
+    let mut core = Core::start().await?;
+    let model = FakeModel::start(|req| {
+        let (_, last) = req.last();
+        Reply::text(format!(
+            "ack: {}",
+            last.chars().take(40).collect::<String>()
+        ))
+    })
+    .await?;
+    let mut opts = PiOptions::new(core.agent_dir());
+    opts.name = Some("e2e-survivor".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    let before = connected_session(&core, "e2e-survivor").await?;
+
+    pi.prompt("hello").await?;
+    pi.wait_settled(LONG).await?;
+
+    core.kill9();
+    // Pi keeps running without the core.
+    pi.prompt("still here?").await?;
+    pi.wait_settled(LONG).await?;
+
+    // Back, but on a socket the extension does not know: the session stays disconnected
+    // while the steer is sent, so it can only arrive through the stored mailbox.
+    core.restart_hidden(true).await?;
+    let sent = core.cli_json(&[
+        "send",
+        before["id"].as_str().unwrap(),
+        "STEER-after-crash-7",
+    ])?;
+    assert_eq!(sent["connected"], false, "{sent}");
+    core.kill9();
+    core.restart_hidden(false).await?;
+    connected_session(&core, "e2e-survivor").await?;
+    let n = eventually(LONG, "the steer to reach the model", || {
+        let requests = model.requests();
+        let with: Vec<_> = requests
+            .iter()
+            .filter(|r| r.last().1.contains("STEER-after-crash-7"))
+            .collect();
+        (!with.is_empty()).then_some(with.len())
+    })
+    .await?;
+    assert_eq!(n, 1);
+    pi.wait_settled(LONG).await?;
+    // Give a duplicate every chance to show up: reconnect once more.
+    core.restart().await?;
+    connected_session(&core, "e2e-survivor").await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let file = pi.session_file().await?;
+    assert_eq!(user_messages_containing(&file, "STEER-after-crash-7")?, 1);
+    let pending = core.cli_json(&["sessions"])?;
+    assert_eq!(
+        pending[0]["pending_messages"], 0,
+        "the delivery was acknowledged"
+    );
+    pi.shutdown().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn without_a_core_or_binary_pi_works_and_shows_one_notice() -> Result<()> {
+    let dir = tempfile::Builder::new().prefix("shp").tempdir_in("/tmp")?;
+    let model = FakeModel::start(|_| Reply::text("plain answer")).await?;
+    let mut opts = PiOptions::new(dir.path());
+    opts.env.retain(|(k, _)| k != "SHEPHERD_AUTOSTART"); // autostart on, but no binary
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    pi.prompt("hi").await?;
+    pi.wait_settled(LONG).await?;
+    pi.prompt("again").await?;
+    pi.wait_settled(LONG).await?;
+    assert_eq!(model.requests().len(), 2);
+    let notices: Vec<Value> = pi
+        .records()
+        .into_iter()
+        .filter(|r| r["type"] == "extension_ui_request" && r["method"] == "notify")
+        .filter(|r| r.to_string().to_lowercase().contains("shepherd"))
+        .collect();
+    assert_eq!(notices.len(), 1, "exactly one notice: {notices:?}");
+    pi.shutdown().await?;
+    Ok(())
+}
