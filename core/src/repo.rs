@@ -7,9 +7,11 @@
 
 use std::path::Path;
 
-/// A session's repository, as far as git can tell.
+/// A session's repository, as far as git can tell, and the directory it was read for (the
+/// hub applies it only while that is still the session's cwd).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RepoContext {
+    pub cwd: String,
     pub root: Option<String>,
     pub branch: Option<String>,
     pub head: Option<String>,
@@ -18,8 +20,12 @@ pub struct RepoContext {
 
 /// Read the repository containing `cwd`; empty when there is none (or it is unreadable).
 pub fn discover(cwd: &Path) -> RepoContext {
+    let none = RepoContext {
+        cwd: cwd.to_string_lossy().into_owned(),
+        ..RepoContext::default()
+    };
     let Ok(repo) = git2::Repository::discover(cwd) else {
-        return RepoContext::default();
+        return none;
     };
     let root = repo
         .workdir()
@@ -47,6 +53,7 @@ pub fn discover(cwd: &Path) -> RepoContext {
         branch,
         head,
         worktree: repo.is_worktree(),
+        ..none
     }
 }
 
@@ -91,6 +98,7 @@ mod tests {
         assert!(wt.worktree);
         assert_eq!(wt.branch.as_deref(), Some("feature"));
 
-        assert_eq!(discover(Path::new("/")), RepoContext::default());
+        let outside = discover(Path::new("/"));
+        assert_eq!((outside.root, outside.cwd.as_str()), (None, "/"));
     }
 }

@@ -5,7 +5,9 @@
 use rusqlite::Connection;
 
 use super::{ConnId, HubError, HubResult, Out, State, atomically};
-use crate::protocol::{AskState, ClientKind, DeliveryKind, ErrorCode, Report, Sender, ServerMsg};
+use crate::protocol::{
+    AskState, ClientKind, Delivery, DeliveryKind, ErrorCode, Report, Sender, ServerMsg,
+};
 use crate::store::{self, now_ms};
 
 const MAX_OPTIONS: usize = 10;
@@ -158,16 +160,25 @@ impl State {
             return Err(already_answered(&ask));
         }
         let now = now_ms();
+        let from = Sender {
+            kind,
+            session_id: None,
+            name: label.clone(),
+        };
+        self.check_fits(&Delivery {
+            id: u64::MAX,
+            kind: DeliveryKind::Answer,
+            text: text.clone(),
+            from: from.clone(),
+            ask_id: Some(ask_id),
+            question: Some(ask.question.clone()),
+            created_at: now,
+        })?;
         let delivery = atomically(db, || {
             if !store::asks::answer(db, ask_id, &text, &label, now)? {
                 let ask = store::asks::get(db, ask_id)?.expect("exists");
                 return Err(already_answered(&ask));
             }
-            let from = Sender {
-                kind,
-                session_id: None,
-                name: label.clone(),
-            };
             Ok(store::messages::insert(
                 db,
                 store::messages::NewMessage {

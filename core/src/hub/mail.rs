@@ -6,7 +6,7 @@ use rusqlite::Connection;
 
 use super::asks::human_label;
 use super::{ConnId, HubError, HubResult, Out, State};
-use crate::protocol::{ClientKind, Delivery, DeliveryKind, ErrorCode, Sender, ServerMsg};
+use crate::protocol::{ClientKind, Delivery, DeliveryKind, ErrorCode, Sender, ServerMsg, frame};
 use crate::store::{self, now_ms};
 
 impl State {
@@ -60,6 +60,16 @@ impl State {
                 "a session cannot send to itself",
             ));
         }
+        let now = now_ms();
+        self.check_fits(&Delivery {
+            id: u64::MAX,
+            kind: delivery_kind,
+            text: text.clone(),
+            from: from.clone(),
+            ask_id: None,
+            question: None,
+            created_at: now,
+        })?;
         let delivery = store::messages::insert(
             db,
             store::messages::NewMessage {
@@ -69,7 +79,7 @@ impl State {
                 from: &from,
                 ask_id: None,
                 question: None,
-                created_at: now_ms(),
+                created_at: now,
             },
         )?;
         let message_id = delivery.id;
@@ -87,15 +97,67 @@ impl State {
         Ok(())
     }
 
-    /// Queue a stored delivery for its session if connected; true if it was.
+    /// Refuse mail whose `deliver` frame would exceed the frame limit: the receiver could
+    /// never read it, and it would block that mailbox for good.
+    pub(super) fn check_fits(&self, probe: &Delivery) -> HubResult<()> {
+        let max = self.facts.limits.max_frame_bytes;
+        let len = frame::encode(&ServerMsg::Deliver {
+            message: probe.clone(),
+        })
+        .len()
+            - frame::HEADER_LEN;
+        if len > max {
+            return Err(HubError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "this would be delivered as a {len}-byte frame, over the {max}-byte limit (core.limits.max_frame_bytes); send less text, or put it in a file and send its path"
+                ),
+            )
+            .with_details(serde_json::json!({ "limit": "max_frame_bytes", "max": max, "size": len })));
+        }
+        Ok(())
+    }
+
+    /// Queue a stored delivery for its session if connected; true if it is. While the
+    /// session's mailbox is being replayed, the replay sends it in order instead.
     pub(super) fn deliver(&self, session_id: &str, message: Delivery, out: &mut Out) -> bool {
         match self.live.get(session_id) {
             Some(live) => {
-                out.send(live.conn, &ServerMsg::Deliver { message });
+                if !live.replaying {
+                    out.deliver(live.conn, session_id, message);
+                }
                 true
             }
             None => false,
         }
+    }
+
+    /// Send the next chunk of a session's stored, unacknowledged mail (after the last id
+    /// its connection was given), small enough to fit the outbox. While more remains the
+    /// session stays in replay and the writer reports when it has drained.
+    pub(super) fn replay(
+        &mut self,
+        session_id: &str,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let chunk = (self.facts.limits.max_outbound_frames / 2).max(1);
+        let Some(live) = self.live.get_mut(session_id) else {
+            return Ok(());
+        };
+        let batch = store::messages::pending_after(db, session_id, live.last_sent, chunk)?;
+        let more = batch.len() == chunk;
+        live.replaying = more;
+        let conn = live.conn;
+        if more && let Some(c) = self.conns.get(&conn) {
+            c.handle
+                .drain_wanted
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
+        for message in batch {
+            out.deliver(conn, session_id, message);
+        }
+        Ok(())
     }
 
     pub(super) fn ack(&mut self, conn: ConnId, ids: &[u64], db: &Connection) -> HubResult<()> {

@@ -17,13 +17,15 @@ mod resolve;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Limits;
-use crate::protocol::{ClientKind, ClientMsg, ErrorCode, ServerMsg, frame};
+use crate::protocol::{ClientKind, ClientMsg, Delivery, ErrorCode, ServerMsg, frame};
 use crate::repo::RepoContext;
 use crate::store::{self, Store};
 
@@ -41,6 +43,9 @@ pub struct ConnHandle {
     pub pid: Option<u32>,
     /// Encoded frames for the connection's writer task.
     pub outbox: mpsc::Sender<Bytes>,
+    /// Set by the hub while a mailbox replay waits for room: the writer then reports
+    /// [`HubCommand::Drained`] once its queue is empty.
+    pub drain_wanted: Arc<AtomicBool>,
     pub connected_at: u64,
 }
 
@@ -59,6 +64,8 @@ pub enum HubCommand {
         msg: Box<ClientMsg>,
         repo: Option<RepoContext>,
     },
+    /// The connection's writer emptied its queue after the hub asked (`drain_wanted`).
+    Drained { conn: ConnId },
     /// The connection is gone.
     Disconnect { conn: ConnId },
     /// Close every connection and stop.
@@ -131,12 +138,37 @@ struct State {
 struct Live {
     conn: ConnId,
     name: String,
+    /// Highest delivery id handed to this connection's writer.
+    last_sent: u64,
+    /// Mail is waiting in the store for room in the outbox: live deliveries are not sent
+    /// (they would overtake it); the replay sends them in id order as the writer drains.
+    replaying: bool,
+}
+
+impl Live {
+    fn new(conn: ConnId, name: String) -> Live {
+        Live {
+            conn,
+            name,
+            last_sent: 0,
+            replaying: false,
+        }
+    }
+}
+
+/// One encoded frame for one connection.
+struct Frame {
+    conn: ConnId,
+    bytes: Bytes,
+    /// Set for `deliver` frames: whose mailbox, which id. Deliveries are durable, so when
+    /// the outbox is full they wait in the store instead of cutting the session off.
+    delivery: Option<(String, u64)>,
 }
 
 /// What a batch produced, sent only after its commit.
 #[derive(Default)]
 struct Out {
-    frames: Vec<(ConnId, Bytes)>,
+    frames: Vec<Frame>,
     /// Requests handled in this batch, to fail them if the commit fails.
     requests: Vec<(ConnId, u64)>,
     closes: Vec<(ConnId, ErrorCode)>,
@@ -144,7 +176,22 @@ struct Out {
 
 impl Out {
     fn send(&mut self, conn: ConnId, msg: &ServerMsg) {
-        self.frames.push((conn, Bytes::from(frame::encode(msg))));
+        let bytes = Bytes::from(frame::encode(msg));
+        self.frames.push(Frame {
+            conn,
+            bytes,
+            delivery: None,
+        });
+    }
+
+    fn deliver(&mut self, conn: ConnId, session_id: &str, message: Delivery) {
+        let id = message.id;
+        let bytes = Bytes::from(frame::encode(&ServerMsg::Deliver { message }));
+        self.frames.push(Frame {
+            conn,
+            bytes,
+            delivery: Some((session_id.to_string(), id)),
+        });
     }
 
     fn error(&mut self, conn: ConnId, id: Option<u64>, err: HubError) {
@@ -261,6 +308,14 @@ impl State {
                 close,
             } => self.connect(conn, handle, close),
             HubCommand::Disconnect { conn } => self.disconnect(conn, db, out),
+            HubCommand::Drained { conn } => {
+                let session = self.conns.get(&conn).and_then(|c| c.session.clone());
+                if let Some(session) = session
+                    && let Err(err) = self.replay(&session, db, out)
+                {
+                    tracing::error!(session = %session, "replaying the mailbox failed: {}", err.message);
+                }
+            }
             HubCommand::Request { conn, msg, repo } => {
                 let id = msg.request_id();
                 if let Some(id) = id {
@@ -366,32 +421,58 @@ impl State {
         }
         let bytes = Bytes::from(frame::encode(msg));
         for conn in &self.subscribers {
-            out.frames.push((*conn, bytes.clone()));
+            out.frames.push(Frame {
+                conn: *conn,
+                bytes: bytes.clone(),
+                delivery: None,
+            });
         }
     }
 
-    /// Hand frames to connection writers; a full queue closes that connection.
+    /// Hand frames to connection writers. A delivery that finds the outbox full waits in
+    /// the store (the session switches to replay); any other frame that finds it full
+    /// closes that connection as a slow consumer.
     fn flush(&mut self, out: Out) {
         for (conn, code) in out.closes {
             if let Some(close) = self.conns.get_mut(&conn).and_then(|c| c.close.take()) {
                 let _ = close.send(code);
             }
         }
-        for (conn_id, bytes) in out.frames {
-            let Some(conn) = self.conns.get_mut(&conn_id) else {
+        // Sessions whose outbox filled during this flush: nothing more for them now, so
+        // deliveries never overtake each other.
+        let mut stalled: HashSet<String> = HashSet::new();
+        for frame in out.frames {
+            let Some(conn) = self.conns.get_mut(&frame.conn) else {
                 continue;
             };
-            match conn.handle.outbox.try_send(bytes) {
-                Ok(()) => {}
-                Err(mpsc::error::TrySendError::Full(_)) => {
-                    if let Some(close) = conn.close.take() {
-                        tracing::warn!(
-                            conn = conn_id,
-                            client = %conn.handle.client_name,
-                            "client is not reading its frames; disconnecting it (slow_consumer)"
-                        );
-                        let _ = close.send(ErrorCode::SlowConsumer);
+            let Some((session, id)) = frame.delivery else {
+                match conn.handle.outbox.try_send(frame.bytes) {
+                    Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        if let Some(close) = conn.close.take() {
+                            tracing::warn!(
+                                conn = frame.conn,
+                                client = %conn.handle.client_name,
+                                "client is not reading its frames; disconnecting it (slow_consumer)"
+                            );
+                            let _ = close.send(ErrorCode::SlowConsumer);
+                        }
                     }
+                }
+                continue;
+            };
+            let Some(live) = self.live.get_mut(&session) else {
+                continue;
+            };
+            if live.conn != frame.conn || id <= live.last_sent || stalled.contains(&session) {
+                continue;
+            }
+            match conn.handle.outbox.try_send(frame.bytes) {
+                Ok(()) => live.last_sent = id,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    live.replaying = true;
+                    conn.handle.drain_wanted.store(true, Ordering::Release);
+                    stalled.insert(session);
                 }
                 Err(mpsc::error::TrySendError::Closed(_)) => {}
             }

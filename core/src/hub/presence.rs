@@ -81,7 +81,12 @@ fn apply_context(info: &mut SessionInfo, context: ContextUsage) {
     info.context_percent = context.percent;
 }
 
+/// Apply a repository context read for the session's current cwd; one read for another
+/// directory (a cwd the hub refused, or one that changed since) is ignored.
 fn apply_repo(info: &mut SessionInfo, repo: RepoContext) {
+    if repo.cwd != info.cwd {
+        return;
+    }
     info.repo = repo.root;
     info.branch = repo.branch;
     info.head = repo.head;
@@ -278,28 +283,20 @@ impl State {
             out.closes.push((old, ErrorCode::Replaced));
         }
         let rejoined = self.live.contains_key(&info.id);
-        self.live.insert(
-            info.id.clone(),
-            Live {
-                conn,
-                name: info.name.clone(),
-            },
-        );
+        self.live
+            .insert(info.id.clone(), Live::new(conn, info.name.clone()));
         self.conns.get_mut(&conn).expect("checked").session = Some(info.id.clone());
 
-        let pending = store::messages::pending(db, &info.id)?;
         let info = self.session_info(db, &info.id)?;
         out.send(
             conn,
             &ServerMsg::Registered {
                 id,
                 session: info.clone(),
-                pending: pending.len() as u32,
+                pending: info.pending_messages,
             },
         );
-        for message in pending {
-            out.send(conn, &ServerMsg::Deliver { message });
-        }
+        self.replay(&info.id, db, out)?;
         tracing::info!(session = %info.id, name = %info.name, pid = ?info.pid, "session registered");
         let event = if rejoined {
             ServerMsg::SessionChanged { session: info }

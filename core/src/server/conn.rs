@@ -9,6 +9,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -45,7 +46,13 @@ pub(super) async fn run(
     let mut reader = BufReader::with_capacity(64 * 1024, read);
     let (tx, rx) = mpsc::channel(settings.max_outbound);
     let abort = CancellationToken::new();
-    let writer = tokio::spawn(write_loop(write, rx, abort.clone()));
+    let drain_wanted = Arc::new(AtomicBool::new(false));
+    let drained = Drained {
+        conn: id,
+        wanted: drain_wanted.clone(),
+        hub: hub.clone(),
+    };
+    let writer = tokio::spawn(write_loop(write, rx, abort.clone(), drained));
 
     let mut conn = Reader {
         id,
@@ -53,6 +60,7 @@ pub(super) async fn run(
         hub,
         settings,
         cwd: None,
+        drain_wanted,
     };
     let greeted = match conn.hello(&mut reader, pid).await {
         Some(close) => {
@@ -97,6 +105,7 @@ struct Reader {
     settings: Arc<ConnSettings>,
     /// The registered session's cwd, to refresh the repository context.
     cwd: Option<String>,
+    drain_wanted: Arc<AtomicBool>,
 }
 
 impl Reader {
@@ -206,6 +215,7 @@ impl Reader {
             client_name,
             pid,
             outbox: self.tx.clone(),
+            drain_wanted: self.drain_wanted.clone(),
             connected_at: now_ms(),
         };
         let connected = self
@@ -265,23 +275,23 @@ impl Reader {
         }
     }
 
-    /// Repository context for requests that set or may have changed it.
+    /// Repository context for requests that set or may have changed it. `cwd` is this
+    /// task's best knowledge of the session's directory; the hub ignores a context read
+    /// for any directory other than the session's accepted cwd.
     async fn repo_for(&mut self, msg: &ClientMsg) -> Option<RepoContext> {
         let cwd = match msg {
-            ClientMsg::Register { session, .. } => {
-                self.cwd = Some(session.cwd.clone());
-                session.cwd.clone()
-            }
-            ClientMsg::Update { cwd: Some(cwd), .. } => {
-                self.cwd = Some(cwd.clone());
-                cwd.clone()
-            }
+            ClientMsg::Register { session, .. } => session.cwd.clone(),
+            ClientMsg::Update { cwd: Some(cwd), .. } => cwd.clone(),
             ClientMsg::Update {
                 status: Some(status),
                 ..
             } if status == "idle" => self.cwd.clone()?,
             _ => return None,
         };
+        if !cwd.starts_with('/') {
+            return None; // The hub refuses it; nothing to read.
+        }
+        self.cwd = Some(cwd.clone());
         let path = PathBuf::from(cwd);
         tokio::task::spawn_blocking(move || repo::discover(&path))
             .await
@@ -297,12 +307,20 @@ fn default_name(kind: ClientKind) -> &'static str {
     }
 }
 
+/// How the writer tells the hub its queue is empty, when the hub asked.
+struct Drained {
+    conn: ConnId,
+    wanted: Arc<AtomicBool>,
+    hub: HubHandle,
+}
+
 /// Write queued frames until every sender is gone or `abort` fires. Returns the write half
 /// and whether it stopped between frames (so one more frame may still be written).
 async fn write_loop(
     mut write: OwnedWriteHalf,
     mut rx: mpsc::Receiver<Bytes>,
     abort: CancellationToken,
+    drained: Drained,
 ) -> (OwnedWriteHalf, bool) {
     let mut buf = Vec::with_capacity(64 * 1024);
     loop {
@@ -324,6 +342,12 @@ async fn write_loop(
         tokio::select! {
             _ = abort.cancelled() => return (write, false),
             written = write.write_all(&buf) => if written.is_err() { return (write, false) },
+        }
+        if rx.is_empty() && drained.wanted.swap(false, Ordering::AcqRel) {
+            drained
+                .hub
+                .send(HubCommand::Drained { conn: drained.conn })
+                .await;
         }
     }
 }

@@ -74,10 +74,10 @@ pub fn get(conn: &Connection, id: u64) -> rusqlite::Result<Option<Ask>> {
         .optional()
 }
 
-/// Open asks (oldest first), or every ask when `all` (newest first, at most 500).
+/// Open asks (oldest first), or every ask when `all` (newest first).
 pub fn list(conn: &Connection, all: bool) -> rusqlite::Result<Vec<Ask>> {
     let sql = if all {
-        format!("{SELECT} ORDER BY a.id DESC LIMIT 500")
+        format!("{SELECT} ORDER BY a.id DESC")
     } else {
         format!("{SELECT} WHERE a.state = 'open' ORDER BY a.id")
     };

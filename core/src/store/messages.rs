@@ -98,6 +98,21 @@ pub fn pending(conn: &Connection, recipient: &str) -> rusqlite::Result<Vec<Deliv
     .collect()
 }
 
+/// Up to `limit` unacknowledged messages for `recipient` with ids above `after`, in order.
+pub fn pending_after(
+    conn: &Connection,
+    recipient: &str,
+    after: u64,
+    limit: usize,
+) -> rusqlite::Result<Vec<Delivery>> {
+    conn.prepare_cached(
+        "SELECT id, kind, text, from_kind, from_session, from_name, ask_id, question, created_at
+         FROM messages WHERE recipient = ?1 AND acked_at IS NULL AND id > ?2 ORDER BY id LIMIT ?3",
+    )?
+    .query_map(params![recipient, after, limit as i64], from_row)?
+    .collect()
+}
+
 /// Mark messages of `recipient` acknowledged; ids of other sessions are ignored.
 pub fn ack(conn: &Connection, recipient: &str, ids: &[u64], now: u64) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(
