@@ -17,7 +17,7 @@ use shepherd_core::config::{self, Config};
 use shepherd_core::protocol::{ClientMsg, ServerMsg};
 
 use super::format::duration;
-use super::{Ctx, Failure, print, print_json};
+use super::{Ctx, Failure, install, print, print_json};
 
 /// The oldest Node that runs Pi.
 const MIN_NODE: (u64, u64) = (22, 19);
@@ -433,86 +433,59 @@ async fn pi_check() -> Check {
     }
 }
 
-/// Whether `<agent dir>/settings.json` makes Pi load the shepherd extension: an entry of
-/// `packages` (or `extensions`) whose path ends in `pi-ext` or mentions `shepherd`, or a
-/// `shepherd*` entry in `<agent dir>/extensions/`.
+/// Whether Pi's `<agent dir>/settings.json` loads the shepherd extension (a `packages`
+/// entry resolving to a directory whose package.json is the extension), and whether the
+/// copy `shepherd install` wrote is the one this binary carries.
 fn extension_check() -> Check {
     const CHECK: &str = "extension";
-    let fix = "`shepherd install` (coming with the extension), or `pi install \
-               <shepherd checkout>/pi-ext`";
+    let fix = "run `shepherd install`";
     let agent_dir = match config::agent_dir() {
         Ok(dir) => dir,
         Err(e) => return Check::fail(CHECK, e.to_string(), fix),
     };
     let settings_path = agent_dir.join("settings.json");
-    let mut found = match std::fs::read_to_string(&settings_path) {
-        Ok(text) => match serde_json::from_str::<serde_json::Value>(&text) {
-            Ok(settings) => find_extension(&settings)
-                .map(|(key, entry)| format!("{entry:?} in {} `{key}`", settings_path.display())),
-            Err(e) => {
-                return Check::fail(
-                    CHECK,
-                    format!("{} is not valid JSON: {e}", settings_path.display()),
-                    "fix the file (Pi cannot read it either)",
-                );
-            }
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            return Check::fail(
-                CHECK,
-                format!("cannot read {}: {e}", settings_path.display()),
-                "check its permissions",
-            );
-        }
+    let settings = match install::read_settings(&settings_path) {
+        Ok(settings) => settings,
+        Err(e) => return Check::fail(CHECK, e.message, "fix the file (Pi cannot read it either)"),
     };
-    if found.is_none() {
-        let dir = agent_dir.join("extensions");
-        found = std::fs::read_dir(&dir).ok().and_then(|entries| {
-            entries
-                .flatten()
-                .map(|e| e.path())
-                .find(|p| {
-                    p.file_name()
-                        .is_some_and(|n| n.to_string_lossy().contains("shepherd"))
-                })
-                .map(|p| p.display().to_string())
-        });
-    }
-    match found {
-        Some(where_) => Check::ok(CHECK, format!("Pi loads it: {where_}")),
-        None => Check::fail(
+    let configured = install::configured_extensions(&settings, &agent_dir);
+    let ours = install::extension_dir(&agent_dir);
+    let ours = std::fs::canonicalize(&ours).unwrap_or(ours);
+    let listed: Vec<String> = configured.iter().map(|p| p.display().to_string()).collect();
+    match configured.len() {
+        0 => Check::fail(
             CHECK,
             format!(
-                "Pi does not load the shepherd extension (nothing in {} `packages`/`extensions`)",
+                "Pi does not load the shepherd extension (no `packages` entry in {})",
                 settings_path.display()
             ),
             fix,
         ),
-    }
-}
-
-/// The first `packages`/`extensions` entry that is the shepherd extension, with its key.
-fn find_extension(settings: &serde_json::Value) -> Option<(&'static str, String)> {
-    for key in ["packages", "extensions"] {
-        let Some(entries) = settings.get(key).and_then(|v| v.as_array()) else {
-            continue;
-        };
-        for entry in entries {
-            // An entry is a source string, or an object with `source` (package filtering).
-            let source = entry
-                .as_str()
-                .or_else(|| entry.get("source").and_then(|s| s.as_str()))
-                .or_else(|| entry.get("path").and_then(|s| s.as_str()));
-            if let Some(source) = source {
-                let trimmed = source.trim_end_matches('/');
-                if trimmed.ends_with("pi-ext") || trimmed.contains("shepherd") {
-                    return Some((key, source.to_string()));
-                }
+        1 if configured[0] == ours => match install::stale_files(&ours) {
+            stale if stale.is_empty() => {
+                Check::ok(CHECK, format!("Pi loads it from {}", ours.display()))
             }
-        }
+            stale => Check::warn(
+                CHECK,
+                format!(
+                    "the copy in {} is not this version's ({} differ)",
+                    ours.display(),
+                    stale.join(", ")
+                ),
+                fix,
+            ),
+        },
+        1 => Check::ok(CHECK, format!("Pi loads it from {}", listed[0])),
+        _ => Check::warn(
+            CHECK,
+            format!(
+                "Pi loads {} copies ({}); each would connect",
+                listed.len(),
+                listed.join(", ")
+            ),
+            "keep one: `pi remove <path>` the others",
+        ),
     }
-    None
 }
 
 /// The first executable `name` on PATH.
@@ -598,25 +571,6 @@ mod tests {
         assert_eq!(parse_version("v20.11.1\n"), Some((20, 11, 1)));
         assert_eq!(parse_version("23.1.0-nightly"), Some((23, 1, 0)));
         assert_eq!(parse_version("garbage"), None);
-    }
-
-    #[test]
-    fn finds_the_extension_in_settings() {
-        let settings = serde_json::json!({
-            "packages": ["npm:pi-other", "/home/ada/src/shepherd/pi-ext/"],
-        });
-        assert_eq!(
-            find_extension(&settings),
-            Some(("packages", "/home/ada/src/shepherd/pi-ext/".to_string()))
-        );
-        let settings = serde_json::json!({"packages": [{"source": "git:example/shepherd"}]});
-        assert!(find_extension(&settings).is_some());
-        let settings = serde_json::json!({"extensions": ["/x/pi-ext"], "packages": []});
-        assert_eq!(find_extension(&settings).map(|f| f.0), Some("extensions"));
-        assert_eq!(
-            find_extension(&serde_json::json!({"packages": ["npm:x"]})),
-            None
-        );
     }
 
     #[test]

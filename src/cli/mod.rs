@@ -10,6 +10,7 @@ pub mod answer;
 pub mod asks;
 pub mod doctor;
 pub mod format;
+pub mod install;
 pub mod send;
 pub mod sessions;
 pub mod status;
@@ -88,6 +89,9 @@ pub enum Command {
     /// Check the installation: state directory, socket, core, database, config, Node,
     /// Pi and the shepherd extension, each with a fix.
     Doctor,
+    /// Install the Pi extension: write it to <agent dir>/shepherd/pi-ext and add it to
+    /// Pi's settings.json `packages`. Safe to run again (it updates an old copy).
+    Install,
 }
 
 /// `shepherd sessions`.
@@ -142,6 +146,7 @@ pub fn main(cli: Cli) -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Up => up::run(&ctx),
+        Command::Install => install::run(&ctx),
         command => match client_runtime() {
             Ok(rt) => rt.block_on(dispatch(&ctx, command)),
             Err(e) => Err(e),
@@ -155,7 +160,7 @@ pub fn main(cli: Cli) -> ExitCode {
 
 async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Up => unreachable!("`up` runs its own runtime"),
+        Command::Up | Command::Install => unreachable!("run without the client runtime"),
         Command::Status => status::run(ctx).await,
         Command::Sessions(args) => sessions::run(ctx, &args).await,
         Command::Asks(args) => asks::run(ctx, &args).await,

@@ -99,6 +99,9 @@ pub struct PiOptions {
     pub path_prepend: Vec<PathBuf>,
     /// Session name (`--name`).
     pub name: Option<String>,
+    /// Load the checkout's extension with `-e` (false: only what Pi's settings load,
+    /// e.g. after `shepherd install`).
+    pub extension_flag: bool,
 }
 
 impl PiOptions {
@@ -110,6 +113,7 @@ impl PiOptions {
             env: vec![("SHEPHERD_AUTOSTART".into(), "0".into())],
             path_prepend: Vec::new(),
             name: None,
+            extension_flag: true,
         }
     }
 }
@@ -158,19 +162,20 @@ impl PiSession {
             "fake",
             "--model",
             "fake-model",
-            "-e",
-        ])
-        .arg(&deps.ext)
-        .current_dir(&opts.cwd)
-        .env_clear()
-        .env("HOME", &opts.agent_dir)
-        .env("PATH", std::env::join_paths(&path)?)
-        .env("PI_CODING_AGENT_DIR", &opts.agent_dir)
-        .env("PI_OFFLINE", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(stderr)
-        .kill_on_drop(true);
+        ]);
+        if opts.extension_flag {
+            cmd.arg("-e").arg(&deps.ext);
+        }
+        cmd.current_dir(&opts.cwd)
+            .env_clear()
+            .env("HOME", &opts.agent_dir)
+            .env("PATH", std::env::join_paths(&path)?)
+            .env("PI_CODING_AGENT_DIR", &opts.agent_dir)
+            .env("PI_OFFLINE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .kill_on_drop(true);
         if let Some(name) = &opts.name {
             cmd.arg("--name").arg(name);
         }
