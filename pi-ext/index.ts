@@ -375,7 +375,7 @@ class ShepherdSession {
 
   #startCore(bin: string): void {
     try {
-      const child = spawn(bin, ["up"], { detached: true, stdio: "ignore", cwd: homedir(), env: process.env });
+      const child = spawn(bin, ["up", "--log-file"], { detached: true, stdio: "ignore", cwd: homedir(), env: process.env });
       child.on("error", (e) => {
         this.recordError(`starting ${bin} up`, e);
         this.notifyOnce("autostart", `shepherd: could not start \`${bin} up\`: ${message(e)}`, "warning");

@@ -72,7 +72,7 @@ pub enum Command {
     /// Logs go to stderr, filtered by RUST_LOG (default `info`); with --json they are
     /// JSON lines. A second `shepherd up` on the same state directory refuses and names
     /// the running pid.
-    Up,
+    Up(UpArgs),
     /// Show the running core: versions, uptime, pid, paths, sessions, asks, bridges.
     Status,
     /// List Pi sessions (connected ones; --all adds those that went away).
@@ -92,6 +92,15 @@ pub enum Command {
     /// Install the Pi extension: write it to <agent dir>/shepherd/pi-ext and add it to
     /// Pi's settings.json `packages`. Safe to run again (it updates an old copy).
     Install,
+}
+
+/// `shepherd up`.
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// Append logs to a file instead of stderr; without a value, `<state dir>/core.log`
+    /// (what the Pi extension uses when it starts the core in the background).
+    #[arg(long, value_name = "PATH", num_args = 0..=1)]
+    pub log_file: Option<Option<PathBuf>>,
 }
 
 /// `shepherd sessions`.
@@ -145,7 +154,7 @@ pub fn main(cli: Cli) -> ExitCode {
         socket: cli.socket.clone(),
     };
     let outcome = match cli.command {
-        Command::Up => up::run(&ctx),
+        Command::Up(args) => up::run(&ctx, &args),
         Command::Install => install::run(&ctx),
         command => match client_runtime() {
             Ok(rt) => rt.block_on(dispatch(&ctx, command)),
@@ -160,7 +169,7 @@ pub fn main(cli: Cli) -> ExitCode {
 
 async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Up | Command::Install => unreachable!("run without the client runtime"),
+        Command::Up(_) | Command::Install => unreachable!("run without the client runtime"),
         Command::Status => status::run(ctx).await,
         Command::Sessions(args) => sessions::run(ctx, &args).await,
         Command::Asks(args) => asks::run(ctx, &args).await,
