@@ -271,3 +271,128 @@ async fn without_a_core_or_binary_pi_works_and_shows_one_notice() -> Result<()> 
     pi.shutdown().await?;
     Ok(())
 }
+
+/// Presence, `report`, the footer and `/shepherd`, seen from outside: the core knows the
+/// session's model, status while a tool runs, and context fill after a turn; a report
+/// reaches subscribers; the footer counts open asks; `/shepherd` names the session.
+#[tokio::test]
+async fn presence_report_footer_and_the_shepherd_command() -> Result<()> {
+    let core = Core::start().await?;
+    let mut sub = core.subscriber().await?;
+    let model = FakeModel::start(|req| {
+        let transcript = req.transcript();
+        let reported = req.body["messages"]
+            .to_string()
+            .contains("REPORT-build-green");
+        if has_tool_result(req) && reported {
+            Reply::tool("ask_human", json!({"question": "Merge it?"}))
+        } else if has_tool_result(req) {
+            Reply::text("done")
+        } else if transcript.contains("report please") {
+            Reply::tool("report", json!({"text": "REPORT-build-green"}))
+        } else {
+            Reply::tool("bash", json!({"command": "sleep 2"}))
+        }
+    })
+    .await?;
+    let mut opts = PiOptions::new(core.agent_dir());
+    opts.name = Some("e2e-presence".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    let session = connected_session(&core, "e2e-presence").await?;
+    assert_eq!(session["model"], "fake/fake-model");
+    assert!(session["pid"].as_u64().is_some());
+
+    pi.prompt("sleep a little").await?;
+    pi.wait_for(LONG, |r| r["type"] == "tool_execution_start")
+        .await?;
+    let busy = eventually(LONG, "status tool:bash", || {
+        let s = core.cli_json(&["sessions"]).ok()?;
+        let s = s
+            .as_array()?
+            .iter()
+            .find(|s| s["name"] == "e2e-presence")?
+            .clone();
+        (s["status"] == "tool:bash").then_some(s)
+    })
+    .await?;
+    assert_eq!(busy["connected"], true);
+    pi.wait_settled(LONG).await?;
+    let idle = eventually(LONG, "status idle with a context fill", || {
+        let s = core.cli_json(&["sessions"]).ok()?;
+        let s = s
+            .as_array()?
+            .iter()
+            .find(|s| s["name"] == "e2e-presence")?
+            .clone();
+        (s["status"] == "idle" && s["context_tokens"].as_u64().is_some()).then_some(s)
+    })
+    .await?;
+    assert!(idle["context_percent"].as_f64().is_some(), "{idle}");
+
+    pi.prompt("report please").await?;
+    let report = shepherd_harness::next_event_where(&mut sub, LONG, |m| {
+        matches!(m, shepherd_core::protocol::ServerMsg::ReportPosted { .. })
+    })
+    .await?;
+    let shepherd_core::protocol::ServerMsg::ReportPosted { report } = report else {
+        unreachable!()
+    };
+    assert_eq!(report.text, "REPORT-build-green");
+    assert_eq!(report.session_name, "e2e-presence");
+    pi.wait_settled(LONG).await?;
+    eventually(LONG, "the footer to count the open ask", || {
+        pi.records()
+            .iter()
+            .any(|r| {
+                r["method"] == "setStatus"
+                    && r["statusText"]
+                        .as_str()
+                        .is_some_and(|t| t.contains("1 open ask"))
+            })
+            .then_some(())
+    })
+    .await?;
+
+    pi.prompt("/shepherd").await?;
+    let id = session["id"].as_str().unwrap().to_string();
+    let shown = pi
+        .wait_for(LONG, |r| {
+            r["method"] == "notify" && r["message"].as_str().is_some_and(|m| m.contains(&id))
+        })
+        .await?;
+    let text = shown["message"].as_str().unwrap();
+    assert!(
+        text.contains("e2e-presence") && text.contains("Merge it?"),
+        "{text}"
+    );
+    pi.shutdown().await?;
+    Ok(())
+}
+
+/// Print mode (`pi -p`): the extension registers, the run completes with the model's
+/// text on stdout, and Pi exits 0 without hanging on the open socket.
+#[tokio::test]
+async fn print_mode_registers_and_exits_cleanly() -> Result<()> {
+    let core = Core::start().await?;
+    let mut sub = core.subscriber().await?;
+    let model = FakeModel::start(|_| Reply::text("PRINTED-REPLY")).await?;
+    let mut opts = PiOptions::new(core.agent_dir());
+    opts.name = Some("e2e-print".into());
+    let mut cmd = PiSession::pi_command(&model, &opts, "text")?;
+    cmd.args(["-p", "say something"]);
+    let out = tokio::time::timeout(LONG, cmd.output())
+        .await
+        .context("pi -p hung")??;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("PRINTED-REPLY"));
+    let joined = shepherd_harness::next_event_where(&mut sub, LONG, |m| {
+        matches!(m, shepherd_core::protocol::ServerMsg::SessionJoined { session } if session.name == "e2e-print")
+    })
+    .await;
+    assert!(joined.is_ok(), "the print-mode session registered");
+    Ok(())
+}

@@ -135,8 +135,9 @@ pub struct PiSession {
 }
 
 impl PiSession {
-    /// Start Pi against `model`.
-    pub async fn spawn(model: &FakeModel, opts: PiOptions) -> Result<PiSession> {
+    /// A `pi` command against `model` in `mode` (`rpc`, `print`, …), with the options'
+    /// environment; stdio is left to the caller.
+    pub fn pi_command(model: &FakeModel, opts: &PiOptions, mode: &str) -> Result<Command> {
         let deps = pi_deps()?;
         std::fs::create_dir_all(&opts.agent_dir)?;
         std::fs::create_dir_all(&opts.cwd)?;
@@ -147,17 +148,10 @@ impl PiSession {
         let mut path: Vec<PathBuf> = opts.path_prepend.clone();
         path.push(deps.node_bin_dir.clone());
         path.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from));
-        let stderr_path = opts
-            .agent_dir
-            .join(format!("pi-{}.stderr", std::process::id()));
-        let stderr = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&stderr_path)?;
         let mut cmd = Command::new(&deps.pi);
         cmd.args([
             "--mode",
-            "rpc",
+            mode,
             "--provider",
             "fake",
             "--model",
@@ -166,22 +160,36 @@ impl PiSession {
         if opts.extension_flag {
             cmd.arg("-e").arg(&deps.ext);
         }
+        if let Some(name) = &opts.name {
+            cmd.arg("--name").arg(name);
+        }
         cmd.current_dir(&opts.cwd)
             .env_clear()
             .env("HOME", &opts.agent_dir)
             .env("PATH", std::env::join_paths(&path)?)
             .env("PI_CODING_AGENT_DIR", &opts.agent_dir)
             .env("PI_OFFLINE", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
             .kill_on_drop(true);
-        if let Some(name) = &opts.name {
-            cmd.arg("--name").arg(name);
-        }
         for (k, v) in &opts.env {
             cmd.env(k, v);
         }
+        Ok(cmd)
+    }
+
+    /// Start Pi in RPC mode against `model`.
+    pub async fn spawn(model: &FakeModel, opts: PiOptions) -> Result<PiSession> {
+        let deps = pi_deps()?;
+        let stderr_path = opts
+            .agent_dir
+            .join(format!("pi-{}.stderr", std::process::id()));
+        let mut cmd = Self::pi_command(model, &opts, "rpc")?;
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&stderr_path)?;
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr);
         let mut child = cmd
             .spawn()
             .with_context(|| format!("starting {}", deps.pi.display()))?;
