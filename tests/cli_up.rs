@@ -10,7 +10,7 @@ use shepherd_harness::shepherd_bin;
 #[test]
 fn up_with_log_file_writes_its_log_under_the_state_dir() -> Result<()> {
     let dir = tempfile::Builder::new().prefix("shp").tempdir_in("/tmp")?;
-    let mut child = Command::new(shepherd_bin())
+    let child = Command::new(shepherd_bin())
         .args(["up", "--log-file"])
         .env("PI_CODING_AGENT_DIR", dir.path())
         .env_remove("SHEPHERD_SOCKET")
