@@ -7,7 +7,8 @@
 //! every setting and is parsed by a test.
 //!
 //! Environment: `SHEPHERD_CONFIG` (file), `SHEPHERD_SOCKET` (= `core.socket`),
-//! `SHEPHERD_STATE_DIR` (= `core.state_dir`), and any setting as
+//! `SHEPHERD_STATE_DIR` (= `core.state_dir`), `SHEPHERD_TELEGRAM_TOKEN` (=
+//! `telegram.token`), and any setting as
 //! `SHEPHERD_<SECTION>__<KEY>` with `__` between path parts
 //! (`SHEPHERD_CORE__LIMITS__MAX_FRAME_BYTES=2097152`).
 
@@ -20,6 +21,71 @@ use serde::{Deserialize, Serialize};
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub core: CoreConfig,
+    /// The Telegram bridge; absent: no Telegram.
+    pub telegram: Option<TelegramConfig>,
+}
+
+/// The `[telegram]` section.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelegramConfig {
+    /// The bot token from @BotFather. Prefer `token_file` or `SHEPHERD_TELEGRAM_TOKEN`:
+    /// secrets do not belong in a config file others may read.
+    pub token: Option<String>,
+    /// A file holding the token (surrounding whitespace ignored).
+    pub token_file: Option<PathBuf>,
+    /// Numeric Telegram user ids allowed to use the bot. Required.
+    pub allowed_users: Vec<i64>,
+    /// The chat the bot posts to: a private chat with you (your user id) or a
+    /// forum-enabled supergroup (negative id). Required.
+    pub chat_id: Option<i64>,
+    /// Bot API server. Default: Telegram's.
+    pub api_url: Option<String>,
+}
+
+impl std::fmt::Debug for TelegramConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TelegramConfig")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("token_file", &self.token_file)
+            .field("allowed_users", &self.allowed_users)
+            .field("chat_id", &self.chat_id)
+            .field("api_url", &self.api_url)
+            .finish()
+    }
+}
+
+impl TelegramConfig {
+    /// The token: `token` (or `SHEPHERD_TELEGRAM_TOKEN`), else the contents of
+    /// `token_file`.
+    pub fn resolve_token(&self) -> Result<String, ConfigError> {
+        if let Some(token) = self
+            .token
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
+            return Ok(token.to_string());
+        }
+        if let Some(path) = &self.token_file {
+            let path = expand_home(path);
+            let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            let token = text.trim();
+            if !token.is_empty() {
+                return Ok(token.to_string());
+            }
+        }
+        Err(ConfigError::Invalid {
+            origin: "telegram".into(),
+            key: "telegram.token".into(),
+            message:
+                "no bot token: set SHEPHERD_TELEGRAM_TOKEN or telegram.token_file (from @BotFather)"
+                    .into(),
+        })
+    }
 }
 
 /// The `[core]` section.
@@ -246,6 +312,7 @@ fn apply_env(
         let path: Vec<String> = match rest {
             "SOCKET" => vec!["core".into(), "socket".into()],
             "STATE_DIR" => vec!["core".into(), "state_dir".into()],
+            "TELEGRAM_TOKEN" => vec!["telegram".into(), "token".into()],
             _ if rest.contains("__") => rest.split("__").map(str::to_lowercase).collect(),
             // Other SHEPHERD_* variables (SHEPHERD_CONFIG, test switches) are not settings.
             _ => continue,
@@ -306,7 +373,37 @@ mod tests {
         // The example spells out the default paths; everything else equals the defaults.
         expected.core.state_dir = config.core.state_dir.clone();
         expected.core.socket = config.core.socket.clone();
-        assert_eq!(config, expected);
+        assert_eq!(config.core, expected.core);
+        // Its bridge sections are commented out: the embedded default has none.
+        assert_eq!(config.telegram, None);
+    }
+
+    /// The commented-out bridge sections are valid too: uncommented, they parse.
+    #[test]
+    fn example_bridge_sections_parse_when_uncommented() {
+        let text = include_str!("../../config/shepherd.example.toml");
+        let uncommented: String = text
+            .lines()
+            .map(|line| match line.strip_prefix("# ") {
+                Some(rest) if rest.starts_with('[') || rest.contains(" = ") => rest,
+                _ => line,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let config = Config::from_toml(&uncommented, "uncommented example").unwrap();
+        let telegram = config.telegram.expect("a [telegram] section");
+        assert_eq!(telegram.allowed_users, [123456789]);
+        assert_eq!(telegram.chat_id, Some(123456789));
+        assert!(telegram.token_file.is_some());
+        assert!(!format!("{telegram:?}").contains("secret"));
+    }
+
+    #[test]
+    fn token_never_shows_in_debug_output() {
+        let config = Config::from_toml("[telegram]\ntoken = \"123:secret\"\n", "t").unwrap();
+        let telegram = config.telegram.unwrap();
+        assert!(!format!("{telegram:?}").contains("secret"));
+        assert_eq!(telegram.resolve_token().unwrap(), "123:secret");
     }
 
     #[test]
