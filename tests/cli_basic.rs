@@ -229,7 +229,7 @@ fn doctor_on_a_fresh_agent_dir() {
     );
     let ext = line("extension");
     assert!(
-        ext.starts_with("FAIL") && ext.contains("pi install"),
+        ext.starts_with("FAIL") && ext.contains("shepherd install"),
         "{ext}"
     );
 }
@@ -239,11 +239,12 @@ fn doctor_finds_node_pi_and_the_extension() {
     let env = Env::new();
     let bin = env.fake_bin(&[("node", "v22.19.0"), ("pi", "1.6.0")]);
     std::fs::create_dir_all(env.agent_dir()).unwrap();
-    std::fs::write(
-        env.agent_dir().join("settings.json"),
-        r#"{"packages": ["npm:other", "/src/shepherd/pi-ext"]}"#,
-    )
-    .unwrap();
+    // A checkout's pi-ext, configured with `pi install <checkout>/pi-ext`.
+    let checkout = env.agent_dir().join("src/shepherd/pi-ext");
+    std::fs::create_dir_all(&checkout).unwrap();
+    std::fs::write(checkout.join("package.json"), r#"{"name": "shepherd-pi-ext"}"#).unwrap();
+    let settings = serde_json::json!({"packages": ["npm:other", checkout.to_str().unwrap()]});
+    std::fs::write(env.agent_dir().join("settings.json"), settings.to_string()).unwrap();
     let out = env
         .command()
         .env("PATH", &bin)

@@ -41,6 +41,27 @@ pub struct TelegramConfig {
     pub chat_id: Option<i64>,
     /// Bot API server. Default: Telegram's.
     pub api_url: Option<String>,
+    /// How fast the bridge sends (Telegram's own limits by default).
+    pub limits: TelegramLimits,
+}
+
+/// The `[telegram.limits]` section: the bridge's outbox never sends faster than this.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelegramLimits {
+    pub per_chat_per_second: u32,
+    pub per_group_per_minute: u32,
+    pub global_per_second: u32,
+}
+
+impl Default for TelegramLimits {
+    fn default() -> Self {
+        TelegramLimits {
+            per_chat_per_second: 1,
+            per_group_per_minute: 20,
+            global_per_second: 30,
+        }
+    }
 }
 
 impl std::fmt::Debug for TelegramConfig {
@@ -51,6 +72,7 @@ impl std::fmt::Debug for TelegramConfig {
             .field("allowed_users", &self.allowed_users)
             .field("chat_id", &self.chat_id)
             .field("api_url", &self.api_url)
+            .field("limits", &self.limits)
             .finish()
     }
 }

@@ -18,7 +18,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::{Config, ConfigError};
 use crate::hub::{self, CoreFacts, HubCommand, HubHandle};
 use crate::server::{self, ConnSettings, ServerError};
-use crate::store::{Store, StoreError, now_ms};
+use crate::store::{Checkpointer, Store, StoreError, now_ms};
 
 /// Why the core could not start.
 #[derive(Debug, thiserror::Error)]
@@ -47,7 +47,8 @@ pub struct Running {
     shutdown: CancellationToken,
     tracker: TaskTracker,
     hub: HubHandle,
-    hub_thread: std::thread::JoinHandle<()>,
+    hub_task: tokio::task::JoinHandle<()>,
+    checkpointer: Checkpointer,
     _lock: File,
 }
 
@@ -81,7 +82,8 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         socket: socket.clone(),
         limits: limits.clone(),
     };
-    let (hub, hub_thread) = hub::spawn(store, facts);
+    let checkpointer = Checkpointer::spawn(&db_path);
+    let (hub, hub_task) = hub::spawn(store, facts);
 
     let listener = server::bind(&socket).await?;
     let settings = Arc::new(ConnSettings {
@@ -107,7 +109,8 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         shutdown,
         tracker,
         hub,
-        hub_thread,
+        hub_task,
+        checkpointer,
         _lock: lock,
     })
 }
@@ -125,8 +128,9 @@ impl Running {
         }
         self.hub.send(HubCommand::Shutdown).await;
         drop(self.hub);
-        let thread = self.hub_thread;
-        let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        let _ = self.hub_task.await;
+        let checkpointer = self.checkpointer;
+        let _ = tokio::task::spawn_blocking(move || checkpointer.stop()).await;
         let _ = std::fs::remove_file(&self.socket);
         tracing::info!("stopped");
     }

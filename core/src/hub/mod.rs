@@ -94,9 +94,14 @@ pub struct CoreFacts {
     pub limits: Limits,
 }
 
-/// Start the hub thread. The returned join handle ends after `Shutdown` (or when every
+/// Start the hub task. The returned join handle ends after `Shutdown` (or when every
 /// handle is dropped).
-pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, std::thread::JoinHandle<()>) {
+///
+/// The hub is a task, not a thread: on the daemon's current-thread runtime, reading a
+/// frame, handling it, committing and writing the response happen without waking another
+/// thread (each wake-up costs tens of microseconds on small machines). Its SQLite work
+/// is short (one group commit per batch), so it does not starve the connection tasks.
+pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel(16 * 1024);
     let hub = Hub {
         db: store.conn,
@@ -107,11 +112,8 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, std::thread::JoinHan
             facts,
         },
     };
-    let thread = std::thread::Builder::new()
-        .name("shepherd-hub".into())
-        .spawn(move || hub.run(rx))
-        .expect("spawning the hub thread");
-    (HubHandle { tx }, thread)
+    let task = tokio::spawn(hub.run(rx));
+    (HubHandle { tx }, task)
 }
 
 struct Hub {
@@ -238,11 +240,11 @@ impl From<rusqlite::Error> for HubError {
 type HubResult<T> = Result<T, HubError>;
 
 impl Hub {
-    fn run(mut self, mut rx: mpsc::Receiver<HubCommand>) {
+    async fn run(mut self, mut rx: mpsc::Receiver<HubCommand>) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         let mut stopping = false;
         while !stopping {
-            let Some(first) = rx.blocking_recv() else {
+            let Some(first) = rx.recv().await else {
                 break;
             };
             batch.push(first);
@@ -262,28 +264,54 @@ impl Hub {
         tracing::debug!("hub stopped");
     }
 
-    /// Handle one batch in one transaction; true when asked to shut down.
+    /// Handle one batch in one transaction; true when asked to shut down. `BEGIN` and
+    /// `COMMIT` are cached statements: this runs for every batch.
     fn process(&mut self, batch: &mut Vec<HubCommand>) -> bool {
         let mut out = Out::default();
         let mut stop = false;
-        let tx = match self.db.transaction() {
-            Ok(tx) => tx,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot begin a transaction");
-                batch.clear();
-                return false;
+        if let Err(e) = self
+            .db
+            .prepare_cached("BEGIN")
+            .and_then(|mut s| s.execute([]))
+        {
+            tracing::error!(error = %e, "cannot begin a transaction");
+            let mut failed = Out::default();
+            for cmd in batch.drain(..) {
+                match cmd {
+                    HubCommand::Shutdown => stop = true,
+                    HubCommand::Request { conn, msg, .. } => {
+                        if let Some(id) = msg.request_id() {
+                            let err = HubError::new(
+                                ErrorCode::StoreFailed,
+                                format!("the database failed ({e}); retry"),
+                            );
+                            failed.error(conn, Some(id), err);
+                        }
+                    }
+                    // Presence must stay right even when the store is failing.
+                    cmd @ (HubCommand::Connect { .. }
+                    | HubCommand::Disconnect { .. }
+                    | HubCommand::Drained { .. }) => self.state.handle(cmd, &self.db, &mut failed),
+                }
             }
-        };
+            self.state.flush(failed);
+            return stop;
+        }
         for cmd in batch.drain(..) {
             match cmd {
                 HubCommand::Shutdown => stop = true,
-                cmd => self.state.handle(cmd, &tx, &mut out),
+                cmd => self.state.handle(cmd, &self.db, &mut out),
             }
         }
-        match tx.commit() {
-            Ok(()) => self.state.flush(out),
+        match self
+            .db
+            .prepare_cached("COMMIT")
+            .and_then(|mut s| s.execute([]))
+        {
+            Ok(_) => self.state.flush(out),
             Err(e) => {
                 tracing::error!(error = %e, "group commit failed; failing the batch");
+                let _ = self.db.execute_batch("ROLLBACK");
                 let mut failed = Out::default();
                 for (conn, id) in out.requests {
                     let err = HubError::new(

@@ -43,7 +43,8 @@ pub(super) async fn run(
     shutdown: CancellationToken,
 ) {
     let (read, write) = stream.into_split();
-    let mut reader = BufReader::with_capacity(64 * 1024, read);
+    // Small: tokio zero-fills the buffer, so it is resident for every connection.
+    let mut reader = BufReader::with_capacity(8 * 1024, read);
     let (tx, rx) = mpsc::channel(settings.max_outbound);
     let abort = CancellationToken::new();
     let drain_wanted = Arc::new(AtomicBool::new(false));

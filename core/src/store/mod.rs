@@ -113,6 +113,8 @@ impl Store {
         conn.pragma_update(None, "synchronous", sync)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // Checkpoints run beside the writer (see [`Checkpointer`]), never inside a commit.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         conn.set_prepared_statement_cache_capacity(64);
         migrate(&conn, path)?;
         let store_id = store_id(&conn)?;
@@ -156,6 +158,61 @@ fn store_id(conn: &Connection) -> Result<String, StoreError> {
         [&id],
     )?;
     Ok(id)
+}
+
+/// Copies the WAL back into the database from its own thread and connection, every
+/// 100 ms, so the writer never pays for a checkpoint (and its fsyncs) inside a commit.
+/// PASSIVE checkpoints never block the writer. On stop, a final TRUNCATE checkpoint
+/// leaves a small WAL behind.
+pub struct Checkpointer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    /// Start checkpointing the database at `path`.
+    pub fn spawn(path: &Path) -> Checkpointer {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let path = path.to_path_buf();
+        let thread = std::thread::Builder::new()
+            .name("shepherd-checkpoint".into())
+            .spawn(move || {
+                let conn = match Connection::open(&path) {
+                    Ok(conn) => conn,
+                    Err(e) => {
+                        tracing::error!(error = %e, "checkpointer cannot open the database; the WAL will grow");
+                        return;
+                    }
+                };
+                let _ = conn.busy_timeout(std::time::Duration::from_secs(1));
+                let checkpoint = |mode: &str| {
+                    let sql = format!("PRAGMA wal_checkpoint({mode})");
+                    if let Err(e) = conn.query_row(&sql, [], |_| Ok(())) {
+                        tracing::warn!(error = %e, "WAL checkpoint failed");
+                    }
+                };
+                while !flag.load(std::sync::atomic::Ordering::Acquire) {
+                    std::thread::park_timeout(std::time::Duration::from_millis(100));
+                    checkpoint("PASSIVE");
+                }
+                checkpoint("TRUNCATE");
+            })
+            .expect("spawning the checkpoint thread");
+        Checkpointer {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stop after a final checkpoint (call once the writer is done).
+    pub fn stop(mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+            let _ = thread.join();
+        }
+    }
 }
 
 /// Current Unix time in milliseconds.
