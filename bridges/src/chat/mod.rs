@@ -1,4 +1,32 @@
 //! # The chat-agnostic layer
 //!
 //! Everything a bridge says or understands that does not depend on the platform. A
-//! bridge turns these into Telegram messages or Matrix events.
+//! bridge turns these into Telegram messages or Matrix events. All of it is pure (no
+//! I/O, the clock passed in), so the same text reaches every chat and the tests.
+//!
+//! - [`render`]: what shepherd says ([`Rendered`]: HTML and plain text): ask cards and
+//!   their answered form, reports, session and ask lists, statuses, help, topic names.
+//! - [`html`]: escaping, a builder that writes HTML and plain text together, Matrix's
+//!   `<br>` form, and reports with code blocks kept as code.
+//! - [`split`]: Telegram's length (UTF-16 after entity parsing), splitting HTML into
+//!   balanced chunks at good boundaries, and when to send a document instead.
+//! - [`commands`]: parsing `/cmd` and `!cmd`, the command table, reading a reply or a
+//!   reaction as an answer to an ask.
+//! - [`access`]: the allowlist of users and chats, with reasons for the audit log.
+//! - [`format`]: small helpers (relative times, `repo@branch`, UTF-16 truncation).
+//!
+//! A bridge's path for a message: render, then [`split::split_html`] (or a document when
+//! [`split::as_document`] says so), then for Matrix [`html::for_matrix`] on each chunk with
+//! [`split::text_of`] of the chunk as its `body`.
+
+pub mod access;
+pub mod commands;
+pub mod format;
+pub mod html;
+pub mod render;
+pub mod split;
+mod tokens;
+
+pub use access::{Allowlist, Decision};
+pub use commands::{ChatCommand, UsageError};
+pub use render::{AskCard, AskOption, Rendered};

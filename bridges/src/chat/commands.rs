@@ -1,0 +1,461 @@
+//! # What the human types
+//!
+//! [`parse`] reads a chat message as a command (`/sessions` on Telegram, `!sessions` on
+//! Matrix): the command word is case-insensitive (phones capitalise), Telegram's
+//! `/cmd@botname` form is understood and a command addressed to another bot is not ours,
+//! and `steer`'s text may span lines. Text that is no command (`/home/ada`, `!!`, plain
+//! words) is `None`, so a bridge can treat it as a reply. An unknown command is
+//! [`ChatCommand::Unknown`] and a known one used wrongly is [`ChatCommand::Usage`]: both
+//! get an answer ([`super::render::unknown_command`], [`super::render::usage`]), never
+//! silence. [`answer_text`] and [`reaction_option`] read a reply to an ask card: an
+//! option's number or keycap reaction means that option, anything else is free text.
+
+use shepherd_core::protocol::Ask;
+
+use super::render::OPTION_KEYS;
+
+/// A command as the help and Telegram's `setMyCommands` list it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandSpec {
+    /// The word after the prefix (lowercase, `[a-z0-9_]`, as Telegram requires).
+    pub name: &'static str,
+    /// The arguments, as shown in the help.
+    pub args: &'static str,
+    /// What it does (1–256 characters for Telegram).
+    pub about: &'static str,
+}
+
+/// Every command, in the order the help lists them.
+pub const COMMANDS: [CommandSpec; 5] = [
+    CommandSpec {
+        name: "sessions",
+        args: "",
+        about: "list the sessions",
+    },
+    CommandSpec {
+        name: "status",
+        args: "[session]",
+        about: "one session in detail, or shepherd itself",
+    },
+    CommandSpec {
+        name: "asks",
+        args: "",
+        about: "the open questions",
+    },
+    CommandSpec {
+        name: "steer",
+        args: "<session> <text>",
+        about: "tell a session what to do",
+    },
+    CommandSpec {
+        name: "help",
+        args: "",
+        about: "this help",
+    },
+];
+
+/// A command from the chat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChatCommand {
+    /// List the sessions.
+    Sessions,
+    /// One session (by selector: id, id prefix or name) or, without one, the core.
+    Status(Option<String>),
+    /// List the open asks.
+    Asks,
+    /// Send `text` to `session` as a steer.
+    Steer { session: String, text: String },
+    /// Show the help (`help`, and Telegram's `start`).
+    Help,
+    /// A known command without what it needs; reply with [`super::render::usage`].
+    Usage(UsageError),
+    /// A command word we do not know (as typed, without the prefix); reply with
+    /// [`super::render::unknown_command`].
+    Unknown(String),
+}
+
+/// What is wrong with a known command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UsageError {
+    /// `steer` with nothing after it.
+    SteerWithoutSession,
+    /// `steer <session>` without the text to send.
+    SteerWithoutText { session: String },
+}
+
+impl UsageError {
+    /// The command concerned.
+    pub fn command(&self) -> &'static str {
+        match self {
+            UsageError::SteerWithoutSession | UsageError::SteerWithoutText { .. } => "steer",
+        }
+    }
+
+    /// What is missing, in a sentence.
+    pub fn problem(&self) -> String {
+        match self {
+            UsageError::SteerWithoutSession => {
+                "Steer which session, and with what? Name the session, then the text.".into()
+            }
+            UsageError::SteerWithoutText { session } => {
+                format!("What should I tell {session}? Put the text after the session.")
+            }
+        }
+    }
+
+    /// The command's usage without the prefix, with the session filled in when known:
+    /// `steer <session> <text>`, `steer fix-login <text>`.
+    pub fn synopsis(&self) -> String {
+        match self {
+            UsageError::SteerWithoutSession => "steer <session> <text>".into(),
+            UsageError::SteerWithoutText { session } => {
+                format!("steer {} <text>", quote_if_spaced(session))
+            }
+        }
+    }
+
+    /// A complete example without the prefix.
+    pub fn example(&self) -> String {
+        let session = match self {
+            UsageError::SteerWithoutSession => "fix-login".to_string(),
+            UsageError::SteerWithoutText { session } => quote_if_spaced(session),
+        };
+        format!("steer {session} run the tests again, then commit")
+    }
+}
+
+fn quote_if_spaced(session: &str) -> String {
+    if session.contains(char::is_whitespace) {
+        format!("\"{session}\"")
+    } else {
+        session.to_string()
+    }
+}
+
+fn is_word_byte(b: &u8) -> bool {
+    b.is_ascii_alphanumeric() || *b == b'_'
+}
+
+/// `text` as a command with `prefix`, or `None` when it is no command or a Telegram
+/// command for another bot (`/cmd@other_bot`, when `bot_username` is known; with or
+/// without its `@`).
+pub fn parse(text: &str, prefix: char, bot_username: Option<&str>) -> Option<ChatCommand> {
+    let rest = text.trim_start().strip_prefix(prefix)?;
+    let word_len = rest.bytes().take_while(is_word_byte).count();
+    if word_len == 0 {
+        return None;
+    }
+    let (word, mut after) = rest.split_at(word_len);
+    if let Some(address) = after.strip_prefix('@') {
+        let len = address.bytes().take_while(is_word_byte).count();
+        if len == 0 {
+            return None;
+        }
+        let (target, tail) = address.split_at(len);
+        if let Some(me) = bot_username
+            && !target.eq_ignore_ascii_case(me.trim_start_matches('@'))
+        {
+            return None;
+        }
+        after = tail;
+    }
+    if !(after.is_empty() || after.starts_with(char::is_whitespace)) {
+        return None;
+    }
+    let args = after.trim();
+    Some(match word.to_ascii_lowercase().as_str() {
+        "sessions" => ChatCommand::Sessions,
+        "status" => ChatCommand::Status(Some(unquote(args)).filter(|s| !s.is_empty())),
+        "asks" => ChatCommand::Asks,
+        "steer" => steer(args),
+        "help" | "start" => ChatCommand::Help,
+        _ => ChatCommand::Unknown(word.to_string()),
+    })
+}
+
+/// `steer`'s arguments: a session (quoted when it has spaces), then the text, which may
+/// span lines.
+fn steer(args: &str) -> ChatCommand {
+    let (session, text) = first_argument(args);
+    if session.is_empty() {
+        return ChatCommand::Usage(UsageError::SteerWithoutSession);
+    }
+    if text.is_empty() {
+        return ChatCommand::Usage(UsageError::SteerWithoutText { session });
+    }
+    ChatCommand::Steer {
+        session,
+        text: text.to_string(),
+    }
+}
+
+/// Quote pairs a phone may type: straight, curly, guillemets.
+const QUOTES: [(char, char); 4] = [('"', '"'), ('“', '”'), ('„', '“'), ('«', '»')];
+
+/// The first argument of `args` (quoted, or up to whitespace) and the trimmed rest.
+fn first_argument(args: &str) -> (String, &str) {
+    for (open, close) in QUOTES {
+        if let Some(inner) = args.strip_prefix(open)
+            && let Some(end) = inner.find(close)
+        {
+            let session = inner[..end].trim().to_string();
+            return (session, inner[end + close.len_utf8()..].trim());
+        }
+    }
+    match args.find(char::is_whitespace) {
+        Some(end) => (args[..end].to_string(), args[end..].trim()),
+        None => (args.to_string(), ""),
+    }
+}
+
+/// `args` without the quotes around it, if it is quoted as a whole.
+fn unquote(args: &str) -> String {
+    for (open, close) in QUOTES {
+        if let Some(inner) = args.strip_prefix(open).and_then(|a| a.strip_suffix(close)) {
+            return inner.trim().to_string();
+        }
+    }
+    args.to_string()
+}
+
+/// The answer a reply to `ask`'s card gives: an option's number (`2`, `#2`, `2.`, `2️⃣`)
+/// or its text in any case means that option exactly as written; anything else is the
+/// reply's text, trimmed. `None` for an empty reply.
+pub fn answer_text(ask: &Ask, reply: &str) -> Option<String> {
+    let reply = reply.trim();
+    if reply.is_empty() {
+        return None;
+    }
+    let number = reply
+        .trim_start_matches('#')
+        .trim_end_matches(['.', ')'])
+        .parse::<usize>()
+        .ok()
+        .or_else(|| key_index(reply).map(|i| i + 1));
+    if let Some(option) = number
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| ask.options.get(i))
+    {
+        return Some(option.clone());
+    }
+    let lower = reply.to_lowercase();
+    let same = ask
+        .options
+        .iter()
+        .find(|o| o.trim().to_lowercase() == lower);
+    Some(same.cloned().unwrap_or_else(|| reply.to_string()))
+}
+
+/// The option a reaction (`1️⃣`, with or without its variation selector) chooses on
+/// `ask`'s card.
+pub fn reaction_option(ask: &Ask, key: &str) -> Option<String> {
+    key_index(key.trim()).and_then(|i| ask.options.get(i).cloned())
+}
+
+fn key_index(key: &str) -> Option<usize> {
+    let bare = |k: &str| k.replace('\u{fe0f}', "");
+    let key = bare(key);
+    OPTION_KEYS.iter().position(|k| bare(k) == key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shepherd_core::protocol::AskState;
+
+    fn cmd(text: &str) -> Option<ChatCommand> {
+        parse(text, '/', Some("shep_bot"))
+    }
+
+    #[test]
+    fn simple_commands_in_any_case_and_spacing() {
+        assert_eq!(cmd("/sessions"), Some(ChatCommand::Sessions));
+        assert_eq!(cmd("  /Sessions  "), Some(ChatCommand::Sessions));
+        assert_eq!(cmd("/ASKS"), Some(ChatCommand::Asks));
+        assert_eq!(cmd("/help"), Some(ChatCommand::Help));
+        assert_eq!(cmd("/start"), Some(ChatCommand::Help));
+        assert_eq!(cmd("/status"), Some(ChatCommand::Status(None)));
+        assert_eq!(
+            cmd("/status   fix-login  "),
+            Some(ChatCommand::Status(Some("fix-login".into())))
+        );
+        assert_eq!(
+            cmd("/status “my session”"),
+            Some(ChatCommand::Status(Some("my session".into())))
+        );
+        assert_eq!(
+            parse("!status 3f2a", '!', None),
+            Some(ChatCommand::Status(Some("3f2a".into())))
+        );
+    }
+
+    #[test]
+    fn telegram_bot_addressing() {
+        assert_eq!(cmd("/sessions@shep_bot"), Some(ChatCommand::Sessions));
+        assert_eq!(cmd("/sessions@Shep_Bot"), Some(ChatCommand::Sessions));
+        assert_eq!(
+            parse("/asks@shep_bot", '/', Some("@shep_bot")),
+            Some(ChatCommand::Asks)
+        );
+        assert_eq!(cmd("/sessions@other_bot"), None);
+        assert_eq!(cmd("/frobnicate@other_bot"), None);
+        assert_eq!(
+            cmd("/status@shep_bot fix-login"),
+            Some(ChatCommand::Status(Some("fix-login".into())))
+        );
+        // Without a known name, any address is taken as ours.
+        assert_eq!(parse("/asks@whoever", '/', None), Some(ChatCommand::Asks));
+        assert_eq!(cmd("/asks@"), None);
+    }
+
+    #[test]
+    fn text_that_is_no_command() {
+        for text in [
+            "hello",
+            "",
+            "/",
+            "/ sessions",
+            "!sessions",
+            "/home/ada/src",
+            "/sessions/x",
+            "/sessions:",
+            "a /sessions",
+        ] {
+            assert_eq!(cmd(text), None, "{text:?}");
+        }
+        assert_eq!(parse("!!", '!', None), None);
+        assert_eq!(parse("/sessions", '!', None), None);
+        assert_eq!(parse("!important: do it", '!', None), None);
+    }
+
+    #[test]
+    fn unknown_commands_are_named() {
+        assert_eq!(
+            cmd("/frobnicate now"),
+            Some(ChatCommand::Unknown("frobnicate".into()))
+        );
+        assert_eq!(
+            parse("!Wat", '!', None),
+            Some(ChatCommand::Unknown("Wat".into()))
+        );
+    }
+
+    #[test]
+    fn steer_takes_a_session_and_multiline_text() {
+        assert_eq!(
+            cmd("/steer fix-login run the tests\nthen commit  "),
+            Some(ChatCommand::Steer {
+                session: "fix-login".into(),
+                text: "run the tests\nthen commit".into()
+            })
+        );
+        assert_eq!(
+            cmd("/steer@shep_bot fix-login\n\n  first line\n  second"),
+            Some(ChatCommand::Steer {
+                session: "fix-login".into(),
+                text: "first line\n  second".into()
+            })
+        );
+        assert_eq!(
+            parse("!steer \"my session\" go on", '!', None),
+            Some(ChatCommand::Steer {
+                session: "my session".into(),
+                text: "go on".into()
+            })
+        );
+        assert_eq!(
+            parse("!steer “my session” go", '!', None),
+            Some(ChatCommand::Steer {
+                session: "my session".into(),
+                text: "go".into()
+            })
+        );
+    }
+
+    #[test]
+    fn steer_without_arguments_says_what_is_missing() {
+        assert_eq!(
+            cmd("/steer"),
+            Some(ChatCommand::Usage(UsageError::SteerWithoutSession))
+        );
+        assert_eq!(
+            cmd("/steer   \n "),
+            Some(ChatCommand::Usage(UsageError::SteerWithoutSession))
+        );
+        let missing = cmd("/steer fix-login  ");
+        let Some(ChatCommand::Usage(err)) = missing else {
+            panic!("{missing:?}");
+        };
+        assert_eq!(
+            err,
+            UsageError::SteerWithoutText {
+                session: "fix-login".into()
+            }
+        );
+        assert_eq!(err.command(), "steer");
+        assert_eq!(err.synopsis(), "steer fix-login <text>");
+        assert!(err.problem().contains("fix-login"));
+        let spaced = UsageError::SteerWithoutText {
+            session: "my s".into(),
+        };
+        assert_eq!(spaced.synopsis(), "steer \"my s\" <text>");
+        assert!(
+            UsageError::SteerWithoutSession
+                .example()
+                .starts_with("steer fix-login ")
+        );
+    }
+
+    #[test]
+    fn the_command_table_suits_telegram() {
+        for c in COMMANDS {
+            assert!(c.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+            assert!((1..=256).contains(&c.about.len()));
+            assert!(parse(&format!("/{}", c.name), '/', None).is_some());
+        }
+    }
+
+    fn ask(options: &[&str]) -> Ask {
+        Ask {
+            id: 7,
+            session_id: "s".into(),
+            session_name: "fix-login".into(),
+            question: "Deploy?".into(),
+            options: options.iter().map(|o| o.to_string()).collect(),
+            details: None,
+            state: AskState::Open,
+            answer: None,
+            answered_by: None,
+            created_at: 0,
+            answered_at: None,
+        }
+    }
+
+    #[test]
+    fn replies_choose_options_by_number_or_text() {
+        let a = ask(&["Yes, deploy", "No", "Wait an hour"]);
+        assert_eq!(answer_text(&a, "2").as_deref(), Some("No"));
+        assert_eq!(answer_text(&a, " #3 ").as_deref(), Some("Wait an hour"));
+        assert_eq!(answer_text(&a, "1.").as_deref(), Some("Yes, deploy"));
+        assert_eq!(answer_text(&a, "2️⃣").as_deref(), Some("No"));
+        assert_eq!(answer_text(&a, "no").as_deref(), Some("No"));
+        assert_eq!(answer_text(&a, "4").as_deref(), Some("4"));
+        assert_eq!(
+            answer_text(&a, " only on Friday\n").as_deref(),
+            Some("only on Friday")
+        );
+        assert_eq!(answer_text(&a, "  \n"), None);
+        assert_eq!(answer_text(&ask(&[]), "1").as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn reactions_choose_options() {
+        let a = ask(&["a", "b"]);
+        assert_eq!(reaction_option(&a, "1️⃣").as_deref(), Some("a"));
+        assert_eq!(reaction_option(&a, "2\u{20e3}").as_deref(), Some("b"));
+        assert_eq!(reaction_option(&a, "3️⃣"), None);
+        assert_eq!(reaction_option(&a, "👍"), None);
+        let ten = ask(&["1", "2", "3", "4", "5", "6", "7", "8", "9", "ten"]);
+        assert_eq!(reaction_option(&ten, "🔟").as_deref(), Some("ten"));
+    }
+}

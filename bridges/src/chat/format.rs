@@ -1,0 +1,198 @@
+//! # Small formatting helpers
+//!
+//! Pure helpers the rendered messages share: relative times and durations (the clock is
+//! passed in), a session's `repo@branch`, context fill, one-line text, and truncation
+//! counted in UTF-16 code units as Telegram counts (never inside a surrogate pair).
+
+use shepherd_core::protocol::SessionInfo;
+
+/// Now, in Unix milliseconds (the protocol's time unit).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// UTF-16 code units of `text` (Telegram's length).
+pub fn utf16_len(text: &str) -> usize {
+    text.chars().map(char::len_utf16).sum()
+}
+
+/// `text` cut to at most `max` UTF-16 code units, ending in `…` when cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    if utf16_len(text) <= max {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        if used + c.len_utf16() + 1 > max {
+            break;
+        }
+        out.push(c);
+        used += c.len_utf16();
+    }
+    if max > 0 {
+        out.push('…');
+    }
+    out
+}
+
+/// `text` on one line: line breaks and other control characters become spaces, and runs
+/// of spaces collapse; leading and trailing space is trimmed.
+pub fn one_line(text: &str) -> String {
+    let spaced: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    spaced.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A duration in its two largest units: `42s`, `5m 3s`, `3h 12m`, `2d 4h`.
+pub fn duration(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d}d {h}h")
+    } else if h > 0 {
+        format!("{h}h {m}m")
+    } else if m > 0 {
+        format!("{m}m {s}s")
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// How long ago `then` was: `just now`, `40s ago`, `2m ago`, `3h ago`, `5d ago` (a time
+/// in the future, from clock skew, is `just now`).
+pub fn ago(then: u64, now: u64) -> String {
+    let secs = now.saturating_sub(then) / 1000;
+    match secs {
+        0..5 => "just now".to_string(),
+        5..60 => format!("{secs}s ago"),
+        60..3600 => format!("{}m ago", secs / 60),
+        3600..86_400 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86_400),
+    }
+}
+
+/// The last component of a path (`/home/ada/src/app` → `app`).
+pub fn base_name(path: &str) -> &str {
+    let trimmed = path.trim_end_matches('/');
+    match trimmed.rsplit_once('/') {
+        Some((_, name)) if !name.is_empty() => name,
+        _ => trimmed,
+    }
+}
+
+/// `app@main`, `app@9f3c2b1` when detached; `None` outside a repository. The repository
+/// is named by its directory.
+pub fn repo_branch(s: &SessionInfo) -> Option<String> {
+    let repo = base_name(s.repo.as_deref()?);
+    let at = match (&s.branch, &s.head) {
+        (Some(branch), _) => branch.clone(),
+        (None, Some(head)) => head.chars().take(7).collect(),
+        (None, None) => "?".to_string(),
+    };
+    Some(format!("{repo}@{at}"))
+}
+
+/// A context fill as `21%`, `None` when unknown.
+pub fn percent(value: Option<f64>) -> Option<String> {
+    value
+        .filter(|p| p.is_finite())
+        .map(|p| format!("{:.0}%", p))
+}
+
+/// A count with thousands separators: `41,234`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `1 open ask`, `2 open asks`.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use shepherd_core::protocol::Role;
+
+    /// A session for tests: connected, idle, in `app` on `main`.
+    pub(crate) fn session(name: &str) -> SessionInfo {
+        SessionInfo {
+            id: "3f2a9c1b-77aa-4c1e-9d2b-000000000001".into(),
+            name: name.into(),
+            cwd: "/home/ada/src/app".into(),
+            pid: Some(4242),
+            model: Some("anthropic/claude-sonnet".into()),
+            status: "idle".into(),
+            role: Role::Lead,
+            connected: true,
+            context_tokens: Some(41_234),
+            context_window: Some(200_000),
+            context_percent: Some(20.6),
+            repo: Some("/home/ada/src/app".into()),
+            branch: Some("main".into()),
+            head: Some("9f3c2b1d0e".into()),
+            worktree: false,
+            session_file: None,
+            open_asks: 0,
+            pending_messages: 0,
+            first_seen: 1_000_000_000,
+            last_seen: 1_000_000_000,
+        }
+    }
+
+    #[test]
+    fn truncation_counts_utf16_and_keeps_pairs_whole() {
+        assert_eq!(truncate("short", 5), "short");
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("😀😀😀", 4), "😀…");
+        assert_eq!(truncate("😀😀😀", 3), "😀…");
+        assert_eq!(utf16_len(&truncate("日本語テキスト", 5)), 5);
+        assert_eq!(truncate("abc", 0), "");
+    }
+
+    #[test]
+    fn one_line_flattens() {
+        assert_eq!(one_line("  a\nb\t\tc\r\n "), "a b c");
+    }
+
+    #[test]
+    fn times_and_numbers() {
+        assert_eq!(duration((3 * 3600 + 12 * 60 + 9) * 1000), "3h 12m");
+        assert_eq!(duration(42_000), "42s");
+        assert_eq!(ago(1_000, 1_000), "just now");
+        assert_eq!(ago(0, 150_000), "2m ago");
+        assert_eq!(ago(0, 5 * 86_400_000), "5d ago");
+        assert_eq!(thousands(41_234), "41,234");
+        assert_eq!(thousands(200_000), "200,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(12), "12");
+        assert_eq!(percent(Some(20.6)).as_deref(), Some("21%"));
+        assert_eq!(percent(Some(f64::NAN)), None);
+        assert_eq!(plural(1, "ask", "asks"), "1 ask");
+        assert_eq!(plural(0, "ask", "asks"), "0 asks");
+    }
+
+    #[test]
+    fn repo_at_branch() {
+        let mut s = session("x");
+        assert_eq!(repo_branch(&s).as_deref(), Some("app@main"));
+        s.branch = None;
+        assert_eq!(repo_branch(&s).as_deref(), Some("app@9f3c2b1"));
+        s.repo = None;
+        assert_eq!(repo_branch(&s), None);
+        assert_eq!(base_name("/srv/repo/"), "repo");
+    }
+}

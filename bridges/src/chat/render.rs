@@ -1,0 +1,482 @@
+//! # What shepherd says in a chat
+//!
+//! Every message a bridge posts, as [`Rendered`]: HTML (Telegram's parse mode, Matrix's
+//! `formatted_body`) and the same content as plain text (Matrix's `body`, logs, a `.md`
+//! document). Ask cards, answered cards, reports, the session and ask lists, one
+//! session's status, the core's status, help and command errors, and forum-topic names.
+//! Everything that comes from a session or a person (names, questions, answers, reports)
+//! is escaped; the functions are pure (the `…_at` forms take the clock; the others read it), so the bridges and
+//! the tests see exactly the same text. An ask card always fits one Telegram message
+//! (its buttons hang on it and it is edited in place), so long questions and details are
+//! cut; reports and lists may be long, and the bridge splits them ([`super::split`]).
+
+use shepherd_core::protocol::{Ask, AskState, CoreStatus, Millis, Report, SessionInfo};
+
+use super::commands::{COMMANDS, UsageError};
+use super::format::{
+    ago, base_name, duration, now_ms, one_line, percent, plural, repo_branch, thousands, truncate,
+    utf16_len,
+};
+use super::html::{Html, text_with_code};
+
+/// A message as HTML and as plain text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rendered {
+    pub html: String,
+    pub plain: String,
+}
+
+impl From<Html> for Rendered {
+    fn from(h: Html) -> Rendered {
+        let (html, plain) = h.finish();
+        Rendered { html, plain }
+    }
+}
+
+/// The keycap emoji for options 1 to 10: the reactions a Matrix user answers with.
+pub const OPTION_KEYS: [&str; 10] = [
+    "1\u{fe0f}\u{20e3}",
+    "2\u{fe0f}\u{20e3}",
+    "3\u{fe0f}\u{20e3}",
+    "4\u{fe0f}\u{20e3}",
+    "5\u{fe0f}\u{20e3}",
+    "6\u{fe0f}\u{20e3}",
+    "7\u{fe0f}\u{20e3}",
+    "8\u{fe0f}\u{20e3}",
+    "9\u{fe0f}\u{20e3}",
+    "\u{1f51f}",
+];
+
+/// Longest question, details and answer shown on a card (UTF-16 units), so that a card
+/// stays within one Telegram message; `shepherd asks` shows them whole.
+const CARD_QUESTION: usize = 1000;
+const CARD_DETAILS: usize = 1200;
+const CARD_ANSWER: usize = 300;
+/// Longest session name in a header, and longest `answered_by`.
+const NAME: usize = 100;
+/// Longest question in the list of asks.
+const LIST_QUESTION: usize = 300;
+/// Telegram's limit for a forum topic's name.
+pub const TOPIC_NAME_MAX: usize = 128;
+
+/// One option of an ask, for the bridge's buttons or reactions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskOption {
+    /// 1-based, as shown on the card.
+    pub number: usize,
+    /// The option exactly as the session wrote it: the answer to send when chosen.
+    pub text: String,
+    /// A short one-line button label: `1. yes`.
+    pub label: String,
+    /// The keycap reaction for this option (`1️⃣`), if it has one.
+    pub key: Option<&'static str>,
+}
+
+/// An ask card: the message (as in [`Rendered`]), and its options for buttons or
+/// reactions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskCard {
+    pub html: String,
+    pub plain: String,
+    pub options: Vec<AskOption>,
+}
+
+impl AskCard {
+    /// The message alone.
+    pub fn rendered(&self) -> Rendered {
+        Rendered {
+            html: self.html.clone(),
+            plain: self.plain.clone(),
+        }
+    }
+}
+
+/// The card for an open ask: `❓ name (repo@branch)`, the question, the details, the
+/// numbered options, and a hint that a reply answers it. With `session`, its current
+/// name and repository are shown; without, the ask's session name.
+pub fn ask_card(ask: &Ask, session: Option<&SessionInfo>) -> AskCard {
+    let mut h = card(ask, session);
+    let hint = if ask.options.is_empty() {
+        "reply to this message to answer"
+    } else {
+        "choose an option, or reply to this message to answer"
+    };
+    h.italic(&format!("ask #{} · {hint}", ask.id));
+    let options = ask
+        .options
+        .iter()
+        .enumerate()
+        .map(|(i, text)| AskOption {
+            number: i + 1,
+            text: text.clone(),
+            label: format!("{}. {}", i + 1, truncate(&one_line(text), 48)),
+            key: OPTION_KEYS.get(i).copied(),
+        })
+        .collect();
+    let (html, plain) = h.finish();
+    AskCard {
+        html,
+        plain,
+        options,
+    }
+}
+
+/// The same card once answered, ending in `✅ answered by X: <answer>` instead of the
+/// hint (the chosen option in bold); every card of the ask is edited to this. Needing
+/// only the ask, it shows the ask's session name without `repo@branch`;
+/// [`answered_card_with`] keeps the header of [`ask_card`] exactly.
+pub fn answered_card(ask: &Ask) -> Rendered {
+    answered_card_with(ask, None)
+}
+
+/// [`answered_card`] with the session, for a header identical to the open card's.
+pub fn answered_card_with(ask: &Ask, session: Option<&SessionInfo>) -> Rendered {
+    let mut h = card(ask, session);
+    let answer = ask.answer.as_deref().unwrap_or("");
+    let by = match &ask.answered_by {
+        Some(by) => format!("✅ answered by {}: ", truncate(&one_line(by), NAME)),
+        None => "✅ answered: ".to_string(),
+    };
+    h.text(&by).bold(&truncate(answer, CARD_ANSWER));
+    h.into()
+}
+
+/// Header, question, details and options: what an open and an answered card share.
+fn card(ask: &Ask, session: Option<&SessionInfo>) -> Html {
+    let name = session.map_or(ask.session_name.as_str(), |s| s.name.as_str());
+    let mut h = header("❓", name, session);
+    h.line().bold(&truncate(ask.question.trim(), CARD_QUESTION));
+    if let Some(details) = ask
+        .details
+        .as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+    {
+        h.line().quote(&truncate(details, CARD_DETAILS));
+    }
+    let chosen = (ask.state == AskState::Answered)
+        .then_some(ask.answer.as_deref())
+        .flatten();
+    for (i, option) in ask.options.iter().enumerate() {
+        h.line().text(&format!("{}. ", i + 1));
+        if chosen == Some(option.as_str()) {
+            h.bold(option);
+        } else {
+            h.text(option);
+        }
+    }
+    h.line();
+    h
+}
+
+/// `icon name (repo@branch)`, the name in bold.
+fn header(icon: &str, name: &str, session: Option<&SessionInfo>) -> Html {
+    let mut h = Html::new();
+    h.text(&format!("{icon} "))
+        .bold(&truncate(&one_line(name), NAME));
+    if let Some(rb) = session.and_then(repo_branch) {
+        h.text(&format!(" ({})", truncate(&rb, NAME)));
+    }
+    h
+}
+
+/// A session's report: `📝 name (repo@branch)`, then the text with its code blocks and
+/// inline code kept as code.
+pub fn report(report: &Report, session: Option<&SessionInfo>) -> Rendered {
+    let name = session.map_or(report.session_name.as_str(), |s| s.name.as_str());
+    let mut h = header("📝", name, session);
+    let (html, plain) = text_with_code(report.text.trim_end()).finish();
+    h.line().raw(&html, &plain);
+    h.into()
+}
+
+/// An icon for a session's state: offline, idle, thinking, running a tool.
+fn status_icon(s: &SessionInfo) -> &'static str {
+    if !s.connected {
+        "⚪"
+    } else if s.status == "idle" {
+        "🟢"
+    } else if s.status == "thinking" {
+        "🧠"
+    } else if s.status.starts_with("tool:") {
+        "🔧"
+    } else {
+        "🔵"
+    }
+}
+
+/// `🟢 name · idle · 3f2a9c1b`: a session's first line.
+fn session_line(h: &mut Html, s: &SessionInfo) {
+    let status = if s.connected {
+        s.status.as_str()
+    } else {
+        "offline"
+    };
+    h.text(&format!("{} ", status_icon(s)))
+        .bold(&truncate(&one_line(&s.name), NAME))
+        .text(&format!(" · {} · ", one_line(status)))
+        .code(short_id(&s.id));
+}
+
+/// The first 8 characters of a session id.
+fn short_id(id: &str) -> &str {
+    id.char_indices().nth(8).map_or(id, |(end, _)| &id[..end])
+}
+
+/// Where a session is: `app@main`, or its directory outside a repository.
+fn place(s: &SessionInfo) -> String {
+    repo_branch(s).unwrap_or_else(|| base_name(&s.cwd).to_string())
+}
+
+/// The sessions, one short paragraph each: name, status, id; repo@branch, context fill,
+/// connected or last seen, open asks and pending messages. Times are relative to now;
+/// [`sessions_list_at`] takes the clock.
+pub fn sessions_list(sessions: &[SessionInfo]) -> Rendered {
+    sessions_list_at(sessions, now_ms())
+}
+
+/// [`sessions_list`] as seen at `now` (Unix milliseconds).
+pub fn sessions_list_at(sessions: &[SessionInfo], now: Millis) -> Rendered {
+    let mut h = Html::new();
+    if sessions.is_empty() {
+        h.text("🐑 No sessions. A Pi session with the shepherd extension shows up here.");
+        return h.into();
+    }
+    let connected = sessions.iter().filter(|s| s.connected).count() as u64;
+    h.text("🐑 ")
+        .bold(&plural(sessions.len() as u64, "session", "sessions"))
+        .text(&format!(" ({connected} connected)"));
+    for s in sessions {
+        h.line().line();
+        session_line(&mut h, s);
+        let mut parts = vec![place(s)];
+        if let Some(p) = percent(s.context_percent) {
+            parts.push(format!("ctx {p}"));
+        }
+        parts.push(if s.connected {
+            "connected".to_string()
+        } else {
+            format!("seen {}", ago(s.last_seen, now))
+        });
+        if s.open_asks > 0 {
+            parts.push(format!(
+                "❓ {}",
+                plural(s.open_asks.into(), "open ask", "open asks")
+            ));
+        }
+        if s.pending_messages > 0 {
+            parts.push(format!("✉️ {} pending", s.pending_messages));
+        }
+        h.line().text(&parts.join(" · "));
+    }
+    h.into()
+}
+
+/// One session in detail (times relative to now).
+pub fn session_status(s: &SessionInfo) -> Rendered {
+    session_status_at(s, now_ms())
+}
+
+/// [`session_status`] as seen at `now`.
+pub fn session_status_at(s: &SessionInfo, now: Millis) -> Rendered {
+    let mut h = Html::new();
+    session_line(&mut h, s);
+    h.line().text("id: ").code(&s.id);
+    h.line().text("repo: ");
+    match repo_branch(s) {
+        Some(rb) if s.worktree => h.text(&format!("{rb} (worktree)")),
+        Some(rb) => h.text(&rb),
+        None => h.text("none"),
+    };
+    h.line().text("cwd: ").code(&s.cwd);
+    h.line().text(&format!(
+        "model: {}",
+        s.model.as_deref().unwrap_or("unknown")
+    ));
+    let context = match (s.context_tokens, s.context_window) {
+        (Some(t), Some(w)) => format!("{} / {} tokens", thousands(t), thousands(w)),
+        (Some(t), None) => format!("{} tokens", thousands(t)),
+        (None, Some(w)) => format!("? / {} tokens", thousands(w)),
+        (None, None) => "unknown".to_string(),
+    };
+    let fill = percent(s.context_percent).map_or(String::new(), |p| format!(" ({p})"));
+    h.line().text(&format!("context: {context}{fill}"));
+    h.line().text(&format!("role: {}", s.role.as_str()));
+    let presence = match (s.connected, s.pid) {
+        (true, Some(pid)) => format!("connected (pid {pid})"),
+        (true, None) => "connected".to_string(),
+        (false, _) => format!("offline, last seen {}", ago(s.last_seen, now)),
+    };
+    h.line().text(&format!("presence: {presence}"));
+    h.line()
+        .text(&format!("first seen: {}", ago(s.first_seen, now)));
+    h.line().text(&format!(
+        "{} · {}",
+        plural(s.open_asks.into(), "open ask", "open asks"),
+        plural(
+            s.pending_messages.into(),
+            "pending message",
+            "pending messages"
+        )
+    ));
+    h.into()
+}
+
+/// The asks, one short paragraph each: id, session, age, question, options (or the
+/// answer, for answered asks). Ages are relative to now.
+pub fn asks_list(asks: &[Ask]) -> Rendered {
+    asks_list_at(asks, now_ms())
+}
+
+/// [`asks_list`] as seen at `now`.
+pub fn asks_list_at(asks: &[Ask], now: Millis) -> Rendered {
+    let mut h = Html::new();
+    if asks.is_empty() {
+        h.text("✅ No open asks.");
+        return h.into();
+    }
+    let open = asks.iter().filter(|a| a.state == AskState::Open).count() as u64;
+    h.text("❓ ").bold(&plural(open, "open ask", "open asks"));
+    if open != asks.len() as u64 {
+        h.text(&format!(" ({} in all)", asks.len()));
+    }
+    for ask in asks {
+        h.line().line().bold(&format!("#{}", ask.id)).text(&format!(
+            " · {} · {}",
+            truncate(&one_line(&ask.session_name), NAME),
+            ago(ask.created_at, now)
+        ));
+        h.line()
+            .text(&truncate(&one_line(&ask.question), LIST_QUESTION));
+        if ask.state == AskState::Answered {
+            let by = ask.answered_by.as_deref().unwrap_or("someone");
+            let answer = ask.answer.as_deref().unwrap_or("");
+            h.line().text(&format!(
+                "✅ answered by {}: {}",
+                truncate(&one_line(by), NAME),
+                truncate(&one_line(answer), LIST_QUESTION)
+            ));
+        } else if !ask.options.is_empty() {
+            let options: Vec<String> = ask
+                .options
+                .iter()
+                .enumerate()
+                .map(|(i, o)| format!("{}. {}", i + 1, one_line(o)))
+                .collect();
+            h.line().text(&options.join(" · "));
+        }
+    }
+    h.into()
+}
+
+/// The core's status: version, uptime, sessions, open asks, bridges.
+pub fn core_status(status: &CoreStatus) -> Rendered {
+    let mut h = Html::new();
+    h.text("🐑 ").bold("shepherd").text(&format!(
+        " {} · protocol {}",
+        status.core_version, status.protocol
+    ));
+    h.line().text(&format!(
+        "up {} · pid {}",
+        duration(status.uptime_ms),
+        status.pid
+    ));
+    h.line().text(&format!(
+        "sessions: {} connected, {} known",
+        status.sessions_connected, status.sessions_known
+    ));
+    h.line().text(&format!("open asks: {}", status.open_asks));
+    let bridges: Vec<String> = status
+        .bridges
+        .iter()
+        .map(|b| match b.pid {
+            Some(pid) => format!("{} (pid {pid})", b.name),
+            None => b.name.clone(),
+        })
+        .collect();
+    let bridges = if bridges.is_empty() {
+        "none".to_string()
+    } else {
+        bridges.join(", ")
+    };
+    h.line().text(&format!("bridges: {bridges}"));
+    h.line().text("state: ").code(&status.state_dir);
+    h.into()
+}
+
+/// The commands, with `prefix` (`/` on Telegram, `!` on Matrix), and how replies work.
+pub fn help(prefix: char) -> Rendered {
+    let mut h = Html::new();
+    help_into(&mut h, prefix);
+    h.into()
+}
+
+fn help_into(h: &mut Html, prefix: char) {
+    h.text("🐑 ").bold("shepherd").text(" commands:");
+    for c in &COMMANDS {
+        let args = if c.args.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", c.args)
+        };
+        h.line()
+            .code(&format!("{prefix}{}{args}", c.name))
+            .text(&format!(" — {}", c.about));
+    }
+    h.line()
+        .line()
+        .text("Reply to a message about a session to steer it; reply to a question to answer it.");
+}
+
+/// The answer to an unknown command: what was not understood, then the help.
+pub fn unknown_command(prefix: char, name: &str) -> Rendered {
+    let mut h = Html::new();
+    h.text("🤔 Unknown command ")
+        .code(&format!("{prefix}{}", truncate(&one_line(name), 64)))
+        .text(".")
+        .line()
+        .line();
+    help_into(&mut h, prefix);
+    h.into()
+}
+
+/// The answer to a known command used wrongly: what is missing, the usage, an example.
+pub fn usage(prefix: char, error: &UsageError) -> Rendered {
+    let mut h = Html::new();
+    h.text(&format!("⚠️ {}", error.problem()));
+    h.line()
+        .text("Usage: ")
+        .code(&format!("{prefix}{}", error.synopsis()));
+    h.line()
+        .text("Example: ")
+        .code(&format!("{prefix}{}", error.example()));
+    h.into()
+}
+
+/// A forum topic or thread title for a session: `name (repo@branch)`, one line, at most
+/// [`TOPIC_NAME_MAX`] UTF-16 units (the name is shortened first), never empty.
+pub fn topic_name(s: &SessionInfo) -> String {
+    let mut name = one_line(&s.name);
+    if name.is_empty() {
+        name = short_id(&s.id).to_string();
+    }
+    if name.is_empty() {
+        name = "session".to_string();
+    }
+    let Some(rb) = repo_branch(s).map(|rb| one_line(&rb)) else {
+        return truncate(&name, TOPIC_NAME_MAX);
+    };
+    let suffix = format!(" ({rb})");
+    let suffix_len = utf16_len(&suffix);
+    if utf16_len(&name) + suffix_len <= TOPIC_NAME_MAX {
+        format!("{name}{suffix}")
+    } else if suffix_len <= TOPIC_NAME_MAX / 2 {
+        format!("{}{suffix}", truncate(&name, TOPIC_NAME_MAX - suffix_len))
+    } else {
+        truncate(&format!("{name}{suffix}"), TOPIC_NAME_MAX)
+    }
+}
+
+#[cfg(test)]
+#[path = "render_tests.rs"]
+mod tests;
