@@ -10,5 +10,71 @@
 //! - [`chat`]: what the bridges share, independent of any platform: what an ask card, a
 //!   report or a status says, HTML rendering and escaping, splitting long text at safe
 //!   boundaries, command parsing, and who may speak.
+//! - [`core_link`]: the bridge side of the intercom (events and requests, reconnecting).
+//! - [`telegram`]: the Telegram bridge (teloxide): cards, topics, outbox, polling.
 
 pub mod chat;
+pub mod core_link;
+pub mod telegram;
+
+use std::path::Path;
+
+use shepherd_core::config::Config;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Why a configured bridge cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    #[error("[telegram]: {0}")]
+    Telegram(#[from] telegram::TelegramError),
+}
+
+/// Check every configured bridge's settings, so `shepherd up` refuses a broken
+/// configuration before it starts anything.
+pub fn validate(config: &Config) -> Result<(), BridgeError> {
+    if let Some(telegram) = &config.telegram {
+        telegram::validate(telegram)?;
+    }
+    Ok(())
+}
+
+/// The configured bridges, running as tasks until `shutdown`.
+pub struct Bridges {
+    tracker: TaskTracker,
+    names: Vec<&'static str>,
+}
+
+impl Bridges {
+    /// Start every configured bridge against the core at `socket`.
+    pub fn spawn(
+        config: &Config,
+        socket: &Path,
+        state_dir: &Path,
+        shutdown: CancellationToken,
+    ) -> Bridges {
+        let tracker = TaskTracker::new();
+        let mut names = Vec::new();
+        if let Some(telegram) = config.telegram.clone() {
+            names.push("telegram");
+            let (socket, state_dir) = (socket.to_path_buf(), state_dir.to_path_buf());
+            tracker.spawn(async move {
+                if let Err(e) = telegram::run(telegram, socket, state_dir, shutdown).await {
+                    tracing::error!("telegram bridge stopped: {e}");
+                }
+            });
+        }
+        tracker.close();
+        Bridges { tracker, names }
+    }
+
+    /// Names of the bridges started.
+    pub fn names(&self) -> &[&'static str] {
+        &self.names
+    }
+
+    /// Wait for every bridge to stop (after `shutdown`).
+    pub async fn join(self) {
+        self.tracker.wait().await;
+    }
+}

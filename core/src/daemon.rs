@@ -174,7 +174,8 @@ fn lock_state_dir(state_dir: &std::path::Path) -> Result<File, DaemonError> {
     Ok(file)
 }
 
-async fn wait_for_signal() {
+/// Wait for Ctrl-C or SIGTERM.
+pub async fn wait_for_signal() {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(term) => term,
         Err(e) => {

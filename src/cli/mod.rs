@@ -89,6 +89,9 @@ pub enum Command {
     /// Check the installation: state directory, socket, core, database, config, Node,
     /// Pi and the shepherd extension, each with a fix.
     Doctor,
+    /// Run only the chat bridges (the [telegram] section), against a core that runs
+    /// elsewhere. `shepherd up` already runs them with the core.
+    Bot(UpArgs),
     /// Install the Pi extension: write it to <agent dir>/shepherd/pi-ext and add it to
     /// Pi's settings.json `packages`. Safe to run again (it updates an old copy).
     Install,
@@ -156,6 +159,7 @@ pub fn main(cli: Cli) -> ExitCode {
     let outcome = match cli.command {
         Command::Up(args) => up::run(&ctx, &args),
         Command::Install => install::run(&ctx),
+        Command::Bot(args) => up::run_bot(&ctx, &args),
         command => match client_runtime() {
             Ok(rt) => rt.block_on(dispatch(&ctx, command)),
             Err(e) => Err(e),
@@ -169,7 +173,9 @@ pub fn main(cli: Cli) -> ExitCode {
 
 async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Up(_) | Command::Install => unreachable!("run without the client runtime"),
+        Command::Up(_) | Command::Bot(_) | Command::Install => {
+            unreachable!("run without the client runtime")
+        }
         Command::Status => status::run(ctx).await,
         Command::Sessions(args) => sessions::run(ctx, &args).await,
         Command::Asks(args) => asks::run(ctx, &args).await,

@@ -1,12 +1,17 @@
 //! # `shepherd up`
 //!
-//! Runs the core in the foreground: sets up logging (tracing to stderr, filtered by
-//! `RUST_LOG`, default `info`; JSON lines with `--json`), builds a multi-threaded tokio
-//! runtime and hands the configuration to [`shepherd_core::daemon::run`], which serves
-//! until Ctrl-C or SIGTERM. A core that cannot start exits 1 with the reason.
+//! Runs the core in the foreground, with the chat bridges the configuration names: sets
+//! up logging (tracing to stderr or `--log-file`, filtered by `RUST_LOG`, default `info`;
+//! JSON lines with `--json`), checks the bridges' settings, starts the core
+//! ([`shepherd_core::daemon::start`]) and then the bridges as tasks on the same
+//! single-threaded runtime, and serves until Ctrl-C or SIGTERM. `shepherd bot` runs the
+//! bridges alone against a core that runs elsewhere. Whatever cannot start exits 1 with
+//! the reason.
 
 use std::process::ExitCode;
 
+use shepherd_bridges::Bridges;
+use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
 use super::{Ctx, Failure, UpArgs};
@@ -30,10 +35,77 @@ pub fn run(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
         .thread_name("shepherd-core")
         .build()
         .map_err(|e| Failure::new("runtime", format!("cannot start the runtime: {e}")))?;
-    runtime
-        .block_on(shepherd_core::daemon::run(loaded.config))
-        .map_err(|e| Failure::new("daemon", e.to_string()))?;
+    let config = loaded.config;
+    shepherd_bridges::validate(&config)
+        .map_err(|e| Failure::new("invalid_config", e.to_string()))?;
+    runtime.block_on(async {
+        let running = shepherd_core::daemon::start(config.clone())
+            .await
+            .map_err(|e| Failure::new("daemon", e.to_string()))?;
+        let shutdown = CancellationToken::new();
+        let bridges = Bridges::spawn(
+            &config,
+            &running.socket,
+            &running.state_dir,
+            shutdown.clone(),
+        );
+        shepherd_core::daemon::wait_for_signal().await;
+        tracing::info!("shutting down");
+        stop_bridges(bridges, shutdown).await;
+        running.stop().await;
+        Ok::<_, Failure>(())
+    })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Run `shepherd bot`: only the bridges, against a running core.
+pub fn run_bot(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
+    let loaded = ctx.load_config()?;
+    let log_file = match &args.log_file {
+        None => None,
+        Some(path) => Some(open_log_file(path.as_deref(), &loaded.config)?),
+    };
+    init_logging(ctx.json, log_file)?;
+    let config = loaded.config;
+    if config.telegram.is_none() {
+        return Err(Failure::new(
+            "no_bridge",
+            "no chat bridge is configured: add a [telegram] section (see config/shepherd.example.toml)",
+        )
+        .into());
+    }
+    shepherd_bridges::validate(&config)
+        .map_err(|e| Failure::new("invalid_config", e.to_string()))?;
+    let socket = config
+        .socket_path()
+        .map_err(|e| Failure::new("config", e.to_string()))?;
+    let state_dir = config
+        .state_dir()
+        .map_err(|e| Failure::new("config", e.to_string()))?;
+    shepherd_core::server::private_dir(&state_dir)
+        .map_err(|e| Failure::new("io", e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new("runtime", format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(async {
+        let shutdown = CancellationToken::new();
+        let bridges = Bridges::spawn(&config, &socket, &state_dir, shutdown.clone());
+        tracing::info!(bridges = ?bridges.names(), socket = %socket.display(), "bridges running");
+        shepherd_core::daemon::wait_for_signal().await;
+        stop_bridges(bridges, shutdown).await;
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn stop_bridges(bridges: Bridges, shutdown: CancellationToken) {
+    shutdown.cancel();
+    if tokio::time::timeout(std::time::Duration::from_secs(5), bridges.join())
+        .await
+        .is_err()
+    {
+        tracing::warn!("a bridge did not stop within 5 s");
+    }
 }
 
 /// The log file to append to: `path`, else `<state dir>/core.log` (the state directory is

@@ -385,7 +385,11 @@ impl State {
                 connected_since: c.handle.connected_at,
             })
             .collect();
-        bridges.sort_by(|a, b| a.name.cmp(&b.name));
+        // A bridge keeps two connections (events, requests): list it once.
+        bridges.sort_by(|a, b| {
+            (&a.name, a.pid, a.connected_since).cmp(&(&b.name, b.pid, b.connected_since))
+        });
+        bridges.dedup_by(|b, a| a.name == b.name && a.pid == b.pid);
         Ok(CoreStatus {
             core_version: env!("CARGO_PKG_VERSION").to_string(),
             protocol: PROTOCOL_VERSION,

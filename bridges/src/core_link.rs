@@ -1,0 +1,118 @@
+//! # The bridge's link to the core
+//!
+//! A bridge is a client of the core like any other (client kind `bridge`). It keeps two
+//! connections: one subscribed to events (sessions, asks, reports), read by a task that
+//! forwards them to the bridge and reconnects with backoff when the core restarts, and
+//! one for requests (answer, send, lists), connected on demand and re-established once
+//! when it finds the connection gone.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use shepherd_core::client::{Client, ClientError};
+use shepherd_core::protocol::{ClientKind, ClientMsg, ServerMsg};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// What the event task tells the bridge.
+#[derive(Debug)]
+pub enum CoreEvent {
+    /// (Re)connected and subscribed: resynchronise (the bridge may have missed events).
+    Connected,
+    /// An event from the core.
+    Event(Box<ServerMsg>),
+    /// The connection dropped; reconnecting.
+    Disconnected(String),
+}
+
+/// Requests to the core, reconnecting when needed.
+pub struct CoreLink {
+    socket: PathBuf,
+    name: String,
+    client: Option<Client>,
+}
+
+impl CoreLink {
+    pub fn new(socket: &Path, name: &str) -> CoreLink {
+        CoreLink {
+            socket: socket.to_path_buf(),
+            name: name.to_string(),
+            client: None,
+        }
+    }
+
+    /// Send a request; on a dead connection, reconnect and try once more.
+    pub async fn request(
+        &mut self,
+        build: impl Fn(u64) -> ClientMsg,
+    ) -> Result<ServerMsg, ClientError> {
+        for attempt in 0..2 {
+            if self.client.is_none() {
+                self.client =
+                    Some(Client::connect(&self.socket, ClientKind::Bridge, &self.name).await?);
+            }
+            let client = self.client.as_mut().expect("just connected");
+            match client.request(&build).await {
+                Err(ClientError::Closed | ClientError::Io(_)) if attempt == 0 => self.client = None,
+                Err(e @ (ClientError::Closed | ClientError::Io(_))) => {
+                    self.client = None;
+                    return Err(e);
+                }
+                other => return other,
+            }
+        }
+        unreachable!("the loop returns")
+    }
+}
+
+/// Forward the core's events to `tx` until `shutdown`, reconnecting with backoff.
+pub async fn forward_events(
+    socket: PathBuf,
+    name: String,
+    tx: mpsc::Sender<CoreEvent>,
+    shutdown: CancellationToken,
+) {
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        let attempt = async {
+            let mut client = Client::connect(&socket, ClientKind::Bridge, &name).await?;
+            client.request(|id| ClientMsg::Subscribe { id }).await?;
+            Ok::<_, ClientError>(client)
+        };
+        let result = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            r = attempt => r,
+        };
+        match result {
+            Ok(mut client) => {
+                backoff = Duration::from_millis(200);
+                if tx.send(CoreEvent::Connected).await.is_err() {
+                    return;
+                }
+                loop {
+                    let event = tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        e = client.next_event() => e,
+                    };
+                    match event {
+                        Ok(msg) => {
+                            if tx.send(CoreEvent::Event(Box::new(msg))).await.is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => {
+                            let _ = tx.send(CoreEvent::Disconnected(e.to_string())).await;
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "core not reachable yet"),
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}

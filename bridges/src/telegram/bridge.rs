@@ -1,0 +1,659 @@
+//! The Telegram bridge's actor: it owns the bridge state and reacts to two streams, the
+//! core's events (asks, answers, reports, sessions) and Telegram's updates (commands,
+//! replies, button presses). Requests to the core and to Telegram are awaited here in
+//! order, so one update is fully handled before the next.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use shepherd_core::client::ClientError;
+use shepherd_core::protocol::{
+    Ask, AskState, ClientMsg, ErrorCode, Report, ServerMsg, SessionInfo,
+};
+use teloxide::Bot;
+use teloxide::payloads::{AnswerCallbackQuerySetters, EditForumTopicSetters};
+use teloxide::prelude::Requester;
+use teloxide::types::{
+    CallbackQuery, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, Message, MessageId,
+    ThreadId, Update, UpdateKind, User,
+};
+
+use super::outbox::{OutboxHandle, OutboxOp};
+use super::store::{BridgeStore, Card};
+use crate::chat::commands::{self, ChatCommand};
+use crate::chat::render::{self, Rendered};
+use crate::chat::split;
+use crate::core_link::{CoreEvent, CoreLink};
+
+/// Telegram's message limit (after entity parsing).
+pub const MAX_TEXT: usize = 4096;
+/// More chunks than this and the content goes as a `.md` document.
+pub const MAX_MESSAGES: usize = 3;
+
+/// The bridge's state and its ways out.
+pub struct Bridge {
+    pub bot: Bot,
+    pub outbox: OutboxHandle,
+    pub store: BridgeStore,
+    pub core: CoreLink,
+    pub chat_id: i64,
+    pub allowed_users: Vec<i64>,
+    pub username: String,
+    /// Whether the chat has forum topics: false for private chats, learned for groups.
+    pub forum: Option<bool>,
+    pub sessions: HashMap<String, SessionInfo>,
+    pub audit_log: PathBuf,
+}
+
+impl Bridge {
+    // ---- the core's side -----------------------------------------------------------
+
+    pub async fn on_core(&mut self, event: CoreEvent) {
+        match event {
+            CoreEvent::Connected => {
+                if let Err(e) = self.resync().await {
+                    tracing::warn!(error = %e, "telegram: resynchronising with the core failed");
+                }
+            }
+            CoreEvent::Disconnected(why) => {
+                tracing::warn!(%why, "telegram: lost the core; reconnecting")
+            }
+            CoreEvent::Event(msg) => match *msg {
+                ServerMsg::AskOpened { ask } => self.post_card(&ask).await,
+                ServerMsg::AskAnswered { ask } => self.close_cards(&ask).await,
+                ServerMsg::ReportPosted { report } => self.post_report(&report).await,
+                ServerMsg::SessionJoined { session } | ServerMsg::SessionChanged { session } => {
+                    self.session_changed(session).await
+                }
+                ServerMsg::SessionLeft { session } => {
+                    self.sessions.insert(session.id.clone(), session);
+                }
+                _ => {}
+            },
+        }
+    }
+
+    /// After (re)connecting: learn the sessions, post cards for open asks that have none,
+    /// and close cards whose ask was answered while we were away.
+    async fn resync(&mut self) -> Result<(), ClientError> {
+        if let ServerMsg::Sessions { sessions, .. } = self
+            .core
+            .request(|id| ClientMsg::ListSessions { id, all: true })
+            .await?
+        {
+            self.sessions = sessions.into_iter().map(|s| (s.id.clone(), s)).collect();
+        }
+        let ServerMsg::Asks { asks, .. } = self
+            .core
+            .request(|id| ClientMsg::ListAsks { id, all: true })
+            .await?
+        else {
+            return Ok(());
+        };
+        let by_id: HashMap<u64, &Ask> = asks.iter().map(|a| (a.id, a)).collect();
+        for card in self.store.open_cards().unwrap_or_default() {
+            if let Some(ask) = by_id.get(&card.ask_id)
+                && ask.state == AskState::Answered
+            {
+                self.close_cards(ask).await;
+            }
+        }
+        for ask in asks.iter().filter(|a| a.state == AskState::Open) {
+            if self.store.cards_of(ask.id).unwrap_or_default().is_empty() {
+                self.post_card(ask).await;
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_card(&mut self, ask: &Ask) {
+        if !self.store.cards_of(ask.id).unwrap_or_default().is_empty() {
+            return; // Already shown (an event after a resync).
+        }
+        let session = self.sessions.get(&ask.session_id).cloned();
+        let rendered = render::ask_card(ask, session.as_ref());
+        let keyboard = option_keyboard(ask);
+        let thread = self.topic_for(&ask.session_id).await;
+        match self
+            .outbox
+            .send(
+                self.chat_id,
+                thread,
+                rendered.html,
+                rendered.plain,
+                keyboard,
+            )
+            .await
+        {
+            Ok(message_id) => {
+                let card = Card {
+                    ask_id: ask.id,
+                    chat_id: self.chat_id,
+                    message_id,
+                    answered: false,
+                };
+                self.remember(self.store.add_card(&card));
+                self.remember(
+                    self.store
+                        .set_about(self.chat_id, message_id, &ask.session_id),
+                );
+            }
+            Err(e) => {
+                tracing::error!(ask = ask.id, error = %e, "telegram: could not post the ask card")
+            }
+        }
+    }
+
+    /// Edit every card of an answered ask to show the answer and who gave it.
+    async fn close_cards(&mut self, ask: &Ask) {
+        let session = self.sessions.get(&ask.session_id).cloned();
+        let rendered = render::answered_card_with(ask, session.as_ref());
+        for card in self.store.cards_of(ask.id).unwrap_or_default() {
+            if card.answered {
+                continue;
+            }
+            self.outbox.push(OutboxOp::Edit {
+                chat: card.chat_id,
+                message: card.message_id,
+                html: rendered.html.clone(),
+                plain: rendered.plain.clone(),
+                keyboard: None,
+            });
+            self.remember(self.store.mark_answered(card.chat_id, card.message_id));
+        }
+    }
+
+    async fn post_report(&mut self, report: &Report) {
+        let session = self.sessions.get(&report.session_id).cloned();
+        let rendered = render::report(report, session.as_ref());
+        let thread = self.topic_for(&report.session_id).await;
+        self.post(thread, rendered, Some(&report.session_id), "report")
+            .await;
+    }
+
+    async fn session_changed(&mut self, session: SessionInfo) {
+        let renamed = self
+            .sessions
+            .get(&session.id)
+            .is_some_and(|old| render::topic_name(old) != render::topic_name(&session));
+        self.sessions.insert(session.id.clone(), session.clone());
+        if !renamed || self.forum != Some(true) {
+            return;
+        }
+        if let Ok(Some((thread, name))) = self.store.topic(&session.id, self.chat_id) {
+            let new_name = render::topic_name(&session);
+            if new_name != name {
+                let req = self
+                    .bot
+                    .edit_forum_topic(ChatId(self.chat_id), ThreadId(MessageId(thread)))
+                    .name(new_name.clone());
+                match req.await {
+                    Ok(_) => self.remember(self.store.set_topic(
+                        &session.id,
+                        self.chat_id,
+                        thread,
+                        &new_name,
+                    )),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "telegram: could not rename the session's topic")
+                    }
+                }
+            }
+        }
+    }
+
+    /// The forum topic of a session, created on first need; `None` outside forums.
+    async fn topic_for(&mut self, session_id: &str) -> Option<i32> {
+        if self.forum == Some(false) {
+            return None;
+        }
+        if let Ok(Some((thread, _))) = self.store.topic(session_id, self.chat_id) {
+            return Some(thread);
+        }
+        let name = match self.sessions.get(session_id) {
+            Some(s) => render::topic_name(s),
+            None => session_id.chars().take(32).collect(),
+        };
+        match self
+            .bot
+            .create_forum_topic(ChatId(self.chat_id), name.clone())
+            .await
+        {
+            Ok(topic) => {
+                self.forum = Some(true);
+                let thread = topic.thread_id.0.0;
+                self.remember(
+                    self.store
+                        .set_topic(session_id, self.chat_id, thread, &name),
+                );
+                Some(thread)
+            }
+            Err(e) => {
+                tracing::info!(error = %e, "telegram: the chat has no forum topics; messages carry the session's name");
+                self.forum = Some(false);
+                None
+            }
+        }
+    }
+
+    /// Post rendered content: split below Telegram's limit, or as a `.md` document when it
+    /// would take more than a few messages. Remembers which session it is about.
+    async fn post(
+        &mut self,
+        thread: Option<i32>,
+        rendered: Rendered,
+        about: Option<&str>,
+        what: &str,
+    ) {
+        let ids = if split::as_document(&rendered.html, MAX_TEXT, MAX_MESSAGES) {
+            let caption = rendered.html.lines().next().unwrap_or_default().to_string();
+            let caption = split::split_html(&caption, 1000)
+                .into_iter()
+                .next()
+                .unwrap_or_default();
+            let bytes = rendered.plain.clone().into_bytes();
+            vec![
+                self.outbox
+                    .document(self.chat_id, thread, format!("{what}.md"), bytes, caption)
+                    .await,
+            ]
+        } else {
+            let mut ids = Vec::new();
+            for chunk in split::split_html(&rendered.html, MAX_TEXT) {
+                let plain = chunk.clone();
+                ids.push(
+                    self.outbox
+                        .send(self.chat_id, thread, chunk, plain, None)
+                        .await,
+                );
+            }
+            ids
+        };
+        for id in ids {
+            match (id, about) {
+                (Ok(id), Some(session)) => {
+                    self.remember(self.store.set_about(self.chat_id, id, session))
+                }
+                (Ok(_), None) => {}
+                (Err(e), _) => tracing::error!(error = %e, "telegram: could not post a {what}"),
+            }
+        }
+    }
+
+    async fn say(&mut self, thread: Option<i32>, rendered: Rendered) {
+        self.post(thread, rendered, None, "reply").await;
+    }
+
+    // ---- Telegram's side -----------------------------------------------------------
+
+    pub async fn on_update(&mut self, update: Update) {
+        match update.kind {
+            UpdateKind::Message(msg) => self.on_message(msg).await,
+            UpdateKind::CallbackQuery(query) => self.on_callback(query).await,
+            _ => {}
+        }
+    }
+
+    /// Whether a user in a chat may use the bot; refusals go to the audit log.
+    fn admit(&self, user: Option<&User>, chat: i64, what: &str) -> bool {
+        let user_id = user.map(|u| u.id.0 as i64);
+        let allowed_user = user_id.is_some_and(|id| self.allowed_users.contains(&id));
+        if allowed_user && chat == self.chat_id {
+            return true;
+        }
+        let reason = if !allowed_user {
+            "user not in telegram.allowed_users"
+        } else {
+            "chat is not telegram.chat_id"
+        };
+        tracing::warn!(target: "audit", user = ?user_id, chat, what, reason, "telegram: ignored");
+        let line = serde_json::json!({
+            "time_ms": shepherd_core::store::now_ms(),
+            "bridge": "telegram",
+            "user": user_id,
+            "username": user.and_then(|u| u.username.clone()),
+            "chat": chat,
+            "what": what,
+            "reason": reason,
+        });
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.audit_log)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+        false
+    }
+
+    async fn on_message(&mut self, msg: Message) {
+        if !self.admit(msg.from.as_ref(), msg.chat.id.0, "message") {
+            return;
+        }
+        let Some(text) = msg.text().map(str::to_string) else {
+            return;
+        };
+        let thread = msg.thread_id.map(|t| t.0.0);
+        let by = who(msg.from.as_ref());
+        if let Some(command) = commands::parse(&text, '/', Some(&self.username)) {
+            self.on_command(command, thread, &by).await;
+            return;
+        }
+        // A reply to a card answers it; a reply to anything about a session steers it.
+        if let Some(replied) = msg.reply_to_message()
+            && replied.id.0 != thread.unwrap_or(0)
+        {
+            let replied_id = replied.id.0;
+            if let Ok(Some(card)) = self.store.card_at(self.chat_id, replied_id) {
+                self.answer(card.ask_id, &text, &by, thread).await;
+                return;
+            }
+            if let Ok(Some(session)) = self.store.about(self.chat_id, replied_id) {
+                self.steer(&session, &text, &by, thread).await;
+                return;
+            }
+        }
+        if let Some(t) = thread
+            && let Ok(Some(session)) = self.store.session_of_topic(self.chat_id, t)
+        {
+            self.steer(&session, &text, &by, thread).await;
+            return;
+        }
+        let help = render::help('/');
+        let note = "To steer a session, reply to one of its messages or use /steer &lt;session&gt; &lt;text&gt;.";
+        self.say(
+            thread,
+            Rendered {
+                html: format!("{note}\n\n{}", help.html),
+                plain: help.plain,
+            },
+        )
+        .await;
+    }
+
+    async fn on_command(&mut self, command: ChatCommand, thread: Option<i32>, by: &str) {
+        let reply = match command {
+            ChatCommand::Sessions => match self
+                .core
+                .request(|id| ClientMsg::ListSessions { id, all: false })
+                .await
+            {
+                Ok(ServerMsg::Sessions { sessions, .. }) => render::sessions_list(&sessions),
+                other => failure(other),
+            },
+            ChatCommand::Asks => match self
+                .core
+                .request(|id| ClientMsg::ListAsks { id, all: false })
+                .await
+            {
+                Ok(ServerMsg::Asks { asks, .. }) => render::asks_list(&asks),
+                other => failure(other),
+            },
+            ChatCommand::Status(None) => {
+                match self.core.request(|id| ClientMsg::Status { id }).await {
+                    Ok(ServerMsg::CoreStatus { status, .. }) => render::core_status(&status),
+                    other => failure(other),
+                }
+            }
+            ChatCommand::Status(Some(selector)) => {
+                match self
+                    .core
+                    .request(|id| ClientMsg::ListSessions { id, all: true })
+                    .await
+                {
+                    Ok(ServerMsg::Sessions { sessions, .. }) => match pick(&sessions, &selector) {
+                        Ok(s) => render::session_status(s),
+                        Err(text) => plain(text),
+                    },
+                    other => failure(other),
+                }
+            }
+            ChatCommand::Steer { session, text } => {
+                self.steer(&session, &text, by, thread).await;
+                return;
+            }
+            ChatCommand::Help => render::help('/'),
+            ChatCommand::Usage(error) => render::usage('/', &error),
+            ChatCommand::Unknown(name) => render::unknown_command('/', &name),
+        };
+        self.say(thread, reply).await;
+    }
+
+    async fn on_callback(&mut self, query: CallbackQuery) {
+        let chat = query.message.as_ref().map(|m| m.chat().id.0).unwrap_or(0);
+        if !self.admit(Some(&query.from), chat, "button") {
+            let _ = self.bot.answer_callback_query(query.id.clone()).await;
+            return;
+        }
+        let by = who(Some(&query.from));
+        let parsed = query.data.as_deref().and_then(parse_callback);
+        let text = match parsed {
+            Some((ask_id, option)) => match self.option_text(ask_id, option).await {
+                Some(answer) => match self
+                    .core
+                    .request(|id| ClientMsg::Answer {
+                        id,
+                        ask: ask_id,
+                        text: answer.clone(),
+                        by: Some(by.clone()),
+                    })
+                    .await
+                {
+                    Ok(_) => format!("Answered: {answer}"),
+                    Err(e) if e.code() == Some(ErrorCode::AlreadyAnswered) => {
+                        already_answered_text(&e)
+                    }
+                    Err(e) => format!("Not answered: {e}"),
+                },
+                None => "That option no longer exists.".to_string(),
+            },
+            None => "Unknown button.".to_string(),
+        };
+        let _ = self
+            .bot
+            .answer_callback_query(query.id.clone())
+            .text(text)
+            .await;
+    }
+
+    /// An ask, from the core.
+    async fn ask(&mut self, ask_id: u64) -> Option<Ask> {
+        let reply = self
+            .core
+            .request(|id| ClientMsg::ListAsks { id, all: true })
+            .await
+            .ok()?;
+        let ServerMsg::Asks { asks, .. } = reply else {
+            return None;
+        };
+        asks.into_iter().find(|a| a.id == ask_id)
+    }
+
+    /// The text of option `index` of an ask.
+    async fn option_text(&mut self, ask_id: u64, index: usize) -> Option<String> {
+        self.ask(ask_id).await?.options.get(index).cloned()
+    }
+
+    async fn answer(&mut self, ask_id: u64, text: &str, by: &str, thread: Option<i32>) {
+        // `2`, `#2`, `2️⃣` or an option's text picks that option; anything else is free text.
+        let answer = match self.ask(ask_id).await {
+            Some(ask) => {
+                commands::answer_text(&ask, text).unwrap_or_else(|| text.trim().to_string())
+            }
+            None => text.trim().to_string(),
+        };
+        let result = self
+            .core
+            .request(|id| ClientMsg::Answer {
+                id,
+                ask: ask_id,
+                text: answer.clone(),
+                by: Some(by.to_string()),
+            })
+            .await;
+        match result {
+            Ok(_) => {} // The card edit (from the ask_answered event) is the confirmation.
+            Err(e) if e.code() == Some(ErrorCode::AlreadyAnswered) => {
+                self.say(thread, plain(already_answered_text(&e))).await;
+            }
+            Err(e) => self.say(thread, plain(format!("Not answered: {e}"))).await,
+        }
+    }
+
+    async fn steer(&mut self, session: &str, text: &str, by: &str, thread: Option<i32>) {
+        let result = self
+            .core
+            .request(|id| ClientMsg::Send {
+                id,
+                to: session.to_string(),
+                text: text.to_string(),
+                by: Some(by.to_string()),
+            })
+            .await;
+        let reply = match result {
+            Ok(ServerMsg::Sent {
+                session_name,
+                connected,
+                session_id,
+                ..
+            }) => {
+                let how = if connected {
+                    "delivered"
+                } else {
+                    "queued until it reconnects"
+                };
+                let r = plain(format!("➡️ steered {session_name}: {how}"));
+                let id = self
+                    .outbox
+                    .send(self.chat_id, thread, r.html, r.plain, None)
+                    .await;
+                if let Ok(id) = id {
+                    self.remember(self.store.set_about(self.chat_id, id, &session_id));
+                }
+                return;
+            }
+            Ok(other) => plain(format!("Unexpected reply from the core: {other:?}")),
+            Err(e) => plain(steer_error(&e)),
+        };
+        self.say(thread, reply).await;
+    }
+
+    fn remember(&self, result: rusqlite::Result<()>) {
+        if let Err(e) = result {
+            tracing::error!(error = %e, "telegram: could not save the bridge state");
+        }
+    }
+}
+
+fn plain(text: String) -> Rendered {
+    Rendered {
+        html: crate::chat::html::escape(&text),
+        plain: text,
+    }
+}
+
+fn failure(reply: Result<ServerMsg, ClientError>) -> Rendered {
+    match reply {
+        Err(e) => plain(format!("The core did not answer: {e}")),
+        Ok(other) => plain(format!("Unexpected reply from the core: {other:?}")),
+    }
+}
+
+/// A session by exact id, id prefix or name, or what went wrong.
+fn pick<'a>(sessions: &'a [SessionInfo], selector: &str) -> Result<&'a SessionInfo, String> {
+    if let Some(s) = sessions.iter().find(|s| s.id == selector) {
+        return Ok(s);
+    }
+    let matches: Vec<&SessionInfo> = sessions
+        .iter()
+        .filter(|s| s.id.starts_with(selector) || s.name == selector)
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok(one),
+        [] => Err(format!(
+            "No session matches {selector:?}; /sessions lists them."
+        )),
+        many => Err(format!(
+            "{selector:?} matches {} sessions: {}. Use a longer id.",
+            many.len(),
+            many.iter()
+                .map(|s| format!("{} ({})", s.name, s.id))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+fn steer_error(e: &ClientError) -> String {
+    match e {
+        ClientError::Remote {
+            code: ErrorCode::AmbiguousSession | ErrorCode::UnknownSession,
+            message,
+            ..
+        } => {
+            format!("Not sent: {message}")
+        }
+        other => format!("Not sent: {other}"),
+    }
+}
+
+fn already_answered_text(e: &ClientError) -> String {
+    if let ClientError::Remote {
+        details: Some(d), ..
+    } = e
+    {
+        let by = d["answered_by"].as_str().unwrap_or("someone");
+        let answer = d["answer"].as_str().unwrap_or("");
+        return format!("Already answered by {by}: {answer}");
+    }
+    "Already answered.".to_string()
+}
+
+/// `telegram:@alice` / `telegram:Alice (123)`: who acted, for the core's records.
+fn who(user: Option<&User>) -> String {
+    match user {
+        Some(u) => match &u.username {
+            Some(name) => format!("telegram:@{name}"),
+            None => format!("telegram:{} ({})", u.first_name, u.id.0),
+        },
+        None => "telegram".to_string(),
+    }
+}
+
+/// Buttons for an ask's options: `a:<ask>:<index>`, two per row.
+fn option_keyboard(ask: &Ask) -> Option<InlineKeyboardMarkup> {
+    if ask.options.is_empty() {
+        return None;
+    }
+    let buttons: Vec<InlineKeyboardButton> = ask
+        .options
+        .iter()
+        .enumerate()
+        .map(|(i, o)| InlineKeyboardButton::callback(o.clone(), format!("a:{}:{i}", ask.id)))
+        .collect();
+    Some(InlineKeyboardMarkup::new(
+        buttons.chunks(2).map(<[_]>::to_vec),
+    ))
+}
+
+fn parse_callback(data: &str) -> Option<(u64, usize)> {
+    let mut parts = data.split(':');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some("a"), Some(ask), Some(index), None) => Some((ask.parse().ok()?, index.parse().ok()?)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callback_data_round_trips() {
+        assert_eq!(parse_callback("a:12:1"), Some((12, 1)));
+        assert_eq!(parse_callback("a:12"), None);
+        assert_eq!(parse_callback("x:1:2"), None);
+        assert_eq!(parse_callback("a:1:2:3"), None);
+    }
+}

@@ -1,0 +1,174 @@
+//! # The Telegram bridge
+//!
+//! Relays asks (as cards with buttons), reports and status to one Telegram chat (a private
+//! chat, or a forum supergroup with one topic per Pi session) and carries answers, steers
+//! and commands back to the core. Built on teloxide's raw API: our own polling loop
+//! persists the update offset, our own outbox keeps order and rate limits.
+
+pub mod bridge;
+pub mod outbox;
+pub mod poller;
+pub mod store;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use shepherd_core::config::{ConfigError, TelegramConfig};
+use teloxide::Bot;
+use teloxide::prelude::Requester;
+use teloxide::types::BotCommand;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::core_link::{self, CoreLink};
+
+/// Why the Telegram bridge cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum TelegramError {
+    #[error(
+        "telegram.allowed_users is empty, so nobody could use the bot: add your numeric Telegram user id \
+         (send the bot a message and read the refusal in the log, or ask @userinfobot)"
+    )]
+    NoAllowedUsers,
+    #[error(
+        "telegram.chat_id is missing: set it to your user id (private chat) or to the forum supergroup's id (-100…)"
+    )]
+    NoChat,
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("telegram.api_url {0:?} is not a URL")]
+    BadUrl(String),
+    #[error("Telegram refused the bot token: check SHEPHERD_TELEGRAM_TOKEN / telegram.token_file")]
+    BadToken,
+    #[error("cannot open the bridge state {path}: {source}")]
+    Store {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+}
+
+/// Check the configuration before anything starts.
+pub fn validate(config: &TelegramConfig) -> Result<(), TelegramError> {
+    if config.allowed_users.is_empty() {
+        return Err(TelegramError::NoAllowedUsers);
+    }
+    if config.chat_id.is_none() {
+        return Err(TelegramError::NoChat);
+    }
+    config.resolve_token()?;
+    Ok(())
+}
+
+/// Run the bridge until `shutdown`: connect to Telegram and to the core at `socket`,
+/// keeping state in `state_dir`.
+pub async fn run(
+    config: TelegramConfig,
+    socket: PathBuf,
+    state_dir: PathBuf,
+    shutdown: CancellationToken,
+) -> Result<(), TelegramError> {
+    validate(&config)?;
+    let chat_id = config.chat_id.ok_or(TelegramError::NoChat)?;
+    let token = config.resolve_token()?;
+    let mut bot = Bot::new(token);
+    if let Some(url) = &config.api_url {
+        let url = url
+            .parse()
+            .map_err(|_| TelegramError::BadUrl(url.clone()))?;
+        bot = bot.set_api_url(url);
+    }
+    let db = state_dir.join("telegram.db");
+    let store = bridge_store(&db)?;
+
+    // Who we are; retried while Telegram is unreachable.
+    let mut backoff = Duration::from_secs(1);
+    let me = loop {
+        let attempt = tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            r = bot.get_me() => r,
+        };
+        match attempt {
+            Ok(me) => break me,
+            Err(teloxide::RequestError::Api(teloxide::ApiError::InvalidToken)) => {
+                return Err(TelegramError::BadToken);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "telegram: cannot reach the Bot API yet; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(60));
+            }
+        }
+    };
+    let username = me.username.clone().unwrap_or_default();
+    tracing::info!(bot = %username, chat = chat_id, "telegram bridge started");
+    let commands = vec![
+        BotCommand::new("sessions", "list the Pi sessions"),
+        BotCommand::new("status", "the core, or one session: /status <session>"),
+        BotCommand::new("asks", "questions waiting for an answer"),
+        BotCommand::new(
+            "steer",
+            "/steer <session> <text>: tell a session what to do",
+        ),
+        BotCommand::new("help", "how to use this bot"),
+    ];
+    if let Err(e) = bot.set_my_commands(commands).await {
+        tracing::warn!(error = %e, "telegram: could not register the command list");
+    }
+
+    let limits = outbox::RateLimits {
+        per_chat_per_second: config.limits.per_chat_per_second,
+        per_group_per_minute: config.limits.per_group_per_minute,
+        global_per_second: config.limits.global_per_second,
+    };
+    let outbox = outbox::spawn(bot.clone(), limits, shutdown.clone());
+    let (core_tx, mut core_rx) = mpsc::channel(1024);
+    tokio::spawn(core_link::forward_events(
+        socket.clone(),
+        "telegram".into(),
+        core_tx,
+        shutdown.clone(),
+    ));
+    let (poll_tx, mut poll_rx) = mpsc::channel(16);
+    let offset = store.offset().map_err(|source| TelegramError::Store {
+        path: db.clone(),
+        source,
+    })?;
+    tokio::spawn(poller::run(bot.clone(), offset, poll_tx, shutdown.clone()));
+
+    let mut bridge = bridge::Bridge {
+        bot,
+        outbox,
+        store,
+        core: CoreLink::new(&socket, "telegram"),
+        chat_id,
+        allowed_users: config.allowed_users.clone(),
+        username,
+        forum: if chat_id > 0 { Some(false) } else { None },
+        sessions: Default::default(),
+        audit_log: state_dir.join("audit.log"),
+    };
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            Some(event) = core_rx.recv() => bridge.on_core(event).await,
+            Some((update, done)) = poll_rx.recv() => {
+                let next = i64::from(update.id.0) + 1;
+                bridge.on_update(update).await;
+                if let Err(e) = bridge.store.set_offset(next) {
+                    tracing::error!(error = %e, "telegram: could not save the update offset");
+                }
+                let _ = done.send(());
+            }
+            else => break,
+        }
+    }
+    tracing::info!("telegram bridge stopped");
+    Ok(())
+}
+
+fn bridge_store(path: &std::path::Path) -> Result<store::BridgeStore, TelegramError> {
+    store::BridgeStore::open(path).map_err(|source| TelegramError::Store {
+        path: path.to_path_buf(),
+        source,
+    })
+}

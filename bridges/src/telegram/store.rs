@@ -1,0 +1,220 @@
+//! The Telegram bridge's own durable state, in `<state dir>/telegram.db`: the next
+//! `getUpdates` offset (so a restart neither replays nor skips an update), which bot
+//! messages are cards of which ask (so buttons on old cards keep working and every card
+//! can be edited when the ask is answered), which forum topic belongs to which session,
+//! and which bot messages are about which session (a reply to one steers it).
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// One card: a bot message showing an ask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Card {
+    pub ask_id: u64,
+    pub chat_id: i64,
+    pub message_id: i32,
+    pub answered: bool,
+}
+
+/// The bridge's tables.
+pub struct BridgeStore {
+    conn: Connection,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS cards (
+    chat_id INTEGER NOT NULL, message_id INTEGER NOT NULL, ask_id INTEGER NOT NULL,
+    answered INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (chat_id, message_id));
+CREATE INDEX IF NOT EXISTS cards_ask ON cards(ask_id);
+CREATE TABLE IF NOT EXISTS topics (
+    session_id TEXT PRIMARY KEY, chat_id INTEGER NOT NULL, thread_id INTEGER NOT NULL,
+    name TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS about (
+    chat_id INTEGER NOT NULL, message_id INTEGER NOT NULL, session_id TEXT NOT NULL,
+    PRIMARY KEY (chat_id, message_id));
+";
+
+impl BridgeStore {
+    pub fn open(path: &Path) -> rusqlite::Result<BridgeStore> {
+        let conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(BridgeStore { conn })
+    }
+
+    /// The offset for the next `getUpdates` (0 before the first update).
+    pub fn offset(&self) -> rusqlite::Result<i64> {
+        let v: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'offset'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        Ok(v.and_then(|v| v.parse().ok()).unwrap_or(0))
+    }
+
+    pub fn set_offset(&self, offset: i64) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('offset', ?1)
+             ON CONFLICT (key) DO UPDATE SET value = ?1",
+            [offset.to_string()],
+        )?;
+        Ok(())
+    }
+
+    pub fn add_card(&self, card: &Card) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO cards (chat_id, message_id, ask_id, answered) VALUES (?1, ?2, ?3, ?4)",
+            params![card.chat_id, card.message_id, card.ask_id, card.answered],
+        )?;
+        Ok(())
+    }
+
+    /// Every card of an ask.
+    pub fn cards_of(&self, ask_id: u64) -> rusqlite::Result<Vec<Card>> {
+        self.conn
+            .prepare_cached(
+                "SELECT ask_id, chat_id, message_id, answered FROM cards WHERE ask_id = ?1",
+            )?
+            .query_map([ask_id], card_row)?
+            .collect()
+    }
+
+    /// The card a message is, if it is one.
+    pub fn card_at(&self, chat_id: i64, message_id: i32) -> rusqlite::Result<Option<Card>> {
+        self.conn
+            .prepare_cached(
+                "SELECT ask_id, chat_id, message_id, answered FROM cards WHERE chat_id = ?1 AND message_id = ?2",
+            )?
+            .query_row(params![chat_id, message_id], card_row)
+            .optional()
+    }
+
+    /// Cards not yet shown as answered.
+    pub fn open_cards(&self) -> rusqlite::Result<Vec<Card>> {
+        self.conn
+            .prepare_cached(
+                "SELECT ask_id, chat_id, message_id, answered FROM cards WHERE answered = 0",
+            )?
+            .query_map([], card_row)?
+            .collect()
+    }
+
+    pub fn mark_answered(&self, chat_id: i64, message_id: i32) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "UPDATE cards SET answered = 1 WHERE chat_id = ?1 AND message_id = ?2",
+            params![chat_id, message_id],
+        )?;
+        Ok(())
+    }
+
+    /// The forum topic of a session: (thread id, name).
+    pub fn topic(&self, session_id: &str, chat_id: i64) -> rusqlite::Result<Option<(i32, String)>> {
+        self.conn
+            .prepare_cached(
+                "SELECT thread_id, name FROM topics WHERE session_id = ?1 AND chat_id = ?2",
+            )?
+            .query_row(params![session_id, chat_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+    }
+
+    /// The session whose topic this is.
+    pub fn session_of_topic(
+        &self,
+        chat_id: i64,
+        thread_id: i32,
+    ) -> rusqlite::Result<Option<String>> {
+        self.conn
+            .prepare_cached("SELECT session_id FROM topics WHERE chat_id = ?1 AND thread_id = ?2")?
+            .query_row(params![chat_id, thread_id], |r| r.get(0))
+            .optional()
+    }
+
+    pub fn set_topic(
+        &self,
+        session_id: &str,
+        chat_id: i64,
+        thread_id: i32,
+        name: &str,
+    ) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT INTO topics (session_id, chat_id, thread_id, name) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (session_id) DO UPDATE SET chat_id = ?2, thread_id = ?3, name = ?4",
+            params![session_id, chat_id, thread_id, name],
+        )?;
+        Ok(())
+    }
+
+    /// Remember that a bot message is about a session.
+    pub fn set_about(
+        &self,
+        chat_id: i64,
+        message_id: i32,
+        session_id: &str,
+    ) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO about (chat_id, message_id, session_id) VALUES (?1, ?2, ?3)",
+            params![chat_id, message_id, session_id],
+        )?;
+        Ok(())
+    }
+
+    /// The session a bot message is about.
+    pub fn about(&self, chat_id: i64, message_id: i32) -> rusqlite::Result<Option<String>> {
+        self.conn
+            .prepare_cached("SELECT session_id FROM about WHERE chat_id = ?1 AND message_id = ?2")?
+            .query_row(params![chat_id, message_id], |r| r.get(0))
+            .optional()
+    }
+}
+
+fn card_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Card> {
+    Ok(Card {
+        ask_id: r.get(0)?,
+        chat_id: r.get(1)?,
+        message_id: r.get(2)?,
+        answered: r.get(3)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_survives_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("telegram.db");
+        let store = BridgeStore::open(&path).unwrap();
+        assert_eq!(store.offset().unwrap(), 0);
+        store.set_offset(42).unwrap();
+        let card = Card {
+            ask_id: 7,
+            chat_id: -100,
+            message_id: 5,
+            answered: false,
+        };
+        store.add_card(&card).unwrap();
+        store.set_topic("s1", -100, 11, "fix-login").unwrap();
+        store.set_about(-100, 5, "s1").unwrap();
+        drop(store);
+        let store = BridgeStore::open(&path).unwrap();
+        assert_eq!(store.offset().unwrap(), 42);
+        assert_eq!(store.card_at(-100, 5).unwrap(), Some(card.clone()));
+        assert_eq!(store.cards_of(7).unwrap(), vec![card]);
+        assert_eq!(
+            store.topic("s1", -100).unwrap(),
+            Some((11, "fix-login".into()))
+        );
+        assert_eq!(
+            store.session_of_topic(-100, 11).unwrap().as_deref(),
+            Some("s1")
+        );
+        assert_eq!(store.about(-100, 5).unwrap().as_deref(), Some("s1"));
+        store.mark_answered(-100, 5).unwrap();
+        assert!(store.open_cards().unwrap().is_empty());
+    }
+}
