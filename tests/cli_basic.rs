@@ -242,7 +242,11 @@ fn doctor_finds_node_pi_and_the_extension() {
     // A checkout's pi-ext, configured with `pi install <checkout>/pi-ext`.
     let checkout = env.agent_dir().join("src/shepherd/pi-ext");
     std::fs::create_dir_all(&checkout).unwrap();
-    std::fs::write(checkout.join("package.json"), r#"{"name": "shepherd-pi-ext"}"#).unwrap();
+    std::fs::write(
+        checkout.join("package.json"),
+        r#"{"name": "shepherd-pi-ext"}"#,
+    )
+    .unwrap();
     let settings = serde_json::json!({"packages": ["npm:other", checkout.to_str().unwrap()]});
     std::fs::write(env.agent_dir().join("settings.json"), settings.to_string()).unwrap();
     let out = env
