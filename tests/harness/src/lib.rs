@@ -10,8 +10,10 @@
 //! - [`Raw`]: a bare socket for sending bytes the protocol forbids.
 //! - [`fake_model`]: a scripted OpenAI-compatible model server for Pi.
 //! - [`pi_process`]: a real Pi (pinned, on Node 22) in RPC mode with the extension.
+//! - [`fake_telegram`]: a strict fake Telegram Bot API server for a real teloxide bot.
 
 pub mod fake_model;
+pub mod fake_telegram;
 pub mod pi_process;
 
 use std::path::{Path, PathBuf};
