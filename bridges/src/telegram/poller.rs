@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 /// An update and the signal that it was handled.
 pub type Polled = (Update, oneshot::Sender<()>);
 
-/// How long one `getUpdates` waits for news.
-const LONG_POLL_S: u32 = 25;
+/// How long one `getUpdates` waits for news: below teloxide's 17 s HTTP timeout.
+const LONG_POLL_S: u32 = 10;
 
 /// Poll from `offset` until `shutdown`.
 pub async fn run(bot: Bot, mut offset: i64, tx: mpsc::Sender<Polled>, shutdown: CancellationToken) {

@@ -1,0 +1,558 @@
+//! The Telegram bridge end to end: the real `shepherd up` (core + bridge in one process)
+//! against the strict fake Bot API, with Pi sessions on the other side (a real Pi for the
+//! main scenario, protocol-level sessions for the rest).
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use shepherd_core::protocol::{ClientMsg, DeliveryKind};
+use shepherd_harness::Core;
+use shepherd_harness::fake_model::{FakeModel, Reply};
+use shepherd_harness::fake_telegram::{
+    FakeTelegram, FakeTelegramOptions, FakeUser, RateLimits, SentMessage, UserMessage,
+};
+use shepherd_harness::pi_process::{PiOptions, PiSession};
+
+const WAIT: Duration = Duration::from_secs(30);
+const ADA: i64 = 4242;
+const MALLORY: i64 = 6666;
+const FORUM: i64 = -1_001_234_567;
+
+struct Setup {
+    core: Core,
+    tg: FakeTelegram,
+    chat: i64,
+}
+
+/// A fake Telegram with Ada (allowed) and Mallory (not), and a core whose bridge posts to
+/// Ada's private chat or to a forum. The bridge's own pacing is relaxed so tests run fast;
+/// the fake's flood limits still apply unless `tg_limits` says otherwise.
+async fn setup(forum: bool, tg_limits: Option<RateLimits>) -> Result<Setup> {
+    let ada = FakeUser::new(ADA, "Ada").with_username("ada");
+    let mallory = FakeUser::new(MALLORY, "Mallory").with_username("mallory");
+    let mut opts = FakeTelegramOptions::default()
+        .user(ada.clone())
+        .user(mallory.clone());
+    opts = if forum {
+        opts.forum(FORUM, "shepherd")
+    } else {
+        opts.private_chat(ada)
+    };
+    opts = opts.private_chat(mallory);
+    opts.rate_limits = tg_limits;
+    let tg = FakeTelegram::start(opts).await?;
+    let chat = if forum { FORUM } else { ADA };
+    let chat_s = chat.to_string();
+    let api = tg.api_url();
+    let core = Core::start_with(&[
+        ("SHEPHERD_TELEGRAM_TOKEN", tg.token()),
+        ("SHEPHERD_TELEGRAM__ALLOWED_USERS", "[4242]"),
+        ("SHEPHERD_TELEGRAM__CHAT_ID", &chat_s),
+        ("SHEPHERD_TELEGRAM__API_URL", &api),
+        ("SHEPHERD_TELEGRAM__LIMITS__PER_CHAT_PER_SECOND", "200"),
+        ("SHEPHERD_TELEGRAM__LIMITS__PER_GROUP_PER_MINUTE", "10000"),
+        ("SHEPHERD_TELEGRAM__LIMITS__GLOBAL_PER_SECOND", "200"),
+    ])
+    .await?;
+    tg.wait_for("the bridge's first long poll", WAIT, |tg| {
+        tg.long_poll_waiting().then_some(())
+    })
+    .await?;
+    Ok(Setup { core, tg, chat })
+}
+
+fn is_card_for(question: &str) -> impl Fn(&SentMessage) -> bool + '_ {
+    move |m| m.text.contains(question) && !m.buttons().is_empty()
+}
+
+#[tokio::test]
+async fn a_real_pi_asks_and_the_button_answers_it() -> Result<()> {
+    let s = setup(false, None).await?;
+    let model = FakeModel::start(|req| {
+        if req.transcript().contains("ship-it-now") {
+            Reply::text("Shipping.")
+        } else {
+            Reply::tool(
+                "ask_human",
+                json!({"question": "Deploy the release?", "options": ["ship-it-now", "hold"]}),
+            )
+        }
+    })
+    .await?;
+    let mut opts = PiOptions::new(s.core.agent_dir());
+    opts.name = Some("tg-asker".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    pi.prompt("deploy when the human says so").await?;
+
+    let card =
+        s.tg.wait_for_message(s.chat, WAIT, is_card_for("Deploy the release?"))
+            .await?;
+    assert!(
+        card.text.contains("tg-asker"),
+        "the card names the session: {}",
+        card.text
+    );
+    let buttons = card.buttons();
+    assert_eq!(
+        buttons.iter().map(|b| b.0.as_str()).collect::<Vec<_>>(),
+        ["ship-it-now", "hold"]
+    );
+    let press =
+        s.tg.press_button(s.chat, card.message_id, ADA, &buttons[0].1)?;
+    let answer = s.tg.wait_for_callback_answer(&press.query_id, WAIT).await?;
+    assert!(
+        answer.text.as_deref().unwrap_or("").contains("ship-it-now"),
+        "{answer:?}"
+    );
+
+    let requests = model.wait_requests(2, WAIT).await?;
+    assert!(
+        requests[1].transcript().contains("ship-it-now"),
+        "the model sees the answer"
+    );
+    let edited =
+        s.tg.wait_for_message(s.chat, WAIT, |m| {
+            m.message_id == card.message_id && !m.edits.is_empty()
+        })
+        .await?;
+    assert!(
+        edited.text.contains("ship-it-now") && edited.text.contains("@ada"),
+        "{}",
+        edited.text
+    );
+    assert!(
+        edited.buttons().is_empty(),
+        "an answered card has no buttons"
+    );
+    pi.shutdown().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn reply_answers_stale_buttons_say_who_won_and_cli_answers_edit_cards() -> Result<()> {
+    let s = setup(false, None).await?;
+    let mut pi = s.core.pi("tg-s1", "builder").await?;
+    let ask = |q: &str| ClientMsg::Ask {
+        id: 0,
+        question: q.into(),
+        options: vec!["merge".into(), "wait".into()],
+        details: None,
+    };
+    let q1 = ask("Merge PR 7?");
+    pi.client
+        .request(|id| match q1.clone() {
+            ClientMsg::Ask {
+                question,
+                options,
+                details,
+                ..
+            } => ClientMsg::Ask {
+                id,
+                question,
+                options,
+                details,
+            },
+            other => other,
+        })
+        .await?;
+    let card =
+        s.tg.wait_for_message(s.chat, WAIT, is_card_for("Merge PR 7?"))
+            .await?;
+
+    // A text reply to the card: "2" picks the second option.
+    s.tg.inject_message(UserMessage::new(s.chat, ADA, "2").reply_to(card.message_id))?;
+    let delivery = pi.next_delivery(WAIT).await?;
+    assert_eq!(
+        (delivery.kind, delivery.text.as_str()),
+        (DeliveryKind::Answer, "wait")
+    );
+    assert_eq!(delivery.from.name, "telegram:@ada");
+    pi.ack(&[delivery.id]).await?;
+
+    // The old button is stale now.
+    let press =
+        s.tg.press_button(s.chat, card.message_id, ADA, &card.buttons()[0].1);
+    if let Ok(press) = press {
+        let answer = s.tg.wait_for_callback_answer(&press.query_id, WAIT).await?;
+        let text = answer.text.unwrap_or_default();
+        assert!(text.contains("Already answered by telegram:@ada"), "{text}");
+    } // (A card already edited without buttons cannot be pressed at all: also fine.)
+
+    // Answered on the CLI: the card is edited to say so.
+    let q2 = ask("Tag the release?");
+    pi.client
+        .request(|id| match q2.clone() {
+            ClientMsg::Ask {
+                question,
+                options,
+                details,
+                ..
+            } => ClientMsg::Ask {
+                id,
+                question,
+                options,
+                details,
+            },
+            other => other,
+        })
+        .await?;
+    let card2 =
+        s.tg.wait_for_message(s.chat, WAIT, is_card_for("Tag the release?"))
+            .await?;
+    let asks = s.core.cli_json(&["asks"])?;
+    let id = asks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["question"] == "Tag the release?")
+        .context("listed")?["id"]
+        .to_string();
+    assert!(s.core.cli(&["answer", &id, "yes, v1.2"]).status.success());
+    let edited =
+        s.tg.wait_for_message(s.chat, WAIT, |m| {
+            m.message_id == card2.message_id && m.text.contains("yes, v1.2")
+        })
+        .await?;
+    assert!(edited.text.contains("cli"), "{}", edited.text);
+    Ok(())
+}
+
+/// Mallory is in the forum (she can see and press the card) and has a private chat with
+/// the bot, but she is not in `allowed_users`: nothing she does reaches a session.
+#[tokio::test]
+async fn strangers_are_ignored_and_audited() -> Result<()> {
+    let s = setup(true, None).await?;
+    let mut pi = s.core.pi("tg-s2", "guarded").await?;
+    pi.client
+        .request(|id| ClientMsg::Ask {
+            id,
+            question: "Drop the table?".into(),
+            options: vec!["yes".into()],
+            details: None,
+        })
+        .await?;
+    let card =
+        s.tg.wait_for_message(s.chat, WAIT, is_card_for("Drop the table?"))
+            .await?;
+    let before = s.tg.messages(MALLORY).len();
+    let private = s.tg.inject_message(UserMessage::new(
+        MALLORY,
+        MALLORY,
+        "/steer guarded rm -rf /",
+    ))?;
+    let mut in_topic =
+        UserMessage::new(FORUM, MALLORY, "rm -rf / please").reply_to(card.message_id);
+    in_topic.thread_id = card.thread_id;
+    let reply = s.tg.inject_message(in_topic)?;
+    let press =
+        s.tg.press_button(s.chat, card.message_id, MALLORY, &card.buttons()[0].1)?;
+    for update in [private.update_id, reply.update_id, press.update_id] {
+        s.tg.wait_confirmed(update, WAIT).await?;
+    }
+    let asks = s.core.cli_json(&["asks"])?;
+    assert_eq!(
+        asks[0]["state"], "open",
+        "Mallory's press and reply answered nothing"
+    );
+    assert_eq!(
+        s.tg.messages(MALLORY).len(),
+        before,
+        "no reply to a stranger"
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), pi.next_delivery(WAIT))
+            .await
+            .is_err(),
+        "no steer"
+    );
+    let audit = std::fs::read_to_string(s.core.state_dir().join("audit.log"))?;
+    assert_eq!(
+        audit.lines().filter(|l| l.contains("6666")).count(),
+        3,
+        "{audit}"
+    );
+    assert!(
+        !audit.contains("rm -rf"),
+        "the audit log does not copy message text"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_long_report_is_split_below_the_limit_and_nothing_is_cut() -> Result<()> {
+    let s = setup(false, None).await?;
+    let mut pi = s.core.pi("tg-s3", "reporter").await?;
+    let lines: Vec<String> = (0..240)
+        .map(|i| format!("line {i:03}: <result> & more text to make it long"))
+        .collect();
+    let text = lines.join("\n");
+    assert!(text.len() > 10_000);
+    pi.client
+        .request(|id| ClientMsg::Report {
+            id,
+            text: text.clone(),
+        })
+        .await?;
+    let messages =
+        s.tg.wait_for("the whole report", WAIT, |tg| {
+            let msgs = tg.messages(s.chat);
+            msgs.iter()
+                .any(|m| m.text.contains("line 239"))
+                .then_some(msgs)
+        })
+        .await?;
+    assert!(messages.len() >= 3, "split into several messages");
+    for m in &messages {
+        assert!(shepherd_harness::fake_telegram::utf16_len(&m.text) <= 4096);
+    }
+    let all: String = messages
+        .iter()
+        .map(|m| m.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    for line in &lines {
+        assert_eq!(
+            all.matches(line.as_str()).count(),
+            1,
+            "{line} exactly once, uncut"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_burst_of_50_gets_through_429s_in_order() -> Result<()> {
+    let strict = RateLimits {
+        per_chat_per_sec: 20.0,
+        per_chat_burst: 5,
+        per_group_per_min: 10_000,
+        global_per_sec: 1000,
+        count_edits: true,
+    };
+    let s = setup(false, Some(strict)).await?;
+    let mut pi = s.core.pi("tg-s4", "bursty").await?;
+    for i in 0..50 {
+        pi.client
+            .request(|id| ClientMsg::Report {
+                id,
+                text: format!("burst report #{i:02}"),
+            })
+            .await?;
+    }
+    let messages =
+        s.tg.wait_for("50 reports", Duration::from_secs(60), |tg| {
+            let msgs: Vec<_> = tg
+                .messages(s.chat)
+                .into_iter()
+                .filter(|m| m.text.contains("burst report"))
+                .collect();
+            (msgs.len() >= 50).then_some(msgs)
+        })
+        .await?;
+    let order: Vec<String> = messages
+        .iter()
+        .map(|m| {
+            m.text
+                .split("burst report ")
+                .nth(1)
+                .unwrap_or("")
+                .chars()
+                .take(3)
+                .collect()
+        })
+        .collect();
+    let expected: Vec<String> = (0..50).map(|i| format!("#{i:02}")).collect();
+    assert_eq!(order, expected, "all 50, once each, in order");
+    assert!(
+        s.tg.error_counts().too_many_requests > 0,
+        "the fake did push back with 429s"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn forum_topics_follow_sessions_and_a_plain_message_in_a_topic_steers() -> Result<()> {
+    let s = setup(true, None).await?;
+    let mut pi = s.core.pi("tg-s5", "topical").await?;
+    pi.client
+        .request(|id| ClientMsg::Report {
+            id,
+            text: "hello from the topic".into(),
+        })
+        .await?;
+    let topic =
+        s.tg.wait_for("a topic", WAIT, |tg| tg.topics(FORUM).into_iter().next())
+            .await?;
+    assert!(topic.name.contains("topical"), "{}", topic.name);
+    let report =
+        s.tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("hello from the topic"))
+            .await?;
+    assert_eq!(report.thread_id, Some(topic.thread_id));
+
+    s.tg.inject_message(
+        UserMessage::new(FORUM, ADA, "please run the linter").in_topic(topic.thread_id),
+    )?;
+    let steer = pi.next_delivery(WAIT).await?;
+    assert_eq!(
+        (steer.kind, steer.text.as_str()),
+        (DeliveryKind::Steer, "please run the linter")
+    );
+    pi.ack(&[steer.id]).await?;
+
+    pi.client
+        .request(|id| ClientMsg::Update {
+            id,
+            name: Some("renamed".into()),
+            model: None,
+            context: None,
+            status: None,
+            cwd: None,
+            role: None,
+            session_file: None,
+        })
+        .await?;
+    s.tg.wait_for("the topic renamed", WAIT, |tg| {
+        tg.topics(FORUM)
+            .into_iter()
+            .find(|t| t.thread_id == topic.thread_id && t.name.contains("renamed"))
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn commands_answer_and_unknown_ones_get_help() -> Result<()> {
+    let s = setup(false, None).await?;
+    let _pi = s.core.pi("tg-s6", "listed").await?;
+    let commands =
+        s.tg.wait_for("setMyCommands", WAIT, |tg| tg.commands())
+            .await?;
+    assert!(commands.to_string().contains("steer"), "{commands}");
+    s.tg.inject_message(UserMessage::new(s.chat, ADA, "/sessions"))?;
+    s.tg.wait_for_message(s.chat, WAIT, |m| m.text.contains("listed"))
+        .await?;
+    s.tg.inject_message(UserMessage::new(s.chat, ADA, "/frobnicate"))?;
+    let help =
+        s.tg.wait_for_message(s.chat, WAIT, |m| m.text.contains("frobnicate"))
+            .await?;
+    assert!(
+        help.text.contains("/steer"),
+        "unknown commands get the help: {}",
+        help.text
+    );
+    s.tg.inject_message(UserMessage::new(
+        s.chat,
+        ADA,
+        "/steer listed check the logs",
+    ))?;
+    s.tg.wait_for_message(s.chat, WAIT, |m| m.text.contains("steered listed"))
+        .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_bridge_restart_mid_stream_loses_and_duplicates_nothing() -> Result<()> {
+    let mut s = setup(false, None).await?;
+    let socket = s.core.socket();
+    let agent = s.core.agent_dir().to_path_buf();
+    // The session outlives the core's restart: it re-registers, like the extension does.
+    let mut pi = s.core.pi("tg-s7", "steady").await?;
+    let mut sent = Vec::new();
+    for i in 0..20 {
+        sent.push(s.tg.inject_message(UserMessage::new(
+            s.chat,
+            ADA,
+            &format!("/steer steady step {i:02}"),
+        ))?);
+        if i == 9 {
+            s.core.restart().await?;
+            pi = shepherd_harness::Pi::register(&socket, "tg-s7", "steady", &agent).await?;
+        }
+    }
+    let mut seen = std::collections::BTreeMap::new();
+    let mut ids = std::collections::BTreeSet::new();
+    while seen.len() < 20 {
+        let d = pi
+            .next_delivery(WAIT)
+            .await
+            .with_context(|| format!("got {} of 20: {seen:?}", seen.len()))?;
+        pi.ack(&[d.id]).await?;
+        if ids.insert(d.id) {
+            *seen.entry(d.text.clone()).or_insert(0) += 1;
+        }
+    }
+    assert!(seen.values().all(|n| *n == 1), "{seen:?}");
+    assert_eq!(seen.keys().next().map(String::as_str), Some("step 00"));
+    // The last update is confirmed: the next poll will not replay it.
+    s.tg.wait_confirmed(sent.last().unwrap().update_id, WAIT)
+        .await?;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), pi.next_delivery(WAIT))
+            .await
+            .is_err(),
+        "no replays"
+    );
+    drop(s.tg);
+    Ok(())
+}
+
+#[tokio::test]
+async fn status_lists_the_bridge_and_a_broken_config_refuses_to_start() -> Result<()> {
+    let s = setup(false, None).await?;
+    let status = s.core.cli_json(&["status"])?;
+    let bridges = status["bridges"].as_array().context("bridges")?;
+    assert_eq!(
+        bridges.iter().filter(|b| b["name"] == "telegram").count(),
+        1,
+        "{status}"
+    );
+
+    let dir = tempfile::tempdir()?;
+    let out = std::process::Command::new(shepherd_harness::shepherd_bin())
+        .arg("up")
+        .env("PI_CODING_AGENT_DIR", dir.path())
+        .env("SHEPHERD_TELEGRAM_TOKEN", "1:x")
+        .env("SHEPHERD_TELEGRAM__CHAT_ID", "1")
+        .env_remove("SHEPHERD_SOCKET")
+        .env_remove("SHEPHERD_CONFIG")
+        .output()?;
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("allowed_users") && err.contains("user id"),
+        "{err}"
+    );
+    Ok(())
+}
+
+/// Another poller on the same token (Telegram answers the older poll with 409): the bridge
+/// says so once, clearly, and backs off instead of fighting for the updates.
+#[tokio::test]
+async fn a_second_poller_is_reported_once_and_the_bridge_backs_off() -> Result<()> {
+    let s = setup(false, None).await?;
+    assert!(s.tg.terminate_long_poll(), "a poll was waiting");
+    let reported = |log: &str| {
+        log.matches("another program is polling this bot token")
+            .count()
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while reported(&s.core.log()) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no report of the conflict:\n{}",
+            s.core.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let polls = s.tg.calls_to("getUpdates").len();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        s.tg.calls_to("getUpdates").len(),
+        polls,
+        "no polling while backing off"
+    );
+    assert!(!s.tg.long_poll_waiting());
+    assert_eq!(reported(&s.core.log()), 1);
+    Ok(())
+}
