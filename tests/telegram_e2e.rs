@@ -556,3 +556,74 @@ async fn a_second_poller_is_reported_once_and_the_bridge_backs_off() -> Result<(
     assert_eq!(reported(&s.core.log()), 1);
     Ok(())
 }
+
+/// Content longer than a few messages arrives as one `.md` document, whole.
+#[tokio::test]
+async fn a_very_long_report_is_sent_as_a_document() -> Result<()> {
+    let s = setup(false, None).await?;
+    let mut pi = s.core.pi("tg-s8", "verbose").await?;
+    let text: String = (0..800)
+        .map(|i| format!("row {i:04} of the full test log\n"))
+        .collect();
+    pi.client
+        .request(|id| ClientMsg::Report {
+            id,
+            text: text.clone(),
+        })
+        .await?;
+    let doc =
+        s.tg.wait_for_message(s.chat, WAIT, |m| m.document.is_some())
+            .await?;
+    let document = doc.document.unwrap();
+    assert!(
+        document.file_name.ends_with(".md"),
+        "{}",
+        document.file_name
+    );
+    let body = String::from_utf8(document.bytes)?;
+    assert!(
+        body.contains(text.trim_end()),
+        "the document holds the whole report"
+    );
+    Ok(())
+}
+
+/// Cards keep working across a restart: the card ↔ ask mapping is persisted, so a button
+/// on a card posted before the restart still answers.
+#[tokio::test]
+async fn buttons_on_old_cards_work_after_a_restart() -> Result<()> {
+    let mut s = setup(false, None).await?;
+    let socket = s.core.socket();
+    let agent = s.core.agent_dir().to_path_buf();
+    let mut pi = s.core.pi("tg-s9", "patient").await?;
+    pi.client
+        .request(|id| ClientMsg::Ask {
+            id,
+            question: "Rebase or merge?".into(),
+            options: vec!["rebase".into(), "merge".into()],
+            details: None,
+        })
+        .await?;
+    let card =
+        s.tg.wait_for_message(s.chat, WAIT, is_card_for("Rebase or merge?"))
+            .await?;
+    s.core.restart().await?;
+    let mut pi = shepherd_harness::Pi::register(&socket, "tg-s9", "patient", &agent).await?;
+    s.tg.wait_for("a long poll after the restart", WAIT, |tg| {
+        tg.long_poll_waiting().then_some(())
+    })
+    .await?;
+    let press =
+        s.tg.press_button(s.chat, card.message_id, ADA, &card.buttons()[1].1)?;
+    let answer = s.tg.wait_for_callback_answer(&press.query_id, WAIT).await?;
+    assert!(answer.text.unwrap_or_default().contains("merge"));
+    let delivery = pi.next_delivery(WAIT).await?;
+    assert_eq!(delivery.text, "merge");
+    let cards: Vec<_> =
+        s.tg.messages(s.chat)
+            .into_iter()
+            .filter(|m| m.text.contains("Rebase or merge?"))
+            .collect();
+    assert_eq!(cards.len(), 1, "the restart did not post the card again");
+    Ok(())
+}
