@@ -13,6 +13,7 @@
 //! - [`server`]: the socket listener and per-connection reader/writer tasks.
 //! - [`client`]: an async intercom client for the CLI, bridges, tests and benchmarks.
 //! - [`repo`]: repository context of a session's cwd (git2).
+//! - [`human`]: the clock and time spans as people read them (CLI and chat).
 //! - [`daemon`]: `shepherd up`: lock the state dir, open the store, serve until a signal.
 
 pub mod client;
@@ -20,6 +21,7 @@ pub mod config;
 pub mod daemon;
 pub mod framing;
 pub mod hub;
+pub mod human;
 pub mod protocol;
 pub mod repo;
 pub mod server;

@@ -5,45 +5,9 @@
 //! (so a CJK or emoji question does not break a table). Nothing here does I/O; the clock
 //! is passed in, so the tests pin it.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+pub use shepherd_core::human::{ago, duration, now_ms};
 
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
-
-/// Now, in Unix milliseconds (the protocol's time unit).
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// A duration in its two largest units: `42s`, `5m 3s`, `3h 12m`, `2d 4h`.
-pub fn duration(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
-    if d > 0 {
-        format!("{d}d {h}h")
-    } else if h > 0 {
-        format!("{h}h {m}m")
-    } else if m > 0 {
-        format!("{m}m {s}s")
-    } else {
-        format!("{s}s")
-    }
-}
-
-/// How long ago `then` was, in its largest unit: `just now`, `40s ago`, `2m ago`,
-/// `3h ago`, `5d ago`. A time in the future (clock skew) reads `just now`.
-pub fn ago(then: u64, now: u64) -> String {
-    let secs = now.saturating_sub(then) / 1000;
-    match secs {
-        0..5 => "just now".to_string(),
-        5..60 => format!("{secs}s ago"),
-        60..3600 => format!("{}m ago", secs / 60),
-        3600..86_400 => format!("{}h ago", secs / 3600),
-        _ => format!("{}d ago", secs / 86_400),
-    }
-}
 
 /// A Unix-millisecond time as `2026-12-02 13:06:19 UTC`.
 pub fn utc(ms: u64) -> String {

@@ -4,14 +4,9 @@
 //! passed in), a session's `repo@branch`, context fill, one-line text, and truncation
 //! counted in UTF-16 code units as Telegram counts (never inside a surrogate pair).
 
-use shepherd_core::protocol::SessionInfo;
+pub use shepherd_core::human::{ago, duration, now_ms};
 
-/// Now, in Unix milliseconds (the protocol's time unit).
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+use shepherd_core::protocol::SessionInfo;
 
 /// UTF-16 code units of `text` (Telegram's length).
 pub fn utf16_len(text: &str) -> usize {
@@ -46,34 +41,6 @@ pub fn one_line(text: &str) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
     spaced.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// A duration in its two largest units: `42s`, `5m 3s`, `3h 12m`, `2d 4h`.
-pub fn duration(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
-    if d > 0 {
-        format!("{d}d {h}h")
-    } else if h > 0 {
-        format!("{h}h {m}m")
-    } else if m > 0 {
-        format!("{m}m {s}s")
-    } else {
-        format!("{s}s")
-    }
-}
-
-/// How long ago `then` was: `just now`, `40s ago`, `2m ago`, `3h ago`, `5d ago` (a time
-/// in the future, from clock skew, is `just now`).
-pub fn ago(then: u64, now: u64) -> String {
-    let secs = now.saturating_sub(then) / 1000;
-    match secs {
-        0..5 => "just now".to_string(),
-        5..60 => format!("{secs}s ago"),
-        60..3600 => format!("{}m ago", secs / 60),
-        3600..86_400 => format!("{}h ago", secs / 3600),
-        _ => format!("{}d ago", secs / 86_400),
-    }
 }
 
 /// The last component of a path (`/home/ada/src/app` → `app`).

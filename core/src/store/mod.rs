@@ -215,13 +215,7 @@ impl Checkpointer {
     }
 }
 
-/// Current Unix time in milliseconds.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use crate::human::now_ms;
 
 #[cfg(test)]
 pub(crate) fn memory() -> Store {
