@@ -23,6 +23,87 @@ pub struct Config {
     pub core: CoreConfig,
     /// The Telegram bridge; absent: no Telegram.
     pub telegram: Option<TelegramConfig>,
+    /// The Matrix bridge; absent: no Matrix.
+    pub matrix: Option<MatrixConfig>,
+}
+
+/// The `[matrix]` section.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MatrixConfig {
+    /// Homeserver URL (`https://matrix.example.org`). Required.
+    pub homeserver: Option<String>,
+    /// The bot's Matrix id (`@shepherd:example.org`). Required.
+    pub user_id: Option<String>,
+    /// Password login (first start only; the session is persisted). Prefer
+    /// `password_file` or `SHEPHERD_MATRIX_PASSWORD`.
+    pub password: Option<String>,
+    pub password_file: Option<PathBuf>,
+    /// An existing access token instead of a password (`SHEPHERD_MATRIX_ACCESS_TOKEN`).
+    pub access_token: Option<String>,
+    pub access_token_file: Option<PathBuf>,
+    /// The device's display name.
+    pub device_name: String,
+    /// Matrix ids allowed to use the bot. Required.
+    pub allowed_users: Vec<String>,
+    /// Room id (`!…`) or alias (`#…`); none: the bot creates a private room and invites
+    /// the allowed users.
+    pub room: Option<String>,
+}
+
+impl Default for MatrixConfig {
+    fn default() -> Self {
+        MatrixConfig {
+            homeserver: None,
+            user_id: None,
+            password: None,
+            password_file: None,
+            access_token: None,
+            access_token_file: None,
+            device_name: "shepherd".into(),
+            allowed_users: Vec::new(),
+            room: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for MatrixConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let redact = |s: &Option<String>| s.as_ref().map(|_| "<redacted>");
+        f.debug_struct("MatrixConfig")
+            .field("homeserver", &self.homeserver)
+            .field("user_id", &self.user_id)
+            .field("password", &redact(&self.password))
+            .field("password_file", &self.password_file)
+            .field("access_token", &redact(&self.access_token))
+            .field("access_token_file", &self.access_token_file)
+            .field("device_name", &self.device_name)
+            .field("allowed_users", &self.allowed_users)
+            .field("room", &self.room)
+            .finish()
+    }
+}
+
+/// A secret from its value or its file (surrounding whitespace ignored).
+pub fn read_secret(
+    value: &Option<String>,
+    file: &Option<PathBuf>,
+) -> Result<Option<String>, ConfigError> {
+    if let Some(v) = value.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+        return Ok(Some(v.to_string()));
+    }
+    if let Some(path) = file {
+        let path = expand_home(path);
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let v = text.trim();
+        if !v.is_empty() {
+            return Ok(Some(v.to_string()));
+        }
+    }
+    Ok(None)
 }
 
 /// The `[telegram]` section.
@@ -335,6 +416,8 @@ fn apply_env(
             "SOCKET" => vec!["core".into(), "socket".into()],
             "STATE_DIR" => vec!["core".into(), "state_dir".into()],
             "TELEGRAM_TOKEN" => vec!["telegram".into(), "token".into()],
+            "MATRIX_PASSWORD" => vec!["matrix".into(), "password".into()],
+            "MATRIX_ACCESS_TOKEN" => vec!["matrix".into(), "access_token".into()],
             _ if rest.contains("__") => rest.split("__").map(str::to_lowercase).collect(),
             // Other SHEPHERD_* variables (SHEPHERD_CONFIG, test switches) are not settings.
             _ => continue,
@@ -398,6 +481,7 @@ mod tests {
         assert_eq!(config.core, expected.core);
         // Its bridge sections are commented out: the embedded default has none.
         assert_eq!(config.telegram, None);
+        assert_eq!(config.matrix, None);
     }
 
     /// The commented-out bridge sections are valid too: uncommented, they parse.
@@ -418,6 +502,12 @@ mod tests {
         assert_eq!(telegram.chat_id, Some(123456789));
         assert!(telegram.token_file.is_some());
         assert!(!format!("{telegram:?}").contains("secret"));
+        let matrix = config.matrix.expect("a [matrix] section");
+        assert_eq!(matrix.allowed_users, ["@ada:example.org"]);
+        assert_eq!(
+            matrix.homeserver.as_deref(),
+            Some("https://matrix.example.org")
+        );
     }
 
     #[test]
