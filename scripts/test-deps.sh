@@ -5,7 +5,9 @@
 #     Node >= 22.19 and the machine's own Node is older;
 #   - the pinned Pi (npm @earendil-works/pi-coding-agent), installed from pi-ext's
 #     package-lock.json so the Pi the tests run is exactly the one the types come from;
-#   - pi-ext's dev dependencies (typescript, @types/node, Pi's .d.ts) into pi-ext/node_modules.
+#   - pi-ext's dev dependencies (typescript, @types/node, Pi's .d.ts) into pi-ext/node_modules;
+#   - Synapse (PyPI matrix-synapse, pinned in scripts/synapse-deps.sh) in a Python venv, for
+#     the Matrix end-to-end tests (needs python3 >= 3.10 with venv, and PyPI).
 #
 # The pins live in ONE place, pi-ext/package.json:
 #   devDependencies["@earendil-works/pi-coding-agent"]  the Pi version (exact)
@@ -29,6 +31,8 @@
 #   SHEPHERD_PI_VERSION    the pinned Pi version
 #   SHEPHERD_PI_PACKAGE    the installed Pi package directory (docs/, examples/, dist/)
 #   SHEPHERD_PI_EXT        the extension entry point to load with `-e` (pi-ext/index.ts)
+#   SHEPHERD_SYNAPSE_PYTHON   the Synapse venv's python (`$it -m synapse.app.homeserver ...`)
+#   SHEPHERD_SYNAPSE_VERSION  the pinned Synapse version
 set -euo pipefail
 
 mode=human
@@ -164,6 +168,12 @@ EOF
   say "Pi $got on Node $node_version ready"
 fi
 
+# ---- Synapse (its own script and lock; prints KEY=VALUE lines) ----
+synapse_env="$("$root/scripts/synapse-deps.sh" --env)" || die "Synapse could not be installed (see above)"
+synapse_python="$(sed -n 's/^SHEPHERD_SYNAPSE_PYTHON=//p' <<<"$synapse_env")"
+synapse_version="$(sed -n 's/^SHEPHERD_SYNAPSE_VERSION=//p' <<<"$synapse_env")"
+[[ -n "$synapse_python" && -n "$synapse_version" ]] || die "scripts/synapse-deps.sh --env printed no paths: $synapse_env"
+
 flock -u 9
 
 if [[ "$mode" == env ]]; then
@@ -175,10 +185,13 @@ if [[ "$mode" == env ]]; then
   kv SHEPHERD_PI_VERSION "$pi_version"
   kv SHEPHERD_PI_PACKAGE "$pi_pkg_dir"
   kv SHEPHERD_PI_EXT "$ext_dir/index.ts"
+  kv SHEPHERD_SYNAPSE_PYTHON "$synapse_python"
+  kv SHEPHERD_SYNAPSE_VERSION "$synapse_version"
 else
   echo "Node $node_version: $node_bin"
   echo "Pi $pi_version:     $pi_wrapper"
   echo "Pi package:      $pi_pkg_dir"
   echo "extension:       $ext_dir/index.ts"
+  echo "Synapse $synapse_version: $synapse_python -m synapse.app.homeserver"
   printf 'export PATH=%q:"$PATH"\n' "$node_bin_dir"
 fi

@@ -4,7 +4,7 @@
 #   2. test dependencies: Node 22 and the pinned Pi into target/test-deps (cached);
 #   3. the extension's TypeScript type check and node --test unit tests;
 #   4. every Rust test: unit, golden protocol fixtures, the real daemon over its socket,
-#      and end to end with a real Pi against the scripted fake model.
+#      and end to end with a real Pi against the scripted fake model (and a real Synapse).
 # Fails on the first failing step. Nothing is skipped: a missing dependency is an error.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -17,10 +17,10 @@ cargo fmt --all -- --check
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "test dependencies (Node 22, pinned Pi)"
+step "test dependencies (Node 22, pinned Pi, Synapse)"
 deps_env="$(scripts/test-deps.sh --env)"
 eval "$deps_env"
-export SHEPHERD_NODE SHEPHERD_NODE_BIN_DIR SHEPHERD_PI SHEPHERD_PI_VERSION SHEPHERD_PI_EXT
+export SHEPHERD_NODE SHEPHERD_NODE_BIN_DIR SHEPHERD_PI SHEPHERD_PI_VERSION SHEPHERD_PI_EXT SHEPHERD_SYNAPSE_PYTHON
 
 step "pi-ext: type check and unit tests"
 scripts/test-ts.sh

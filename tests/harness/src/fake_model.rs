@@ -209,22 +209,22 @@ fn sse_body(reply: &Reply, n: usize, prompt_tokens: u64) -> String {
     let mut out = chunk(&id, json!({"role": "assistant", "content": ""}), None);
     let finish = match reply {
         Reply::Text(text) => {
-            out += &chunk(&id, json!({"content": text}), None);
+            out.push_str(&chunk(&id, json!({"content": text}), None));
             "stop"
         }
         Reply::Tools(calls) => {
             for (i, (name, args)) in calls.iter().enumerate() {
                 let call = json!({"index": i, "id": format!("call_{n}_{i}"), "type": "function",
                     "function": {"name": name, "arguments": args.to_string()}});
-                out += &chunk(&id, json!({"tool_calls": [call]}), None);
+                out.push_str(&chunk(&id, json!({"tool_calls": [call]}), None));
             }
             "tool_calls"
         }
     };
-    out += &chunk(&id, json!({}), Some(finish));
+    out.push_str(&chunk(&id, json!({}), Some(finish)));
     let usage = json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
         "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 10,
         "total_tokens": prompt_tokens + 10}});
-    out += &format!("data: {usage}\n\ndata: [DONE]\n\n");
+    out.push_str(&format!("data: {usage}\n\ndata: [DONE]\n\n"));
     out
 }

@@ -11,10 +11,18 @@
 //! - [`fake_model`]: a scripted OpenAI-compatible model server for Pi.
 //! - [`pi_process`]: a real Pi (pinned, on Node 22) in RPC mode with the extension.
 //! - [`fake_telegram`]: a strict fake Telegram Bot API server for a real teloxide bot.
+//! - [`synapse`]: a real Synapse homeserver (pinned, from PyPI) on a free loopback port.
+//! - [`matrix_user`]: a "human" Matrix client (matrix-sdk, E2EE-capable) for Matrix tests.
+
+// matrix-sdk's sync future is deep: proving it `Send` for `tokio::spawn` (matrix_user)
+// needs more than the default recursion limit.
+#![recursion_limit = "256"]
 
 pub mod fake_model;
 pub mod fake_telegram;
+pub mod matrix_user;
 pub mod pi_process;
+pub mod synapse;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
