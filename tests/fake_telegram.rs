@@ -565,7 +565,7 @@ async fn documents_are_multipart_uploads() {
     let tg = start().await;
     let bot = bot(&tg);
     let topic = bot.create_forum_topic(ChatId(FORUM), "docs").await.unwrap();
-    let body = "# Report\n\n".to_string() + &"line\n".repeat(3000);
+    let body = "# Report\n\n".to_string() + &*"line\n".repeat(3000);
     let sent = bot
         .send_document(
             ChatId(FORUM),
