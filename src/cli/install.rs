@@ -184,21 +184,21 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     let mut text = String::new();
     if report.files_written.is_empty() && !report.settings_changed {
-        text += &format!("the shepherd extension is already installed and current: {dir_text}\n");
+        text += &*format!("the shepherd extension is already installed and current: {dir_text}\n");
     } else {
         if !report.files_written.is_empty() {
-            text += &format!(
+            text += &*format!(
                 "wrote the shepherd extension to {dir_text} ({})\n",
                 report.files_written.join(", ")
             );
         }
         if report.settings_changed {
-            text += &format!("added it to Pi's packages in {}\n", settings_path.display());
+            text += &*format!("added it to Pi's packages in {}\n", settings_path.display());
         }
         text += "Pi loads it in new sessions; in a running session, type /reload\n";
     }
     for other in &report.also_configured {
-        text += &format!(
+        text += &*format!(
             "warning: Pi also loads another copy from {}; two copies would both connect: remove it with `pi remove {}`\n",
             other.display(),
             other.display()
