@@ -12,9 +12,15 @@
 //!   boundaries, command parsing, and who may speak.
 //! - [`core_link`]: the bridge side of the intercom (events and requests, reconnecting).
 //! - [`telegram`]: the Telegram bridge (teloxide): cards, topics, outbox, polling.
+//! - [`matrix`]: the Matrix bridge (matrix-sdk): threads, reactions, encrypted rooms.
+
+// matrix-sdk's futures are deep: proving them `Send` for `tokio::spawn` needs more than
+// the default recursion limit (128).
+#![recursion_limit = "256"]
 
 pub mod chat;
 pub mod core_link;
+pub mod matrix;
 pub mod telegram;
 
 use std::path::Path;
@@ -28,6 +34,8 @@ use tokio_util::task::TaskTracker;
 pub enum BridgeError {
     #[error("[telegram]: {0}")]
     Telegram(#[from] telegram::TelegramError),
+    #[error("[matrix]: {0}")]
+    Matrix(#[from] matrix::MatrixError),
 }
 
 /// Check every configured bridge's settings, so `shepherd up` refuses a broken
@@ -35,6 +43,9 @@ pub enum BridgeError {
 pub fn validate(config: &Config) -> Result<(), BridgeError> {
     if let Some(telegram) = &config.telegram {
         telegram::validate(telegram)?;
+    }
+    if let Some(matrix) = &config.matrix {
+        matrix::validate(matrix)?;
     }
     Ok(())
 }
@@ -58,9 +69,20 @@ impl Bridges {
         if let Some(telegram) = config.telegram.clone() {
             names.push("telegram");
             let (socket, state_dir) = (socket.to_path_buf(), state_dir.to_path_buf());
+            let shutdown = shutdown.clone();
             tracker.spawn(async move {
                 if let Err(e) = telegram::run(telegram, socket, state_dir, shutdown).await {
                     tracing::error!("telegram bridge stopped: {e}");
+                }
+            });
+        }
+        if let Some(matrix) = config.matrix.clone() {
+            names.push("matrix");
+            let (socket, state_dir) = (socket.to_path_buf(), state_dir.to_path_buf());
+            let shutdown = shutdown.clone();
+            tracker.spawn(async move {
+                if let Err(e) = matrix::run(matrix, socket, state_dir, shutdown).await {
+                    tracing::error!("matrix bridge stopped: {e}");
                 }
             });
         }

@@ -1,0 +1,373 @@
+//! # From a Matrix event to what the bridge does
+//!
+//! Pure decisions, so they are tested without a homeserver: an incoming message or
+//! reaction, already reduced to the few fields that matter ([`Incoming`]), and what the
+//! bridge knows about its own events ([`Known`]: cards, threads, what is about which
+//! session) give one [`Action`]. The rules, in order: the bot's own events are ignored;
+//! senders not in `allowed_users` and rooms other than the bridge's are refused (audit
+//! log); edits are ignored; a `!command` is a command; a reply to a card answers its ask;
+//! a message in a session's thread answers the thread's newest open card, or steers the
+//! session when no card is open; a reply to anything else about a session steers it; any
+//! other message gets the help. A reaction on a card answers it with that option.
+
+use crate::chat::access::{Allowlist, Decision};
+use crate::chat::commands::{self, ChatCommand};
+
+/// A message or reaction, reduced to what the decision needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incoming {
+    pub room: String,
+    pub sender: String,
+    pub kind: IncomingKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IncomingKind {
+    /// A text message (`m.text`, `m.notice` or `m.emote`).
+    Text {
+        /// The body, without a reply fallback (`> <@user> …` lines).
+        body: String,
+        /// The root of the thread it is in (`m.thread`).
+        thread_root: Option<String>,
+        /// The event it genuinely replies to (not a thread's fallback reply).
+        reply_to: Option<String>,
+        /// An edit (`m.replace`) of an earlier message.
+        is_edit: bool,
+    },
+    /// A reaction (`m.annotation`) with `key` on event `target`.
+    Reaction { target: String, key: String },
+}
+
+/// What the bridge knows about its own events.
+pub trait Known {
+    /// The ask a card event shows, and whether the card is already answered.
+    fn card(&self, event_id: &str) -> Option<(u64, bool)>;
+    /// The ask of the newest open card in the thread starting at `root`.
+    fn open_card_in_thread(&self, root: &str) -> Option<u64>;
+    /// The session whose thread starts at `root`.
+    fn session_of_thread(&self, root: &str) -> Option<String>;
+    /// The session a bot event is about.
+    fn about(&self, event_id: &str) -> Option<String>;
+}
+
+/// What to do with an incoming event. `thread` is where a reply goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing (the bot's own event, an edit, a reaction on something else).
+    Ignore,
+    /// Ignore, and write `reason` to the audit log.
+    Refuse { reason: String },
+    Command {
+        command: ChatCommand,
+        thread: Option<String>,
+    },
+    /// Answer an ask with text (free text or an option's number, read by
+    /// [`commands::answer_text`] once the ask is known).
+    Answer {
+        ask_id: u64,
+        text: String,
+        thread: Option<String>,
+    },
+    /// Answer an ask with the option a reaction `key` on its `card` stands for.
+    React {
+        ask_id: u64,
+        key: String,
+        card: String,
+    },
+    Steer {
+        session: String,
+        text: String,
+        thread: Option<String>,
+    },
+    /// A message the bot cannot place: answer with the help.
+    Help { thread: Option<String> },
+}
+
+/// Decide what an incoming event means.
+pub fn decide(
+    incoming: &Incoming,
+    me: &str,
+    allow: &Allowlist<String>,
+    known: &impl Known,
+) -> Action {
+    if incoming.sender == me {
+        return Action::Ignore;
+    }
+    if let Decision::Refused { reason, .. } = allow.allows(&incoming.sender, &incoming.room) {
+        return Action::Refuse { reason };
+    }
+    match &incoming.kind {
+        IncomingKind::Reaction { target, key } => match known.card(target) {
+            Some((ask_id, _)) => Action::React {
+                ask_id,
+                key: key.clone(),
+                card: target.clone(),
+            },
+            None => Action::Ignore,
+        },
+        IncomingKind::Text {
+            body,
+            thread_root,
+            reply_to,
+            is_edit,
+        } => {
+            if *is_edit || body.trim().is_empty() {
+                return Action::Ignore;
+            }
+            let thread = thread_root.clone();
+            if let Some(command) = commands::parse(body, '!', None) {
+                return Action::Command { command, thread };
+            }
+            let text = body.trim().to_string();
+            if let Some((ask_id, _)) = reply_to.as_deref().and_then(|r| known.card(r)) {
+                return Action::Answer {
+                    ask_id,
+                    text,
+                    thread,
+                };
+            }
+            if let Some(root) = thread_root.as_deref() {
+                if let Some(ask_id) = known.open_card_in_thread(root) {
+                    return Action::Answer {
+                        ask_id,
+                        text,
+                        thread,
+                    };
+                }
+                if let Some(session) = known.session_of_thread(root) {
+                    return Action::Steer {
+                        session,
+                        text,
+                        thread,
+                    };
+                }
+            }
+            if let Some(session) = reply_to.as_deref().and_then(|r| known.about(r)) {
+                return Action::Steer {
+                    session,
+                    text,
+                    thread,
+                };
+            }
+            Action::Help { thread }
+        }
+    }
+}
+
+/// `body` without the reply fallback some clients still put in front of a reply: the
+/// leading `> ` lines and the blank line after them.
+pub fn strip_reply_fallback(body: &str) -> &str {
+    if !body.starts_with("> ") {
+        return body;
+    }
+    let mut rest = body;
+    while rest.starts_with('>') {
+        match rest.find('\n') {
+            Some(end) => rest = &rest[end + 1..],
+            None => return body,
+        }
+    }
+    rest.strip_prefix('\n').unwrap_or(rest)
+}
+
+/// `matrix:@ada:example.org`: who acted, for the core's records.
+pub fn who(sender: &str) -> String {
+    format!("matrix:{sender}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[derive(Default)]
+    struct Fake {
+        cards: HashMap<String, (u64, bool, String)>,
+        threads: HashMap<String, String>,
+        about: HashMap<String, String>,
+    }
+
+    impl Known for Fake {
+        fn card(&self, event_id: &str) -> Option<(u64, bool)> {
+            self.cards.get(event_id).map(|(a, done, _)| (*a, *done))
+        }
+        fn open_card_in_thread(&self, root: &str) -> Option<u64> {
+            self.cards
+                .values()
+                .filter(|(_, done, r)| !done && r == root)
+                .map(|(a, _, _)| *a)
+                .max()
+        }
+        fn session_of_thread(&self, root: &str) -> Option<String> {
+            self.threads.get(root).cloned()
+        }
+        fn about(&self, event_id: &str) -> Option<String> {
+            self.about.get(event_id).cloned()
+        }
+    }
+
+    const ME: &str = "@bot:hs";
+    const ROOM: &str = "!room:hs";
+
+    fn allow() -> Allowlist<String> {
+        Allowlist::new(["@ada:hs".to_string()], [ROOM.to_string()]).chat_noun("room")
+    }
+
+    fn text(sender: &str, body: &str, root: Option<&str>, reply: Option<&str>) -> Incoming {
+        Incoming {
+            room: ROOM.into(),
+            sender: sender.into(),
+            kind: IncomingKind::Text {
+                body: body.into(),
+                thread_root: root.map(Into::into),
+                reply_to: reply.map(Into::into),
+                is_edit: false,
+            },
+        }
+    }
+
+    fn known() -> Fake {
+        let mut k = Fake::default();
+        k.threads.insert("$root".into(), "s1".into());
+        k.cards.insert("$card".into(), (7, false, "$root".into()));
+        k.about.insert("$report".into(), "s2".into());
+        k
+    }
+
+    #[test]
+    fn own_events_are_ignored_and_strangers_refused() {
+        let k = known();
+        assert_eq!(
+            decide(&text(ME, "hi", None, None), ME, &allow(), &k),
+            Action::Ignore
+        );
+        let refused = decide(&text("@eve:hs", "!sessions", None, None), ME, &allow(), &k);
+        assert!(matches!(refused, Action::Refuse { reason } if reason.contains("@eve:hs")));
+        let mut other_room = text("@ada:hs", "!sessions", None, None);
+        other_room.room = "!elsewhere:hs".into();
+        let refused = decide(&other_room, ME, &allow(), &k);
+        assert!(matches!(refused, Action::Refuse { reason } if reason.contains("!elsewhere:hs")));
+    }
+
+    #[test]
+    fn commands_replies_and_thread_messages() {
+        let mut k = known();
+        assert_eq!(
+            decide(
+                &text("@ada:hs", "!asks", Some("$root"), None),
+                ME,
+                &allow(),
+                &k
+            ),
+            Action::Command {
+                command: ChatCommand::Asks,
+                thread: Some("$root".into())
+            }
+        );
+        // A plain message in a thread with an open card answers it.
+        assert_eq!(
+            decide(
+                &text("@ada:hs", " 2 ", Some("$root"), None),
+                ME,
+                &allow(),
+                &k
+            ),
+            Action::Answer {
+                ask_id: 7,
+                text: "2".into(),
+                thread: Some("$root".into())
+            }
+        );
+        // A reply to a card answers that card, even outside its thread.
+        assert_eq!(
+            decide(
+                &text("@ada:hs", "yes", None, Some("$card")),
+                ME,
+                &allow(),
+                &k
+            ),
+            Action::Answer {
+                ask_id: 7,
+                text: "yes".into(),
+                thread: None
+            }
+        );
+        // Once answered, a thread message steers the session.
+        k.cards.insert("$card".into(), (7, true, "$root".into()));
+        assert_eq!(
+            decide(
+                &text("@ada:hs", "go on", Some("$root"), None),
+                ME,
+                &allow(),
+                &k
+            ),
+            Action::Steer {
+                session: "s1".into(),
+                text: "go on".into(),
+                thread: Some("$root".into())
+            }
+        );
+        // A reply to a report steers its session; anything else gets the help.
+        assert_eq!(
+            decide(
+                &text("@ada:hs", "more", None, Some("$report")),
+                ME,
+                &allow(),
+                &k
+            ),
+            Action::Steer {
+                session: "s2".into(),
+                text: "more".into(),
+                thread: None
+            }
+        );
+        assert_eq!(
+            decide(&text("@ada:hs", "hello", None, None), ME, &allow(), &k),
+            Action::Help { thread: None }
+        );
+    }
+
+    #[test]
+    fn edits_and_reactions() {
+        let k = known();
+        let mut edit = text("@ada:hs", "2", Some("$root"), None);
+        if let IncomingKind::Text { is_edit, .. } = &mut edit.kind {
+            *is_edit = true;
+        }
+        assert_eq!(decide(&edit, ME, &allow(), &k), Action::Ignore);
+        let reaction = |target: &str| Incoming {
+            room: ROOM.into(),
+            sender: "@ada:hs".into(),
+            kind: IncomingKind::Reaction {
+                target: target.into(),
+                key: "2\u{fe0f}\u{20e3}".into(),
+            },
+        };
+        assert_eq!(
+            decide(&reaction("$card"), ME, &allow(), &k),
+            Action::React {
+                ask_id: 7,
+                key: "2\u{fe0f}\u{20e3}".into(),
+                card: "$card".into()
+            }
+        );
+        assert_eq!(
+            decide(&reaction("$report"), ME, &allow(), &k),
+            Action::Ignore
+        );
+        let mut own = reaction("$card");
+        own.sender = ME.into();
+        assert_eq!(decide(&own, ME, &allow(), &k), Action::Ignore);
+    }
+
+    #[test]
+    fn reply_fallbacks_are_stripped() {
+        assert_eq!(
+            strip_reply_fallback("> <@bot:hs> ❓ question\n> more\n\nyes please"),
+            "yes please"
+        );
+        assert_eq!(strip_reply_fallback("plain"), "plain");
+        assert_eq!(strip_reply_fallback("> only a quote"), "> only a quote");
+        assert_eq!(who("@ada:hs"), "matrix:@ada:hs");
+    }
+}

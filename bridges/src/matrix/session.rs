@@ -1,0 +1,404 @@
+//! # Logging in once, and the room
+//!
+//! Everything the Matrix bridge keeps lives in `<state dir>/matrix/` (mode 0700):
+//! matrix-sdk's SQLite state and crypto store (`store/`, encrypted with a passphrase
+//! generated on first start and kept in `store-passphrase`, 0600), the login session
+//! (`session.json`, 0600: user id, device id, access token) and the bridge's own
+//! `bridge.db`. The first start logs in with the password (or adopts the access token),
+//! which creates the bot's device; every later start restores `session.json`, so the
+//! device and its encryption keys stay the same. The room is the configured one (joined
+//! when needed) or a private, encrypted room the bot creates once and invites the allowed
+//! users to.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use matrix_sdk::authentication::matrix::MatrixSession;
+use matrix_sdk::ruma::api::client::room::create_room::v3::{Request as CreateRoom, RoomPreset};
+use matrix_sdk::ruma::api::error::ErrorKind;
+use matrix_sdk::ruma::events::InitialStateEvent;
+use matrix_sdk::ruma::events::room::encryption::RoomEncryptionEventContent;
+use matrix_sdk::ruma::{OwnedRoomId, OwnedUserId, RoomAliasId, RoomId, RoomOrAliasId, UserId};
+use matrix_sdk::{Client, Room, RoomState, SessionMeta, SessionTokens};
+use shepherd_core::config::{MatrixConfig, read_secret};
+use tokio_util::sync::CancellationToken;
+
+use super::MatrixError;
+
+/// Files under `<state dir>/matrix/`.
+pub struct Paths {
+    pub dir: PathBuf,
+    pub store: PathBuf,
+    pub passphrase: PathBuf,
+    pub session: PathBuf,
+    pub bridge_db: PathBuf,
+}
+
+impl Paths {
+    pub fn new(state_dir: &Path) -> Paths {
+        let dir = state_dir.join("matrix");
+        Paths {
+            store: dir.join("store"),
+            passphrase: dir.join("store-passphrase"),
+            session: dir.join("session.json"),
+            bridge_db: dir.join("bridge.db"),
+            dir,
+        }
+    }
+}
+
+/// Write `bytes` to `path` readable by the owner only, atomically.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+/// The store passphrase: read, or generated (32 random bytes, hex) and saved.
+fn passphrase(paths: &Paths) -> Result<String, MatrixError> {
+    let io = |source| MatrixError::State {
+        path: paths.passphrase.clone(),
+        source,
+    };
+    if let Ok(p) = std::fs::read_to_string(&paths.passphrase)
+        && !p.trim().is_empty()
+    {
+        return Ok(p.trim().to_string());
+    }
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(io)?;
+    let p: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    write_private(&paths.passphrase, p.as_bytes()).map_err(io)?;
+    Ok(p)
+}
+
+/// A logged-in client: the persisted session restored, or a first login.
+pub async fn connect(
+    config: &MatrixConfig,
+    paths: &Paths,
+    shutdown: &CancellationToken,
+) -> Result<Client, MatrixError> {
+    let homeserver = config.homeserver.clone().unwrap_or_default();
+    let user_id = parse_user(config.user_id.as_deref().unwrap_or_default())?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&paths.dir)
+        .map_err(|source| MatrixError::State {
+            path: paths.dir.clone(),
+            source,
+        })?;
+    let saved: Option<MatrixSession> = match std::fs::read_to_string(&paths.session) {
+        Ok(text) => Some(
+            serde_json::from_str(&text).map_err(|e| MatrixError::BadSession {
+                path: paths.session.clone(),
+                reason: e.to_string(),
+            })?,
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => {
+            return Err(MatrixError::State {
+                path: paths.session.clone(),
+                source,
+            });
+        }
+    };
+    if let Some(s) = &saved
+        && s.meta.user_id != user_id
+    {
+        return Err(MatrixError::BadSession {
+            path: paths.session.clone(),
+            reason: format!(
+                "it is {}'s session but matrix.user_id is {user_id}; delete {} (and its store/) to log in as {user_id}",
+                s.meta.user_id,
+                paths.dir.display()
+            ),
+        });
+    }
+    if saved.is_none() && paths.store.exists() {
+        // A store without its session belongs to a device we can no longer use: a new
+        // login must start from an empty crypto store.
+        tracing::warn!(store = %paths.store.display(), "matrix: no session.json; starting a fresh store for the new login");
+        let _ = std::fs::remove_dir_all(&paths.store);
+    }
+    let passphrase = passphrase(paths)?;
+    let client = retry_network(shutdown, "reach the homeserver", || async {
+        Client::builder()
+            .homeserver_url(&homeserver)
+            .sqlite_store(&paths.store, Some(&passphrase))
+            .build()
+            .await
+    })
+    .await?
+    .map_err(|e| MatrixError::Homeserver {
+        url: homeserver.clone(),
+        reason: e.to_string(),
+    })?;
+
+    if let Some(session) = saved {
+        let device = session.meta.device_id.clone();
+        client
+            .restore_session(session)
+            .await
+            .map_err(|e| MatrixError::Login(format!("restoring the saved session failed: {e}")))?;
+        tracing::info!(user = %user_id, device = %device, "matrix: session restored");
+        return Ok(client);
+    }
+
+    let password = read_secret(&config.password, &config.password_file)?;
+    let token = read_secret(&config.access_token, &config.access_token_file)?;
+    if let Some(password) = password {
+        let login = retry_network(shutdown, "log in", || {
+            client
+                .matrix_auth()
+                .login_username(&user_id, &password)
+                .initial_device_display_name(&config.device_name)
+                .send()
+        })
+        .await?;
+        if let Err(e) = login {
+            return Err(match e.client_api_error_kind() {
+                Some(ErrorKind::Forbidden) => MatrixError::Login(format!(
+                    "the homeserver refused the password for {user_id}: check SHEPHERD_MATRIX_PASSWORD / matrix.password_file"
+                )),
+                _ => MatrixError::Login(format!("logging in as {user_id} failed: {e}")),
+            });
+        }
+    } else if let Some(token) = token {
+        let device = whoami_device(&homeserver, &user_id, &token).await?;
+        let session = MatrixSession {
+            meta: SessionMeta {
+                user_id: user_id.clone(),
+                device_id: device,
+            },
+            tokens: SessionTokens {
+                access_token: token,
+                refresh_token: None,
+            },
+        };
+        client
+            .restore_session(session)
+            .await
+            .map_err(|e| MatrixError::Login(format!("using the access token failed: {e}")))?;
+    } else {
+        return Err(MatrixError::NoCredentials);
+    }
+    let session = client
+        .matrix_auth()
+        .session()
+        .ok_or_else(|| MatrixError::Login("no session after logging in".into()))?;
+    let json = serde_json::to_vec_pretty(&session).expect("a session serialises");
+    write_private(&paths.session, &json).map_err(|source| MatrixError::State {
+        path: paths.session.clone(),
+        source,
+    })?;
+    tracing::info!(user = %user_id, device = %session.meta.device_id, "matrix: logged in; session saved");
+    Ok(client)
+}
+
+/// The device an access token belongs to (`/account/whoami`).
+async fn whoami_device(
+    homeserver: &str,
+    user_id: &OwnedUserId,
+    token: &str,
+) -> Result<matrix_sdk::ruma::OwnedDeviceId, MatrixError> {
+    let probe = Client::builder()
+        .homeserver_url(homeserver)
+        .build()
+        .await
+        .map_err(|e| MatrixError::Homeserver {
+            url: homeserver.into(),
+            reason: e.to_string(),
+        })?;
+    probe
+        .restore_session(MatrixSession {
+            meta: SessionMeta {
+                user_id: user_id.clone(),
+                device_id: "SHEPHERDPROBE".into(),
+            },
+            tokens: SessionTokens {
+                access_token: token.to_string(),
+                refresh_token: None,
+            },
+        })
+        .await
+        .map_err(|e| MatrixError::Login(e.to_string()))?;
+    let who = probe.whoami().await.map_err(|e| {
+        MatrixError::Login(format!(
+            "the homeserver refused the access token: {e}; check SHEPHERD_MATRIX_ACCESS_TOKEN"
+        ))
+    })?;
+    if who.user_id != *user_id {
+        return Err(MatrixError::Login(format!(
+            "the access token belongs to {}, not matrix.user_id {user_id}",
+            who.user_id
+        )));
+    }
+    who.device_id.ok_or_else(|| {
+        MatrixError::Login("the access token has no device; use a password login instead".into())
+    })
+}
+
+pub fn parse_user(id: &str) -> Result<OwnedUserId, MatrixError> {
+    UserId::parse(id).map_err(|_| MatrixError::BadId {
+        what: "user id",
+        value: id.to_string(),
+    })
+}
+
+/// The room to use: the configured one (joined if needed), or the one the bot created
+/// earlier (`created`, from `bridge.db`), or a new private room with the allowed users
+/// invited; and whether it is new (the caller remembers its id).
+pub async fn room(
+    client: &Client,
+    config: &MatrixConfig,
+    created: Option<String>,
+) -> Result<(Room, bool), MatrixError> {
+    if let Some(wanted) = config.room.as_deref().map(str::trim) {
+        let id_or_alias = RoomOrAliasId::parse(wanted).map_err(|_| MatrixError::BadId {
+            what: "room (an id !… or an alias #…)",
+            value: wanted.to_string(),
+        })?;
+        let room_id: Option<OwnedRoomId> =
+            if let Ok(alias) = <&RoomAliasId>::try_from(&*id_or_alias) {
+                client
+                    .resolve_room_alias(alias)
+                    .await
+                    .ok()
+                    .map(|r| r.room_id)
+            } else {
+                <&RoomId>::try_from(&*id_or_alias)
+                    .ok()
+                    .map(ToOwned::to_owned)
+            };
+        if let Some(room) = room_id.as_deref().and_then(|id| client.get_room(id))
+            && room.state() == RoomState::Joined
+        {
+            return Ok((room, false));
+        }
+        return client
+            .join_room_by_id_or_alias(&id_or_alias, &[])
+            .await
+            .map(|room| (room, false))
+            .map_err(|e| MatrixError::Room(format!(
+                "cannot join {wanted}: {e}; invite {} to the room (from an allowed user) or check matrix.room",
+                client.user_id().map(ToString::to_string).unwrap_or_default()
+            )));
+    }
+    if let Some(id) = created
+        && let Ok(id) = RoomId::parse(&id)
+        && let Some(room) = client.get_room(&id)
+        && room.state() == RoomState::Joined
+    {
+        return Ok((room, false));
+    }
+    let mut invite = Vec::new();
+    for user in &config.allowed_users {
+        invite.push(parse_user(user)?);
+    }
+    let mut request = CreateRoom::new();
+    request.name = Some("shepherd".into());
+    request.topic = Some("Questions and reports from your Pi sessions".into());
+    request.preset = Some(RoomPreset::PrivateChat);
+    request.invite = invite;
+    // Encrypted: what the sessions say (code, paths, plans) stays between the devices.
+    request.initial_state = vec![
+        InitialStateEvent::with_empty_state_key(
+            RoomEncryptionEventContent::with_recommended_defaults(),
+        )
+        .to_raw_any(),
+    ];
+    let room = client
+        .create_room(request)
+        .await
+        .map_err(|e| MatrixError::Room(format!("cannot create the room: {e}")))?;
+    tracing::info!(room = %room.room_id(), "matrix: created a private room and invited the allowed users");
+    Ok((room, true))
+}
+
+/// Run `attempt` until it gets past network errors (backoff up to 30 s), or shutdown.
+async fn retry_network<T, E, F, Fut>(
+    shutdown: &CancellationToken,
+    what: &str,
+    mut attempt: F,
+) -> Result<Result<T, E>, MatrixError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+    E: std::fmt::Display + NetworkError,
+{
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        let result = tokio::select! {
+            _ = shutdown.cancelled() => return Err(MatrixError::Shutdown),
+            r = attempt() => r,
+        };
+        match result {
+            Err(e) if e.is_network() => {
+                tracing::warn!(error = %e, "matrix: cannot {what} yet; retrying");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return Err(MatrixError::Shutdown),
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+            }
+            other => return Ok(other),
+        }
+    }
+}
+
+/// Errors worth retrying: the homeserver could not be reached.
+pub trait NetworkError {
+    fn is_network(&self) -> bool;
+}
+
+impl NetworkError for matrix_sdk::Error {
+    fn is_network(&self) -> bool {
+        matches!(self, matrix_sdk::Error::Http(h) if matches!(**h, matrix_sdk::HttpError::Reqwest(_)))
+    }
+}
+
+impl NetworkError for matrix_sdk::ClientBuildError {
+    fn is_network(&self) -> bool {
+        matches!(self, matrix_sdk::ClientBuildError::Http(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn secrets_are_written_for_the_owner_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::new(dir.path());
+        std::fs::create_dir_all(&paths.dir).unwrap();
+        write_private(&paths.session, b"{}").unwrap();
+        let mode = std::fs::metadata(&paths.session)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // The store passphrase is generated once, then read back.
+        let first = passphrase(&paths).unwrap();
+        assert_eq!(first.len(), 64);
+        assert_eq!(passphrase(&paths).unwrap(), first);
+        let mode = std::fs::metadata(&paths.passphrase)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}

@@ -1,0 +1,239 @@
+//! The Matrix bridge's own durable state, in `<state dir>/matrix/bridge.db`: the room the
+//! bot created (when none is configured), the thread of each Pi session (its root event),
+//! which bot events are cards of which ask (so a reaction or reply on an old card still
+//! answers it, and every card is edited when the ask is answered), and which bot events
+//! are about which session (a reply to one steers it). matrix-sdk keeps everything else
+//! (sync token, room state, crypto) in its own SQLite store beside this file.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// One card: a bot event showing an ask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Card {
+    pub event_id: String,
+    pub ask_id: u64,
+    pub session_id: String,
+    /// The root of the thread the card is in (its own id when it started the thread).
+    pub thread_root: String,
+    pub answered: bool,
+}
+
+/// The bridge's tables.
+pub struct MatrixStore {
+    conn: Connection,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS threads (
+    session_id TEXT NOT NULL, room_id TEXT NOT NULL, root_event_id TEXT NOT NULL,
+    PRIMARY KEY (session_id, room_id));
+CREATE INDEX IF NOT EXISTS threads_root ON threads(root_event_id);
+CREATE TABLE IF NOT EXISTS cards (
+    event_id TEXT PRIMARY KEY, ask_id INTEGER NOT NULL, session_id TEXT NOT NULL,
+    thread_root TEXT NOT NULL, answered INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS cards_ask ON cards(ask_id);
+CREATE INDEX IF NOT EXISTS cards_thread ON cards(thread_root, answered);
+CREATE TABLE IF NOT EXISTS about (event_id TEXT PRIMARY KEY, session_id TEXT NOT NULL);
+";
+
+impl MatrixStore {
+    pub fn open(path: &Path) -> rusqlite::Result<MatrixStore> {
+        let conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(MatrixStore { conn })
+    }
+
+    /// A value from the `meta` table (`room_id` of the room the bot created).
+    pub fn meta(&self, key: &str) -> rusqlite::Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+    }
+
+    pub fn set_meta(&self, key: &str, value: &str) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET value = ?2",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+
+    /// The root event of a session's thread in a room.
+    pub fn thread(&self, session_id: &str, room_id: &str) -> rusqlite::Result<Option<String>> {
+        self.conn
+            .prepare_cached(
+                "SELECT root_event_id FROM threads WHERE session_id = ?1 AND room_id = ?2",
+            )?
+            .query_row(params![session_id, room_id], |r| r.get(0))
+            .optional()
+    }
+
+    pub fn set_thread(&self, session_id: &str, room_id: &str, root: &str) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT INTO threads (session_id, room_id, root_event_id) VALUES (?1, ?2, ?3)
+             ON CONFLICT (session_id, room_id) DO UPDATE SET root_event_id = ?3",
+            params![session_id, room_id, root],
+        )?;
+        Ok(())
+    }
+
+    /// The session whose thread starts at `root`.
+    pub fn session_of_thread(&self, root: &str) -> rusqlite::Result<Option<String>> {
+        self.conn
+            .prepare_cached("SELECT session_id FROM threads WHERE root_event_id = ?1")?
+            .query_row([root], |r| r.get(0))
+            .optional()
+    }
+
+    pub fn add_card(&self, card: &Card) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO cards (event_id, ask_id, session_id, thread_root, answered)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                card.event_id,
+                card.ask_id,
+                card.session_id,
+                card.thread_root,
+                card.answered
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Every card of an ask.
+    pub fn cards_of(&self, ask_id: u64) -> rusqlite::Result<Vec<Card>> {
+        self.conn
+            .prepare_cached(&format!("{CARD_COLUMNS} WHERE ask_id = ?1"))?
+            .query_map([ask_id], card_row)?
+            .collect()
+    }
+
+    /// The card an event is, if it is one.
+    pub fn card_at(&self, event_id: &str) -> rusqlite::Result<Option<Card>> {
+        self.conn
+            .prepare_cached(&format!("{CARD_COLUMNS} WHERE event_id = ?1"))?
+            .query_row([event_id], card_row)
+            .optional()
+    }
+
+    /// The newest card not yet answered in a thread.
+    pub fn open_card_in_thread(&self, root: &str) -> rusqlite::Result<Option<Card>> {
+        self.conn
+            .prepare_cached(&format!(
+                "{CARD_COLUMNS} WHERE thread_root = ?1 AND answered = 0 ORDER BY rowid DESC LIMIT 1"
+            ))?
+            .query_row([root], card_row)
+            .optional()
+    }
+
+    /// Cards not yet shown as answered.
+    pub fn open_cards(&self) -> rusqlite::Result<Vec<Card>> {
+        self.conn
+            .prepare_cached(&format!("{CARD_COLUMNS} WHERE answered = 0"))?
+            .query_map([], card_row)?
+            .collect()
+    }
+
+    pub fn mark_answered(&self, event_id: &str) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "UPDATE cards SET answered = 1 WHERE event_id = ?1",
+            [event_id],
+        )?;
+        Ok(())
+    }
+
+    /// Remember that a bot event is about a session.
+    pub fn set_about(&self, event_id: &str, session_id: &str) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO about (event_id, session_id) VALUES (?1, ?2)",
+            params![event_id, session_id],
+        )?;
+        Ok(())
+    }
+
+    /// The session a bot event is about.
+    pub fn about(&self, event_id: &str) -> rusqlite::Result<Option<String>> {
+        self.conn
+            .prepare_cached("SELECT session_id FROM about WHERE event_id = ?1")?
+            .query_row([event_id], |r| r.get(0))
+            .optional()
+    }
+}
+
+const CARD_COLUMNS: &str = "SELECT event_id, ask_id, session_id, thread_root, answered FROM cards";
+
+fn card_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Card> {
+    Ok(Card {
+        event_id: r.get(0)?,
+        ask_id: r.get(1)?,
+        session_id: r.get(2)?,
+        thread_root: r.get(3)?,
+        answered: r.get(4)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(event: &str, ask: u64, root: &str) -> Card {
+        Card {
+            event_id: event.into(),
+            ask_id: ask,
+            session_id: "s1".into(),
+            thread_root: root.into(),
+            answered: false,
+        }
+    }
+
+    #[test]
+    fn state_survives_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bridge.db");
+        let store = MatrixStore::open(&path).unwrap();
+        assert_eq!(store.meta("room_id").unwrap(), None);
+        store.set_meta("room_id", "!r:hs").unwrap();
+        store.set_thread("s1", "!r:hs", "$root").unwrap();
+        store.add_card(&card("$root", 7, "$root")).unwrap();
+        store.add_card(&card("$c2", 8, "$root")).unwrap();
+        store.set_about("$report", "s1").unwrap();
+        drop(store);
+
+        let store = MatrixStore::open(&path).unwrap();
+        assert_eq!(store.meta("room_id").unwrap().as_deref(), Some("!r:hs"));
+        assert_eq!(
+            store.thread("s1", "!r:hs").unwrap().as_deref(),
+            Some("$root")
+        );
+        assert_eq!(store.thread("s1", "!other:hs").unwrap(), None);
+        assert_eq!(
+            store.session_of_thread("$root").unwrap().as_deref(),
+            Some("s1")
+        );
+        assert_eq!(
+            store.card_at("$root").unwrap(),
+            Some(card("$root", 7, "$root"))
+        );
+        assert_eq!(store.cards_of(8).unwrap(), vec![card("$c2", 8, "$root")]);
+        assert_eq!(store.about("$report").unwrap().as_deref(), Some("s1"));
+        // The newest open card of a thread is the one a plain thread message answers.
+        assert_eq!(
+            store.open_card_in_thread("$root").unwrap().unwrap().ask_id,
+            8
+        );
+        store.mark_answered("$c2").unwrap();
+        assert_eq!(
+            store.open_card_in_thread("$root").unwrap().unwrap().ask_id,
+            7
+        );
+        store.mark_answered("$root").unwrap();
+        assert_eq!(store.open_card_in_thread("$root").unwrap(), None);
+        assert!(store.open_cards().unwrap().is_empty());
+    }
+}
