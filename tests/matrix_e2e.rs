@@ -1,0 +1,592 @@
+//! The Matrix bridge end to end: the real `shepherd up` (core + bridge in one process)
+//! against a real Synapse (pinned, from PyPI), configured only through environment
+//! variables, with a second Matrix client (matrix-sdk, its own crypto store) playing the
+//! human, and Pi sessions on the other side (a real Pi for the main scenario,
+//! protocol-level sessions for the rest).
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+use shepherd_core::protocol::{ClientMsg, DeliveryKind};
+use shepherd_harness::Core;
+use shepherd_harness::fake_model::{FakeModel, Reply};
+use shepherd_harness::matrix_user::{MatrixUser, Message};
+use shepherd_harness::pi_process::{PiOptions, PiSession};
+use shepherd_harness::synapse::{Method, Synapse, skip_e2e};
+
+const WAIT: Duration = Duration::from_secs(45);
+const BOT: &str = "@bot:localhost";
+const ADA: &str = "@ada:localhost";
+const MALLORY: &str = "@mallory:localhost";
+const BOT_PASSWORD: &str = "bot-password";
+const KEY1: &str = "1\u{fe0f}\u{20e3}";
+const KEY2: &str = "2\u{fe0f}\u{20e3}";
+
+#[derive(Clone, Copy, PartialEq)]
+enum RoomMode {
+    /// No `SHEPHERD_MATRIX__ROOM`: the bot creates a private room and invites Ada.
+    BotCreates,
+    /// Ada creates a plain room, invites the bot (and Mallory), and configures it.
+    Plain,
+    /// The same, encrypted.
+    Encrypted,
+}
+
+struct Setup {
+    synapse: Synapse,
+    core: Core,
+    ada: MatrixUser,
+    mallory: Option<MatrixUser>,
+    room: String,
+    /// An admin's access token, for the admin API.
+    admin: String,
+}
+
+impl Setup {
+    /// Messages the bot sent to the room, as Ada sees them now.
+    fn bot_messages(&self) -> Vec<Message> {
+        self.ada
+            .messages(&self.room)
+            .into_iter()
+            .filter(|m| m.sender == BOT)
+            .collect()
+    }
+
+    /// Wait for a message from the bot for which `pred` holds.
+    async fn bot_says(&self, pred: impl Fn(&Message) -> bool) -> Result<Message> {
+        self.ada
+            .wait_for_message(&self.room, WAIT, |m| m.sender == BOT && pred(m))
+            .await
+    }
+
+    /// The bot's devices, from the admin API.
+    async fn bot_devices(&self) -> Result<Vec<String>> {
+        self.synapse.devices(&self.admin, BOT).await
+    }
+
+    /// Wait until the core log says the bridge started `n` times (after its first sync).
+    async fn bridge_started(&self, n: usize) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let log = self.core.log();
+            if log.matches("matrix bridge started").count() >= n {
+                return Ok(());
+            }
+            if log.matches("matrix bridge stopped").count() >= n
+                || tokio::time::Instant::now() > deadline
+            {
+                bail!("the Matrix bridge did not start (#{n}):\n{log}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+async fn setup(mode: RoomMode, with_mallory: bool) -> Result<Setup> {
+    let synapse = Synapse::start().await?;
+    synapse.register("bot", BOT_PASSWORD, false).await?;
+    synapse.register("ada", "ada-password", false).await?;
+    synapse.register("root", "root-password", true).await?;
+    let admin = synapse.login("root", "root-password").await?;
+    let ada = MatrixUser::login(&synapse.url(), "ada", "ada-password").await?;
+    let mallory = if with_mallory {
+        synapse
+            .register("mallory", "mallory-password", false)
+            .await?;
+        Some(MatrixUser::login(&synapse.url(), "mallory", "mallory-password").await?)
+    } else {
+        None
+    };
+    let url = synapse.url();
+    let mut env = vec![
+        ("SHEPHERD_MATRIX__HOMESERVER", url.clone()),
+        ("SHEPHERD_MATRIX__USER_ID", BOT.to_string()),
+        ("SHEPHERD_MATRIX_PASSWORD", BOT_PASSWORD.to_string()),
+        ("SHEPHERD_MATRIX__ALLOWED_USERS", format!("[\"{ADA}\"]")),
+    ];
+    let precreated = match mode {
+        RoomMode::BotCreates => None,
+        RoomMode::Plain | RoomMode::Encrypted => {
+            let mut invite = vec![BOT];
+            if with_mallory {
+                invite.push(MALLORY);
+            }
+            let room = ada
+                .create_room("shepherd", &invite, mode == RoomMode::Encrypted)
+                .await?;
+            env.push(("SHEPHERD_MATRIX__ROOM", room.clone()));
+            Some(room)
+        }
+    };
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let core = Core::start_with(&env_refs).await?;
+    let room = match precreated {
+        Some(room) => room,
+        None => ada.accept_invite(None, WAIT).await?,
+    };
+    if let Some(mallory) = &mallory {
+        mallory.accept_invite(Some(&room), WAIT).await?;
+    }
+    let s = Setup {
+        synapse,
+        core,
+        ada,
+        mallory,
+        room,
+        admin,
+    };
+    s.bridge_started(1).await?;
+    s.ada.wait_for_member(&s.room, BOT, WAIT).await?;
+    Ok(s)
+}
+
+/// An ask from a protocol-level session.
+async fn ask(pi: &mut shepherd_harness::Pi, question: &str, options: &[&str]) -> Result<()> {
+    let (question, options) = (
+        question.to_string(),
+        options.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
+    );
+    pi.client
+        .request(|id| ClientMsg::Ask {
+            id,
+            question: question.clone(),
+            options: options.clone(),
+            details: None,
+        })
+        .await?;
+    Ok(())
+}
+
+/// The thread a message is in, or the thread it starts.
+fn thread_of(m: &Message) -> String {
+    m.thread_root().unwrap_or(&m.event_id).to_string()
+}
+
+fn is_card_for(question: &str) -> impl Fn(&Message) -> bool + '_ {
+    move |m| m.edits == 0 && m.text().contains(question)
+}
+
+/// Wait until the bot has put `keys` on the card (its option reactions).
+async fn option_reactions(s: &Setup, card: &Message, keys: &[&str]) -> Result<()> {
+    s.ada
+        .wait_for_message(&s.room, WAIT, |m| {
+            m.event_id == card.event_id && keys.iter().all(|k| m.reaction_keys_by(BOT).contains(k))
+        })
+        .await
+        .map(|_| ())
+}
+
+#[tokio::test]
+async fn a_real_pi_asks_and_a_threaded_reply_answers_it() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    let s = setup(RoomMode::BotCreates, false).await?;
+    let model = FakeModel::start(|req| {
+        if req.transcript().contains("ship-it-now") {
+            Reply::text("Shipping.")
+        } else {
+            Reply::tool(
+                "ask_human",
+                json!({"question": "Deploy the release?", "options": ["ship-it-now", "hold"]}),
+            )
+        }
+    })
+    .await?;
+    let mut opts = PiOptions::new(s.core.agent_dir());
+    opts.name = Some("mx-asker".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    pi.prompt("deploy when the human says so").await?;
+
+    let card = s.bot_says(is_card_for("Deploy the release?")).await?;
+    let text = card.text();
+    assert!(
+        text.contains("mx-asker"),
+        "the card names the session: {text}"
+    );
+    assert!(
+        card.body().contains("1")
+            && card.body().contains("ship-it-now")
+            && card.body().contains("hold"),
+        "numbered options: {}",
+        card.body()
+    );
+    assert!(
+        card.html().is_some(),
+        "formatted_body HTML with a plain body"
+    );
+    option_reactions(&s, &card, &[KEY1, KEY2]).await?;
+
+    // Ada answers with the option's number, as a reply in the card's thread.
+    s.ada
+        .send_thread_reply(&s.room, &thread_of(&card), &card.event_id, "1")
+        .await?;
+    let requests = model.wait_requests(2, WAIT).await?;
+    assert!(
+        requests[1].transcript().contains("ship-it-now"),
+        "the model sees the answer"
+    );
+    let edited = s
+        .bot_says(|m| m.event_id == card.event_id && m.edits > 0)
+        .await?;
+    assert!(
+        edited.text().contains("ship-it-now") && edited.text().contains(ADA),
+        "the card says the answer and who gave it: {}",
+        edited.text()
+    );
+    pi.shutdown().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_reaction_answers_and_a_cli_answer_edits_the_card() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    let s = setup(RoomMode::Plain, false).await?;
+    let mut pi = s.core.pi("mx-s1", "builder").await?;
+    ask(&mut pi, "Merge PR 7?", &["merge", "wait"]).await?;
+    let card = s.bot_says(is_card_for("Merge PR 7?")).await?;
+    option_reactions(&s, &card, &[KEY1, KEY2]).await?;
+
+    s.ada.react(&s.room, &card.event_id, KEY2).await?;
+    let delivery = pi.next_delivery(WAIT).await?;
+    assert_eq!(
+        (delivery.kind, delivery.text.as_str()),
+        (DeliveryKind::Answer, "wait")
+    );
+    assert_eq!(delivery.from.name, format!("matrix:{ADA}"));
+    pi.ack(&[delivery.id]).await?;
+    let edited = s
+        .bot_says(|m| m.event_id == card.event_id && m.edits > 0)
+        .await?;
+    assert!(edited.text().contains("wait"), "{}", edited.text());
+
+    // Answered on the CLI: the card is edited (m.replace) to say so.
+    ask(&mut pi, "Tag the release?", &["yes", "no"]).await?;
+    let card2 = s.bot_says(is_card_for("Tag the release?")).await?;
+    let asks = s.core.cli_json(&["asks"])?;
+    let id = asks
+        .as_array()
+        .context("asks")?
+        .iter()
+        .find(|a| a["question"] == "Tag the release?")
+        .context("listed")?["id"]
+        .to_string();
+    let out = s.core.cli(&["answer", &id, "yes, v1.2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let edited2 = s
+        .bot_says(|m| m.event_id == card2.event_id && m.text().contains("yes, v1.2"))
+        .await?;
+    assert!(edited2.edits > 0);
+    assert!(edited2.text().contains("cli"), "{}", edited2.text());
+    let raw_edit = s
+        .ada
+        .events(&s.room)
+        .into_iter()
+        .find(|e| {
+            e["content"]["m.relates_to"]["rel_type"] == "m.replace"
+                && e["content"]["m.relates_to"]["event_id"] == card2.event_id.as_str()
+        })
+        .context("an m.replace event for the card")?;
+    assert_eq!(raw_edit["sender"], BOT);
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_encrypted_room_works_both_ways() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    let s = setup(RoomMode::Encrypted, false).await?;
+    let mut pi = s.core.pi("mx-s2", "secretive").await?;
+    ask(&mut pi, "Rotate the keys?", &["rotate", "keep"]).await?;
+    let card = s.bot_says(is_card_for("Rotate the keys?")).await?;
+    assert!(card.text().contains("secretive"), "{}", card.text());
+    option_reactions(&s, &card, &[KEY1, KEY2]).await?;
+
+    // What the server stored is ciphertext: the bot encrypted its card.
+    let path = format!(
+        "/_matrix/client/v3/rooms/{}/event/{}",
+        s.room, card.event_id
+    );
+    let stored = s
+        .synapse
+        .api(Method::GET, &path, Some(&s.ada.access_token()), None)
+        .await?;
+    assert_eq!(stored["type"], "m.room.encrypted", "{stored}");
+
+    // Ada's encrypted threaded reply reaches the session: the bot decrypts it.
+    s.ada
+        .send_thread_reply(&s.room, &thread_of(&card), &card.event_id, "2")
+        .await?;
+    let delivery = pi.next_delivery(WAIT).await?;
+    assert_eq!(
+        (delivery.kind, delivery.text.as_str()),
+        (DeliveryKind::Answer, "keep")
+    );
+    pi.ack(&[delivery.id]).await?;
+    s.bot_says(|m| m.event_id == card.event_id && m.edits > 0 && m.text().contains("keep"))
+        .await?;
+
+    // A report arrives in the session's thread, encrypted and readable.
+    pi.client
+        .request(|id| ClientMsg::Report {
+            id,
+            text: "all keys rotated <fine> & done".into(),
+        })
+        .await?;
+    let report = s
+        .bot_says(|m| m.body().contains("all keys rotated"))
+        .await?;
+    assert!(report.body().contains("<fine> & done"), "{}", report.body());
+    assert_eq!(
+        thread_of(&report),
+        thread_of(&card),
+        "one thread per session"
+    );
+    Ok(())
+}
+
+/// Mallory is in the room (she sees the card) but not in `allowed_users`: her reaction,
+/// her reply in the card's thread and her command reach nothing, her invite is refused,
+/// and each is audited.
+#[tokio::test]
+async fn strangers_are_ignored_and_audited() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    let s = setup(RoomMode::Plain, true).await?;
+    let mallory = s.mallory.as_ref().unwrap();
+    let mut pi = s.core.pi("mx-s3", "guarded").await?;
+    ask(&mut pi, "Drop the table?", &["yes", "no"]).await?;
+    let card = s.bot_says(is_card_for("Drop the table?")).await?;
+    option_reactions(&s, &card, &[KEY1, KEY2]).await?;
+
+    // Her invite to a room of her own is refused, too.
+    let her_room = mallory.create_room("mallory's", &[BOT], false).await?;
+    mallory.react(&s.room, &card.event_id, KEY1).await?;
+    mallory
+        .send_thread_reply(&s.room, &thread_of(&card), &card.event_id, "1")
+        .await?;
+    mallory
+        .send_text(&s.room, "!steer guarded rm -rf /")
+        .await?;
+    // A barrier: the bot handles the room's events in order, so once Ada's command is
+    // answered, Mallory's events have been handled.
+    s.ada.send_text(&s.room, "!help").await?;
+    s.bot_says(|m| m.body().contains("!sessions")).await?;
+
+    let asks = s.core.cli_json(&["asks"])?;
+    assert_eq!(asks[0]["state"], "open", "Mallory answered nothing: {asks}");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), pi.next_delivery(WAIT))
+            .await
+            .is_err(),
+        "no answer, no steer"
+    );
+    let card_now = s
+        .ada
+        .messages(&s.room)
+        .into_iter()
+        .find(|m| m.event_id == card.event_id)
+        .unwrap();
+    assert_eq!(card_now.edits, 0, "the card was not closed");
+    assert!(
+        s.bot_messages()
+            .iter()
+            .all(|m| !m.text().contains("mallory")
+                && m.in_reply_to().is_none_or(|r| {
+                    !s.ada
+                        .events(&s.room)
+                        .iter()
+                        .any(|e| e["event_id"] == r && e["sender"] == MALLORY)
+                })),
+        "no reply to a stranger"
+    );
+    // The invite may be handled after the barrier (invites come after the joined rooms in
+    // a sync): wait for its audit line, then check nothing more comes.
+    let audit_path = s.core.state_dir().join("audit.log");
+    let mallory_lines = || {
+        std::fs::read_to_string(&audit_path)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(MALLORY))
+            .count()
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while mallory_lines() < 4 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let audit = std::fs::read_to_string(&audit_path)?;
+    assert_eq!(
+        mallory_lines(),
+        4,
+        "a reaction, a reply, a command and an invite: {audit}"
+    );
+    let members = s
+        .synapse
+        .api(
+            Method::GET,
+            &format!("/_matrix/client/v3/rooms/{her_room}/joined_members"),
+            Some(&mallory.access_token()),
+            None,
+        )
+        .await?;
+    assert!(
+        members["joined"].get(BOT).is_none(),
+        "the bot did not join Mallory's room: {members}"
+    );
+    assert!(
+        !audit.contains("rm -rf"),
+        "the audit log does not copy message text"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_restart_neither_reanswers_history_nor_makes_a_new_device() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    let mut s = setup(RoomMode::BotCreates, false).await?;
+    let socket = s.core.socket();
+    let agent = s.core.agent_dir().to_path_buf();
+    let mut pi = s.core.pi("mx-s4", "steady").await?;
+    s.ada.send_text(&s.room, "!sessions").await?;
+    s.bot_says(|m| m.body().contains("steady")).await?;
+    ask(&mut pi, "Keep going?", &["go", "stop"]).await?;
+    let card = s.bot_says(is_card_for("Keep going?")).await?;
+    option_reactions(&s, &card, &[KEY1, KEY2]).await?;
+    s.ada.react(&s.room, &card.event_id, KEY1).await?;
+    let d = pi.next_delivery(WAIT).await?;
+    assert_eq!(d.text, "go");
+    pi.ack(&[d.id]).await?;
+    s.bot_says(|m| m.event_id == card.event_id && m.edits > 0)
+        .await?;
+    let devices = s.bot_devices().await?;
+    let before = s.bot_messages().len();
+
+    let t = std::time::Instant::now();
+    s.core.restart().await?;
+    s.bridge_started(2).await?;
+    eprintln!(
+        "the bridge handles events again {:?} after the restart",
+        t.elapsed()
+    );
+    let mut pi = shepherd_harness::Pi::register(&socket, "mx-s4", "steady", &agent).await?;
+
+    // Something new is answered (once); the history (!sessions, the reaction) is not.
+    s.ada.send_text(&s.room, "!frobnicate").await?;
+    s.bot_says(|m| m.body().contains("frobnicate") || m.body().contains("!steer"))
+        .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = s.bot_messages();
+    assert_eq!(
+        after.len(),
+        before + 1,
+        "only the help for the new command: {:#?}",
+        &after[before..]
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), pi.next_delivery(WAIT))
+            .await
+            .is_err(),
+        "the old reaction did not answer again"
+    );
+    assert_eq!(
+        s.bot_devices().await?,
+        devices,
+        "the restart reused the bot's device"
+    );
+    let rooms = s
+        .synapse
+        .api(
+            Method::GET,
+            "/_matrix/client/v3/joined_rooms",
+            Some(&s.ada.access_token()),
+            None,
+        )
+        .await?;
+    assert_eq!(
+        rooms["joined_rooms"].as_array().map(Vec::len),
+        Some(1),
+        "no second room after the restart: {rooms}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn commands_answer_unknown_ones_get_help_and_a_thread_message_steers() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    let s = setup(RoomMode::Plain, false).await?;
+    let mut pi = s.core.pi("mx-s5", "listed").await?;
+    pi.client
+        .request(|id| ClientMsg::Report {
+            id,
+            text: "hello from the thread".into(),
+        })
+        .await?;
+    let report = s
+        .bot_says(|m| m.body().contains("hello from the thread"))
+        .await?;
+
+    s.ada.send_text(&s.room, "!sessions").await?;
+    let listing = s
+        .bot_says(|m| m.body().contains("listed") && !m.body().contains("hello from"))
+        .await?;
+    assert_ne!(listing.event_id, report.event_id);
+
+    s.ada.send_text(&s.room, "!frobnicate").await?;
+    let help = s.bot_says(|m| m.body().contains("!steer")).await?;
+    assert!(help.body().contains("!sessions"), "{}", help.body());
+    s.ada.send_text(&s.room, "!help").await?;
+    s.ada
+        .wait_for_message(&s.room, WAIT, |m| {
+            m.sender == BOT && m.body().contains("!steer") && m.event_id != help.event_id
+        })
+        .await?;
+
+    // A plain message in the session's thread steers that session.
+    s.ada
+        .send_thread_reply(
+            &s.room,
+            &thread_of(&report),
+            &report.event_id,
+            "please run the linter",
+        )
+        .await?;
+    let steer = pi.next_delivery(WAIT).await?;
+    assert_eq!(
+        (steer.kind, steer.text.as_str()),
+        (DeliveryKind::Steer, "please run the linter")
+    );
+    pi.ack(&[steer.id]).await?;
+
+    s.ada
+        .send_text(&s.room, "!steer listed check the logs")
+        .await?;
+    let steer = pi.next_delivery(WAIT).await?;
+    assert_eq!(
+        (steer.kind, steer.text.as_str()),
+        (DeliveryKind::Steer, "check the logs")
+    );
+    pi.ack(&[steer.id]).await?;
+
+    let status = s.core.cli_json(&["status"])?;
+    let bridges = status["bridges"].as_array().context("bridges")?;
+    assert_eq!(
+        bridges.iter().filter(|b| b["name"] == "matrix").count(),
+        1,
+        "{status}"
+    );
+    Ok(())
+}
