@@ -13,6 +13,7 @@
 //! - [`commands`]: parsing `/cmd` and `!cmd`, the command table, reading a reply or a
 //!   reaction as an answer to an ask.
 //! - [`access`]: the allowlist of users and chats, with reasons for the audit log.
+//! - [`replies`]: the short replies for failed requests and session picking.
 //! - [`format`]: small helpers (relative times, `repo@branch`, UTF-16 truncation).
 //!
 //! A bridge's path for a message: render, then [`split::split_html`] (or a document when
@@ -24,6 +25,7 @@ pub mod commands;
 pub mod format;
 pub mod html;
 pub mod render;
+pub mod replies;
 pub mod split;
 mod tokens;
 

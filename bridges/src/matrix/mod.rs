@@ -144,7 +144,9 @@ async fn run_inner(
     loop {
         let result = tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
-            r = client.sync_once(settings.clone()) => r,
+            // No long poll: with a saved token the server would otherwise hold this sync
+            // up to 30 s and count whatever arrives meanwhile as history.
+            r = client.sync_once(settings.clone().timeout(Duration::ZERO)) => r,
         };
         match result {
             Ok(_) => break,

@@ -23,6 +23,7 @@ use super::outbox::{OutboxHandle, OutboxOp};
 use super::store::{BridgeStore, Card};
 use crate::chat::commands::{self, ChatCommand};
 use crate::chat::render::{self, Rendered};
+use crate::chat::replies::{already_answered_text, failure, pick, plain, steer_error};
 use crate::chat::split;
 use crate::core_link::{CoreEvent, CoreLink};
 
@@ -402,10 +403,12 @@ impl Bridge {
                     .request(|id| ClientMsg::ListSessions { id, all: true })
                     .await
                 {
-                    Ok(ServerMsg::Sessions { sessions, .. }) => match pick(&sessions, &selector) {
-                        Ok(s) => render::session_status(s),
-                        Err(text) => plain(text),
-                    },
+                    Ok(ServerMsg::Sessions { sessions, .. }) => {
+                        match pick(&sessions, &selector, '/') {
+                            Ok(s) => render::session_status(s),
+                            Err(text) => plain(text),
+                        }
+                    }
                     other => failure(other),
                 }
             }
@@ -544,70 +547,6 @@ impl Bridge {
             tracing::error!(error = %e, "telegram: could not save the bridge state");
         }
     }
-}
-
-fn plain(text: String) -> Rendered {
-    Rendered {
-        html: crate::chat::html::escape(&text),
-        plain: text,
-    }
-}
-
-fn failure(reply: Result<ServerMsg, ClientError>) -> Rendered {
-    match reply {
-        Err(e) => plain(format!("The core did not answer: {e}")),
-        Ok(other) => plain(format!("Unexpected reply from the core: {other:?}")),
-    }
-}
-
-/// A session by exact id, id prefix or name, or what went wrong.
-fn pick<'a>(sessions: &'a [SessionInfo], selector: &str) -> Result<&'a SessionInfo, String> {
-    if let Some(s) = sessions.iter().find(|s| s.id == selector) {
-        return Ok(s);
-    }
-    let matches: Vec<&SessionInfo> = sessions
-        .iter()
-        .filter(|s| s.id.starts_with(selector) || s.name == selector)
-        .collect();
-    match matches.as_slice() {
-        [one] => Ok(one),
-        [] => Err(format!(
-            "No session matches {selector:?}; /sessions lists them."
-        )),
-        many => Err(format!(
-            "{selector:?} matches {} sessions: {}. Use a longer id.",
-            many.len(),
-            many.iter()
-                .map(|s| format!("{} ({})", s.name, s.id))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    }
-}
-
-fn steer_error(e: &ClientError) -> String {
-    match e {
-        ClientError::Remote {
-            code: ErrorCode::AmbiguousSession | ErrorCode::UnknownSession,
-            message,
-            ..
-        } => {
-            format!("Not sent: {message}")
-        }
-        other => format!("Not sent: {other}"),
-    }
-}
-
-fn already_answered_text(e: &ClientError) -> String {
-    if let ClientError::Remote {
-        details: Some(d), ..
-    } = e
-    {
-        let by = d["answered_by"].as_str().unwrap_or("someone");
-        let answer = d["answer"].as_str().unwrap_or("");
-        return format!("Already answered by {by}: {answer}");
-    }
-    "Already answered.".to_string()
 }
 
 /// `telegram:@alice` / `telegram:Alice (123)`: who acted, for the core's records.
