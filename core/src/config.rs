@@ -94,7 +94,7 @@ pub fn read_secret(
     }
     if let Some(path) = file {
         let path = expand_home(path);
-        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::ReadSecret {
             path: path.clone(),
             source,
         })?;
@@ -172,10 +172,11 @@ impl TelegramConfig {
         }
         if let Some(path) = &self.token_file {
             let path = expand_home(path);
-            let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
-                path: path.clone(),
-                source,
-            })?;
+            let text =
+                std::fs::read_to_string(&path).map_err(|source| ConfigError::ReadSecret {
+                    path: path.clone(),
+                    source,
+                })?;
             let token = text.trim();
             if !token.is_empty() {
                 return Ok(token.to_string());
@@ -260,6 +261,11 @@ impl Default for Limits {
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
     Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read the secret file {path} (a `*_file` setting): {source}")]
+    ReadSecret {
         path: PathBuf,
         source: std::io::Error,
     },
@@ -395,10 +401,13 @@ fn read_table(path: &Path) -> Result<toml::Table, ConfigError> {
 fn from_table(table: toml::Table, origin: &str) -> Result<Config, ConfigError> {
     serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
         let key = e.path().to_string();
+        // toml appends "in `section`" on a line of its own; the key path already says it.
+        let message = e.into_inner().to_string();
+        let message = message.lines().next().unwrap_or_default().to_string();
         ConfigError::Invalid {
             origin: origin.to_string(),
             key,
-            message: e.into_inner().to_string(),
+            message,
         }
     })
 }
