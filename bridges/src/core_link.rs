@@ -11,6 +11,10 @@ use std::time::Duration;
 
 use shepherd_core::client::{Client, ClientError};
 use shepherd_core::protocol::{ClientKind, ClientMsg, ServerMsg};
+
+use crate::chat::commands::ChatCommand;
+use crate::chat::render::{self, Rendered};
+use crate::chat::replies::{failure, pick, plain};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -62,6 +66,60 @@ impl CoreLink {
             }
         }
         unreachable!("the loop returns")
+    }
+}
+
+/// What to do about a chat command.
+pub enum CommandReply {
+    /// Say this where the command was written.
+    Say(Rendered),
+    /// Steer a session (the bridge confirms in its own way).
+    Steer { session: String, text: String },
+}
+
+impl CoreLink {
+    /// Answer a chat command from the core's state, the same way on every platform.
+    /// `prefix` is the platform's command character (`/` or `!`).
+    pub async fn answer_command(&mut self, command: ChatCommand, prefix: char) -> CommandReply {
+        let reply = match command {
+            ChatCommand::Sessions => match self
+                .request(|id| ClientMsg::ListSessions { id, all: false })
+                .await
+            {
+                Ok(ServerMsg::Sessions { sessions, .. }) => render::sessions_list(&sessions),
+                other => failure(other),
+            },
+            ChatCommand::Asks => match self
+                .request(|id| ClientMsg::ListAsks { id, all: false })
+                .await
+            {
+                Ok(ServerMsg::Asks { asks, .. }) => render::asks_list(&asks),
+                other => failure(other),
+            },
+            ChatCommand::Status(None) => match self.request(|id| ClientMsg::Status { id }).await {
+                Ok(ServerMsg::CoreStatus { status, .. }) => render::core_status(&status),
+                other => failure(other),
+            },
+            ChatCommand::Status(Some(selector)) => {
+                match self
+                    .request(|id| ClientMsg::ListSessions { id, all: true })
+                    .await
+                {
+                    Ok(ServerMsg::Sessions { sessions, .. }) => {
+                        match pick(&sessions, &selector, prefix) {
+                            Ok(s) => render::session_status(s),
+                            Err(text) => plain(text),
+                        }
+                    }
+                    other => failure(other),
+                }
+            }
+            ChatCommand::Steer { session, text } => return CommandReply::Steer { session, text },
+            ChatCommand::Help => render::help(prefix),
+            ChatCommand::Usage(error) => render::usage(prefix, &error),
+            ChatCommand::Unknown(name) => render::unknown_command(prefix, &name),
+        };
+        CommandReply::Say(reply)
     }
 }
 

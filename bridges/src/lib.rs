@@ -10,7 +10,8 @@
 //! - [`chat`]: what the bridges share, independent of any platform: what an ask card, a
 //!   report or a status says, HTML rendering and escaping, splitting long text at safe
 //!   boundaries, command parsing, and who may speak.
-//! - [`core_link`]: the bridge side of the intercom (events and requests, reconnecting).
+//! - [`core_link`]: the bridge side of the intercom (events and requests, reconnecting),
+//!   and the answers to chat commands, the same on every platform.
 //! - [`telegram`]: the Telegram bridge (teloxide): cards, topics, outbox, polling.
 //! - [`matrix`]: the Matrix bridge (matrix-sdk): threads, reactions, encrypted rooms.
 

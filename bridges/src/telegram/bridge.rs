@@ -23,9 +23,9 @@ use super::outbox::{OutboxHandle, OutboxOp};
 use super::store::{BridgeStore, Card};
 use crate::chat::commands::{self, ChatCommand};
 use crate::chat::render::{self, Rendered};
-use crate::chat::replies::{already_answered_text, failure, pick, plain, steer_error};
+use crate::chat::replies::{already_answered_text, plain, steer_error};
 use crate::chat::split;
-use crate::core_link::{CoreEvent, CoreLink};
+use crate::core_link::{CommandReply, CoreEvent, CoreLink};
 
 /// Telegram's message limit (after entity parsing).
 pub const MAX_TEXT: usize = 4096;
@@ -374,53 +374,10 @@ impl Bridge {
     }
 
     async fn on_command(&mut self, command: ChatCommand, thread: Option<i32>, by: &str) {
-        let reply = match command {
-            ChatCommand::Sessions => match self
-                .core
-                .request(|id| ClientMsg::ListSessions { id, all: false })
-                .await
-            {
-                Ok(ServerMsg::Sessions { sessions, .. }) => render::sessions_list(&sessions),
-                other => failure(other),
-            },
-            ChatCommand::Asks => match self
-                .core
-                .request(|id| ClientMsg::ListAsks { id, all: false })
-                .await
-            {
-                Ok(ServerMsg::Asks { asks, .. }) => render::asks_list(&asks),
-                other => failure(other),
-            },
-            ChatCommand::Status(None) => {
-                match self.core.request(|id| ClientMsg::Status { id }).await {
-                    Ok(ServerMsg::CoreStatus { status, .. }) => render::core_status(&status),
-                    other => failure(other),
-                }
-            }
-            ChatCommand::Status(Some(selector)) => {
-                match self
-                    .core
-                    .request(|id| ClientMsg::ListSessions { id, all: true })
-                    .await
-                {
-                    Ok(ServerMsg::Sessions { sessions, .. }) => {
-                        match pick(&sessions, &selector, '/') {
-                            Ok(s) => render::session_status(s),
-                            Err(text) => plain(text),
-                        }
-                    }
-                    other => failure(other),
-                }
-            }
-            ChatCommand::Steer { session, text } => {
-                self.steer(&session, &text, by, thread).await;
-                return;
-            }
-            ChatCommand::Help => render::help('/'),
-            ChatCommand::Usage(error) => render::usage('/', &error),
-            ChatCommand::Unknown(name) => render::unknown_command('/', &name),
-        };
-        self.say(thread, reply).await;
+        match self.core.answer_command(command, '/').await {
+            CommandReply::Say(reply) => self.say(thread, reply).await,
+            CommandReply::Steer { session, text } => self.steer(&session, &text, by, thread).await,
+        }
     }
 
     async fn on_callback(&mut self, query: CallbackQuery) {
