@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use shepherd_core::client::{Client, ClientError};
-use shepherd_core::protocol::{ClientKind, ClientMsg, ServerMsg};
+use std::collections::HashMap;
+
+use shepherd_core::protocol::{Ask, AskState, ClientKind, ClientMsg, ServerMsg, SessionInfo};
 
 use crate::chat::commands::ChatCommand;
 use crate::chat::render::{self, Rendered};
@@ -66,6 +68,52 @@ impl CoreLink {
             }
         }
         unreachable!("the loop returns")
+    }
+}
+
+/// What a bridge needs to catch up after (re)connecting: every known session, and every
+/// ask split into the ones still open and the ones answered.
+pub struct Snapshot {
+    pub sessions: HashMap<String, SessionInfo>,
+    pub open: Vec<Ask>,
+    pub answered: HashMap<u64, Ask>,
+}
+
+impl CoreLink {
+    /// Read the sessions and asks a bridge resynchronises from.
+    pub async fn snapshot(&mut self) -> Result<Snapshot, ClientError> {
+        let sessions = match self
+            .request(|id| ClientMsg::ListSessions { id, all: true })
+            .await?
+        {
+            ServerMsg::Sessions { sessions, .. } => {
+                sessions.into_iter().map(|s| (s.id.clone(), s)).collect()
+            }
+            other => {
+                return Err(ClientError::Protocol(format!(
+                    "expected sessions, got {other:?}"
+                )));
+            }
+        };
+        let asks = match self
+            .request(|id| ClientMsg::ListAsks { id, all: true })
+            .await?
+        {
+            ServerMsg::Asks { asks, .. } => asks,
+            other => {
+                return Err(ClientError::Protocol(format!(
+                    "expected asks, got {other:?}"
+                )));
+            }
+        };
+        let (open, answered): (Vec<Ask>, Vec<Ask>) =
+            asks.into_iter().partition(|a| a.state == AskState::Open);
+        let answered = answered.into_iter().map(|a| (a.id, a)).collect();
+        Ok(Snapshot {
+            sessions,
+            open,
+            answered,
+        })
     }
 }
 

@@ -17,6 +17,7 @@ use matrix_sdk::attachment::AttachmentConfig;
 use matrix_sdk::config::RequestConfig;
 use matrix_sdk::room::reply::{EnforceThread, Reply};
 use matrix_sdk::ruma::api::error::{ErrorKind, RetryAfter};
+use matrix_sdk::ruma::events::MessageLikeEventContent;
 use matrix_sdk::ruma::events::reaction::ReactionEventContent;
 use matrix_sdk::ruma::events::relation::{Annotation, Thread};
 use matrix_sdk::ruma::events::room::message::{
@@ -162,7 +163,20 @@ pub async fn message(
     thread: Option<&InThread>,
 ) -> Result<OwnedEventId, SendError> {
     let content = message_content(html, plain, thread);
-    with_retry("message", shutdown, || {
+    send_event("message", room, shutdown, content).await
+}
+
+/// Send one event, retried (rate limits, network) until it goes or shutdown.
+async fn send_event<C>(
+    what: &'static str,
+    room: &Room,
+    shutdown: &CancellationToken,
+    content: C,
+) -> Result<OwnedEventId, SendError>
+where
+    C: MessageLikeEventContent + Clone,
+{
+    with_retry(what, shutdown, || {
         let content = content.clone();
         async move {
             room.send(content)
@@ -184,16 +198,7 @@ pub async fn edit(
 ) -> Result<OwnedEventId, SendError> {
     let content = RoomMessageEventContent::text_html(plain, html::for_matrix(html))
         .make_replacement(ReplacementMetadata::new(event_id.to_owned(), None));
-    with_retry("edit", shutdown, || {
-        let content = content.clone();
-        async move {
-            room.send(content)
-                .with_request_config(once())
-                .await
-                .map(|r| r.response.event_id)
-        }
-    })
-    .await
+    send_event("edit", room, shutdown, content).await
 }
 
 /// React to an event with `key`.
@@ -204,16 +209,7 @@ pub async fn react(
     key: &str,
 ) -> Result<OwnedEventId, SendError> {
     let content = ReactionEventContent::new(Annotation::new(event_id.to_owned(), key.to_string()));
-    with_retry("reaction", shutdown, || {
-        let content = content.clone();
-        async move {
-            room.send(content)
-                .with_request_config(once())
-                .await
-                .map(|r| r.response.event_id)
-        }
-    })
-    .await
+    send_event("reaction", room, shutdown, content).await
 }
 
 /// Upload `bytes` as an `m.file` named `file_name` (Markdown), captioned with `caption`,

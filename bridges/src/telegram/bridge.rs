@@ -8,9 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use shepherd_core::client::ClientError;
-use shepherd_core::protocol::{
-    Ask, AskState, ClientMsg, ErrorCode, Report, ServerMsg, SessionInfo,
-};
+use shepherd_core::protocol::{Ask, ClientMsg, ErrorCode, Report, ServerMsg, SessionInfo};
 use teloxide::Bot;
 use teloxide::payloads::{AnswerCallbackQuerySetters, EditForumTopicSetters};
 use teloxide::prelude::Requester;
@@ -78,29 +76,14 @@ impl Bridge {
     /// After (re)connecting: learn the sessions, post cards for open asks that have none,
     /// and close cards whose ask was answered while we were away.
     async fn resync(&mut self) -> Result<(), ClientError> {
-        if let ServerMsg::Sessions { sessions, .. } = self
-            .core
-            .request(|id| ClientMsg::ListSessions { id, all: true })
-            .await?
-        {
-            self.sessions = sessions.into_iter().map(|s| (s.id.clone(), s)).collect();
-        }
-        let ServerMsg::Asks { asks, .. } = self
-            .core
-            .request(|id| ClientMsg::ListAsks { id, all: true })
-            .await?
-        else {
-            return Ok(());
-        };
-        let by_id: HashMap<u64, &Ask> = asks.iter().map(|a| (a.id, a)).collect();
+        let snapshot = self.core.snapshot().await?;
+        self.sessions = snapshot.sessions;
         for card in self.store.open_cards().unwrap_or_default() {
-            if let Some(ask) = by_id.get(&card.ask_id)
-                && ask.state == AskState::Answered
-            {
+            if let Some(ask) = snapshot.answered.get(&card.ask_id) {
                 self.close_cards(ask).await;
             }
         }
-        for ask in asks.iter().filter(|a| a.state == AskState::Open) {
+        for ask in &snapshot.open {
             if self.store.cards_of(ask.id).unwrap_or_default().is_empty() {
                 self.post_card(ask).await;
             }
