@@ -52,15 +52,6 @@ pub struct Running {
     _lock: File,
 }
 
-/// Run the core until Ctrl-C or SIGTERM.
-pub async fn run(config: Config) -> Result<(), DaemonError> {
-    let running = start(config).await?;
-    wait_for_signal().await;
-    tracing::info!("shutting down");
-    running.stop().await;
-    Ok(())
-}
-
 /// Start the core and return once it accepts connections.
 pub async fn start(config: Config) -> Result<Running, DaemonError> {
     let state_dir = config.state_dir()?;

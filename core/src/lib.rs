@@ -14,7 +14,7 @@
 //! - [`client`]: an async intercom client for the CLI, bridges, tests and benchmarks.
 //! - [`repo`]: repository context of a session's cwd (git2).
 //! - [`human`]: the clock and time spans as people read them (CLI and chat).
-//! - [`daemon`]: `shepherd up`: lock the state dir, open the store, serve until a signal.
+//! - [`daemon`]: `shepherd up`: lock the state dir, open the store, start and stop the core.
 
 pub mod client;
 pub mod config;

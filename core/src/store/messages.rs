@@ -88,16 +88,6 @@ pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery
     })
 }
 
-/// Every unacknowledged message for `recipient`, in delivery order.
-pub fn pending(conn: &Connection, recipient: &str) -> rusqlite::Result<Vec<Delivery>> {
-    conn.prepare_cached(
-        "SELECT id, kind, text, from_kind, from_session, from_name, ask_id, question, created_at
-         FROM messages WHERE recipient = ?1 AND acked_at IS NULL ORDER BY id",
-    )?
-    .query_map([recipient], from_row)?
-    .collect()
-}
-
 /// Up to `limit` unacknowledged messages for `recipient` with ids above `after`, in order.
 pub fn pending_after(
     conn: &Connection,
@@ -150,7 +140,7 @@ mod tests {
         let b = insert(&store.conn, msg("a", "two")).unwrap();
         insert(&store.conn, msg("b", "other")).unwrap();
         assert!(b.id > a.id);
-        let texts: Vec<_> = pending(&store.conn, "a")
+        let texts: Vec<_> = pending_after(&store.conn, "a", 0, 100)
             .unwrap()
             .into_iter()
             .map(|d| d.text)
@@ -159,6 +149,6 @@ mod tests {
         // Acking someone else's id changes nothing.
         assert_eq!(ack(&store.conn, "b", &[a.id], 6).unwrap(), 0);
         assert_eq!(ack(&store.conn, "a", &[a.id, a.id], 6).unwrap(), 1);
-        assert_eq!(pending(&store.conn, "a").unwrap()[0], b);
+        assert_eq!(pending_after(&store.conn, "a", 0, 100).unwrap()[0], b);
     }
 }
