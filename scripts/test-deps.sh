@@ -98,7 +98,11 @@ step() {
     echo "---- last lines of $log ----" >&2
     tail -n 40 "$log" >&2 || true
     echo "----" >&2
-    echo "test-deps: is the npm registry reachable? ('npm ping' checks it)" >&2
+    if grep -q -e ENOSPC -e 'no space left' "$log"; then
+      echo "test-deps: the disk is full: $(df -h "$deps_dir" | tail -n 1)" >&2
+    else
+      echo "test-deps: is the npm registry reachable? ('npm ping' checks it)" >&2
+    fi
     exit 1
   fi
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this):
-#   1. formatting (cargo fmt --check) and lints (clippy -D warnings, every target);
-#   2. test dependencies: Node 22 and the pinned Pi into target/test-deps (cached);
+#   1. formatting (cargo fmt --check);
+#   2. test dependencies: Node 22, the pinned Pi and Synapse into target/test-deps (cached);
+#      then lints (clippy -D warnings, every target);
 #   3. the extension's TypeScript type check and node --test unit tests;
 #   4. every Rust test: unit, golden protocol fixtures, the real daemon over its socket,
 #      and end to end with a real Pi against the scripted fake model (and a real Synapse).
@@ -11,16 +12,20 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# Cargo prints one line per crate it builds (hundreds, with matrix-sdk): keep the log to
+# warnings, errors and test results so a failure is easy to find.
+export CARGO_TERM_QUIET=true
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
-
-step "cargo clippy --all-targets -D warnings"
-cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "test dependencies (Node 22, pinned Pi, Synapse)"
 deps_env="$(scripts/test-deps.sh --env)"
 eval "$deps_env"
 export SHEPHERD_NODE SHEPHERD_NODE_BIN_DIR SHEPHERD_PI SHEPHERD_PI_VERSION SHEPHERD_PI_EXT SHEPHERD_SYNAPSE_PYTHON
+
+step "cargo clippy --all-targets -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "pi-ext: type check and unit tests"
 scripts/test-ts.sh
