@@ -38,6 +38,7 @@ async fn register(core: &Core, id: &str, name: &str, cwd: &Path, role: Role) -> 
                 status: "tool:bash".into(),
                 role,
                 session_file: None,
+                subagent: false,
             },
         })
         .await?;

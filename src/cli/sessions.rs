@@ -222,6 +222,7 @@ mod tests {
             head: Some("9f3c2b1a4d5e".into()),
             worktree: false,
             session_file: None,
+            subagent: false,
             open_asks: 0,
             pending_messages: 0,
             first_seen: 0,

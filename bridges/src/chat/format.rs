@@ -113,6 +113,7 @@ pub(crate) mod tests {
             head: Some("9f3c2b1d0e".into()),
             worktree: false,
             session_file: None,
+            subagent: false,
             open_asks: 0,
             pending_messages: 0,
             first_seen: 1_000_000_000,

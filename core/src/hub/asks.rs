@@ -172,6 +172,8 @@ impl State {
             from: from.clone(),
             ask_id: Some(ask_id),
             question: Some(ask.question.clone()),
+            pairing_id: None,
+            look: None,
             created_at: now,
         })?;
         let delivery = atomically(db, || {
@@ -188,6 +190,8 @@ impl State {
                     from: &from,
                     ask_id: Some(ask_id),
                     question: Some(&ask.question),
+                    pairing_id: None,
+                    look: None,
                     created_at: now,
                 },
             )?)

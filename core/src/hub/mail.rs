@@ -68,6 +68,8 @@ impl State {
             from: from.clone(),
             ask_id: None,
             question: None,
+            pairing_id: None,
+            look: None,
             created_at: now,
         })?;
         let delivery = store::messages::insert(
@@ -79,6 +81,8 @@ impl State {
                 from: &from,
                 ask_id: None,
                 question: None,
+                pairing_id: None,
+                look: None,
                 created_at: now,
             },
         )?;

@@ -439,6 +439,16 @@ impl State {
                 out.send(conn, &ServerMsg::Pong { id });
                 Ok(())
             }
+            ClientMsg::Supervise { .. }
+            | ClientMsg::Unpair { .. }
+            | ClientMsg::SetGoal { .. }
+            | ClientMsg::Look { .. }
+            | ClientMsg::WorkerView { .. }
+            | ClientMsg::Verdict { .. }
+            | ClientMsg::ListPairings { .. } => Err(HubError::new(
+                ErrorCode::Internal,
+                "supervision is being wired into this core",
+            )),
         }
     }
 

@@ -258,6 +258,7 @@ impl State {
             head: None,
             worktree: false,
             session_file: reg.session_file,
+            subagent: reg.subagent,
             open_asks: 0,
             pending_messages: 0,
             first_seen: previous.as_ref().map_or(now, |p| p.first_seen),
@@ -294,6 +295,7 @@ impl State {
                 id,
                 session: info.clone(),
                 pending: info.pending_messages,
+                pairings: Vec::new(),
             },
         );
         self.replay(&info.id, db, out)?;

@@ -51,6 +51,19 @@ pub enum ErrorCode {
     SlowConsumer,
     /// The core is shutting down (*closes*).
     ShuttingDown,
+    /// The session is already in an active pairing (as supervisor or worker).
+    AlreadyPaired,
+    /// The session is in no active pairing.
+    NotPaired,
+    /// No session qualifies (no free worker or supervisor in that directory).
+    NoCandidate,
+    /// A goal given as a path could not be read; the message names the path.
+    GoalUnreadable,
+    /// A supervisor guard refused the verdict (no goal yet, the worker is still busy);
+    /// the message says why and what to do.
+    VerdictRefused,
+    /// More verdicts in one look than allowed: the supervisor should end its turn.
+    Runaway,
     /// The durable store failed; nothing from the request was accepted.
     StoreFailed,
     /// A bug in the core; the message says what failed.
@@ -107,6 +120,12 @@ const ALL: &[(ErrorCode, &str)] = &[
     (ErrorCode::InvalidArgument, "invalid_argument"),
     (ErrorCode::SlowConsumer, "slow_consumer"),
     (ErrorCode::ShuttingDown, "shutting_down"),
+    (ErrorCode::AlreadyPaired, "already_paired"),
+    (ErrorCode::NotPaired, "not_paired"),
+    (ErrorCode::NoCandidate, "no_candidate"),
+    (ErrorCode::GoalUnreadable, "goal_unreadable"),
+    (ErrorCode::VerdictRefused, "verdict_refused"),
+    (ErrorCode::Runaway, "runaway"),
     (ErrorCode::StoreFailed, "store_failed"),
     (ErrorCode::Internal, "internal"),
 ];

@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Ask, ClientKind, ContextUsage, CoreStatus, Delivery, ErrorCode, Registration, Report, Role,
-    SessionInfo, frame,
+    Ask, ClientKind, ContextUsage, CoreStatus, Delivery, ErrorCode, Pairing, PairingChange,
+    Registration, Report, Role, SessionInfo, Verdict, VerdictKind, View, frame,
 };
 
 /// Declares [`ClientMsg`] (internally tagged, the wire form) and a private externally
@@ -124,6 +124,74 @@ client_messages! {
     Subscribe { id: u64 },
     /// Answered by `pong`.
     Ping { id: u64 },
+    /// Start a pairing. From a Pi session: it becomes the supervisor of `worker` (exact id,
+    /// unique prefix or unique name; absent: the one free session in its cwd). From the CLI
+    /// or a bridge: `worker` is required and `supervisor` defaults to the one free
+    /// supervisor-role session in the worker's cwd. A `goal` that is one word containing
+    /// `/` or `.` is a file, read whole (relative to `cwd`, else the requester's or the
+    /// worker's cwd). Answered by `paired`.
+    Supervise {
+        id: u64,
+        #[serde(default)]
+        worker: Option<String>,
+        #[serde(default)]
+        supervisor: Option<String>,
+        #[serde(default)]
+        goal: Option<String>,
+        /// CLI: the directory a goal path is relative to.
+        #[serde(default)]
+        cwd: Option<String>,
+        /// Bridges only: the human who asked.
+        #[serde(default)]
+        by: Option<String>,
+    },
+    /// End a pairing without a verdict. From a Pi session: its own pairing; from the CLI or
+    /// a bridge: the pairing of `session` (either side). Answered by `unpaired`.
+    Unpair {
+        id: u64,
+        #[serde(default)]
+        session: Option<String>,
+        #[serde(default)]
+        by: Option<String>,
+    },
+    /// Change a pairing's goal in place (the steer history stays). `session` as for
+    /// `unpair`. Answered by `goal_set`.
+    SetGoal {
+        id: u64,
+        goal: String,
+        #[serde(default)]
+        session: Option<String>,
+        #[serde(default)]
+        cwd: Option<String>,
+        #[serde(default)]
+        by: Option<String>,
+    },
+    /// Deliver a view to the supervisor now. `session` as for `unpair`. Answered by
+    /// `look_requested`; the view follows as a `deliver` of kind `view`.
+    Look {
+        id: u64,
+        #[serde(default)]
+        session: Option<String>,
+        #[serde(default)]
+        by: Option<String>,
+    },
+    /// Supervisor only: what the worker did since the last view, returned (not delivered)
+    /// and not counted as a look. Answered by `view`.
+    WorkerView { id: u64 },
+    /// Supervisor only: the answer to the current look. Answered by `verdict_accepted`,
+    /// or refused by a guard (`verdict_refused`, `runaway`).
+    Verdict {
+        id: u64,
+        verdict: VerdictKind,
+        #[serde(default)]
+        text: String,
+    },
+    /// Answered by `pairings`. `all` adds ended pairings.
+    ListPairings {
+        id: u64,
+        #[serde(default)]
+        all: bool,
+    },
 }
 
 impl ClientMsg {
@@ -154,6 +222,13 @@ impl ClientMsg {
         "status",
         "subscribe",
         "ping",
+        "supervise",
+        "unpair",
+        "set_goal",
+        "look",
+        "worker_view",
+        "verdict",
+        "list_pairings",
     ];
 
     /// The request id, for messages that expect a response.
@@ -171,7 +246,14 @@ impl ClientMsg {
             | ListAsks { id, .. }
             | Status { id }
             | Subscribe { id }
-            | Ping { id } => Some(*id),
+            | Ping { id }
+            | Supervise { id, .. }
+            | Unpair { id, .. }
+            | SetGoal { id, .. }
+            | Look { id, .. }
+            | WorkerView { id }
+            | Verdict { id, .. }
+            | ListPairings { id, .. } => Some(*id),
             Ack { .. } => None,
         }
     }
@@ -196,6 +278,10 @@ pub enum ServerMsg {
         id: u64,
         session: SessionInfo,
         pending: u32,
+        /// Active pairings this session is in (as supervisor or worker), with whether the
+        /// other side is connected.
+        #[serde(default)]
+        pairings: Vec<Pairing>,
     },
     /// Response to `update`.
     Updated { id: u64, session: SessionInfo },
@@ -247,6 +333,36 @@ pub enum ServerMsg {
     AskAnswered { ask: Ask },
     /// Event to subscribers: a session posted a report.
     ReportPosted { report: Report },
+    /// Response to `supervise`.
+    Paired { id: u64, pairing: Pairing },
+    /// Response to `unpair`.
+    Unpaired { id: u64, pairing: Pairing },
+    /// Response to `set_goal`.
+    GoalSet { id: u64, pairing: Pairing },
+    /// Response to `look`.
+    LookRequested { id: u64, pairing: Pairing },
+    /// Response to `worker_view`.
+    View { id: u64, view: View },
+    /// Response to `verdict`. `hint` is set when a steer repeats a recent one.
+    VerdictAccepted {
+        id: u64,
+        pairing: Pairing,
+        verdict: Verdict,
+        #[serde(default)]
+        hint: Option<String>,
+    },
+    /// Response to `list_pairings`.
+    Pairings { id: u64, pairings: Vec<Pairing> },
+    /// Event to subscribers and to both sessions of the pairing: something changed.
+    PairingEvent {
+        change: PairingChange,
+        pairing: Pairing,
+        #[serde(default)]
+        verdict: Option<Verdict>,
+        /// Who caused it (`supervisor`, `cli`, `telegram:@alice`), when not the core.
+        #[serde(default)]
+        by: Option<String>,
+    },
 }
 
 impl ServerMsg {
@@ -272,6 +388,14 @@ impl ServerMsg {
         "ask_opened",
         "ask_answered",
         "report_posted",
+        "paired",
+        "unpaired",
+        "goal_set",
+        "look_requested",
+        "view",
+        "verdict_accepted",
+        "pairings",
+        "pairing_event",
     ];
 
     /// An error response or connection error.
@@ -299,7 +423,14 @@ impl ServerMsg {
             | Asks { id, .. }
             | CoreStatus { id, .. }
             | Subscribed { id }
-            | Pong { id } => Some(*id),
+            | Pong { id }
+            | Paired { id, .. }
+            | Unpaired { id, .. }
+            | GoalSet { id, .. }
+            | LookRequested { id, .. }
+            | View { id, .. }
+            | VerdictAccepted { id, .. }
+            | Pairings { id, .. } => Some(*id),
             Error { id, .. } => *id,
             Deliver { .. }
             | SessionJoined { .. }
@@ -307,7 +438,8 @@ impl ServerMsg {
             | SessionLeft { .. }
             | AskOpened { .. }
             | AskAnswered { .. }
-            | ReportPosted { .. } => None,
+            | ReportPosted { .. }
+            | PairingEvent { .. } => None,
         }
     }
 }

@@ -36,6 +36,9 @@ pub enum Role {
     Manager,
     /// One per user runtime, over managers and unmanaged leads.
     Chief,
+    /// A session that watches a worker toward a goal (`/supervise`). A free session with
+    /// this role is what the human's `supervise <session> <goal>` pairs a worker with.
+    Supervisor,
 }
 
 impl Role {
@@ -45,6 +48,7 @@ impl Role {
             Role::Lead => "lead",
             Role::Manager => "manager",
             Role::Chief => "chief",
+            Role::Supervisor => "supervisor",
         }
     }
 }
@@ -87,6 +91,9 @@ pub struct Registration {
     /// Path of Pi's session file (JSONL), for supervisor views.
     #[serde(default)]
     pub session_file: Option<String>,
+    /// A pi-subagents child (`PI_SUBAGENT_CHILD` set): never offered as a worker.
+    #[serde(default)]
+    pub subagent: bool,
 }
 
 fn idle() -> String {
@@ -118,6 +125,9 @@ pub struct SessionInfo {
     pub worktree: bool,
     #[serde(default)]
     pub session_file: Option<String>,
+    /// A pi-subagents child.
+    #[serde(default)]
+    pub subagent: bool,
     /// Open asks of this session.
     pub open_asks: u32,
     /// Messages accepted for this session and not yet acknowledged by it.
@@ -163,6 +173,12 @@ pub enum DeliveryKind {
     Message,
     /// The answer to one of this session's asks.
     Answer,
+    /// To a supervisor: what its worker did since the last look. The only delivery that
+    /// should start a supervisor turn.
+    View,
+    /// To a supervisor: context that must not start a turn (the pairing's brief, a goal
+    /// change, the pairing's end).
+    Brief,
 }
 
 /// Who sent a delivery, stamped by the core from the sender's connection.
@@ -189,6 +205,12 @@ pub struct Delivery {
     pub ask_id: Option<u64>,
     #[serde(default)]
     pub question: Option<String>,
+    /// For `view` and `brief`, and for steers from a supervisor: the pairing.
+    #[serde(default)]
+    pub pairing_id: Option<u64>,
+    /// For `view`: the look's number within the pairing (1, 2, …).
+    #[serde(default)]
+    pub look: Option<u32>,
     pub created_at: Millis,
 }
 
@@ -224,4 +246,118 @@ pub struct CoreStatus {
     pub sessions_known: u32,
     pub open_asks: u32,
     pub bridges: Vec<BridgeInfo>,
+}
+
+/// Whether a pairing is still running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PairingState {
+    Active,
+    Ended,
+}
+
+/// A supervisor session watching a worker session toward a goal. Held by the core, so it
+/// survives `/reload`, resume and core restarts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pairing {
+    pub id: u64,
+    pub supervisor_id: String,
+    pub supervisor_name: String,
+    pub worker_id: String,
+    pub worker_name: String,
+    /// The worker's working directory when the pairing started.
+    pub cwd: String,
+    /// What the worker should achieve; `None` until one is set (`steer` is refused then).
+    pub goal: Option<String>,
+    /// The file the goal was read from, when it was given as a path.
+    pub goal_file: Option<String>,
+    pub state: PairingState,
+    /// Views delivered so far.
+    pub looks: u32,
+    /// Steers the supervisor gave so far.
+    pub steers: u32,
+    pub created_at: Millis,
+    pub last_look_at: Option<Millis>,
+    pub ended_at: Option<Millis>,
+    /// `done` (the supervisor's verdict) or `stopped` (a `/supervise stop`, the human).
+    pub end_reason: Option<String>,
+    /// Who ended it (`supervisor`, `cli`, `telegram:@alice`, …).
+    pub ended_by: Option<String>,
+    /// For `done`: the supervisor's evidence.
+    pub evidence: Option<String>,
+    pub supervisor_connected: bool,
+    pub worker_connected: bool,
+}
+
+/// A supervisor's answer to one look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    /// One concrete next action, delivered to the worker as a user message.
+    Steer,
+    /// The worker is on track: nothing to say.
+    LetItRun,
+    /// The goal is met: the pairing ends with the text as evidence.
+    Done,
+}
+
+/// One verdict, as stored and as shown to the human.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub kind: VerdictKind,
+    pub text: String,
+    /// The look it answered (0 before the first view).
+    pub look: u32,
+    pub created_at: Millis,
+}
+
+/// Why a view was built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViewReason {
+    /// The pairing just started.
+    Paired,
+    /// The worker stopped (its turn ended).
+    Stopped,
+    /// The periodic timer.
+    Timer,
+    /// Someone asked for a look (`/supervise look`, `/look` from the phone).
+    Look,
+    /// The supervisor's `worker_view` tool (returned, not delivered).
+    Request,
+}
+
+/// What the worker did since the previous view, compacted by the core from its session
+/// file (no model calls).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct View {
+    pub pairing_id: u64,
+    /// The look number this view is (for `request`: the current look, not advanced).
+    pub look: u32,
+    pub reason: ViewReason,
+    /// The rendered view: what the supervisor reads.
+    pub text: String,
+    /// Session-file entries covered by this view.
+    pub entries: u32,
+    /// Tool calls of the worker that have no result yet.
+    pub pending_tool_calls: u32,
+    /// Nothing happened since the previous view.
+    pub unchanged: bool,
+    pub created_at: Millis,
+}
+
+/// What changed about a pairing, in a `pairing_event`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PairingChange {
+    Started,
+    /// The goal changed.
+    Goal,
+    /// The supervisor gave a verdict (`verdict` is set); `done` is followed by `ended`.
+    Verdict,
+    /// A view was delivered to the supervisor.
+    Look,
+    Ended,
+    /// One side connected or disconnected.
+    Presence,
 }

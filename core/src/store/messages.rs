@@ -11,6 +11,8 @@ fn kind_str(kind: DeliveryKind) -> &'static str {
         DeliveryKind::Steer => "steer",
         DeliveryKind::Message => "message",
         DeliveryKind::Answer => "answer",
+        DeliveryKind::View => "view",
+        DeliveryKind::Brief => "brief",
     }
 }
 
@@ -30,6 +32,8 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Delivery> {
         kind: match kind.as_str() {
             "message" => DeliveryKind::Message,
             "answer" => DeliveryKind::Answer,
+            "view" => DeliveryKind::View,
+            "brief" => DeliveryKind::Brief,
             _ => DeliveryKind::Steer,
         },
         text: row.get(2)?,
@@ -45,6 +49,8 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Delivery> {
         ask_id: row.get(6)?,
         question: row.get(7)?,
         created_at: row.get(8)?,
+        pairing_id: row.get(9)?,
+        look: row.get(10)?,
     })
 }
 
@@ -56,6 +62,8 @@ pub struct NewMessage<'a> {
     pub from: &'a Sender,
     pub ask_id: Option<u64>,
     pub question: Option<&'a str>,
+    pub pairing_id: Option<u64>,
+    pub look: Option<u32>,
     pub created_at: u64,
 }
 
@@ -63,8 +71,8 @@ pub struct NewMessage<'a> {
 pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery> {
     conn.prepare_cached(
         "INSERT INTO messages (recipient, kind, text, from_kind, from_session, from_name,
-            ask_id, question, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            ask_id, question, created_at, pairing_id, look)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         m.recipient,
@@ -76,6 +84,8 @@ pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery
         m.ask_id,
         m.question,
         m.created_at,
+        m.pairing_id,
+        m.look,
     ])?;
     Ok(Delivery {
         id: conn.last_insert_rowid() as u64,
@@ -84,6 +94,8 @@ pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery
         from: m.from.clone(),
         ask_id: m.ask_id,
         question: m.question.map(str::to_string),
+        pairing_id: m.pairing_id,
+        look: m.look,
         created_at: m.created_at,
     })
 }
@@ -96,7 +108,8 @@ pub fn pending_after(
     limit: usize,
 ) -> rusqlite::Result<Vec<Delivery>> {
     conn.prepare_cached(
-        "SELECT id, kind, text, from_kind, from_session, from_name, ask_id, question, created_at
+        "SELECT id, kind, text, from_kind, from_session, from_name, ask_id, question, created_at,
+            pairing_id, look
          FROM messages WHERE recipient = ?1 AND acked_at IS NULL AND id > ?2 ORDER BY id LIMIT ?3",
     )?
     .query_map(params![recipient, after, limit as i64], from_row)?
@@ -134,6 +147,8 @@ mod tests {
             from: &from,
             ask_id: None,
             question: None,
+            pairing_id: None,
+            look: None,
             created_at: 5,
         };
         let a = insert(&store.conn, msg("a", "one")).unwrap();

@@ -11,6 +11,7 @@
 
 pub mod asks;
 pub mod messages;
+pub mod pairings;
 pub mod reports;
 pub mod sessions;
 
@@ -91,6 +92,46 @@ CREATE TABLE reports (
     text TEXT NOT NULL,
     created_at INTEGER NOT NULL
 );
+"#, r#"
+ALTER TABLE sessions ADD COLUMN subagent INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN pairing_id INTEGER;
+ALTER TABLE messages ADD COLUMN look INTEGER;
+CREATE TABLE pairings (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    supervisor_id TEXT NOT NULL,
+    worker_id TEXT NOT NULL,
+    cwd TEXT NOT NULL,
+    goal TEXT,
+    goal_file TEXT,
+    state TEXT NOT NULL CHECK (state IN ('active', 'ended')),
+    looks INTEGER NOT NULL DEFAULT 0,
+    steers INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    last_look_at INTEGER,
+    ended_at INTEGER,
+    end_reason TEXT,
+    ended_by TEXT,
+    evidence TEXT,
+    -- Where the last view stopped in the worker's session file (JSON, supervise::view::Cursor).
+    cursor TEXT NOT NULL DEFAULT '{}',
+    -- Verdicts given since the last delivered view (the runaway guard).
+    look_verdicts INTEGER NOT NULL DEFAULT 0,
+    -- Timer views skipped in a row because nothing changed.
+    timer_skips INTEGER NOT NULL DEFAULT 0,
+    -- Tool calls without a result in the last view built.
+    pending_tool_calls INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX pairings_active_supervisor ON pairings(supervisor_id) WHERE state = 'active';
+CREATE UNIQUE INDEX pairings_active_worker ON pairings(worker_id) WHERE state = 'active';
+CREATE TABLE verdicts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    pairing_id INTEGER NOT NULL REFERENCES pairings(id),
+    kind TEXT NOT NULL CHECK (kind IN ('steer', 'let_it_run', 'done')),
+    text TEXT NOT NULL,
+    look INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX verdicts_pairing ON verdicts(pairing_id, id);
 "#];
 
 /// An open database with its identity.

@@ -10,7 +10,8 @@ const SELECT: &str = "SELECT id, name, cwd, pid, model, status, role, context_to
     context_window, context_percent, repo, branch, head, worktree, session_file,
     first_seen, last_seen,
     (SELECT COUNT(*) FROM asks a WHERE a.session_id = s.id AND a.state = 'open'),
-    (SELECT COUNT(*) FROM messages m WHERE m.recipient = s.id AND m.acked_at IS NULL)
+    (SELECT COUNT(*) FROM messages m WHERE m.recipient = s.id AND m.acked_at IS NULL),
+    subagent
     FROM sessions s";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
@@ -36,6 +37,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
         last_seen: row.get(16)?,
         open_asks: row.get(17)?,
         pending_messages: row.get(18)?,
+        subagent: row.get(19)?,
     })
 }
 
@@ -43,6 +45,7 @@ fn parse_role(role: &str) -> Role {
     match role {
         "manager" => Role::Manager,
         "chief" => Role::Chief,
+        "supervisor" => Role::Supervisor,
         _ => Role::Lead,
     }
 }
@@ -52,12 +55,12 @@ pub fn upsert(conn: &Connection, s: &SessionInfo) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO sessions (id, name, cwd, pid, model, status, role, context_tokens,
             context_window, context_percent, repo, branch, head, worktree, session_file,
-            first_seen, last_seen)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+            first_seen, last_seen, subagent)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
          ON CONFLICT (id) DO UPDATE SET name = ?2, cwd = ?3, pid = ?4, model = ?5,
             status = ?6, role = ?7, context_tokens = ?8, context_window = ?9,
             context_percent = ?10, repo = ?11, branch = ?12, head = ?13, worktree = ?14,
-            session_file = ?15, last_seen = ?17",
+            session_file = ?15, last_seen = ?17, subagent = ?18",
     )?
     .execute(params![
         s.id,
@@ -77,6 +80,7 @@ pub fn upsert(conn: &Connection, s: &SessionInfo) -> rusqlite::Result<()> {
         s.session_file,
         s.first_seen,
         s.last_seen,
+        s.subagent,
     ])?;
     Ok(())
 }

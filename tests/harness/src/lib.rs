@@ -308,6 +308,7 @@ impl Pi {
                     status: "idle".into(),
                     role: Default::default(),
                     session_file: None,
+                    subagent: false,
                 },
             })
             .await?;
@@ -417,6 +418,7 @@ pub fn registration(session_id: &str, name: &str, cwd: &Path) -> Registration {
         status: "idle".into(),
         role: Default::default(),
         session_file: None,
+        subagent: false,
     }
 }
 

@@ -1,0 +1,1 @@
+//! Pairings (a supervisor session watching a worker session) and their verdicts.
