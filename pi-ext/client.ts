@@ -2,7 +2,9 @@
 // (protocol 1, client "pi"), registers the session, matches responses to requests by id,
 // hands `deliver` events to the extension, and when the connection drops (core restart,
 // crash, slow_consumer) reconnects with exponential backoff and registers again, with the
-// registration built fresh each time. It never throws at its caller for connection trouble:
+// registration built fresh each time. It also carries the supervision requests (supervise,
+// unpair, set_goal, look, worker_view, verdict, list_pairings) and hands `pairing_event`s,
+// which the core sends to both sessions of a pairing, to the extension. It never throws at its caller for connection trouble:
 // requests made while not connected fail with NotConnectedError, and everything else is
 // reported through callbacks. Its socket and timers are unref'd, so it never keeps a
 // finished `pi -p` process alive.
@@ -21,12 +23,17 @@ import {
   type ContextUsage,
   type Delivery,
   type Json,
+  type Pairing,
+  type PairingEventMsg,
   type Registration,
   type RegisteredMsg,
   type Report,
   type Role,
   type ServerMsg,
   type SessionInfo,
+  type Verdict,
+  type VerdictKind,
+  type View,
   type WelcomeMsg,
   type WireErrorCode,
 } from "./wire.ts";
@@ -61,11 +68,14 @@ export type Problem =
 /** The core answered a request with `error`. */
 export class CoreError extends Error {
   readonly code: WireErrorCode;
+  /** The core's own message, without the code (it says what happened and what to do). */
+  readonly coreMessage: string;
   readonly details: Json;
   constructor(code: WireErrorCode, message: string, details: Json) {
     super(`${code}: ${message}`);
     this.name = "CoreError";
     this.code = code;
+    this.coreMessage = message;
     this.details = details;
   }
 }
@@ -85,8 +95,19 @@ export interface CoreClientOptions {
   registration: () => Registration;
   /** A `deliver` event, with the store the delivery id belongs to. */
   onDeliver: (storeId: string, delivery: Delivery) => void;
-  /** Registered (again): the session as the core stores it, and how many deliveries follow. */
-  onRegistered?: (info: CoreInfo, session: SessionInfo, pending: number) => void;
+  /**
+   * Registered (again): the session as the core stores it, how many deliveries follow, and
+   * the active pairings it is in.
+   */
+  onRegistered?: (info: CoreInfo, session: SessionInfo, pending: number, pairings: Pairing[]) => void;
+  /** A `pairing_event` about a pairing this session is in. */
+  onPairingEvent?: (event: PairingEventMsg) => void;
+  /**
+   * A response carrying one pairing (paired, unpaired, goal_set, look_requested,
+   * verdict_accepted), called before the request's promise settles and before any frame
+   * behind it (such as the first view) is dispatched.
+   */
+  onPairing?: (pairing: Pairing, response: PairingResponse["type"]) => void;
   onPhase?: (phase: Phase) => void;
   onProblem?: (problem: Problem) => void;
   log?: (line: string) => void;
@@ -101,6 +122,21 @@ export interface CoreClientOptions {
 }
 
 type ResponseType = ServerMsg["type"];
+/** Responses that carry the pairing they changed. */
+export type PairingResponse = Extract<ServerMsg, { type: "paired" | "unpaired" | "goal_set" | "look_requested" | "verdict_accepted" }>;
+
+function pairingResponse(msg: ServerMsg): PairingResponse | null {
+  switch (msg.type) {
+    case "paired":
+    case "unpaired":
+    case "goal_set":
+    case "look_requested":
+    case "verdict_accepted":
+      return msg;
+    default:
+      return null;
+  }
+}
 type ResponseOf<T extends ResponseType> = Extract<ServerMsg, { type: T }>;
 
 function isResponse<T extends ResponseType>(msg: ServerMsg, type: T): msg is ResponseOf<T> {
@@ -243,6 +279,49 @@ export class CoreClient {
     this.#session = res.session;
   }
 
+  // ---- supervision -----------------------------------------------------------------------
+
+  /** Become the supervisor of `worker` (absent: the one free session in this cwd). */
+  async supervise(request: { worker?: string; goal?: string; cwd: string }): Promise<Pairing> {
+    const res = await this.#request((id) => ({ type: "supervise", id, ...request }), "paired");
+    return res.pairing;
+  }
+
+  /** End this session's pairing without a verdict. */
+  async unpair(): Promise<Pairing> {
+    const res = await this.#request((id) => ({ type: "unpair", id }), "unpaired");
+    return res.pairing;
+  }
+
+  /** Replace the pairing's goal (text, or a path relative to `cwd`). */
+  async setGoal(goal: string, cwd: string): Promise<Pairing> {
+    const res = await this.#request((id) => ({ type: "set_goal", id, goal, cwd }), "goal_set");
+    return res.pairing;
+  }
+
+  /** Ask for a view now; it arrives as a `view` delivery. */
+  async look(): Promise<Pairing> {
+    const res = await this.#request((id) => ({ type: "look", id }), "look_requested");
+    return res.pairing;
+  }
+
+  /** What the worker did since the last view, returned (not delivered, not a look). */
+  async workerView(): Promise<View> {
+    const res = await this.#request((id) => ({ type: "worker_view", id }), "view");
+    return res.view;
+  }
+
+  async verdict(verdict: VerdictKind, text: string): Promise<{ pairing: Pairing; verdict: Verdict; hint: string | null }> {
+    const res = await this.#request((id) => ({ type: "verdict", id, verdict, text }), "verdict_accepted");
+    return { pairing: res.pairing, verdict: res.verdict, hint: res.hint };
+  }
+
+  /** Active pairings (every session's). */
+  async listPairings(): Promise<Pairing[]> {
+    const res = await this.#request((id) => ({ type: "list_pairings", id, all: false }), "pairings");
+    return res.pairings;
+  }
+
   /**
    * Acknowledge deliveries of `storeId`. Sent only on a registered connection to that same
    * store: an ack that cannot be sent is harmless (the core delivers again, and the
@@ -347,7 +426,7 @@ export class CoreClient {
       this.#connectedAt = Date.now();
       this.#setPhase("ready");
       try {
-        this.#opts.onRegistered?.(info, res.session, res.pending);
+        this.#opts.onRegistered?.(info, res.session, res.pending, res.pairings);
       } catch (e) {
         this.#log(`onRegistered failed: ${String(e)}`);
       }
@@ -443,6 +522,14 @@ export class CoreClient {
       }
       return;
     }
+    if (msg.type === "pairing_event") {
+      try {
+        this.#opts.onPairingEvent?.(msg);
+      } catch (e) {
+        this.#log(`onPairingEvent failed: ${String(e)}`);
+      }
+      return;
+    }
     if (msg.type === "error" && msg.id === null) {
       // A connection-level error; the closing ones are followed by the core closing.
       if (msg.code === "replaced") {
@@ -463,6 +550,14 @@ export class CoreClient {
     }
     this.#waiters.delete(id);
     clearTimeout(waiter.timer);
+    const withPairing = pairingResponse(msg);
+    if (withPairing !== null) {
+      try {
+        this.#opts.onPairing?.(withPairing.pairing, withPairing.type);
+      } catch (e) {
+        this.#log(`onPairing failed: ${String(e)}`);
+      }
+    }
     if (msg.type === "error") waiter.fail(new CoreError(msg.code, msg.message, msg.details));
     else waiter.settle(msg);
     if (msg.type === "error" && CLOSING_ERROR_CODES.has(msg.code)) this.#socket?.destroy();

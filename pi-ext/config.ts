@@ -1,6 +1,8 @@
 // Settings the extension reads from its environment, resolved once per session start: where
 // the core's socket is, whether to start `shepherd up` when no core answers, which role this
-// session registers with, and where to write a debug log. Pure functions over an env object,
+// session registers with (lead, manager, chief or supervisor), whether it is a pi-subagents
+// child, whether a supervisor's old looks are pruned from its context, where Pi's agent dir
+// is (for SUPERVISOR.md), and where to write a debug log. Pure functions over an env object,
 // so tests can pass their own.
 
 import { accessSync, constants as fsConstants, statSync } from "node:fs";
@@ -29,6 +31,17 @@ export interface ShepherdConfig {
   roleProblem: string | null;
   /** Append debug lines here (SHEPHERD_EXT_LOG), or keep them in memory only. */
   logFile: string | null;
+  /** A pi-subagents child (PI_SUBAGENT_CHILD set): the core never offers it as a worker. */
+  subagent: boolean;
+  /** Prune views older than the last three looks from a supervisor's context (SHEPHERD_PRUNE=0 turns it off). */
+  prune: boolean;
+  /** Pi's agent dir ($PI_CODING_AGENT_DIR, else ~/.pi/agent). */
+  agentDir: string;
+}
+
+/** `0`, `false`, `no`, `off` (any case, trimmed). */
+function isOff(value: string | undefined): boolean {
+  return ["0", "false", "no", "off"].includes((value ?? "").trim().toLowerCase());
 }
 
 /** `~` and `~/…` expanded the way Pi expands PI_CODING_AGENT_DIR. */
@@ -81,9 +94,9 @@ export function loadConfig(env: Env, home: string = homedir()): ShepherdConfig {
     if (found === undefined) roleProblem = `SHEPHERD_ROLE=${rawRole} is not one of ${ROLES.join(", ")}; using lead`;
     else role = found;
   }
-  const autostartVar = (env["SHEPHERD_AUTOSTART"] ?? "").trim().toLowerCase();
-  const autostart = !["0", "false", "no", "off"].includes(autostartVar);
+  const autostart = !isOff(env["SHEPHERD_AUTOSTART"]);
   const logFile = env["SHEPHERD_EXT_LOG"];
+  const subagentVar = env["PI_SUBAGENT_CHILD"];
   return {
     socketPath: socketPath(env, home),
     autostart,
@@ -91,5 +104,8 @@ export function loadConfig(env: Env, home: string = homedir()): ShepherdConfig {
     role,
     roleProblem,
     logFile: logFile !== undefined && logFile !== "" ? expandTilde(logFile, home) : null,
+    subagent: subagentVar !== undefined && subagentVar !== "",
+    prune: !isOff(env["SHEPHERD_PRUNE"]),
+    agentDir: agentDir(env, home),
   };
 }

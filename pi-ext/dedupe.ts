@@ -3,7 +3,8 @@
 // the core's store id: delivery ids are unique only within one store.
 //
 // The durable record is the delivered message itself. Every delivery enters the session as a
-// Pi custom message (customType "shepherd-delivery") whose `details` carry {store_id, id}; Pi
+// Pi custom message ("shepherd-delivery"; a supervisor's views "shepherd-view" and briefs
+// "shepherd-brief") whose `details` carry {store_id, id}; Pi
 // writes the text the model sees and those details in ONE session-file line
 // (appendFileSync). So "recorded as handled" and "in the model's context" cannot disagree:
 //   - Pi dies before that line is written: not recorded, not acked; the core redelivers on
@@ -16,8 +17,14 @@
 // delivery on an abandoned /tree branch was still handed to the model) and kept current by
 // scanning entries appended since the last scan.
 
-/** customType of the custom messages that carry deliveries. */
+/** customType of the custom messages that carry steers, messages and answers. */
 export const DELIVERY_CUSTOM_TYPE = "shepherd-delivery";
+/** customType of a supervisor's views (the worker's progress; they start a turn). */
+export const VIEW_CUSTOM_TYPE = "shepherd-view";
+/** customType of a supervisor's briefs (context that never starts a turn). */
+export const BRIEF_CUSTOM_TYPE = "shepherd-brief";
+/** Every customType a delivery can enter the session as. */
+export const DELIVERY_CUSTOM_TYPES: ReadonlySet<string> = new Set([DELIVERY_CUSTOM_TYPE, VIEW_CUSTOM_TYPE, BRIEF_CUSTOM_TYPE]);
 
 /** A delivery's identity: unique within one core store. */
 export interface DeliveryKey {
@@ -31,12 +38,13 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /**
  * The delivery a session entry records, if it is one of ours: a `custom_message` entry of
- * type "shepherd-delivery" whose details hold a string store_id and an integer id.
+ * one of DELIVERY_CUSTOM_TYPES whose details hold a string store_id and an integer id (the
+ * extension's own briefs carry neither, so they are not deliveries).
  */
 export function deliveryKeyOf(entry: unknown): DeliveryKey | null {
-  if (!isRecord(entry) || entry["type"] !== "custom_message" || entry["customType"] !== DELIVERY_CUSTOM_TYPE) {
-    return null;
-  }
+  if (!isRecord(entry) || entry["type"] !== "custom_message") return null;
+  const customType = entry["customType"];
+  if (typeof customType !== "string" || !DELIVERY_CUSTOM_TYPES.has(customType)) return null;
   const details = entry["details"];
   if (!isRecord(details)) return null;
   const storeId = details["store_id"];

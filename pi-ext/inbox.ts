@@ -1,6 +1,12 @@
-// Turns the core's deliveries (steers, messages, answers) into messages the model reads,
-// exactly once, and acknowledges each to the core only once it is in the session. Pi-free:
-// the glue in index.ts supplies an InboxHost over the real ExtensionAPI, tests a fake.
+// Turns the core's deliveries (steers, messages, answers; a supervisor's views and briefs)
+// into messages the model reads, exactly once, and acknowledges each to the core only once it
+// is in the session. Pi-free: the glue in index.ts supplies an InboxHost over the real
+// ExtensionAPI, tests a fake.
+//
+// Every kind starts a turn except `brief`: a brief is context for the supervisor's next turn,
+// so when idle it is appended without a run, and at a turn boundary it is added without
+// asking Pi to continue. Views and briefs are custom messages of their own types
+// ("shepherd-view", "shepherd-brief") so the supervisor's context can be pruned by look.
 //
 // How a delivery enters the session (see dedupe.ts for why it is a custom message):
 //   - Pi idle: pi.sendMessage(..., {triggerTurn: true}) starts a run with it. Only the first
@@ -17,7 +23,7 @@
 // or at once for an ephemeral session. One that never lands (Pi was busy after all, or the
 // run could not start) is sent again after `retryAfterMs` of idleness.
 
-import { DELIVERY_CUSTOM_TYPE, DeliveryLedger } from "./dedupe.ts";
+import { BRIEF_CUSTOM_TYPE, DELIVERY_CUSTOM_TYPE, DeliveryLedger, VIEW_CUSTOM_TYPE } from "./dedupe.ts";
 import type { Delivery, DeliveryKind, Sender } from "./wire.ts";
 
 /** What a delivery's custom message carries in `details` (not shown to the model). */
@@ -28,12 +34,14 @@ export interface DeliveryDetails {
   from: Sender;
   ask_id: number | null;
   question: string | null;
+  pairing_id: number | null;
+  look: number | null;
   created_at: number;
 }
 
 /** The custom message handed to pi.sendMessage. */
 export interface DeliveryMessage {
-  customType: typeof DELIVERY_CUSTOM_TYPE;
+  customType: typeof DELIVERY_CUSTOM_TYPE | typeof VIEW_CUSTOM_TYPE | typeof BRIEF_CUSTOM_TYPE;
   content: string;
   display: true;
   details: DeliveryDetails;
@@ -52,7 +60,7 @@ export interface InboxHost {
   durable(): boolean;
   /** ctx.isIdle(). */
   idle(): boolean;
-  /** pi.sendMessage(message, {triggerTurn, deliverAs: "steer"}). */
+  /** pi.sendMessage(message, {triggerTurn, deliverAs: "steer"}); only ever called while idle. */
   send(message: DeliveryMessage, triggerTurn: boolean): void;
   /** Acknowledge to the core, if still connected to the store these ids belong to. */
   ack(storeId: string, ids: number[]): void;
@@ -77,6 +85,22 @@ function who(from: Sender): string {
   return `the human (via ${from.name})`;
 }
 
+/** Whether a delivery of this kind starts a turn (everything but a brief). */
+export function startsTurn(kind: DeliveryKind): boolean {
+  return kind !== "brief";
+}
+
+/** Whether boundary drafts should make Pi continue (one of them starts a turn). */
+export function draftsWantTurn(drafts: readonly DeliveryDraft[]): boolean {
+  return drafts.some((d) => startsTurn(d.details.kind));
+}
+
+function customTypeOf(kind: DeliveryKind): DeliveryMessage["customType"] {
+  if (kind === "view") return VIEW_CUSTOM_TYPE;
+  if (kind === "brief") return BRIEF_CUSTOM_TYPE;
+  return DELIVERY_CUSTOM_TYPE;
+}
+
 /** The text the model reads for one delivery: who sent it, and what it answers. */
 export function formatDelivery(d: Delivery): string {
   switch (d.kind) {
@@ -89,12 +113,21 @@ export function formatDelivery(d: Delivery): string {
       return `[shepherd] Steer from ${who(d.from)}:\n${d.text}`;
     case "message":
       return `[shepherd] Message from ${who(d.from)}:\n${d.text}`;
+    case "view": {
+      const look = d.look === null ? "" : ` ${d.look}`;
+      return (
+        `[shepherd] Look${look} at your worker. Read it, then answer with exactly one verdict tool ` +
+        `(steer, let_it_run or done):\n\n${d.text}`
+      );
+    }
+    case "brief":
+      return `[shepherd] Supervision brief (context only; no verdict needed now):\n${d.text}`;
   }
 }
 
 export function deliveryMessage(storeId: string, d: Delivery): DeliveryMessage {
   return {
-    customType: DELIVERY_CUSTOM_TYPE,
+    customType: customTypeOf(d.kind),
     content: formatDelivery(d),
     display: true,
     details: {
@@ -104,6 +137,8 @@ export function deliveryMessage(storeId: string, d: Delivery): DeliveryMessage {
       from: d.from,
       ask_id: d.ask_id,
       question: d.question,
+      pairing_id: d.pairing_id,
+      look: d.look,
       created_at: d.created_at,
     },
   };
@@ -160,20 +195,24 @@ export class Inbox {
     const pending = [...this.#tracked.values()].filter((t) => t.state === "pending");
     if (pending.length === 0 || !this.#host.idle()) return;
     const now = this.#host.now();
-    if (this.#holdTurn) {
-      // Appended at once, without a run (Pi does this synchronously when idle).
-      for (const t of pending) this.#send(t, false, now);
-    } else {
-      // The first starts a run; the rest join it at its first turn boundary.
-      const first = pending[0];
-      if (first !== undefined) this.#send(first, true, now);
+    // In order: briefs (and, after an aborted run, everything) are appended at once without
+    // a run (Pi does this synchronously when idle); the first that starts a turn starts a
+    // run, and the rest join it at its first turn boundary.
+    for (const t of pending) {
+      if (this.#holdTurn || !startsTurn(t.delivery.kind)) {
+        this.#send(t, false, now);
+        continue;
+      }
+      this.#send(t, true, now);
+      break;
     }
     this.reconcile();
   }
 
   /**
    * At a turn boundary (`turn_end`, `agent_before_settle`): every waiting delivery as an
-   * entry draft, in order. Pi appends them before the next model request.
+   * entry draft, in order. Pi appends them before the next model request; the caller asks
+   * Pi to continue only when draftsWantTurn() (a lone brief must not start a request).
    */
   takeBoundaryDrafts(): DeliveryDraft[] {
     const now = this.#host.now();

@@ -3,8 +3,10 @@
 // the binary is on PATH; it keeps the core's picture of the session current (name, model,
 // status, context fill); it offers the model the tools `ask_human` and `report`; it injects
 // what the core delivers (inbox.ts) and shows connection and open asks in the footer and in
-// `/shepherd`. Every handler catches its own failures: the extension reports trouble in one
-// line and never throws into Pi. UI calls are guarded so print, json and rpc modes work.
+// `/shepherd`. Supervisor mode (`/supervise`, the verdict tools, pruning) is wired in from
+// supervise-pi.ts, and this session's place in a pairing is followed by supervision.ts.
+// Every handler catches its own failures: the extension reports trouble in one line and
+// never throws into Pi. UI calls are guarded so print, json and rpc modes work.
 
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync } from "node:fs";
@@ -15,8 +17,11 @@ import { Type } from "typebox";
 
 import { CoreClient, CoreError, type PresenceUpdate, type Problem } from "./client.ts";
 import { CLIENT_NAME, loadConfig, type ShepherdConfig } from "./config.ts";
-import { DELIVERY_CUSTOM_TYPE } from "./dedupe.ts";
-import { Inbox, type DeliveryDraft } from "./inbox.ts";
+import { DELIVERY_CUSTOM_TYPES } from "./dedupe.ts";
+import { draftsWantTurn, Inbox, type DeliveryDraft } from "./inbox.ts";
+import { loadPolicy } from "./policy.ts";
+import { registerSupervisor } from "./supervise-pi.ts";
+import { Supervision, SUPERVISE_STATUS_KEY } from "./supervision.ts";
 import type { Ask, ContextUsage, Delivery, Registration } from "./wire.ts";
 
 const STATUS_KEY = "shepherd";
@@ -54,6 +59,7 @@ class ShepherdSession {
   readonly config: ShepherdConfig;
   readonly client: CoreClient;
   readonly inbox: Inbox;
+  readonly supervision: Supervision;
   /** The latest context Pi handed us; replaced on every event. */
   ctx: ExtensionContext;
   readonly openAsks = new Map<number, Ask>();
@@ -89,18 +95,48 @@ class ShepherdSession {
       },
       now: () => Date.now(),
     });
+    this.supervision = new Supervision({
+      sessionId: () => this.ctx.sessionManager.getSessionId(),
+      activeTools: () => this.#pi.getActiveTools(),
+      setActiveTools: (names) => {
+        this.log(`active tools: ${names.join(", ")}`);
+        this.#pi.setActiveTools(names);
+      },
+      entries: () => this.ctx.sessionManager.getEntries(),
+      contextEntries: () => this.ctx.sessionManager.buildContextEntries(),
+      appendEntry: (customType, data) => this.#pi.appendEntry(customType, data),
+      injectBrief: (msg) => this.#pi.sendMessage(msg, { triggerTurn: false }),
+      setFooter: (text) => {
+        try {
+          if (this.ctx.hasUI) this.ctx.ui.setStatus(SUPERVISE_STATUS_KEY, text ?? undefined);
+        } catch (e) {
+          this.log(`setStatus failed: ${message(e)}`);
+        }
+      },
+      policy: () => loadPolicy(this.ctx.cwd, this.config.agentDir),
+      notify: (text, level) => this.notify(text, level),
+      log: (line) => this.log(line),
+    });
     this.client = new CoreClient({
       socketPath: config.socketPath,
       clientName: CLIENT_NAME,
       registration: () => this.registration(),
       onDeliver: (storeId, delivery) => this.#onDeliver(storeId, delivery),
-      onRegistered: (info, session, pending) => {
-        this.log(`registered as ${session.id} "${session.name}" with core ${info.coreVersion} (store ${info.storeId}), ${pending} pending`);
+      onRegistered: (info, session, pending, pairings) => {
+        this.log(
+          `registered as ${session.id} "${session.name}" with core ${info.coreVersion} (store ${info.storeId}), ${pending} pending, ${pairings.length} pairings`,
+        );
         this.#lastError = null;
         this.#everConnected = true;
+        this.#guard("pairings", () => this.supervision.sync(pairings, "registered"));
         this.#refreshOpenAsks();
         this.refreshStatusLine();
       },
+      onPairingEvent: (event) => {
+        this.log(`pairing ${event.pairing.id}: ${event.change}${event.by === null ? "" : ` by ${event.by}`}`);
+        this.#guard("pairing_event", () => this.supervision.observe(event.pairing, `event:${event.change}`));
+      },
+      onPairing: (pairing, response) => this.#guard(response, () => this.supervision.observe(pairing, response)),
       onPhase: () => this.refreshStatusLine(),
       onProblem: (problem) => this.#onProblem(problem),
       log: (line) => this.log(line),
@@ -111,6 +147,7 @@ class ShepherdSession {
     this.log(`session ${this.ctx.sessionManager.getSessionId()} (mode ${this.ctx.mode}), core socket ${this.config.socketPath}`);
     if (this.config.roleProblem !== null) this.notifyOnce("role", `shepherd: ${this.config.roleProblem}`, "warning");
     this.inbox.restore();
+    this.#guard("supervision start", () => this.supervision.start());
     this.client.start();
     this.refreshStatusLine();
   }
@@ -135,6 +172,15 @@ class ShepherdSession {
       } catch {
         // a debug log that cannot be written is not worth a notice
       }
+    }
+  }
+
+  /** Run `fn`, recording instead of throwing. */
+  #guard(context: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (e) {
+      this.recordError(context, e);
     }
   }
 
@@ -198,6 +244,7 @@ class ShepherdSession {
     if (context !== undefined) reg.context = context;
     const file = sm.getSessionFile();
     if (file !== undefined) reg.session_file = file;
+    reg.subagent = this.config.subagent;
     return reg;
   }
 
@@ -412,6 +459,7 @@ class ShepherdSession {
         lines.push(`  #${ask.id} ${ask.question}${options}`);
       }
     }
+    lines.push(`supervision: ${this.supervision.statusText()}`);
     const inbox = this.inbox.snapshot();
     lines.push(`deliveries: ${inbox.handled} handled, ${inbox.pending} waiting, ${inbox.sent + inbox.landed} awaiting ack`);
     lines.push(`last error: ${this.#lastError ?? c.lastError ?? "none"}`);
@@ -495,7 +543,9 @@ export default function shepherd(pi: ExtensionAPI): void {
       s.reconcile();
       const drafts = s.takeDrafts();
       if (drafts.length === 0) return undefined;
-      return { entries: [...event.entries, ...drafts], continue: true };
+      // A lone brief is added without asking for another model request.
+      const entries = [...event.entries, ...drafts];
+      return draftsWantTurn(drafts) ? { entries, continue: true } : { entries };
     });
   });
 
@@ -503,7 +553,8 @@ export default function shepherd(pi: ExtensionAPI): void {
     return withSession(ctx, "agent_before_settle", (s) => {
       const drafts = s.takeDrafts();
       if (drafts.length === 0) return undefined;
-      return { entries: [...event.entries, ...drafts], continue: true };
+      const entries = [...event.entries, ...drafts];
+      return draftsWantTurn(drafts) ? { entries, continue: true } : { entries };
     });
   });
 
@@ -518,12 +569,15 @@ export default function shepherd(pi: ExtensionAPI): void {
   pi.on("message_end", (event, ctx) => {
     withSession(ctx, "message_end", (s) => {
       const m = event.message;
-      if (m.role === "custom" && m.customType === DELIVERY_CUSTOM_TYPE) s.reconcile();
+      if (m.role === "custom" && DELIVERY_CUSTOM_TYPES.has(m.customType)) s.reconcile();
     });
   });
 
   pi.on("session_compact", (_event, ctx) => {
-    withSession(ctx, "session_compact", (s) => s.updateContext());
+    withSession(ctx, "session_compact", (s) => {
+      s.updateContext();
+      s.supervision.reanchor();
+    });
   });
 
   pi.registerTool({
@@ -619,6 +673,8 @@ export default function shepherd(pi: ExtensionAPI): void {
       }
     },
   });
+
+  registerSupervisor(pi, () => current);
 
   pi.registerCommand("shepherd", {
     description: "Show the shepherd connection, this session's id and name, open asks and the last error",

@@ -10,7 +10,8 @@
 //   null) and a defaulted list is always an array.
 // - Client messages keep what they were built with: an optional field is either absent or,
 //   where Rust accepts it, null. Fields Rust defaults without `Option` (ask.options,
-//   register.session.context/status/role, list_*.all) must never be null.
+//   register.session.context/status/role/subagent, list_*.all, verdict.text) must never be
+//   null.
 // - Unknown fields are dropped on decode (the protocol lets peers add optional fields).
 
 export const PROTOCOL_VERSION = 1;
@@ -31,8 +32,8 @@ export type JsonObject = { [key: string]: Json };
 export type ClientKind = "pi" | "bridge" | "cli";
 export const CLIENT_KINDS: readonly ClientKind[] = ["pi", "bridge", "cli"];
 
-export type Role = "lead" | "manager" | "chief";
-export const ROLES: readonly Role[] = ["lead", "manager", "chief"];
+export type Role = "lead" | "manager" | "chief" | "supervisor";
+export const ROLES: readonly Role[] = ["lead", "manager", "chief", "supervisor"];
 
 /** Context fill as Pi reports it; every part may be unknown (right after a compaction). */
 export interface ContextUsage {
@@ -53,6 +54,8 @@ export interface Registration {
   status?: string;
   role?: Role;
   session_file?: string | null;
+  /** A pi-subagents child (`PI_SUBAGENT_CHILD` set): never offered as a worker. */
+  subagent?: boolean;
 }
 
 /** A session as the core knows it. */
@@ -73,6 +76,7 @@ export interface SessionInfo {
   head: string | null;
   worktree: boolean;
   session_file: string | null;
+  subagent: boolean;
   open_asks: number;
   pending_messages: number;
   first_seen: number;
@@ -96,8 +100,9 @@ export interface Ask {
   answered_at: number | null;
 }
 
-export type DeliveryKind = "steer" | "message" | "answer";
-export const DELIVERY_KINDS: readonly DeliveryKind[] = ["steer", "message", "answer"];
+/** `view` and `brief` go to supervisors (docs/PROTOCOL.md, Supervision). */
+export type DeliveryKind = "steer" | "message" | "answer" | "view" | "brief";
+export const DELIVERY_KINDS: readonly DeliveryKind[] = ["steer", "message", "answer", "view", "brief"];
 
 /** Who sent a delivery, stamped by the core from the sender's connection. */
 export interface Sender {
@@ -114,6 +119,10 @@ export interface Delivery {
   from: Sender;
   ask_id: number | null;
   question: string | null;
+  /** For `view` and `brief`, and for steers from a supervisor: the pairing. */
+  pairing_id: number | null;
+  /** For `view`: the look's number within the pairing (1, 2, …). */
+  look: number | null;
   created_at: number;
 }
 
@@ -145,6 +154,62 @@ export interface CoreStatus {
   bridges: BridgeInfo[];
 }
 
+export type PairingState = "active" | "ended";
+export const PAIRING_STATES: readonly PairingState[] = ["active", "ended"];
+
+/** A supervisor session watching a worker session toward a goal; held by the core. */
+export interface Pairing {
+  id: number;
+  supervisor_id: string;
+  supervisor_name: string;
+  worker_id: string;
+  worker_name: string;
+  cwd: string;
+  goal: string | null;
+  goal_file: string | null;
+  state: PairingState;
+  looks: number;
+  steers: number;
+  created_at: number;
+  last_look_at: number | null;
+  ended_at: number | null;
+  /** `done` or `stopped`. */
+  end_reason: string | null;
+  ended_by: string | null;
+  evidence: string | null;
+  supervisor_connected: boolean;
+  worker_connected: boolean;
+}
+
+export type VerdictKind = "steer" | "let_it_run" | "done";
+export const VERDICT_KINDS: readonly VerdictKind[] = ["steer", "let_it_run", "done"];
+
+export interface Verdict {
+  kind: VerdictKind;
+  text: string;
+  /** The look it answered (0 before the first view). */
+  look: number;
+  created_at: number;
+}
+
+export type ViewReason = "paired" | "stopped" | "timer" | "look" | "request";
+export const VIEW_REASONS: readonly ViewReason[] = ["paired", "stopped", "timer", "look", "request"];
+
+/** What the worker did since the previous view, compacted by the core. */
+export interface View {
+  pairing_id: number;
+  look: number;
+  reason: ViewReason;
+  text: string;
+  entries: number;
+  pending_tool_calls: number;
+  unchanged: boolean;
+  created_at: number;
+}
+
+export type PairingChange = "started" | "goal" | "verdict" | "look" | "ended" | "presence";
+export const PAIRING_CHANGES: readonly PairingChange[] = ["started", "goal", "verdict", "look", "ended", "presence"];
+
 /** Stable error codes (core/src/protocol/error_code.rs). */
 export const ERROR_CODES = [
   "frame_too_large",
@@ -168,6 +233,12 @@ export const ERROR_CODES = [
   "invalid_argument",
   "slow_consumer",
   "shutting_down",
+  "already_paired",
+  "not_paired",
+  "no_candidate",
+  "goal_unreadable",
+  "verdict_refused",
+  "runaway",
   "store_failed",
   "internal",
 ] as const;
@@ -214,6 +285,28 @@ export type ListAsksMsg = { type: "list_asks"; id: number; all?: boolean };
 export type StatusMsg = { type: "status"; id: number };
 export type SubscribeMsg = { type: "subscribe"; id: number };
 export type PingMsg = { type: "ping"; id: number };
+export type SuperviseMsg = {
+  type: "supervise";
+  id: number;
+  worker?: string | null;
+  supervisor?: string | null;
+  goal?: string | null;
+  cwd?: string | null;
+  by?: string | null;
+};
+export type UnpairMsg = { type: "unpair"; id: number; session?: string | null; by?: string | null };
+export type SetGoalMsg = {
+  type: "set_goal";
+  id: number;
+  goal: string;
+  session?: string | null;
+  cwd?: string | null;
+  by?: string | null;
+};
+export type LookMsg = { type: "look"; id: number; session?: string | null; by?: string | null };
+export type WorkerViewMsg = { type: "worker_view"; id: number };
+export type VerdictMsg = { type: "verdict"; id: number; verdict: VerdictKind; text?: string };
+export type ListPairingsMsg = { type: "list_pairings"; id: number; all?: boolean };
 
 /** Client → core. */
 export type ClientMsg =
@@ -229,7 +322,14 @@ export type ClientMsg =
   | ListAsksMsg
   | StatusMsg
   | SubscribeMsg
-  | PingMsg;
+  | PingMsg
+  | SuperviseMsg
+  | UnpairMsg
+  | SetGoalMsg
+  | LookMsg
+  | WorkerViewMsg
+  | VerdictMsg
+  | ListPairingsMsg;
 
 export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "hello",
@@ -245,10 +345,24 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "status",
   "subscribe",
   "ping",
+  "supervise",
+  "unpair",
+  "set_goal",
+  "look",
+  "worker_view",
+  "verdict",
+  "list_pairings",
 ];
 
 export type WelcomeMsg = { type: "welcome"; id: number; protocol: number; core_version: string; store_id: string; pid: number };
-export type RegisteredMsg = { type: "registered"; id: number; session: SessionInfo; pending: number };
+export type RegisteredMsg = {
+  type: "registered";
+  id: number;
+  session: SessionInfo;
+  pending: number;
+  /** Active pairings this session is in, on either side. */
+  pairings: Pairing[];
+};
 export type UpdatedMsg = { type: "updated"; id: number; session: SessionInfo };
 export type AskedMsg = { type: "asked"; id: number; ask: Ask };
 export type ReportedMsg = { type: "reported"; id: number; report: Report };
@@ -274,6 +388,27 @@ export type SessionLeftMsg = { type: "session_left"; session: SessionInfo };
 export type AskOpenedMsg = { type: "ask_opened"; ask: Ask };
 export type AskAnsweredMsg = { type: "ask_answered"; ask: Ask };
 export type ReportPostedMsg = { type: "report_posted"; report: Report };
+export type PairedMsg = { type: "paired"; id: number; pairing: Pairing };
+export type UnpairedMsg = { type: "unpaired"; id: number; pairing: Pairing };
+export type GoalSetMsg = { type: "goal_set"; id: number; pairing: Pairing };
+export type LookRequestedMsg = { type: "look_requested"; id: number; pairing: Pairing };
+export type ViewMsg = { type: "view"; id: number; view: View };
+export type VerdictAcceptedMsg = {
+  type: "verdict_accepted";
+  id: number;
+  pairing: Pairing;
+  verdict: Verdict;
+  /** Set when a steer repeats a recent one. */
+  hint: string | null;
+};
+export type PairingsMsg = { type: "pairings"; id: number; pairings: Pairing[] };
+export type PairingEventMsg = {
+  type: "pairing_event";
+  change: PairingChange;
+  pairing: Pairing;
+  verdict: Verdict | null;
+  by: string | null;
+};
 
 /** Core → client: responses (with the request's id) and events (without). */
 export type ServerMsg =
@@ -296,7 +431,15 @@ export type ServerMsg =
   | SessionLeftMsg
   | AskOpenedMsg
   | AskAnsweredMsg
-  | ReportPostedMsg;
+  | ReportPostedMsg
+  | PairedMsg
+  | UnpairedMsg
+  | GoalSetMsg
+  | LookRequestedMsg
+  | ViewMsg
+  | VerdictAcceptedMsg
+  | PairingsMsg
+  | PairingEventMsg;
 
 export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "welcome",
@@ -319,6 +462,14 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "ask_opened",
   "ask_answered",
   "report_posted",
+  "paired",
+  "unpaired",
+  "goal_set",
+  "look_requested",
+  "view",
+  "verdict_accepted",
+  "pairings",
+  "pairing_event",
 ];
 
 /** The id of the request a server message answers; null for events and connection errors. */
@@ -466,6 +617,7 @@ const registration: Conv<Registration> = (v, p) => {
     ...opt("status", f.maybe("status", str)),
     ...opt("role", f.maybe("role", role)),
     ...opt("session_file", f.maybeNull("session_file", str)),
+    ...opt("subagent", f.maybe("subagent", bool)),
   };
 };
 
@@ -488,6 +640,7 @@ const sessionInfo: Conv<SessionInfo> = (v, p) => {
     head: f.nullable("head", str),
     worktree: f.req("worktree", bool),
     session_file: f.nullable("session_file", str),
+    subagent: f.withDefault("subagent", bool, false),
     open_asks: f.req("open_asks", u32),
     pending_messages: f.req("pending_messages", u32),
     first_seen: f.req("first_seen", u64),
@@ -526,6 +679,59 @@ const delivery: Conv<Delivery> = (v, p) => {
     from: f.req("from", sender),
     ask_id: f.nullable("ask_id", u64),
     question: f.nullable("question", str),
+    pairing_id: f.nullable("pairing_id", u64),
+    look: f.nullable("look", u32),
+    created_at: f.req("created_at", u64),
+  };
+};
+
+const pairing: Conv<Pairing> = (v, p) => {
+  const f = new Fields(v, p);
+  return {
+    id: f.req("id", u64),
+    supervisor_id: f.req("supervisor_id", str),
+    supervisor_name: f.req("supervisor_name", str),
+    worker_id: f.req("worker_id", str),
+    worker_name: f.req("worker_name", str),
+    cwd: f.req("cwd", str),
+    goal: f.nullable("goal", str),
+    goal_file: f.nullable("goal_file", str),
+    state: f.req("state", oneOf(PAIRING_STATES)),
+    looks: f.req("looks", u32),
+    steers: f.req("steers", u32),
+    created_at: f.req("created_at", u64),
+    last_look_at: f.nullable("last_look_at", u64),
+    ended_at: f.nullable("ended_at", u64),
+    end_reason: f.nullable("end_reason", str),
+    ended_by: f.nullable("ended_by", str),
+    evidence: f.nullable("evidence", str),
+    supervisor_connected: f.req("supervisor_connected", bool),
+    worker_connected: f.req("worker_connected", bool),
+  };
+};
+
+const verdictKind: Conv<VerdictKind> = oneOf(VERDICT_KINDS);
+
+const verdict: Conv<Verdict> = (v, p) => {
+  const f = new Fields(v, p);
+  return {
+    kind: f.req("kind", verdictKind),
+    text: f.req("text", str),
+    look: f.req("look", u32),
+    created_at: f.req("created_at", u64),
+  };
+};
+
+const view: Conv<View> = (v, p) => {
+  const f = new Fields(v, p);
+  return {
+    pairing_id: f.req("pairing_id", u64),
+    look: f.req("look", u32),
+    reason: f.req("reason", oneOf(VIEW_REASONS)),
+    text: f.req("text", str),
+    entries: f.req("entries", u32),
+    pending_tool_calls: f.req("pending_tool_calls", u32),
+    unchanged: f.req("unchanged", bool),
     created_at: f.req("created_at", u64),
   };
 };
@@ -621,7 +827,44 @@ function decodeClientFields(type: ClientMsg["type"], f: Fields): ClientMsg {
     case "status":
     case "subscribe":
     case "ping":
+    case "worker_view":
       return { type, id: f.req("id", u64) };
+    case "supervise":
+      return {
+        type,
+        id: f.req("id", u64),
+        ...opt("worker", f.maybeNull("worker", str)),
+        ...opt("supervisor", f.maybeNull("supervisor", str)),
+        ...opt("goal", f.maybeNull("goal", str)),
+        ...opt("cwd", f.maybeNull("cwd", str)),
+        ...opt("by", f.maybeNull("by", str)),
+      };
+    case "unpair":
+    case "look":
+      return {
+        type,
+        id: f.req("id", u64),
+        ...opt("session", f.maybeNull("session", str)),
+        ...opt("by", f.maybeNull("by", str)),
+      };
+    case "set_goal":
+      return {
+        type,
+        id: f.req("id", u64),
+        goal: f.req("goal", str),
+        ...opt("session", f.maybeNull("session", str)),
+        ...opt("cwd", f.maybeNull("cwd", str)),
+        ...opt("by", f.maybeNull("by", str)),
+      };
+    case "verdict":
+      return {
+        type,
+        id: f.req("id", u64),
+        verdict: f.req("verdict", verdictKind),
+        ...opt("text", f.maybe("text", str)),
+      };
+    case "list_pairings":
+      return { type, id: f.req("id", u64), ...opt("all", f.maybe("all", bool)) };
   }
 }
 
@@ -637,7 +880,13 @@ function decodeServerFields(type: ServerMsg["type"], f: Fields): ServerMsg {
         pid: f.req("pid", u32),
       };
     case "registered":
-      return { type, id: f.req("id", u64), session: f.req("session", sessionInfo), pending: f.req("pending", u32) };
+      return {
+        type,
+        id: f.req("id", u64),
+        session: f.req("session", sessionInfo),
+        pending: f.req("pending", u32),
+        pairings: f.withDefault("pairings", arrayOf(pairing), []),
+      };
     case "updated":
       return { type, id: f.req("id", u64), session: f.req("session", sessionInfo) };
     case "asked":
@@ -682,6 +931,31 @@ function decodeServerFields(type: ServerMsg["type"], f: Fields): ServerMsg {
       return { type, ask: f.req("ask", ask) };
     case "report_posted":
       return { type, report: f.req("report", report) };
+    case "paired":
+    case "unpaired":
+    case "goal_set":
+    case "look_requested":
+      return { type, id: f.req("id", u64), pairing: f.req("pairing", pairing) };
+    case "view":
+      return { type, id: f.req("id", u64), view: f.req("view", view) };
+    case "verdict_accepted":
+      return {
+        type,
+        id: f.req("id", u64),
+        pairing: f.req("pairing", pairing),
+        verdict: f.req("verdict", verdict),
+        hint: f.nullable("hint", str),
+      };
+    case "pairings":
+      return { type, id: f.req("id", u64), pairings: f.req("pairings", arrayOf(pairing)) };
+    case "pairing_event":
+      return {
+        type,
+        change: f.req("change", oneOf(PAIRING_CHANGES)),
+        pairing: f.req("pairing", pairing),
+        verdict: f.nullable("verdict", verdict),
+        by: f.nullable("by", str),
+      };
   }
 }
 

@@ -6,8 +6,9 @@ import assert from "node:assert/strict";
 import { afterEach, describe, test } from "node:test";
 
 import { CoreClient, CoreError, NotConnectedError, type CoreClientOptions, type Phase, type Problem } from "../client.ts";
-import type { Delivery, Registration } from "../wire.ts";
+import type { Delivery, Pairing, PairingEventMsg, Registration } from "../wire.ts";
 import { delivery, FakeCore } from "./fake-core.ts";
+import { ended, pairing } from "./pairings.ts";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -71,6 +72,30 @@ describe("CoreClient", () => {
     assert.equal(h.client.info?.storeId, "store-1");
     assert.equal(h.client.session?.id, "sess-1");
     assert.deepEqual(h.phases.slice(0, 4), ["connecting", "handshaking", "registering", "ready"]);
+  });
+
+  test("registered hands over the session's pairings; pairing events reach the extension", async () => {
+    const h = await harness();
+    const got: { pairings: Pairing[][]; events: PairingEventMsg[] } = { pairings: [], events: [] };
+    const client = new CoreClient({
+      socketPath: h.core.socketPath,
+      clientName: "test",
+      registration: () => ({ session_id: "sess-1", cwd: "/tmp" }),
+      onDeliver: () => undefined,
+      onRegistered: (_info, _session, _pending, pairings) => got.pairings.push(pairings),
+      onPairingEvent: (e) => got.events.push(e),
+    });
+    cleanups.push(() => client.stop());
+    h.core.pairings = [pairing()];
+    client.start();
+    await until(() => client.ready);
+    assert.deepEqual(got.pairings, [[pairing()]]);
+    const conn = h.core.registered();
+    assert.ok(conn !== undefined);
+    const event: PairingEventMsg = { type: "pairing_event", change: "ended", pairing: ended(pairing(), "done", "supervisor", "ok"), verdict: null, by: "watch-login" };
+    h.core.send(conn, event);
+    await until(() => got.events.length === 1);
+    assert.deepEqual(got.events, [event]);
   });
 
   test("pending deliveries that arrive in the same chunk as `registered` are all handed over", async () => {

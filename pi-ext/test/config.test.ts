@@ -40,6 +40,25 @@ describe("loadConfig", () => {
     assert.equal(bad.role, "lead");
     assert.match(bad.roleProblem ?? "", /boss/);
   });
+  test("supervisor is a role", () => {
+    const c = loadConfig({ SHEPHERD_ROLE: "Supervisor" }, home);
+    assert.equal(c.role, "supervisor");
+    assert.equal(c.roleProblem, null);
+  });
+  test("a pi-subagents child is one when PI_SUBAGENT_CHILD is set to anything", () => {
+    assert.equal(loadConfig({}, home).subagent, false);
+    assert.equal(loadConfig({ PI_SUBAGENT_CHILD: "" }, home).subagent, false);
+    assert.equal(loadConfig({ PI_SUBAGENT_CHILD: "1" }, home).subagent, true);
+  });
+  test("pruning is on unless SHEPHERD_PRUNE turns it off", () => {
+    assert.equal(loadConfig({}, home).prune, true);
+    for (const off of ["0", "false", "no", "off"]) assert.equal(loadConfig({ SHEPHERD_PRUNE: off }, home).prune, false, off);
+    assert.equal(loadConfig({ SHEPHERD_PRUNE: "1" }, home).prune, true);
+  });
+  test("the agent dir (for SUPERVISOR.md) follows PI_CODING_AGENT_DIR", () => {
+    assert.equal(loadConfig({}, home).agentDir, join(home, ".pi", "agent"));
+    assert.equal(loadConfig({ PI_CODING_AGENT_DIR: "~/agent" }, home).agentDir, join(home, "agent"));
+  });
   test("finds an executable shepherd on PATH, skipping non-executables", () => {
     const dir = mkdtempSync(join(tmpdir(), "shepherd-path-"));
     try {

@@ -15,6 +15,7 @@ import {
   type Ask,
   type ClientMsg,
   type Delivery,
+  type Pairing,
   type ServerMsg,
   type SessionInfo,
 } from "../wire.ts";
@@ -46,6 +47,7 @@ export function sessionInfo(id: string, name: string | null): SessionInfo {
     head: null,
     worktree: false,
     session_file: null,
+    subagent: false,
     open_asks: 0,
     pending_messages: 0,
     first_seen: 1,
@@ -61,6 +63,8 @@ export function delivery(id: number, text: string, overrides: Partial<Delivery> 
     from: { kind: "cli", session_id: null, name: "cli" },
     ask_id: null,
     question: null,
+    pairing_id: null,
+    look: null,
     created_at: 1_764_670_100_000,
     ...overrides,
   };
@@ -74,6 +78,8 @@ export class FakeCore {
   readonly connections: FakeConnection[] = [];
   /** Deliveries sent after every `registered` (the core's pending list). */
   pending: Delivery[] = [];
+  /** Active pairings listed in every `registered`. */
+  pairings: Pairing[] = [];
   asks: Ask[] = [];
   responder: Responder | null = null;
   #server: Server | null = null;
@@ -177,7 +183,13 @@ export class FakeCore {
       case "register": {
         conn.sessionId = msg.session.session_id;
         const frames: ServerMsg[] = [
-          { type: "registered", id: msg.id, session: sessionInfo(msg.session.session_id, msg.session.name ?? null), pending: this.pending.length },
+          {
+            type: "registered",
+            id: msg.id,
+            session: sessionInfo(msg.session.session_id, msg.session.name ?? null),
+            pending: this.pending.length,
+            pairings: this.pairings,
+          },
           ...this.pending.map((d): ServerMsg => ({ type: "deliver", message: d })),
         ];
         conn.socket.write(Buffer.concat(frames.map((m) => encodeFrame(m))));

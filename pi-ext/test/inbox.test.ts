@@ -1,12 +1,13 @@
 // The inbox against a fake Pi: each delivery reaches the session once, by the right path
-// (a new run when idle, a turn boundary when busy, no run after an abort), and is acked
-// only once it is in the session and on disk; duplicates are acked without a second copy.
+// (a new run when idle, a turn boundary when busy, no run after an abort; a supervisor's
+// views start runs, its briefs never do), and is acked only once it is in the session and on
+// disk; duplicates are acked without a second copy.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { DELIVERY_CUSTOM_TYPE } from "../dedupe.ts";
-import { formatDelivery, Inbox, type DeliveryMessage, type InboxHost } from "../inbox.ts";
+import { BRIEF_CUSTOM_TYPE, DELIVERY_CUSTOM_TYPE, VIEW_CUSTOM_TYPE } from "../dedupe.ts";
+import { draftsWantTurn, formatDelivery, Inbox, type DeliveryMessage, type InboxHost } from "../inbox.ts";
 import type { Delivery } from "../wire.ts";
 import { delivery } from "./fake-core.ts";
 
@@ -237,5 +238,92 @@ describe("Inbox", () => {
     pi.clock += 60_000;
     inbox.reconcile();
     assert.equal(pi.sends.length, 1);
+  });
+});
+
+describe("a supervisor's deliveries", () => {
+  const supervisorFrom = { kind: "pi" as const, session_id: "0193a5c2-aaaa", name: "watch-login" };
+  const view = (id: number, look: number): Delivery =>
+    delivery(id, `## Worker fix-login — look ${look}\nassistant: tests pass`, { kind: "view", pairing_id: 7, look, from: { kind: "cli", session_id: null, name: "core" } });
+  const brief = (id: number): Delivery => delivery(id, "Pairing 7 started. Goal: SSO works.", { kind: "brief", pairing_id: 7 });
+
+  test("a view starts a run as a shepherd-view message carrying the pairing and look", () => {
+    const pi = new FakePi();
+    const inbox = new Inbox(pi);
+    inbox.receive("s1", view(5, 3));
+    assert.equal(pi.sends.length, 1);
+    const sent = pi.sends[0];
+    assert.equal(sent?.triggerTurn, true);
+    assert.equal(sent?.message.customType, VIEW_CUSTOM_TYPE);
+    assert.equal(sent?.message.details.pairing_id, 7);
+    assert.equal(sent?.message.details.look, 3);
+    assert.equal(sent?.message.details.kind, "view");
+    assert.match(sent?.message.content ?? "", /^\[shepherd\] Look 3 at your worker[\s\S]*exactly one verdict tool[\s\S]*## Worker fix-login — look 3/);
+    assert.deepEqual(pi.ackedIds(), [5]);
+  });
+
+  test("a brief never starts a run: appended at once when idle, added without continuing when busy", () => {
+    const pi = new FakePi();
+    const inbox = new Inbox(pi);
+    inbox.receive("s1", brief(1));
+    assert.deepEqual(pi.sends.map((x) => [x.message.customType, x.triggerTurn]), [[BRIEF_CUSTOM_TYPE, false]]);
+    assert.equal(pi.isIdle, true);
+    assert.deepEqual(pi.ackedIds(), [1]);
+    pi.isIdle = false;
+    inbox.receive("s1", brief(2));
+    const drafts = inbox.takeBoundaryDrafts();
+    assert.deepEqual(drafts.map((d) => [d.customType, d.details.id]), [[BRIEF_CUSTOM_TYPE, 2]]);
+    assert.equal(draftsWantTurn(drafts), false);
+  });
+
+  test("a brief then a view while idle: the brief is appended first, the view starts the run", () => {
+    const pi = new FakePi();
+    pi.isIdle = false;
+    const inbox = new Inbox(pi);
+    inbox.receive("s1", brief(1));
+    inbox.receive("s1", view(2, 1));
+    inbox.receive("s1", brief(3));
+    pi.isIdle = true;
+    inbox.runSettled(false);
+    assert.deepEqual(pi.sends.map((x) => [x.message.details.id, x.triggerTurn]), [
+      [1, false],
+      [2, true],
+    ]);
+    const drafts = inbox.takeBoundaryDrafts();
+    assert.deepEqual(drafts.map((d) => d.details.id), [3]);
+    assert.equal(draftsWantTurn(drafts), false);
+  });
+
+  test("at a boundary a view makes Pi continue", () => {
+    const pi = new FakePi();
+    pi.isIdle = false;
+    const inbox = new Inbox(pi);
+    inbox.receive("s1", brief(1));
+    inbox.receive("s1", view(2, 4));
+    assert.equal(draftsWantTurn(inbox.takeBoundaryDrafts()), true);
+  });
+
+  test("views and briefs are recognised after a restart and not shown twice", () => {
+    const pi = new FakePi();
+    const first = new Inbox(pi);
+    first.receive("s1", brief(1));
+    first.receive("s1", view(2, 1));
+    const second = new Inbox(pi);
+    second.restore();
+    assert.equal(second.receive("s1", view(2, 1)), "duplicate");
+    assert.equal(second.receive("s1", brief(1)), "duplicate");
+    assert.equal(pi.sends.length, 2);
+  });
+
+  test("a steer from a supervisor still lands as a steer that starts a run", () => {
+    const pi = new FakePi();
+    const inbox = new Inbox(pi);
+    inbox.receive("s1", delivery(9, "Run the SSO tests before refactoring further.", { from: supervisorFrom, pairing_id: 7 }));
+    assert.equal(pi.sends[0]?.triggerTurn, true);
+    assert.equal(pi.sends[0]?.message.customType, DELIVERY_CUSTOM_TYPE);
+    assert.equal(
+      pi.sends[0]?.message.content,
+      '[shepherd] Steer from session "watch-login" (0193a5c2-aaaa):\nRun the SSO tests before refactoring further.',
+    );
   });
 });

@@ -216,6 +216,14 @@ describe("decoding errors, as the core classifies them", () => {
       "context",
     );
     expectDecodeError(() => decodeClientMsg('{"type":"list_asks","id":1,"all":null}'), "invalid_message", 1, "all");
+    expectDecodeError(
+      () => decodeClientMsg('{"type":"register","id":1,"session":{"session_id":"s","cwd":"/","subagent":null}}'),
+      "invalid_message",
+      1,
+      "subagent",
+    );
+    expectDecodeError(() => decodeClientMsg('{"type":"verdict","id":1,"verdict":"done","text":null}'), "invalid_message", 1, "text");
+    expectDecodeError(() => decodeClientMsg('{"type":"verdict","id":1,"verdict":"approve"}'), "invalid_message", 1, "verdict");
   });
 });
 
@@ -232,7 +240,17 @@ describe("field conventions", () => {
     );
     assert.deepEqual(msg, {
       type: "deliver",
-      message: { id: 1, kind: "steer", text: "t", from: { kind: "cli", session_id: null, name: "cli" }, ask_id: null, question: null, created_at: 1 },
+      message: {
+        id: 1,
+        kind: "steer",
+        text: "t",
+        from: { kind: "cli", session_id: null, name: "cli" },
+        ask_id: null,
+        question: null,
+        pairing_id: null,
+        look: null,
+        created_at: 1,
+      },
     });
     const asked = decodeServerMsg(
       '{"type":"asked","id":2,"ask":{"id":3,"session_id":"s","session_name":"n","question":"q","state":"open","created_at":1}}',
@@ -242,6 +260,25 @@ describe("field conventions", () => {
     assert.equal(asked.ask.answer, null);
     const error = decodeServerMsg('{"type":"error","code":"internal","message":"m"}');
     assert.deepEqual(error, { type: "error", id: null, code: "internal", message: "m", details: null });
+  });
+
+  test("supervision records: absent defaults read as the core's defaults", () => {
+    const reg = decodeServerMsg(
+      '{"type":"registered","id":2,"pending":0,"session":{"id":"s","name":"n","cwd":"/","status":"idle","role":"supervisor","connected":true,"worktree":false,"open_asks":0,"pending_messages":0,"first_seen":1,"last_seen":1}}',
+    );
+    assert.ok(reg.type === "registered");
+    assert.deepEqual(reg.pairings, []);
+    assert.equal(reg.session.subagent, false);
+    assert.equal(reg.session.role, "supervisor");
+    const accepted = decodeServerMsg(
+      '{"type":"verdict_accepted","id":3,"pairing":' +
+        JSON.stringify({ id: 7, supervisor_id: "a", supervisor_name: "a", worker_id: "b", worker_name: "b", cwd: "/", state: "active", looks: 1, steers: 0, created_at: 1, supervisor_connected: true, worker_connected: false }) +
+        ',"verdict":{"kind":"let_it_run","text":"","look":1,"created_at":2}}',
+    );
+    assert.ok(accepted.type === "verdict_accepted");
+    assert.equal(accepted.hint, null);
+    assert.equal(accepted.pairing.goal, null);
+    assert.equal(accepted.pairing.evidence, null);
   });
 
   test("unknown fields are dropped, unknown error codes kept (compatible additions)", () => {
