@@ -1,7 +1,7 @@
 //! # The bridge's link to the core
 //!
 //! A bridge is a client of the core like any other (client kind `bridge`). It keeps two
-//! connections: one subscribed to events (sessions, asks, reports), read by a task that
+//! connections: one subscribed to events (sessions, asks, reports, pairings), read by a task that
 //! forwards them to the bridge and reconnects with backoff when the core restarts, and
 //! one for requests (answer, send, lists), connected on demand and re-established once
 //! when it finds the connection gone.
@@ -12,11 +12,14 @@ use std::time::Duration;
 use shepherd_core::client::{Client, ClientError};
 use std::collections::HashMap;
 
-use shepherd_core::protocol::{Ask, AskState, ClientKind, ClientMsg, ServerMsg, SessionInfo};
+use shepherd_core::protocol::{
+    Ask, AskState, ClientKind, ClientMsg, Pairing, ServerMsg, SessionInfo,
+};
 
 use crate::chat::commands::ChatCommand;
 use crate::chat::render::{self, Rendered};
 use crate::chat::replies::{failure, pick, plain};
+use crate::supervision::Here;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -71,12 +74,13 @@ impl CoreLink {
     }
 }
 
-/// What a bridge needs to catch up after (re)connecting: every known session, and every
-/// ask split into the ones still open and the ones answered.
+/// What a bridge needs to catch up after (re)connecting: every known session, every ask
+/// split into the ones still open and the ones answered, and the active pairings.
 pub struct Snapshot {
     pub sessions: HashMap<String, SessionInfo>,
     pub open: Vec<Ask>,
     pub answered: HashMap<u64, Ask>,
+    pub pairings: Vec<Pairing>,
 }
 
 impl CoreLink {
@@ -109,10 +113,27 @@ impl CoreLink {
         let (open, answered): (Vec<Ask>, Vec<Ask>) =
             asks.into_iter().partition(|a| a.state == AskState::Open);
         let answered = answered.into_iter().map(|a| (a.id, a)).collect();
+        // A core that cannot list pairings still gets its asks and sessions shown.
+        let pairings = match self
+            .request(|id| ClientMsg::ListPairings { id, all: false })
+            .await
+        {
+            Ok(ServerMsg::Pairings { pairings, .. }) => pairings,
+            Ok(other) => {
+                tracing::warn!(reply = ?other, "bridge: unexpected reply to list_pairings");
+                Vec::new()
+            }
+            Err(e @ ClientError::Remote { .. }) => {
+                tracing::warn!(error = %e, "bridge: the core did not list its pairings");
+                Vec::new()
+            }
+            Err(e) => return Err(e),
+        };
         Ok(Snapshot {
             sessions,
             open,
             answered,
+            pairings,
         })
     }
 }
@@ -123,12 +144,27 @@ pub enum CommandReply {
     Say(Rendered),
     /// Steer a session (the bridge confirms in its own way).
     Steer { session: String, text: String },
+    /// A pairing command's result, `reply` to be said where the command was written.
+    /// `announced`: the worker's topic or thread gets the same news from the core's
+    /// `pairing_event`, so where that is also where the command was written, the bridge
+    /// says it once.
+    Pairing {
+        pairing: Box<Pairing>,
+        reply: Rendered,
+        announced: bool,
+    },
 }
 
 impl CoreLink {
     /// Answer a chat command from the core's state, the same way on every platform.
-    /// `prefix` is the platform's command character (`/` or `!`).
-    pub async fn answer_command(&mut self, command: ChatCommand, prefix: char) -> CommandReply {
+    /// `prefix` is the platform's command character (`/` or `!`); `here` says where it
+    /// was written and by whom.
+    pub async fn answer_command(
+        &mut self,
+        command: ChatCommand,
+        prefix: char,
+        here: Here<'_>,
+    ) -> CommandReply {
         let reply = match command {
             ChatCommand::Sessions => match self
                 .request(|id| ClientMsg::ListSessions { id, all: false })
@@ -163,6 +199,10 @@ impl CoreLink {
                 }
             }
             ChatCommand::Steer { session, text } => return CommandReply::Steer { session, text },
+            ChatCommand::Supervise(args) => return self.supervise(&args, prefix, here).await,
+            ChatCommand::Goal(args) => return self.set_goal(&args, prefix, here).await,
+            ChatCommand::Look(session) => return self.look(session.as_deref(), prefix, here).await,
+            ChatCommand::Stop(session) => return self.stop(session.as_deref(), prefix, here).await,
             ChatCommand::Help => render::help(prefix),
             ChatCommand::Usage(error) => render::usage(prefix, &error),
             ChatCommand::Unknown(name) => render::unknown_command(prefix, &name),

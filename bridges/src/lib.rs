@@ -12,6 +12,8 @@
 //!   boundaries, command parsing, and who may speak.
 //! - [`core_link`]: the bridge side of the intercom (events and requests, reconnecting),
 //!   and the answers to chat commands, the same on every platform.
+//! - [`supervision`]: pairings on the bridge side: where a supervisor's asks go, and the
+//!   pairing commands (`supervise`, `goal`, `look`, `stop`).
 //! - [`telegram`]: the Telegram bridge (teloxide): cards, topics, outbox, polling.
 //! - [`matrix`]: the Matrix bridge (matrix-sdk): threads, reactions, encrypted rooms.
 
@@ -22,6 +24,7 @@
 pub mod chat;
 pub mod core_link;
 pub mod matrix;
+pub mod supervision;
 pub mod telegram;
 
 use std::path::Path;

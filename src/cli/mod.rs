@@ -11,9 +11,11 @@ pub mod asks;
 pub mod doctor;
 pub mod format;
 pub mod install;
+pub mod pairings;
 pub mod send;
 pub mod sessions;
 pub mod status;
+pub mod supervise;
 pub mod table;
 pub mod up;
 
@@ -37,7 +39,8 @@ const DEFAULT_WIDTH: usize = 120;
 /// Run and steer many Pi coding-agent sessions from your phone.
 ///
 /// `shepherd up` starts the core; Pi sessions with the shepherd extension connect to it.
-/// The other commands talk to the running core over its socket.
+/// The other commands talk to the running core over its socket: list sessions and asks,
+/// answer, steer, and have a supervisor session watch a worker (`shepherd supervise`).
 #[derive(Debug, Parser)]
 #[command(name = "shepherd", version, propagate_version = true)]
 pub struct Cli {
@@ -86,10 +89,22 @@ pub enum Command {
     /// The session is named by exact id, unique id prefix or unique name. If it is not
     /// connected, the text waits until it reconnects.
     Send(SendArgs),
+    /// List supervisor/worker pairings (active ones; --all adds ended ones).
+    ///
+    /// Each row: id, worker, supervisor, goal, looks, steers, state (active, or how it
+    /// ended and by whom) and which sides are connected.
+    Pairings(PairingsArgs),
+    /// Have a supervisor session watch a worker session toward a goal: start, change the
+    /// goal, look now, stop.
+    ///
+    /// The supervisor is a second Pi session: at each look it reads what the worker did
+    /// and steers it, lets it run, or says it is done. Steers and the end show up on your
+    /// phone too.
+    Supervise(SuperviseArgs),
     /// Check the installation: state directory, socket, core, database, config, Node,
     /// Pi and the shepherd extension, each with a fix.
     Doctor,
-    /// Run only the chat bridges (the [telegram] section), against a core that runs
+    /// Run only the chat bridges (the [telegram] and [matrix] sections), against a core that runs
     /// elsewhere. `shepherd up` already runs them with the core.
     Bot(UpArgs),
     /// Install the Pi extension: write it to <agent dir>/shepherd/pi-ext and add it to
@@ -148,6 +163,77 @@ pub struct SendArgs {
     pub text: Vec<String>,
 }
 
+/// `shepherd pairings`.
+#[derive(Debug, Args)]
+pub struct PairingsArgs {
+    /// Also list ended pairings.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `shepherd supervise`.
+#[derive(Debug, Args)]
+pub struct SuperviseArgs {
+    #[command(subcommand)]
+    pub action: SuperviseAction,
+}
+
+/// What `shepherd supervise` does.
+#[derive(Debug, Subcommand)]
+pub enum SuperviseAction {
+    /// Pair a supervisor with a worker session, optionally toward a goal.
+    ///
+    /// Without --supervisor, the core takes the free session with role `supervisor` in
+    /// the worker's directory (the most recently seen), or says there is none. A goal
+    /// that is one word with `/` or `.` is a file, read relative to this directory.
+    Start(SuperviseStartArgs),
+    /// End the pairing a session is in (either side).
+    Stop(SessionArg),
+    /// Replace the goal of the pairing a session is in (the steer history stays).
+    ///
+    /// A goal that is one word with `/` or `.` is a file, read relative to this
+    /// directory.
+    Goal(SuperviseGoalArgs),
+    /// Have the supervisor look at its worker now (it gets a view of what the worker did
+    /// since its last look).
+    Look(SessionArg),
+}
+
+/// `shepherd supervise start`.
+#[derive(Debug, Args)]
+pub struct SuperviseStartArgs {
+    /// The session to watch: exact id, unique id prefix, or unique name.
+    #[arg(value_name = "WORKER")]
+    pub worker: String,
+    /// What the worker should achieve, or a file holding it; several words are joined
+    /// with spaces. Without one, steers wait until `supervise goal` sets it.
+    #[arg(value_name = "GOAL")]
+    pub goal: Vec<String>,
+    /// The supervisor session (exact id, unique id prefix, or unique name) instead of
+    /// the one the core would pick.
+    #[arg(long, value_name = "SESSION")]
+    pub supervisor: Option<String>,
+}
+
+/// `shepherd supervise goal`.
+#[derive(Debug, Args)]
+pub struct SuperviseGoalArgs {
+    /// Either side of the pairing: exact id, unique id prefix, or unique name.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    /// The new goal, or a file holding it; several words are joined with spaces.
+    #[arg(required = true, value_name = "GOAL")]
+    pub goal: Vec<String>,
+}
+
+/// A session argument alone.
+#[derive(Debug, Args)]
+pub struct SessionArg {
+    /// Either side of the pairing: exact id, unique id prefix, or unique name.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+}
+
 /// Run the parsed command line to an exit code (0 ok, 1 failed; clap exits 2 on usage
 /// errors before we get here).
 pub fn main(cli: Cli) -> ExitCode {
@@ -181,6 +267,8 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Asks(args) => asks::run(ctx, &args).await,
         Command::Answer(args) => answer::run(ctx, &args).await,
         Command::Send(args) => send::run(ctx, &args).await,
+        Command::Pairings(args) => pairings::run(ctx, &args).await,
+        Command::Supervise(args) => supervise::run(ctx, &args.action).await,
         Command::Doctor => doctor::run(ctx).await,
     }
 }

@@ -61,7 +61,7 @@ pub async fn run(ctx: &Ctx, args: &SendArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The core's refusal of a send, in words, with the candidates it named.
-fn explain(
+pub(super) fn explain(
     selector: &str,
     code: ErrorCode,
     message: &str,

@@ -7,8 +7,11 @@
 //! words) is `None`, so a bridge can treat it as a reply. An unknown command is
 //! [`ChatCommand::Unknown`] and a known one used wrongly is [`ChatCommand::Usage`]: both
 //! get an answer ([`super::render::unknown_command`], [`super::render::usage`]), never
-//! silence. [`answer_text`] and [`reaction_option`] read a reply to an ask card: an
-//! option's number or keycap reaction means that option, anything else is free text.
+//! silence. The pairing commands (`supervise`, `goal`, `look`, `stop`) may leave out the
+//! session inside a session's topic or thread: [`SessionArgs::target`] decides, once the
+//! place is known, whether the first word is a session or already the goal.
+//! [`answer_text`] and [`reaction_option`] read a reply to an ask card: an option's number
+//! or keycap reaction means that option, anything else is free text.
 
 use shepherd_core::protocol::Ask;
 
@@ -26,7 +29,7 @@ pub struct CommandSpec {
 }
 
 /// Every command, in the order the help lists them.
-pub const COMMANDS: [CommandSpec; 5] = [
+pub const COMMANDS: [CommandSpec; 9] = [
     CommandSpec {
         name: "sessions",
         args: "",
@@ -48,6 +51,26 @@ pub const COMMANDS: [CommandSpec; 5] = [
         about: "tell a session what to do",
     },
     CommandSpec {
+        name: "supervise",
+        args: "<session> <goal>",
+        about: "pair a free supervisor session with a session, toward a goal",
+    },
+    CommandSpec {
+        name: "goal",
+        args: "[session] <goal>",
+        about: "change the goal of a session's pairing",
+    },
+    CommandSpec {
+        name: "look",
+        args: "[session]",
+        about: "have the supervisor look at its worker now",
+    },
+    CommandSpec {
+        name: "stop",
+        args: "[session]",
+        about: "end a session's pairing",
+    },
+    CommandSpec {
         name: "help",
         args: "",
         about: "this help",
@@ -65,6 +88,15 @@ pub enum ChatCommand {
     Asks,
     /// Send `text` to `session` as a steer.
     Steer { session: String, text: String },
+    /// Pair a free supervisor with a session (the first argument, or the topic's), toward
+    /// the rest as goal.
+    Supervise(SessionArgs),
+    /// Change the goal of a session's pairing.
+    Goal(SessionArgs),
+    /// Deliver a view to the supervisor now; `None`: the topic's session.
+    Look(Option<String>),
+    /// End a session's pairing; `None`: the topic's session.
+    Stop(Option<String>),
     /// Show the help (`help`, and Telegram's `start`).
     Help,
     /// A known command without what it needs; reply with [`super::render::usage`].
@@ -81,6 +113,56 @@ pub enum UsageError {
     SteerWithoutSession,
     /// `steer <session>` without the text to send.
     SteerWithoutText { session: String },
+    /// `supervise` with no session, outside a session's topic.
+    SuperviseWithoutSession,
+    /// `goal` without the goal (`session`: the one named, if any).
+    GoalWithoutText { session: Option<String> },
+    /// `look` or `stop` with no session, outside a session's topic.
+    WithoutSession { command: &'static str },
+}
+
+/// The arguments of a command that names a session and then gives text, where the
+/// session may be left out inside that session's topic or thread.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionArgs {
+    /// The first argument, unquoted.
+    pub first: String,
+    /// Whether the first argument was quoted (then it is a session, wherever written).
+    pub quoted: bool,
+    /// What follows the first argument, trimmed.
+    pub rest: String,
+    /// Every argument, trimmed: the text when the first word is no session.
+    pub all: String,
+}
+
+impl SessionArgs {
+    fn parse(args: &str) -> SessionArgs {
+        let (first, quoted, rest) = split_first(args);
+        SessionArgs {
+            quoted: quoted && !first.is_empty(),
+            first,
+            rest: rest.to_string(),
+            all: args.to_string(),
+        }
+    }
+
+    /// The session and the text. Outside a session's topic (`here` is `None`) the first
+    /// argument is the session. Inside one, it is only when it is quoted or names a
+    /// session exactly (`names_session`: an exact id or name); otherwise the topic's
+    /// session is meant and every argument is text. `None`: no session at all.
+    pub fn target(
+        &self,
+        here: Option<&str>,
+        names_session: impl Fn(&str) -> bool,
+    ) -> Option<(String, String)> {
+        match here {
+            Some(here) if self.first.is_empty() || !(self.quoted || names_session(&self.first)) => {
+                Some((here.to_string(), self.all.clone()))
+            }
+            _ if self.first.is_empty() => None,
+            _ => Some((self.first.clone(), self.rest.clone())),
+        }
+    }
 }
 
 impl UsageError {
@@ -88,6 +170,9 @@ impl UsageError {
     pub fn command(&self) -> &'static str {
         match self {
             UsageError::SteerWithoutSession | UsageError::SteerWithoutText { .. } => "steer",
+            UsageError::SuperviseWithoutSession => "supervise",
+            UsageError::GoalWithoutText { .. } => "goal",
+            UsageError::WithoutSession { command } => command,
         }
     }
 
@@ -100,6 +185,20 @@ impl UsageError {
             UsageError::SteerWithoutText { session } => {
                 format!("What should I tell {session}? Put the text after the session.")
             }
+            UsageError::SuperviseWithoutSession => "Supervise which session? Name it, then \
+                 the goal (or write the command in the session's topic)."
+                .into(),
+            UsageError::GoalWithoutText {
+                session: Some(session),
+            } => {
+                format!("What should {session} achieve? Put the goal after the session.")
+            }
+            UsageError::GoalWithoutText { session: None } => {
+                "What is the goal? Write it after the command.".into()
+            }
+            UsageError::WithoutSession { command } => {
+                format!("Which session? Name it (or write {command} in the session's topic).")
+            }
         }
     }
 
@@ -111,16 +210,38 @@ impl UsageError {
             UsageError::SteerWithoutText { session } => {
                 format!("steer {} <text>", quote_if_spaced(session))
             }
+            UsageError::SuperviseWithoutSession => "supervise <session> <goal>".into(),
+            UsageError::GoalWithoutText {
+                session: Some(session),
+            } => {
+                format!("goal {} <goal>", quote_if_spaced(session))
+            }
+            UsageError::GoalWithoutText { session: None } => "goal [session] <goal>".into(),
+            UsageError::WithoutSession { command } => format!("{command} <session>"),
         }
     }
 
     /// A complete example without the prefix.
     pub fn example(&self) -> String {
         let session = match self {
-            UsageError::SteerWithoutSession => "fix-login".to_string(),
-            UsageError::SteerWithoutText { session } => quote_if_spaced(session),
+            UsageError::SteerWithoutText { session }
+            | UsageError::GoalWithoutText {
+                session: Some(session),
+            } => quote_if_spaced(session),
+            _ => "fix-login".to_string(),
         };
-        format!("steer {session} run the tests again, then commit")
+        match self {
+            UsageError::SteerWithoutSession | UsageError::SteerWithoutText { .. } => {
+                format!("steer {session} run the tests again, then commit")
+            }
+            UsageError::SuperviseWithoutSession => {
+                format!("supervise {session} login works and its tests pass")
+            }
+            UsageError::GoalWithoutText { .. } => {
+                format!("goal {session} docs/login-plan.md")
+            }
+            UsageError::WithoutSession { command } => format!("{command} {session}"),
+        }
     }
 }
 
@@ -168,6 +289,13 @@ pub fn parse(text: &str, prefix: char, bot_username: Option<&str>) -> Option<Cha
         "status" => ChatCommand::Status(Some(unquote(args)).filter(|s| !s.is_empty())),
         "asks" => ChatCommand::Asks,
         "steer" => steer(args),
+        "supervise" => ChatCommand::Supervise(SessionArgs::parse(args)),
+        "goal" if args.is_empty() => {
+            ChatCommand::Usage(UsageError::GoalWithoutText { session: None })
+        }
+        "goal" => ChatCommand::Goal(SessionArgs::parse(args)),
+        "look" => ChatCommand::Look(Some(unquote(args)).filter(|s| !s.is_empty())),
+        "stop" => ChatCommand::Stop(Some(unquote(args)).filter(|s| !s.is_empty())),
         "help" | "start" => ChatCommand::Help,
         _ => ChatCommand::Unknown(word.to_string()),
     })
@@ -194,17 +322,23 @@ const QUOTES: [(char, char); 4] = [('"', '"'), ('“', '”'), ('„', '“'), (
 
 /// The first argument of `args` (quoted, or up to whitespace) and the trimmed rest.
 fn first_argument(args: &str) -> (String, &str) {
+    let (first, _, rest) = split_first(args);
+    (first, rest)
+}
+
+/// [`first_argument`], and whether the first argument was quoted.
+fn split_first(args: &str) -> (String, bool, &str) {
     for (open, close) in QUOTES {
         if let Some(inner) = args.strip_prefix(open)
             && let Some(end) = inner.find(close)
         {
             let session = inner[..end].trim().to_string();
-            return (session, inner[end + close.len_utf8()..].trim());
+            return (session, true, inner[end + close.len_utf8()..].trim());
         }
     }
     match args.find(char::is_whitespace) {
-        Some(end) => (args[..end].to_string(), args[end..].trim()),
-        None => (args.to_string(), ""),
+        Some(end) => (args[..end].to_string(), false, args[end..].trim()),
+        None => (args.to_string(), false, ""),
     }
 }
 
@@ -403,6 +537,126 @@ mod tests {
             UsageError::SteerWithoutSession
                 .example()
                 .starts_with("steer fix-login ")
+        );
+    }
+
+    fn args(first: &str, quoted: bool, rest: &str, all: &str) -> SessionArgs {
+        SessionArgs {
+            first: first.into(),
+            quoted,
+            rest: rest.into(),
+            all: all.into(),
+        }
+    }
+
+    #[test]
+    fn pairing_commands_parse() {
+        assert_eq!(
+            cmd("/supervise fix-login make login work\nwith tests"),
+            Some(ChatCommand::Supervise(args(
+                "fix-login",
+                false,
+                "make login work\nwith tests",
+                "fix-login make login work\nwith tests"
+            )))
+        );
+        assert_eq!(
+            parse("!Supervise “my s” docs/plan.md", '!', None),
+            Some(ChatCommand::Supervise(args(
+                "my s",
+                true,
+                "docs/plan.md",
+                "“my s” docs/plan.md"
+            )))
+        );
+        assert_eq!(
+            cmd("/supervise"),
+            Some(ChatCommand::Supervise(SessionArgs::default()))
+        );
+        assert_eq!(
+            cmd("/goal@shep_bot ship it"),
+            Some(ChatCommand::Goal(args("ship", false, "it", "ship it")))
+        );
+        assert_eq!(
+            cmd("/goal  "),
+            Some(ChatCommand::Usage(UsageError::GoalWithoutText {
+                session: None
+            }))
+        );
+        assert_eq!(cmd("/look"), Some(ChatCommand::Look(None)));
+        assert_eq!(
+            cmd("/look fix-login"),
+            Some(ChatCommand::Look(Some("fix-login".into())))
+        );
+        assert_eq!(
+            parse("!stop \"my s\"", '!', None),
+            Some(ChatCommand::Stop(Some("my s".into())))
+        );
+        assert_eq!(cmd("/STOP"), Some(ChatCommand::Stop(None)));
+    }
+
+    #[test]
+    fn the_session_may_be_left_out_in_its_topic() {
+        let known = |s: &str| s == "fix-login" || s == "3f2a9c1b-0000";
+        let parsed = |text: &str| match cmd(text) {
+            Some(ChatCommand::Supervise(a) | ChatCommand::Goal(a)) => a,
+            other => panic!("{other:?}"),
+        };
+        // Outside a topic the first word is the session, known or not.
+        assert_eq!(
+            parsed("/supervise fix-login make it work").target(None, known),
+            Some(("fix-login".into(), "make it work".into()))
+        );
+        assert_eq!(
+            parsed("/goal make it work").target(None, known),
+            Some(("make".into(), "it work".into()))
+        );
+        assert_eq!(parsed("/supervise").target(None, known), None);
+        // In a topic, a first word that names no session is part of the goal.
+        assert_eq!(
+            parsed("/goal make it work").target(Some("s-topic"), known),
+            Some(("s-topic".into(), "make it work".into()))
+        );
+        assert_eq!(
+            parsed("/supervise").target(Some("s-topic"), known),
+            Some(("s-topic".into(), String::new()))
+        );
+        // ... but an exact session name or id, or a quoted word, is a session.
+        assert_eq!(
+            parsed("/supervise fix-login make it work").target(Some("s-topic"), known),
+            Some(("fix-login".into(), "make it work".into()))
+        );
+        assert_eq!(
+            parsed("/goal 3f2a9c1b-0000 docs/plan.md").target(Some("s-topic"), known),
+            Some(("3f2a9c1b-0000".into(), "docs/plan.md".into()))
+        );
+        assert_eq!(
+            parsed("/goal \"other\" be done").target(Some("s-topic"), known),
+            Some(("other".into(), "be done".into()))
+        );
+    }
+
+    #[test]
+    fn pairing_usage_errors_say_what_is_missing() {
+        let e = UsageError::GoalWithoutText {
+            session: Some("my s".into()),
+        };
+        assert_eq!(e.command(), "goal");
+        assert_eq!(e.synopsis(), "goal \"my s\" <goal>");
+        assert!(e.problem().contains("my s"), "{}", e.problem());
+        assert_eq!(e.example(), "goal \"my s\" docs/login-plan.md");
+        let e = UsageError::WithoutSession { command: "look" };
+        assert_eq!(e.command(), "look");
+        assert_eq!(e.synopsis(), "look <session>");
+        assert_eq!(e.example(), "look fix-login");
+        assert_eq!(
+            UsageError::SuperviseWithoutSession.synopsis(),
+            "supervise <session> <goal>"
+        );
+        assert!(
+            UsageError::SuperviseWithoutSession
+                .example()
+                .starts_with("supervise fix-login ")
         );
     }
 

@@ -12,6 +12,8 @@
 //!   balanced chunks at good boundaries, and when to send a document instead.
 //! - [`commands`]: parsing `/cmd` and `!cmd`, the command table, reading a reply or a
 //!   reaction as an answer to an ask.
+//! - [`pairing`]: what is said about supervision: a pairing's start, goal, steers, done
+//!   and stop, in the worker's topic or thread, and the replies to the pairing commands.
 //! - [`access`]: the allowlist of users and chats, with reasons for the audit log.
 //! - [`replies`]: the short replies for failed requests and session picking.
 //! - [`format`]: small helpers (relative times, `repo@branch`, UTF-16 truncation).
@@ -24,6 +26,7 @@ pub mod access;
 pub mod commands;
 pub mod format;
 pub mod html;
+pub mod pairing;
 pub mod render;
 pub mod replies;
 pub mod split;

@@ -425,7 +425,12 @@ fn help_into(h: &mut Html, prefix: char) {
     }
     h.line()
         .line()
-        .text("Reply to a message about a session to steer it; reply to a question to answer it.");
+        .text("Reply to a message about a session to steer it; reply to a question to answer it.")
+        .line()
+        .text(&format!(
+            "In a session's topic or thread, {prefix}goal, {prefix}look and {prefix}stop need no session, \
+             and {prefix}supervise only the goal."
+        ));
 }
 
 /// The answer to an unknown command: what was not understood, then the help.

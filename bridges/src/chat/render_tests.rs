@@ -263,8 +263,14 @@ fn help_for_both_prefixes() {
          /status [session] — one session in detail, or shepherd itself\n\
          /asks — the open questions\n\
          /steer <session> <text> — tell a session what to do\n\
+         /supervise <session> <goal> — pair a free supervisor session with a session, toward a goal\n\
+         /goal [session] <goal> — change the goal of a session's pairing\n\
+         /look [session] — have the supervisor look at its worker now\n\
+         /stop [session] — end a session's pairing\n\
          /help — this help\n\n\
-         Reply to a message about a session to steer it; reply to a question to answer it."
+         Reply to a message about a session to steer it; reply to a question to answer it.\n\
+         In a session's topic or thread, /goal, /look and /stop need no session, and /supervise only \
+         the goal."
     );
     assert!(
         telegram

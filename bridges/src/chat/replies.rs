@@ -24,6 +24,15 @@ pub fn failure(reply: Result<ServerMsg, ClientError>) -> Rendered {
     }
 }
 
+/// The core's refusal of a request, in its own words (they say what to do), or why
+/// there was no answer at all.
+pub fn refused(reply: Result<ServerMsg, ClientError>) -> Rendered {
+    match reply {
+        Err(ClientError::Remote { message, .. }) => plain(format!("⚠️ {message}")),
+        other => failure(other),
+    }
+}
+
 /// A session by exact id, id prefix or name, or what went wrong.
 pub fn pick<'a>(
     sessions: &'a [SessionInfo],

@@ -1,9 +1,10 @@
 //! The Matrix bridge's actor: it owns the bridge state and reacts to two streams, the
-//! core's events (asks, answers, reports, sessions) and the room's events (commands,
-//! thread messages, replies, reactions, invites). Everything about one Pi session goes
-//! into that session's thread; the first message about it (a card or a report) is the
-//! thread's root. Requests to the core and sends to the room are awaited here in order,
-//! so one event is fully handled before the next.
+//! core's events (asks, answers, reports, sessions, pairings) and the room's events
+//! (commands, thread messages, replies, reactions, invites). Everything about one Pi
+//! session goes into that session's thread; the first message about it (a card, a report,
+//! a pairing's start) is the thread's root. What happens in a pairing goes into the
+//! worker's thread, and so do the supervisor's asks. Requests to the core and sends to
+//! the room are awaited here in order, so one event is fully handled before the next.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -14,7 +15,8 @@ use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId};
 use matrix_sdk::{Client, Room};
 use shepherd_core::client::ClientError;
 use shepherd_core::protocol::{
-    Ask, AskState, ClientMsg, ErrorCode, Report, ServerMsg, SessionInfo,
+    Ask, AskState, ClientMsg, ErrorCode, Pairing, PairingChange, Report, ServerMsg, SessionInfo,
+    Verdict,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -24,10 +26,12 @@ use super::send::{self, InThread};
 use super::store::{Card, MatrixStore};
 use crate::chat::access::Allowlist;
 use crate::chat::commands::{self, ChatCommand};
+use crate::chat::pairing;
 use crate::chat::render::{self, Rendered};
 use crate::chat::replies::{already_answered_text, plain, steer_error};
 use crate::chat::split;
 use crate::core_link::{CommandReply, CoreEvent, CoreLink};
+use crate::supervision::{ActivePairings, Here};
 
 /// The bridge's state and its ways out.
 pub struct Bridge {
@@ -39,6 +43,8 @@ pub struct Bridge {
     pub core: CoreLink,
     pub allow: Allowlist<String>,
     pub sessions: HashMap<String, SessionInfo>,
+    /// Who supervises whom now: a supervisor's asks go to its worker's thread.
+    pub pairings: ActivePairings,
     /// The latest event the bot sent in each thread (by root), for the fallback reply.
     pub latest: HashMap<String, OwnedEventId>,
     pub audit_log: PathBuf,
@@ -88,6 +94,12 @@ impl Bridge {
                 | ServerMsg::SessionLeft { session } => {
                     self.sessions.insert(session.id.clone(), session);
                 }
+                ServerMsg::PairingEvent {
+                    change,
+                    pairing,
+                    verdict,
+                    by,
+                } => self.on_pairing(change, pairing, verdict, by).await,
                 _ => {}
             },
         }
@@ -98,6 +110,7 @@ impl Bridge {
     async fn resync(&mut self) -> Result<(), ClientError> {
         let snapshot = self.core.snapshot().await?;
         self.sessions = snapshot.sessions;
+        self.pairings.reset(snapshot.pairings);
         for card in self.store.open_cards().unwrap_or_default() {
             if let Some(ask) = snapshot.answered.get(&card.ask_id) {
                 self.close_cards(ask).await;
@@ -165,7 +178,8 @@ impl Bridge {
         }
         let session = self.sessions.get(&ask.session_id).cloned();
         let card = render::ask_card(ask, session.as_ref());
-        let mut thread = self.thread_of(&ask.session_id);
+        let home = self.pairings.home_of(&ask.session_id).to_string();
+        let mut thread = self.thread_of(&home);
         let sent = send::message(
             &self.room,
             &self.shutdown,
@@ -181,7 +195,7 @@ impl Bridge {
                 return;
             }
         };
-        self.sent(&event_id, &mut thread, Some(&ask.session_id));
+        self.sent(&event_id, &mut thread, Some(&home));
         let root = thread.map_or_else(|| event_id.to_string(), |t| t.root.to_string());
         self.remember(self.store.add_card(&Card {
             event_id: event_id.to_string(),
@@ -231,6 +245,25 @@ impl Bridge {
         let rendered = render::report(report, session.as_ref());
         let thread = self.thread_of(&report.session_id);
         self.post(rendered, thread, Some(&report.session_id), "report")
+            .await;
+    }
+
+    /// A pairing changed: remember who supervises whom, and post what the human wants to
+    /// see in the worker's thread.
+    async fn on_pairing(
+        &mut self,
+        change: PairingChange,
+        pairing: Pairing,
+        verdict: Option<Verdict>,
+        by: Option<String>,
+    ) {
+        self.pairings.apply(&pairing);
+        let Some(rendered) = pairing::event(change, &pairing, verdict.as_ref(), by.as_deref())
+        else {
+            return;
+        };
+        let thread = self.thread_of(&pairing.worker_id);
+        self.post(rendered, thread, Some(&pairing.worker_id), "pairing")
             .await;
     }
 
@@ -412,9 +445,31 @@ impl Bridge {
     }
 
     async fn on_command(&mut self, command: ChatCommand, thread: Option<&str>, by: &str) {
-        match self.core.answer_command(command, '!').await {
+        // In a session's thread, the pairing commands may leave out the session.
+        let session = thread.and_then(|root| self.store.session_of_thread(root).ok()?);
+        let here = Here {
+            session: session.as_deref(),
+            by,
+        };
+        match self.core.answer_command(command, '!', here).await {
             CommandReply::Say(reply) => self.say(thread, reply).await,
             CommandReply::Steer { session, text } => self.steer(&session, &text, by, thread).await,
+            CommandReply::Pairing {
+                pairing,
+                reply,
+                announced,
+            } => {
+                self.pairings.apply(&pairing);
+                // Written in the worker's thread: the core's pairing_event says it there.
+                let worker_thread = self
+                    .store
+                    .thread(&pairing.worker_id, self.room.room_id().as_str())
+                    .ok()
+                    .flatten();
+                if !(announced && thread.is_some() && worker_thread.as_deref() == thread) {
+                    self.say(thread, reply).await;
+                }
+            }
         }
     }
 

@@ -208,6 +208,7 @@ async fn run_inner(
         core: CoreLink::new(&socket, "matrix"),
         allow,
         sessions: Default::default(),
+        pairings: Default::default(),
         latest: Default::default(),
         audit_log: state_dir.join("audit.log"),
         shutdown: shutdown.clone(),

@@ -1,14 +1,18 @@
 //! The Telegram bridge's actor: it owns the bridge state and reacts to two streams, the
-//! core's events (asks, answers, reports, sessions) and Telegram's updates (commands,
-//! replies, button presses). Requests to the core and to Telegram are awaited here in
-//! order, so one update is fully handled before the next.
+//! core's events (asks, answers, reports, sessions, pairings) and Telegram's updates
+//! (commands, replies, button presses). Requests to the core and to Telegram are awaited
+//! here in order, so one update is fully handled before the next. What happens in a
+//! pairing is posted in the worker's topic (in a private chat, naming the worker), and a
+//! supervisor's asks go there too.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
 use shepherd_core::client::ClientError;
-use shepherd_core::protocol::{Ask, ClientMsg, ErrorCode, Report, ServerMsg, SessionInfo};
+use shepherd_core::protocol::{
+    Ask, ClientMsg, ErrorCode, Pairing, PairingChange, Report, ServerMsg, SessionInfo, Verdict,
+};
 use teloxide::Bot;
 use teloxide::payloads::{AnswerCallbackQuerySetters, EditForumTopicSetters};
 use teloxide::prelude::Requester;
@@ -20,10 +24,12 @@ use teloxide::types::{
 use super::outbox::{OutboxHandle, OutboxOp};
 use super::store::{BridgeStore, Card};
 use crate::chat::commands::{self, ChatCommand};
+use crate::chat::pairing;
 use crate::chat::render::{self, Rendered};
 use crate::chat::replies::{already_answered_text, plain, steer_error};
 use crate::chat::split;
 use crate::core_link::{CommandReply, CoreEvent, CoreLink};
+use crate::supervision::{ActivePairings, Here};
 
 /// Telegram's message limit (after entity parsing).
 pub const MAX_TEXT: usize = 4096;
@@ -42,6 +48,8 @@ pub struct Bridge {
     /// Whether the chat has forum topics: false for private chats, learned for groups.
     pub forum: Option<bool>,
     pub sessions: HashMap<String, SessionInfo>,
+    /// Who supervises whom now: a supervisor's asks go to its worker's topic.
+    pub pairings: ActivePairings,
     pub audit_log: PathBuf,
 }
 
@@ -68,6 +76,12 @@ impl Bridge {
                 ServerMsg::SessionLeft { session } => {
                     self.sessions.insert(session.id.clone(), session);
                 }
+                ServerMsg::PairingEvent {
+                    change,
+                    pairing,
+                    verdict,
+                    by,
+                } => self.on_pairing(change, pairing, verdict, by).await,
                 _ => {}
             },
         }
@@ -78,6 +92,7 @@ impl Bridge {
     async fn resync(&mut self) -> Result<(), ClientError> {
         let snapshot = self.core.snapshot().await?;
         self.sessions = snapshot.sessions;
+        self.pairings.reset(snapshot.pairings);
         for card in self.store.open_cards().unwrap_or_default() {
             if let Some(ask) = snapshot.answered.get(&card.ask_id) {
                 self.close_cards(ask).await;
@@ -98,7 +113,8 @@ impl Bridge {
         let session = self.sessions.get(&ask.session_id).cloned();
         let rendered = render::ask_card(ask, session.as_ref());
         let keyboard = option_keyboard(ask);
-        let thread = self.topic_for(&ask.session_id).await;
+        let home = self.pairings.home_of(&ask.session_id).to_string();
+        let thread = self.topic_for(&home).await;
         match self
             .outbox
             .send(
@@ -154,6 +170,44 @@ impl Bridge {
         let thread = self.topic_for(&report.session_id).await;
         self.post(thread, rendered, Some(&report.session_id), "report")
             .await;
+    }
+
+    /// A pairing changed: remember who supervises whom, and post what the human wants to
+    /// see in the worker's topic.
+    async fn on_pairing(
+        &mut self,
+        change: PairingChange,
+        pairing: Pairing,
+        verdict: Option<Verdict>,
+        by: Option<String>,
+    ) {
+        self.pairings.apply(&pairing);
+        let Some(rendered) = pairing::event(change, &pairing, verdict.as_ref(), by.as_deref())
+        else {
+            return;
+        };
+        let thread = self.topic_for(&pairing.worker_id).await;
+        self.post(thread, rendered, Some(&pairing.worker_id), "pairing")
+            .await;
+    }
+
+    /// Whether what is posted in `session`'s topic shows in `thread` (of this chat): its
+    /// own topic, or anywhere in a chat without topics.
+    fn shows_in(&self, session: &str, thread: Option<i32>) -> bool {
+        match self.forum {
+            Some(false) => true,
+            Some(true) => {
+                thread.is_some()
+                    && self
+                        .store
+                        .topic(session, self.chat_id)
+                        .ok()
+                        .flatten()
+                        .map(|(t, _)| t)
+                        == thread
+            }
+            None => false,
+        }
     }
 
     async fn session_changed(&mut self, session: SessionInfo) {
@@ -321,7 +375,14 @@ impl Bridge {
         let thread = msg.thread_id.map(|t| t.0.0);
         let by = who(msg.from.as_ref());
         if let Some(command) = commands::parse(&text, '/', Some(&self.username)) {
-            self.on_command(command, thread, &by).await;
+            // The session this is written about: its topic's, else the message replied to.
+            let topic = thread.and_then(|t| self.store.session_of_topic(self.chat_id, t).ok()?);
+            let replied = msg
+                .reply_to_message()
+                .filter(|r| r.id.0 != thread.unwrap_or(0))
+                .and_then(|r| self.store.about(self.chat_id, r.id.0).ok()?);
+            let here = topic.or(replied);
+            self.on_command(command, thread, here.as_deref(), &by).await;
             return;
         }
         // A reply to a card answers it; a reply to anything about a session steers it.
@@ -356,10 +417,28 @@ impl Bridge {
         .await;
     }
 
-    async fn on_command(&mut self, command: ChatCommand, thread: Option<i32>, by: &str) {
-        match self.core.answer_command(command, '/').await {
+    async fn on_command(
+        &mut self,
+        command: ChatCommand,
+        thread: Option<i32>,
+        session: Option<&str>,
+        by: &str,
+    ) {
+        let here = Here { session, by };
+        match self.core.answer_command(command, '/', here).await {
             CommandReply::Say(reply) => self.say(thread, reply).await,
             CommandReply::Steer { session, text } => self.steer(&session, &text, by, thread).await,
+            CommandReply::Pairing {
+                pairing,
+                reply,
+                announced,
+            } => {
+                self.pairings.apply(&pairing);
+                // The worker's topic gets the same from the core's pairing_event.
+                if !(announced && self.shows_in(&pairing.worker_id, thread)) {
+                    self.say(thread, reply).await;
+                }
+            }
         }
     }
 

@@ -20,6 +20,7 @@ use teloxide::types::BotCommand;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::chat::commands::COMMANDS;
 use crate::core_link::{self, CoreLink};
 
 /// Why the Telegram bridge cannot run.
@@ -101,16 +102,13 @@ pub async fn run(
     };
     let username = me.username.clone().unwrap_or_default();
     tracing::info!(bot = %username, chat = chat_id, "telegram bridge started");
-    let commands = vec![
-        BotCommand::new("sessions", "list the Pi sessions"),
-        BotCommand::new("status", "the core, or one session: /status <session>"),
-        BotCommand::new("asks", "questions waiting for an answer"),
-        BotCommand::new(
-            "steer",
-            "/steer <session> <text>: tell a session what to do",
-        ),
-        BotCommand::new("help", "how to use this bot"),
-    ];
+    let commands: Vec<BotCommand> = COMMANDS
+        .iter()
+        .map(|c| match c.args {
+            "" => BotCommand::new(c.name, c.about),
+            args => BotCommand::new(c.name, format!("{args}: {}", c.about)),
+        })
+        .collect();
     if let Err(e) = bot.set_my_commands(commands).await {
         tracing::warn!(error = %e, "telegram: could not register the command list");
     }
@@ -145,6 +143,7 @@ pub async fn run(
         username,
         forum: if chat_id > 0 { Some(false) } else { None },
         sessions: Default::default(),
+        pairings: Default::default(),
         audit_log: state_dir.join("audit.log"),
     };
     loop {
