@@ -1,9 +1,10 @@
 //! A scripted OpenAI-compatible model server on 127.0.0.1 for driving a real Pi.
 //!
 //! Pi POSTs `/v1/chat/completions` with `stream: true`; the server logs every request
-//! body and answers with the SSE chunks Pi expects (role, content or `tool_calls` deltas,
-//! `finish_reason`, usage, `[DONE]`). What it answers is decided by a script: a function
-//! from the request (with everything the model was shown) to a [`Reply`].
+//! body and answers with the SSE chunks Pi expects (role, `reasoning_content`, content or
+//! `tool_calls` deltas, `finish_reason`, usage, `[DONE]`). What it answers is decided by a
+//! script: a function from the request (with everything the model was shown) to a
+//! [`Reply`].
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,12 @@ pub enum Reply {
     Text(String),
     /// Call tools (`finish_reason: tool_calls`): name and JSON arguments each.
     Tools(Vec<(String, Value)>),
+    /// Reasoning streamed as `reasoning_content` deltas (Pi records a thinking block),
+    /// then the inner reply.
+    Reasoning(String, Box<Reply>),
+    /// Text, then this `finish_reason` (e.g. `content_filter`, which Pi records as an
+    /// assistant message with `stopReason: "error"` and does not retry).
+    Finish(String, String),
 }
 
 impl Reply {
@@ -31,6 +38,16 @@ impl Reply {
 
     pub fn tool(name: &str, args: Value) -> Reply {
         Reply::Tools(vec![(name.to_string(), args)])
+    }
+
+    /// This reply, preceded by reasoning.
+    pub fn with_reasoning(self, reasoning: impl Into<String>) -> Reply {
+        Reply::Reasoning(reasoning.into(), Box::new(self))
+    }
+
+    /// Text ending with `finish_reason` (see [`Reply::Finish`]).
+    pub fn finish(text: impl Into<String>, finish_reason: impl Into<String>) -> Reply {
+        Reply::Finish(text.into(), finish_reason.into())
     }
 }
 
@@ -207,24 +224,44 @@ fn chunk(id: &str, delta: Value, finish: Option<&str>) -> String {
 fn sse_body(reply: &Reply, n: usize, prompt_tokens: u64) -> String {
     let id = format!("chatcmpl-{n}");
     let mut out = chunk(&id, json!({"role": "assistant", "content": ""}), None);
-    let finish = match reply {
-        Reply::Text(text) => {
-            out.push_str(&chunk(&id, json!({"content": text}), None));
-            "stop"
-        }
-        Reply::Tools(calls) => {
-            for (i, (name, args)) in calls.iter().enumerate() {
-                let call = json!({"index": i, "id": format!("call_{n}_{i}"), "type": "function",
-                    "function": {"name": name, "arguments": args.to_string()}});
-                out.push_str(&chunk(&id, json!({"tool_calls": [call]}), None));
-            }
-            "tool_calls"
-        }
-    };
-    out.push_str(&chunk(&id, json!({}), Some(finish)));
+    let finish = reply_chunks(reply, &id, n, &mut out);
+    out.push_str(&chunk(&id, json!({}), Some(&finish)));
     let usage = json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
         "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 10,
         "total_tokens": prompt_tokens + 10}});
     out.push_str(&format!("data: {usage}\n\ndata: [DONE]\n\n"));
     out
+}
+
+/// Append the content chunks of `reply` to `out`; returns its `finish_reason`.
+fn reply_chunks(reply: &Reply, id: &str, n: usize, out: &mut String) -> String {
+    match reply {
+        Reply::Text(text) => {
+            out.push_str(&chunk(id, json!({"content": text}), None));
+            "stop".to_string()
+        }
+        Reply::Tools(calls) => {
+            for (i, (name, args)) in calls.iter().enumerate() {
+                let call = json!({"index": i, "id": format!("call_{n}_{i}"), "type": "function",
+                    "function": {"name": name, "arguments": args.to_string()}});
+                out.push_str(&chunk(id, json!({"tool_calls": [call]}), None));
+            }
+            "tool_calls".to_string()
+        }
+        Reply::Reasoning(reasoning, then) => {
+            // In a few deltas, as real providers stream it.
+            let chars: Vec<char> = reasoning.chars().collect();
+            for part in chars.chunks(200) {
+                let part: String = part.iter().collect();
+                out.push_str(&chunk(id, json!({"reasoning_content": part}), None));
+            }
+            reply_chunks(then, id, n, out)
+        }
+        Reply::Finish(text, finish_reason) => {
+            if !text.is_empty() {
+                out.push_str(&chunk(id, json!({"content": text}), None));
+            }
+            finish_reason.clone()
+        }
+    }
 }
