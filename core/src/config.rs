@@ -206,6 +206,24 @@ pub struct CoreConfig {
     /// How long a new connection has to say `hello`.
     pub hello_timeout_ms: u64,
     pub limits: Limits,
+    pub supervise: SuperviseConfig,
+}
+
+/// The `[core.supervise]` section: supervisor pairings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SuperviseConfig {
+    /// Seconds between timer views of a pairing (an unchanged one is skipped, at most
+    /// three times in a row). 0 turns the timer off.
+    pub look_interval_secs: u64,
+}
+
+impl Default for SuperviseConfig {
+    fn default() -> Self {
+        SuperviseConfig {
+            look_interval_secs: 30 * 60,
+        }
+    }
 }
 
 impl Default for CoreConfig {
@@ -216,6 +234,7 @@ impl Default for CoreConfig {
             durability: Durability::Normal,
             hello_timeout_ms: 10_000,
             limits: Limits::default(),
+            supervise: SuperviseConfig::default(),
         }
     }
 }

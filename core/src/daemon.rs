@@ -72,6 +72,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         state_dir: state_dir.clone(),
         socket: socket.clone(),
         limits: limits.clone(),
+        supervise: config.core.supervise.clone(),
     };
     let checkpointer = Checkpointer::spawn(&db_path);
     let (hub, hub_task) = hub::spawn(store, facts);

@@ -13,6 +13,7 @@
 //! - [`server`]: the socket listener and per-connection reader/writer tasks.
 //! - [`client`]: an async intercom client for the CLI, bridges, tests and benchmarks.
 //! - [`repo`]: repository context of a session's cwd (git2).
+//! - [`supervise`]: pairing rules and the views a supervisor session reads.
 //! - [`human`]: the clock and time spans as people read them (CLI and chat).
 //! - [`daemon`]: `shepherd up`: lock the state dir, open the store, start and stop the core.
 
@@ -26,3 +27,4 @@ pub mod protocol;
 pub mod repo;
 pub mod server;
 pub mod store;
+pub mod supervise;

@@ -14,6 +14,9 @@ mod asks;
 mod mail;
 mod presence;
 mod resolve;
+mod supervise;
+
+pub use supervise::ViewDone;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -24,7 +27,7 @@ use bytes::Bytes;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::config::Limits;
+use crate::config::{Limits, SuperviseConfig};
 use crate::protocol::{ClientKind, ClientMsg, Delivery, ErrorCode, ServerMsg, frame};
 use crate::repo::RepoContext;
 use crate::store::{self, Store};
@@ -68,6 +71,10 @@ pub enum HubCommand {
     Drained { conn: ConnId },
     /// The connection is gone.
     Disconnect { conn: ConnId },
+    /// A supervisor view finished building (on a blocking thread).
+    ViewBuilt(Box<ViewDone>),
+    /// Once a second: start timer views that are due.
+    Tick,
     /// Close every connection and stop.
     Shutdown,
 }
@@ -92,6 +99,7 @@ pub struct CoreFacts {
     pub state_dir: PathBuf,
     pub socket: PathBuf,
     pub limits: Limits,
+    pub supervise: SuperviseConfig,
 }
 
 /// Start the hub task. The returned join handle ends after `Shutdown` (or when every
@@ -103,6 +111,9 @@ pub struct CoreFacts {
 /// is short (one group commit per batch), so it does not starve the connection tasks.
 pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel(16 * 1024);
+    if facts.supervise.look_interval_secs > 0 {
+        tokio::spawn(tick(tx.downgrade()));
+    }
     let hub = Hub {
         db: store.conn,
         state: State {
@@ -110,10 +121,25 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             live: HashMap::new(),
             subscribers: HashSet::new(),
             facts,
+            supervision: supervise::Supervision::default(),
+            self_tx: tx.downgrade(),
         },
     };
     let task = tokio::spawn(hub.run(rx));
     (HubHandle { tx }, task)
+}
+
+/// Send [`HubCommand::Tick`] once a second while the hub runs.
+async fn tick(hub: mpsc::WeakSender<HubCommand>) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(tx) = hub.upgrade() else { break };
+        if tx.send(HubCommand::Tick).await.is_err() {
+            break;
+        }
+    }
 }
 
 struct Hub {
@@ -135,6 +161,10 @@ struct State {
     live: HashMap<String, Live>,
     subscribers: HashSet<ConnId>,
     facts: CoreFacts,
+    supervision: supervise::Supervision,
+    /// The hub's own inbox, for work it hands to blocking threads (view builds). Weak, so
+    /// the hub still stops when every other handle is gone.
+    self_tx: mpsc::WeakSender<HubCommand>,
 }
 
 struct Live {
@@ -292,6 +322,8 @@ impl Hub {
                     cmd @ (HubCommand::Connect { .. }
                     | HubCommand::Disconnect { .. }
                     | HubCommand::Drained { .. }) => self.state.handle(cmd, &self.db, &mut failed),
+                    // Views and timer looks wait for a working store.
+                    HubCommand::ViewBuilt(_) | HubCommand::Tick => {}
                 }
             }
             self.state.flush(failed);
@@ -356,6 +388,8 @@ impl State {
                     out.error(conn, id, err);
                 }
             }
+            HubCommand::ViewBuilt(done) => self.view_built(*done, db, out),
+            HubCommand::Tick => self.tick(db),
             HubCommand::Shutdown => {}
         }
     }
@@ -439,16 +473,43 @@ impl State {
                 out.send(conn, &ServerMsg::Pong { id });
                 Ok(())
             }
-            ClientMsg::Supervise { .. }
-            | ClientMsg::Unpair { .. }
-            | ClientMsg::SetGoal { .. }
-            | ClientMsg::Look { .. }
-            | ClientMsg::WorkerView { .. }
-            | ClientMsg::Verdict { .. }
-            | ClientMsg::ListPairings { .. } => Err(HubError::new(
-                ErrorCode::Internal,
-                "supervision is being wired into this core",
-            )),
+            ClientMsg::Supervise {
+                id,
+                worker,
+                supervisor,
+                goal,
+                cwd,
+                by,
+            } => {
+                let args = supervise::SuperviseArgs {
+                    worker,
+                    supervisor,
+                    goal,
+                    cwd,
+                    by,
+                };
+                self.supervise(conn, kind, id, args, db, out)
+            }
+            ClientMsg::Unpair { id, session, by } => {
+                self.unpair(conn, kind, id, session, by, db, out)
+            }
+            ClientMsg::SetGoal {
+                id,
+                goal,
+                session,
+                cwd,
+                by,
+            } => self.set_goal(conn, kind, id, goal, session, cwd, by, db, out),
+            ClientMsg::Look { id, session, .. } => self.look(conn, kind, id, session, db, out),
+            ClientMsg::WorkerView { id } => self.worker_view(conn, id, db),
+            ClientMsg::Verdict { id, verdict, text } => {
+                self.verdict(conn, id, verdict, text, db, out)
+            }
+            ClientMsg::ListPairings { id, all } => {
+                let pairings = self.list_pairings(all, db)?;
+                out.send(conn, &ServerMsg::Pairings { id, pairings });
+                Ok(())
+            }
         }
     }
 

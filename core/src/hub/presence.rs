@@ -133,6 +133,7 @@ impl State {
                 store::sessions::upsert(db, &info)?;
                 tracing::info!(session = %session_id, name = %info.name, "session left");
                 self.broadcast(&ServerMsg::SessionLeft { session: info }, out);
+                self.pairing_presence(&session_id, db, out);
             }
             Ok(())
         })();
@@ -295,17 +296,21 @@ impl State {
                 id,
                 session: info.clone(),
                 pending: info.pending_messages,
-                pairings: Vec::new(),
+                pairings: self.pairings_of(&info.id, db)?,
             },
         );
         self.replay(&info.id, db, out)?;
         tracing::info!(session = %info.id, name = %info.name, pid = ?info.pid, "session registered");
+        let session_id = info.id.clone();
         let event = if rejoined {
             ServerMsg::SessionChanged { session: info }
         } else {
             ServerMsg::SessionJoined { session: info }
         };
         self.broadcast(&event, out);
+        if !rejoined {
+            self.pairing_presence(&session_id, db, out);
+        }
         Ok(())
     }
 
@@ -320,6 +325,7 @@ impl State {
     ) -> HubResult<()> {
         let session_id = self.registered(conn)?.to_string();
         let mut info = self.session_info(db, &session_id)?;
+        let was = info.status.clone();
         if let Some(name) = patch.name {
             check_name(&name)?;
             info.name = name;
@@ -360,7 +366,9 @@ impl State {
                 session: info.clone(),
             },
         );
+        let status = info.status.clone();
         self.broadcast(&ServerMsg::SessionChanged { session: info }, out);
+        self.worker_status(&session_id, &was, &status, db);
         Ok(())
     }
 

@@ -1,0 +1,999 @@
+//! Supervision in the hub: pairing a supervisor session with a worker, the goal, looks
+//! (views delivered to the supervisor), verdicts and their guards, and the events both
+//! sides and the bridges see. Rules that need no hub state live in
+//! [`crate::supervise::rules`]; views are built by [`crate::supervise::view`] on a
+//! blocking thread and come back as [`HubCommand::ViewBuilt`], so reading a session file
+//! or a git repository never stalls the hub. One build runs per pairing at a time; a
+//! trigger that arrives meanwhile is remembered and runs after it.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use super::asks::human_label;
+use super::{ConnId, HubCommand, HubError, HubResult, Out, State, atomically};
+use crate::protocol::{
+    ClientKind, Delivery, DeliveryKind, ErrorCode, Pairing, PairingChange, PairingState, Role,
+    Sender, ServerMsg, SessionInfo, Verdict, VerdictKind, View, ViewReason,
+};
+use crate::store::{self, now_ms, pairings::Stored};
+use crate::supervise::rules::{self, GoalError};
+use crate::supervise::view::{self, BuiltView, Cursor};
+
+/// Runtime bookkeeping of pairings (not durable: rebuilt from the store as needed).
+#[derive(Default)]
+pub(super) struct Supervision {
+    /// Pairings with a view build in flight, and the trigger that arrived meanwhile.
+    building: HashMap<u64, Option<ViewReason>>,
+    /// When each pairing's next timer view is due (ms).
+    next_timer: HashMap<u64, u64>,
+}
+
+/// A finished view build, back on the hub.
+pub struct ViewDone {
+    pub pairing: u64,
+    pub reason: ViewReason,
+    /// The cursor the build started from, to detect a build that raced another look.
+    pub cursor_before: String,
+    pub built: BuiltView,
+    /// For `worker_view`: who asked (the view is returned, not delivered).
+    pub reply: Option<(ConnId, u64)>,
+}
+
+/// The parts of a `supervise` request.
+pub(super) struct SuperviseArgs {
+    pub worker: Option<String>,
+    pub supervisor: Option<String>,
+    pub goal: Option<String>,
+    pub cwd: Option<String>,
+    pub by: Option<String>,
+}
+
+fn goal_error(err: GoalError) -> HubError {
+    match err {
+        GoalError::Empty => HubError::new(ErrorCode::InvalidArgument, "the goal is empty"),
+        GoalError::TooLong => HubError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "the goal is over {} characters: put it in a file and give its path",
+                rules::MAX_GOAL_CHARS
+            ),
+        ),
+        GoalError::Unreadable(message) => HubError::new(ErrorCode::GoalUnreadable, message),
+    }
+}
+
+fn not_paired(who: &str) -> HubError {
+    HubError::new(
+        ErrorCode::NotPaired,
+        format!("{who} is in no active pairing; `shepherd pairings` lists them"),
+    )
+}
+
+fn refused(reason: &str, message: String) -> HubError {
+    HubError::new(ErrorCode::VerdictRefused, message)
+        .with_details(serde_json::json!({ "reason": reason }))
+}
+
+impl State {
+    /// The wire record with live `connected` flags.
+    fn pairing_record(&self, stored: &Stored) -> Pairing {
+        let mut p = stored.pairing.clone();
+        p.supervisor_connected = self.live.contains_key(&p.supervisor_id);
+        p.worker_connected = self.live.contains_key(&p.worker_id);
+        p
+    }
+
+    /// Active pairings `session` is in (at most one), for `registered`.
+    pub(super) fn pairings_of(&self, session: &str, db: &Connection) -> HubResult<Vec<Pairing>> {
+        Ok(store::pairings::active_for(db, session)?
+            .map(|s| self.pairing_record(&s))
+            .into_iter()
+            .collect())
+    }
+
+    /// Tell both sides (if connected) and every subscriber.
+    fn pairing_event(
+        &self,
+        change: PairingChange,
+        pairing: &Pairing,
+        verdict: Option<Verdict>,
+        by: Option<String>,
+        out: &mut Out,
+    ) {
+        self.pairing_event_except(change, pairing, verdict, by, None, out);
+    }
+
+    /// As [`Self::pairing_event`], but not to the session `except` (it caused the event
+    /// and learned of it in its response).
+    fn pairing_event_except(
+        &self,
+        change: PairingChange,
+        pairing: &Pairing,
+        verdict: Option<Verdict>,
+        by: Option<String>,
+        except: Option<&str>,
+        out: &mut Out,
+    ) {
+        let msg = ServerMsg::PairingEvent {
+            change,
+            pairing: pairing.clone(),
+            verdict,
+            by,
+        };
+        self.broadcast(&msg, out);
+        for side in [&pairing.supervisor_id, &pairing.worker_id] {
+            if Some(side.as_str()) == except {
+                continue;
+            }
+            if let Some(live) = self.live.get(side)
+                && !self.subscribers.contains(&live.conn)
+            {
+                out.send(live.conn, &msg);
+            }
+        }
+    }
+
+    /// Store a delivery for the supervisor (or worker) and send it if connected.
+    #[allow(clippy::too_many_arguments)]
+    fn pairing_mail(
+        &self,
+        to: &str,
+        kind: DeliveryKind,
+        text: &str,
+        from: &Sender,
+        pairing: u64,
+        look: Option<u32>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let now = now_ms();
+        self.check_fits(&Delivery {
+            id: u64::MAX,
+            kind,
+            text: text.to_string(),
+            from: from.clone(),
+            ask_id: None,
+            question: None,
+            pairing_id: Some(pairing),
+            look,
+            created_at: now,
+        })?;
+        let delivery = store::messages::insert(
+            db,
+            store::messages::NewMessage {
+                recipient: to,
+                kind,
+                text,
+                from,
+                ask_id: None,
+                question: None,
+                pairing_id: Some(pairing),
+                look,
+                created_at: now,
+            },
+        )?;
+        self.deliver(to, delivery, out);
+        Ok(())
+    }
+
+    fn core_sender() -> Sender {
+        Sender {
+            kind: ClientKind::Cli,
+            session_id: None,
+            name: "shepherd".into(),
+        }
+    }
+
+    /// Who is acting, as recorded: the session's name for Pi, else the human's label.
+    fn actor(&self, conn: ConnId, kind: ClientKind, by: Option<String>) -> String {
+        if kind == ClientKind::Pi
+            && let Some(id) = self.conns.get(&conn).and_then(|c| c.session.as_deref())
+        {
+            return self
+                .live
+                .get(id)
+                .map_or_else(|| id.to_string(), |l| l.name.clone());
+        }
+        let client_name = self
+            .conns
+            .get(&conn)
+            .map(|c| c.handle.client_name.clone())
+            .unwrap_or_default();
+        human_label(kind, &client_name, by)
+    }
+
+    /// The active pairing a request is about: the Pi session's own, or the one of the
+    /// session the human named.
+    fn pairing_for_request(
+        &self,
+        conn: ConnId,
+        kind: ClientKind,
+        session: Option<&str>,
+        db: &Connection,
+    ) -> HubResult<Stored> {
+        if kind == ClientKind::Pi {
+            let me = self.registered(conn)?.to_string();
+            return store::pairings::active_for(db, &me)?.ok_or_else(|| not_paired("this session"));
+        }
+        let Some(selector) = session else {
+            return Err(HubError::new(
+                ErrorCode::InvalidArgument,
+                "name the session (worker or supervisor) of the pairing",
+            ));
+        };
+        let target = self.resolve(selector, db)?;
+        store::pairings::active_for(db, &target.id)?.ok_or_else(|| not_paired(&target.name))
+    }
+
+    /// A Pi request that only the supervisor of its pairing may make.
+    fn supervisor_pairing(&self, conn: ConnId, db: &Connection) -> HubResult<Stored> {
+        let me = self.registered(conn)?.to_string();
+        let stored =
+            store::pairings::active_for(db, &me)?.ok_or_else(|| not_paired("this session"))?;
+        if stored.pairing.supervisor_id != me {
+            return Err(HubError::new(
+                ErrorCode::Forbidden,
+                "only the supervisor of a pairing can do this; this session is its worker",
+            ));
+        }
+        Ok(stored)
+    }
+
+    fn free(&self, s: &SessionInfo, db: &Connection) -> HubResult<bool> {
+        Ok(self.live.contains_key(&s.id) && store::pairings::active_for(db, &s.id)?.is_none())
+    }
+
+    fn candidates_error(&self, code: ErrorCode, message: String, list: &[SessionInfo]) -> HubError {
+        let candidates: Vec<serde_json::Value> = list
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "id": s.id, "name": s.name, "connected": self.live.contains_key(&s.id),
+                    "cwd": s.cwd, "status": s.status,
+                })
+            })
+            .collect();
+        HubError::new(code, message).with_details(serde_json::json!({ "candidates": candidates }))
+    }
+
+    pub(super) fn supervise(
+        &mut self,
+        conn: ConnId,
+        kind: ClientKind,
+        id: u64,
+        args: SuperviseArgs,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let sessions = store::sessions::list(db)?;
+        let (supervisor, worker) = if kind == ClientKind::Pi {
+            let me = self.registered(conn)?.to_string();
+            if args.supervisor.is_some() {
+                return Err(HubError::new(
+                    ErrorCode::InvalidArgument,
+                    "a Pi session supervises itself: leave `supervisor` out",
+                ));
+            }
+            let me = self.session_info(db, &me)?;
+            let worker = match args.worker.as_deref() {
+                Some(selector) => self.session_info(db, &self.resolve(selector, db)?.id)?,
+                None => {
+                    let mut free = Vec::new();
+                    for s in &sessions {
+                        if s.id != me.id
+                            && s.cwd == me.cwd
+                            && !s.subagent
+                            && s.role != Role::Supervisor
+                            && self.free(s, db)?
+                        {
+                            free.push(s.clone());
+                        }
+                    }
+                    match free.len() {
+                        0 => {
+                            return Err(self.candidates_error(
+                                ErrorCode::NoCandidate,
+                                format!(
+                                    "no free session in {} to supervise: start Pi there, or name one: /supervise @<session> <goal>",
+                                    me.cwd
+                                ),
+                                &[],
+                            ));
+                        }
+                        1 => free.remove(0),
+                        n => {
+                            return Err(self.candidates_error(
+                                ErrorCode::AmbiguousSession,
+                                format!(
+                                    "{n} free sessions in {}: pick one (/supervise @<session> <goal>)",
+                                    me.cwd
+                                ),
+                                &free,
+                            ));
+                        }
+                    }
+                }
+            };
+            (me, worker)
+        } else {
+            let Some(selector) = args.worker.as_deref() else {
+                return Err(HubError::new(
+                    ErrorCode::InvalidArgument,
+                    "name the worker session to supervise",
+                ));
+            };
+            let worker = self.session_info(db, &self.resolve(selector, db)?.id)?;
+            let supervisor = match args.supervisor.as_deref() {
+                Some(selector) => self.session_info(db, &self.resolve(selector, db)?.id)?,
+                None => {
+                    // `sessions` is ordered most recently seen first.
+                    let mut found = None;
+                    for s in &sessions {
+                        if s.id != worker.id
+                            && s.role == Role::Supervisor
+                            && s.cwd == worker.cwd
+                            && self.free(s, db)?
+                        {
+                            found = Some(s.clone());
+                            break;
+                        }
+                    }
+                    found.ok_or_else(|| {
+                        self.candidates_error(
+                            ErrorCode::NoCandidate,
+                            format!(
+                                "no free supervisor session in {}: start Pi there with SHEPHERD_ROLE=supervisor, or run /supervise in a Pi session there",
+                                worker.cwd
+                            ),
+                            &[],
+                        )
+                    })?
+                }
+            };
+            (supervisor, worker)
+        };
+        if supervisor.id == worker.id {
+            return Err(HubError::new(
+                ErrorCode::InvalidArgument,
+                format!("{} cannot supervise itself", worker.name),
+            ));
+        }
+        for side in [&supervisor, &worker] {
+            if let Some(existing) = store::pairings::active_for(db, &side.id)? {
+                let record = self.pairing_record(&existing);
+                return Err(HubError::new(
+                    ErrorCode::AlreadyPaired,
+                    format!(
+                        "{} is already in pairing {} ({} supervises {}); stop it first",
+                        side.name, record.id, record.supervisor_name, record.worker_name
+                    ),
+                )
+                .with_details(serde_json::json!({ "pairing": record })));
+            }
+        }
+        let base = args.cwd.clone().unwrap_or_else(|| match kind {
+            ClientKind::Pi => supervisor.cwd.clone(),
+            _ => worker.cwd.clone(),
+        });
+        let goal = match args.goal.as_deref() {
+            Some(g) if !g.trim().is_empty() => {
+                Some(rules::resolve_goal(g, Path::new(&base)).map_err(goal_error)?)
+            }
+            _ => None,
+        };
+        let by = self.actor(conn, kind, args.by);
+        let now = now_ms();
+        let pairing = atomically(db, || {
+            let pid = store::pairings::insert(
+                db,
+                store::pairings::NewPairing {
+                    supervisor_id: &supervisor.id,
+                    worker_id: &worker.id,
+                    cwd: &worker.cwd,
+                    goal: goal.as_ref().map(|g| g.text.as_str()),
+                    goal_file: goal.as_ref().and_then(|g| g.file.as_deref()),
+                    created_at: now,
+                },
+            )?;
+            let pairing = self.pairing_record(&store::pairings::get(db, pid)?.expect("inserted"));
+            self.pairing_mail(
+                &supervisor.id,
+                DeliveryKind::Brief,
+                &brief_text(&pairing, &worker, &by),
+                &Self::core_sender(),
+                pairing.id,
+                None,
+                db,
+                out,
+            )?;
+            Ok(pairing)
+        })?;
+        out.send(
+            conn,
+            &ServerMsg::Paired {
+                id,
+                pairing: pairing.clone(),
+            },
+        );
+        tracing::info!(pairing = pairing.id, supervisor = %pairing.supervisor_name, worker = %pairing.worker_name, by = %by, "pairing started");
+        self.pairing_event(PairingChange::Started, &pairing, None, Some(by), out);
+        self.trigger_view(pairing.id, ViewReason::Paired, db);
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn unpair(
+        &mut self,
+        conn: ConnId,
+        kind: ClientKind,
+        id: u64,
+        session: Option<String>,
+        by: Option<String>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let stored = self.pairing_for_request(conn, kind, session.as_deref(), db)?;
+        let by = self.actor(conn, kind, by);
+        let pid = stored.pairing.id;
+        let me = self.conns.get(&conn).and_then(|c| c.session.clone());
+        let ended = atomically(db, || {
+            store::pairings::end(db, pid, "stopped", &by, None, now_ms())?;
+            let ended = self.pairing_record(&store::pairings::get(db, pid)?.expect("exists"));
+            if me.as_deref() != Some(ended.supervisor_id.as_str()) {
+                let text = format!(
+                    "The pairing with {} ended: stopped by {by}. You no longer supervise it; your usual tools are back.",
+                    ended.worker_name
+                );
+                self.pairing_mail(
+                    &ended.supervisor_id,
+                    DeliveryKind::Brief,
+                    &text,
+                    &Self::core_sender(),
+                    pid,
+                    None,
+                    db,
+                    out,
+                )?;
+            }
+            Ok(ended)
+        })?;
+        self.forget(pid);
+        out.send(
+            conn,
+            &ServerMsg::Unpaired {
+                id,
+                pairing: ended.clone(),
+            },
+        );
+        tracing::info!(pairing = pid, by = %by, "pairing stopped");
+        self.pairing_event(PairingChange::Ended, &ended, None, Some(by), out);
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn set_goal(
+        &mut self,
+        conn: ConnId,
+        kind: ClientKind,
+        id: u64,
+        goal: String,
+        session: Option<String>,
+        cwd: Option<String>,
+        by: Option<String>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let stored = if kind == ClientKind::Pi {
+            self.supervisor_pairing(conn, db)?
+        } else {
+            self.pairing_for_request(conn, kind, session.as_deref(), db)?
+        };
+        let base = match (cwd, kind) {
+            (Some(cwd), _) => cwd,
+            (None, ClientKind::Pi) => self.session_info(db, self.registered(conn)?)?.cwd,
+            (None, _) => stored.pairing.cwd.clone(),
+        };
+        let goal = rules::resolve_goal(&goal, Path::new(&base)).map_err(goal_error)?;
+        let by = self.actor(conn, kind, by);
+        let pid = stored.pairing.id;
+        let from = goal
+            .file
+            .as_deref()
+            .map_or_else(String::new, |f| format!(" (from {f})"));
+        let text = format!(
+            "The goal of this pairing changed (set by {by}){from}. The steer history stays. New goal:\n\n{}",
+            goal.text
+        );
+        let pairing = atomically(db, || {
+            store::pairings::set_goal(db, pid, &goal.text, goal.file.as_deref())?;
+            let pairing = self.pairing_record(&store::pairings::get(db, pid)?.expect("exists"));
+            self.pairing_mail(
+                &pairing.supervisor_id,
+                DeliveryKind::Brief,
+                &text,
+                &Self::core_sender(),
+                pid,
+                None,
+                db,
+                out,
+            )?;
+            Ok(pairing)
+        })?;
+        out.send(
+            conn,
+            &ServerMsg::GoalSet {
+                id,
+                pairing: pairing.clone(),
+            },
+        );
+        self.pairing_event(PairingChange::Goal, &pairing, None, Some(by), out);
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn look(
+        &mut self,
+        conn: ConnId,
+        kind: ClientKind,
+        id: u64,
+        session: Option<String>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let stored = if kind == ClientKind::Pi {
+            self.supervisor_pairing(conn, db)?
+        } else {
+            self.pairing_for_request(conn, kind, session.as_deref(), db)?
+        };
+        let pairing = self.pairing_record(&stored);
+        out.send(
+            conn,
+            &ServerMsg::LookRequested {
+                id,
+                pairing: pairing.clone(),
+            },
+        );
+        self.trigger_view(pairing.id, ViewReason::Look, db);
+        Ok(())
+    }
+
+    pub(super) fn worker_view(&mut self, conn: ConnId, id: u64, db: &Connection) -> HubResult<()> {
+        let stored = self.supervisor_pairing(conn, db)?;
+        self.start_build(&stored, ViewReason::Request, Some((conn, id)), db)
+    }
+
+    pub(super) fn verdict(
+        &mut self,
+        conn: ConnId,
+        id: u64,
+        kind: VerdictKind,
+        text: String,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let stored = self.supervisor_pairing(conn, db)?;
+        let pairing = self.pairing_record(&stored);
+        if stored.look_verdicts >= rules::MAX_VERDICTS_PER_LOOK {
+            return Err(HubError::new(
+                ErrorCode::Runaway,
+                format!(
+                    "more than {} verdicts in look {}: this one was not recorded. End your turn now; the next view starts a new look",
+                    rules::MAX_VERDICTS_PER_LOOK,
+                    pairing.looks
+                ),
+            ));
+        }
+        let text = text.trim().to_string();
+        if text.is_empty() && kind != VerdictKind::LetItRun {
+            let what = if kind == VerdictKind::Steer {
+                "a steer needs its text: one concrete next action for the worker"
+            } else {
+                "done needs the evidence that the goal is met"
+            };
+            return Err(HubError::new(ErrorCode::InvalidArgument, what));
+        }
+        let worker = self.session_info(db, &pairing.worker_id)?;
+        let mut hint = None;
+        match kind {
+            VerdictKind::Steer => {
+                if pairing.goal.is_none() {
+                    return Err(refused(
+                        "no_goal",
+                        "a steer needs a goal to steer toward, and this pairing has none: set one first (set_goal), then steer".into(),
+                    ));
+                }
+                let recent = store::pairings::recent_steers(db, pairing.id, rules::REPEAT_WINDOW)?;
+                let texts: Vec<&str> = recent.iter().map(|v| v.text.as_str()).collect();
+                if let Some(i) = rules::repeats(&text, &texts) {
+                    hint = Some(format!(
+                        "This steer repeats most of an earlier one (look {}: {:?}). If the worker did not follow it, say what is different now, or let it run.",
+                        recent[i].look,
+                        excerpt(&recent[i].text, 120)
+                    ));
+                }
+            }
+            VerdictKind::Done => {
+                if let Some(tool) = worker.status.strip_prefix("tool:")
+                    && worker.connected
+                {
+                    return Err(refused(
+                        "pending_tool_call",
+                        format!(
+                            "the worker is still running a tool ({tool}) with no result yet: done is refused until it finishes. End your turn with let_it_run; the next view shows the result"
+                        ),
+                    ));
+                }
+                if stored.pending_tool_calls > 0 && worker.connected && worker.status != "idle" {
+                    return Err(refused(
+                        "pending_tool_call",
+                        format!(
+                            "the last view shows {} tool call(s) of the worker with no result yet: done is refused until they finish. End your turn with let_it_run",
+                            stored.pending_tool_calls
+                        ),
+                    ));
+                }
+                if let Some(pid) = worker.pid.filter(|_| worker.connected) {
+                    let children = rules::child_pi_processes(pid);
+                    if !children.is_empty() {
+                        let listed: Vec<String> =
+                            children.iter().map(|(p, _)| p.to_string()).collect();
+                        return Err(refused(
+                            "child_pi",
+                            format!(
+                                "a child pi process still runs under the worker (pid {}): done is refused until it ends. End your turn with let_it_run",
+                                listed.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+            VerdictKind::LetItRun => {}
+        }
+        let now = now_ms();
+        let verdict = Verdict {
+            kind,
+            text: text.clone(),
+            look: pairing.looks,
+            created_at: now,
+        };
+        let supervisor_sender = Sender {
+            kind: ClientKind::Pi,
+            session_id: Some(pairing.supervisor_id.clone()),
+            name: pairing.supervisor_name.clone(),
+        };
+        atomically(db, || {
+            store::pairings::insert_verdict(db, pairing.id, &verdict)?;
+            match kind {
+                VerdictKind::Steer => self.pairing_mail(
+                    &pairing.worker_id,
+                    DeliveryKind::Steer,
+                    &text,
+                    &supervisor_sender,
+                    pairing.id,
+                    None,
+                    db,
+                    out,
+                )?,
+                VerdictKind::Done => {
+                    store::pairings::end(
+                        db,
+                        pairing.id,
+                        "done",
+                        &pairing.supervisor_name,
+                        Some(&text),
+                        now,
+                    )?;
+                }
+                VerdictKind::LetItRun => {}
+            }
+            Ok(())
+        })?;
+        let after = self.pairing_record(&store::pairings::get(db, pairing.id)?.expect("exists"));
+        if kind == VerdictKind::Done {
+            self.forget(pairing.id);
+        }
+        tracing::info!(pairing = pairing.id, verdict = ?kind, look = pairing.looks, "verdict");
+        out.send(
+            conn,
+            &ServerMsg::VerdictAccepted {
+                id,
+                pairing: after.clone(),
+                verdict: verdict.clone(),
+                hint,
+            },
+        );
+        let by = Some(after.supervisor_name.clone());
+        self.pairing_event(
+            PairingChange::Verdict,
+            &after,
+            Some(verdict),
+            by.clone(),
+            out,
+        );
+        if after.state == PairingState::Ended {
+            self.pairing_event(PairingChange::Ended, &after, None, by, out);
+        }
+        Ok(())
+    }
+
+    pub(super) fn list_pairings(&self, all: bool, db: &Connection) -> HubResult<Vec<Pairing>> {
+        Ok(store::pairings::list(db, all)?
+            .iter()
+            .map(|s| self.pairing_record(s))
+            .collect())
+    }
+
+    /// A session connected or left: tell the other side of its pairing.
+    pub(super) fn pairing_presence(&self, session: &str, db: &Connection, out: &mut Out) {
+        match store::pairings::active_for(db, session) {
+            Ok(Some(stored)) => {
+                let record = self.pairing_record(&stored);
+                self.pairing_event_except(
+                    PairingChange::Presence,
+                    &record,
+                    None,
+                    None,
+                    Some(session),
+                    out,
+                );
+            }
+            Ok(None) => {}
+            Err(e) => tracing::error!(session, error = %e, "reading the session's pairing failed"),
+        }
+    }
+
+    /// A session's status changed: a worker that returns to idle gets a look.
+    pub(super) fn worker_status(&mut self, session: &str, was: &str, now: &str, db: &Connection) {
+        if was == "idle" || now != "idle" {
+            return;
+        }
+        match store::pairings::active_for(db, session) {
+            Ok(Some(stored)) if stored.pairing.worker_id == session => {
+                self.trigger_view(stored.pairing.id, ViewReason::Stopped, db);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(session, error = %e, "reading the worker's pairing failed"),
+        }
+    }
+
+    fn forget(&mut self, pairing: u64) {
+        self.supervision.next_timer.remove(&pairing);
+    }
+
+    /// Build and deliver a view (unless one is being built: then it runs after).
+    fn trigger_view(&mut self, pairing: u64, reason: ViewReason, db: &Connection) {
+        if let Some(again) = self.supervision.building.get_mut(&pairing) {
+            // A stop or a look outranks a timer that is waiting.
+            if again.is_none() || *again == Some(ViewReason::Timer) {
+                *again = Some(reason);
+            }
+            return;
+        }
+        let result = store::pairings::get(db, pairing)
+            .map_err(HubError::from)
+            .and_then(|stored| match stored {
+                Some(s) if s.pairing.state == PairingState::Active => {
+                    self.start_build(&s, reason, None, db)
+                }
+                _ => Ok(()),
+            });
+        if let Err(err) = result {
+            tracing::error!(pairing, "starting a view failed: {}", err.message);
+        }
+    }
+
+    /// Read what the build needs and run it on a blocking thread.
+    fn start_build(
+        &mut self,
+        stored: &Stored,
+        reason: ViewReason,
+        reply: Option<(ConnId, u64)>,
+        db: &Connection,
+    ) -> HubResult<()> {
+        let Some(tx) = self.self_tx.upgrade() else {
+            return Ok(()); // Shutting down.
+        };
+        let worker = self.session_info(db, &stored.pairing.worker_id)?;
+        let cursor: Cursor = serde_json::from_str(&stored.cursor).unwrap_or_default();
+        let cursor_before = stored.cursor.clone();
+        let goal = stored.pairing.goal.clone();
+        let pairing = stored.pairing.id;
+        let look = if reply.is_some() {
+            stored.pairing.looks
+        } else {
+            stored.pairing.looks + 1
+        };
+        if reply.is_none() {
+            self.supervision.building.insert(pairing, None);
+        }
+        tokio::task::spawn_blocking(move || {
+            let input = view::ViewInput {
+                cursor: &cursor,
+                worker: view::WorkerFacts {
+                    name: &worker.name,
+                    status: &worker.status,
+                    model: worker.model.as_deref(),
+                    context_percent: worker.context_percent,
+                    context_tokens: worker.context_tokens,
+                    context_window: worker.context_window,
+                    cwd: &worker.cwd,
+                    repo: worker.repo.as_deref(),
+                    branch: worker.branch.as_deref(),
+                    session_file: worker.session_file.as_deref(),
+                },
+                goal: goal.as_deref(),
+                look,
+                reason,
+                now: now_ms(),
+            };
+            let built = view::build(&input);
+            let done = ViewDone {
+                pairing,
+                reason,
+                cursor_before,
+                built,
+                reply,
+            };
+            let _ = tx.blocking_send(HubCommand::ViewBuilt(Box::new(done)));
+        });
+        Ok(())
+    }
+
+    /// A build finished: answer `worker_view`, or deliver the view as the next look.
+    pub(super) fn view_built(&mut self, done: ViewDone, db: &Connection, out: &mut Out) {
+        if let Some((conn, id)) = done.reply {
+            let view = View {
+                pairing_id: done.pairing,
+                look: done.built_look(db),
+                reason: ViewReason::Request,
+                text: done.built.text,
+                entries: done.built.entries,
+                pending_tool_calls: done.built.pending_tool_calls,
+                unchanged: done.built.unchanged,
+                created_at: now_ms(),
+            };
+            out.send(conn, &ServerMsg::View { id, view });
+            return;
+        }
+        let again = self.supervision.building.remove(&done.pairing).flatten();
+        if let Err(err) = self.deliver_view(&done, db, out) {
+            tracing::error!(
+                pairing = done.pairing,
+                "delivering a view failed: {}",
+                err.message
+            );
+        }
+        if let Some(reason) = again {
+            self.trigger_view(done.pairing, reason, db);
+        }
+    }
+
+    fn deliver_view(&mut self, done: &ViewDone, db: &Connection, out: &mut Out) -> HubResult<()> {
+        let Some(stored) = store::pairings::get(db, done.pairing)? else {
+            return Ok(());
+        };
+        if stored.pairing.state != PairingState::Active {
+            return Ok(());
+        }
+        if stored.cursor != done.cursor_before {
+            // Another look moved the cursor meanwhile: build again from there.
+            self.trigger_view(done.pairing, done.reason, db);
+            return Ok(());
+        }
+        let now = now_ms();
+        let interval = self.facts.supervise.look_interval_secs * 1000;
+        if interval > 0 {
+            self.supervision
+                .next_timer
+                .insert(done.pairing, now + interval);
+        }
+        if done.reason == ViewReason::Timer
+            && rules::skip_timer_view(done.built.unchanged, stored.timer_skips)
+        {
+            store::pairings::record_skip(db, done.pairing)?;
+            tracing::debug!(
+                pairing = done.pairing,
+                "timer view skipped: nothing changed"
+            );
+            return Ok(());
+        }
+        let look = stored.pairing.looks + 1;
+        let cursor = serde_json::to_string(&done.built.cursor)
+            .map_err(|e| HubError::new(ErrorCode::Internal, format!("cursor: {e}")))?;
+        atomically(db, || {
+            store::pairings::record_look(
+                db,
+                done.pairing,
+                &cursor,
+                done.built.pending_tool_calls,
+                now,
+            )?;
+            self.pairing_mail(
+                &stored.pairing.supervisor_id,
+                DeliveryKind::View,
+                &done.built.text,
+                &Self::core_sender(),
+                done.pairing,
+                Some(look),
+                db,
+                out,
+            )
+        })?;
+        let pairing =
+            self.pairing_record(&store::pairings::get(db, done.pairing)?.expect("exists"));
+        tracing::info!(pairing = done.pairing, look, reason = ?done.reason, entries = done.built.entries, "view delivered");
+        self.pairing_event(PairingChange::Look, &pairing, None, None, out);
+        Ok(())
+    }
+
+    /// The periodic timer: start a timer view for every pairing that is due.
+    pub(super) fn tick(&mut self, db: &Connection) {
+        let interval = self.facts.supervise.look_interval_secs * 1000;
+        if interval == 0 {
+            return;
+        }
+        let active = match store::pairings::active(db) {
+            Ok(active) => active,
+            Err(e) => {
+                tracing::error!(error = %e, "listing active pairings failed");
+                return;
+            }
+        };
+        let now = now_ms();
+        for stored in active {
+            let p = &stored.pairing;
+            let due = *self
+                .supervision
+                .next_timer
+                .entry(p.id)
+                .or_insert_with(|| p.last_look_at.unwrap_or(p.created_at) + interval);
+            if now >= due && !self.supervision.building.contains_key(&p.id) {
+                self.supervision.next_timer.insert(p.id, now + interval);
+                self.trigger_view(p.id, ViewReason::Timer, db);
+            }
+        }
+    }
+}
+
+impl ViewDone {
+    /// The current look number, for a `worker_view` answer.
+    fn built_look(&self, db: &Connection) -> u32 {
+        store::pairings::get(db, self.pairing)
+            .ok()
+            .flatten()
+            .map_or(0, |s| s.pairing.looks)
+    }
+}
+
+fn excerpt(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max).collect();
+    format!("{cut}…")
+}
+
+/// What the supervisor is told when the pairing starts (no turn): who it watches, the
+/// goal, and how to answer a look. The extension adds the policy text.
+fn brief_text(p: &Pairing, worker: &SessionInfo, by: &str) -> String {
+    let place = match (&worker.repo, &worker.branch) {
+        (Some(repo), Some(branch)) => format!("{repo}@{branch}"),
+        (Some(repo), None) => repo.clone(),
+        _ => worker.cwd.clone(),
+    };
+    let goal = match (&p.goal, &p.goal_file) {
+        (Some(goal), Some(file)) => format!("Goal (from {file}):\n\n{goal}"),
+        (Some(goal), None) => format!("Goal:\n\n{goal}"),
+        (None, _) => "No goal is set yet: steer is refused until one is (set_goal).".into(),
+    };
+    format!(
+        "Pairing {id}: you supervise {worker} (session {wid}) in {place}, started by {by}.\n\n{goal}\n\n\
+         Each view shows what the worker did since the last look. Answer each view with exactly one verdict: \
+         steer (one concrete next action), let_it_run, or done (with the evidence). Then end your turn.",
+        id = p.id,
+        worker = p.worker_name,
+        wid = p.worker_id,
+    )
+}
