@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use shepherd_core::protocol::{ClientMsg, DeliveryKind};
-use shepherd_harness::Core;
+use shepherd_core::protocol::{ClientMsg, DeliveryKind, Role, VerdictKind};
 use shepherd_harness::fake_model::{FakeModel, Reply};
 use shepherd_harness::fake_telegram::{
     FakeTelegram, FakeTelegramOptions, FakeUser, RateLimits, SentMessage, UserMessage,
 };
 use shepherd_harness::pi_process::{PiOptions, PiSession};
+use shepherd_harness::{Core, Pi, registration};
 
 const WAIT: Duration = Duration::from_secs(30);
 const ADA: i64 = 4242;
@@ -625,5 +625,231 @@ async fn buttons_on_old_cards_work_after_a_restart() -> Result<()> {
             .filter(|m| m.text.contains("Rebase or merge?"))
             .collect();
     assert_eq!(cards.len(), 1, "the restart did not post the card again");
+    Ok(())
+}
+
+/// Supervision from the phone: `/supervise` in the worker's topic pairs it with the free
+/// supervisor-role session in its directory; the topic shows the start and goal (once),
+/// a goal changed on the CLI, a steer (not a let_it_run), the supervisor's own question
+/// (answerable by its button), and the end when `/stop` (no session named: the topic's)
+/// stops it.
+#[tokio::test]
+async fn supervision_shows_in_the_workers_topic_and_is_steered_from_it() -> Result<()> {
+    let s = setup(true, None).await?;
+    let mut worker = s.core.pi("tg-w1", "fix-login").await?;
+    let mut reg = registration("tg-sup1", "watch-login", s.core.agent_dir());
+    reg.role = Role::Supervisor;
+    let (mut sup, _) = Pi::register_full(&s.core.socket(), reg).await?;
+    worker
+        .client
+        .request(|id| ClientMsg::Report {
+            id,
+            text: "starting on the login form".into(),
+        })
+        .await?;
+    let topic =
+        s.tg.wait_for("the worker's topic", WAIT, |tg| {
+            tg.topics(FORUM)
+                .into_iter()
+                .find(|t| t.name.contains("fix-login"))
+        })
+        .await?;
+    let in_topic = |m: &SentMessage| m.thread_id == Some(topic.thread_id);
+
+    s.tg.inject_message(
+        UserMessage::new(
+            FORUM,
+            ADA,
+            "/supervise fix-login the login form accepts SSO users",
+        )
+        .in_topic(topic.thread_id),
+    )?;
+    let start =
+        s.tg.wait_for_message(FORUM, WAIT, |m| {
+            in_topic(m) && m.text.contains("watch-login supervises fix-login")
+        })
+        .await?;
+    assert!(
+        start
+            .text
+            .contains("Goal: the login form accepts SSO users")
+            && start.text.contains("started by telegram:@ada"),
+        "{}",
+        start.text
+    );
+    let pairings = s.core.cli_json(&["pairings"])?;
+    let list = pairings.as_array().context("a list")?;
+    assert_eq!(list.len(), 1, "{pairings}");
+    assert_eq!(list[0]["worker_name"], "fix-login");
+    assert_eq!(list[0]["supervisor_name"], "watch-login");
+    assert_eq!(list[0]["state"], "active");
+    assert_eq!(list[0]["goal"], "the login form accepts SSO users");
+
+    // A goal changed on the CLI shows in the topic too.
+    let out = s.core.cli(&[
+        "supervise",
+        "goal",
+        "fix-login",
+        "SSO and password logins both work",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let goal =
+        s.tg.wait_for_message(FORUM, WAIT, |m| {
+            in_topic(m) && m.text.contains("New goal for fix-login")
+        })
+        .await?;
+    assert!(
+        goal.text.contains("SSO and password logins both work") && goal.text.contains("set by cli"),
+        "{}",
+        goal.text
+    );
+
+    // The supervisor's verdicts: a let_it_run is not posted, a steer is.
+    for (verdict, text) in [
+        (VerdictKind::LetItRun, "on track so far"),
+        (
+            VerdictKind::Steer,
+            "run the SSO tests before touching the form",
+        ),
+    ] {
+        sup.client
+            .request(|id| ClientMsg::Verdict {
+                id,
+                verdict,
+                text: text.into(),
+            })
+            .await?;
+    }
+    let steer =
+        s.tg.wait_for_message(FORUM, WAIT, |m| in_topic(m) && m.text.contains("👁 steer:"))
+            .await?;
+    assert!(
+        steer
+            .text
+            .contains("run the SSO tests before touching the form"),
+        "{}",
+        steer.text
+    );
+    let delivered = worker.next_delivery(WAIT).await?;
+    assert_eq!(delivered.kind, DeliveryKind::Steer);
+    worker.ack(&[delivered.id]).await?;
+
+    // The supervisor's question is shown where the human watches the worker.
+    sup.client
+        .request(|id| ClientMsg::Ask {
+            id,
+            question: "Is the staging SSO provider safe to use?".into(),
+            options: vec!["yes".into(), "no".into()],
+            details: None,
+        })
+        .await?;
+    let card =
+        s.tg.wait_for_message(FORUM, WAIT, is_card_for("staging SSO provider"))
+            .await?;
+    assert_eq!(
+        card.thread_id,
+        Some(topic.thread_id),
+        "in the worker's topic"
+    );
+    let press =
+        s.tg.press_button(FORUM, card.message_id, ADA, &card.buttons()[1].1)?;
+    s.tg.wait_for_callback_answer(&press.query_id, WAIT).await?;
+    let answer = loop {
+        let d = sup.next_delivery(WAIT).await?;
+        sup.ack(&[d.id]).await?;
+        if d.kind == DeliveryKind::Answer {
+            break d;
+        }
+    };
+    assert_eq!(answer.text, "no");
+
+    // /stop in the topic, without a session: the topic's.
+    s.tg.inject_message(UserMessage::new(FORUM, ADA, "/stop").in_topic(topic.thread_id))?;
+    let stopped =
+        s.tg.wait_for_message(FORUM, WAIT, |m| {
+            in_topic(m) && m.text.contains("stopped by")
+        })
+        .await?;
+    assert!(
+        stopped.text.contains("stopped by telegram:@ada")
+            && stopped
+                .text
+                .contains("watch-login no longer supervises fix-login"),
+        "{}",
+        stopped.text
+    );
+    assert_eq!(s.core.cli_json(&["pairings"])?, json!([]));
+    let all = s.core.cli_json(&["pairings", "--all"])?;
+    assert_eq!(all[0]["end_reason"], "stopped", "{all}");
+    assert_eq!(all[0]["ended_by"], "telegram:@ada", "{all}");
+
+    let said = |needle: &str| {
+        s.tg.messages(FORUM)
+            .iter()
+            .filter(|m| m.text.contains(needle))
+            .count()
+    };
+    assert_eq!(said("supervises fix-login."), 1, "the start is said once");
+    assert_eq!(said("stopped by telegram:@ada"), 1, "the stop is said once");
+    assert_eq!(said("on track so far"), 0, "let_it_run is not posted");
+    Ok(())
+}
+
+/// In a private chat (no topics) the pairing's messages name the worker; `/look` with a
+/// session answers, an unknown worker gets the core's refusal, and the help lists the
+/// pairing commands.
+#[tokio::test]
+async fn supervision_commands_in_a_private_chat() -> Result<()> {
+    let s = setup(false, None).await?;
+    let _worker = s.core.pi("tg-w2", "fix-signup").await?;
+    s.tg.inject_message(UserMessage::new(
+        s.chat,
+        ADA,
+        "/supervise fix-signup signup works",
+    ))?;
+    let refused =
+        s.tg.wait_for_message(s.chat, WAIT, |m| m.text.starts_with("⚠️"))
+            .await?;
+    assert!(
+        refused.text.contains("supervisor"),
+        "no supervisor-role session yet: the core says so: {}",
+        refused.text
+    );
+    let mut reg = registration("tg-sup2", "watch-signup", s.core.agent_dir());
+    reg.role = Role::Supervisor;
+    let (_sup, _) = Pi::register_full(&s.core.socket(), reg).await?;
+    s.tg.inject_message(UserMessage::new(
+        s.chat,
+        ADA,
+        "/supervise fix-signup signup works",
+    ))?;
+    s.tg.wait_for_message(s.chat, WAIT, |m| {
+        m.text.contains("watch-signup supervises fix-signup") && m.text.contains("signup works")
+    })
+    .await?;
+    s.tg.inject_message(UserMessage::new(s.chat, ADA, "/look fix-signup"))?;
+    s.tg.wait_for_message(s.chat, WAIT, |m| {
+        m.text.contains("watch-signup looks at fix-signup now")
+    })
+    .await?;
+    s.tg.inject_message(UserMessage::new(s.chat, ADA, "/look"))?;
+    s.tg.wait_for_message(s.chat, WAIT, |m| m.text.contains("Usage: /look <session>"))
+        .await?;
+    s.tg.inject_message(UserMessage::new(s.chat, ADA, "/help"))?;
+    let help =
+        s.tg.wait_for_message(s.chat, WAIT, |m| m.text.contains("shepherd commands"))
+            .await?;
+    for command in ["/supervise", "/goal", "/look", "/stop"] {
+        assert!(help.text.contains(command), "{}", help.text);
+    }
+    let commands = s.tg.commands().context("setMyCommands")?.to_string();
+    assert!(
+        commands.contains("supervise") && commands.contains("stop"),
+        "{commands}"
+    );
     Ok(())
 }
