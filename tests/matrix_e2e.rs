@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use shepherd_core::protocol::{ClientMsg, DeliveryKind};
-use shepherd_harness::Core;
+use shepherd_core::protocol::{ClientMsg, DeliveryKind, Role, VerdictKind};
 use shepherd_harness::fake_model::{FakeModel, Reply};
 use shepherd_harness::matrix_user::{MatrixUser, Message};
 use shepherd_harness::pi_process::{PiOptions, PiSession};
 use shepherd_harness::synapse::{Method, Synapse, skip_e2e};
+use shepherd_harness::{Core, Pi, registration};
 
 const WAIT: Duration = Duration::from_secs(45);
 const BOT: &str = "@bot:localhost";
@@ -588,5 +588,112 @@ async fn commands_answer_unknown_ones_get_help_and_a_thread_message_steers() -> 
         1,
         "{status}"
     );
+    Ok(())
+}
+
+/// Supervision from Matrix: `!supervise <goal>` in the worker's thread (no session named:
+/// the thread's) pairs it with the free supervisor-role session; the thread shows the
+/// start once, a steer, and the supervisor's question, which a plain message in the
+/// thread answers; `!stop` there ends it and says who stopped it.
+#[tokio::test]
+async fn supervision_lives_in_the_workers_thread() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    let s = setup(RoomMode::Plain, false).await?;
+    let mut worker = s.core.pi("mx-w1", "fix-login").await?;
+    let mut reg = registration("mx-sup1", "watch-login", s.core.agent_dir());
+    reg.role = Role::Supervisor;
+    let (mut sup, _) = Pi::register_full(&s.core.socket(), reg).await?;
+    worker
+        .client
+        .request(|id| ClientMsg::Report {
+            id,
+            text: "starting on the login form".into(),
+        })
+        .await?;
+    let report = s
+        .bot_says(|m| m.body().contains("starting on the login form"))
+        .await?;
+    let root = thread_of(&report);
+
+    s.ada
+        .send_thread_reply(
+            &s.room,
+            &root,
+            &report.event_id,
+            "!supervise the login form accepts SSO users",
+        )
+        .await?;
+    let start = s
+        .bot_says(|m| m.body().contains("watch-login supervises fix-login"))
+        .await?;
+    assert_eq!(thread_of(&start), root, "in the worker's thread");
+    assert!(
+        start
+            .body()
+            .contains("Goal: the login form accepts SSO users")
+            && start.body().contains("started by matrix:@ada:localhost"),
+        "{}",
+        start.body()
+    );
+    let pairings = s.core.cli_json(&["pairings"])?;
+    assert_eq!(pairings[0]["worker_name"], "fix-login", "{pairings}");
+    assert_eq!(pairings[0]["goal"], "the login form accepts SSO users");
+
+    sup.client
+        .request(|id| ClientMsg::Verdict {
+            id,
+            verdict: VerdictKind::Steer,
+            text: "run the SSO tests first".into(),
+        })
+        .await?;
+    let steer = s
+        .bot_says(|m| m.body().contains("👁 steer: run the SSO tests first"))
+        .await?;
+    assert_eq!(thread_of(&steer), root);
+
+    ask(&mut sup, "Use the staging SSO provider?", &["yes", "no"]).await?;
+    let card = s
+        .bot_says(is_card_for("Use the staging SSO provider?"))
+        .await?;
+    assert_eq!(
+        thread_of(&card),
+        root,
+        "the supervisor's ask is in the worker's thread"
+    );
+    s.ada
+        .send_thread_reply(&s.room, &root, &card.event_id, "2")
+        .await?;
+    let answer = loop {
+        let d = sup.next_delivery(WAIT).await?;
+        sup.ack(&[d.id]).await?;
+        if d.kind == DeliveryKind::Answer {
+            break d;
+        }
+    };
+    assert_eq!(answer.text, "no");
+
+    s.ada
+        .send_thread_reply(&s.room, &root, &steer.event_id, "!stop")
+        .await?;
+    let stopped = s
+        .bot_says(|m| m.body().contains("stopped by matrix:@ada:localhost"))
+        .await?;
+    assert_eq!(thread_of(&stopped), root);
+    assert!(
+        stopped
+            .body()
+            .contains("watch-login no longer supervises fix-login"),
+        "{}",
+        stopped.body()
+    );
+    assert_eq!(s.core.cli_json(&["pairings"])?, json!([]));
+    let starts = s
+        .bot_messages()
+        .iter()
+        .filter(|m| m.body().contains("supervises fix-login."))
+        .count();
+    assert_eq!(starts, 1, "the start is said once");
     Ok(())
 }
