@@ -248,24 +248,40 @@ class ShepherdSession {
     return reg;
   }
 
-  /** Queue presence changes; sent together shortly after, and only while registered. */
-  update(fields: PresenceUpdate): void {
+  /**
+   * Queue presence changes; sent together shortly after, and only while registered.
+   * `now` sends them (and anything queued) at once: a turn's start and end must each reach
+   * the core, or a quick turn would look like no change at all and a supervisor would
+   * never see the worker stop.
+   */
+  update(fields: PresenceUpdate, now = false): void {
     this.#pendingUpdate = { ...this.#pendingUpdate, ...fields };
+    if (now) {
+      if (this.#updateTimer !== null) clearTimeout(this.#updateTimer);
+      this.#updateTimer = null;
+      this.#flushUpdate();
+      return;
+    }
     if (this.#updateTimer !== null) return;
     this.#updateTimer = setTimeout(() => {
       this.#updateTimer = null;
-      const pending = this.#pendingUpdate;
-      this.#pendingUpdate = {};
-      if (!this.client.ready || Object.keys(pending).length === 0) return;
-      this.client.update(pending).catch((e: unknown) => this.recordError("update", e));
+      this.#flushUpdate();
     }, 50);
     this.#updateTimer.unref();
   }
 
+  #flushUpdate(): void {
+    const pending = this.#pendingUpdate;
+    this.#pendingUpdate = {};
+    if (!this.client.ready || Object.keys(pending).length === 0) return;
+    this.client.update(pending).catch((e: unknown) => this.recordError("update", e));
+  }
+
   setStatus(status: string): void {
     if (status === this.#status) return;
+    const turnBoundary = status === "idle" || this.#status === "idle";
     this.#status = status;
-    this.update({ status });
+    this.update({ status }, turnBoundary);
   }
 
   toolStarted(toolCallId: string, toolName: string): void {
