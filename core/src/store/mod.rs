@@ -37,7 +37,8 @@ pub enum StoreError {
 }
 
 /// The schema, one entry per version. Never edit an entry: append a new one.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE sessions (
     id TEXT PRIMARY KEY,
@@ -92,7 +93,8 @@ CREATE TABLE reports (
     text TEXT NOT NULL,
     created_at INTEGER NOT NULL
 );
-"#, r#"
+"#,
+    r#"
 ALTER TABLE sessions ADD COLUMN subagent INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN pairing_id INTEGER;
 ALTER TABLE messages ADD COLUMN look INTEGER;
@@ -132,7 +134,8 @@ CREATE TABLE verdicts (
     created_at INTEGER NOT NULL
 );
 CREATE INDEX verdicts_pairing ON verdicts(pairing_id, id);
-"#];
+"#,
+];
 
 /// An open database with its identity.
 pub struct Store {
