@@ -17,7 +17,8 @@
 //     avoided on purpose: an interactive abort clears it, dropping custom messages silently,
 //     and ctx.hasPendingMessages() does not count them.)
 //   - After an aborted run it is appended without starting a new run, and the model sees it
-//     with the next prompt: the user who pressed Escape keeps control.
+//     with the next prompt: the user who pressed Escape keeps control. A supervisor's view
+//     is the exception: it always starts a turn.
 // A delivery is acknowledged once its entry is in ctx.sessionManager.getEntries() and on
 // disk (the session file exists; Pi writes it from the first user or assistant message on),
 // or at once for an ephemeral session. One that never lands (Pi was busy after all, or the
@@ -199,7 +200,11 @@ export class Inbox {
     // a run (Pi does this synchronously when idle); the first that starts a turn starts a
     // run, and the rest join it at its first turn boundary.
     for (const t of pending) {
-      if (this.#holdTurn || !startsTurn(t.delivery.kind)) {
+      // A view is the core deciding it is time to look: it starts a turn even after an
+      // aborted run (a runaway abort, or Escape in a supervisor session); only
+      // `/supervise stop` ends the looks.
+      const held = this.#holdTurn && t.delivery.kind !== "view";
+      if (held || !startsTurn(t.delivery.kind)) {
         this.#send(t, false, now);
         continue;
       }

@@ -675,3 +675,72 @@ async fn a_core_restart_keeps_the_pairing_and_tells_each_side_about_the_other() 
     assert_eq!(pairing.goal.as_deref(), Some("ship it"));
     Ok(())
 }
+
+#[tokio::test]
+async fn a_worker_leaving_mid_turn_is_a_stop_and_an_absent_supervisor_catches_up_on_return()
+-> Result<()> {
+    let core = Core::start().await?;
+    let dir = tempfile::tempdir()?;
+    let mut file = SessionFile::create(dir.path(), "work-1");
+    file.append("user", "Tidy the imports");
+    let mut worker = register_with(
+        &core,
+        "work-1",
+        "tidy",
+        dir.path(),
+        Role::Lead,
+        Some(&file.path),
+    )
+    .await?;
+    let mut sup = register(&core, "sup-1", "watcher", dir.path(), Role::Lead).await?;
+    let p = supervise(&mut sup.client, Some("tidy"), Some("imports tidy")).await?;
+    assert_eq!(next_of(&mut sup, DeliveryKind::View).await?.look, Some(1));
+
+    // The worker's Pi goes away in the middle of a turn: that is a stop.
+    set_status(&mut worker, "thinking").await?;
+    file.append("assistant", "Half-way through the imports");
+    drop(worker);
+    let view = next_of(&mut sup, DeliveryKind::View).await?;
+    assert_eq!(view.look, Some(2));
+    assert!(view.text.contains("Half-way through"), "{}", view.text);
+
+    // The supervisor goes away; the worker comes back and works: nothing piles up.
+    drop(sup);
+    let mut worker = register_with(
+        &core,
+        "work-1",
+        "tidy",
+        dir.path(),
+        Role::Lead,
+        Some(&file.path),
+    )
+    .await?;
+    for step in ["first while away", "second while away"] {
+        set_status(&mut worker, "thinking").await?;
+        file.append("assistant", step);
+        set_status(&mut worker, "idle").await?;
+    }
+    let mut cli = core.client(ClientKind::Cli).await?;
+    worker.sync().await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let listed = pairings(&mut cli, false).await?;
+    assert_eq!(
+        (listed[0].id, listed[0].looks),
+        (p.id, 2),
+        "no look while away"
+    );
+    assert!(!listed[0].supervisor_connected);
+
+    // On its return: exactly one view, with everything it missed.
+    let mut sup = register(&core, "sup-1", "watcher", dir.path(), Role::Lead).await?;
+    let view = next_of(&mut sup, DeliveryKind::View).await?;
+    assert_eq!(view.look, Some(3));
+    assert!(
+        view.text.contains("first while away") && view.text.contains("second while away"),
+        "{}",
+        view.text
+    );
+    let more = tokio::time::timeout(Duration::from_millis(500), sup.next_delivery(WAIT)).await;
+    assert!(more.is_err(), "one catch-up view only: {more:?}");
+    Ok(())
+}

@@ -195,6 +195,21 @@ describe("Inbox", () => {
     assert.equal(pi.sends.at(-1)?.triggerTurn, true, "a later run clears the hold");
   });
 
+  test("after an aborted run (a runaway supervisor turn), a view still starts a turn", () => {
+    const pi = new FakePi();
+    const inbox = new Inbox(pi);
+    inbox.runSettled(true);
+    inbox.receive("s1", delivery(1, "a steer for later"));
+    inbox.receive("s1", delivery(2, "# Look 4", { kind: "view", pairing_id: 7, look: 4 }));
+    assert.deepEqual(
+      pi.sends.map((s) => [s.message.details.id, s.triggerTurn]),
+      [
+        [1, false],
+        [2, true],
+      ],
+    );
+  });
+
   test("no ack while the session file does not exist yet", () => {
     const pi = new FakePi();
     pi.isDurable = false;

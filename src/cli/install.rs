@@ -26,6 +26,21 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("dedupe.ts", include_str!("../../pi-ext/dedupe.ts")),
     ("inbox.ts", include_str!("../../pi-ext/inbox.ts")),
     ("wire.ts", include_str!("../../pi-ext/wire.ts")),
+    (
+        "supervise-pi.ts",
+        include_str!("../../pi-ext/supervise-pi.ts"),
+    ),
+    (
+        "supervise-args.ts",
+        include_str!("../../pi-ext/supervise-args.ts"),
+    ),
+    (
+        "supervision.ts",
+        include_str!("../../pi-ext/supervision.ts"),
+    ),
+    ("toolset.ts", include_str!("../../pi-ext/toolset.ts")),
+    ("policy.ts", include_str!("../../pi-ext/policy.ts")),
+    ("prune.ts", include_str!("../../pi-ext/prune.ts")),
     ("README.md", include_str!("../../pi-ext/README.md")),
 ];
 

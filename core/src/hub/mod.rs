@@ -322,8 +322,9 @@ impl Hub {
                     cmd @ (HubCommand::Connect { .. }
                     | HubCommand::Disconnect { .. }
                     | HubCommand::Drained { .. }) => self.state.handle(cmd, &self.db, &mut failed),
-                    // Views and timer looks wait for a working store.
-                    HubCommand::ViewBuilt(_) | HubCommand::Tick => {}
+                    HubCommand::ViewBuilt(done) => self.state.view_failed(*done, &mut failed),
+                    // The next tick tries again.
+                    HubCommand::Tick => {}
                 }
             }
             self.state.flush(failed);

@@ -128,12 +128,14 @@ impl State {
         self.live.remove(&session_id);
         let result = (|| -> HubResult<()> {
             if let Some(mut info) = store::sessions::get(db, &session_id)? {
+                let was = std::mem::replace(&mut info.status, "idle".into());
                 info.last_seen = now_ms();
-                info.status = "idle".into();
                 store::sessions::upsert(db, &info)?;
                 tracing::info!(session = %session_id, name = %info.name, "session left");
                 self.broadcast(&ServerMsg::SessionLeft { session: info }, out);
                 self.pairing_presence(&session_id, db, out);
+                // A worker that goes away mid-turn has stopped too.
+                self.worker_status(&session_id, &was, "idle", db);
             }
             Ok(())
         })();
@@ -290,6 +292,7 @@ impl State {
         self.conns.get_mut(&conn).expect("checked").session = Some(info.id.clone());
 
         let info = self.session_info(db, &info.id)?;
+        let status_now = info.status.clone();
         out.send(
             conn,
             &ServerMsg::Registered {
@@ -310,6 +313,11 @@ impl State {
         self.broadcast(&event, out);
         if !rejoined {
             self.pairing_presence(&session_id, db, out);
+            self.supervisor_returned(&session_id, db);
+        }
+        // A worker that stopped while it was away (or while the core was down) has stopped.
+        if let Some(previous) = &previous {
+            self.worker_status(&session_id, &previous.status, &status_now, db);
         }
         Ok(())
     }

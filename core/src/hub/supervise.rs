@@ -601,7 +601,7 @@ impl State {
                 if pairing.goal.is_none() {
                     return Err(refused(
                         "no_goal",
-                        "a steer needs a goal to steer toward, and this pairing has none: set one first (set_goal), then steer".into(),
+                        "no goal is set for this pairing, so there is nothing to steer toward: end your turn with let_it_run, and ask the human for the goal in one line ending with \"?\"".into(),
                     ));
                 }
                 let recent = store::pairings::recent_steers(db, pairing.id, rules::REPEAT_WINDOW)?;
@@ -744,6 +744,26 @@ impl State {
         }
     }
 
+    /// A supervisor (re)registered: catch it up. A pairing that never delivered its first
+    /// view (the core stopped first) gets it now; otherwise a view is sent if anything
+    /// changed while it was away (withheld views, a core restart).
+    pub(super) fn supervisor_returned(&mut self, session: &str, db: &Connection) {
+        match store::pairings::active_for(db, session) {
+            Ok(Some(stored)) if stored.pairing.supervisor_id == session => {
+                let reason = if stored.pairing.looks == 0 {
+                    ViewReason::Paired
+                } else {
+                    ViewReason::Timer
+                };
+                self.trigger_view(stored.pairing.id, reason, db);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(session, error = %e, "reading the supervisor's pairing failed")
+            }
+        }
+    }
+
     /// A session's status changed: a worker that returns to idle gets a look.
     pub(super) fn worker_status(&mut self, session: &str, was: &str, now: &str, db: &Connection) {
         if was == "idle" || now != "idle" {
@@ -828,7 +848,24 @@ impl State {
                 reason,
                 now: now_ms(),
             };
-            let built = view::build(&input);
+            let built = std::panic::catch_unwind(|| view::build(&input)).unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(pairing, "building a view panicked: {what}");
+                BuiltView {
+                    text: format!(
+                        "The view of {} could not be built (a bug in shepherd: {what}). Use worker_view, or let it run.",
+                        input.worker.name
+                    ),
+                    entries: 0,
+                    pending_tool_calls: input.cursor.pending.len() as u32,
+                    unchanged: false,
+                    cursor: input.cursor.clone(),
+                }
+            });
             let done = ViewDone {
                 pairing,
                 reason,
@@ -839,6 +876,21 @@ impl State {
             let _ = tx.blocking_send(HubCommand::ViewBuilt(Box::new(done)));
         });
         Ok(())
+    }
+
+    /// A build finished but its batch could not use the store: forget it (the next
+    /// trigger or timer builds again) and fail a waiting `worker_view`.
+    pub(super) fn view_failed(&mut self, done: ViewDone, out: &mut Out) {
+        match done.reply {
+            Some((conn, id)) => out.error(
+                conn,
+                Some(id),
+                HubError::new(ErrorCode::StoreFailed, "the database failed; retry"),
+            ),
+            None => {
+                self.supervision.building.remove(&done.pairing);
+            }
+        }
     }
 
     /// A build finished: answer `worker_view`, or deliver the view as the next look.
@@ -897,6 +949,12 @@ impl State {
                 pairing = done.pairing,
                 "timer view skipped: nothing changed"
             );
+            return Ok(());
+        }
+        if !self.live.contains_key(&stored.pairing.supervisor_id) {
+            // Nobody would read it: keep the cursor where it is; the supervisor gets one
+            // view of everything when it returns (`supervisor_returned`).
+            tracing::debug!(pairing = done.pairing, "supervisor away: view withheld");
             return Ok(());
         }
         let look = stored.pairing.looks + 1;

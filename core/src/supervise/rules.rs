@@ -3,7 +3,7 @@
 //! and when a timer view may be skipped. Pure functions over their inputs (and `/proc`
 //! for the process check), tested here.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// More verdicts than this in one look is a runaway.
@@ -129,7 +129,7 @@ pub fn child_pi_processes(root: u32) -> Vec<(u32, String)> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    let mut parent_of = Vec::new();
+    let mut parent_of = HashMap::new();
     for entry in dir.flatten() {
         let Some(pid) = entry
             .file_name()
@@ -139,11 +139,11 @@ pub fn child_pi_processes(root: u32) -> Vec<(u32, String)> {
             continue;
         };
         if let Some(ppid) = parent(pid) {
-            parent_of.push((pid, ppid));
+            parent_of.insert(pid, ppid);
         }
     }
     let mut found = Vec::new();
-    for &(pid, _) in &parent_of {
+    for &pid in parent_of.keys() {
         if pid == root || !descends_from(pid, root, &parent_of) {
             continue;
         }
@@ -156,9 +156,9 @@ pub fn child_pi_processes(root: u32) -> Vec<(u32, String)> {
     found
 }
 
-fn descends_from(mut pid: u32, root: u32, parent_of: &[(u32, u32)]) -> bool {
+fn descends_from(mut pid: u32, root: u32, parent_of: &HashMap<u32, u32>) -> bool {
     for _ in 0..64 {
-        let Some(&(_, ppid)) = parent_of.iter().find(|(p, _)| *p == pid) else {
+        let Some(&ppid) = parent_of.get(&pid) else {
             return false;
         };
         if ppid == root {
