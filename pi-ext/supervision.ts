@@ -90,6 +90,16 @@ function endedText(p: Pairing): string {
   return `${reason}${by}${evidence}`;
 }
 
+/** One line for a session that (re)connected into an active pairing. */
+export function returnText(p: Pairing, me: string): string {
+  if (p.supervisor_id === me) {
+    const there = p.worker_connected ? "connected" : "not connected right now";
+    return `shepherd: still supervising "${p.worker_name}" (pairing ${p.id}); the worker is ${there}`;
+  }
+  const there = p.supervisor_connected ? "connected" : "not connected right now";
+  return `shepherd: still watched by "${p.supervisor_name}" (pairing ${p.id}); the supervisor is ${there}`;
+}
+
 export class Supervision {
   readonly #host: SupervisionHost;
   #supervising: Pairing | null = null;
@@ -160,6 +170,8 @@ export class Supervision {
     const me = this.#host.sessionId();
     const active = pairings.filter((p) => p.state === "active" && (p.supervisor_id === me || p.worker_id === me));
     for (const p of active) this.observe(p, source);
+    // On return, say where this session stands and whether the other side is there.
+    if (source === "registered") for (const p of active) this.#host.notify(returnText(p, me), "info");
     const supervising = this.#supervising;
     if (supervising !== null && !active.some((p) => p.id === supervising.id && p.supervisor_id === me)) {
       this.#leave(supervising, "ended while this session was away");

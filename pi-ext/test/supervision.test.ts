@@ -202,6 +202,26 @@ describe("the worker side", () => {
     assert.equal(pi.saved().length, 0);
   });
 
+  test("on return, each side is told whether the other is connected", () => {
+    const worker = new FakePi(WORKER_ID);
+    const w = new Supervision(worker);
+    w.start();
+    w.sync([pairing({ supervisor_connected: false })], "registered");
+    assert.deepEqual(worker.notices, [
+      'shepherd: still watched by "watch-login" (pairing 7); the supervisor is not connected right now',
+    ]);
+    const sup = new FakePi(SUPERVISOR_ID, [...BEFORE, ...SUPERVISOR_TOOLS]);
+    const s = new Supervision(sup);
+    s.start();
+    s.sync([pairing({ worker_connected: true })], "registered");
+    assert.ok(
+      sup.notices.includes('shepherd: still supervising "fix-login" (pairing 7); the worker is connected'),
+      sup.notices.join("\n"),
+    );
+    s.sync([pairing()], "list");
+    assert.equal(sup.notices.filter((n) => n.startsWith("shepherd: still")).length, 1, "only on registration");
+  });
+
   test("pairings of other sessions are ignored", () => {
     const pi = new FakePi("someone-else");
     const s = new Supervision(pi);
