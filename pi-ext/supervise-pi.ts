@@ -33,6 +33,7 @@ export interface SupervisorSession {
 
 /** How the model is told to end its turn after a verdict. */
 export const END_TURN = "End your turn now: reply in one short line, no more tool calls.";
+const END_TURN_LOWER = "end your turn now: reply in one short line, no more tool calls.";
 
 function message(e: unknown): string {
   if (e instanceof CoreError) return e.coreMessage;
@@ -213,7 +214,10 @@ async function verdict(kind: VerdictKind, text: string, s: SupervisorSession | n
     if (e instanceof CoreError && e.code === "not_paired") {
       return result(`Not recorded: ${e.coreMessage} You are not supervising anyone now. ${END_TURN}`, { verdict: kind, refused: "not_paired" }, true);
     }
-    return result(`Not recorded: ${message(e)}. Try again at the next look.`, { verdict: kind, refused: e instanceof CoreError ? e.code : "error" }, true);
+    if (e instanceof CoreError && e.code === "invalid_argument") {
+      return result(`Not recorded: ${e.coreMessage} Call the verdict again with it, or ${END_TURN_LOWER}`, { verdict: kind, refused: "invalid_argument" }, true);
+    }
+    return result(`Not recorded: ${message(e)}. Try again at the next look; ${END_TURN_LOWER}`, { verdict: kind, refused: e instanceof CoreError ? e.code : "error" }, true);
   }
 }
 

@@ -744,3 +744,40 @@ async fn a_worker_leaving_mid_turn_is_a_stop_and_an_absent_supervisor_catches_up
     assert!(more.is_err(), "one catch-up view only: {more:?}");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_renamed_worker_is_shown_under_its_new_name_on_the_other_side() -> Result<()> {
+    let core = Core::start().await?;
+    let dir = tempfile::tempdir()?;
+    let mut worker = register(&core, "work-1", "old-name", dir.path(), Role::Lead).await?;
+    let mut sup = register(&core, "sup-1", "watcher", dir.path(), Role::Lead).await?;
+    supervise(&mut sup.client, Some("old-name"), Some("ship it")).await?;
+    worker
+        .client
+        .request(|id| ClientMsg::Update {
+            id,
+            name: Some("new-name".into()),
+            model: None,
+            context: None,
+            status: None,
+            cwd: None,
+            role: None,
+            session_file: None,
+        })
+        .await?;
+    let ev = next_event_where(&mut sup.client, WAIT, |m| {
+        matches!(
+            m,
+            ServerMsg::PairingEvent {
+                change: PairingChange::Presence,
+                ..
+            }
+        )
+    })
+    .await?;
+    let ServerMsg::PairingEvent { pairing, .. } = ev else {
+        unreachable!()
+    };
+    assert_eq!(pairing.worker_name, "new-name");
+    Ok(())
+}

@@ -334,6 +334,7 @@ impl State {
         let session_id = self.registered(conn)?.to_string();
         let mut info = self.session_info(db, &session_id)?;
         let was = info.status.clone();
+        let old_name = info.name.clone();
         if let Some(name) = patch.name {
             check_name(&name)?;
             info.name = name;
@@ -375,7 +376,12 @@ impl State {
             },
         );
         let status = info.status.clone();
+        let renamed = info.name != old_name;
         self.broadcast(&ServerMsg::SessionChanged { session: info }, out);
+        if renamed {
+            // The other side of a pairing shows this name (footer, chat).
+            self.pairing_presence(&session_id, db, out);
+        }
         self.worker_status(&session_id, &was, &status, db);
         Ok(())
     }

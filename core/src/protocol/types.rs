@@ -358,6 +358,6 @@ pub enum PairingChange {
     /// A view was delivered to the supervisor.
     Look,
     Ended,
-    /// One side connected or disconnected.
+    /// One side connected, disconnected or was renamed.
     Presence,
 }
