@@ -116,7 +116,8 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct UpArgs {
     /// Append logs to a file instead of stderr; without a value, `<state dir>/core.log`
-    /// (what the Pi extension uses when it starts the core in the background).
+    /// (what the Pi extension uses when it starts the core in the background). A file over
+    /// 10 MiB is moved to `<file>.1` first.
     #[arg(long, value_name = "PATH", num_args = 0..=1)]
     pub log_file: Option<Option<PathBuf>>,
 }

@@ -108,8 +108,31 @@ async fn stop_bridges(bridges: Bridges, shutdown: CancellationToken) {
     }
 }
 
+/// A log file over this size at start-up is moved to `<name>.1` (replacing an older one),
+/// so an autostarted core's log stays bounded across restarts.
+const MAX_LOG_BYTES: u64 = 10 * 1024 * 1024;
+
+/// Move `path` to `<path>.1` when it is larger than `max`. Failing to rotate is not a
+/// reason not to start: the log is then appended to as before.
+fn rotate_if_large(path: &std::path::Path, max: u64) {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return;
+    };
+    if meta.len() <= max {
+        return;
+    }
+    let mut old = path.as_os_str().to_owned();
+    old.push(".1");
+    if let Err(e) = std::fs::rename(path, &old) {
+        eprintln!(
+            "shepherd: could not rotate the log file {} ({e}); appending to it",
+            path.display()
+        );
+    }
+}
+
 /// The log file to append to: `path`, else `<state dir>/core.log` (the state directory is
-/// created private, as the daemon makes it).
+/// created private, as the daemon makes it). One over 10 MiB is rotated first.
 fn open_log_file(
     path: Option<&std::path::Path>,
     config: &shepherd_core::config::Config,
@@ -125,6 +148,7 @@ fn open_log_file(
             dir.join("core.log")
         }
     };
+    rotate_if_large(&path, MAX_LOG_BYTES);
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -168,4 +192,27 @@ fn init_logging(json: bool, file: Option<std::fs::File>) -> Result<(), Failure> 
         builder.try_init()
     };
     installed.map_err(|e| Failure::new("logging", format!("cannot set up logging: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_log_is_moved_aside_once_and_a_small_one_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("core.log");
+        std::fs::write(&log, "small\n").unwrap();
+        rotate_if_large(&log, 100);
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "small\n");
+        std::fs::write(&log, "x".repeat(101)).unwrap();
+        std::fs::write(dir.path().join("core.log.1"), "older").unwrap();
+        rotate_if_large(&log, 100);
+        assert!(!log.exists());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("core.log.1")).unwrap().len(),
+            101
+        );
+        rotate_if_large(&dir.path().join("missing.log"), 100);
+    }
 }
