@@ -21,7 +21,7 @@ import { DELIVERY_CUSTOM_TYPES } from "./dedupe.ts";
 import { draftsWantTurn, Inbox, type DeliveryDraft } from "./inbox.ts";
 import { loadPolicy } from "./policy.ts";
 import { registerSupervisor } from "./supervise-pi.ts";
-import { Supervision, SUPERVISE_STATUS_KEY } from "./supervision.ts";
+import { Supervision, SUPERVISE_STATUS_KEY, type PolicyBriefMessage } from "./supervision.ts";
 import type { Ask, ContextUsage, Delivery, Registration } from "./wire.ts";
 
 const STATUS_KEY = "shepherd";
@@ -54,6 +54,9 @@ function modelName(ctx: ExtensionContext): string | undefined {
 }
 
 /** Everything that lives from one session_start to its session_shutdown. */
+/** The nudge that starts the turn for a view stranded by an aborted run. */
+const VIEW_NUDGE_CUSTOM_TYPE = "shepherd-view-nudge";
+
 class ShepherdSession {
   readonly #pi: ExtensionAPI;
   readonly config: ShepherdConfig;
@@ -70,6 +73,10 @@ class ShepherdSession {
   /** Registered at least once in this session: a later outage is a lost core, not a missing one. */
   #everConnected = false;
   #pendingUpdate: PresenceUpdate = {};
+  /** Supervision briefs waiting for a turn boundary (see #injectBrief). */
+  readonly #pendingBriefs: PolicyBriefMessage[] = [];
+  /** A view was added at a turn boundary and no turn has started since to answer it. */
+  #viewAwaitingTurn = false;
   #updateTimer: NodeJS.Timeout | null = null;
   #reconcileTimer: NodeJS.Timeout | null = null;
   readonly #log: string[] = [];
@@ -105,7 +112,7 @@ class ShepherdSession {
       entries: () => this.ctx.sessionManager.getEntries(),
       contextEntries: () => this.ctx.sessionManager.buildContextEntries(),
       appendEntry: (customType, data) => this.#pi.appendEntry(customType, data),
-      injectBrief: (msg) => this.#pi.sendMessage(msg, { triggerTurn: false }),
+      injectBrief: (msg) => this.#injectBrief(msg),
       setFooter: (text) => {
         try {
           if (this.ctx.hasUI) this.ctx.ui.setStatus(SUPERVISE_STATUS_KEY, text ?? undefined);
@@ -322,9 +329,60 @@ class ShepherdSession {
     }
   }
 
+  /**
+   * The extension's own supervision brief: appended at once when idle; when busy it waits
+   * for the next turn boundary (Pi's steering queue would lose it to an abort).
+   */
+  #injectBrief(msg: PolicyBriefMessage): void {
+    if (this.ctx.isIdle()) {
+      this.#pi.sendMessage(msg, { triggerTurn: false });
+    } else {
+      this.#pendingBriefs.push(msg);
+    }
+  }
+
+  /** Briefs waiting for a turn boundary, as entry drafts (they never ask for a turn). */
+  takeBriefDrafts(): Array<PolicyBriefMessage & { type: "custom_message" }> {
+    const briefs = this.#pendingBriefs.splice(0).map((b) => ({ type: "custom_message" as const, ...b }));
+    if (briefs.length > 0) this.log(`adding ${briefs.length} supervision brief(s) at a turn boundary`);
+    return briefs;
+  }
+
+  /** After a run: a brief that found no boundary (an aborted run) is appended now. */
+  flushBriefs(): void {
+    for (const brief of this.#pendingBriefs.splice(0)) this.#pi.sendMessage(brief, { triggerTurn: false });
+  }
+
+  /** A model request is going out: any view added before it is in front of the model. */
+  turnStarted(): void {
+    this.#viewAwaitingTurn = false;
+  }
+
+  /**
+   * After a run: a view that was added at its last boundary but never answered (the run
+   * was aborted right then) gets a turn now, so a look is never left unread.
+   */
+  answerStrandedView(): void {
+    if (!this.#viewAwaitingTurn) return;
+    this.#viewAwaitingTurn = false;
+    // A run the inbox just started reads the view too.
+    if (this.supervision.supervising === null || !this.ctx.isIdle()) return;
+    this.log("a view landed as the run was aborted: starting its turn");
+    this.#pi.sendMessage(
+      {
+        customType: VIEW_NUDGE_CUSTOM_TYPE,
+        content: "[shepherd] The look above is still waiting for your verdict.",
+        display: false,
+        details: {},
+      },
+      { triggerTurn: true },
+    );
+  }
+
   /** Boundary drafts for turn_end / agent_before_settle. */
   takeDrafts(): DeliveryDraft[] {
     const drafts = this.inbox.takeBoundaryDrafts();
+    if (drafts.some((d) => d.details.kind === "view")) this.#viewAwaitingTurn = true;
     if (drafts.length > 0) {
       this.log(`injecting ${drafts.map((d) => d.details.id).join(",")} at a turn boundary`);
       this.#armReconcile();
@@ -538,6 +596,10 @@ export default function shepherd(pi: ExtensionAPI): void {
     });
   });
 
+  pi.on("before_provider_request", (_event, ctx) => {
+    withSession(ctx, "before_provider_request", (s) => s.turnStarted());
+  });
+
   pi.on("agent_start", (_event, ctx) => {
     withSession(ctx, "agent_start", (s) => {
       s.inbox.runStarted();
@@ -557,19 +619,25 @@ export default function shepherd(pi: ExtensionAPI): void {
     return withSession(ctx, "turn_end", (s) => {
       s.updateContext();
       s.reconcile();
+      // An aborted run takes nothing: what waits is handled when it has settled (held
+      // deliveries appended, a view starting its turn, briefs appended).
+      if (event.outcome === "aborted") return undefined;
+      const briefs = s.takeBriefDrafts();
       const drafts = s.takeDrafts();
-      if (drafts.length === 0) return undefined;
+      if (briefs.length === 0 && drafts.length === 0) return undefined;
       // A lone brief is added without asking for another model request.
-      const entries = [...event.entries, ...drafts];
+      const entries = [...event.entries, ...briefs, ...drafts];
       return draftsWantTurn(drafts) ? { entries, continue: true } : { entries };
     });
   });
 
   pi.on("agent_before_settle", (event, ctx) => {
     return withSession(ctx, "agent_before_settle", (s) => {
+      if (event.outcome === "aborted") return undefined;
+      const briefs = s.takeBriefDrafts();
       const drafts = s.takeDrafts();
-      if (drafts.length === 0) return undefined;
-      const entries = [...event.entries, ...drafts];
+      if (briefs.length === 0 && drafts.length === 0) return undefined;
+      const entries = [...event.entries, ...briefs, ...drafts];
       return draftsWantTurn(drafts) ? { entries, continue: true } : { entries };
     });
   });
@@ -577,7 +645,9 @@ export default function shepherd(pi: ExtensionAPI): void {
   pi.on("agent_settled", (event, ctx) => {
     withSession(ctx, "agent_settled", (s) => {
       s.settled();
+      s.flushBriefs();
       s.inbox.runSettled(event.aborted);
+      s.answerStrandedView();
       s.reconcile();
     });
   });

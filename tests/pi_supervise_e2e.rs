@@ -438,3 +438,86 @@ async fn supervisor_context_after_ten_looks_stays_flat_with_pruning() -> Result<
     );
     Ok(())
 }
+
+/// Entries of a session file that are the extension's policy brief.
+fn policy_briefs(file: &Path) -> Result<usize> {
+    let text = std::fs::read_to_string(file)?;
+    let mut n = 0;
+    for line in text.lines() {
+        let entry: Value = serde_json::from_str(line)?;
+        if entry["type"] == "custom_message"
+            && entry["customType"] == "shepherd-brief"
+            && entry["details"]["policy"] == true
+        {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+#[tokio::test]
+async fn the_cli_pairs_a_busy_supervisor_role_session_and_its_brief_survives_an_abort() -> Result<()>
+{
+    let core = Core::start().await?;
+    let worker_model = FakeModel::start(|_| Reply::text("Working.")).await?;
+    let supervisor_model = FakeModel::start(|req| {
+        if last_is_tool_result(req) {
+            Reply::text("Done with that.")
+        } else if offered(req, "steer") {
+            Reply::tool("let_it_run", json!({"reason": "fine"}))
+        } else {
+            Reply::tool("bash", json!({"command": "sleep 3; echo slow-done"}))
+        }
+    })
+    .await?;
+    let mut pair = start_pair(
+        &core,
+        worker_model,
+        supervisor_model,
+        &[("SHEPHERD_ROLE", "supervisor")],
+    )
+    .await?;
+    // The supervisor-role session is busy in a slow tool when the human pairs it.
+    pair.supervisor.prompt("Run the slow check.").await?;
+    eventually(LONG, "the supervisor inside its tool", || {
+        session(&core, "boss").filter(|s| s["status"] == "tool:bash")
+    })
+    .await?;
+    let out = core.cli(&[
+        "supervise",
+        "start",
+        "worker",
+        "Keep",
+        "the",
+        "docs",
+        "current",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The human presses Escape on that slow check right after: the brief must survive it
+    // (it waits for a turn boundary or the end of the run, not in Pi's steering queue,
+    // which an abort clears), land once, and reach the first look's request.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    pair.supervisor.command(json!({"type": "abort"})).await?;
+    let look = eventually(LONG, "the first look", || {
+        pair.supervisor_model
+            .requests()
+            .into_iter()
+            .find(|r| offered(r, "steer") && !last_is_tool_result(r))
+    })
+    .await?;
+    assert!(
+        look.transcript().contains("You now supervise session")
+            && look.transcript().contains("Keep the docs current"),
+        "{}",
+        look.transcript()
+    );
+    pair.supervisor.wait_settled(LONG).await?;
+    let file = pair.supervisor.session_file().await?;
+    assert_eq!(policy_briefs(&file)?, 1);
+    Ok(())
+}

@@ -210,7 +210,9 @@ mod tests {
         rotate_if_large(&log, 100);
         assert!(!log.exists());
         assert_eq!(
-            std::fs::read_to_string(dir.path().join("core.log.1")).unwrap().len(),
+            std::fs::read_to_string(dir.path().join("core.log.1"))
+                .unwrap()
+                .len(),
             101
         );
         rotate_if_large(&dir.path().join("missing.log"), 100);
