@@ -5,6 +5,7 @@
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use super::supervise::PresenceChange;
 use super::{Conn, ConnHandle, ConnId, HubError, HubResult, Live, Out, State};
 use crate::protocol::{
     BridgeInfo, ClientKind, ContextUsage, CoreStatus, ErrorCode, PROTOCOL_VERSION, Registration,
@@ -133,9 +134,16 @@ impl State {
                 store::sessions::upsert(db, &info)?;
                 tracing::info!(session = %session_id, name = %info.name, "session left");
                 self.broadcast(&ServerMsg::SessionLeft { session: info }, out);
-                self.pairing_presence(&session_id, db, out);
-                // A worker that goes away mid-turn has stopped too.
-                self.worker_status(&session_id, &was, "idle", db);
+                if let Some(stored) = store::pairings::active_for(db, &session_id)? {
+                    // A worker that goes away mid-turn has stopped too.
+                    let change = PresenceChange {
+                        was: Some(&was),
+                        now: "idle",
+                        came_back: false,
+                        tell: true,
+                    };
+                    self.presence_changed(&session_id, &stored, change, db, out);
+                }
             }
             Ok(())
         })();
@@ -293,13 +301,14 @@ impl State {
 
         let info = self.session_info(db, &info.id)?;
         let status_now = info.status.clone();
+        let pairing = store::pairings::active_for(db, &info.id)?;
         out.send(
             conn,
             &ServerMsg::Registered {
                 id,
                 session: info.clone(),
                 pending: info.pending_messages,
-                pairings: self.pairings_of(&info.id, db)?,
+                pairings: pairing.iter().map(|p| self.pairing_record(p)).collect(),
             },
         );
         self.replay(&info.id, db, out)?;
@@ -311,13 +320,15 @@ impl State {
             ServerMsg::SessionJoined { session: info }
         };
         self.broadcast(&event, out);
-        if !rejoined {
-            self.pairing_presence(&session_id, db, out);
-            self.supervisor_returned(&session_id, db);
-        }
-        // A worker that stopped while it was away (or while the core was down) has stopped.
-        if let Some(previous) = &previous {
-            self.worker_status(&session_id, &previous.status, &status_now, db);
+        if let Some(stored) = &pairing {
+            // A worker that stopped while it was away (or the core was down) has stopped.
+            let change = PresenceChange {
+                was: previous.as_ref().map(|p| p.status.as_str()),
+                now: &status_now,
+                came_back: !rejoined,
+                tell: !rejoined,
+            };
+            self.presence_changed(&session_id, stored, change, db, out);
         }
         Ok(())
     }
@@ -376,13 +387,24 @@ impl State {
             },
         );
         let status = info.status.clone();
-        let renamed = info.name != old_name;
+        // The other side of a pairing shows this name (footer, chat).
+        let change = PresenceChange {
+            was: Some(&was),
+            now: &status,
+            came_back: false,
+            tell: info.name != old_name,
+        };
         self.broadcast(&ServerMsg::SessionChanged { session: info }, out);
-        if renamed {
-            // The other side of a pairing shows this name (footer, chat).
-            self.pairing_presence(&session_id, db, out);
+        if change.tell || change.stopped() {
+            // The update itself is done and answered: a failed read is only logged.
+            match store::pairings::active_for(db, &session_id) {
+                Ok(Some(stored)) => self.presence_changed(&session_id, &stored, change, db, out),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(session = %session_id, error = %e, "reading the session's pairing failed")
+                }
+            }
         }
-        self.worker_status(&session_id, &was, &status, db);
         Ok(())
     }
 

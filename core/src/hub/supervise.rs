@@ -34,6 +34,8 @@ pub(super) struct Supervision {
 pub struct ViewDone {
     pub pairing: u64,
     pub reason: ViewReason,
+    /// The look this view is (for `worker_view`: the current one, not advanced).
+    pub look: u32,
     /// The cursor the build started from, to detect a build that raced another look.
     pub cursor_before: String,
     pub built: BuiltView,
@@ -48,6 +50,24 @@ pub(super) struct SuperviseArgs {
     pub goal: Option<String>,
     pub cwd: Option<String>,
     pub by: Option<String>,
+}
+
+/// What happened to a paired session's presence (see [`State::presence_changed`]).
+pub(super) struct PresenceChange<'a> {
+    /// Its status before, when known.
+    pub was: Option<&'a str>,
+    pub now: &'a str,
+    /// It registered on a new connection.
+    pub came_back: bool,
+    /// The other side and the subscribers should hear of it (connected, left, renamed).
+    pub tell: bool,
+}
+
+impl PresenceChange<'_> {
+    /// Whether the session went from working to idle: a worker's turn ended.
+    pub(super) fn stopped(&self) -> bool {
+        self.was.is_some_and(|was| was != "idle") && self.now == "idle"
+    }
 }
 
 fn goal_error(err: GoalError) -> HubError {
@@ -77,20 +97,19 @@ fn refused(reason: &str, message: String) -> HubError {
 }
 
 impl State {
+    /// A pairing as it is now in the store (within the batch that just changed it).
+    fn pairing_now(&self, id: u64, db: &Connection) -> HubResult<Pairing> {
+        let stored = store::pairings::get(db, id)?
+            .ok_or_else(|| HubError::new(ErrorCode::Internal, format!("pairing {id} vanished")))?;
+        Ok(self.pairing_record(&stored))
+    }
+
     /// The wire record with live `connected` flags.
-    fn pairing_record(&self, stored: &Stored) -> Pairing {
+    pub(super) fn pairing_record(&self, stored: &Stored) -> Pairing {
         let mut p = stored.pairing.clone();
         p.supervisor_connected = self.live.contains_key(&p.supervisor_id);
         p.worker_connected = self.live.contains_key(&p.worker_id);
         p
-    }
-
-    /// Active pairings `session` is in (at most one), for `registered`.
-    pub(super) fn pairings_of(&self, session: &str, db: &Connection) -> HubResult<Vec<Pairing>> {
-        Ok(store::pairings::active_for(db, session)?
-            .map(|s| self.pairing_record(&s))
-            .into_iter()
-            .collect())
     }
 
     /// Tell both sides (if connected) and every subscriber.
@@ -397,7 +416,7 @@ impl State {
                     created_at: now,
                 },
             )?;
-            let pairing = self.pairing_record(&store::pairings::get(db, pid)?.expect("inserted"));
+            let pairing = self.pairing_now(pid, db)?;
             self.pairing_mail(
                 &supervisor.id,
                 DeliveryKind::Brief,
@@ -440,7 +459,7 @@ impl State {
         let me = self.conns.get(&conn).and_then(|c| c.session.clone());
         let ended = atomically(db, || {
             store::pairings::end(db, pid, "stopped", &by, None, now_ms())?;
-            let ended = self.pairing_record(&store::pairings::get(db, pid)?.expect("exists"));
+            let ended = self.pairing_now(pid, db)?;
             if me.as_deref() != Some(ended.supervisor_id.as_str()) {
                 let text = format!(
                     "The pairing with {} ended: stopped by {by}. You no longer supervise it; your usual tools are back.",
@@ -508,7 +527,7 @@ impl State {
         );
         let pairing = atomically(db, || {
             store::pairings::set_goal(db, pid, &goal.text, goal.file.as_deref())?;
-            let pairing = self.pairing_record(&store::pairings::get(db, pid)?.expect("exists"));
+            let pairing = self.pairing_now(pid, db)?;
             self.pairing_mail(
                 &pairing.supervisor_id,
                 DeliveryKind::Brief,
@@ -690,7 +709,7 @@ impl State {
             }
             Ok(())
         })?;
-        let after = self.pairing_record(&store::pairings::get(db, pairing.id)?.expect("exists"));
+        let after = self.pairing_now(pairing.id, db)?;
         if kind == VerdictKind::Done {
             self.forget(pairing.id);
         }
@@ -725,56 +744,41 @@ impl State {
             .collect())
     }
 
-    /// A session connected or left: tell the other side of its pairing.
-    pub(super) fn pairing_presence(&self, session: &str, db: &Connection, out: &mut Out) {
-        match store::pairings::active_for(db, session) {
-            Ok(Some(stored)) => {
-                let record = self.pairing_record(&stored);
-                self.pairing_event_except(
-                    PairingChange::Presence,
-                    &record,
-                    None,
-                    None,
-                    Some(session),
-                    out,
-                );
-            }
-            Ok(None) => {}
-            Err(e) => tracing::error!(session, error = %e, "reading the session's pairing failed"),
+    /// A session's presence changed (it registered, left, was renamed or changed status)
+    /// and it is in `stored`: tell the other side when it should hear, catch a returning
+    /// supervisor up, and give a look when the worker stopped.
+    pub(super) fn presence_changed(
+        &mut self,
+        session: &str,
+        stored: &Stored,
+        change: PresenceChange<'_>,
+        db: &Connection,
+        out: &mut Out,
+    ) {
+        let p = &stored.pairing;
+        if change.tell {
+            let record = self.pairing_record(stored);
+            self.pairing_event_except(
+                PairingChange::Presence,
+                &record,
+                None,
+                None,
+                Some(session),
+                out,
+            );
         }
-    }
-
-    /// A supervisor (re)registered: catch it up. A pairing that never delivered its first
-    /// view (the core stopped first) gets it now; otherwise a view is sent if anything
-    /// changed while it was away (withheld views, a core restart).
-    pub(super) fn supervisor_returned(&mut self, session: &str, db: &Connection) {
-        match store::pairings::active_for(db, session) {
-            Ok(Some(stored)) if stored.pairing.supervisor_id == session => {
-                let reason = if stored.pairing.looks == 0 {
-                    ViewReason::Paired
-                } else {
-                    ViewReason::Timer
-                };
-                self.trigger_view(stored.pairing.id, reason, db);
-            }
-            Ok(_) => {}
-            Err(e) => {
-                tracing::error!(session, error = %e, "reading the supervisor's pairing failed")
-            }
+        if change.came_back && p.supervisor_id == session {
+            // The first view never went out (the core stopped first), or one view of what
+            // changed while it was away (withheld views, a core restart).
+            let reason = if p.looks == 0 {
+                ViewReason::Paired
+            } else {
+                ViewReason::Timer
+            };
+            self.trigger_view(p.id, reason, db);
         }
-    }
-
-    /// A session's status changed: a worker that returns to idle gets a look.
-    pub(super) fn worker_status(&mut self, session: &str, was: &str, now: &str, db: &Connection) {
-        if was == "idle" || now != "idle" {
-            return;
-        }
-        match store::pairings::active_for(db, session) {
-            Ok(Some(stored)) if stored.pairing.worker_id == session => {
-                self.trigger_view(stored.pairing.id, ViewReason::Stopped, db);
-            }
-            Ok(_) => {}
-            Err(e) => tracing::error!(session, error = %e, "reading the worker's pairing failed"),
+        if p.worker_id == session && change.stopped() {
+            self.trigger_view(p.id, ViewReason::Stopped, db);
         }
     }
 
@@ -869,6 +873,7 @@ impl State {
             let done = ViewDone {
                 pairing,
                 reason,
+                look,
                 cursor_before,
                 built,
                 reply,
@@ -898,7 +903,7 @@ impl State {
         if let Some((conn, id)) = done.reply {
             let view = View {
                 pairing_id: done.pairing,
-                look: done.built_look(db),
+                look: done.look,
                 reason: ViewReason::Request,
                 text: done.built.text,
                 entries: done.built.entries,
@@ -979,8 +984,7 @@ impl State {
                 out,
             )
         })?;
-        let pairing =
-            self.pairing_record(&store::pairings::get(db, done.pairing)?.expect("exists"));
+        let pairing = self.pairing_now(done.pairing, db)?;
         tracing::info!(pairing = done.pairing, look, reason = ?done.reason, entries = done.built.entries, "view delivered");
         self.pairing_event(PairingChange::Look, &pairing, None, None, out);
         Ok(())
@@ -1012,16 +1016,6 @@ impl State {
                 self.trigger_view(p.id, ViewReason::Timer, db);
             }
         }
-    }
-}
-
-impl ViewDone {
-    /// The current look number, for a `worker_view` answer.
-    fn built_look(&self, db: &Connection) -> u32 {
-        store::pairings::get(db, self.pairing)
-            .ok()
-            .flatten()
-            .map_or(0, |s| s.pairing.looks)
     }
 }
 
