@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { appendFileSync, existsSync } from "node:fs";
 import { homedir } from "node:os";
 
-import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import type { BoundaryResult, BoundaryState, ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 
 import { CoreClient, CoreError, type PresenceUpdate, type Problem } from "./client.ts";
@@ -379,6 +379,21 @@ class ShepherdSession {
     );
   }
 
+  /**
+   * At a turn boundary (`turn_end`, `agent_before_settle`): waiting briefs and deliveries
+   * join the session before the next model request. An aborted run takes nothing: what
+   * waits is handled once it has settled (held deliveries appended, a view starting its
+   * turn, briefs appended). A lone brief does not ask for another model request.
+   */
+  atBoundary(event: BoundaryState): BoundaryResult | undefined {
+    if (event.outcome === "aborted") return undefined;
+    const briefs = this.takeBriefDrafts();
+    const drafts = this.takeDrafts();
+    if (briefs.length === 0 && drafts.length === 0) return undefined;
+    const entries = [...event.entries, ...briefs, ...drafts];
+    return draftsWantTurn(drafts) ? { entries, continue: true } : { entries };
+  }
+
   /** Boundary drafts for turn_end / agent_before_settle. */
   takeDrafts(): DeliveryDraft[] {
     const drafts = this.inbox.takeBoundaryDrafts();
@@ -619,27 +634,12 @@ export default function shepherd(pi: ExtensionAPI): void {
     return withSession(ctx, "turn_end", (s) => {
       s.updateContext();
       s.reconcile();
-      // An aborted run takes nothing: what waits is handled when it has settled (held
-      // deliveries appended, a view starting its turn, briefs appended).
-      if (event.outcome === "aborted") return undefined;
-      const briefs = s.takeBriefDrafts();
-      const drafts = s.takeDrafts();
-      if (briefs.length === 0 && drafts.length === 0) return undefined;
-      // A lone brief is added without asking for another model request.
-      const entries = [...event.entries, ...briefs, ...drafts];
-      return draftsWantTurn(drafts) ? { entries, continue: true } : { entries };
+      return s.atBoundary(event);
     });
   });
 
   pi.on("agent_before_settle", (event, ctx) => {
-    return withSession(ctx, "agent_before_settle", (s) => {
-      if (event.outcome === "aborted") return undefined;
-      const briefs = s.takeBriefDrafts();
-      const drafts = s.takeDrafts();
-      if (briefs.length === 0 && drafts.length === 0) return undefined;
-      const entries = [...event.entries, ...briefs, ...drafts];
-      return draftsWantTurn(drafts) ? { entries, continue: true } : { entries };
-    });
+    return withSession(ctx, "agent_before_settle", (s) => s.atBoundary(event));
   });
 
   pi.on("agent_settled", (event, ctx) => {
