@@ -130,13 +130,18 @@ async fn next_of(pi: &mut Pi, kind: DeliveryKind) -> Result<Delivery> {
 }
 
 async fn set_status(pi: &mut Pi, status: &str) -> Result<()> {
+    update(pi, None, Some(status)).await
+}
+
+/// An `update` of the session's name and/or status.
+async fn update(pi: &mut Pi, name: Option<&str>, status: Option<&str>) -> Result<()> {
     pi.client
         .request(|id| ClientMsg::Update {
             id,
-            name: None,
+            name: name.map(str::to_string),
             model: None,
             context: None,
-            status: Some(status.into()),
+            status: status.map(str::to_string),
             cwd: None,
             role: None,
             session_file: None,
@@ -752,19 +757,7 @@ async fn a_renamed_worker_is_shown_under_its_new_name_on_the_other_side() -> Res
     let mut worker = register(&core, "work-1", "old-name", dir.path(), Role::Lead).await?;
     let mut sup = register(&core, "sup-1", "watcher", dir.path(), Role::Lead).await?;
     supervise(&mut sup.client, Some("old-name"), Some("ship it")).await?;
-    worker
-        .client
-        .request(|id| ClientMsg::Update {
-            id,
-            name: Some("new-name".into()),
-            model: None,
-            context: None,
-            status: None,
-            cwd: None,
-            role: None,
-            session_file: None,
-        })
-        .await?;
+    update(&mut worker, Some("new-name"), None).await?;
     let ev = next_event_where(&mut sup.client, WAIT, |m| {
         matches!(
             m,

@@ -10,65 +10,20 @@
 //!    steer sent while it was disconnected is delivered exactly once;
 //! 4. no core and no binary on PATH: Pi works normally and shows one notice.
 
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use shepherd_harness::Core;
+use shepherd_harness::eventually;
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
-use shepherd_harness::pi_process::{PiOptions, PiSession};
+use shepherd_harness::pi_process::{PiOptions, PiSession, user_messages_containing};
 
 const LONG: Duration = Duration::from_secs(60);
 
-/// Poll `f` until it returns `Some`, or fail after `timeout`.
-async fn eventually<T>(
-    timeout: Duration,
-    what: &str,
-    mut f: impl FnMut() -> Option<T>,
-) -> Result<T> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return Ok(v);
-        }
-        if tokio::time::Instant::now() > deadline {
-            anyhow::bail!("timed out waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// The session as `shepherd sessions --json` shows it, once connected.
 async fn connected_session(core: &Core, name: &str) -> Result<Value> {
-    eventually(LONG, &format!("session {name} to connect"), || {
-        let sessions = core.cli_json(&["sessions"]).ok()?;
-        sessions
-            .as_array()?
-            .iter()
-            .find(|s| s["name"] == name)
-            .cloned()
-    })
-    .await
-}
-
-/// How many entries of a Pi session file put `needle` in front of the model as the user:
-/// plain user messages, and the extension's delivery messages (`custom_message` entries,
-/// which Pi sends to the model with role `user`).
-fn user_messages_containing(session_file: &Path, needle: &str) -> Result<usize> {
-    let text = std::fs::read_to_string(session_file)
-        .with_context(|| format!("reading {}", session_file.display()))?;
-    let mut count = 0;
-    for line in text.lines() {
-        let entry: Value = serde_json::from_str(line)?;
-        let user_message = entry["type"] == "message" && entry["message"]["role"] == "user";
-        let delivery =
-            entry["type"] == "custom_message" && entry["customType"] == "shepherd-delivery";
-        if (user_message || delivery) && entry.to_string().contains(needle) {
-            count += 1;
-        }
-    }
-    Ok(count)
+    core.connected_session(name, LONG).await
 }
 
 fn has_tool_result(req: &ModelRequest) -> bool {

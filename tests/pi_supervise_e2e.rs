@@ -14,45 +14,21 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use shepherd_harness::Core;
+use shepherd_harness::eventually;
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
-use shepherd_harness::pi_process::{PiOptions, PiSession};
+use shepherd_harness::pi_process::{PiOptions, PiSession, user_messages_containing};
 
 const LONG: Duration = Duration::from_secs(60);
 
-async fn eventually<T>(
-    timeout: Duration,
-    what: &str,
-    mut f: impl FnMut() -> Option<T>,
-) -> Result<T> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return Ok(v);
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("timed out waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 fn session(core: &Core, name: &str) -> Option<Value> {
-    let sessions = core.cli_json(&["sessions"]).ok()?;
-    sessions
-        .as_array()?
-        .iter()
-        .find(|s| s["name"] == name)
-        .cloned()
+    core.session_named(name)
 }
 
 async fn connected(core: &Core, name: &str) -> Result<Value> {
-    eventually(LONG, &format!("session {name} to connect"), || {
-        session(core, name)
-    })
-    .await
+    core.connected_session(name, LONG).await
 }
 
 fn pairings(core: &Core, all: bool) -> Vec<Value> {
@@ -134,22 +110,6 @@ async fn ask_later(pair: &mut Pair, text: &str) -> Result<ModelRequest> {
             .find(|r| r.last().1.contains(text))
     })
     .await
-}
-
-/// Entries of a session file that put `needle` in front of the model as the user.
-fn user_entries_containing(file: &Path, needle: &str) -> Result<usize> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("{}", file.display()))?;
-    let mut n = 0;
-    for line in text.lines() {
-        let entry: Value = serde_json::from_str(line)?;
-        let user = entry["type"] == "message" && entry["message"]["role"] == "user";
-        let delivery =
-            entry["type"] == "custom_message" && entry["customType"] == "shepherd-delivery";
-        if (user || delivery) && entry.to_string().contains(needle) {
-            n += 1;
-        }
-    }
-    Ok(n)
 }
 
 #[tokio::test]
@@ -242,7 +202,10 @@ async fn roll_call_view_steer_and_done_with_its_guard() -> Result<()> {
         session(&core, "worker").filter(|s| s["status"] == "tool:bash")
     })
     .await?;
-    assert_eq!(user_entries_containing(&worker_file, "STEER-run-tests")?, 1);
+    assert_eq!(
+        user_messages_containing(&worker_file, "STEER-run-tests")?,
+        1
+    );
 
     // A look now: the supervisor says done, and the core refuses it (a tool is running).
     let out = core.cli(&["supervise", "look", "worker"]);
@@ -292,7 +255,7 @@ async fn roll_call_view_steer_and_done_with_its_guard() -> Result<()> {
     );
     assert!(!offered(&after, "steer"), "{:?}", after.tool_names());
     assert_eq!(
-        user_entries_containing(&worker_file, "STEER-run-tests")?,
+        user_messages_containing(&worker_file, "STEER-run-tests")?,
         1,
         "once"
     );

@@ -518,3 +518,41 @@ impl Core {
         self.log().contains("panicked")
     }
 }
+
+/// Poll `f` until it returns `Some`, or fail after `timeout` naming `what`.
+pub async fn eventually<T>(
+    timeout: Duration,
+    what: &str,
+    mut f: impl FnMut() -> Option<T>,
+) -> Result<T> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return Ok(v);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("timed out waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+impl Core {
+    /// The connected session named `name`, as `shepherd sessions --json` shows it.
+    pub fn session_named(&self, name: &str) -> Option<Value> {
+        let sessions = self.cli_json(&["sessions"]).ok()?;
+        sessions
+            .as_array()?
+            .iter()
+            .find(|s| s["name"] == name)
+            .cloned()
+    }
+
+    /// Wait until the session named `name` is connected; returns it.
+    pub async fn connected_session(&self, name: &str, timeout: Duration) -> Result<Value> {
+        eventually(timeout, &format!("session {name} to connect"), || {
+            self.session_named(name)
+        })
+        .await
+    }
+}

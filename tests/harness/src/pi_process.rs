@@ -335,3 +335,22 @@ impl PiSession {
         }
     }
 }
+
+/// How many entries of a Pi session file put `needle` in front of the model as the user:
+/// plain user messages, and the extension's delivery messages (`custom_message` entries,
+/// which Pi sends to the model with role `user`).
+pub fn user_messages_containing(session_file: &Path, needle: &str) -> Result<usize> {
+    let text = std::fs::read_to_string(session_file)
+        .with_context(|| format!("reading {}", session_file.display()))?;
+    let mut count = 0;
+    for line in text.lines() {
+        let entry: Value = serde_json::from_str(line)?;
+        let user_message = entry["type"] == "message" && entry["message"]["role"] == "user";
+        let delivery =
+            entry["type"] == "custom_message" && entry["customType"] == "shepherd-delivery";
+        if (user_message || delivery) && entry.to_string().contains(needle) {
+            count += 1;
+        }
+    }
+    Ok(count)
+}
