@@ -20,20 +20,10 @@ set -euo pipefail
 # The pin. Synapse 1.163.2 ships prebuilt manylinux wheels for CPython 3.10+.
 synapse_version=1.163.2
 
-mode=human
-case "${1:-}" in
-  "") ;;
-  --env) mode=env ;;
-  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "synapse-deps: unknown argument: $1 (try --help)" >&2; exit 2 ;;
-esac
+script=synapse-deps
+# shellcheck source=scripts/deps-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/deps-lib.sh" "$@"
 
-say() { echo "synapse-deps: $*" >&2; }
-die() { echo "synapse-deps: ERROR: $*" >&2; exit 1; }
-
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
-deps_dir="$root/target/test-deps"
-log_dir="$deps_dir/logs"
 venv="$deps_dir/synapse-$synapse_version"
 venv_python="$venv/bin/python"
 
@@ -43,19 +33,7 @@ command -v flock >/dev/null 2>&1 || die "'flock' is not on PATH; it is needed to
 exec 8>"$deps_dir/.synapse.lock"
 flock 8
 
-step() {
-  local name="$1"; shift
-  local log="$log_dir/$name.log"
-  say "$name ..."
-  if ! "$@" >"$log" 2>&1; then
-    echo "synapse-deps: ERROR: step '$name' failed: $*" >&2
-    echo "---- last lines of $log ----" >&2
-    tail -n 40 "$log" >&2 || true
-    echo "----" >&2
-    echo "synapse-deps: is PyPI reachable? ('$venv.tmp/bin/pip download --no-deps matrix-synapse==$synapse_version' checks it)" >&2
-    exit 1
-  fi
-}
+step_hint="is PyPI reachable? ('$venv.tmp/bin/pip download --no-deps matrix-synapse==$synapse_version' checks it)"
 
 if [[ ! -f "$venv/.complete" || ! -x "$venv_python" ]]; then
   # The first interpreter that runs and is new enough (pyenv shims may exist but fail).

@@ -35,23 +35,14 @@
 #   SHEPHERD_SYNAPSE_VERSION  the pinned Synapse version
 set -euo pipefail
 
-mode=human
-case "${1:-}" in
-  "") ;;
-  --env) mode=env ;;
-  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "test-deps: unknown argument: $1 (try --help)" >&2; exit 2 ;;
-esac
+script=test-deps
+# shellcheck source=scripts/deps-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/deps-lib.sh" "$@"
+step_hint="is the npm registry reachable? ('npm ping' checks it)"
 
-say() { echo "test-deps: $*" >&2; }
-die() { echo "test-deps: ERROR: $*" >&2; exit 1; }
-
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 ext_dir="$root/pi-ext"
 pkg_json="$ext_dir/package.json"
 lock_json="$ext_dir/package-lock.json"
-deps_dir="$root/target/test-deps"
-log_dir="$deps_dir/logs"
 
 for tool in node npm sha256sum flock; do
   command -v "$tool" >/dev/null 2>&1 || die "'$tool' is not on PATH; it is needed to install the test dependencies"
@@ -87,25 +78,6 @@ mkdir -p "$deps_dir" "$log_dir"
 # One installer at a time (tests may call this script from several processes at once).
 exec 9>"$deps_dir/.lock"
 flock 9
-
-# Run one install step, its output in a log; on failure show why and stop.
-step() {
-  local name="$1"; shift
-  local log="$log_dir/$name.log"
-  say "$name ..."
-  if ! "$@" >"$log" 2>&1; then
-    echo "test-deps: ERROR: step '$name' failed: $*" >&2
-    echo "---- last lines of $log ----" >&2
-    tail -n 40 "$log" >&2 || true
-    echo "----" >&2
-    if grep -q -e ENOSPC -e 'no space left' "$log"; then
-      echo "test-deps: the disk is full: $(df -h "$deps_dir" | tail -n 1)" >&2
-    else
-      echo "test-deps: is the npm registry reachable? ('npm ping' checks it)" >&2
-    fi
-    exit 1
-  fi
-}
 
 npm_flags=(--no-audit --no-fund --prefer-offline --loglevel=warn)
 
