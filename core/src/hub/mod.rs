@@ -11,12 +11,13 @@
 //! commit fails, every request of the batch gets `store_failed` and nothing is sent.
 
 mod asks;
+mod looks;
 mod mail;
 mod presence;
 mod resolve;
 mod supervise;
 
-pub use supervise::ViewDone;
+pub use looks::ViewDone;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -121,7 +122,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             live: HashMap::new(),
             subscribers: HashSet::new(),
             facts,
-            supervision: supervise::Supervision::default(),
+            supervision: looks::Supervision::default(),
             self_tx: tx.downgrade(),
         },
     };
@@ -161,7 +162,7 @@ struct State {
     live: HashMap<String, Live>,
     subscribers: HashSet<ConnId>,
     facts: CoreFacts,
-    supervision: supervise::Supervision,
+    supervision: looks::Supervision,
     /// The hub's own inbox, for work it hands to blocking threads (view builds). Weak, so
     /// the hub still stops when every other handle is gone.
     self_tx: mpsc::WeakSender<HubCommand>,
