@@ -110,7 +110,7 @@ impl Watcher {
             goal: Some("Keep the build green."),
             look: self.look,
             reason,
-            now: shepherd_core::human::now_ms(),
+            now: shepherd_core::clock::now_ms(),
         };
         let built = view::build(&input);
         // Shown when the test fails (the harness captures it otherwise).

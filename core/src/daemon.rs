@@ -15,10 +15,11 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::clock::now_ms;
 use crate::config::{Config, ConfigError};
 use crate::hub::{self, CoreFacts, HubCommand, HubHandle};
 use crate::server::{self, ConnSettings, ServerError};
-use crate::store::{Checkpointer, Store, StoreError, now_ms};
+use crate::store::{Checkpointer, Store, StoreError};
 
 /// Why the core could not start.
 #[derive(Debug, thiserror::Error)]

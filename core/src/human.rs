@@ -1,15 +1,8 @@
 //! # Times for people
 //!
-//! The clock in the protocol's unit (Unix milliseconds) and the two ways every human-facing
-//! part of shepherd (the CLI's tables, the chat bridges' messages) shows a span of time:
-//! `3h 12m` and `2m ago`. One definition, so the terminal and the phone agree.
-
-/// Now, in Unix milliseconds (the protocol's time unit).
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+//! The two ways every human-facing part of shepherd (the CLI's tables, the chat bridges'
+//! messages, a supervisor's view) shows a span of time: `3h 12m` and `2m ago`. One
+//! definition, so the terminal and the phone agree. The clock itself is [`crate::clock`].
 
 /// A duration in its two largest units: `42s`, `5m 3s`, `3h 12m`, `2d 4h`.
 pub fn duration(ms: u64) -> String {

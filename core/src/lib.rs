@@ -12,19 +12,21 @@
 //! - [`hub`]: the one actor that owns routing state and the store, and commits in groups.
 //! - [`server`]: the socket listener and per-connection reader/writer tasks.
 //! - [`client`]: an async intercom client for the CLI, bridges, tests and benchmarks.
-//! - [`repo`]: repository context of a session's cwd (git2).
+//! - [`git`]: git2: the repository context of a session's cwd.
 //! - [`supervise`]: pairing rules and the views a supervisor session reads.
-//! - [`human`]: the clock and time spans as people read them (CLI and chat).
+//! - [`clock`]: wall time in Unix milliseconds, which tests can stop and move.
+//! - [`human`]: time spans as people read them (CLI, chat, views).
 //! - [`daemon`]: `shepherd up`: lock the state dir, open the store, start and stop the core.
 
 pub mod client;
+pub mod clock;
 pub mod config;
 pub mod daemon;
 pub mod framing;
+pub mod git;
 pub mod hub;
 pub mod human;
 pub mod protocol;
-pub mod repo;
 pub mod server;
 pub mod store;
 pub mod supervise;

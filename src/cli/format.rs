@@ -5,7 +5,8 @@
 //! (so a CJK or emoji question does not break a table). Nothing here does I/O; the clock
 //! is passed in, so the tests pin it.
 
-pub use shepherd_core::human::{ago, duration, now_ms};
+pub use shepherd_core::clock::now_ms;
+pub use shepherd_core::human::{ago, duration};
 
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 

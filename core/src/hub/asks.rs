@@ -5,10 +5,9 @@
 use rusqlite::Connection;
 
 use super::{ConnId, HubError, HubResult, Out, State, atomically};
-use crate::protocol::{
-    AskState, ClientKind, Delivery, DeliveryKind, ErrorCode, Report, Sender, ServerMsg,
-};
-use crate::store::{self, now_ms};
+use crate::clock::now_ms;
+use crate::protocol::{AskState, ClientKind, DeliveryKind, ErrorCode, Report, Sender, ServerMsg};
+use crate::store::{self, messages::NewMessage};
 
 const MAX_OPTIONS: usize = 10;
 const MAX_OPTION_CHARS: usize = 100;
@@ -165,25 +164,13 @@ impl State {
             session_id: None,
             name: label.clone(),
         };
-        self.check_fits(&Delivery {
-            id: u64::MAX,
-            kind: DeliveryKind::Answer,
-            text: text.clone(),
-            from: from.clone(),
-            ask_id: Some(ask_id),
-            question: Some(ask.question.clone()),
-            pairing_id: None,
-            look: None,
-            created_at: now,
-        })?;
-        let delivery = atomically(db, || {
+        atomically(db, || {
             if !store::asks::answer(db, ask_id, &text, &label, now)? {
                 let ask = store::asks::get(db, ask_id)?.expect("exists");
                 return Err(already_answered(&ask));
             }
-            Ok(store::messages::insert(
-                db,
-                store::messages::NewMessage {
+            self.mail(
+                NewMessage {
                     recipient: &ask.session_id,
                     kind: DeliveryKind::Answer,
                     text: &text,
@@ -194,11 +181,12 @@ impl State {
                     look: None,
                     created_at: now,
                 },
-            )?)
+                db,
+                out,
+            )
         })?;
         let ask = store::asks::get(db, ask_id)?.expect("exists");
         tracing::info!(ask = ask_id, by = %label, "ask answered");
-        self.deliver(&ask.session_id, delivery, out);
         out.send(
             conn,
             &ServerMsg::Answered {

@@ -6,8 +6,15 @@ use rusqlite::Connection;
 
 use super::asks::human_label;
 use super::{ConnId, HubError, HubResult, Out, State};
+use crate::clock::now_ms;
 use crate::protocol::{ClientKind, Delivery, DeliveryKind, ErrorCode, Sender, ServerMsg, frame};
-use crate::store::{self, now_ms};
+use crate::store::{self, messages::NewMessage};
+
+/// Mail that is stored: its delivery id, and whether its recipient is connected now.
+pub(super) struct Mailed {
+    pub id: u64,
+    pub connected: bool,
+}
 
 impl State {
     #[allow(clippy::too_many_arguments)]
@@ -60,21 +67,8 @@ impl State {
                 "a session cannot send to itself",
             ));
         }
-        let now = now_ms();
-        self.check_fits(&Delivery {
-            id: u64::MAX,
-            kind: delivery_kind,
-            text: text.clone(),
-            from: from.clone(),
-            ask_id: None,
-            question: None,
-            pairing_id: None,
-            look: None,
-            created_at: now,
-        })?;
-        let delivery = store::messages::insert(
-            db,
-            store::messages::NewMessage {
+        let delivery = self.mail(
+            NewMessage {
                 recipient: &target.id,
                 kind: delivery_kind,
                 text: &text,
@@ -83,33 +77,58 @@ impl State {
                 question: None,
                 pairing_id: None,
                 look: None,
-                created_at: now,
+                created_at: now_ms(),
             },
+            db,
+            out,
         )?;
-        let message_id = delivery.id;
-        let connected = self.deliver(&target.id, delivery, out);
         out.send(
             conn,
             &ServerMsg::Sent {
                 id,
-                message_id,
+                message_id: delivery.id,
                 session_id: target.id,
                 session_name: target.name,
-                connected,
+                connected: delivery.connected,
             },
         );
         Ok(())
     }
 
+    /// The one way mail enters a mailbox: refuse it if its `deliver` frame would not fit,
+    /// store it, and hand it to the recipient's connection if there is one (else it waits
+    /// for the next registration). Every sender (steers, messages, answers, views, briefs)
+    /// comes through here.
+    pub(super) fn mail(
+        &self,
+        message: NewMessage<'_>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<Mailed> {
+        self.check_fits(&message)?;
+        let recipient = message.recipient;
+        let delivery = store::messages::insert(db, message)?;
+        let id = delivery.id;
+        let connected = self.deliver(recipient, delivery, out);
+        Ok(Mailed { id, connected })
+    }
+
     /// Refuse mail whose `deliver` frame would exceed the frame limit: the receiver could
     /// never read it, and it would block that mailbox for good.
-    pub(super) fn check_fits(&self, probe: &Delivery) -> HubResult<()> {
+    fn check_fits(&self, m: &NewMessage<'_>) -> HubResult<()> {
         let max = self.facts.limits.max_frame_bytes;
-        let len = frame::encode(&ServerMsg::Deliver {
-            message: probe.clone(),
-        })
-        .len()
-            - frame::HEADER_LEN;
+        let probe = Delivery {
+            id: u64::MAX,
+            kind: m.kind,
+            text: m.text.to_string(),
+            from: m.from.clone(),
+            ask_id: m.ask_id,
+            question: m.question.map(str::to_string),
+            pairing_id: m.pairing_id,
+            look: m.look,
+            created_at: m.created_at,
+        };
+        let len = frame::encode(&ServerMsg::Deliver { message: probe }).len() - frame::HEADER_LEN;
         if len > max {
             return Err(HubError::new(
                 ErrorCode::LimitExceeded,

@@ -11,13 +11,13 @@
 //! commit fails, every request of the batch gets `store_failed` and nothing is sent.
 
 mod asks;
-mod looks;
 mod mail;
 mod presence;
 mod resolve;
+mod session_change;
 mod supervise;
 
-pub use looks::ViewDone;
+pub use supervise::ViewDone;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -29,8 +29,8 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Limits, SuperviseConfig};
+use crate::git::RepoContext;
 use crate::protocol::{ClientKind, ClientMsg, Delivery, ErrorCode, ServerMsg, frame};
-use crate::repo::RepoContext;
 use crate::store::{self, Store};
 
 /// Most commands handled in one transaction.
@@ -122,7 +122,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             live: HashMap::new(),
             subscribers: HashSet::new(),
             facts,
-            supervision: looks::Supervision::default(),
+            supervision: supervise::Supervision::default(),
             self_tx: tx.downgrade(),
         },
     };
@@ -162,7 +162,7 @@ struct State {
     live: HashMap<String, Live>,
     subscribers: HashSet<ConnId>,
     facts: CoreFacts,
-    supervision: looks::Supervision,
+    supervision: supervise::Supervision,
     /// The hub's own inbox, for work it hands to blocking threads (view builds). Weak, so
     /// the hub still stops when every other handle is gone.
     self_tx: mpsc::WeakSender<HubCommand>,

@@ -5,14 +5,15 @@
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::supervise::PresenceChange;
+use super::session_change::{ChangeKind, SessionChange};
 use super::{Conn, ConnHandle, ConnId, HubError, HubResult, Live, Out, State};
+use crate::clock::now_ms;
+use crate::git::RepoContext;
 use crate::protocol::{
     BridgeInfo, ClientKind, ContextUsage, CoreStatus, ErrorCode, PROTOCOL_VERSION, Registration,
     Role, ServerMsg, SessionInfo,
 };
-use crate::repo::RepoContext;
-use crate::store::{self, now_ms};
+use crate::store;
 
 /// Fields an `update` may change.
 pub(super) struct Patch {
@@ -134,16 +135,14 @@ impl State {
                 store::sessions::upsert(db, &info)?;
                 tracing::info!(session = %session_id, name = %info.name, "session left");
                 self.broadcast(&ServerMsg::SessionLeft { session: info }, out);
-                if let Some(stored) = store::pairings::active_for(db, &session_id)? {
-                    // A worker that goes away mid-turn has stopped too.
-                    let change = PresenceChange {
-                        was: Some(&was),
-                        now: "idle",
-                        came_back: false,
-                        tell: true,
-                    };
-                    self.presence_changed(&session_id, &stored, change, db, out);
-                }
+                // A session that goes away mid-turn has stopped too.
+                let change = SessionChange {
+                    session: &session_id,
+                    kind: ChangeKind::Left,
+                    was: Some(&was),
+                    now: "idle",
+                };
+                self.session_changed(&change, db, out);
             }
             Ok(())
         })();
@@ -320,16 +319,14 @@ impl State {
             ServerMsg::SessionJoined { session: info }
         };
         self.broadcast(&event, out);
-        if let Some(stored) = &pairing {
-            // A worker that stopped while it was away (or the core was down) has stopped.
-            let change = PresenceChange {
-                was: previous.as_ref().map(|p| p.status.as_str()),
-                now: &status_now,
-                came_back: !rejoined,
-                tell: !rejoined,
-            };
-            self.presence_changed(&session_id, stored, change, db, out);
-        }
+        // A session that stopped while it was away (or the core was down) has stopped.
+        let change = SessionChange {
+            session: &session_id,
+            kind: ChangeKind::Registered { rejoined },
+            was: previous.as_ref().map(|p| p.status.as_str()),
+            now: &status_now,
+        };
+        self.session_changed(&change, db, out);
         Ok(())
     }
 
@@ -387,24 +384,15 @@ impl State {
             },
         );
         let status = info.status.clone();
-        // The other side of a pairing shows this name (footer, chat).
-        let change = PresenceChange {
+        let renamed = info.name != old_name;
+        self.broadcast(&ServerMsg::SessionChanged { session: info }, out);
+        let change = SessionChange {
+            session: &session_id,
+            kind: ChangeKind::Updated { renamed },
             was: Some(&was),
             now: &status,
-            came_back: false,
-            tell: info.name != old_name,
         };
-        self.broadcast(&ServerMsg::SessionChanged { session: info }, out);
-        if change.tell || change.stopped() {
-            // The update itself is done and answered: a failed read is only logged.
-            match store::pairings::active_for(db, &session_id) {
-                Ok(Some(stored)) => self.presence_changed(&session_id, &stored, change, db, out),
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::error!(session = %session_id, error = %e, "reading the session's pairing failed")
-                }
-            }
-        }
+        self.session_changed(&change, db, out);
         Ok(())
     }
 

@@ -20,11 +20,11 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::ConnSettings;
+use crate::clock::now_ms;
 use crate::framing::{FrameError, read_frame};
+use crate::git::{self, RepoContext};
 use crate::hub::{ConnHandle, ConnId, HubCommand, HubHandle};
 use crate::protocol::{ClientKind, ClientMsg, ErrorCode, PROTOCOL_VERSION, ServerMsg, frame};
-use crate::repo::{self, RepoContext};
-use crate::store::now_ms;
 
 /// Largest write the writer assembles from queued frames.
 const MAX_COALESCED: usize = 256 * 1024;
@@ -294,7 +294,7 @@ impl Reader {
         }
         self.cwd = Some(cwd.clone());
         let path = PathBuf::from(cwd);
-        tokio::task::spawn_blocking(move || repo::discover(&path))
+        tokio::task::spawn_blocking(move || git::discover(&path))
             .await
             .ok()
     }

@@ -21,6 +21,10 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::config::Durability;
 
+/// Moved to [`crate::clock::now_ms`]; kept until the bridges' last callers move.
+#[doc(hidden)]
+pub use crate::clock::now_ms;
+
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -258,8 +262,6 @@ impl Checkpointer {
         }
     }
 }
-
-pub use crate::human::now_ms;
 
 #[cfg(test)]
 pub(crate) fn memory() -> Store {

@@ -1,19 +1,26 @@
 //! Supervision in the hub: pairing a supervisor session with a worker, the goal, the
 //! verdicts and their guards, and the events both sides and the bridges see. Rules that
 //! need no hub state live in [`crate::supervise::rules`]; building and delivering the
-//! views (looks) is [`super::looks`].
+//! views (looks) is [`looks`].
+
+mod looks;
+
+pub(super) use looks::Supervision;
+pub use looks::ViewDone;
 
 use std::path::Path;
 
 use rusqlite::Connection;
 
 use super::asks::human_label;
+use super::session_change::SessionChange;
 use super::{ConnId, HubError, HubResult, Out, State, atomically};
+use crate::clock::now_ms;
 use crate::protocol::{
-    ClientKind, Delivery, DeliveryKind, ErrorCode, Pairing, PairingChange, PairingState, Role,
-    Sender, ServerMsg, SessionInfo, Verdict, VerdictKind, ViewReason,
+    ClientKind, DeliveryKind, ErrorCode, Pairing, PairingChange, PairingState, Role, Sender,
+    ServerMsg, SessionInfo, Verdict, VerdictKind, ViewReason,
 };
-use crate::store::{self, now_ms, pairings::Stored};
+use crate::store::{self, messages::NewMessage, pairings::Stored};
 use crate::supervise::rules::{self, GoalError};
 
 /// The parts of a `supervise` request.
@@ -23,24 +30,6 @@ pub(super) struct SuperviseArgs {
     pub goal: Option<String>,
     pub cwd: Option<String>,
     pub by: Option<String>,
-}
-
-/// What happened to a paired session's presence (see [`State::presence_changed`]).
-pub(super) struct PresenceChange<'a> {
-    /// Its status before, when known.
-    pub was: Option<&'a str>,
-    pub now: &'a str,
-    /// It registered on a new connection.
-    pub came_back: bool,
-    /// The other side and the subscribers should hear of it (connected, left, renamed).
-    pub tell: bool,
-}
-
-impl PresenceChange<'_> {
-    /// Whether the session went from working to idle: a worker's turn ended.
-    pub(super) fn stopped(&self) -> bool {
-        self.was.is_some_and(|was| was != "idle") && self.now == "idle"
-    }
 }
 
 fn goal_error(err: GoalError) -> HubError {
@@ -140,21 +129,8 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let now = now_ms();
-        self.check_fits(&Delivery {
-            id: u64::MAX,
-            kind,
-            text: text.to_string(),
-            from: from.clone(),
-            ask_id: None,
-            question: None,
-            pairing_id: Some(pairing),
-            look,
-            created_at: now,
-        })?;
-        let delivery = store::messages::insert(
-            db,
-            store::messages::NewMessage {
+        self.mail(
+            NewMessage {
                 recipient: to,
                 kind,
                 text,
@@ -163,10 +139,11 @@ impl State {
                 question: None,
                 pairing_id: Some(pairing),
                 look,
-                created_at: now,
+                created_at: now_ms(),
             },
+            db,
+            out,
         )?;
-        self.deliver(to, delivery, out);
         Ok(())
     }
 
@@ -717,20 +694,30 @@ impl State {
             .collect())
     }
 
-    /// A session's presence changed (it registered, left, was renamed or changed status)
-    /// and it is in `stored`: tell the other side when it should hear, catch a returning
-    /// supervisor up, and give a look when the worker stopped.
-    pub(super) fn presence_changed(
+    /// A session registered, left, was renamed or changed status: if it is in an active
+    /// pairing, tell the other side when it should hear, catch a returning supervisor up,
+    /// and give a look when the worker stopped.
+    pub(super) fn supervision_session_changed(
         &mut self,
-        session: &str,
-        stored: &Stored,
-        change: PresenceChange<'_>,
+        change: &SessionChange<'_>,
         db: &Connection,
         out: &mut Out,
     ) {
+        if !(change.noticeable() || change.came_back() || change.stopped()) {
+            return; // Nothing a pairing would do: spare the lookup (updates are frequent).
+        }
+        let session = change.session;
+        let stored = match store::pairings::active_for(db, session) {
+            Ok(Some(stored)) => stored,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::error!(session = %session, error = %e, "reading the session's pairing failed");
+                return;
+            }
+        };
         let p = &stored.pairing;
-        if change.tell {
-            let record = self.pairing_record(stored);
+        if change.noticeable() {
+            let record = self.pairing_record(&stored);
             self.pairing_event_except(
                 PairingChange::Presence,
                 &record,
@@ -740,7 +727,7 @@ impl State {
                 out,
             );
         }
-        if change.came_back && p.supervisor_id == session {
+        if change.came_back() && p.supervisor_id == session {
             // The first view never went out (the core stopped first), or one view of what
             // changed while it was away (withheld views, a core restart).
             let reason = if p.looks == 0 {

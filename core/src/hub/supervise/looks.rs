@@ -10,17 +10,18 @@ use std::collections::HashMap;
 
 use rusqlite::Connection;
 
-use super::{ConnId, HubCommand, HubError, HubResult, Out, State, atomically};
+use crate::clock::now_ms;
+use crate::hub::{ConnId, HubCommand, HubError, HubResult, Out, State, atomically};
 use crate::protocol::{
     DeliveryKind, ErrorCode, PairingChange, PairingState, ServerMsg, View, ViewReason,
 };
-use crate::store::{self, now_ms, pairings::Stored};
+use crate::store::{self, pairings::Stored};
 use crate::supervise::rules;
 use crate::supervise::view::{self, BuiltView, Cursor};
 
 /// Runtime bookkeeping of pairings (not durable: rebuilt from the store as needed).
 #[derive(Default)]
-pub(super) struct Supervision {
+pub(in crate::hub) struct Supervision {
     /// Pairings with a view build in flight, and the trigger that arrived meanwhile.
     building: HashMap<u64, Option<ViewReason>>,
     /// When each pairing's next timer view is due (ms).
@@ -41,12 +42,17 @@ pub struct ViewDone {
 }
 
 impl State {
-    pub(super) fn forget(&mut self, pairing: u64) {
+    pub(in crate::hub) fn forget(&mut self, pairing: u64) {
         self.supervision.next_timer.remove(&pairing);
     }
 
     /// Build and deliver a view (unless one is being built: then it runs after).
-    pub(super) fn trigger_view(&mut self, pairing: u64, reason: ViewReason, db: &Connection) {
+    pub(in crate::hub) fn trigger_view(
+        &mut self,
+        pairing: u64,
+        reason: ViewReason,
+        db: &Connection,
+    ) {
         if let Some(again) = self.supervision.building.get_mut(&pairing) {
             // A stop or a look outranks a timer that is waiting.
             if again.is_none() || *again == Some(ViewReason::Timer) {
@@ -68,7 +74,7 @@ impl State {
     }
 
     /// Read what the build needs and run it on a blocking thread.
-    pub(super) fn start_build(
+    pub(in crate::hub) fn start_build(
         &mut self,
         stored: &Stored,
         reason: ViewReason,
@@ -144,7 +150,7 @@ impl State {
 
     /// A build finished but its batch could not use the store: forget it (the next
     /// trigger or timer builds again) and fail a waiting `worker_view`.
-    pub(super) fn view_failed(&mut self, done: ViewDone, out: &mut Out) {
+    pub(in crate::hub) fn view_failed(&mut self, done: ViewDone, out: &mut Out) {
         match done.reply {
             Some((conn, id)) => out.error(
                 conn,
@@ -158,7 +164,7 @@ impl State {
     }
 
     /// A build finished: answer `worker_view`, or deliver the view as the next look.
-    pub(super) fn view_built(&mut self, done: ViewDone, db: &Connection, out: &mut Out) {
+    pub(in crate::hub) fn view_built(&mut self, done: ViewDone, db: &Connection, out: &mut Out) {
         if let Some((conn, id)) = done.reply {
             let view = View {
                 pairing_id: done.pairing,
@@ -250,7 +256,7 @@ impl State {
     }
 
     /// The periodic timer: start a timer view for every pairing that is due.
-    pub(super) fn tick(&mut self, db: &Connection) {
+    pub(in crate::hub) fn tick(&mut self, db: &Connection) {
         let interval = self.facts.supervise.look_interval_secs * 1000;
         if interval == 0 {
             return;
