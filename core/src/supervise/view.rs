@@ -300,6 +300,28 @@ fn render(
     changes: Option<&changes::Changes>,
     pending: &[PendingCall],
 ) -> String {
+    let head = render_head(input, cursor, notes, activity);
+    let (lines, reasoning_total) = activity_lines(activity);
+    let mut activity_head = String::from("\n## What the worker did\n");
+    if reasoning_total > REASONING_BLOCKS {
+        activity_head.push_str(&format!(
+            "(only the last {REASONING_BLOCKS} of {reasoning_total} reasoning blocks are shown)\n"
+        ));
+    }
+    if lines.is_empty() {
+        activity_head.push_str("Nothing new since the previous view.\n");
+    }
+    let tail = render_tail(input, activity, changes, pending);
+    bounded(head, activity_head, &lines, tail)
+}
+
+/// The title, the worker's facts, the goal and the builder's notes.
+fn render_head(
+    input: &ViewInput<'_>,
+    cursor: &Cursor,
+    notes: &[String],
+    activity: &Activity,
+) -> String {
     let worker = &input.worker;
     let mut head = format!(
         "# Look {} ({}): worker \"{}\"\n",
@@ -328,8 +350,12 @@ fn render(
     for note in notes {
         head.push_str(&format!("Note: {note}\n"));
     }
+    head
+}
 
-    // Reasoning: only the latest blocks are shown.
+/// One line per activity item, oldest first; of the reasoning blocks only the latest
+/// [`REASONING_BLOCKS`] are kept. Also returns how many reasoning blocks there were.
+fn activity_lines(activity: &Activity) -> (Vec<String>, usize) {
     let reasoning_total = activity
         .items
         .iter()
@@ -373,16 +399,16 @@ fn render(
             }
         }
     }
-    let mut activity_head = String::from("\n## What the worker did\n");
-    if reasoning_total > REASONING_BLOCKS {
-        activity_head.push_str(&format!(
-            "(only the last {REASONING_BLOCKS} of {reasoning_total} reasoning blocks are shown)\n"
-        ));
-    }
-    if lines.is_empty() {
-        activity_head.push_str("Nothing new since the previous view.\n");
-    }
+    (lines, reasoning_total)
+}
 
+/// Calls still without a result, the git changes, and the closing line.
+fn render_tail(
+    input: &ViewInput<'_>,
+    activity: &Activity,
+    changes: Option<&changes::Changes>,
+    pending: &[PendingCall],
+) -> String {
     let mut tail = String::new();
     if !pending.is_empty() {
         tail.push_str(&format!(
@@ -419,8 +445,12 @@ fn render(
             "entries"
         }
     ));
+    tail
+}
 
-    // Bound the whole: drop the oldest activity lines first.
+/// Put the view together within [`MAX_VIEW_BYTES`]: the oldest activity lines go first,
+/// with a line saying how many; the head and the tail always stay.
+fn bounded(head: String, activity_head: String, lines: &[String], tail: String) -> String {
     let fixed = head.len() + activity_head.len() + tail.len();
     let mut body_len: usize = lines.iter().map(|l| l.len() + 1).sum();
     let mut omitted = 0;
