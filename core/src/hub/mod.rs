@@ -1,8 +1,8 @@
 //! # The hub
 //!
-//! One actor, on its own thread, owns all routing state (which connection is which
-//! session, who subscribes) and the only writing database connection. Connection tasks
-//! send it [`HubCommand`]s over a bounded channel; it never shares state behind a lock.
+//! One actor, a task on the daemon's current-thread runtime, owns all routing state (which
+//! connection is which session, who subscribes) and the only writing database connection.
+//! Connection tasks send it [`HubCommand`]s over a bounded channel; it never shares state behind a lock.
 //!
 //! **Group commit.** The hub takes every command waiting in its inbox (up to
 //! [`MAX_BATCH`]), handles them inside one SQLite transaction, commits, and only then

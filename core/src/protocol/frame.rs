@@ -1,6 +1,6 @@
 //! Frame layout: a 4-byte big-endian body length, then that many bytes of UTF-8 JSON
-//! holding one object. These helpers are pure; the async readers and writers that use them
-//! live with the socket code (`server::framing`, `client`).
+//! holding one object. These helpers are pure; the async reader and writer that use them are
+//! [`crate::framing`], shared by the server's connection tasks and [`crate::client`].
 
 use serde::Serialize;
 
