@@ -4,7 +4,7 @@
 //   their closed sets of names, the error codes and the field conventions;
 // - wire/messages.ts: ClientMsg and ServerMsg, every message type of protocol 1;
 // - wire/decode.ts: checked decoders that turn an untrusted frame body into a message (or
-//   say which field is wrong);
+//   say which field is wrong), written over the field readers of wire/fields.ts;
 // - wire/frame.ts: the framing, a 4-byte big-endian body length then one UTF-8 JSON object.
 // Pure code: no sockets, no Pi. docs/PROTOCOL.md is the prose contract; the golden fixtures
 // in tests/fixtures/protocol/ are checked against these files by the tests.

@@ -50,6 +50,7 @@ fn install_writes_the_extension_and_one_settings_entry_idempotently() -> Result<
         "wire.ts",
         "wire/records.ts",
         "wire/messages.ts",
+        "wire/fields.ts",
         "wire/decode.ts",
         "wire/frame.ts",
         "client.ts",

@@ -1,8 +1,28 @@
 // Decoding: one frame body (bytes or text) into a checked ClientMsg or ServerMsg, or a
 // WireDecodeError with the code the core would give (`malformed_frame`, `unknown_type`,
-// `invalid_message` naming the wrong field), following the field conventions at the top of
-// wire/records.ts.
+// `invalid_message` naming the wrong field). Each record and each message body is written
+// once, as one field reader per field (wire/fields.ts), following the field conventions at
+// the top of wire/records.ts.
 
+import {
+  arrayOf,
+  bool,
+  f64,
+  FieldError,
+  isObject,
+  json,
+  maybe,
+  maybeNull,
+  nullable,
+  oneOf,
+  record,
+  req,
+  str,
+  u32,
+  u64,
+  withDefault,
+  type Conv,
+} from "./fields.ts";
 import { CLIENT_TYPES, SERVER_TYPES, type ClientMsg, type ServerMsg } from "./messages.ts";
 import {
   ASK_STATES,
@@ -15,20 +35,15 @@ import {
   VIEW_REASONS,
   type Ask,
   type BridgeInfo,
-  type ClientKind,
   type ContextUsage,
   type CoreStatus,
   type Delivery,
-  type Json,
-  type JsonObject,
   type Pairing,
   type Registration,
   type Report,
-  type Role,
   type Sender,
   type SessionInfo,
   type Verdict,
-  type VerdictKind,
   type View,
 } from "./records.ts";
 
@@ -46,470 +61,253 @@ export class WireDecodeError extends Error {
   }
 }
 
-/** Thrown by field readers; turned into an `invalid_message` WireDecodeError. */
-class FieldError extends Error {}
+// ---------------------------------------------------------------------------------------
+// Records
 
-type Conv<T> = (value: unknown, path: string) => T;
+const role = oneOf(ROLES);
+const clientKind = oneOf(CLIENT_KINDS);
+const verdictKind = oneOf(VERDICT_KINDS);
 
-function typeName(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "array";
-  return typeof value;
-}
+const contextUsage: Conv<ContextUsage> = record({
+  tokens: maybeNull(u64),
+  window: maybeNull(u64),
+  percent: maybeNull(f64),
+});
 
-function fail(path: string, expected: string, value: unknown): never {
-  throw new FieldError(`${path}: expected ${expected}, got ${typeName(value)}`);
-}
+const registration: Conv<Registration> = record({
+  session_id: req(str),
+  name: maybeNull(str),
+  cwd: req(str),
+  pid: maybeNull(u32),
+  model: maybeNull(str),
+  context: maybe(contextUsage),
+  status: maybe(str),
+  role: maybe(role),
+  session_file: maybeNull(str),
+  subagent: maybe(bool),
+});
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+const sessionInfo: Conv<SessionInfo> = record({
+  id: req(str),
+  name: req(str),
+  cwd: req(str),
+  pid: nullable(u32),
+  model: nullable(str),
+  status: req(str),
+  role: req(role),
+  connected: req(bool),
+  context_tokens: nullable(u64),
+  context_window: nullable(u64),
+  context_percent: nullable(f64),
+  repo: nullable(str),
+  branch: nullable(str),
+  head: nullable(str),
+  worktree: req(bool),
+  session_file: nullable(str),
+  subagent: withDefault(bool, () => false),
+  open_asks: req(u32),
+  pending_messages: req(u32),
+  first_seen: req(u64),
+  last_seen: req(u64),
+});
 
-const str: Conv<string> = (v, p) => (typeof v === "string" ? v : fail(p, "a string", v));
-const bool: Conv<boolean> = (v, p) => (typeof v === "boolean" ? v : fail(p, "a boolean", v));
-const f64: Conv<number> = (v, p) => (typeof v === "number" && Number.isFinite(v) ? v : fail(p, "a number", v));
-/** u64 on the Rust side; here limited to what a JS number holds exactly. */
-const u64: Conv<number> = (v, p) =>
-  typeof v === "number" && Number.isSafeInteger(v) && v >= 0 ? v : fail(p, "a non-negative integer", v);
-const u32: Conv<number> = (v, p) => {
-  const n = u64(v, p);
-  return n <= 0xffff_ffff ? n : fail(p, "an unsigned 32-bit integer", v);
-};
-function oneOf<T extends string>(values: readonly T[]): Conv<T> {
-  return (v, p) => {
-    const s = str(v, p);
-    const found = values.find((x) => x === s);
-    return found ?? fail(p, `one of ${values.join(", ")}`, `"${s}"`);
-  };
-}
-function arrayOf<T>(item: Conv<T>): Conv<T[]> {
-  return (v, p) => (Array.isArray(v) ? v.map((x, i) => item(x, `${p}[${i}]`)) : fail(p, "an array", v));
-}
-const json: Conv<Json> = (v, p) => {
-  if (v === null || typeof v === "string" || typeof v === "boolean") return v;
-  if (typeof v === "number") return Number.isFinite(v) ? v : fail(p, "a JSON number", v);
-  if (Array.isArray(v)) return v.map((x, i) => json(x, `${p}[${i}]`));
-  if (isObject(v)) {
-    const out: JsonObject = {};
-    for (const [k, x] of Object.entries(v)) out[k] = json(x, `${p}.${k}`);
-    return out;
-  }
-  return fail(p, "a JSON value", v);
-};
+const ask: Conv<Ask> = record({
+  id: req(u64),
+  session_id: req(str),
+  session_name: req(str),
+  question: req(str),
+  options: withDefault(arrayOf(str), () => []),
+  details: nullable(str),
+  state: req(oneOf(ASK_STATES)),
+  answer: nullable(str),
+  answered_by: nullable(str),
+  created_at: req(u64),
+  answered_at: nullable(u64),
+});
 
-/** Reads the fields of one JSON object, naming the path of anything wrong. */
-class Fields {
-  readonly #obj: Record<string, unknown>;
-  readonly #path: string;
-  constructor(value: unknown, path: string) {
-    if (!isObject(value)) fail(path, "an object", value);
-    this.#obj = value;
-    this.#path = path;
-  }
-  #at(key: string): string {
-    return `${this.#path}.${key}`;
-  }
-  /** Required, not null. */
-  req<T>(key: string, conv: Conv<T>): T {
-    if (!(key in this.#obj)) throw new FieldError(`${this.#at(key)}: missing field`);
-    return conv(this.#obj[key], this.#at(key));
-  }
-  /** `Option<T>` in a record the core sends: absent or null reads as null. */
-  nullable<T>(key: string, conv: Conv<T>): T | null {
-    const v = this.#obj[key];
-    return v === undefined || v === null ? null : conv(v, this.#at(key));
-  }
-  /** `#[serde(default)] T` in a record the core sends: absent reads as the default. */
-  withDefault<T>(key: string, conv: Conv<T>, fallback: T): T {
-    const v = this.#obj[key];
-    return v === undefined ? fallback : conv(v, this.#at(key));
-  }
-  /** Optional field of a client message, `Option<T>` in Rust: kept absent, null or a value. */
-  maybeNull<T>(key: string, conv: Conv<T>): { present: false } | { present: true; value: T | null } {
-    if (!(key in this.#obj)) return { present: false };
-    const v = this.#obj[key];
-    return { present: true, value: v === null ? null : conv(v, this.#at(key)) };
-  }
-  /** Optional field of a client message that Rust defaults but never accepts as null. */
-  maybe<T>(key: string, conv: Conv<T>): { present: false } | { present: true; value: T } {
-    if (!(key in this.#obj)) return { present: false };
-    return { present: true, value: conv(this.#obj[key], this.#at(key)) };
-  }
-}
+const sender: Conv<Sender> = record({ kind: req(clientKind), session_id: nullable(str), name: req(str) });
 
-type Maybe<T> = { present: false } | { present: true; value: T };
-/** Spreads `{[key]: value}` only when the field was present. */
-function opt<K extends string, T>(key: K, field: Maybe<T>): { [P in K]?: T } {
-  const out: { [P in K]?: T } = {};
-  if (field.present) out[key] = field.value;
-  return out;
-}
+const delivery: Conv<Delivery> = record({
+  id: req(u64),
+  kind: req(oneOf(DELIVERY_KINDS)),
+  text: req(str),
+  from: req(sender),
+  ask_id: nullable(u64),
+  question: nullable(str),
+  pairing_id: nullable(u64),
+  look: nullable(u32),
+  created_at: req(u64),
+});
 
-const contextUsage: Conv<ContextUsage> = (v, p) => {
-  const f = new Fields(v, p);
-  return {
-    ...opt("tokens", f.maybeNull("tokens", u64)),
-    ...opt("window", f.maybeNull("window", u64)),
-    ...opt("percent", f.maybeNull("percent", f64)),
-  };
-};
+const pairing: Conv<Pairing> = record({
+  id: req(u64),
+  supervisor_id: req(str),
+  supervisor_name: req(str),
+  worker_id: req(str),
+  worker_name: req(str),
+  cwd: req(str),
+  goal: nullable(str),
+  goal_file: nullable(str),
+  state: req(oneOf(PAIRING_STATES)),
+  looks: req(u32),
+  steers: req(u32),
+  created_at: req(u64),
+  last_look_at: nullable(u64),
+  ended_at: nullable(u64),
+  end_reason: nullable(str),
+  ended_by: nullable(str),
+  evidence: nullable(str),
+  supervisor_connected: req(bool),
+  worker_connected: req(bool),
+});
 
-const role: Conv<Role> = oneOf(ROLES);
-const clientKind: Conv<ClientKind> = oneOf(CLIENT_KINDS);
+const verdict: Conv<Verdict> = record({ kind: req(verdictKind), text: req(str), look: req(u32), created_at: req(u64) });
 
-const registration: Conv<Registration> = (v, p) => {
-  const f = new Fields(v, p);
-  return {
-    session_id: f.req("session_id", str),
-    ...opt("name", f.maybeNull("name", str)),
-    cwd: f.req("cwd", str),
-    ...opt("pid", f.maybeNull("pid", u32)),
-    ...opt("model", f.maybeNull("model", str)),
-    ...opt("context", f.maybe("context", contextUsage)),
-    ...opt("status", f.maybe("status", str)),
-    ...opt("role", f.maybe("role", role)),
-    ...opt("session_file", f.maybeNull("session_file", str)),
-    ...opt("subagent", f.maybe("subagent", bool)),
-  };
-};
+const view: Conv<View> = record({
+  pairing_id: req(u64),
+  look: req(u32),
+  reason: req(oneOf(VIEW_REASONS)),
+  text: req(str),
+  entries: req(u32),
+  pending_tool_calls: req(u32),
+  unchanged: req(bool),
+  created_at: req(u64),
+});
 
-const sessionInfo: Conv<SessionInfo> = (v, p) => {
-  const f = new Fields(v, p);
-  return {
-    id: f.req("id", str),
-    name: f.req("name", str),
-    cwd: f.req("cwd", str),
-    pid: f.nullable("pid", u32),
-    model: f.nullable("model", str),
-    status: f.req("status", str),
-    role: f.req("role", role),
-    connected: f.req("connected", bool),
-    context_tokens: f.nullable("context_tokens", u64),
-    context_window: f.nullable("context_window", u64),
-    context_percent: f.nullable("context_percent", f64),
-    repo: f.nullable("repo", str),
-    branch: f.nullable("branch", str),
-    head: f.nullable("head", str),
-    worktree: f.req("worktree", bool),
-    session_file: f.nullable("session_file", str),
-    subagent: f.withDefault("subagent", bool, false),
-    open_asks: f.req("open_asks", u32),
-    pending_messages: f.req("pending_messages", u32),
-    first_seen: f.req("first_seen", u64),
-    last_seen: f.req("last_seen", u64),
-  };
+const report: Conv<Report> = record({
+  id: req(u64),
+  session_id: req(str),
+  session_name: req(str),
+  text: req(str),
+  created_at: req(u64),
+});
+
+const bridgeInfo: Conv<BridgeInfo> = record({ name: req(str), pid: nullable(u32), connected_since: req(u64) });
+
+const coreStatus: Conv<CoreStatus> = record({
+  core_version: req(str),
+  protocol: req(u32),
+  pid: req(u32),
+  started_at: req(u64),
+  uptime_ms: req(u64),
+  state_dir: req(str),
+  socket: req(str),
+  sessions_connected: req(u32),
+  sessions_known: req(u32),
+  open_asks: req(u32),
+  bridges: req(arrayOf(bridgeInfo)),
+});
+
+// ---------------------------------------------------------------------------------------
+// Message bodies: every field but `type`, one decoder per type of each side
+
+type Bodies<M extends { type: string }> = {
+  readonly [T in M["type"]]: Conv<Omit<Extract<M, { type: T }>, "type">>;
 };
 
-const ask: Conv<Ask> = (v, p) => {
-  const f = new Fields(v, p);
-  return {
-    id: f.req("id", u64),
-    session_id: f.req("session_id", str),
-    session_name: f.req("session_name", str),
-    question: f.req("question", str),
-    options: f.withDefault("options", arrayOf(str), []),
-    details: f.nullable("details", str),
-    state: f.req("state", oneOf(ASK_STATES)),
-    answer: f.nullable("answer", str),
-    answered_by: f.nullable("answered_by", str),
-    created_at: f.req("created_at", u64),
-    answered_at: f.nullable("answered_at", u64),
-  };
+/** A request with nothing but its id. */
+const idOnly = record<{ id: number }>({ id: req(u64) });
+/** The `session` and `by` of unpair and look. */
+const sessionBy = record<{ id: number; session?: string | null; by?: string | null }>({
+  id: req(u64),
+  session: maybeNull(str),
+  by: maybeNull(str),
+});
+const listAll = record<{ id: number; all?: boolean }>({ id: req(u64), all: maybe(bool) });
+
+const CLIENT_BODIES: Bodies<ClientMsg> = {
+  hello: record({ id: req(u64), protocol: req(u32), client: req(clientKind), client_name: maybeNull(str) }),
+  register: record({ id: req(u64), session: req(registration) }),
+  update: record({
+    id: req(u64),
+    name: maybeNull(str),
+    model: maybeNull(str),
+    context: maybeNull(contextUsage),
+    status: maybeNull(str),
+    cwd: maybeNull(str),
+    role: maybeNull(role),
+    session_file: maybeNull(str),
+  }),
+  ask: record({ id: req(u64), question: req(str), options: maybe(arrayOf(str)), details: maybeNull(str) }),
+  report: record({ id: req(u64), text: req(str) }),
+  answer: record({ id: req(u64), ask: req(u64), text: req(str), by: maybeNull(str) }),
+  send: record({ id: req(u64), to: req(str), text: req(str), by: maybeNull(str) }),
+  ack: record({ ids: req(arrayOf(u64)) }),
+  list_sessions: listAll,
+  list_asks: listAll,
+  status: idOnly,
+  subscribe: idOnly,
+  ping: idOnly,
+  supervise: record({
+    id: req(u64),
+    worker: maybeNull(str),
+    supervisor: maybeNull(str),
+    goal: maybeNull(str),
+    cwd: maybeNull(str),
+    by: maybeNull(str),
+  }),
+  unpair: sessionBy,
+  set_goal: record({ id: req(u64), goal: req(str), session: maybeNull(str), cwd: maybeNull(str), by: maybeNull(str) }),
+  look: sessionBy,
+  worker_view: idOnly,
+  verdict: record({ id: req(u64), verdict: req(verdictKind), text: maybe(str) }),
+  list_pairings: listAll,
 };
 
-const sender: Conv<Sender> = (v, p) => {
-  const f = new Fields(v, p);
-  return { kind: f.req("kind", clientKind), session_id: f.nullable("session_id", str), name: f.req("name", str) };
+const askReply = record<{ id: number; ask: Ask }>({ id: req(u64), ask: req(ask) });
+const pairingReply = record<{ id: number; pairing: Pairing }>({ id: req(u64), pairing: req(pairing) });
+const sessionEvent = record<{ session: SessionInfo }>({ session: req(sessionInfo) });
+const askEvent = record<{ ask: Ask }>({ ask: req(ask) });
+
+const SERVER_BODIES: Bodies<ServerMsg> = {
+  welcome: record({ id: req(u64), protocol: req(u32), core_version: req(str), store_id: req(str), pid: req(u32) }),
+  registered: record({
+    id: req(u64),
+    session: req(sessionInfo),
+    pending: req(u32),
+    pairings: withDefault(arrayOf(pairing), () => []),
+  }),
+  updated: record({ id: req(u64), session: req(sessionInfo) }),
+  asked: askReply,
+  reported: record({ id: req(u64), report: req(report) }),
+  answered: askReply,
+  sent: record({
+    id: req(u64),
+    message_id: req(u64),
+    session_id: req(str),
+    session_name: req(str),
+    connected: req(bool),
+  }),
+  sessions: record({ id: req(u64), sessions: req(arrayOf(sessionInfo)) }),
+  asks: record({ id: req(u64), asks: req(arrayOf(ask)) }),
+  core_status: record({ id: req(u64), status: req(coreStatus) }),
+  subscribed: idOnly,
+  pong: idOnly,
+  error: record({ id: nullable(u64), code: req(str), message: req(str), details: withDefault(json, () => null) }),
+  deliver: record({ message: req(delivery) }),
+  session_joined: sessionEvent,
+  session_changed: sessionEvent,
+  session_left: sessionEvent,
+  ask_opened: askEvent,
+  ask_answered: askEvent,
+  report_posted: record({ report: req(report) }),
+  paired: pairingReply,
+  unpaired: pairingReply,
+  goal_set: pairingReply,
+  look_requested: pairingReply,
+  view: record({ id: req(u64), view: req(view) }),
+  verdict_accepted: record({ id: req(u64), pairing: req(pairing), verdict: req(verdict), hint: nullable(str) }),
+  pairings: record({ id: req(u64), pairings: req(arrayOf(pairing)) }),
+  pairing_event: record({
+    change: req(oneOf(PAIRING_CHANGES)),
+    pairing: req(pairing),
+    verdict: nullable(verdict),
+    by: nullable(str),
+  }),
 };
 
-const delivery: Conv<Delivery> = (v, p) => {
-  const f = new Fields(v, p);
-  return {
-    id: f.req("id", u64),
-    kind: f.req("kind", oneOf(DELIVERY_KINDS)),
-    text: f.req("text", str),
-    from: f.req("from", sender),
-    ask_id: f.nullable("ask_id", u64),
-    question: f.nullable("question", str),
-    pairing_id: f.nullable("pairing_id", u64),
-    look: f.nullable("look", u32),
-    created_at: f.req("created_at", u64),
-  };
-};
-
-const pairing: Conv<Pairing> = (v, p) => {
-  const f = new Fields(v, p);
-  return {
-    id: f.req("id", u64),
-    supervisor_id: f.req("supervisor_id", str),
-    supervisor_name: f.req("supervisor_name", str),
-    worker_id: f.req("worker_id", str),
-    worker_name: f.req("worker_name", str),
-    cwd: f.req("cwd", str),
-    goal: f.nullable("goal", str),
-    goal_file: f.nullable("goal_file", str),
-    state: f.req("state", oneOf(PAIRING_STATES)),
-    looks: f.req("looks", u32),
-    steers: f.req("steers", u32),
-    created_at: f.req("created_at", u64),
-    last_look_at: f.nullable("last_look_at", u64),
-    ended_at: f.nullable("ended_at", u64),
-    end_reason: f.nullable("end_reason", str),
-    ended_by: f.nullable("ended_by", str),
-    evidence: f.nullable("evidence", str),
-    supervisor_connected: f.req("supervisor_connected", bool),
-    worker_connected: f.req("worker_connected", bool),
-  };
-};
-
-const verdictKind: Conv<VerdictKind> = oneOf(VERDICT_KINDS);
-
-const verdict: Conv<Verdict> = (v, p) => {
-  const f = new Fields(v, p);
-  return {
-    kind: f.req("kind", verdictKind),
-    text: f.req("text", str),
-    look: f.req("look", u32),
-    created_at: f.req("created_at", u64),
-  };
-};
-
-const view: Conv<View> = (v, p) => {
-  const f = new Fields(v, p);
-  return {
-    pairing_id: f.req("pairing_id", u64),
-    look: f.req("look", u32),
-    reason: f.req("reason", oneOf(VIEW_REASONS)),
-    text: f.req("text", str),
-    entries: f.req("entries", u32),
-    pending_tool_calls: f.req("pending_tool_calls", u32),
-    unchanged: f.req("unchanged", bool),
-    created_at: f.req("created_at", u64),
-  };
-};
-
-const report: Conv<Report> = (v, p) => {
-  const f = new Fields(v, p);
-  return {
-    id: f.req("id", u64),
-    session_id: f.req("session_id", str),
-    session_name: f.req("session_name", str),
-    text: f.req("text", str),
-    created_at: f.req("created_at", u64),
-  };
-};
-
-const bridgeInfo: Conv<BridgeInfo> = (v, p) => {
-  const f = new Fields(v, p);
-  return { name: f.req("name", str), pid: f.nullable("pid", u32), connected_since: f.req("connected_since", u64) };
-};
-
-const coreStatus: Conv<CoreStatus> = (v, p) => {
-  const f = new Fields(v, p);
-  return {
-    core_version: f.req("core_version", str),
-    protocol: f.req("protocol", u32),
-    pid: f.req("pid", u32),
-    started_at: f.req("started_at", u64),
-    uptime_ms: f.req("uptime_ms", u64),
-    state_dir: f.req("state_dir", str),
-    socket: f.req("socket", str),
-    sessions_connected: f.req("sessions_connected", u32),
-    sessions_known: f.req("sessions_known", u32),
-    open_asks: f.req("open_asks", u32),
-    bridges: f.req("bridges", arrayOf(bridgeInfo)),
-  };
-};
-
-function decodeClientFields(type: ClientMsg["type"], f: Fields): ClientMsg {
-  switch (type) {
-    case "hello":
-      return {
-        type,
-        id: f.req("id", u64),
-        protocol: f.req("protocol", u32),
-        client: f.req("client", clientKind),
-        ...opt("client_name", f.maybeNull("client_name", str)),
-      };
-    case "register":
-      return { type, id: f.req("id", u64), session: f.req("session", registration) };
-    case "update":
-      return {
-        type,
-        id: f.req("id", u64),
-        ...opt("name", f.maybeNull("name", str)),
-        ...opt("model", f.maybeNull("model", str)),
-        ...opt("context", f.maybeNull("context", contextUsage)),
-        ...opt("status", f.maybeNull("status", str)),
-        ...opt("cwd", f.maybeNull("cwd", str)),
-        ...opt("role", f.maybeNull("role", role)),
-        ...opt("session_file", f.maybeNull("session_file", str)),
-      };
-    case "ask":
-      return {
-        type,
-        id: f.req("id", u64),
-        question: f.req("question", str),
-        ...opt("options", f.maybe("options", arrayOf(str))),
-        ...opt("details", f.maybeNull("details", str)),
-      };
-    case "report":
-      return { type, id: f.req("id", u64), text: f.req("text", str) };
-    case "answer":
-      return {
-        type,
-        id: f.req("id", u64),
-        ask: f.req("ask", u64),
-        text: f.req("text", str),
-        ...opt("by", f.maybeNull("by", str)),
-      };
-    case "send":
-      return {
-        type,
-        id: f.req("id", u64),
-        to: f.req("to", str),
-        text: f.req("text", str),
-        ...opt("by", f.maybeNull("by", str)),
-      };
-    case "ack":
-      return { type, ids: f.req("ids", arrayOf(u64)) };
-    case "list_sessions":
-    case "list_asks":
-      return { type, id: f.req("id", u64), ...opt("all", f.maybe("all", bool)) };
-    case "status":
-    case "subscribe":
-    case "ping":
-    case "worker_view":
-      return { type, id: f.req("id", u64) };
-    case "supervise":
-      return {
-        type,
-        id: f.req("id", u64),
-        ...opt("worker", f.maybeNull("worker", str)),
-        ...opt("supervisor", f.maybeNull("supervisor", str)),
-        ...opt("goal", f.maybeNull("goal", str)),
-        ...opt("cwd", f.maybeNull("cwd", str)),
-        ...opt("by", f.maybeNull("by", str)),
-      };
-    case "unpair":
-    case "look":
-      return {
-        type,
-        id: f.req("id", u64),
-        ...opt("session", f.maybeNull("session", str)),
-        ...opt("by", f.maybeNull("by", str)),
-      };
-    case "set_goal":
-      return {
-        type,
-        id: f.req("id", u64),
-        goal: f.req("goal", str),
-        ...opt("session", f.maybeNull("session", str)),
-        ...opt("cwd", f.maybeNull("cwd", str)),
-        ...opt("by", f.maybeNull("by", str)),
-      };
-    case "verdict":
-      return {
-        type,
-        id: f.req("id", u64),
-        verdict: f.req("verdict", verdictKind),
-        ...opt("text", f.maybe("text", str)),
-      };
-    case "list_pairings":
-      return { type, id: f.req("id", u64), ...opt("all", f.maybe("all", bool)) };
-  }
-}
-
-function decodeServerFields(type: ServerMsg["type"], f: Fields): ServerMsg {
-  switch (type) {
-    case "welcome":
-      return {
-        type,
-        id: f.req("id", u64),
-        protocol: f.req("protocol", u32),
-        core_version: f.req("core_version", str),
-        store_id: f.req("store_id", str),
-        pid: f.req("pid", u32),
-      };
-    case "registered":
-      return {
-        type,
-        id: f.req("id", u64),
-        session: f.req("session", sessionInfo),
-        pending: f.req("pending", u32),
-        pairings: f.withDefault("pairings", arrayOf(pairing), []),
-      };
-    case "updated":
-      return { type, id: f.req("id", u64), session: f.req("session", sessionInfo) };
-    case "asked":
-    case "answered":
-      return { type, id: f.req("id", u64), ask: f.req("ask", ask) };
-    case "reported":
-      return { type, id: f.req("id", u64), report: f.req("report", report) };
-    case "sent":
-      return {
-        type,
-        id: f.req("id", u64),
-        message_id: f.req("message_id", u64),
-        session_id: f.req("session_id", str),
-        session_name: f.req("session_name", str),
-        connected: f.req("connected", bool),
-      };
-    case "sessions":
-      return { type, id: f.req("id", u64), sessions: f.req("sessions", arrayOf(sessionInfo)) };
-    case "asks":
-      return { type, id: f.req("id", u64), asks: f.req("asks", arrayOf(ask)) };
-    case "core_status":
-      return { type, id: f.req("id", u64), status: f.req("status", coreStatus) };
-    case "subscribed":
-    case "pong":
-      return { type, id: f.req("id", u64) };
-    case "error":
-      return {
-        type,
-        id: f.nullable("id", u64),
-        code: f.req("code", str),
-        message: f.req("message", str),
-        details: f.withDefault("details", json, null),
-      };
-    case "deliver":
-      return { type, message: f.req("message", delivery) };
-    case "session_joined":
-    case "session_changed":
-    case "session_left":
-      return { type, session: f.req("session", sessionInfo) };
-    case "ask_opened":
-    case "ask_answered":
-      return { type, ask: f.req("ask", ask) };
-    case "report_posted":
-      return { type, report: f.req("report", report) };
-    case "paired":
-    case "unpaired":
-    case "goal_set":
-    case "look_requested":
-      return { type, id: f.req("id", u64), pairing: f.req("pairing", pairing) };
-    case "view":
-      return { type, id: f.req("id", u64), view: f.req("view", view) };
-    case "verdict_accepted":
-      return {
-        type,
-        id: f.req("id", u64),
-        pairing: f.req("pairing", pairing),
-        verdict: f.req("verdict", verdict),
-        hint: f.nullable("hint", str),
-      };
-    case "pairings":
-      return { type, id: f.req("id", u64), pairings: f.req("pairings", arrayOf(pairing)) };
-    case "pairing_event":
-      return {
-        type,
-        change: f.req("change", oneOf(PAIRING_CHANGES)),
-        pairing: f.req("pairing", pairing),
-        verdict: f.nullable("verdict", verdict),
-        by: f.nullable("by", str),
-      };
-  }
-}
+// ---------------------------------------------------------------------------------------
+// Frame bodies
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -517,7 +315,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 function parseTyped<T extends string>(
   body: Uint8Array | string,
   known: readonly T[],
-): { type: T; fields: Fields; id: number | null } {
+): { type: T; value: Record<string, unknown>; id: number | null } {
   let text: string;
   if (typeof body === "string") {
     text = body;
@@ -542,12 +340,20 @@ function parseTyped<T extends string>(
   if (typeof rawType !== "string") throw new WireDecodeError("invalid_message", "`type` must be a string", id);
   const type = known.find((t) => t === rawType);
   if (type === undefined) throw new WireDecodeError("unknown_type", `unknown message type "${rawType}"`, id);
-  return { type, fields: new Fields(value, type), id };
+  return { type, value, id };
 }
 
-function withFieldErrors<T>(type: string, id: number | null, run: () => T): T {
+/** Parse a frame body, then read the rest of the message its `type` names from `bodies`. */
+function decodeMessage<M extends { type: string }>(
+  body: Uint8Array | string,
+  known: readonly M["type"][],
+  bodies: Bodies<M>,
+): M {
+  const { type, value, id } = parseTyped(body, known);
+  const decodeFields: Conv<object> = bodies[type];
   try {
-    return run();
+    // Sound because `Bodies<M>` gave each type the decoder of the rest of its message.
+    return { type, ...decodeFields(value, type) } as M;
   } catch (e) {
     if (e instanceof FieldError) throw new WireDecodeError("invalid_message", `invalid ${type} message: ${e.message}`, id);
     throw e;
@@ -556,12 +362,10 @@ function withFieldErrors<T>(type: string, id: number | null, run: () => T): T {
 
 /** Decode one frame body sent by the core. Throws WireDecodeError. */
 export function decodeServerMsg(body: Uint8Array | string): ServerMsg {
-  const { type, fields, id } = parseTyped(body, SERVER_TYPES);
-  return withFieldErrors(type, id, () => decodeServerFields(type, fields));
+  return decodeMessage(body, SERVER_TYPES, SERVER_BODIES);
 }
 
 /** Decode one frame body sent by a client (used by tests and fakes). Throws WireDecodeError. */
 export function decodeClientMsg(body: Uint8Array | string): ClientMsg {
-  const { type, fields, id } = parseTyped(body, CLIENT_TYPES);
-  return withFieldErrors(type, id, () => decodeClientFields(type, fields));
+  return decodeMessage(body, CLIENT_TYPES, CLIENT_BODIES);
 }

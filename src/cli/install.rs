@@ -36,6 +36,10 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
         include_str!("../../pi-ext/wire/messages.ts"),
     ),
     (
+        "wire/fields.ts",
+        include_str!("../../pi-ext/wire/fields.ts"),
+    ),
+    (
         "wire/decode.ts",
         include_str!("../../pi-ext/wire/decode.ts"),
     ),
