@@ -27,17 +27,12 @@
 import { BRIEF_CUSTOM_TYPE, DELIVERY_CUSTOM_TYPE, DeliveryLedger, VIEW_CUSTOM_TYPE } from "./dedupe.ts";
 import type { Delivery, DeliveryKind, Sender } from "./wire.ts";
 
-/** What a delivery's custom message carries in `details` (not shown to the model). */
-export interface DeliveryDetails {
+/**
+ * What a delivery's custom message carries in `details` (not shown to the model): the
+ * delivery without its text, and the store its id belongs to.
+ */
+export interface DeliveryDetails extends Omit<Delivery, "text"> {
   store_id: string;
-  id: number;
-  kind: DeliveryKind;
-  from: Sender;
-  ask_id: number | null;
-  question: string | null;
-  pairing_id: number | null;
-  look: number | null;
-  created_at: number;
 }
 
 /** The custom message handed to pi.sendMessage. */

@@ -16,8 +16,9 @@ use shepherd_core::config;
 
 use super::{Ctx, Failure, print, print_json};
 
-/// The extension, as built into this binary: (file name, contents). A test checks this
-/// list against `pi-ext/` so no file is forgotten.
+/// The extension, as built into this binary: (path below the extension's directory,
+/// contents). A test checks this list against `pi-ext/` and `pi-ext/wire/` so no file is
+/// forgotten.
 pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("package.json", include_str!("../../pi-ext/package.json")),
     ("index.ts", include_str!("../../pi-ext/index.ts")),
@@ -26,6 +27,23 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("dedupe.ts", include_str!("../../pi-ext/dedupe.ts")),
     ("inbox.ts", include_str!("../../pi-ext/inbox.ts")),
     ("wire.ts", include_str!("../../pi-ext/wire.ts")),
+    (
+        "wire/records.ts",
+        include_str!("../../pi-ext/wire/records.ts"),
+    ),
+    (
+        "wire/messages.ts",
+        include_str!("../../pi-ext/wire/messages.ts"),
+    ),
+    (
+        "wire/fields.ts",
+        include_str!("../../pi-ext/wire/fields.ts"),
+    ),
+    (
+        "wire/decode.ts",
+        include_str!("../../pi-ext/wire/decode.ts"),
+    ),
+    ("wire/frame.ts", include_str!("../../pi-ext/wire/frame.ts")),
     (
         "supervise-pi.ts",
         include_str!("../../pi-ext/supervise-pi.ts"),
@@ -156,7 +174,13 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<ExitCode> {
             .find(|(n, _)| n == name)
             .map(|(_, c)| *c)
             .unwrap_or_default();
-        write_atomically(&dir.join(name), contents.as_bytes())?;
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Failure::new("io", format!("cannot create {}: {e}", parent.display()))
+            })?;
+        }
+        write_atomically(&path, contents.as_bytes())?;
     }
 
     let dir_text = dir.display().to_string();
@@ -237,14 +261,27 @@ mod tests {
     use super::*;
 
     /// Every file Pi needs from `pi-ext/` is embedded: the manifest, every TypeScript
-    /// module outside the tests, and nothing that is not there.
+    /// module outside the tests (also those in `wire/`), and nothing that is not there.
     #[test]
     fn embedded_files_match_the_extension_directory() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("pi-ext");
-        let mut on_disk: Vec<String> = std::fs::read_dir(&root)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
+        let names = |sub: &str| -> Vec<String> {
+            std::fs::read_dir(root.join(sub))
+                .unwrap()
+                .flatten()
+                .map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if sub.is_empty() {
+                        name
+                    } else {
+                        format!("{sub}/{name}")
+                    }
+                })
+                .collect()
+        };
+        let mut on_disk: Vec<String> = names("")
+            .into_iter()
+            .chain(names("wire"))
             .filter(|n| n.ends_with(".ts") || n == "package.json" || n == "README.md")
             .collect();
         on_disk.sort();

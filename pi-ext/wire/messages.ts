@@ -1,0 +1,240 @@
+// The messages of protocol 1 (core/src/protocol/messages.rs): every request a client sends
+// (ClientMsg) and every response and event the core sends (ServerMsg), as strict
+// discriminated unions on `type` over the records of wire/records.ts, with the list of each
+// side's type names.
+
+import type {
+  Ask,
+  ClientKind,
+  ContextUsage,
+  CoreStatus,
+  Delivery,
+  Json,
+  Pairing,
+  PairingChange,
+  Registration,
+  Report,
+  Role,
+  SessionInfo,
+  Verdict,
+  VerdictKind,
+  View,
+  WireErrorCode,
+} from "./records.ts";
+
+export const PROTOCOL_VERSION = 1;
+
+export type HelloMsg = { type: "hello"; id: number; protocol: number; client: ClientKind; client_name?: string | null };
+export type RegisterMsg = { type: "register"; id: number; session: Registration };
+export type UpdateMsg = {
+  type: "update";
+  id: number;
+  name?: string | null;
+  model?: string | null;
+  context?: ContextUsage | null;
+  status?: string | null;
+  cwd?: string | null;
+  role?: Role | null;
+  session_file?: string | null;
+};
+export type AskMsg = { type: "ask"; id: number; question: string; options?: string[]; details?: string | null };
+export type ReportMsg = { type: "report"; id: number; text: string };
+export type AnswerMsg = { type: "answer"; id: number; ask: number; text: string; by?: string | null };
+export type SendMsg = { type: "send"; id: number; to: string; text: string; by?: string | null };
+export type AckMsg = { type: "ack"; ids: number[] };
+export type ListSessionsMsg = { type: "list_sessions"; id: number; all?: boolean };
+export type ListAsksMsg = { type: "list_asks"; id: number; all?: boolean };
+export type StatusMsg = { type: "status"; id: number };
+export type SubscribeMsg = { type: "subscribe"; id: number };
+export type PingMsg = { type: "ping"; id: number };
+export type SuperviseMsg = {
+  type: "supervise";
+  id: number;
+  worker?: string | null;
+  supervisor?: string | null;
+  goal?: string | null;
+  cwd?: string | null;
+  by?: string | null;
+};
+export type UnpairMsg = { type: "unpair"; id: number; session?: string | null; by?: string | null };
+export type SetGoalMsg = {
+  type: "set_goal";
+  id: number;
+  goal: string;
+  session?: string | null;
+  cwd?: string | null;
+  by?: string | null;
+};
+export type LookMsg = { type: "look"; id: number; session?: string | null; by?: string | null };
+export type WorkerViewMsg = { type: "worker_view"; id: number };
+export type VerdictMsg = { type: "verdict"; id: number; verdict: VerdictKind; text?: string };
+export type ListPairingsMsg = { type: "list_pairings"; id: number; all?: boolean };
+
+/** Client → core. */
+export type ClientMsg =
+  | HelloMsg
+  | RegisterMsg
+  | UpdateMsg
+  | AskMsg
+  | ReportMsg
+  | AnswerMsg
+  | SendMsg
+  | AckMsg
+  | ListSessionsMsg
+  | ListAsksMsg
+  | StatusMsg
+  | SubscribeMsg
+  | PingMsg
+  | SuperviseMsg
+  | UnpairMsg
+  | SetGoalMsg
+  | LookMsg
+  | WorkerViewMsg
+  | VerdictMsg
+  | ListPairingsMsg;
+
+export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
+  "hello",
+  "register",
+  "update",
+  "ask",
+  "report",
+  "answer",
+  "send",
+  "ack",
+  "list_sessions",
+  "list_asks",
+  "status",
+  "subscribe",
+  "ping",
+  "supervise",
+  "unpair",
+  "set_goal",
+  "look",
+  "worker_view",
+  "verdict",
+  "list_pairings",
+];
+
+export type WelcomeMsg = { type: "welcome"; id: number; protocol: number; core_version: string; store_id: string; pid: number };
+export type RegisteredMsg = {
+  type: "registered";
+  id: number;
+  session: SessionInfo;
+  pending: number;
+  /** Active pairings this session is in, on either side. */
+  pairings: Pairing[];
+};
+export type UpdatedMsg = { type: "updated"; id: number; session: SessionInfo };
+export type AskedMsg = { type: "asked"; id: number; ask: Ask };
+export type ReportedMsg = { type: "reported"; id: number; report: Report };
+export type AnsweredMsg = { type: "answered"; id: number; ask: Ask };
+export type SentMsg = {
+  type: "sent";
+  id: number;
+  message_id: number;
+  session_id: string;
+  session_name: string;
+  connected: boolean;
+};
+export type SessionsMsg = { type: "sessions"; id: number; sessions: SessionInfo[] };
+export type AsksMsg = { type: "asks"; id: number; asks: Ask[] };
+export type CoreStatusMsg = { type: "core_status"; id: number; status: CoreStatus };
+export type SubscribedMsg = { type: "subscribed"; id: number };
+export type PongMsg = { type: "pong"; id: number };
+export type ErrorMsg = { type: "error"; id: number | null; code: WireErrorCode; message: string; details: Json };
+export type DeliverMsg = { type: "deliver"; message: Delivery };
+export type SessionJoinedMsg = { type: "session_joined"; session: SessionInfo };
+export type SessionChangedMsg = { type: "session_changed"; session: SessionInfo };
+export type SessionLeftMsg = { type: "session_left"; session: SessionInfo };
+export type AskOpenedMsg = { type: "ask_opened"; ask: Ask };
+export type AskAnsweredMsg = { type: "ask_answered"; ask: Ask };
+export type ReportPostedMsg = { type: "report_posted"; report: Report };
+export type PairedMsg = { type: "paired"; id: number; pairing: Pairing };
+export type UnpairedMsg = { type: "unpaired"; id: number; pairing: Pairing };
+export type GoalSetMsg = { type: "goal_set"; id: number; pairing: Pairing };
+export type LookRequestedMsg = { type: "look_requested"; id: number; pairing: Pairing };
+export type ViewMsg = { type: "view"; id: number; view: View };
+export type VerdictAcceptedMsg = {
+  type: "verdict_accepted";
+  id: number;
+  pairing: Pairing;
+  verdict: Verdict;
+  /** Set when a steer repeats a recent one. */
+  hint: string | null;
+};
+export type PairingsMsg = { type: "pairings"; id: number; pairings: Pairing[] };
+export type PairingEventMsg = {
+  type: "pairing_event";
+  change: PairingChange;
+  pairing: Pairing;
+  verdict: Verdict | null;
+  by: string | null;
+};
+
+/** Core → client: responses (with the request's id) and events (without). */
+export type ServerMsg =
+  | WelcomeMsg
+  | RegisteredMsg
+  | UpdatedMsg
+  | AskedMsg
+  | ReportedMsg
+  | AnsweredMsg
+  | SentMsg
+  | SessionsMsg
+  | AsksMsg
+  | CoreStatusMsg
+  | SubscribedMsg
+  | PongMsg
+  | ErrorMsg
+  | DeliverMsg
+  | SessionJoinedMsg
+  | SessionChangedMsg
+  | SessionLeftMsg
+  | AskOpenedMsg
+  | AskAnsweredMsg
+  | ReportPostedMsg
+  | PairedMsg
+  | UnpairedMsg
+  | GoalSetMsg
+  | LookRequestedMsg
+  | ViewMsg
+  | VerdictAcceptedMsg
+  | PairingsMsg
+  | PairingEventMsg;
+
+export const SERVER_TYPES: readonly ServerMsg["type"][] = [
+  "welcome",
+  "registered",
+  "updated",
+  "asked",
+  "reported",
+  "answered",
+  "sent",
+  "sessions",
+  "asks",
+  "core_status",
+  "subscribed",
+  "pong",
+  "error",
+  "deliver",
+  "session_joined",
+  "session_changed",
+  "session_left",
+  "ask_opened",
+  "ask_answered",
+  "report_posted",
+  "paired",
+  "unpaired",
+  "goal_set",
+  "look_requested",
+  "view",
+  "verdict_accepted",
+  "pairings",
+  "pairing_event",
+];
+
+/** The id of the request a server message answers; null for events and connection errors. */
+export function responseId(msg: ServerMsg): number | null {
+  return "id" in msg ? msg.id : null;
+}

@@ -1,0 +1,246 @@
+// The records of protocol 1 as TypeScript types (core/src/protocol/types.rs): sessions,
+// asks, deliveries, reports, pairings, verdicts, views, the core's status, the closed sets of
+// names they use (roles, kinds, states, error codes) and JSON itself. Types and constant
+// lists only; wire/decode.ts checks untrusted JSON against them.
+//
+// Field conventions, following serde on the Rust side:
+// - Records the core sends are normalized: an `Option` field is `T | null` (absent reads as
+//   null) and a defaulted list is always an array.
+// - Client messages keep what they were built with: an optional field is either absent or,
+//   where Rust accepts it, null. Fields Rust defaults without `Option` (ask.options,
+//   register.session.context/status/role/subagent, list_*.all, verdict.text) must never be
+//   null.
+// - Unknown fields are dropped on decode (the protocol lets peers add optional fields).
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+export type ClientKind = "pi" | "bridge" | "cli";
+export const CLIENT_KINDS: readonly ClientKind[] = ["pi", "bridge", "cli"];
+
+export type Role = "lead" | "manager" | "chief" | "supervisor";
+export const ROLES: readonly Role[] = ["lead", "manager", "chief", "supervisor"];
+
+/** Context fill as Pi reports it; every part may be unknown (right after a compaction). */
+export interface ContextUsage {
+  tokens?: number | null;
+  window?: number | null;
+  percent?: number | null;
+}
+
+/** What a Pi session says about itself in `register`. Only session_id and cwd are required. */
+export interface Registration {
+  session_id: string;
+  name?: string | null;
+  cwd: string;
+  pid?: number | null;
+  model?: string | null;
+  context?: ContextUsage;
+  /** `idle`, `thinking` or `tool:<name>`. */
+  status?: string;
+  role?: Role;
+  session_file?: string | null;
+  /** A pi-subagents child (`PI_SUBAGENT_CHILD` set): never offered as a worker. */
+  subagent?: boolean;
+}
+
+/** A session as the core knows it. */
+export interface SessionInfo {
+  id: string;
+  name: string;
+  cwd: string;
+  pid: number | null;
+  model: string | null;
+  status: string;
+  role: Role;
+  connected: boolean;
+  context_tokens: number | null;
+  context_window: number | null;
+  context_percent: number | null;
+  repo: string | null;
+  branch: string | null;
+  head: string | null;
+  worktree: boolean;
+  session_file: string | null;
+  subagent: boolean;
+  open_asks: number;
+  pending_messages: number;
+  first_seen: number;
+  last_seen: number;
+}
+
+export type AskState = "open" | "answered";
+export const ASK_STATES: readonly AskState[] = ["open", "answered"];
+
+export interface Ask {
+  id: number;
+  session_id: string;
+  session_name: string;
+  question: string;
+  options: string[];
+  details: string | null;
+  state: AskState;
+  answer: string | null;
+  answered_by: string | null;
+  created_at: number;
+  answered_at: number | null;
+}
+
+/** `view` and `brief` go to supervisors (docs/PROTOCOL.md, Supervision). */
+export type DeliveryKind = "steer" | "message" | "answer" | "view" | "brief";
+export const DELIVERY_KINDS: readonly DeliveryKind[] = ["steer", "message", "answer", "view", "brief"];
+
+/** Who sent a delivery, stamped by the core from the sender's connection. */
+export interface Sender {
+  kind: ClientKind;
+  session_id: string | null;
+  name: string;
+}
+
+/** One message for a session; `id` is unique within the store named by `welcome.store_id`. */
+export interface Delivery {
+  id: number;
+  kind: DeliveryKind;
+  text: string;
+  from: Sender;
+  ask_id: number | null;
+  question: string | null;
+  /** For `view` and `brief`, and for steers from a supervisor: the pairing. */
+  pairing_id: number | null;
+  /** For `view`: the look's number within the pairing (1, 2, …). */
+  look: number | null;
+  created_at: number;
+}
+
+export interface Report {
+  id: number;
+  session_id: string;
+  session_name: string;
+  text: string;
+  created_at: number;
+}
+
+export interface BridgeInfo {
+  name: string;
+  pid: number | null;
+  connected_since: number;
+}
+
+export interface CoreStatus {
+  core_version: string;
+  protocol: number;
+  pid: number;
+  started_at: number;
+  uptime_ms: number;
+  state_dir: string;
+  socket: string;
+  sessions_connected: number;
+  sessions_known: number;
+  open_asks: number;
+  bridges: BridgeInfo[];
+}
+
+export type PairingState = "active" | "ended";
+export const PAIRING_STATES: readonly PairingState[] = ["active", "ended"];
+
+/** A supervisor session watching a worker session toward a goal; held by the core. */
+export interface Pairing {
+  id: number;
+  supervisor_id: string;
+  supervisor_name: string;
+  worker_id: string;
+  worker_name: string;
+  cwd: string;
+  goal: string | null;
+  goal_file: string | null;
+  state: PairingState;
+  looks: number;
+  steers: number;
+  created_at: number;
+  last_look_at: number | null;
+  ended_at: number | null;
+  /** `done` or `stopped`. */
+  end_reason: string | null;
+  ended_by: string | null;
+  evidence: string | null;
+  supervisor_connected: boolean;
+  worker_connected: boolean;
+}
+
+export type VerdictKind = "steer" | "let_it_run" | "done";
+export const VERDICT_KINDS: readonly VerdictKind[] = ["steer", "let_it_run", "done"];
+
+export interface Verdict {
+  kind: VerdictKind;
+  text: string;
+  /** The look it answered (0 before the first view). */
+  look: number;
+  created_at: number;
+}
+
+export type ViewReason = "paired" | "stopped" | "timer" | "look" | "request";
+export const VIEW_REASONS: readonly ViewReason[] = ["paired", "stopped", "timer", "look", "request"];
+
+/** What the worker did since the previous view, compacted by the core. */
+export interface View {
+  pairing_id: number;
+  look: number;
+  reason: ViewReason;
+  text: string;
+  entries: number;
+  pending_tool_calls: number;
+  unchanged: boolean;
+  created_at: number;
+}
+
+export type PairingChange = "started" | "goal" | "verdict" | "look" | "ended" | "presence";
+export const PAIRING_CHANGES: readonly PairingChange[] = ["started", "goal", "verdict", "look", "ended", "presence"];
+
+/** Stable error codes (core/src/protocol/error_code.rs). */
+export const ERROR_CODES = [
+  "frame_too_large",
+  "truncated_frame",
+  "malformed_frame",
+  "unknown_type",
+  "invalid_message",
+  "hello_required",
+  "hello_timeout",
+  "protocol_mismatch",
+  "already_greeted",
+  "not_registered",
+  "forbidden",
+  "session_taken",
+  "replaced",
+  "unknown_session",
+  "ambiguous_session",
+  "unknown_ask",
+  "already_answered",
+  "limit_exceeded",
+  "invalid_argument",
+  "slow_consumer",
+  "shutting_down",
+  "already_paired",
+  "not_paired",
+  "no_candidate",
+  "goal_unreadable",
+  "verdict_refused",
+  "runaway",
+  "store_failed",
+  "internal",
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+/** A code this client may not know yet: new codes are a compatible protocol change. */
+export type WireErrorCode = ErrorCode | (string & {});
+
+/** Codes after which the core closes the connection. */
+export const CLOSING_ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
+  "frame_too_large",
+  "truncated_frame",
+  "malformed_frame",
+  "hello_required",
+  "hello_timeout",
+  "protocol_mismatch",
+  "replaced",
+  "slow_consumer",
+  "shutting_down",
+]);
