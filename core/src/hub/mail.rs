@@ -117,17 +117,7 @@ impl State {
     /// never read it, and it would block that mailbox for good.
     fn check_fits(&self, m: &NewMessage<'_>) -> HubResult<()> {
         let max = self.facts.limits.max_frame_bytes;
-        let probe = Delivery {
-            id: u64::MAX,
-            kind: m.kind,
-            text: m.text.to_string(),
-            from: m.from.clone(),
-            ask_id: m.ask_id,
-            question: m.question.map(str::to_string),
-            pairing_id: m.pairing_id,
-            look: m.look,
-            created_at: m.created_at,
-        };
+        let probe = m.delivery(u64::MAX);
         let len = frame::encode(&ServerMsg::Deliver { message: probe }).len() - frame::HEADER_LEN;
         if len > max {
             return Err(HubError::new(

@@ -67,6 +67,23 @@ pub struct NewMessage<'a> {
     pub created_at: u64,
 }
 
+impl NewMessage<'_> {
+    /// The message as it is delivered once it has `id`.
+    pub fn delivery(&self, id: u64) -> Delivery {
+        Delivery {
+            id,
+            kind: self.kind,
+            text: self.text.to_string(),
+            from: self.from.clone(),
+            ask_id: self.ask_id,
+            question: self.question.map(str::to_string),
+            pairing_id: self.pairing_id,
+            look: self.look,
+            created_at: self.created_at,
+        }
+    }
+}
+
 /// Store a message; returns it as it will be delivered.
 pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery> {
     conn.prepare_cached(
@@ -87,17 +104,7 @@ pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery
         m.pairing_id,
         m.look,
     ])?;
-    Ok(Delivery {
-        id: conn.last_insert_rowid() as u64,
-        kind: m.kind,
-        text: m.text.to_string(),
-        from: m.from.clone(),
-        ask_id: m.ask_id,
-        question: m.question.map(str::to_string),
-        pairing_id: m.pairing_id,
-        look: m.look,
-        created_at: m.created_at,
-    })
+    Ok(m.delivery(conn.last_insert_rowid() as u64))
 }
 
 /// Up to `limit` unacknowledged messages for `recipient` with ids above `after`, in order.
