@@ -197,6 +197,8 @@ async fn a_real_pi_asks_and_a_threaded_reply_answers_it() -> Result<()> {
     let mut opts = PiOptions::new(s.core.agent_dir());
     opts.name = Some("mx-asker".into());
     let mut pi = PiSession::spawn(&model, opts).await?;
+    // The ask goes out from the model's first turn: prompt once the extension is in.
+    s.core.connected_session("mx-asker", WAIT).await?;
     pi.prompt("deploy when the human says so").await?;
 
     let card = s.bot_says(is_card_for("Deploy the release?")).await?;

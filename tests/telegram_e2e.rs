@@ -83,6 +83,8 @@ async fn a_real_pi_asks_and_the_button_answers_it() -> Result<()> {
     let mut opts = PiOptions::new(s.core.agent_dir());
     opts.name = Some("tg-asker".into());
     let mut pi = PiSession::spawn(&model, opts).await?;
+    // The ask goes out from the model's first turn: prompt once the extension is in.
+    s.core.connected_session("tg-asker", WAIT).await?;
     pi.prompt("deploy when the human says so").await?;
 
     let card =
