@@ -85,6 +85,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         supervise: config.core.supervise.clone(),
     };
     let checkpointer = Checkpointer::spawn(&db_path);
+    store.on_commit(checkpointer.waker());
     let (hub, hub_task) = hub::spawn(store, facts);
 
     let listener = server::bind(&socket, &state_dir).await?;
