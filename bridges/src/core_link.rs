@@ -9,11 +9,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use shepherd_core::client::{Client, ClientError};
+use shepherd_core::client::{Client, ClientError, Request};
 use std::collections::HashMap;
 
 use shepherd_core::protocol::{
-    Ask, AskState, ClientKind, ClientMsg, Pairing, ServerMsg, SessionInfo,
+    Ask, AskState, ClientKind, Pairing, ServerMsg, SessionInfo, requests,
 };
 
 use crate::chat::commands::ChatCommand;
@@ -51,17 +51,14 @@ impl CoreLink {
     }
 
     /// Send a request; on a dead connection, reconnect and try once more.
-    pub async fn request(
-        &mut self,
-        build: impl Fn(u64) -> ClientMsg,
-    ) -> Result<ServerMsg, ClientError> {
+    pub async fn call<R: Request + Clone>(&mut self, request: R) -> Result<R::Reply, ClientError> {
         for attempt in 0..2 {
             if self.client.is_none() {
                 self.client =
                     Some(Client::connect(&self.socket, ClientKind::Bridge, &self.name).await?);
             }
             let client = self.client.as_mut().expect("just connected");
-            match client.request(&build).await {
+            match client.call(request.clone()).await {
                 Err(ClientError::Closed | ClientError::Io(_)) if attempt == 0 => self.client = None,
                 Err(e @ (ClientError::Closed | ClientError::Io(_))) => {
                     self.client = None;
@@ -86,41 +83,24 @@ pub struct Snapshot {
 impl CoreLink {
     /// Read the sessions and asks a bridge resynchronises from.
     pub async fn snapshot(&mut self) -> Result<Snapshot, ClientError> {
-        let sessions = match self
-            .request(|id| ClientMsg::ListSessions { id, all: true })
+        let sessions = self
+            .call(requests::ListSessions { id: 0, all: true })
             .await?
-        {
-            ServerMsg::Sessions { sessions, .. } => {
-                sessions.into_iter().map(|s| (s.id.clone(), s)).collect()
-            }
-            other => {
-                return Err(ClientError::Protocol(format!(
-                    "expected sessions, got {other:?}"
-                )));
-            }
-        };
-        let asks = match self
-            .request(|id| ClientMsg::ListAsks { id, all: true })
-            .await?
-        {
-            ServerMsg::Asks { asks, .. } => asks,
-            other => {
-                return Err(ClientError::Protocol(format!(
-                    "expected asks, got {other:?}"
-                )));
-            }
-        };
+            .into_iter()
+            .map(|s| (s.id.clone(), s))
+            .collect();
+        let asks = self.call(requests::ListAsks { id: 0, all: true }).await?;
         let (open, answered): (Vec<Ask>, Vec<Ask>) =
             asks.into_iter().partition(|a| a.state == AskState::Open);
         let answered = answered.into_iter().map(|a| (a.id, a)).collect();
         // A core that cannot list pairings still gets its asks and sessions shown.
         let pairings = match self
-            .request(|id| ClientMsg::ListPairings { id, all: false })
+            .call(requests::ListPairings { id: 0, all: false })
             .await
         {
-            Ok(ServerMsg::Pairings { pairings, .. }) => pairings,
-            Ok(other) => {
-                tracing::warn!(reply = ?other, "bridge: unexpected reply to list_pairings");
+            Ok(pairings) => pairings,
+            Err(e @ ClientError::Unexpected { .. }) => {
+                tracing::warn!(error = %e, "bridge: unexpected reply to list_pairings");
                 Vec::new()
             }
             Err(e @ ClientError::Remote { .. }) => {
@@ -167,35 +147,27 @@ impl CoreLink {
     ) -> CommandReply {
         let reply = match command {
             ChatCommand::Sessions => match self
-                .request(|id| ClientMsg::ListSessions { id, all: false })
+                .call(requests::ListSessions { id: 0, all: false })
                 .await
             {
-                Ok(ServerMsg::Sessions { sessions, .. }) => render::sessions_list(&sessions),
-                other => failure(other),
+                Ok(sessions) => render::sessions_list(&sessions),
+                Err(e) => failure(e),
             },
-            ChatCommand::Asks => match self
-                .request(|id| ClientMsg::ListAsks { id, all: false })
-                .await
-            {
-                Ok(ServerMsg::Asks { asks, .. }) => render::asks_list(&asks),
-                other => failure(other),
+            ChatCommand::Asks => match self.call(requests::ListAsks { id: 0, all: false }).await {
+                Ok(asks) => render::asks_list(&asks),
+                Err(e) => failure(e),
             },
-            ChatCommand::Status(None) => match self.request(|id| ClientMsg::Status { id }).await {
-                Ok(ServerMsg::CoreStatus { status, .. }) => render::core_status(&status),
-                other => failure(other),
+            ChatCommand::Status(None) => match self.call(requests::Status::default()).await {
+                Ok(status) => render::core_status(&status),
+                Err(e) => failure(e),
             },
             ChatCommand::Status(Some(selector)) => {
-                match self
-                    .request(|id| ClientMsg::ListSessions { id, all: true })
-                    .await
-                {
-                    Ok(ServerMsg::Sessions { sessions, .. }) => {
-                        match pick(&sessions, &selector, prefix) {
-                            Ok(s) => render::session_status(s),
-                            Err(text) => plain(text),
-                        }
-                    }
-                    other => failure(other),
+                match self.call(requests::ListSessions { id: 0, all: true }).await {
+                    Ok(sessions) => match pick(&sessions, &selector, prefix) {
+                        Ok(s) => render::session_status(s),
+                        Err(text) => plain(text),
+                    },
+                    Err(e) => failure(e),
                 }
             }
             ChatCommand::Steer { session, text } => return CommandReply::Steer { session, text },
@@ -222,7 +194,7 @@ pub async fn forward_events(
     loop {
         let attempt = async {
             let mut client = Client::connect(&socket, ClientKind::Bridge, &name).await?;
-            client.request(|id| ClientMsg::Subscribe { id }).await?;
+            client.subscribe().await?;
             Ok::<_, ClientError>(client)
         };
         let result = tokio::select! {

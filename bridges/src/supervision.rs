@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use shepherd_core::protocol::{ClientMsg, Pairing, PairingState, ServerMsg};
+use shepherd_core::protocol::{Pairing, PairingState, requests};
 
 use crate::chat::commands::{SessionArgs, UsageError};
 use crate::chat::pairing;
@@ -86,22 +86,20 @@ impl CoreLink {
         };
         let goal = Some(goal).filter(|g| !g.is_empty());
         let reply = self
-            .request(|id| ClientMsg::Supervise {
-                id,
+            .call(requests::Supervise {
                 worker: Some(worker.clone()),
-                supervisor: None,
                 goal: goal.clone(),
-                cwd: None,
                 by: Some(here.by.to_string()),
+                ..Default::default()
             })
             .await;
         match reply {
-            Ok(ServerMsg::Paired { pairing, .. }) => CommandReply::Pairing {
+            Ok(pairing) => CommandReply::Pairing {
                 reply: pairing::started(&pairing, Some(here.by)),
                 pairing: Box::new(pairing),
                 announced: true,
             },
-            other => CommandReply::Say(refused(other)),
+            Err(e) => CommandReply::Say(refused(e)),
         }
     }
 
@@ -120,21 +118,20 @@ impl CoreLink {
             return usage(prefix, UsageError::GoalWithoutText { session });
         }
         let reply = self
-            .request(|id| ClientMsg::SetGoal {
-                id,
+            .call(requests::SetGoal {
                 goal: goal.clone(),
                 session: Some(session.clone()),
-                cwd: None,
                 by: Some(here.by.to_string()),
+                ..Default::default()
             })
             .await;
         match reply {
-            Ok(ServerMsg::GoalSet { pairing, .. }) => CommandReply::Pairing {
+            Ok(pairing) => CommandReply::Pairing {
                 reply: pairing::goal_changed(&pairing, Some(here.by)),
                 pairing: Box::new(pairing),
                 announced: true,
             },
-            other => CommandReply::Say(refused(other)),
+            Err(e) => CommandReply::Say(refused(e)),
         }
     }
 
@@ -149,19 +146,19 @@ impl CoreLink {
             return usage(prefix, UsageError::WithoutSession { command: "look" });
         };
         let reply = self
-            .request(|id| ClientMsg::Look {
-                id,
+            .call(requests::Look {
                 session: Some(session.to_string()),
                 by: Some(here.by.to_string()),
+                ..Default::default()
             })
             .await;
         match reply {
-            Ok(ServerMsg::LookRequested { pairing, .. }) => CommandReply::Pairing {
+            Ok(pairing) => CommandReply::Pairing {
                 reply: pairing::looking(&pairing),
                 pairing: Box::new(pairing),
                 announced: false,
             },
-            other => CommandReply::Say(refused(other)),
+            Err(e) => CommandReply::Say(refused(e)),
         }
     }
 
@@ -176,19 +173,19 @@ impl CoreLink {
             return usage(prefix, UsageError::WithoutSession { command: "stop" });
         };
         let reply = self
-            .request(|id| ClientMsg::Unpair {
-                id,
+            .call(requests::Unpair {
                 session: Some(session.to_string()),
                 by: Some(here.by.to_string()),
+                ..Default::default()
             })
             .await;
         match reply {
-            Ok(ServerMsg::Unpaired { pairing, .. }) => CommandReply::Pairing {
+            Ok(pairing) => CommandReply::Pairing {
                 reply: pairing::stopped(&pairing, Some(here.by)),
                 pairing: Box::new(pairing),
                 announced: true,
             },
-            other => CommandReply::Say(refused(other)),
+            Err(e) => CommandReply::Say(refused(e)),
         }
     }
 
@@ -197,11 +194,8 @@ impl CoreLink {
     /// name among every known session).
     async fn target(&mut self, args: &SessionArgs, here: Here<'_>) -> Option<(String, String)> {
         let named = if here.session.is_some() && !args.first.is_empty() && !args.quoted {
-            match self
-                .request(|id| ClientMsg::ListSessions { id, all: true })
-                .await
-            {
-                Ok(ServerMsg::Sessions { sessions, .. }) => sessions
+            match self.call(requests::ListSessions { id: 0, all: true }).await {
+                Ok(sessions) => sessions
                     .iter()
                     .any(|s| s.id == args.first || s.name == args.first),
                 _ => false,

@@ -3,7 +3,7 @@
 //! command character (`/` or `!`).
 
 use shepherd_core::client::ClientError;
-use shepherd_core::protocol::{ErrorCode, ServerMsg, SessionInfo};
+use shepherd_core::protocol::{ErrorCode, SessionInfo};
 
 use super::html;
 use super::render::Rendered;
@@ -17,18 +17,15 @@ pub fn plain(text: String) -> Rendered {
 }
 
 /// The core did not give the expected answer.
-pub fn failure(reply: Result<ServerMsg, ClientError>) -> Rendered {
-    match reply {
-        Err(e) => plain(format!("The core did not answer: {e}")),
-        Ok(other) => plain(format!("Unexpected reply from the core: {other:?}")),
-    }
+pub fn failure(error: ClientError) -> Rendered {
+    plain(format!("The core did not answer: {error}"))
 }
 
 /// The core's refusal of a request, in its own words (they say what to do), or why
 /// there was no answer at all.
-pub fn refused(reply: Result<ServerMsg, ClientError>) -> Rendered {
-    match reply {
-        Err(ClientError::Remote { message, .. }) => plain(format!("⚠️ {message}")),
+pub fn refused(error: ClientError) -> Rendered {
+    match error {
+        ClientError::Remote { message, .. } => plain(format!("⚠️ {message}")),
         other => failure(other),
     }
 }

@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId};
 use matrix_sdk::{Client, Room};
-use shepherd_core::client::ClientError;
+use shepherd_core::client::{ClientError, Sent};
 use shepherd_core::protocol::{
-    Ask, AskState, ClientMsg, ErrorCode, Pairing, PairingChange, Report, ServerMsg, SessionInfo,
-    Verdict,
+    Ask, AskState, ErrorCode, Pairing, PairingChange, Report, ServerMsg, SessionInfo, Verdict,
+    requests,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -477,20 +477,17 @@ impl Bridge {
     async fn ask(&mut self, ask_id: u64) -> Option<Ask> {
         let reply = self
             .core
-            .request(|id| ClientMsg::ListAsks { id, all: true })
+            .call(requests::ListAsks { id: 0, all: true })
             .await
             .ok()?;
-        let ServerMsg::Asks { asks, .. } = reply else {
-            return None;
-        };
-        asks.into_iter().find(|a| a.id == ask_id)
+        reply.into_iter().find(|a| a.id == ask_id)
     }
 
     async fn answer(&mut self, ask_id: u64, answer: String, by: &str, thread: Option<&str>) {
         let result = self
             .core
-            .request(|id| ClientMsg::Answer {
-                id,
+            .call(requests::Answer {
+                id: 0,
                 ask: ask_id,
                 text: answer.clone(),
                 by: Some(by.to_string()),
@@ -508,15 +505,15 @@ impl Bridge {
     async fn steer(&mut self, session: &str, text: &str, by: &str, thread: Option<&str>) {
         let result = self
             .core
-            .request(|id| ClientMsg::Send {
-                id,
+            .call(requests::Send {
+                id: 0,
                 to: session.to_string(),
                 text: text.to_string(),
                 by: Some(by.to_string()),
             })
             .await;
         let reply = match result {
-            Ok(ServerMsg::Sent {
+            Ok(Sent {
                 session_name,
                 connected,
                 session_id,
@@ -536,7 +533,6 @@ impl Bridge {
                 self.post(r, thread, Some(&session_id), "reply").await;
                 return;
             }
-            Ok(other) => plain(format!("Unexpected reply from the core: {other:?}")),
             Err(e) => plain(steer_error(&e)),
         };
         self.say(thread, reply).await;

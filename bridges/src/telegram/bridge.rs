@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
-use shepherd_core::client::ClientError;
+use shepherd_core::client::{ClientError, Sent};
 use shepherd_core::protocol::{
-    Ask, ClientMsg, ErrorCode, Pairing, PairingChange, Report, ServerMsg, SessionInfo, Verdict,
+    Ask, ErrorCode, Pairing, PairingChange, Report, ServerMsg, SessionInfo, Verdict, requests,
 };
 use teloxide::Bot;
 use teloxide::payloads::{AnswerCallbackQuerySetters, EditForumTopicSetters};
@@ -454,8 +454,8 @@ impl Bridge {
             Some((ask_id, option)) => match self.option_text(ask_id, option).await {
                 Some(answer) => match self
                     .core
-                    .request(|id| ClientMsg::Answer {
-                        id,
+                    .call(requests::Answer {
+                        id: 0,
                         ask: ask_id,
                         text: answer.clone(),
                         by: Some(by.clone()),
@@ -483,13 +483,10 @@ impl Bridge {
     async fn ask(&mut self, ask_id: u64) -> Option<Ask> {
         let reply = self
             .core
-            .request(|id| ClientMsg::ListAsks { id, all: true })
+            .call(requests::ListAsks { id: 0, all: true })
             .await
             .ok()?;
-        let ServerMsg::Asks { asks, .. } = reply else {
-            return None;
-        };
-        asks.into_iter().find(|a| a.id == ask_id)
+        reply.into_iter().find(|a| a.id == ask_id)
     }
 
     /// The text of option `index` of an ask.
@@ -507,8 +504,8 @@ impl Bridge {
         };
         let result = self
             .core
-            .request(|id| ClientMsg::Answer {
-                id,
+            .call(requests::Answer {
+                id: 0,
                 ask: ask_id,
                 text: answer.clone(),
                 by: Some(by.to_string()),
@@ -526,15 +523,15 @@ impl Bridge {
     async fn steer(&mut self, session: &str, text: &str, by: &str, thread: Option<i32>) {
         let result = self
             .core
-            .request(|id| ClientMsg::Send {
-                id,
+            .call(requests::Send {
+                id: 0,
                 to: session.to_string(),
                 text: text.to_string(),
                 by: Some(by.to_string()),
             })
             .await;
         let reply = match result {
-            Ok(ServerMsg::Sent {
+            Ok(Sent {
                 session_name,
                 connected,
                 session_id,
@@ -555,7 +552,6 @@ impl Bridge {
                 }
                 return;
             }
-            Ok(other) => plain(format!("Unexpected reply from the core: {other:?}")),
             Err(e) => plain(steer_error(&e)),
         };
         self.say(thread, reply).await;
