@@ -13,7 +13,8 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use shepherd_core::client::Sent;
 use shepherd_core::protocol::{
-    ClientKind, ContextUsage, DeliveryKind, ErrorCode, Role, ServerMsg, SessionInfo, requests,
+    ClientKind, ContextUsage, DeliveryKind, ErrorCode, Role, ServerMsg, SessionInfo, SessionStatus,
+    requests,
 };
 use shepherd_harness::{Core, Pi, error_code, error_details, next_event_where, registration};
 
@@ -118,7 +119,7 @@ async fn resolve(core: &Core, to: &str) -> Result<String> {
 
 /// `update` with a status and/or cwd; the session as stored.
 async fn update(pi: &mut Pi, status: Option<&str>, cwd: Option<&Path>) -> Result<SessionInfo> {
-    let status = status.map(str::to_string);
+    let status = status.map(SessionStatus::from);
     let cwd = cwd.map(|c| c.display().to_string());
     Ok(pi
         .client

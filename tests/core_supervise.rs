@@ -13,8 +13,8 @@ use anyhow::Result;
 use serde_json::{Value, json};
 use shepherd_core::client::{Client, Registered, VerdictAccepted};
 use shepherd_core::protocol::{
-    ClientKind, Delivery, DeliveryKind, ErrorCode, Pairing, PairingChange, PairingState,
-    Registration, Role, ServerMsg, VerdictKind, ViewReason, requests,
+    ClientKind, Delivery, DeliveryKind, EndReason, ErrorCode, Pairing, PairingChange, PairingState,
+    Registration, Role, ServerMsg, SessionStatus, VerdictKind, ViewReason, requests,
 };
 use shepherd_harness::{Core, Pi, error_code, error_details, next_event_where, registration};
 
@@ -125,7 +125,7 @@ async fn update(pi: &mut Pi, name: Option<&str>, status: Option<&str>) -> Result
     pi.client
         .call(requests::Update {
             name: name.map(str::to_string),
-            status: status.map(str::to_string),
+            status: status.map(SessionStatus::from),
             ..Default::default()
         })
         .await?;
@@ -402,7 +402,7 @@ async fn views_verdicts_and_guards() -> Result<()> {
     )
     .await?;
     assert_eq!(pairing.state, PairingState::Ended);
-    assert_eq!(pairing.end_reason.as_deref(), Some("done"));
+    assert_eq!(pairing.end_reason.map(EndReason::as_str), Some("done"));
     assert_eq!(
         pairing.evidence.as_deref(),
         Some("SSO suite passes: 41 tests, 0 failures")
@@ -491,7 +491,7 @@ async fn the_human_pairs_looks_changes_the_goal_and_stops_from_the_cli() -> Resu
     assert_eq!(
         (
             pairing.state,
-            pairing.end_reason.as_deref(),
+            pairing.end_reason.map(EndReason::as_str),
             pairing.ended_by.as_deref()
         ),
         (PairingState::Ended, Some("stopped"), Some("cli"))

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use serde_json::json;
-use shepherd_core::protocol::ViewReason;
+use shepherd_core::protocol::{SessionStatus, ViewReason};
 use shepherd_core::supervise::view::{self, BuiltView, Cursor, ViewInput, WorkerFacts};
 use shepherd_harness::Core;
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
@@ -97,7 +97,7 @@ impl Watcher {
             cursor: &self.cursor,
             worker: WorkerFacts {
                 name: "worker",
-                status: "idle",
+                status: &SessionStatus::Idle,
                 model: Some("fake/fake-model"),
                 context_percent: Some(1.5),
                 context_tokens: Some(1500),

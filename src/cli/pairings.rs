@@ -8,7 +8,7 @@
 
 use std::process::ExitCode;
 
-use shepherd_core::protocol::{Pairing, PairingState, requests};
+use shepherd_core::protocol::{EndReason, Pairing, PairingState, requests};
 
 use super::format::tilde;
 use super::table::{Align, Table};
@@ -80,7 +80,7 @@ pub fn state(p: &Pairing) -> String {
     match p.state {
         PairingState::Active => "active".to_string(),
         PairingState::Ended => {
-            let reason = p.end_reason.as_deref().unwrap_or("ended");
+            let reason = p.end_reason.map_or("ended", EndReason::as_str);
             match p.ended_by.as_deref() {
                 Some(by) => format!("{reason} by {by}"),
                 None => reason.to_string(),
@@ -132,7 +132,7 @@ mod tests {
     fn the_table_shows_sides_goal_counts_state_and_presence() {
         let mut ended = pairing(2);
         ended.state = PairingState::Ended;
-        ended.end_reason = Some("stopped".into());
+        ended.end_reason = Some(EndReason::Stopped);
         ended.ended_by = Some("telegram:@ada".into());
         ended.goal = None;
         ended.worker_connected = true;
@@ -177,7 +177,7 @@ mod tests {
             "/src/app/docs/plan.md: Make SSO work.\nThen docs."
         );
         p.state = PairingState::Ended;
-        p.end_reason = Some("done".into());
+        p.end_reason = Some(EndReason::Done);
         assert_eq!(state(&p), "done");
         p.worker_connected = false;
         p.supervisor_connected = false;

@@ -138,7 +138,7 @@ pub fn render(sessions: &[SessionInfo], now: u64, width: usize) -> String {
         table.row(vec![
             id.to_string(),
             s.name.clone(),
-            s.status.clone(),
+            s.status.to_string(),
             s.model.clone().unwrap_or_else(|| "-".into()),
             percent(s.context_percent),
             s.role.as_str().to_string(),

@@ -11,7 +11,7 @@
 //! keep their code blocks ([`text_with_code`]); a goal read from a file is shown as its
 //! path and an excerpt.
 
-use shepherd_core::protocol::{Pairing, PairingChange, Verdict, VerdictKind};
+use shepherd_core::protocol::{EndReason, Pairing, PairingChange, Verdict, VerdictKind};
 
 use super::format::{one_line, plural, truncate};
 use super::html::{Html, text_with_code};
@@ -39,7 +39,7 @@ pub fn event(
             v if v.kind == VerdictKind::Done => Some(done(pairing, &v.text)),
             _ => None, // let_it_run
         },
-        PairingChange::Ended if pairing.end_reason.as_deref() == Some("done") => None,
+        PairingChange::Ended if pairing.end_reason == Some(EndReason::Done) => None,
         PairingChange::Ended => Some(stopped(pairing, by)),
         PairingChange::Look | PairingChange::Presence => None,
     }
@@ -284,7 +284,7 @@ mod tests {
     fn stops_say_who_stopped() {
         let mut p = pairing();
         p.state = PairingState::Ended;
-        p.end_reason = Some("stopped".into());
+        p.end_reason = Some(EndReason::Stopped);
         p.ended_by = Some("telegram:@ada".into());
         let r = stopped(&p, None);
         assert_eq!(
@@ -318,9 +318,9 @@ mod tests {
         assert!(!shown(PairingChange::Presence, None, &p));
         let mut ended = p.clone();
         ended.state = PairingState::Ended;
-        ended.end_reason = Some("stopped".into());
+        ended.end_reason = Some(EndReason::Stopped);
         assert!(shown(PairingChange::Ended, None, &ended));
-        ended.end_reason = Some("done".into());
+        ended.end_reason = Some(EndReason::Done);
         assert!(
             !shown(PairingChange::Ended, None, &ended),
             "the done verdict already said it"

@@ -10,7 +10,9 @@
 //! (its buttons hang on it and it is edited in place), so long questions and details are
 //! cut; reports and lists may be long, and the bridge splits them ([`super::split`]).
 
-use shepherd_core::protocol::{Ask, AskState, CoreStatus, Millis, Report, SessionInfo};
+use shepherd_core::protocol::{
+    Ask, AskState, CoreStatus, Millis, Report, SessionInfo, SessionStatus,
+};
 
 use super::commands::{COMMANDS, UsageError};
 use super::format::{
@@ -192,29 +194,25 @@ pub fn report(report: &Report, session: Option<&SessionInfo>) -> Rendered {
 
 /// An icon for a session's state: offline, idle, thinking, running a tool.
 fn status_icon(s: &SessionInfo) -> &'static str {
-    if !s.connected {
-        "⚪"
-    } else if s.status == "idle" {
-        "🟢"
-    } else if s.status == "thinking" {
-        "🧠"
-    } else if s.status.starts_with("tool:") {
-        "🔧"
-    } else {
-        "🔵"
+    match &s.status {
+        _ if !s.connected => "⚪",
+        SessionStatus::Idle => "🟢",
+        SessionStatus::Thinking => "🧠",
+        SessionStatus::Tool(_) => "🔧",
+        SessionStatus::Other(_) => "🔵",
     }
 }
 
 /// `🟢 name · idle · 3f2a9c1b`: a session's first line.
 fn session_line(h: &mut Html, s: &SessionInfo) {
     let status = if s.connected {
-        s.status.as_str()
+        s.status.to_string()
     } else {
-        "offline"
+        "offline".to_string()
     };
     h.text(&format!("{} ", status_icon(s)))
         .bold(&truncate(&one_line(&s.name), NAME))
-        .text(&format!(" · {} · ", one_line(status)))
+        .text(&format!(" · {} · ", one_line(&status)))
         .code(short_id(&s.id));
 }
 

@@ -11,7 +11,7 @@ use crate::clock::now_ms;
 use crate::git::RepoContext;
 use crate::protocol::{
     BridgeInfo, ClientKind, ContextUsage, CoreStatus, ErrorCode, PROTOCOL_VERSION, ServerMsg,
-    SessionInfo,
+    SessionInfo, SessionStatus,
     requests::{ListSessions, Register, Update},
 };
 use crate::store;
@@ -46,13 +46,11 @@ fn check_name(name: &str) -> HubResult<()> {
     Ok(())
 }
 
-fn check_status(status: &str) -> HubResult<()> {
-    let ok = status == "idle"
-        || status == "thinking"
-        || status.strip_prefix("tool:").is_some_and(|t| !t.is_empty());
-    if !ok || status.len() > MAX_STATUS {
+fn check_status(status: &SessionStatus) -> HubResult<()> {
+    let text = status.to_string();
+    if !status.is_valid() || text.len() > MAX_STATUS {
         return Err(invalid(format!(
-            "status must be `idle`, `thinking` or `tool:<name>` (at most {MAX_STATUS} bytes), got {status:?}"
+            "status must be `idle`, `thinking` or `tool:<name>` (at most {MAX_STATUS} bytes), got {text:?}"
         )));
     }
     Ok(())
@@ -120,7 +118,7 @@ impl State {
         self.live.remove(&session_id);
         let result = (|| -> HubResult<()> {
             if let Some(mut info) = store::sessions::get(db, &session_id)? {
-                let was = std::mem::replace(&mut info.status, "idle".into());
+                let was = std::mem::replace(&mut info.status, SessionStatus::Idle);
                 info.last_seen = now_ms();
                 store::sessions::upsert(db, &info)?;
                 tracing::info!(session = %session_id, name = %info.name, "session left");
@@ -130,7 +128,7 @@ impl State {
                     session: &session_id,
                     kind: ChangeKind::Left,
                     was: Some(&was),
-                    now: "idle",
+                    now: &SessionStatus::Idle,
                 };
                 self.session_changed(&change, db, out);
             }
@@ -314,7 +312,7 @@ impl State {
         let change = SessionChange {
             session: &session_id,
             kind: ChangeKind::Registered { rejoined },
-            was: previous.as_ref().map(|p| p.status.as_str()),
+            was: previous.as_ref().map(|p| &p.status),
             now: &status_now,
         };
         self.session_changed(&change, db, out);

@@ -6,6 +6,7 @@
 use rusqlite::Connection;
 
 use super::{Out, State};
+use crate::protocol::SessionStatus;
 
 /// What happened to a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,14 +24,14 @@ pub(super) enum ChangeKind {
 pub(super) struct SessionChange<'a> {
     pub session: &'a str,
     pub kind: ChangeKind,
-    pub was: Option<&'a str>,
-    pub now: &'a str,
+    pub was: Option<&'a SessionStatus>,
+    pub now: &'a SessionStatus,
 }
 
 impl SessionChange<'_> {
     /// The session went from working to idle: a turn ended (leaving mid-turn counts).
     pub(super) fn stopped(&self) -> bool {
-        self.was.is_some_and(|was| was != "idle") && self.now == "idle"
+        self.was.is_some_and(|was| !was.is_idle()) && self.now.is_idle()
     }
 
     /// It registered on a new connection: it was away (or the core restarted).

@@ -11,16 +11,19 @@
 //!   internally tagged by `type`.
 //! - [`requests`]: one struct per client message (`ClientMsg::Supervise(Supervise)`).
 //! - [`types`]: the records inside messages (sessions, asks, deliveries, reports).
+//! - [`status`]: domain values sent as strings (session status, pairing end reason).
 //! - [`error_code`]: the stable error codes a client can match on.
 
 pub mod error_code;
 pub mod frame;
 pub mod messages;
 pub mod requests;
+pub mod status;
 pub mod types;
 
 pub use error_code::ErrorCode;
 pub use messages::{ClientMsg, ServerMsg};
+pub use status::{EndReason, SessionStatus};
 pub use types::*;
 
 /// Version of the intercom protocol. Client and core must agree exactly; `hello` with any

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ClientKind, ContextUsage, Registration, Role, VerdictKind};
+use super::{ClientKind, ContextUsage, Registration, Role, SessionStatus, VerdictKind};
 
 /// First message on every connection. Answered by `welcome`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,7 +41,7 @@ pub struct Update {
     #[serde(default)]
     pub context: Option<ContextUsage>,
     #[serde(default)]
-    pub status: Option<String>,
+    pub status: Option<SessionStatus>,
     #[serde(default)]
     pub cwd: Option<String>,
     #[serde(default)]

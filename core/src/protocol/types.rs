@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::{EndReason, SessionStatus};
+
 /// Unix time in milliseconds.
 pub type Millis = u64;
 
@@ -84,8 +86,8 @@ pub struct Registration {
     #[serde(default)]
     pub context: ContextUsage,
     /// `idle`, `thinking` or `tool:<name>`.
-    #[serde(default = "idle")]
-    pub status: String,
+    #[serde(default)]
+    pub status: SessionStatus,
     #[serde(default)]
     pub role: Role,
     /// Path of Pi's session file (JSONL), for supervisor views.
@@ -94,10 +96,6 @@ pub struct Registration {
     /// A pi-subagents child (`PI_SUBAGENT_CHILD` set): never offered as a worker.
     #[serde(default)]
     pub subagent: bool,
-}
-
-fn idle() -> String {
-    "idle".into()
 }
 
 /// A session as the core knows it; the records of `shepherd sessions --json`.
@@ -109,7 +107,7 @@ pub struct SessionInfo {
     /// The pid of the process on the socket (from SO_PEERCRED).
     pub pid: Option<u32>,
     pub model: Option<String>,
-    pub status: String,
+    pub status: SessionStatus,
     pub role: Role,
     pub connected: bool,
     pub context_tokens: Option<u64>,
@@ -280,7 +278,7 @@ pub struct Pairing {
     pub last_look_at: Option<Millis>,
     pub ended_at: Option<Millis>,
     /// `done` (the supervisor's verdict) or `stopped` (a `/supervise stop`, the human).
-    pub end_reason: Option<String>,
+    pub end_reason: Option<EndReason>,
     /// Who ended it (`supervisor`, `cli`, `telegram:@alice`, …).
     pub ended_by: Option<String>,
     /// For `done`: the supervisor's evidence.

@@ -288,7 +288,7 @@ impl Reader {
             ClientMsg::Update(requests::Update {
                 status: Some(status),
                 ..
-            }) if status == "idle" => self.cwd.clone()?,
+            }) if status.is_idle() => self.cwd.clone()?,
             _ => return None,
         };
         if !cwd.starts_with('/') {

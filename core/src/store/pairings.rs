@@ -5,7 +5,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::protocol::{Pairing, PairingState, Verdict, VerdictKind};
+use crate::protocol::{EndReason, Pairing, PairingState, Verdict, VerdictKind};
 
 /// A pairing row plus the hub's bookkeeping that is not part of the wire record.
 #[derive(Debug, Clone)]
@@ -51,7 +51,10 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Stored> {
             created_at: row.get(9)?,
             last_look_at: row.get(10)?,
             ended_at: row.get(11)?,
-            end_reason: row.get(12)?,
+            end_reason: row
+                .get::<_, Option<String>>(12)?
+                .as_deref()
+                .and_then(EndReason::parse),
             ended_by: row.get(13)?,
             evidence: row.get(14)?,
             supervisor_connected: false,
@@ -140,7 +143,7 @@ pub fn set_goal(
 pub fn end(
     conn: &Connection,
     id: u64,
-    reason: &str,
+    reason: EndReason,
     by: &str,
     evidence: Option<&str>,
     now: u64,
@@ -151,7 +154,7 @@ pub fn end(
                 evidence = ?5
              WHERE id = ?1 AND state = 'active'",
         )?
-        .execute(params![id, now, reason, by, evidence])?;
+        .execute(params![id, now, reason.as_str(), by, evidence])?;
     Ok(changed == 1)
 }
 
@@ -245,9 +248,9 @@ mod tests {
         assert!(insert(db, new("s", "x")).is_err(), "supervisor twice");
         assert!(insert(db, new("y", "w")).is_err(), "worker twice");
         assert_eq!(active_for(db, "w").unwrap().unwrap().pairing.id, id);
-        assert!(end(db, id, "stopped", "cli", None, 2).unwrap());
+        assert!(end(db, id, EndReason::Stopped, "cli", None, 2).unwrap());
         assert!(
-            !end(db, id, "stopped", "cli", None, 3).unwrap(),
+            !end(db, id, EndReason::Stopped, "cli", None, 3).unwrap(),
             "ends once"
         );
         assert!(active_for(db, "w").unwrap().is_none());

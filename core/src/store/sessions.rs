@@ -4,7 +4,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::protocol::{Role, SessionInfo};
+use crate::protocol::{Role, SessionInfo, SessionStatus};
 
 const SELECT: &str = "SELECT id, name, cwd, pid, model, status, role, context_tokens,
     context_window, context_percent, repo, branch, head, worktree, session_file,
@@ -22,7 +22,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
         cwd: row.get(2)?,
         pid: row.get(3)?,
         model: row.get(4)?,
-        status: row.get(5)?,
+        status: SessionStatus::from(row.get::<_, String>(5)?),
         role: parse_role(&role),
         connected: false,
         context_tokens: row.get(7)?,
@@ -68,7 +68,7 @@ pub fn upsert(conn: &Connection, s: &SessionInfo) -> rusqlite::Result<()> {
         s.cwd,
         s.pid,
         s.model,
-        s.status,
+        s.status.to_string(),
         s.role.as_str(),
         s.context_tokens,
         s.context_window,

@@ -17,7 +17,7 @@ mod activity;
 
 use self::activity::{Activity, Item, Outcome, cut, floor_char_boundary, indent, one_line};
 use super::changes;
-use crate::protocol::ViewReason;
+use crate::protocol::{SessionStatus, ViewReason};
 
 /// Upper bound of a view's text, in bytes.
 pub const MAX_VIEW_BYTES: usize = 24 * 1024;
@@ -72,7 +72,7 @@ pub struct PendingCall {
 #[derive(Debug, Clone, Copy)]
 pub struct WorkerFacts<'a> {
     pub name: &'a str,
-    pub status: &'a str,
+    pub status: &'a SessionStatus,
     pub model: Option<&'a str>,
     pub context_percent: Option<f64>,
     pub context_tokens: Option<u64>,

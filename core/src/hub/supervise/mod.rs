@@ -17,8 +17,8 @@ use super::session_change::SessionChange;
 use super::{ConnId, Cx, HubError, HubResult, Out, State, atomically};
 use crate::clock::now_ms;
 use crate::protocol::{
-    ClientKind, DeliveryKind, ErrorCode, Pairing, PairingChange, PairingState, Role, Sender,
-    ServerMsg, SessionInfo, Verdict, VerdictKind, ViewReason, requests,
+    ClientKind, DeliveryKind, EndReason, ErrorCode, Pairing, PairingChange, PairingState, Role,
+    Sender, ServerMsg, SessionInfo, Verdict, VerdictKind, ViewReason, requests,
 };
 use crate::store::{self, messages::NewMessage, pairings::Stored};
 use crate::supervise::rules::{self, GoalError};
@@ -388,7 +388,7 @@ impl State {
         let pid = stored.pairing.id;
         let me = self.conns.get(&conn).and_then(|c| c.session.clone());
         let ended = atomically(db, || {
-            store::pairings::end(db, pid, "stopped", &by, None, now_ms())?;
+            store::pairings::end(db, pid, EndReason::Stopped, &by, None, now_ms())?;
             let ended = self.pairing_now(pid, db)?;
             if me.as_deref() != Some(ended.supervisor_id.as_str()) {
                 let text = format!(
@@ -571,7 +571,7 @@ impl State {
                 }
             }
             VerdictKind::Done => {
-                if let Some(tool) = worker.status.strip_prefix("tool:")
+                if let Some(tool) = worker.status.tool()
                     && worker.connected
                 {
                     return Err(refused(
@@ -581,7 +581,7 @@ impl State {
                         ),
                     ));
                 }
-                if stored.pending_tool_calls > 0 && worker.connected && worker.status != "idle" {
+                if stored.pending_tool_calls > 0 && worker.connected && !worker.status.is_idle() {
                     return Err(refused(
                         "pending_tool_call",
                         format!(
@@ -636,7 +636,7 @@ impl State {
                     store::pairings::end(
                         db,
                         pairing.id,
-                        "done",
+                        EndReason::Done,
                         &pairing.supervisor_name,
                         Some(&text),
                         now,

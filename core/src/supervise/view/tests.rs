@@ -77,7 +77,7 @@ impl Session {
 fn facts<'a>(cwd: &'a str, file: Option<&'a str>) -> WorkerFacts<'a> {
     WorkerFacts {
         name: "worker",
-        status: "idle",
+        status: &SessionStatus::Idle,
         model: Some("fake/fake-model"),
         context_percent: Some(12.4),
         context_tokens: Some(12_400),
