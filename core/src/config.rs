@@ -626,13 +626,17 @@ mod tests {
         let vars = env(&[
             ("SHEPHERD_MATRIX_PASSWORD", "987654321"),
             ("SHEPHERD_TELEGRAM_TOKEN", "[1, 2]"),
-            ("SHEPHERD_MATRIX__ACCESS_TOKEN", "true"),
+            ("SHEPHERD_MATRIX__ACCESS_TOKEN", "\"quoted\""),
         ]);
         apply_env(&mut table, vars).unwrap();
         let config = from_table(table, "environment").unwrap();
         let matrix = config.matrix.unwrap();
         assert_eq!(matrix.password.as_deref(), Some("987654321"));
-        assert_eq!(matrix.access_token.as_deref(), Some("true"));
+        assert_eq!(
+            matrix.access_token.as_deref(),
+            Some("\"quoted\""),
+            "quotes kept"
+        );
         assert_eq!(config.telegram.unwrap().token.as_deref(), Some("[1, 2]"));
     }
 
