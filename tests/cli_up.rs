@@ -87,7 +87,7 @@ fn up_with_log_file_that_cannot_start_writes_the_reason_to_the_log() -> Result<(
     // An explicit log file, and a bridge that refuses to start.
     std::fs::write(
         &config,
-        "[telegram]\ntoken = \"123:SECRET\"\nallowed_users = [1]\n[matrix]\n",
+        "[telegram]\ntoken = \"123:SECRET\"\nallowed_users = [1]\nchat_id = 1\n[matrix]\n",
     )?;
     let explicit = dir.path().join("explicit.log");
     let out = run(&["up", "--log-file", explicit.to_str().unwrap()])?;
