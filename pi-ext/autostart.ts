@@ -106,6 +106,11 @@ export class Autostart {
     this.#now = now;
   }
 
+  /** Why the core this session started did not start (the notice's text), or null. */
+  get failure(): string | null {
+    return this.#failure;
+  }
+
   /** The core did not answer a connection attempt; `everConnected`: one answered before. */
   unreachable(everConnected: boolean): void {
     const where = this.#settings.socketPath;

@@ -512,6 +512,7 @@ class ShepherdSession {
     lines.push(`supervision: ${this.supervision.statusText()}`);
     const inbox = this.inbox.snapshot();
     lines.push(`deliveries: ${inbox.handled} handled, ${inbox.pending} waiting, ${inbox.sent + inbox.landed} awaiting ack`);
+    if (!c.ready && this.autostart.failure !== null) lines.push(this.autostart.failure);
     lines.push(`last error: ${this.#lastError ?? c.lastError ?? "none"}`);
     return lines.join("\n");
   }

@@ -47,6 +47,7 @@ describe("autostart", () => {
     spawned[0]?.child.emit("exit", 1, null);
     for (let i = 0; i < 5; i++) auto.unreachable(false);
     assert.equal(spawned.length, 1, "started once");
+    assert.match(auto.failure ?? "", /allowed_users is empty/, "/shepherd shows it too");
     assert.deepEqual(notices, [
       {
         text: `shepherd: the core did not start: telegram.allowed_users is empty, so nobody could use the bot (see ${LOG})`,
