@@ -2,7 +2,7 @@
 // the core's socket is, whether to start `shepherd up` when no core answers, which role this
 // session registers with (lead, manager, chief or supervisor), whether it is a pi-subagents
 // child, whether a supervisor's old looks are pruned from its context, where Pi's agent dir
-// is (for SUPERVISOR.md), and where to write a debug log. Pure functions over an env object,
+// is (for SUPERVISOR.md), where an autostarted core logs, and where to write a debug log. Pure functions over an env object,
 // so tests can pass their own.
 
 import { accessSync, constants as fsConstants, statSync } from "node:fs";
@@ -37,6 +37,8 @@ export interface ShepherdConfig {
   prune: boolean;
   /** Pi's agent dir ($PI_CODING_AGENT_DIR, else ~/.pi/agent). */
   agentDir: string;
+  /** Where an autostarted core logs (`shepherd up --log-file <this>`). */
+  coreLog: string;
 }
 
 /** `0`, `false`, `no`, `off` (any case, trimmed). */
@@ -62,6 +64,13 @@ export function socketPath(env: Env, home: string = homedir()): string {
   const explicit = env["SHEPHERD_SOCKET"];
   if (explicit !== undefined && explicit !== "") return expandTilde(explicit, home);
   return join(agentDir(env, home), "shepherd", "shepherd.sock");
+}
+
+/** The background core's log: $SHEPHERD_STATE_DIR/core.log, else <agent dir>/shepherd/core.log. */
+export function coreLogPath(env: Env, home: string = homedir()): string {
+  const stateDir = env["SHEPHERD_STATE_DIR"];
+  if (stateDir !== undefined && stateDir !== "") return join(expandTilde(stateDir, home), "core.log");
+  return join(agentDir(env, home), "shepherd", "core.log");
 }
 
 function isExecutableFile(path: string): boolean {
@@ -107,5 +116,6 @@ export function loadConfig(env: Env, home: string = homedir()): ShepherdConfig {
     subagent: subagentVar !== undefined && subagentVar !== "",
     prune: !isOff(env["SHEPHERD_PRUNE"]),
     agentDir: agentDir(env, home),
+    coreLog: coreLogPath(env, home),
   };
 }

@@ -1,6 +1,6 @@
 // The shepherd extension's entry point and its glue to Pi. On session_start it connects the
 // session to the shepherd core (client.ts), starting `shepherd up` when no core answers and
-// the binary is on PATH; it keeps the core's picture of the session current (name, model,
+// the binary is on PATH (autostart.ts); it keeps the core's picture of the session current (name, model,
 // status, context fill); it offers the model the tools `ask_human` and `report`; it injects
 // what the core delivers (inbox.ts) and shows connection and open asks in the footer and in
 // `/shepherd`. Supervisor mode (`/supervise`, the verdict tools, pruning) is wired in from
@@ -15,6 +15,7 @@ import { homedir } from "node:os";
 import type { BoundaryResult, BoundaryState, ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 
+import { Autostart, fsLog } from "./autostart.ts";
 import { CoreClient, CoreError, type PresenceUpdate, type Problem } from "./client.ts";
 import { CLIENT_NAME, loadConfig, type ShepherdConfig } from "./config.ts";
 import { DELIVERY_CUSTOM_TYPES } from "./dedupe.ts";
@@ -69,7 +70,7 @@ class ShepherdSession {
   readonly #runningTools = new Map<string, string>();
   #status = "idle";
   readonly #noticesShown = new Set<string>();
-  #autostarted: { at: number; bin: string } | null = null;
+  readonly autostart: Autostart;
   /** Registered at least once in this session: a later outage is a lost core, not a missing one. */
   #everConnected = false;
   #pendingUpdate: PresenceUpdate = {};
@@ -124,6 +125,15 @@ class ShepherdSession {
       notify: (text, level) => this.notify(text, level),
       log: (line) => this.log(line),
     });
+    this.autostart = new Autostart(
+      {
+        spawn: (bin, args) => spawn(bin, args, { detached: true, stdio: "ignore", cwd: homedir(), env: process.env }),
+        ...fsLog,
+        notify: (text, level) => this.notify(text, level),
+        log: (line) => this.log(line),
+      },
+      { socketPath: config.socketPath, autostart: config.autostart, shepherdBin: config.shepherdBin, logPath: config.coreLog },
+    );
     this.client = new CoreClient({
       socketPath: config.socketPath,
       clientName: CLIENT_NAME,
@@ -460,7 +470,7 @@ class ShepherdSession {
     this.log(`problem ${problem.kind}: ${problem.message}`);
     switch (problem.kind) {
       case "unreachable":
-        this.#coreUnreachable();
+        this.autostart.unreachable(this.#everConnected);
         break;
       case "protocol_mismatch":
         this.notifyOnce("protocol", `shepherd: ${problem.message}`, "error");
@@ -473,55 +483,6 @@ class ShepherdSession {
         break;
     }
     this.refreshStatusLine();
-  }
-
-  /**
-   * No core answers. Autostart only if none was reached yet in this session: a core that
-   * went away later may have been stopped on purpose, and is only waited for.
-   */
-  #coreUnreachable(): void {
-    const where = this.config.socketPath;
-    const bin = this.config.shepherdBin;
-    if (this.#everConnected) {
-      this.notifyOnce("lost", `shepherd: lost the core at ${where}; reconnecting in the background`, "warning");
-      return;
-    }
-    if (this.config.autostart && bin !== null) {
-      if (this.#autostarted === null) {
-        this.#autostarted = { at: Date.now(), bin };
-        this.#startCore(bin);
-      } else if (Date.now() - this.#autostarted.at > 15_000) {
-        this.notifyOnce(
-          "unreachable",
-          `shepherd: started \`${bin} up\`, but no core answers at ${where}; retrying in the background`,
-          "warning",
-        );
-      }
-      return;
-    }
-    const why = this.config.autostart
-      ? "no `shepherd` binary is on PATH to start one"
-      : "autostart is off (SHEPHERD_AUTOSTART=0)";
-    this.notifyOnce(
-      "unreachable",
-      `shepherd: no core is running at ${where} and ${why}; run \`shepherd up\`. Retrying quietly.`,
-      "warning",
-    );
-  }
-
-  #startCore(bin: string): void {
-    try {
-      const child = spawn(bin, ["up", "--log-file"], { detached: true, stdio: "ignore", cwd: homedir(), env: process.env });
-      child.on("error", (e) => {
-        this.recordError(`starting ${bin} up`, e);
-        this.notifyOnce("autostart", `shepherd: could not start \`${bin} up\`: ${message(e)}`, "warning");
-      });
-      child.unref();
-      this.log(`started ${bin} up (pid ${child.pid ?? "?"})`);
-    } catch (e) {
-      this.recordError(`starting ${bin} up`, e);
-      this.notifyOnce("autostart", `shepherd: could not start \`${bin} up\`: ${message(e)}`, "warning");
-    }
   }
 
   // ---- /shepherd -----------------------------------------------------------------------
@@ -551,6 +512,7 @@ class ShepherdSession {
     lines.push(`supervision: ${this.supervision.statusText()}`);
     const inbox = this.inbox.snapshot();
     lines.push(`deliveries: ${inbox.handled} handled, ${inbox.pending} waiting, ${inbox.sent + inbox.landed} awaiting ack`);
+    if (!c.ready && this.autostart.failure !== null) lines.push(this.autostart.failure);
     lines.push(`last error: ${this.#lastError ?? c.lastError ?? "none"}`);
     return lines.join("\n");
   }

@@ -205,7 +205,7 @@ fn doctor_on_a_fresh_agent_dir() {
     };
     assert!(line("config").starts_with("ok"), "{text}");
     assert!(
-        line("config").contains("none: running on defaults"),
+        line("config").contains("none: defaults plus the environment: SHEPHERD_SOCKET"),
         "{text}"
     );
     let state = line("state dir");

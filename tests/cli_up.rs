@@ -52,3 +52,52 @@ fn up_with_log_file_writes_its_log_under_the_state_dir() -> Result<()> {
     assert_eq!(mode & 0o777, 0o700);
     Ok(())
 }
+
+/// A core started in the background that cannot start leaves the reason in its log, in
+/// one line the Pi extension and `shepherd restart` look for; even when the configuration
+/// that would place the log is what failed (then the log is where the environment puts it).
+#[test]
+fn up_with_log_file_that_cannot_start_writes_the_reason_to_the_log() -> Result<()> {
+    let dir = tempfile::Builder::new().prefix("shp").tempdir_in("/tmp")?;
+    let config = dir.path().join("bad.toml");
+    std::fs::write(&config, "[core]\nno_such_setting = 1\n[telegram]\n")?;
+    let run = |args: &[&str]| {
+        Command::new(shepherd_bin())
+            .args(args)
+            .env("PI_CODING_AGENT_DIR", dir.path())
+            .env("SHEPHERD_CONFIG", &config)
+            .env_remove("SHEPHERD_SOCKET")
+            .env_remove("SHEPHERD_STATE_DIR")
+            .env("RUST_LOG", "off")
+            .output()
+    };
+    let out = run(&["up", "--log-file"])?;
+    assert_eq!(out.status.code(), Some(1));
+    let log = std::fs::read_to_string(dir.path().join("shepherd/core.log"))?;
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    let (stamp, rest) = lines[0].split_once(' ').unwrap();
+    assert!(stamp.ends_with('Z') && stamp.contains('T'), "{stamp}");
+    assert!(
+        rest.starts_with("ERROR shepherd up: the core did not start: "),
+        "{rest}"
+    );
+    assert!(rest.contains("no_such_setting"), "{rest}");
+
+    // An explicit log file, and a bridge that refuses to start.
+    std::fs::write(
+        &config,
+        "[telegram]\ntoken = \"123:SECRET\"\nallowed_users = [1]\nchat_id = 1\n[matrix]\n",
+    )?;
+    let explicit = dir.path().join("explicit.log");
+    let out = run(&["up", "--log-file", explicit.to_str().unwrap()])?;
+    assert_eq!(out.status.code(), Some(1));
+    let log = std::fs::read_to_string(&explicit)?;
+    let line = log
+        .lines()
+        .find(|l| l.contains("the core did not start: "))
+        .unwrap_or_else(|| panic!("no start-up error in {log}"));
+    assert!(line.contains("matrix"), "{line}");
+    assert!(!log.contains("SECRET"), "{log}");
+    Ok(())
+}

@@ -422,13 +422,32 @@ fn from_table(table: toml::Table, origin: &str) -> Result<Config, ConfigError> {
         let key = e.path().to_string();
         // toml appends "in `section`" on a line of its own; the key path already says it.
         let message = e.into_inner().to_string();
-        let message = message.lines().next().unwrap_or_default().to_string();
+        let mut message = message.lines().next().unwrap_or_default().to_string();
+        if is_secret_key(&key) {
+            // serde quotes the offending value (`invalid type: integer `42``): not for a secret.
+            let expected = message
+                .split_once("expected ")
+                .map(|(_, what)| format!(" (expected {what})"))
+                .unwrap_or_default();
+            message =
+                format!("not a valid value{expected}; the value is not shown: it is a secret");
+        }
         ConfigError::Invalid {
             origin: origin.to_string(),
             key,
             message,
         }
     })
+}
+
+/// Settings whose values are secrets: never parsed as TOML from the environment, never
+/// quoted in an error.
+const SECRET_KEYS: [&str; 3] = ["token", "password", "access_token"];
+
+/// Whether a dotted key path (`telegram.token`, `matrix.password[0]`) names a secret.
+fn is_secret_key(path: &str) -> bool {
+    path.split(['.', '['])
+        .any(|part| SECRET_KEYS.contains(&part.trim_end_matches(']')))
 }
 
 /// Overlay `SHEPHERD_*` variables onto the parsed file.
@@ -454,7 +473,15 @@ fn apply_env(
             let key = path.join(".");
             return Err(ConfigError::UnknownEnv { var, key });
         }
-        let parsed = parse_env_value(&value);
+        // A secret is text as it is: `SHEPHERD_MATRIX_PASSWORD=1234` is not a number.
+        let parsed = if path
+            .last()
+            .is_some_and(|k| SECRET_KEYS.contains(&k.as_str()))
+        {
+            toml::Value::String(value)
+        } else {
+            parse_env_value(&value)
+        };
         insert_path(table, &path, parsed);
     }
     Ok(())
@@ -573,6 +600,44 @@ mod tests {
             config.core.socket.as_deref(),
             Some(Path::new("/tmp/s.sock"))
         );
+    }
+
+    #[test]
+    fn secrets_are_never_quoted_in_errors_and_stay_text_from_the_environment() {
+        for text in [
+            "[telegram]\ntoken = 987654321\n",
+            "[telegram]\ntoken = [\"987654321\"]\n",
+            "[matrix]\npassword = 987654321\n",
+            "[matrix]\naccess_token = { x = \"987654321\" }\n",
+        ] {
+            let err = Config::from_toml(text, "x.toml").unwrap_err().to_string();
+            assert!(!err.contains("987654321"), "{err}");
+            assert!(
+                err.contains("the value is not shown: it is a secret"),
+                "{err}"
+            );
+        }
+        let err = Config::from_toml("[telegram]\ntoken = 123:987654321\n", "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("987654321"), "syntax errors too: {err}");
+
+        let mut table = toml::Table::new();
+        let vars = env(&[
+            ("SHEPHERD_MATRIX_PASSWORD", "987654321"),
+            ("SHEPHERD_TELEGRAM_TOKEN", "[1, 2]"),
+            ("SHEPHERD_MATRIX__ACCESS_TOKEN", "\"quoted\""),
+        ]);
+        apply_env(&mut table, vars).unwrap();
+        let config = from_table(table, "environment").unwrap();
+        let matrix = config.matrix.unwrap();
+        assert_eq!(matrix.password.as_deref(), Some("987654321"));
+        assert_eq!(
+            matrix.access_token.as_deref(),
+            Some("\"quoted\""),
+            "quotes kept"
+        );
+        assert_eq!(config.telegram.unwrap().token.as_deref(), Some("[1, 2]"));
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! Gives an ask its one answer. On success it says which session the answer goes to and
 //! whether that session is connected (delivered now) or will get it when it reconnects.
 //! When someone else answered first, it prints who, when and what, and exits 1: the
-//! first answer wins and nothing is overwritten.
+//! first answer wins and nothing is overwritten. A number alone answers with that option
+//! of an ask that has options (the CLI maps it to the option's text, so the session gets
+//! the same answer a button would give); `--text` sends it as it is.
 
 use std::process::ExitCode;
 
@@ -17,7 +19,13 @@ use super::{AnswerArgs, Ctx, Failure, print, print_json};
 pub async fn run(ctx: &Ctx, args: &AnswerArgs) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
     let ask_id = args.ask;
-    let text = args.text.join(" ");
+    let mut text = args.text.join(" ");
+    if let Some(n) = option_number(&text, args.literal) {
+        // An unknown ask is left to the core's answer below, which says so.
+        if let Ok(ask) = super::asks::fetch_one(&mut conn, ask_id).await {
+            text = pick_option(ask_id, &ask.options, n)?.unwrap_or(text);
+        }
+    }
     let reply = conn
         .try_call(requests::Answer {
             ask: ask_id,
@@ -62,6 +70,34 @@ pub async fn run(ctx: &Ctx, args: &AnswerArgs) -> anyhow::Result<ExitCode> {
         ask.id, ask.session_name, ask.session_id
     ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The option number `text` names: a whole positive number alone, unless `--text`.
+fn option_number(text: &str, literal: bool) -> Option<u64> {
+    if literal || text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// The text of option `n` (1 is the first); `None` when the ask has no options (the
+/// number is then the answer itself); an error naming the valid range when out of it.
+fn pick_option(ask: u64, options: &[String], n: u64) -> Result<Option<String>, Failure> {
+    if options.is_empty() {
+        return Ok(None);
+    }
+    let index = usize::try_from(n).ok().and_then(|n| n.checked_sub(1));
+    match index.and_then(|i| options.get(i)) {
+        Some(option) => Ok(Some(option.clone())),
+        None => Err(Failure::new(
+            "no_such_option",
+            format!(
+                "ask {ask} has options 1-{}; {n} is not one of them (`shepherd asks {ask}` \
+                 shows them; --text sends \"{n}\" as the answer)",
+                options.len()
+            ),
+        )),
+    }
 }
 
 /// The core's refusal of an answer, in words.
@@ -117,6 +153,33 @@ mod tests {
             f.message
         );
         assert!(f.message.ends_with("): squash"), "{}", f.message);
+    }
+
+    #[test]
+    fn a_number_picks_an_option_and_out_of_range_names_the_range() {
+        let options = vec!["squash".to_string(), "merge".to_string()];
+        assert_eq!(option_number("2", false), Some(2));
+        assert_eq!(option_number("2", true), None, "--text sends it as it is");
+        assert_eq!(option_number("2 please", false), None);
+        assert_eq!(option_number("-1", false), None);
+        assert_eq!(
+            pick_option(4, &options, 2).unwrap().as_deref(),
+            Some("merge")
+        );
+        assert_eq!(
+            pick_option(4, &[], 2).unwrap(),
+            None,
+            "no options: the number"
+        );
+        for n in [0, 3] {
+            let f = pick_option(4, &options, n).unwrap_err();
+            assert_eq!(f.code, "no_such_option");
+            assert!(
+                f.message.starts_with("ask 4 has options 1-2;"),
+                "{}",
+                f.message
+            );
+        }
     }
 
     #[test]

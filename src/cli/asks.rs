@@ -2,26 +2,59 @@
 //!
 //! Lists the questions sessions are waiting on (with `--all`, answered ones too): a
 //! table for people whose question, options and answer columns shrink to fit the
-//! terminal, or with `--json` the protocol's `Ask` objects unchanged. Answer one with
-//! `shepherd answer <ID> <text>`.
+//! terminal, or with `--json` the protocol's `Ask` objects unchanged. `shepherd asks <ID>`
+//! shows one ask in full, its question wrapped to the terminal. Answer one with
+//! `shepherd answer <ID> <text>`. [`fetch`] is the one request to the core, also used by
+//! `shepherd answer` to map an option number to its text.
 
 use std::process::ExitCode;
 
 use shepherd_core::protocol::{Ask, AskState, requests};
 
+use super::format::{ago, now_ms, utc, wrap};
 use super::table::{Align, Table};
-use super::{AsksArgs, Ctx, print, print_json, terminal_width};
+use super::{AsksArgs, Connection, Ctx, Failure, print, print_json, terminal_width, text_width};
+
+/// The asks the core knows: open ones, or with `all` answered ones too.
+pub async fn fetch(conn: &mut Connection, all: bool) -> Result<Vec<Ask>, Failure> {
+    conn.call(requests::ListAsks {
+        all,
+        ..Default::default()
+    })
+    .await
+}
+
+/// One ask by its number, open or answered.
+pub async fn fetch_one(conn: &mut Connection, ask: u64) -> Result<Ask, Failure> {
+    fetch(conn, true)
+        .await?
+        .into_iter()
+        .find(|a| a.id == ask)
+        .ok_or_else(|| {
+            Failure::new(
+                "unknown_ask",
+                format!(
+                    "there is no ask {ask}: `shepherd asks` lists the open ones (`--all` the \
+                     answered ones too)"
+                ),
+            )
+        })
+}
 
 /// Run `shepherd asks`.
 pub async fn run(ctx: &Ctx, args: &AsksArgs) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
+    if let Some(id) = args.ask {
+        let ask = fetch_one(&mut conn, id).await?;
+        if ctx.json {
+            print_json(&ask)?;
+        } else {
+            print(&render_one(&ask, text_width(), now_ms()))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let all = args.all;
-    let asks = conn
-        .call(requests::ListAsks {
-            all,
-            ..Default::default()
-        })
-        .await?;
+    let asks = fetch(&mut conn, all).await?;
     if ctx.json {
         print_json(&asks)?;
     } else if asks.is_empty() {
@@ -75,6 +108,71 @@ pub fn render(asks: &[Ask], width: usize) -> String {
     table.render(width)
 }
 
+/// One ask in full: who asks and since when, the question wrapped to `width`, its
+/// numbered options, details, and the answer or how to give one.
+pub fn render_one(ask: &Ask, width: usize, now: u64) -> String {
+    let mut out = Vec::new();
+    let state = match ask.state {
+        AskState::Open => "open",
+        AskState::Answered => "answered",
+    };
+    out.push(format!(
+        "ask {} · {state} · {} ({})",
+        ask.id, ask.session_name, ask.session_id
+    ));
+    out.push(format!(
+        "asked {} ({})",
+        utc(ask.created_at),
+        ago(ask.created_at, now)
+    ));
+    out.push(String::new());
+    out.extend(wrap(&ask.question, width, ""));
+    if !ask.options.is_empty() {
+        out.push(String::new());
+        out.push("options:".into());
+        for (i, option) in ask.options.iter().enumerate() {
+            let label = format!("  {}) ", i + 1);
+            let mut lines = wrap(option, width, &" ".repeat(label.len())).into_iter();
+            if let Some(first) = lines.next() {
+                out.push(format!("{label}{}", first.trim_start()));
+            }
+            out.extend(lines);
+        }
+    }
+    if let Some(details) = ask.details.as_deref().filter(|d| !d.trim().is_empty()) {
+        out.push(String::new());
+        out.push("details:".into());
+        out.extend(wrap(details, width, "  "));
+    }
+    out.push(String::new());
+    match &ask.answer {
+        Some(answer) => {
+            let by = ask.answered_by.as_deref().unwrap_or("someone");
+            let when = ask
+                .answered_at
+                .map(|at| format!(" at {} ({})", utc(at), ago(at, now)))
+                .unwrap_or_default();
+            out.push(format!("answered by {by}{when}:"));
+            out.extend(wrap(answer, width, "  "));
+        }
+        None => {
+            let how = if ask.options.is_empty() {
+                format!("answer: shepherd answer {} <text>", ask.id)
+            } else {
+                format!(
+                    "answer: shepherd answer {} <1-{}> (an option) or <text>",
+                    ask.id,
+                    ask.options.len()
+                )
+            };
+            out.extend(wrap(&how, width, ""));
+        }
+    }
+    let mut text = out.join("\n");
+    text.push('\n');
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +217,43 @@ mod tests {
         );
         assert!(lines[1].contains('…'), "{out}");
         assert!(lines[2].ends_with("squash  cli"), "{out}");
+    }
+
+    #[test]
+    fn one_ask_shows_the_whole_question_wrapped() {
+        let long = "Should the migration rewrite every row of the sessions table now, or lazily \
+                    on read? The table has 40 million rows and the deploy window is one hour.";
+        let mut one = ask(3, long);
+        one.created_at = 1_796_130_379_000;
+        one.details = Some("see docs/migrations.md".into());
+        let out = render_one(&one, 40, 1_796_130_379_000 + 120_000);
+        for line in out.lines() {
+            assert!(line.width() <= 40, "{line:?}");
+        }
+        assert!(!out.contains('…'), "nothing is cut: {out}");
+        let words: Vec<&str> = long.split_whitespace().collect();
+        let shown: Vec<&str> = out.split_whitespace().collect();
+        assert!(
+            shown.windows(words.len()).any(|w| w == words.as_slice()),
+            "every word of the question, in order: {out}"
+        );
+        assert!(
+            out.starts_with(
+                "ask 3 · open · fix-login (0193a5c2)\nasked 2026-12-01 13:06:19 UTC (2m ago)\n\nShould"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("\noptions:\n  1) squash\n  2) merge\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("\ndetails:\n  see docs/migrations.md\n"),
+            "{out}"
+        );
+        assert!(
+            out.ends_with("answer: shepherd answer 3 <1-2> (an\noption) or <text>\n"),
+            "{out}"
+        );
     }
 }

@@ -4,7 +4,10 @@
 //! `ok` / `warn` / `FAIL`, each problem with the command or change that fixes it: the
 //! config file, the state directory (yours, mode 0700), the database (opened read-only,
 //! `PRAGMA quick_check`), the socket (mode 0600) and whether the core answers on it,
-//! Node (Pi needs >= 22.19), Pi itself, and whether Pi loads the shepherd extension.
+//! Node (Pi needs >= 22.19), Pi itself, and whether Pi loads the shepherd extension. The
+//! config line names the `SHEPHERD_*` settings taken from the environment, and each chat
+//! bridge gets a line saying where its settings come from (a secret by its source, never
+//! its value) and whether `shepherd up` would accept them.
 //! Exit status 1 when any check fails. Doctor never changes anything.
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -107,7 +110,11 @@ pub async fn run(ctx: &Ctx) -> anyhow::Result<ExitCode> {
 pub async fn run_checks(ctx: &Ctx) -> Vec<Check> {
     let mut checks = Vec::new();
     let (config, check) = config_check(ctx);
+    let config_ok = check.status == Level::Ok;
     checks.push(check);
+    if config_ok {
+        checks.extend(bridge_checks(&config));
+    }
     let uid = rustix::process::getuid().as_raw();
     match config.state_dir() {
         Ok(dir) => {
@@ -137,9 +144,19 @@ pub async fn run_checks(ctx: &Ctx) -> Vec<Check> {
 fn config_check(ctx: &Ctx) -> (Config, Check) {
     match ctx.load_config_raw() {
         Ok(loaded) => {
-            let detail = match &loaded.file {
-                Some(file) => format!("{} parses", file.display()),
-                None => "none: running on defaults".to_string(),
+            let from_env = env_settings();
+            let detail = match (&loaded.file, from_env.is_empty()) {
+                (Some(file), true) => format!("{} parses", file.display()),
+                (Some(file), false) => format!(
+                    "{} parses; from the environment: {}",
+                    file.display(),
+                    from_env.join(", ")
+                ),
+                (None, true) => "none: running on defaults".to_string(),
+                (None, false) => format!(
+                    "none: defaults plus the environment: {}",
+                    from_env.join(", ")
+                ),
             };
             (loaded.config, Check::ok("config", detail))
         }
@@ -160,6 +177,128 @@ fn config_check(ctx: &Ctx) -> (Config, Check) {
             );
             (config, check)
         }
+    }
+}
+
+/// The `SHEPHERD_*` variables that are settings (names only: some hold secrets).
+fn env_settings() -> Vec<String> {
+    let mut names: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+        .filter(|(k, v)| {
+            !v.is_empty()
+                && k.strip_prefix("SHEPHERD_").is_some_and(|rest| {
+                    rest.contains("__")
+                        || [
+                            "SOCKET",
+                            "STATE_DIR",
+                            "TELEGRAM_TOKEN",
+                            "MATRIX_PASSWORD",
+                            "MATRIX_ACCESS_TOKEN",
+                        ]
+                        .contains(&rest)
+                })
+        })
+        .map(|(k, _)| k)
+        .collect();
+    names.sort();
+    names
+}
+
+fn env_set(var: &str) -> bool {
+    std::env::var_os(var).is_some_and(|v| !v.is_empty())
+}
+
+/// Where a secret comes from, never its value: the variable, the file, or the config file.
+fn secret_source(
+    what: &str,
+    var: &str,
+    value: &Option<String>,
+    file: &Option<PathBuf>,
+) -> Option<String> {
+    if env_set(var) {
+        Some(format!("{what} from {var}"))
+    } else if let Some(file) = file {
+        Some(format!("{what} from {}", file.display()))
+    } else if value.as_deref().is_some_and(|v| !v.trim().is_empty()) {
+        Some(format!("{what} in the config file"))
+    } else {
+        None
+    }
+}
+
+fn users(n: usize) -> String {
+    match n {
+        0 => "no allowed users".to_string(),
+        1 => "1 allowed user".to_string(),
+        n => format!("{n} allowed users"),
+    }
+}
+
+/// One line per configured chat bridge: where its settings come from (the config file, the
+/// environment, or the environment alone) and whether `up` would accept them. Secrets are
+/// named by their source, never shown.
+fn bridge_checks(config: &Config) -> Vec<Check> {
+    let mut checks = Vec::new();
+    if let Some(t) = &config.telegram {
+        let mut parts = vec![
+            secret_source("token", "SHEPHERD_TELEGRAM_TOKEN", &t.token, &t.token_file)
+                .unwrap_or_else(|| "no token".into()),
+            users(t.allowed_users.len()),
+        ];
+        if t.chat_id.is_none() {
+            parts.push("no chat_id".into());
+        }
+        checks.push(bridge_check(
+            "telegram",
+            parts,
+            only(config, |c| c.matrix = None),
+        ));
+    }
+    if let Some(m) = &config.matrix {
+        let mut parts = vec![m.user_id.clone().unwrap_or_else(|| "no user_id".into())];
+        let secret = secret_source(
+            "password",
+            "SHEPHERD_MATRIX_PASSWORD",
+            &m.password,
+            &m.password_file,
+        )
+        .or_else(|| {
+            secret_source(
+                "access token",
+                "SHEPHERD_MATRIX_ACCESS_TOKEN",
+                &m.access_token,
+                &m.access_token_file,
+            )
+        });
+        parts.push(secret.unwrap_or_else(|| "no credentials".into()));
+        parts.push(users(m.allowed_users.len()));
+        checks.push(bridge_check(
+            "matrix",
+            parts,
+            only(config, |c| c.telegram = None),
+        ));
+    }
+    if checks.is_empty() {
+        checks.push(Check::ok(
+            "bridges",
+            "none configured (a [telegram] or [matrix] section, or SHEPHERD_TELEGRAM_TOKEN, adds one)",
+        ));
+    }
+    checks
+}
+
+/// `up`'s check of the bridges, on `config` with the others removed by `keep`.
+fn only(config: &Config, keep: impl FnOnce(&mut Config)) -> Result<(), String> {
+    let mut one = config.clone();
+    keep(&mut one);
+    shepherd_bridges::validate(&one).map_err(|e| e.to_string())
+}
+
+fn bridge_check(name: &'static str, parts: Vec<String>, valid: Result<(), String>) -> Check {
+    let detail = parts.join(", ");
+    match valid {
+        Ok(()) => Check::ok(name, detail),
+        Err(why) => Check::fail(name, detail, why),
     }
 }
 

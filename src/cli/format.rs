@@ -18,6 +18,17 @@ pub fn utc(ms: u64) -> String {
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
 }
 
+/// A Unix-millisecond time as RFC 3339 in UTC, `2026-12-02T13:06:19.123Z` (log lines).
+pub fn rfc3339(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (y, mo, d) = civil_from_days((secs / 86_400) as i64);
+    let (h, mi, s) = (secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    format!(
+        "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:03}Z",
+        ms % 1000
+    )
+}
+
 /// The time of day of a Unix-millisecond time, `13:06:19Z` (for event lines).
 pub fn utc_time_of_day(ms: u64) -> String {
     let secs = ms / 1000;
@@ -80,6 +91,55 @@ pub fn truncate(text: &str, width: usize) -> String {
     out
 }
 
+/// `text` wrapped to lines of at most `width` display columns: line breaks in the text are
+/// kept, lines break at spaces, and a word wider than a line is split where it must be.
+/// Each output line is prefixed with `indent` (counted in the width).
+pub fn wrap(text: &str, width: usize, indent: &str) -> Vec<String> {
+    let room = width.saturating_sub(indent.width()).max(1);
+    let mut out = Vec::new();
+    for para in text.lines() {
+        let mut line = String::new();
+        let mut used = 0;
+        for word in para.split_whitespace() {
+            let mut word = word.to_string();
+            let mut w = word.width();
+            if used > 0 && used + 1 + w <= room {
+                line.push(' ');
+                line.push_str(&word);
+                used += 1 + w;
+                continue;
+            }
+            if used > 0 {
+                out.push(format!("{indent}{line}"));
+                line.clear();
+            }
+            // A word wider than a line: hard-split it.
+            while w > room {
+                let mut head = String::new();
+                let mut hw = 0;
+                let mut rest = word.chars();
+                for c in rest.by_ref() {
+                    let cw = c.width().unwrap_or(0);
+                    if hw + cw > room {
+                        let mut tail = c.to_string();
+                        tail.extend(rest.by_ref());
+                        word = tail;
+                        break;
+                    }
+                    head.push(c);
+                    hw += cw;
+                }
+                out.push(format!("{indent}{head}"));
+                w = word.width();
+            }
+            line.push_str(&word);
+            used = w;
+        }
+        out.push(format!("{indent}{line}").trim_end().to_string());
+    }
+    out
+}
+
 /// `path` with the home directory written as `~`.
 pub fn tilde(path: &str) -> String {
     match std::env::var("HOME") {
@@ -139,6 +199,7 @@ mod tests {
         assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
         assert_eq!(utc(1_796_130_379_000), "2026-12-01 13:06:19 UTC");
         assert_eq!(utc_time_of_day(1_796_130_379_999), "13:06:19Z");
+        assert_eq!(rfc3339(1_796_130_379_042), "2026-12-01T13:06:19.042Z");
     }
 
     #[test]
@@ -149,6 +210,29 @@ mod tests {
         assert_eq!(truncate("日本語のテキスト", 7), "日本語…");
         assert_eq!(truncate("two\nlines", 20), "two lines");
         assert_eq!(truncate("abc", 0), "");
+    }
+
+    #[test]
+    fn wrapping_keeps_words_and_breaks_and_fits_the_width() {
+        let text = "Should the migration rewrite every row now, or lazily on read?\n\nSay which.";
+        let lines = wrap(text, 24, "  ");
+        assert_eq!(
+            lines,
+            [
+                "  Should the migration",
+                "  rewrite every row now,",
+                "  or lazily on read?",
+                "",
+                "  Say which."
+            ]
+        );
+        assert_eq!(
+            wrap("a https://example.com/a/very/long/url b", 12, ""),
+            ["a", "https://exam", "ple.com/a/ve", "ry/long/url", "b"]
+        );
+        for line in wrap("日本語のテキストをここに書きます 長い", 9, "") {
+            assert!(line.width() <= 9, "{line}");
+        }
     }
 
     #[test]

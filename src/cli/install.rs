@@ -23,6 +23,7 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("package.json", include_str!("../../pi-ext/package.json")),
     ("index.ts", include_str!("../../pi-ext/index.ts")),
     ("client.ts", include_str!("../../pi-ext/client.ts")),
+    ("autostart.ts", include_str!("../../pi-ext/autostart.ts")),
     ("config.ts", include_str!("../../pi-ext/config.ts")),
     ("dedupe.ts", include_str!("../../pi-ext/dedupe.ts")),
     ("inbox.ts", include_str!("../../pi-ext/inbox.ts")),

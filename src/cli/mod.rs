@@ -11,6 +11,7 @@ pub mod asks;
 pub mod doctor;
 pub mod format;
 pub mod install;
+pub mod lifecycle;
 pub mod pairings;
 pub mod send;
 pub mod sessions;
@@ -104,6 +105,14 @@ pub enum Command {
     /// Check the installation: state directory, socket, core, database, config, Node,
     /// Pi and the shepherd extension, each with a fix.
     Doctor,
+    /// Stop the running core the way Ctrl-C does, and wait until it is gone. With no core
+    /// running it says so and succeeds.
+    Stop,
+    /// Stop the running core (if any) and start it again in the background, as the Pi
+    /// extension starts it: `shepherd up --log-file` with this command's --config, --socket
+    /// and environment (the config file is read again). Waits until the new core accepts
+    /// connections, or shows why it did not start.
+    Restart(UpArgs),
     /// Run only the chat bridges (the [telegram] and [matrix] sections), against a core that runs
     /// elsewhere. `shepherd up` already runs them with the core.
     Bot(UpArgs),
@@ -137,8 +146,13 @@ pub struct SessionsArgs {
 /// `shepherd asks`.
 #[derive(Debug, Args)]
 pub struct AsksArgs {
+    /// Show this one ask in full instead of the list: session, times, the whole question
+    /// wrapped to the terminal (COLUMNS, else the terminal's width, else 80), its options,
+    /// details and answer.
+    #[arg(value_name = "ASK")]
+    pub ask: Option<u64>,
     /// Also list answered asks.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "ask")]
     pub all: bool,
 }
 
@@ -148,9 +162,13 @@ pub struct AnswerArgs {
     /// The ask's number (the ID column of `shepherd asks`).
     #[arg(value_name = "ASK")]
     pub ask: u64,
-    /// The answer; several words are joined with spaces.
+    /// The answer; several words are joined with spaces. A number alone picks that option
+    /// (1 is the first) when the ask has options.
     #[arg(required = true, value_name = "TEXT")]
     pub text: Vec<String>,
+    /// Send the text as it is, even a number for an ask with options.
+    #[arg(long = "text")]
+    pub literal: bool,
 }
 
 /// `shepherd send`.
@@ -271,6 +289,8 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Pairings(args) => pairings::run(ctx, &args).await,
         Command::Supervise(args) => supervise::run(ctx, &args.action).await,
         Command::Doctor => doctor::run(ctx).await,
+        Command::Stop => lifecycle::stop(ctx).await,
+        Command::Restart(args) => lifecycle::restart(ctx, &args).await,
     }
 }
 
@@ -393,8 +413,8 @@ impl std::error::Error for Failure {}
 #[derive(Debug, Clone)]
 pub struct Ctx {
     pub json: bool,
-    config_path: Option<PathBuf>,
-    socket: Option<PathBuf>,
+    pub config_path: Option<PathBuf>,
+    pub socket: Option<PathBuf>,
 }
 
 impl Ctx {
@@ -503,6 +523,15 @@ pub fn print(text: &str) -> anyhow::Result<()> {
 
 /// The width tables are fitted into: `COLUMNS`, else the terminal's, else 120.
 pub fn terminal_width() -> usize {
+    width_or(DEFAULT_WIDTH)
+}
+
+/// The width running text is wrapped to: `COLUMNS`, else the terminal's, else 80.
+pub fn text_width() -> usize {
+    width_or(80)
+}
+
+fn width_or(default: usize) -> usize {
     if let Some(cols) = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok())
@@ -517,5 +546,5 @@ pub fn terminal_width() -> usize {
     {
         return usize::from(size.ws_col);
     }
-    DEFAULT_WIDTH
+    default
 }

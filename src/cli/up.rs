@@ -16,8 +16,116 @@ use tracing_subscriber::EnvFilter;
 
 use super::{Ctx, Failure, UpArgs};
 
-/// Run `shepherd up`.
+/// Run `shepherd up`. With `--log-file`, a failure to start is also written to the log
+/// file as one line ([`START_FAILED`]), so whoever started the core in the background
+/// (the Pi extension, `shepherd restart`) can tell the user why.
 pub fn run(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
+    let outcome = serve(ctx, args);
+    if let (Err(err), Some(path)) = (&outcome, &args.log_file) {
+        record_start_failure(ctx, path.as_deref(), err);
+    }
+    outcome
+}
+
+/// What a start-up failure's log line says before the reason.
+pub const START_FAILED: &str = "the core did not start: ";
+
+/// Append `<time> ERROR shepherd up: the core did not start: <reason>` (one line; a JSON
+/// line with `--json`) to the log file `up` was given, or, when the configuration that
+/// names it cannot be read, to `<state dir>/core.log` as the environment alone places it.
+/// Written directly, not through tracing, so no `RUST_LOG` filter can hide it.
+fn record_start_failure(ctx: &Ctx, path: Option<&std::path::Path>, err: &anyhow::Error) {
+    let reason = one_line(&format!("{err:#}"));
+    let path = match path {
+        Some(path) => path.to_path_buf(),
+        None => {
+            let config = match ctx.load_config_raw() {
+                Ok(loaded) => loaded.config,
+                Err(_) => env_only_config(),
+            };
+            match config.state_dir() {
+                Ok(dir) => {
+                    if shepherd_core::server::private_dir(&dir).is_err() {
+                        return;
+                    }
+                    dir.join("core.log")
+                }
+                Err(_) => return,
+            }
+        }
+    };
+    let now = super::format::now_ms();
+    let line = if ctx.json {
+        serde_json::json!({
+            "timestamp": super::format::rfc3339(now),
+            "level": "ERROR",
+            "fields": {"message": format!("{START_FAILED}{reason}")},
+            "target": "shepherd::cli::up",
+        })
+        .to_string()
+    } else {
+        format!(
+            "{} ERROR shepherd up: {START_FAILED}{reason}",
+            super::format::rfc3339(now)
+        )
+    };
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()));
+    if let Err(e) = written {
+        eprintln!(
+            "shepherd: could not write the start-up error to {}: {e}",
+            path.display()
+        );
+    }
+}
+
+/// The settings the environment alone gives (`SHEPHERD_STATE_DIR`), for placing the log
+/// when the configuration itself is what failed.
+fn env_only_config() -> shepherd_core::config::Config {
+    let mut config = shepherd_core::config::Config::default();
+    config.core.state_dir = std::env::var_os("SHEPHERD_STATE_DIR")
+        .filter(|d| !d.is_empty())
+        .map(std::path::PathBuf::from);
+    config
+}
+
+/// `text` on one line: each line trimmed, joined with a space.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The reason of the last start-up failure written to `log` at or after byte `from` (the
+/// log's size before the start; a log rotated meanwhile is read from its beginning).
+pub fn start_failure_in_log(log: &std::path::Path, from: u64) -> Option<String> {
+    let bytes = std::fs::read(log).ok()?;
+    let from = usize::try_from(from).unwrap_or(0);
+    let tail = if from <= bytes.len() {
+        &bytes[from..]
+    } else {
+        &bytes[..]
+    };
+    let text = String::from_utf8_lossy(tail);
+    text.lines().rev().find_map(|line| {
+        let (_, reason) = line.split_once(START_FAILED)?;
+        let reason = match serde_json::from_str::<serde_json::Value>(line) {
+            Ok(v) => v["fields"]["message"]
+                .as_str()
+                .and_then(|m| m.split_once(START_FAILED))
+                .map(|(_, r)| r.to_string())?,
+            Err(_) => reason.to_string(),
+        };
+        Some(reason)
+    })
+}
+
+fn serve(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
     let loaded = ctx.load_config()?;
     let log_file = match &args.log_file {
         None => None,

@@ -1,0 +1,79 @@
+//! End to end with a REAL Pi and the real `shepherd` binary on its PATH: the extension
+//! autostarts the core, the core cannot start (a config key it does not know), and Pi shows
+//! the reason from the core's log in one notice, once, while it keeps retrying in the
+//! background and keeps working.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use serde_json::Value;
+use shepherd_harness::fake_model::{FakeModel, Reply};
+use shepherd_harness::pi_process::{PiOptions, PiSession};
+use shepherd_harness::shepherd_bin;
+
+const LONG: Duration = Duration::from_secs(60);
+
+fn start_failure_notices(pi: &PiSession) -> Vec<String> {
+    pi.records()
+        .into_iter()
+        .filter(|r| r["type"] == "extension_ui_request" && r["method"] == "notify")
+        .filter_map(|r| r["message"].as_str().map(String::from))
+        .filter(|m| m.contains("did not start"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_core_that_cannot_start_is_explained_once() -> Result<()> {
+    let dir = tempfile::Builder::new().prefix("shp").tempdir_in("/tmp")?;
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin)?;
+    std::os::unix::fs::symlink(shepherd_bin(), bin.join("shepherd"))?;
+    let state = dir.path().join("shepherd");
+    std::fs::create_dir_all(&state)?;
+    std::fs::write(state.join("config.toml"), "[core]\nno_such_setting = 1\n")?;
+
+    let model = FakeModel::start(|_| Reply::text("plain answer")).await?;
+    let mut opts = PiOptions::new(dir.path());
+    opts.env.retain(|(k, _)| k != "SHEPHERD_AUTOSTART");
+    opts.path_prepend.push(bin);
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    let first = pi
+        .wait_for(LONG, |r: &Value| {
+            r["type"] == "extension_ui_request"
+                && r["method"] == "notify"
+                && r["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("did not start"))
+        })
+        .await?;
+    let log = state.join("core.log");
+    assert_eq!(
+        first["message"].as_str().unwrap_or_default(),
+        format!(
+            "shepherd: the core did not start: {}: `core.no_such_setting`: unknown field \
+             `no_such_setting`, expected one of `state_dir`, `socket`, `durability`, \
+             `hello_timeout_ms`, `limits`, `supervise` — fix it; config/shepherd.example.toml \
+             documents every setting (`shepherd doctor` checks the rest) (see {})",
+            state.join("config.toml").display(),
+            log.display()
+        )
+    );
+    assert!(std::fs::read_to_string(&log)?.contains("the core did not start: "));
+
+    // Pi keeps working, the extension keeps retrying (the backoff is 250 ms doubling), and
+    // the notice is not repeated.
+    pi.prompt("hi").await?;
+    pi.wait_settled(LONG).await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    pi.prompt("again").await?;
+    pi.wait_settled(LONG).await?;
+    assert_eq!(model.requests().len(), 2);
+    assert_eq!(
+        start_failure_notices(&pi).len(),
+        1,
+        "{:?}",
+        start_failure_notices(&pi)
+    );
+    pi.shutdown().await?;
+    Ok(())
+}
