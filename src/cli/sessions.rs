@@ -199,7 +199,6 @@ pub fn unique_prefixes<'a>(ids: impl Iterator<Item = &'a str> + Clone, min: usiz
 mod tests {
     use super::*;
     use shepherd_core::examples;
-    use shepherd_core::protocol::Role;
 
     fn session(id: &str, name: &str) -> SessionInfo {
         SessionInfo {

@@ -191,7 +191,6 @@ fn totals(p: &Pairing) -> String {
 mod tests {
     use super::*;
     use shepherd_core::examples;
-    use shepherd_core::protocol::PairingState;
 
     fn pairing() -> Pairing {
         Pairing {

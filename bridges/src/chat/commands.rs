@@ -396,7 +396,6 @@ fn key_index(key: &str) -> Option<usize> {
 mod tests {
     use super::*;
     use shepherd_core::examples;
-    use shepherd_core::protocol::AskState;
 
     fn cmd(text: &str) -> Option<ChatCommand> {
         parse(text, '/', Some("shep_bot"))

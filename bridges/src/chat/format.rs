@@ -94,7 +94,6 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
 pub(crate) mod tests {
     use super::*;
     use shepherd_core::examples;
-    use shepherd_core::protocol::Role;
 
     /// A session for tests: connected, idle, in `app` on `main`.
     pub(crate) fn session(name: &str) -> SessionInfo {
