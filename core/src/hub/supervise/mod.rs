@@ -142,7 +142,7 @@ fn verdict_guards(
             }
             let recent = store::pairings::recent_steers(db, pairing.id, rules::REPEAT_WINDOW)?;
             let texts: Vec<&str> = recent.iter().map(|v| v.text.as_str()).collect();
-            if let Some(i) = rules::repeats(&text, &texts) {
+            if let Some(i) = rules::repeats(text, &texts) {
                 hint = Some(format!(
                     "This steer repeats most of an earlier one (look {}: {:?}). If the worker did not follow it, say what is different now, or let it run.",
                     recent[i].look,
@@ -508,7 +508,7 @@ impl State {
                 },
             )?;
             let pairing = self.pairing_now(pid, db)?;
-            let brief = brief_text(&pairing, &worker, &by);
+            let brief = brief_text(&pairing, worker, by);
             self.mail(
                 pairing_message(
                     &supervisor.id,
