@@ -18,11 +18,14 @@
 //! - [`human`]: time spans as people read them (CLI, chat, views).
 //! - [`files`]: private (0600) files whatever the umask: databases, the lock.
 //! - [`daemon`]: `shepherd up`: lock the state dir, open the store, start and stop the core.
+//! - `examples`: filled-in records for tests (`test-support` feature, or shepherd-core's own tests).
 
 pub mod client;
 pub mod clock;
 pub mod config;
 pub mod daemon;
+#[cfg(any(test, feature = "test-support"))]
+pub mod examples;
 pub mod files;
 pub mod framing;
 pub mod git;

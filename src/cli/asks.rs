@@ -176,21 +176,16 @@ pub fn render_one(ask: &Ask, width: usize, now: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shepherd_core::examples;
     use unicode_width::UnicodeWidthStr;
 
     fn ask(id: u64, question: &str) -> Ask {
         Ask {
             id,
             session_id: "0193a5c2".into(),
-            session_name: "fix-login".into(),
             question: question.into(),
             options: vec!["squash".into(), "merge".into()],
-            details: None,
-            state: AskState::Open,
-            answer: None,
-            answered_by: None,
-            created_at: 0,
-            answered_at: None,
+            ..examples::ask()
         }
     }
 

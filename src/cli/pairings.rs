@@ -102,29 +102,15 @@ pub fn connected(p: &Pairing) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shepherd_core::examples;
     use unicode_width::UnicodeWidthStr;
 
     fn pairing(id: u64) -> Pairing {
         Pairing {
             id,
-            supervisor_id: "sup-1".into(),
-            supervisor_name: "watch-login".into(),
-            worker_id: "w-1".into(),
-            worker_name: "fix-login".into(),
-            cwd: "/src/app".into(),
             goal: Some("the login form accepts SSO users and every test passes".into()),
-            goal_file: None,
-            state: PairingState::Active,
-            looks: 3,
-            steers: 1,
-            created_at: 0,
-            last_look_at: None,
-            ended_at: None,
-            end_reason: None,
-            ended_by: None,
-            evidence: None,
-            supervisor_connected: true,
             worker_connected: false,
+            ..examples::pairing()
         }
     }
 

@@ -198,31 +198,21 @@ pub fn unique_prefixes<'a>(ids: impl Iterator<Item = &'a str> + Clone, min: usiz
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shepherd_core::protocol::Role;
+    use shepherd_core::examples;
 
     fn session(id: &str, name: &str) -> SessionInfo {
         SessionInfo {
             id: id.into(),
             name: name.into(),
             cwd: "/srv/src/app/sub".into(),
-            pid: Some(4242),
             model: Some("anthropic/claude-sonnet-4".into()),
             status: "tool:bash".into(),
-            role: Role::Lead,
-            connected: true,
-            context_tokens: Some(41234),
-            context_window: Some(200_000),
-            context_percent: Some(20.6),
             repo: Some("/srv/src/app".into()),
             branch: Some("fix/login".into()),
             head: Some("9f3c2b1a4d5e".into()),
-            worktree: false,
-            session_file: None,
-            subagent: false,
-            open_asks: 0,
-            pending_messages: 0,
             first_seen: 0,
             last_seen: 1_000_000,
+            ..examples::session_info()
         }
     }
 

@@ -190,29 +190,13 @@ fn totals(p: &Pairing) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shepherd_core::protocol::PairingState;
+    use shepherd_core::examples;
 
     fn pairing() -> Pairing {
         Pairing {
-            id: 7,
-            supervisor_id: "sup-1".into(),
-            supervisor_name: "watch-login".into(),
-            worker_id: "w-1".into(),
-            worker_name: "fix-login".into(),
-            cwd: "/src/app".into(),
-            goal: Some("SSO works".into()),
-            goal_file: None,
-            state: PairingState::Active,
             looks: 1,
             steers: 2,
-            created_at: 0,
-            last_look_at: None,
-            ended_at: None,
-            end_reason: None,
-            ended_by: None,
-            evidence: None,
-            supervisor_connected: true,
-            worker_connected: true,
+            ..examples::pairing()
         }
     }
 

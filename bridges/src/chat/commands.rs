@@ -395,7 +395,7 @@ fn key_index(key: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shepherd_core::protocol::AskState;
+    use shepherd_core::examples;
 
     fn cmd(text: &str) -> Option<ChatCommand> {
         parse(text, '/', Some("shep_bot"))
@@ -671,17 +671,8 @@ mod tests {
 
     fn ask(options: &[&str]) -> Ask {
         Ask {
-            id: 7,
-            session_id: "s".into(),
-            session_name: "fix-login".into(),
-            question: "Deploy?".into(),
             options: options.iter().map(|o| o.to_string()).collect(),
-            details: None,
-            state: AskState::Open,
-            answer: None,
-            answered_by: None,
-            created_at: 0,
-            answered_at: None,
+            ..examples::ask()
         }
     }
 

@@ -93,32 +93,13 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use shepherd_core::protocol::Role;
+    use shepherd_core::examples;
 
     /// A session for tests: connected, idle, in `app` on `main`.
     pub(crate) fn session(name: &str) -> SessionInfo {
         SessionInfo {
-            id: "3f2a9c1b-77aa-4c1e-9d2b-000000000001".into(),
             name: name.into(),
-            cwd: "/home/ada/src/app".into(),
-            pid: Some(4242),
-            model: Some("anthropic/claude-sonnet".into()),
-            status: "idle".into(),
-            role: Role::Lead,
-            connected: true,
-            context_tokens: Some(41_234),
-            context_window: Some(200_000),
-            context_percent: Some(20.6),
-            repo: Some("/home/ada/src/app".into()),
-            branch: Some("main".into()),
-            head: Some("9f3c2b1d0e".into()),
-            worktree: false,
-            session_file: None,
-            subagent: false,
-            open_asks: 0,
-            pending_messages: 0,
-            first_seen: 1_000_000_000,
-            last_seen: 1_000_000_000,
+            ..examples::session_info()
         }
     }
 

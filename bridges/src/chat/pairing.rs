@@ -181,29 +181,13 @@ fn name(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::chat::split::text_of;
+    use shepherd_core::examples;
     use shepherd_core::protocol::PairingState;
 
     fn pairing() -> Pairing {
         Pairing {
-            id: 7,
-            supervisor_id: "sup-1".into(),
-            supervisor_name: "watch-login".into(),
-            worker_id: "w-1".into(),
-            worker_name: "fix-login".into(),
-            cwd: "/src/app".into(),
             goal: Some("login works & tests <pass>".into()),
-            goal_file: None,
-            state: PairingState::Active,
-            looks: 3,
-            steers: 1,
-            created_at: 0,
-            last_look_at: None,
-            ended_at: None,
-            end_reason: None,
-            ended_by: None,
-            evidence: None,
-            supervisor_connected: true,
-            worker_connected: true,
+            ..examples::pairing()
         }
     }
 

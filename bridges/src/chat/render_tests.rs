@@ -1,6 +1,7 @@
 //! Tests of [`super`]: the exact text of each message, escaping of everything a session
 //! or a person wrote, and the card budget.
 
+use shepherd_core::examples;
 use shepherd_core::protocol::{Ask, AskState, BridgeInfo, CoreStatus, Report};
 
 use super::*;
@@ -14,15 +15,10 @@ fn ask(question: &str, options: &[&str]) -> Ask {
     Ask {
         id: 12,
         session_id: session("x").id,
-        session_name: "fix-login".into(),
         question: question.into(),
         options: options.iter().map(|o| o.to_string()).collect(),
-        details: None,
-        state: AskState::Open,
-        answer: None,
-        answered_by: None,
         created_at: NOW - 180_000,
-        answered_at: None,
+        ..examples::ask()
     }
 }
 

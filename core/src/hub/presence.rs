@@ -10,8 +10,8 @@ use super::{Conn, ConnHandle, ConnId, Cx, HubError, HubResult, Live, Out, State}
 use crate::clock::now_ms;
 use crate::git::RepoContext;
 use crate::protocol::{
-    BridgeInfo, ClientKind, ContextUsage, CoreStatus, ErrorCode, PROTOCOL_VERSION, ServerMsg,
-    SessionInfo, SessionStatus,
+    BridgeInfo, ClientKind, ContextUsage, CoreStatus, ErrorCode, PROTOCOL_VERSION, Registration,
+    ServerMsg, SessionInfo, SessionStatus,
     requests::{ListSessions, Register, Update},
 };
 use crate::store;
@@ -86,6 +86,50 @@ fn apply_repo(info: &mut SessionInfo, repo: RepoContext) {
 /// Whether a process exists (Linux: its /proc entry).
 fn process_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The session as registered (name kept from before when not given, first seen kept),
+/// with its context and repository, stored.
+fn store_registration(
+    reg: Registration,
+    pid: Option<u32>,
+    previous: &Option<SessionInfo>,
+    repo: RepoContext,
+    db: &Connection,
+) -> HubResult<SessionInfo> {
+    let now = now_ms();
+    let name = reg
+        .name
+        .clone()
+        .or_else(|| previous.as_ref().map(|p| p.name.clone()))
+        .unwrap_or_else(|| reg.session_id.chars().take(8).collect());
+    let mut info = SessionInfo {
+        id: reg.session_id.clone(),
+        name,
+        cwd: reg.cwd,
+        pid,
+        model: reg.model,
+        status: reg.status,
+        role: reg.role,
+        connected: true,
+        context_tokens: None,
+        context_window: None,
+        context_percent: None,
+        repo: None,
+        branch: None,
+        head: None,
+        worktree: false,
+        session_file: reg.session_file,
+        subagent: reg.subagent,
+        open_asks: 0,
+        pending_messages: 0,
+        first_seen: previous.as_ref().map_or(now, |p| p.first_seen),
+        last_seen: now,
+    };
+    apply_context(&mut info, reg.context);
+    apply_repo(&mut info, repo);
+    store::sessions::upsert(db, &info)?;
+    Ok(info)
 }
 
 impl State {
@@ -167,6 +211,9 @@ impl State {
         }
     }
 
+    /// `register`: check who may register what, take the session over from an older
+    /// connection if allowed, store what it says about itself, bind it to this connection
+    /// and tell it, its subscribers and the feature modules.
     pub(super) fn register(
         &mut self,
         cx: Cx,
@@ -175,8 +222,19 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let Cx { conn, id, .. } = cx;
+        let Cx { conn, .. } = cx;
         let reg = req.session;
+        self.check_registration(conn, &reg)?;
+        let pid = self.conns.get(&conn).and_then(|c| c.handle.pid);
+        let takeover = self.takeover(conn, &reg, pid)?;
+        let previous = store::sessions::get(db, &reg.session_id)?;
+        let info = store_registration(reg, pid, &previous, repo, db)?;
+        let rejoined = self.bind_session(conn, &info, takeover, out);
+        self.announce_registration(cx, info, rejoined, &previous, db, out)
+    }
+
+    /// Only a Pi connection registers, with valid fields, and only one session per connection.
+    fn check_registration(&self, conn: ConnId, reg: &Registration) -> HubResult<()> {
         let entry = self.conns.get(&conn).expect("checked by the caller");
         if entry.handle.kind != ClientKind::Pi {
             return Err(HubError::new(
@@ -200,7 +258,17 @@ impl State {
                 "this connection is already registered as session {current}; open a new connection for another session"
             )));
         }
-        let pid = entry.handle.pid;
+        Ok(())
+    }
+
+    /// The connection that holds the session now and is to be replaced, if any; an error
+    /// if a live process holds it or no more sessions may connect.
+    fn takeover(
+        &self,
+        conn: ConnId,
+        reg: &Registration,
+        pid: Option<u32>,
+    ) -> HubResult<Option<ConnId>> {
         let takeover = match self.live.get(&reg.session_id) {
             Some(holder) if holder.conn != conn => {
                 let holder_pid = self.conns.get(&holder.conn).and_then(|c| c.handle.pid);
@@ -232,41 +300,18 @@ impl State {
                 None
             }
         };
+        Ok(takeover)
+    }
 
-        let now = now_ms();
-        let previous = store::sessions::get(db, &reg.session_id)?;
-        let name = reg
-            .name
-            .clone()
-            .or_else(|| previous.as_ref().map(|p| p.name.clone()))
-            .unwrap_or_else(|| reg.session_id.chars().take(8).collect());
-        let mut info = SessionInfo {
-            id: reg.session_id.clone(),
-            name,
-            cwd: reg.cwd,
-            pid,
-            model: reg.model,
-            status: reg.status,
-            role: reg.role,
-            connected: true,
-            context_tokens: None,
-            context_window: None,
-            context_percent: None,
-            repo: None,
-            branch: None,
-            head: None,
-            worktree: false,
-            session_file: reg.session_file,
-            subagent: reg.subagent,
-            open_asks: 0,
-            pending_messages: 0,
-            first_seen: previous.as_ref().map_or(now, |p| p.first_seen),
-            last_seen: now,
-        };
-        apply_context(&mut info, reg.context);
-        apply_repo(&mut info, repo);
-        store::sessions::upsert(db, &info)?;
-
+    /// Close the replaced connection, mark the session live on `conn`; whether it was live
+    /// already (a rejoin rather than a join).
+    fn bind_session(
+        &mut self,
+        conn: ConnId,
+        info: &SessionInfo,
+        takeover: Option<ConnId>,
+        out: &mut Out,
+    ) -> bool {
         if let Some(old) = takeover
             && let Some(old_entry) = self.conns.get_mut(&old)
         {
@@ -286,7 +331,21 @@ impl State {
         self.live
             .insert(info.id.clone(), Live::new(conn, info.name.clone()));
         self.conns.get_mut(&conn).expect("checked").session = Some(info.id.clone());
+        rejoined
+    }
 
+    /// Answer `registered` with the session and its pairings, replay its pending mail,
+    /// broadcast the join (or change) and tell the feature modules.
+    fn announce_registration(
+        &mut self,
+        cx: Cx,
+        info: SessionInfo,
+        rejoined: bool,
+        previous: &Option<SessionInfo>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let Cx { conn, id, .. } = cx;
         let info = self.session_info(db, &info.id)?;
         let status_now = info.status.clone();
         let pairing = store::pairings::active_for(db, &info.id)?;

@@ -70,6 +70,125 @@ fn refused(reason: &str, message: String) -> HubError {
         .with_details(serde_json::json!({ "reason": reason }))
 }
 
+/// The goal as given (read from a file when it is a path, relative to the supervisor's
+/// cwd for a Pi session and the worker's otherwise), or none.
+fn initial_goal(
+    args: &requests::Supervise,
+    kind: ClientKind,
+    supervisor: &SessionInfo,
+    worker: &SessionInfo,
+) -> HubResult<Option<rules::Goal>> {
+    let base = args.cwd.clone().unwrap_or_else(|| match kind {
+        ClientKind::Pi => supervisor.cwd.clone(),
+        _ => worker.cwd.clone(),
+    });
+    let goal = match args.goal.as_deref() {
+        Some(g) if !g.trim().is_empty() => {
+            Some(rules::resolve_goal(g, Path::new(&base)).map_err(goal_error)?)
+        }
+        _ => None,
+    };
+    Ok(goal)
+}
+
+/// At most [`rules::MAX_VERDICTS_PER_LOOK`] verdicts per look: a supervisor that keeps
+/// going is stopped.
+fn check_verdict_budget(stored: &Stored, pairing: &Pairing) -> HubResult<()> {
+    if stored.look_verdicts >= rules::MAX_VERDICTS_PER_LOOK {
+        return Err(HubError::new(
+            ErrorCode::Runaway,
+            format!(
+                "more than {} verdicts in look {}: this one was not recorded. End your turn now; the next view starts a new look",
+                rules::MAX_VERDICTS_PER_LOOK,
+                pairing.looks
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A steer needs its text and done its evidence.
+fn check_verdict_text(kind: VerdictKind, text: &str) -> HubResult<()> {
+    if text.is_empty() && kind != VerdictKind::LetItRun {
+        let what = if kind == VerdictKind::Steer {
+            "a steer needs its text: one concrete next action for the worker"
+        } else {
+            "done needs the evidence that the goal is met"
+        };
+        return Err(HubError::new(ErrorCode::InvalidArgument, what));
+    }
+    Ok(())
+}
+
+/// The rules a verdict is held against: a steer needs a goal (and gets a hint when it
+/// repeats an earlier one); done is refused while the worker still runs a tool or a child
+/// pi process. The hint, if any.
+fn verdict_guards(
+    kind: VerdictKind,
+    text: &str,
+    pairing: &Pairing,
+    stored: &Stored,
+    worker: &SessionInfo,
+    db: &Connection,
+) -> HubResult<Option<String>> {
+    let mut hint = None;
+    match kind {
+        VerdictKind::Steer => {
+            if pairing.goal.is_none() {
+                return Err(refused(
+                    "no_goal",
+                    "no goal is set for this pairing, so there is nothing to steer toward: end your turn with let_it_run, and ask the human for the goal in one line ending with \"?\"".into(),
+                ));
+            }
+            let recent = store::pairings::recent_steers(db, pairing.id, rules::REPEAT_WINDOW)?;
+            let texts: Vec<&str> = recent.iter().map(|v| v.text.as_str()).collect();
+            if let Some(i) = rules::repeats(text, &texts) {
+                hint = Some(format!(
+                    "This steer repeats most of an earlier one (look {}: {:?}). If the worker did not follow it, say what is different now, or let it run.",
+                    recent[i].look,
+                    excerpt(&recent[i].text, 120)
+                ));
+            }
+        }
+        VerdictKind::Done => {
+            if let Some(tool) = worker.status.tool()
+                && worker.connected
+            {
+                return Err(refused(
+                    "pending_tool_call",
+                    format!(
+                        "the worker is still running a tool ({tool}) with no result yet: done is refused until it finishes. End your turn with let_it_run; the next view shows the result"
+                    ),
+                ));
+            }
+            if stored.pending_tool_calls > 0 && worker.connected && !worker.status.is_idle() {
+                return Err(refused(
+                    "pending_tool_call",
+                    format!(
+                        "the last view shows {} tool call(s) of the worker with no result yet: done is refused until they finish. End your turn with let_it_run",
+                        stored.pending_tool_calls
+                    ),
+                ));
+            }
+            if let Some(pid) = worker.pid.filter(|_| worker.connected) {
+                let children = rules::child_pi_processes(pid);
+                if !children.is_empty() {
+                    let listed: Vec<String> = children.iter().map(|(p, _)| p.to_string()).collect();
+                    return Err(refused(
+                        "child_pi",
+                        format!(
+                            "a child pi process still runs under the worker (pid {}): done is refused until it ends. End your turn with let_it_run",
+                            listed.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        VerdictKind::LetItRun => {}
+    }
+    Ok(hint)
+}
+
 impl State {
     /// A pairing as it is now in the store (within the batch that just changed it).
     pub(super) fn pairing_now(&self, id: u64, db: &Connection) -> HubResult<Pairing> {
@@ -208,6 +327,8 @@ impl State {
         HubError::new(code, message).with_details(serde_json::json!({ "candidates": candidates }))
     }
 
+    /// `supervise`: find both sides, check neither is paired, resolve the goal, store the
+    /// pairing with the supervisor's brief, then answer and announce it.
     pub(super) fn supervise(
         &mut self,
         cx: Cx,
@@ -215,94 +336,132 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let Cx { conn, kind, id } = cx;
+        let Cx { conn, kind, .. } = cx;
         let sessions = store::sessions::list(db)?;
         let (supervisor, worker) = if kind == ClientKind::Pi {
-            let me = self.registered(conn)?.to_string();
-            if args.supervisor.is_some() {
-                return Err(HubError::new(
-                    ErrorCode::InvalidArgument,
-                    "a Pi session supervises itself: leave `supervisor` out",
-                ));
-            }
-            let me = self.session_info(db, &me)?;
-            let worker = match args.worker.as_deref() {
-                Some(selector) => self.session_info(db, &self.resolve(selector, db)?.id)?,
-                None => {
-                    let mut free = Vec::new();
-                    for s in &sessions {
-                        if s.id != me.id
-                            && s.cwd == me.cwd
-                            && !s.subagent
-                            && s.role != Role::Supervisor
-                            && self.free(s, db)?
-                        {
-                            free.push(s.clone());
-                        }
-                    }
-                    match free.len() {
-                        0 => {
-                            return Err(self.candidates_error(
-                                ErrorCode::NoCandidate,
-                                format!(
-                                    "no free session in {} to supervise: start Pi there, or name one: /supervise @<session> <goal>",
-                                    me.cwd
-                                ),
-                                &[],
-                            ));
-                        }
-                        1 => free.remove(0),
-                        n => {
-                            return Err(self.candidates_error(
-                                ErrorCode::AmbiguousSession,
-                                format!(
-                                    "{n} free sessions in {}: pick one (/supervise @<session> <goal>)",
-                                    me.cwd
-                                ),
-                                &free,
-                            ));
-                        }
+            self.sides_for_pi(conn, &args, &sessions, db)?
+        } else {
+            self.sides_named(&args, &sessions, db)?
+        };
+        self.check_unpaired(&supervisor, &worker, db)?;
+        let goal = initial_goal(&args, kind, &supervisor, &worker)?;
+        let by = self.actor(conn, kind, args.by);
+        let pairing = self.start_pairing(&supervisor, &worker, goal, &by, db, out)?;
+        self.announce_pairing(cx, pairing, by, db, out);
+        Ok(())
+    }
+
+    /// A Pi session supervises itself; the worker is the one it names, or the only free
+    /// session in its cwd.
+    fn sides_for_pi(
+        &self,
+        conn: ConnId,
+        args: &requests::Supervise,
+        sessions: &[SessionInfo],
+        db: &Connection,
+    ) -> HubResult<(SessionInfo, SessionInfo)> {
+        let me = self.registered(conn)?.to_string();
+        if args.supervisor.is_some() {
+            return Err(HubError::new(
+                ErrorCode::InvalidArgument,
+                "a Pi session supervises itself: leave `supervisor` out",
+            ));
+        }
+        let me = self.session_info(db, &me)?;
+        let worker = match args.worker.as_deref() {
+            Some(selector) => self.session_info(db, &self.resolve(selector, db)?.id)?,
+            None => {
+                let mut free = Vec::new();
+                for s in sessions {
+                    if s.id != me.id
+                        && s.cwd == me.cwd
+                        && !s.subagent
+                        && s.role != Role::Supervisor
+                        && self.free(s, db)?
+                    {
+                        free.push(s.clone());
                     }
                 }
-            };
-            (me, worker)
-        } else {
-            let Some(selector) = args.worker.as_deref() else {
-                return Err(HubError::new(
-                    ErrorCode::InvalidArgument,
-                    "name the worker session to supervise",
-                ));
-            };
-            let worker = self.session_info(db, &self.resolve(selector, db)?.id)?;
-            let supervisor = match args.supervisor.as_deref() {
-                Some(selector) => self.session_info(db, &self.resolve(selector, db)?.id)?,
-                None => {
-                    // `sessions` is ordered most recently seen first.
-                    let mut found = None;
-                    for s in &sessions {
-                        if s.id != worker.id
-                            && s.role == Role::Supervisor
-                            && s.cwd == worker.cwd
-                            && self.free(s, db)?
-                        {
-                            found = Some(s.clone());
-                            break;
-                        }
-                    }
-                    found.ok_or_else(|| {
-                        self.candidates_error(
+                match free.len() {
+                    0 => {
+                        return Err(self.candidates_error(
                             ErrorCode::NoCandidate,
                             format!(
-                                "no free supervisor session in {}: start Pi there with SHEPHERD_ROLE=supervisor, or run /supervise in a Pi session there",
-                                worker.cwd
+                                "no free session in {} to supervise: start Pi there, or name one: /supervise @<session> <goal>",
+                                me.cwd
                             ),
                             &[],
-                        )
-                    })?
+                        ));
+                    }
+                    1 => free.remove(0),
+                    n => {
+                        return Err(self.candidates_error(
+                            ErrorCode::AmbiguousSession,
+                            format!(
+                                "{n} free sessions in {}: pick one (/supervise @<session> <goal>)",
+                                me.cwd
+                            ),
+                            &free,
+                        ));
+                    }
                 }
-            };
-            (supervisor, worker)
+            }
         };
+        Ok((me, worker))
+    }
+
+    /// The CLI or a bridge names the worker; the supervisor is the one named, or the most
+    /// recently seen free supervisor session in the worker's cwd.
+    fn sides_named(
+        &self,
+        args: &requests::Supervise,
+        sessions: &[SessionInfo],
+        db: &Connection,
+    ) -> HubResult<(SessionInfo, SessionInfo)> {
+        let Some(selector) = args.worker.as_deref() else {
+            return Err(HubError::new(
+                ErrorCode::InvalidArgument,
+                "name the worker session to supervise",
+            ));
+        };
+        let worker = self.session_info(db, &self.resolve(selector, db)?.id)?;
+        let supervisor = match args.supervisor.as_deref() {
+            Some(selector) => self.session_info(db, &self.resolve(selector, db)?.id)?,
+            None => {
+                // `sessions` is ordered most recently seen first.
+                let mut found = None;
+                for s in sessions {
+                    if s.id != worker.id
+                        && s.role == Role::Supervisor
+                        && s.cwd == worker.cwd
+                        && self.free(s, db)?
+                    {
+                        found = Some(s.clone());
+                        break;
+                    }
+                }
+                found.ok_or_else(|| {
+                    self.candidates_error(
+                        ErrorCode::NoCandidate,
+                        format!(
+                            "no free supervisor session in {}: start Pi there with SHEPHERD_ROLE=supervisor, or run /supervise in a Pi session there",
+                            worker.cwd
+                        ),
+                        &[],
+                    )
+                })?
+            }
+        };
+        Ok((supervisor, worker))
+    }
+
+    /// Two different sessions, neither in an active pairing.
+    fn check_unpaired(
+        &self,
+        supervisor: &SessionInfo,
+        worker: &SessionInfo,
+        db: &Connection,
+    ) -> HubResult<()> {
         if supervisor.id == worker.id {
             return Err(HubError::new(
                 ErrorCode::InvalidArgument,
@@ -322,17 +481,19 @@ impl State {
                 .with_details(serde_json::json!({ "pairing": record })));
             }
         }
-        let base = args.cwd.clone().unwrap_or_else(|| match kind {
-            ClientKind::Pi => supervisor.cwd.clone(),
-            _ => worker.cwd.clone(),
-        });
-        let goal = match args.goal.as_deref() {
-            Some(g) if !g.trim().is_empty() => {
-                Some(rules::resolve_goal(g, Path::new(&base)).map_err(goal_error)?)
-            }
-            _ => None,
-        };
-        let by = self.actor(conn, kind, args.by);
+        Ok(())
+    }
+
+    /// Store the pairing and mail the supervisor its brief, in one transaction.
+    fn start_pairing(
+        &mut self,
+        supervisor: &SessionInfo,
+        worker: &SessionInfo,
+        goal: Option<rules::Goal>,
+        by: &str,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<Pairing> {
         let now = now_ms();
         let pairing = atomically(db, || {
             let pid = store::pairings::insert(
@@ -347,7 +508,7 @@ impl State {
                 },
             )?;
             let pairing = self.pairing_now(pid, db)?;
-            let brief = brief_text(&pairing, &worker, &by);
+            let brief = brief_text(&pairing, worker, by);
             self.mail(
                 pairing_message(
                     &supervisor.id,
@@ -361,6 +522,19 @@ impl State {
             )?;
             Ok(pairing)
         })?;
+        Ok(pairing)
+    }
+
+    /// Answer `paired`, tell subscribers the pairing started, and build the first view.
+    fn announce_pairing(
+        &mut self,
+        cx: Cx,
+        pairing: Pairing,
+        by: String,
+        db: &Connection,
+        out: &mut Out,
+    ) {
+        let Cx { conn, id, .. } = cx;
         out.send(
             conn,
             &ServerMsg::Paired {
@@ -371,7 +545,6 @@ impl State {
         tracing::info!(pairing = pairing.id, supervisor = %pairing.supervisor_name, worker = %pairing.worker_name, by = %by, "pairing started");
         self.pairing_event(PairingChange::Started, &pairing, None, Some(by), out);
         self.trigger_view(pairing.id, ViewReason::Paired, db);
-        Ok(())
     }
 
     pub(super) fn unpair(
@@ -516,6 +689,9 @@ impl State {
         self.start_build(&stored, ViewReason::Request, Some((cx.conn, cx.id)), db)
     }
 
+    /// `verdict`: check the look's budget and the text, hold it against the rules (a steer
+    /// needs a goal and should not repeat; done waits for the worker's tools and child
+    /// processes), record it, then answer and announce it.
     pub(super) fn verdict(
         &mut self,
         cx: Cx,
@@ -523,90 +699,32 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let Cx { conn, id, .. } = cx;
         let requests::Verdict {
             verdict: kind,
             text,
             ..
         } = req;
-        let stored = self.supervisor_pairing(conn, db)?;
+        let stored = self.supervisor_pairing(cx.conn, db)?;
         let pairing = self.pairing_record(&stored);
-        if stored.look_verdicts >= rules::MAX_VERDICTS_PER_LOOK {
-            return Err(HubError::new(
-                ErrorCode::Runaway,
-                format!(
-                    "more than {} verdicts in look {}: this one was not recorded. End your turn now; the next view starts a new look",
-                    rules::MAX_VERDICTS_PER_LOOK,
-                    pairing.looks
-                ),
-            ));
-        }
+        check_verdict_budget(&stored, &pairing)?;
         let text = text.trim().to_string();
-        if text.is_empty() && kind != VerdictKind::LetItRun {
-            let what = if kind == VerdictKind::Steer {
-                "a steer needs its text: one concrete next action for the worker"
-            } else {
-                "done needs the evidence that the goal is met"
-            };
-            return Err(HubError::new(ErrorCode::InvalidArgument, what));
-        }
+        check_verdict_text(kind, &text)?;
         let worker = self.session_info(db, &pairing.worker_id)?;
-        let mut hint = None;
-        match kind {
-            VerdictKind::Steer => {
-                if pairing.goal.is_none() {
-                    return Err(refused(
-                        "no_goal",
-                        "no goal is set for this pairing, so there is nothing to steer toward: end your turn with let_it_run, and ask the human for the goal in one line ending with \"?\"".into(),
-                    ));
-                }
-                let recent = store::pairings::recent_steers(db, pairing.id, rules::REPEAT_WINDOW)?;
-                let texts: Vec<&str> = recent.iter().map(|v| v.text.as_str()).collect();
-                if let Some(i) = rules::repeats(&text, &texts) {
-                    hint = Some(format!(
-                        "This steer repeats most of an earlier one (look {}: {:?}). If the worker did not follow it, say what is different now, or let it run.",
-                        recent[i].look,
-                        excerpt(&recent[i].text, 120)
-                    ));
-                }
-            }
-            VerdictKind::Done => {
-                if let Some(tool) = worker.status.tool()
-                    && worker.connected
-                {
-                    return Err(refused(
-                        "pending_tool_call",
-                        format!(
-                            "the worker is still running a tool ({tool}) with no result yet: done is refused until it finishes. End your turn with let_it_run; the next view shows the result"
-                        ),
-                    ));
-                }
-                if stored.pending_tool_calls > 0 && worker.connected && !worker.status.is_idle() {
-                    return Err(refused(
-                        "pending_tool_call",
-                        format!(
-                            "the last view shows {} tool call(s) of the worker with no result yet: done is refused until they finish. End your turn with let_it_run",
-                            stored.pending_tool_calls
-                        ),
-                    ));
-                }
-                if let Some(pid) = worker.pid.filter(|_| worker.connected) {
-                    let children = rules::child_pi_processes(pid);
-                    if !children.is_empty() {
-                        let listed: Vec<String> =
-                            children.iter().map(|(p, _)| p.to_string()).collect();
-                        return Err(refused(
-                            "child_pi",
-                            format!(
-                                "a child pi process still runs under the worker (pid {}): done is refused until it ends. End your turn with let_it_run",
-                                listed.join(", ")
-                            ),
-                        ));
-                    }
-                }
-            }
-            VerdictKind::LetItRun => {}
-        }
+        let hint = verdict_guards(kind, &text, &pairing, &stored, &worker, db)?;
+        let verdict = self.record_verdict(kind, text, &pairing, db, out)?;
+        self.announce_verdict(cx, &pairing, verdict, hint, db, out)
+    }
+
+    /// Store the verdict and act on it in one transaction: mail a steer to the worker, end
+    /// the pairing on done.
+    fn record_verdict(
+        &mut self,
+        kind: VerdictKind,
+        text: String,
+        pairing: &Pairing,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<Verdict> {
         let now = now_ms();
         let verdict = Verdict {
             kind,
@@ -646,6 +764,21 @@ impl State {
             }
             Ok(())
         })?;
+        Ok(verdict)
+    }
+
+    /// Answer `verdict_accepted` (with a hint for a repeated steer) and tell subscribers.
+    fn announce_verdict(
+        &mut self,
+        cx: Cx,
+        pairing: &Pairing,
+        verdict: Verdict,
+        hint: Option<String>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let Cx { conn, id, .. } = cx;
+        let kind = verdict.kind;
         let after = self.pairing_now(pairing.id, db)?;
         if kind == VerdictKind::Done {
             self.forget(pairing.id);
