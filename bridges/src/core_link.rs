@@ -1,25 +1,24 @@
 //! # The bridge's link to the core
 //!
-//! A bridge is a client of the core like any other (client kind `bridge`). It keeps two
-//! connections: one subscribed to events (sessions, asks, reports, pairings), read by a task that
-//! forwards them to the bridge and reconnects with backoff when the core restarts, and
-//! one for requests (answer, send, lists), connected on demand and re-established once
-//! when it finds the connection gone.
+//! Transport only: a bridge is a client of the core like any other (client kind
+//! `bridge`). It keeps two connections: one subscribed to events (sessions, asks, reports,
+//! pairings), read by [`forward_events`], which hands them to the bridge's actor and
+//! reconnects with backoff when the core restarts; and one for requests ([`CoreLink`]),
+//! connected on demand and re-established once when it finds the connection gone.
+//!
+//! Every request a bridge sends is built here, one method per request
+//! ([`CoreLink::answer`], [`CoreLink::steer`], [`CoreLink::supervise`], …), each returning
+//! the reply's content or a [`LinkError`]; what the replies mean to a human is decided
+//! elsewhere (`relay::commands`, `chat::replies`).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use shepherd_core::client::{Client, ClientError};
-use std::collections::HashMap;
-
 use shepherd_core::protocol::{
-    Ask, AskState, ClientKind, ClientMsg, Pairing, ServerMsg, SessionInfo,
+    Ask, AskState, ClientKind, ClientMsg, CoreStatus, ErrorCode, Pairing, ServerMsg, SessionInfo,
 };
-
-use crate::chat::commands::ChatCommand;
-use crate::chat::render::{self, Rendered};
-use crate::chat::replies::{failure, pick, plain};
-use crate::supervision::Here;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -34,11 +33,63 @@ pub enum CoreEvent {
     Disconnected(String),
 }
 
+/// Why a request got no usable answer.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// No answer, or the core's refusal.
+    #[error(transparent)]
+    Core(#[from] ClientError),
+    /// An answer of the wrong kind.
+    #[error("unexpected reply from the core: {0:?}")]
+    Unexpected(Box<ServerMsg>),
+}
+
+impl LinkError {
+    /// The wire code, for the core's refusals.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            LinkError::Core(e) => e.code(),
+            LinkError::Unexpected(_) => None,
+        }
+    }
+}
+
+/// A reply's content, or why there is none.
+pub type Reply<T> = Result<T, LinkError>;
+
+/// A steer the core accepted (`sent`).
+#[derive(Debug, Clone)]
+pub struct Steered {
+    pub session_id: String,
+    pub session_name: String,
+    /// Delivered now; otherwise queued until the session reconnects.
+    pub connected: bool,
+}
+
+/// What a bridge needs to catch up after (re)connecting: every known session, every ask
+/// split into the ones still open and the ones answered, and the active pairings.
+pub struct Snapshot {
+    pub sessions: HashMap<String, SessionInfo>,
+    pub open: Vec<Ask>,
+    pub answered: HashMap<u64, Ask>,
+    pub pairings: Vec<Pairing>,
+}
+
 /// Requests to the core, reconnecting when needed.
 pub struct CoreLink {
     socket: PathBuf,
     name: String,
     client: Option<Client>,
+}
+
+/// `Some(content)` of the expected reply, else the unexpected reply as an error.
+macro_rules! expect {
+    ($reply:expr, $pattern:pat => $content:expr) => {
+        match $reply? {
+            $pattern => Ok($content),
+            other => Err(LinkError::Unexpected(Box::new(other))),
+        }
+    };
 }
 
 impl CoreLink {
@@ -51,10 +102,7 @@ impl CoreLink {
     }
 
     /// Send a request; on a dead connection, reconnect and try once more.
-    pub async fn request(
-        &mut self,
-        build: impl Fn(u64) -> ClientMsg,
-    ) -> Result<ServerMsg, ClientError> {
+    async fn request(&mut self, build: impl Fn(u64) -> ClientMsg) -> Reply<ServerMsg> {
         for attempt in 0..2 {
             if self.client.is_none() {
                 self.client =
@@ -65,65 +113,151 @@ impl CoreLink {
                 Err(ClientError::Closed | ClientError::Io(_)) if attempt == 0 => self.client = None,
                 Err(e @ (ClientError::Closed | ClientError::Io(_))) => {
                     self.client = None;
-                    return Err(e);
+                    return Err(e.into());
                 }
-                other => return other,
+                other => return Ok(other?),
             }
         }
         unreachable!("the loop returns")
     }
-}
 
-/// What a bridge needs to catch up after (re)connecting: every known session, every ask
-/// split into the ones still open and the ones answered, and the active pairings.
-pub struct Snapshot {
-    pub sessions: HashMap<String, SessionInfo>,
-    pub open: Vec<Ask>,
-    pub answered: HashMap<u64, Ask>,
-    pub pairings: Vec<Pairing>,
-}
+    /// `list_sessions`: the connected sessions, or (`all`) every known one.
+    pub async fn sessions(&mut self, all: bool) -> Reply<Vec<SessionInfo>> {
+        let reply = self.request(|id| ClientMsg::ListSessions { id, all }).await;
+        expect!(reply, ServerMsg::Sessions { sessions, .. } => sessions)
+    }
 
-impl CoreLink {
-    /// Read the sessions and asks a bridge resynchronises from.
-    pub async fn snapshot(&mut self) -> Result<Snapshot, ClientError> {
-        let sessions = match self
-            .request(|id| ClientMsg::ListSessions { id, all: true })
-            .await?
-        {
-            ServerMsg::Sessions { sessions, .. } => {
-                sessions.into_iter().map(|s| (s.id.clone(), s)).collect()
-            }
-            other => {
-                return Err(ClientError::Protocol(format!(
-                    "expected sessions, got {other:?}"
-                )));
-            }
-        };
-        let asks = match self
-            .request(|id| ClientMsg::ListAsks { id, all: true })
-            .await?
-        {
-            ServerMsg::Asks { asks, .. } => asks,
-            other => {
-                return Err(ClientError::Protocol(format!(
-                    "expected asks, got {other:?}"
-                )));
-            }
-        };
+    /// `list_asks`: the open asks, or (`all`) the answered ones too.
+    pub async fn asks(&mut self, all: bool) -> Reply<Vec<Ask>> {
+        let reply = self.request(|id| ClientMsg::ListAsks { id, all }).await;
+        expect!(reply, ServerMsg::Asks { asks, .. } => asks)
+    }
+
+    /// One ask (open or answered), if the core knows it.
+    pub async fn ask(&mut self, ask: u64) -> Option<Ask> {
+        let asks = self.asks(true).await.ok()?;
+        asks.into_iter().find(|a| a.id == ask)
+    }
+
+    /// `list_pairings`: the active pairings, or (`all`) the ended ones too.
+    pub async fn pairings(&mut self, all: bool) -> Reply<Vec<Pairing>> {
+        let reply = self.request(|id| ClientMsg::ListPairings { id, all }).await;
+        expect!(reply, ServerMsg::Pairings { pairings, .. } => pairings)
+    }
+
+    /// `status`: the core's own status.
+    pub async fn status(&mut self) -> Reply<CoreStatus> {
+        let reply = self.request(|id| ClientMsg::Status { id }).await;
+        expect!(reply, ServerMsg::CoreStatus { status, .. } => status)
+    }
+
+    /// `answer`: answer an ask for the human `by`. Any reply but an error is success.
+    pub async fn answer(&mut self, ask: u64, text: &str, by: &str) -> Result<(), ClientError> {
+        let reply = self
+            .request(|id| ClientMsg::Answer {
+                id,
+                ask,
+                text: text.to_string(),
+                by: Some(by.to_string()),
+            })
+            .await;
+        match reply {
+            Ok(_) | Err(LinkError::Unexpected(_)) => Ok(()),
+            Err(LinkError::Core(e)) => Err(e),
+        }
+    }
+
+    /// `send` from a bridge: steer a session (id, id prefix or name) for the human `by`.
+    pub async fn steer(&mut self, to: &str, text: &str, by: &str) -> Reply<Steered> {
+        let reply = self
+            .request(|id| ClientMsg::Send {
+                id,
+                to: to.to_string(),
+                text: text.to_string(),
+                by: Some(by.to_string()),
+            })
+            .await;
+        expect!(reply, ServerMsg::Sent { session_id, session_name, connected, .. } => Steered {
+            session_id,
+            session_name,
+            connected,
+        })
+    }
+
+    /// `supervise`: pair a free supervisor with `worker`, for the human `by`.
+    pub async fn supervise(
+        &mut self,
+        worker: &str,
+        goal: Option<&str>,
+        by: &str,
+    ) -> Reply<Pairing> {
+        let reply = self
+            .request(|id| ClientMsg::Supervise {
+                id,
+                worker: Some(worker.to_string()),
+                supervisor: None,
+                goal: goal.map(str::to_string),
+                cwd: None,
+                by: Some(by.to_string()),
+            })
+            .await;
+        expect!(reply, ServerMsg::Paired { pairing, .. } => pairing)
+    }
+
+    /// `set_goal`: change the goal of `session`'s pairing, for the human `by`.
+    pub async fn set_goal(&mut self, session: &str, goal: &str, by: &str) -> Reply<Pairing> {
+        let reply = self
+            .request(|id| ClientMsg::SetGoal {
+                id,
+                goal: goal.to_string(),
+                session: Some(session.to_string()),
+                cwd: None,
+                by: Some(by.to_string()),
+            })
+            .await;
+        expect!(reply, ServerMsg::GoalSet { pairing, .. } => pairing)
+    }
+
+    /// `look`: deliver a view to `session`'s supervisor now, for the human `by`.
+    pub async fn look(&mut self, session: &str, by: &str) -> Reply<Pairing> {
+        let reply = self
+            .request(|id| ClientMsg::Look {
+                id,
+                session: Some(session.to_string()),
+                by: Some(by.to_string()),
+            })
+            .await;
+        expect!(reply, ServerMsg::LookRequested { pairing, .. } => pairing)
+    }
+
+    /// `unpair`: end `session`'s pairing, for the human `by`.
+    pub async fn unpair(&mut self, session: &str, by: &str) -> Reply<Pairing> {
+        let reply = self
+            .request(|id| ClientMsg::Unpair {
+                id,
+                session: Some(session.to_string()),
+                by: Some(by.to_string()),
+            })
+            .await;
+        expect!(reply, ServerMsg::Unpaired { pairing, .. } => pairing)
+    }
+
+    /// Read the sessions, asks and pairings a bridge resynchronises from.
+    pub async fn snapshot(&mut self) -> Reply<Snapshot> {
+        let sessions = self.sessions(true).await?;
+        let sessions = sessions.into_iter().map(|s| (s.id.clone(), s)).collect();
+        let asks = self.asks(true).await?;
         let (open, answered): (Vec<Ask>, Vec<Ask>) =
             asks.into_iter().partition(|a| a.state == AskState::Open);
         let answered = answered.into_iter().map(|a| (a.id, a)).collect();
         // A core that cannot list pairings still gets its asks and sessions shown.
-        let pairings = match self
-            .request(|id| ClientMsg::ListPairings { id, all: false })
-            .await
-        {
-            Ok(ServerMsg::Pairings { pairings, .. }) => pairings,
-            Ok(other) => {
+        let pairings = match self.pairings(false).await {
+            Ok(pairings) => pairings,
+            Err(LinkError::Unexpected(other)) => {
                 tracing::warn!(reply = ?other, "bridge: unexpected reply to list_pairings");
                 Vec::new()
             }
-            Err(e @ ClientError::Remote { .. }) => {
+            Err(LinkError::Core(e @ ClientError::Remote { .. })) => {
                 tracing::warn!(error = %e, "bridge: the core did not list its pairings");
                 Vec::new()
             }
@@ -135,79 +269,6 @@ impl CoreLink {
             answered,
             pairings,
         })
-    }
-}
-
-/// What to do about a chat command.
-pub enum CommandReply {
-    /// Say this where the command was written.
-    Say(Rendered),
-    /// Steer a session (the bridge confirms in its own way).
-    Steer { session: String, text: String },
-    /// A pairing command's result, `reply` to be said where the command was written.
-    /// `announced`: the worker's topic or thread gets the same news from the core's
-    /// `pairing_event`, so where that is also where the command was written, the bridge
-    /// says it once.
-    Pairing {
-        pairing: Box<Pairing>,
-        reply: Rendered,
-        announced: bool,
-    },
-}
-
-impl CoreLink {
-    /// Answer a chat command from the core's state, the same way on every platform.
-    /// `prefix` is the platform's command character (`/` or `!`); `here` says where it
-    /// was written and by whom.
-    pub async fn answer_command(
-        &mut self,
-        command: ChatCommand,
-        prefix: char,
-        here: Here<'_>,
-    ) -> CommandReply {
-        let reply = match command {
-            ChatCommand::Sessions => match self
-                .request(|id| ClientMsg::ListSessions { id, all: false })
-                .await
-            {
-                Ok(ServerMsg::Sessions { sessions, .. }) => render::sessions_list(&sessions),
-                other => failure(other),
-            },
-            ChatCommand::Asks => match self
-                .request(|id| ClientMsg::ListAsks { id, all: false })
-                .await
-            {
-                Ok(ServerMsg::Asks { asks, .. }) => render::asks_list(&asks),
-                other => failure(other),
-            },
-            ChatCommand::Status(None) => match self.request(|id| ClientMsg::Status { id }).await {
-                Ok(ServerMsg::CoreStatus { status, .. }) => render::core_status(&status),
-                other => failure(other),
-            },
-            ChatCommand::Status(Some(selector)) => {
-                match self
-                    .request(|id| ClientMsg::ListSessions { id, all: true })
-                    .await
-                {
-                    Ok(ServerMsg::Sessions { sessions, .. }) => {
-                        match pick(&sessions, &selector, prefix) {
-                            Ok(s) => render::session_status(s),
-                            Err(text) => plain(text),
-                        }
-                    }
-                    other => failure(other),
-                }
-            }
-            ChatCommand::Steer { session, text } => return CommandReply::Steer { session, text },
-            ChatCommand::Supervise(args) => return self.supervise(&args, prefix, here).await,
-            ChatCommand::Goal(args) => return self.set_goal(&args, prefix, here).await,
-            ChatCommand::Look(session) => return self.look(session.as_deref(), prefix, here).await,
-            ChatCommand::Stop(session) => return self.stop(session.as_deref(), prefix, here).await,
-            ChatCommand::Help => render::help(prefix),
-            ChatCommand::Usage(error) => render::usage(prefix, &error),
-            ChatCommand::Unknown(name) => render::unknown_command(prefix, &name),
-        };
-        CommandReply::Say(reply)
     }
 }
 
