@@ -16,7 +16,7 @@ use crate::chat::commands::{ChatCommand, SessionArgs, UsageError};
 use crate::chat::pairing;
 use crate::chat::render::{self, Rendered};
 use crate::chat::replies::{failure, pick, plain, refused};
-use crate::core_link::CoreLink;
+use crate::core_link::{CoreLink, Reply};
 
 /// What to do about a chat command.
 pub enum CommandReply {
@@ -88,14 +88,8 @@ async fn supervise(
         return usage(prefix, UsageError::SuperviseWithoutSession);
     };
     let goal = Some(goal).filter(|g| !g.is_empty());
-    match link.supervise(&worker, goal.as_deref(), here.by).await {
-        Ok(pairing) => CommandReply::Pairing {
-            reply: pairing::started(&pairing, Some(here.by)),
-            pairing: Box::new(pairing),
-            announced: true,
-        },
-        Err(e) => CommandReply::Say(refused(&e)),
-    }
+    let reply = link.supervise(&worker, goal.as_deref(), here.by).await;
+    paired(reply, true, |p| pairing::started(p, Some(here.by)))
 }
 
 /// `goal [session] <goal>`: change the goal of the session's pairing.
@@ -112,14 +106,8 @@ async fn set_goal(
         let session = Some(session);
         return usage(prefix, UsageError::GoalWithoutText { session });
     }
-    match link.set_goal(&session, &goal, here.by).await {
-        Ok(pairing) => CommandReply::Pairing {
-            reply: pairing::goal_changed(&pairing, Some(here.by)),
-            pairing: Box::new(pairing),
-            announced: true,
-        },
-        Err(e) => CommandReply::Say(refused(&e)),
-    }
+    let reply = link.set_goal(&session, &goal, here.by).await;
+    paired(reply, true, |p| pairing::goal_changed(p, Some(here.by)))
 }
 
 /// `look [session]`: deliver a view to the session's supervisor now.
@@ -129,16 +117,9 @@ async fn look(
     prefix: char,
     here: Here<'_>,
 ) -> CommandReply {
-    let Some(session) = session.or(here.session) else {
-        return usage(prefix, UsageError::WithoutSession { command: "look" });
-    };
-    match link.look(session, here.by).await {
-        Ok(pairing) => CommandReply::Pairing {
-            reply: pairing::looking(&pairing),
-            pairing: Box::new(pairing),
-            announced: false,
-        },
-        Err(e) => CommandReply::Say(refused(&e)),
+    match session_here(session, "look", prefix, here) {
+        Ok(session) => paired(link.look(session, here.by).await, false, pairing::looking),
+        Err(reply) => reply,
     }
 }
 
@@ -149,14 +130,39 @@ async fn stop(
     prefix: char,
     here: Here<'_>,
 ) -> CommandReply {
-    let Some(session) = session.or(here.session) else {
-        return usage(prefix, UsageError::WithoutSession { command: "stop" });
-    };
-    match link.unpair(session, here.by).await {
+    match session_here(session, "stop", prefix, here) {
+        Ok(session) => {
+            let reply = link.unpair(session, here.by).await;
+            paired(reply, true, |p| pairing::stopped(p, Some(here.by)))
+        }
+        Err(reply) => reply,
+    }
+}
+
+/// The session a command names, else the one it was written about, else its usage.
+fn session_here<'a>(
+    session: Option<&'a str>,
+    command: &'static str,
+    prefix: char,
+    here: Here<'a>,
+) -> Result<&'a str, CommandReply> {
+    session
+        .or(here.session)
+        .ok_or_else(|| usage(prefix, UsageError::WithoutSession { command }))
+}
+
+/// A pairing command's result, `render`ed to be said where the command was written.
+/// `announced`: the core also announces it in the worker's place (`pairing_event`).
+fn paired(
+    reply: Reply<Pairing>,
+    announced: bool,
+    render: impl FnOnce(&Pairing) -> Rendered,
+) -> CommandReply {
+    match reply {
         Ok(pairing) => CommandReply::Pairing {
-            reply: pairing::stopped(&pairing, Some(here.by)),
+            reply: render(&pairing),
             pairing: Box::new(pairing),
-            announced: true,
+            announced,
         },
         Err(e) => CommandReply::Say(refused(&e)),
     }
