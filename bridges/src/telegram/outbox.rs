@@ -1,6 +1,6 @@
 //! # Sending to Telegram
 //!
-//! Telegram's [`Courier`] for the bridge's [`Outbox`](crate::outbox::Outbox): the
+//! Telegram's [`Courier`] for the bridge's [`Outbox`]: the
 //! operations (a message, an edit, a document) and how one is sent. The outbox keeps them
 //! in order and within Telegram's limits: at most `per_chat_per_second` messages a second
 //! to one chat, `per_group_per_minute` a minute to a group, `global_per_second` overall;
