@@ -16,6 +16,13 @@ step() { printf '\n==> %s\n' "$*"; }
 # warnings, errors and test results so a failure is easy to find.
 export CARGO_TERM_QUIET=true
 
+# A test never passes by skipping: the local-iteration switch that makes the Synapse
+# tests return early is refused here, so the suite (and CI) always runs them.
+if [ -n "${SHEPHERD_SKIP_E2E:-}" ]; then
+    echo "scripts/test.sh: SHEPHERD_SKIP_E2E is set; the whole suite never skips the Synapse tests. Unset it (it is for single cargo test runs while iterating)." >&2
+    exit 2
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -7,11 +7,11 @@ use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde_json::Value;
 use shepherd_core::client::Client;
 use shepherd_core::protocol::{
-    ClientKind, ClientMsg, ContextUsage, DeliveryKind, Registration, Role, ServerMsg,
+    ClientKind, ContextUsage, DeliveryKind, Registration, Role, requests,
 };
 use shepherd_harness::{Core, Pi};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -21,31 +21,25 @@ const WAIT: Duration = Duration::from_secs(10);
 /// Register a Pi session with everything a session reports filled in.
 async fn register(core: &Core, id: &str, name: &str, cwd: &Path, role: Role) -> Result<Client> {
     let mut client = Client::connect(&core.socket(), ClientKind::Pi, "cli-test").await?;
-    let reply = client
-        .request(|rid| ClientMsg::Register {
-            id: rid,
-            session: Registration {
-                session_id: id.into(),
-                name: Some(name.into()),
-                cwd: cwd.display().to_string(),
-                pid: None,
-                model: Some("fake/fake-model".into()),
-                context: ContextUsage {
-                    tokens: Some(41_234),
-                    window: Some(200_000),
-                    percent: Some(20.6),
-                },
-                status: "tool:bash".into(),
-                role,
-                session_file: None,
-                subagent: false,
+    client
+        .register(Registration {
+            session_id: id.into(),
+            name: Some(name.into()),
+            cwd: cwd.display().to_string(),
+            pid: None,
+            model: Some("fake/fake-model".into()),
+            context: ContextUsage {
+                tokens: Some(41_234),
+                window: Some(200_000),
+                percent: Some(20.6),
             },
+            status: "tool:bash".into(),
+            role,
+            session_file: None,
+            subagent: false,
         })
         .await?;
-    match reply {
-        ServerMsg::Registered { .. } => Ok(client),
-        other => bail!("expected registered, got {other:?}"),
-    }
+    Ok(client)
 }
 
 /// A git repository at `<dir>/app` on branch `feature/x`, and a subdirectory of it.
@@ -231,18 +225,14 @@ async fn status_shows_the_counts() -> Result<()> {
 async fn asks_and_answering_twice() -> Result<()> {
     let core = Core::start().await?;
     let mut pi = core.pi("sess-ask-cli", "asker").await?;
-    let reply = pi
+    let ask = pi
         .client
-        .request(|id| ClientMsg::Ask {
-            id,
+        .call(requests::Ask {
             question: "Squash the 14 commits before merging into main, or keep them?".into(),
             options: vec!["squash".into(), "keep".into()],
-            details: None,
+            ..Default::default()
         })
         .await?;
-    let ServerMsg::Asked { ask, .. } = reply else {
-        bail!("{reply:?}")
-    };
     let n = ask.id.to_string();
 
     let asks = core.cli_json(&["asks"])?;

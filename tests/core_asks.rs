@@ -4,27 +4,21 @@
 
 use std::time::Duration;
 
-use shepherd_core::protocol::{
-    AskState, ClientKind, ClientMsg, DeliveryKind, ErrorCode, ServerMsg,
-};
+use shepherd_core::protocol::{AskState, ClientKind, DeliveryKind, ErrorCode, requests};
 use shepherd_harness::Core;
 
 #[tokio::test]
 async fn two_concurrent_answers_exactly_one_wins() -> anyhow::Result<()> {
     let core = Core::start().await?;
     let mut pi = core.pi("sess-ask-1", "asker").await?;
-    let reply = pi
+    let ask = pi
         .client
-        .request(|id| ClientMsg::Ask {
-            id,
+        .call(requests::Ask {
             question: "Squash before merging?".into(),
             options: vec!["squash".into(), "keep".into()],
-            details: None,
+            ..Default::default()
         })
         .await?;
-    let ServerMsg::Asked { ask, .. } = reply else {
-        panic!("{reply:?}")
-    };
     assert_eq!(ask.state, AskState::Open);
 
     let listed = core.cli_json(&["asks"])?;
@@ -36,14 +30,9 @@ async fn two_concurrent_answers_exactly_one_wins() -> anyhow::Result<()> {
     let mut b = core.client(ClientKind::Bridge).await?;
     let ask_id = ask.id;
     let (ra, rb) = tokio::join!(
-        a.request(|id| ClientMsg::Answer {
-            id,
-            ask: ask_id,
-            text: "squash".into(),
-            by: None
-        }),
-        b.request(|id| ClientMsg::Answer {
-            id,
+        a.answer(ask_id, "squash"),
+        b.call(requests::Answer {
+            id: 0,
             ask: ask_id,
             text: "keep".into(),
             by: Some("telegram:@alice".into())
@@ -54,9 +43,7 @@ async fn two_concurrent_answers_exactly_one_wins() -> anyhow::Result<()> {
         (Err(l), Ok(w)) => (w, l),
         other => panic!("exactly one answer must win: {other:?}"),
     };
-    let ServerMsg::Answered { ask: answered, .. } = winner else {
-        panic!()
-    };
+    let answered = winner;
     assert_eq!(loser.code(), Some(ErrorCode::AlreadyAnswered));
     assert!(
         loser

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use shepherd_core::protocol::{ClientKind, ClientMsg, ErrorCode, PROTOCOL_VERSION, ServerMsg};
+use shepherd_core::client::Sent;
+use shepherd_core::protocol::{ClientKind, ErrorCode, PROTOCOL_VERSION, ServerMsg, requests};
 use shepherd_harness::{Core, Pi, Raw};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -39,18 +40,11 @@ async fn assert_serving(core: &Core, bystander: &mut Pi, after: &str, sessions: 
         .await
         .with_context(|| format!("a new client after {after}"))?;
     let text = format!("still serving after {after}");
-    let reply = fresh
-        .request(|id| ClientMsg::Send {
-            id,
-            to: BYSTANDER.into(),
-            text: text.clone(),
-            by: None,
-        })
-        .await?;
+    let reply = fresh.send_to(BYSTANDER, text.clone()).await?;
     assert!(
         matches!(
             reply,
-            ServerMsg::Sent {
+            Sent {
                 connected: true,
                 ..
             }
@@ -519,19 +513,7 @@ async fn requests_outside_a_clients_role_get_their_code() -> Result<()> {
     let core = Core::start().await?;
     let mut by = bystander(&core).await?;
     let mut pi = core.pi("asker-1", "asker").await?;
-    let ask_id = match pi
-        .client
-        .request(|id| ClientMsg::Ask {
-            id,
-            question: "ok?".into(),
-            options: vec![],
-            details: None,
-        })
-        .await?
-    {
-        ServerMsg::Asked { ask, .. } => ask.id,
-        other => bail!("{other:?}"),
-    };
+    let ask_id = pi.client.ask("ok?").await?.id;
 
     let mut cli = greeted(&core, "cli").await?;
     let cases: Vec<(Value, Option<u64>, &str)> = vec![
@@ -581,16 +563,7 @@ async fn requests_outside_a_clients_role_get_their_code() -> Result<()> {
     expect_usable(&mut cli, 99).await?;
 
     // A Pi session may not answer asks, its own or others'.
-    let err = pi
-        .client
-        .request(|id| ClientMsg::Answer {
-            id,
-            ask: ask_id,
-            text: "yes".into(),
-            by: None,
-        })
-        .await
-        .unwrap_err();
+    let err = pi.client.answer(ask_id, "yes").await.unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::Forbidden), "{err}");
     // A Pi connection that has not registered is told to.
     let mut unregistered = greeted(&core, "pi").await?;
@@ -735,18 +708,8 @@ async fn many_bad_clients_at_once_do_not_disturb_a_conversation() -> Result<()> 
     let mut sender = core.client(ClientKind::Cli).await?;
     let mut sent = Vec::new();
     for i in 0..100 {
-        match sender
-            .request(|id| ClientMsg::Send {
-                id,
-                to: BYSTANDER.into(),
-                text: format!("steer {i}"),
-                by: None,
-            })
-            .await?
-        {
-            ServerMsg::Sent { message_id, .. } => sent.push(message_id),
-            other => bail!("{other:?}"),
-        }
+        let reply = sender.send_to(BYSTANDER, format!("steer {i}")).await?;
+        sent.push(reply.message_id);
     }
     let mut got = Vec::new();
     for _ in 0..100 {
@@ -780,20 +743,15 @@ async fn a_client_that_stops_reading_is_cut_off_without_stalling_anyone() -> Res
         let status = if i % 2 == 0 { "thinking" } else { "tool:edit" };
         let reply = tokio::time::timeout(
             WAIT,
-            busy.client.request(|id| ClientMsg::Update {
-                id,
-                name: None,
-                model: None,
-                context: None,
+            busy.client.call(requests::Update {
                 status: Some(status.into()),
-                cwd: None,
-                role: None,
                 session_file: Some(file.clone()),
+                ..Default::default()
             }),
         )
         .await
         .with_context(|| format!("update {i} stalled behind a client that does not read"))??;
-        assert!(matches!(reply, ServerMsg::Updated { .. }), "{reply:?}");
+        assert_eq!(reply.status, status, "{reply:?}");
     }
 
     // The stalled client gets what was already on its way, then the connection ends.

@@ -14,10 +14,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
-use shepherd_core::client::{Client, ClientError};
-use shepherd_core::protocol::{
-    ClientKind, ClientMsg, Delivery, DeliveryKind, ErrorCode, ServerMsg,
-};
+use shepherd_core::client::{Client, ClientError, Sent};
+use shepherd_core::protocol::{ClientKind, Delivery, DeliveryKind, ErrorCode, ServerMsg, requests};
 use shepherd_harness::{Core, Pi};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -80,6 +78,7 @@ fn is_gone(e: &ClientError) -> bool {
         ClientError::Closed | ClientError::Io(_) | ClientError::NotRunning { .. } => true,
         ClientError::Protocol(detail) => detail.contains("ended inside a frame"),
         ClientError::Remote { code, .. } => *code == ErrorCode::ShuttingDown,
+        ClientError::Unexpected { .. } => false,
     }
 }
 
@@ -89,16 +88,15 @@ async fn steer_sender(socket: PathBuf, name: String, to: &'static str) -> Result
     for seq in 0.. {
         let text = format!("{name}#{seq}");
         match client
-            .request(|id| ClientMsg::Send {
-                id,
+            .call(requests::Send {
+                id: 0,
                 to: to.into(),
                 text,
                 by: Some(format!("telegram:@{name}")),
             })
             .await
         {
-            Ok(ServerMsg::Sent { message_id, .. }) => sent.push((seq, message_id)),
-            Ok(other) => bail!("{name}: expected sent, got {other:?}"),
+            Ok(Sent { message_id, .. }) => sent.push((seq, message_id)),
             Err(e) if is_gone(&e) => break,
             Err(e) => bail!("{name}: {e}"),
         }
@@ -111,18 +109,8 @@ async fn pi_sender(socket: PathBuf, name: String, to: &'static str) -> Result<Se
     let mut sent = Vec::new();
     for seq in 0.. {
         let text = format!("{name}#{seq}");
-        match pi
-            .client
-            .request(|id| ClientMsg::Send {
-                id,
-                to: to.into(),
-                text,
-                by: None,
-            })
-            .await
-        {
-            Ok(ServerMsg::Sent { message_id, .. }) => sent.push((seq, message_id)),
-            Ok(other) => bail!("{name}: expected sent, got {other:?}"),
+        match pi.client.send_to(to, text).await {
+            Ok(Sent { message_id, .. }) => sent.push((seq, message_id)),
             Err(e) if is_gone(&e) => break,
             Err(e) => bail!("{name}: {e}"),
         }
@@ -137,16 +125,14 @@ async fn asker(socket: PathBuf, session_id: String) -> Result<AskerLog> {
         let question = format!("{session_id} q{k}");
         match pi
             .client
-            .request(|id| ClientMsg::Ask {
-                id,
+            .call(requests::Ask {
                 question,
                 options: vec!["yes".into(), "no".into()],
-                details: None,
+                ..Default::default()
             })
             .await
         {
-            Ok(ServerMsg::Asked { ask, .. }) => asked.push((k, ask.id)),
-            Ok(other) => bail!("{session_id}: expected asked, got {other:?}"),
+            Ok(ask) => asked.push((k, ask.id)),
             Err(e) if is_gone(&e) => break,
             Err(e) => bail!("{session_id}: {e}"),
         }
@@ -162,10 +148,7 @@ async fn answerer(
 ) -> Result<AnswererLog> {
     let by = format!("telegram:@answerer{j}");
     let mut client = Client::connect(&socket, ClientKind::Bridge, "telegram").await?;
-    match client.request(|id| ClientMsg::Subscribe { id }).await? {
-        ServerMsg::Subscribed { .. } => {}
-        other => bail!("expected subscribed, got {other:?}"),
-    }
+    client.subscribe().await?;
     let _ = ready.send(());
     let mut log = AnswererLog {
         by: by.clone(),
@@ -181,20 +164,19 @@ async fn answerer(
         };
         let text = format!("answer{j} to {}", ask.id);
         let reply = client
-            .request(|id| ClientMsg::Answer {
-                id,
+            .call(requests::Answer {
+                id: 0,
                 ask: ask.id,
                 text: text.clone(),
                 by: Some(by.clone()),
             })
             .await;
         match reply {
-            Ok(ServerMsg::Answered { ask: answered, .. }) => {
+            Ok(answered) => {
                 ensure!(answered.answer.as_deref() == Some(text.as_str()));
                 log.won.push((ask.id, text));
                 progress.bump(&progress.answered);
             }
-            Ok(other) => bail!("answerer {j}: expected answered, got {other:?}"),
             Err(e) if e.code() == Some(ErrorCode::AlreadyAnswered) => log.lost.push(ask.id),
             Err(e) if is_gone(&e) => break,
             Err(e) => bail!("answerer {j}: {e}"),

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
-use shepherd_core::client::{Client, ClientError};
+use shepherd_core::client::{Client, ClientError, Sent};
 use shepherd_core::protocol::{
-    ClientKind, ClientMsg, Delivery, DeliveryKind, ErrorCode, Sender, ServerMsg,
+    ClientKind, ClientMsg, Delivery, DeliveryKind, ErrorCode, Sender, ServerMsg, requests,
 };
 use shepherd_harness::{Core, Pi, next_event_where};
 
@@ -18,29 +18,19 @@ const WAIT: Duration = Duration::from_secs(10);
 /// Send and return the stored message id.
 async fn send(client: &mut Client, to: &str, text: &str, by: Option<&str>) -> Result<u64> {
     let reply = client
-        .request(|id| ClientMsg::Send {
-            id,
+        .call(requests::Send {
+            id: 0,
             to: to.into(),
             text: text.into(),
             by: by.map(str::to_string),
         })
         .await?;
-    match reply {
-        ServerMsg::Sent { message_id, .. } => Ok(message_id),
-        other => bail!("expected sent, got {other:?}"),
-    }
+    Ok(reply.message_id)
 }
 
 /// Send and return the whole `sent` reply.
-async fn send_reply(client: &mut Client, to: &str, text: &str) -> Result<ServerMsg, ClientError> {
-    client
-        .request(|id| ClientMsg::Send {
-            id,
-            to: to.into(),
-            text: text.into(),
-            by: None,
-        })
-        .await
+async fn send_reply(client: &mut Client, to: &str, text: &str) -> Result<Sent, ClientError> {
+    client.send_to(to, text).await
 }
 
 /// `shepherd send <to> <text> --json`: the stored message id.
@@ -182,15 +172,11 @@ async fn mail_for_a_disconnected_session_waits_for_its_registration() -> Result<
     let first = cli_send(&core, "away", "while you were out")?;
     assert_eq!(first["connected"], false);
     let mut bridge = core.client(ClientKind::Bridge).await?;
-    let reply = send_reply(&mut bridge, "away-1", "and this").await?;
-    let ServerMsg::Sent {
+    let Sent {
         connected,
         message_id: second,
         ..
-    } = reply
-    else {
-        bail!("{reply:?}")
-    };
+    } = send_reply(&mut bridge, "away-1", "and this").await?;
     assert!(!connected);
     assert_eq!(pending_of(&core, "away-1")?, 2);
 
@@ -284,15 +270,14 @@ async fn nobody_but_the_receiver_can_acknowledge_its_mail() -> Result<()> {
     other.sync().await?;
     // A bridge may not ack at all: an error frame without an id.
     let mut bridge = core.client(ClientKind::Bridge).await?;
-    bridge.send(&ClientMsg::Ack { ids: vec![id] }).await?;
+    bridge.ack(vec![id]).await?;
     let msg = bridge.next_event().await?;
     let ServerMsg::Error { id: None, code, .. } = msg else {
         bail!("expected an error without id, got {msg:?}")
     };
     assert_eq!(code, ErrorCode::NotRegistered);
     // The bridge's connection stays usable.
-    let pong = bridge.request(|id| ClientMsg::Ping { id }).await?;
-    assert!(matches!(pong, ServerMsg::Pong { .. }));
+    bridge.ping().await?;
 
     assert_eq!(pending_of(&core, "ack-owner")?, 1);
     drop(owner);
@@ -319,20 +304,13 @@ async fn pi_messages_carry_the_registered_sender_and_never_go_to_self() -> Resul
     );
 
     // Renaming changes the label, never the identity.
-    let reply = alice
+    alice
         .client
-        .request(|id| ClientMsg::Update {
-            id,
+        .call(requests::Update {
             name: Some("alice-renamed".into()),
-            model: None,
-            context: None,
-            status: None,
-            cwd: None,
-            role: None,
-            session_file: None,
+            ..Default::default()
         })
         .await?;
-    assert!(matches!(reply, ServerMsg::Updated { .. }), "{reply:?}");
     send(&mut alice.client, "pi-bob", "again", None).await?;
     let d = bob.next_delivery(WAIT).await?;
     assert_eq!(
@@ -415,15 +393,11 @@ async fn a_receiver_that_stops_reading_loses_nothing() -> Result<()> {
     let text = "x".repeat(16 * 1024);
     let mut ids = Vec::new();
     for i in 0..120 {
-        let reply = send_reply(&mut bridge, "slow-1", &format!("{i} {text}")).await?;
-        let ServerMsg::Sent {
+        let Sent {
             message_id,
             connected,
             ..
-        } = reply
-        else {
-            bail!("{reply:?}")
-        };
+        } = send_reply(&mut bridge, "slow-1", &format!("{i} {text}")).await?;
         assert!(
             connected,
             "mail alone never cuts a session off (message {i})"
@@ -545,16 +519,16 @@ async fn a_steer_the_core_accepts_is_delivered_within_the_frame_limit() -> Resul
     let mut raw = raw_pi(&core, "limit-1").await?;
     let mut cli = core.client(ClientKind::Cli).await?;
     // A `send` frame just under the limit.
-    let overhead = serde_json::to_vec(&ClientMsg::Send {
+    let overhead = serde_json::to_vec(&ClientMsg::Send(requests::Send {
         id: 2,
         to: "limit-1".into(),
         text: String::new(),
         by: None,
-    })?
+    }))?
     .len();
     let text = "s".repeat(SMALL_LIMIT - overhead - 8);
     match send_reply(&mut cli, "limit-1", &text).await {
-        Ok(ServerMsg::Sent { .. }) => {
+        Ok(Sent { .. }) => {
             let len = next_frame_len(&mut raw).await?;
             assert!(
                 len <= SMALL_LIMIT,
@@ -562,7 +536,6 @@ async fn a_steer_the_core_accepts_is_delivered_within_the_frame_limit() -> Resul
                  {SMALL_LIMIT}-byte limit its receiver reads with"
             );
         }
-        Ok(other) => bail!("{other:?}"),
         Err(e) => assert!(
             matches!(
                 e.code(),
@@ -587,16 +560,8 @@ async fn an_answer_the_core_accepts_is_delivered_within_the_frame_limit() -> Res
     let ask_id = asked["ask"]["id"].as_u64().context("ask id")?;
     let mut cli = core.client(ClientKind::Cli).await?;
     let answer = "a".repeat(SMALL_LIMIT - 200);
-    match cli
-        .request(|id| ClientMsg::Answer {
-            id,
-            ask: ask_id,
-            text: answer,
-            by: None,
-        })
-        .await
-    {
-        Ok(ServerMsg::Answered { .. }) => {
+    match cli.answer(ask_id, answer).await {
+        Ok(_answered) => {
             let len = next_frame_len(&mut raw).await?;
             assert!(
                 len <= SMALL_LIMIT,
@@ -604,7 +569,6 @@ async fn an_answer_the_core_accepts_is_delivered_within_the_frame_limit() -> Res
                  {SMALL_LIMIT}-byte limit its receiver reads with"
             );
         }
-        Ok(other) => bail!("{other:?}"),
         Err(e) => assert!(
             matches!(
                 e.code(),

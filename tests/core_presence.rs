@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
+use shepherd_core::client::Sent;
 use shepherd_core::protocol::{
-    ClientKind, ClientMsg, ContextUsage, DeliveryKind, ErrorCode, Role, ServerMsg, SessionInfo,
+    ClientKind, ContextUsage, DeliveryKind, ErrorCode, Role, ServerMsg, SessionInfo, requests,
 };
 use shepherd_harness::{Core, Pi, error_code, error_details, next_event_where, registration};
 
@@ -103,47 +104,30 @@ async fn send_from(
     kind: ClientKind,
     to: &str,
     text: &str,
-) -> Result<ServerMsg, shepherd_core::client::ClientError> {
+) -> Result<Sent, shepherd_core::client::ClientError> {
     let mut client = core.client(kind).await.expect("client connects");
-    client
-        .request(|id| ClientMsg::Send {
-            id,
-            to: to.into(),
-            text: text.into(),
-            by: None,
-        })
-        .await
+    client.send_to(to, text).await
 }
 
 /// The session id the core resolved `to` to.
 async fn resolve(core: &Core, to: &str) -> Result<String> {
-    match send_from(core, ClientKind::Cli, to, "where are you?").await? {
-        ServerMsg::Sent { session_id, .. } => Ok(session_id),
-        other => bail!("expected sent, got {other:?}"),
-    }
+    Ok(send_from(core, ClientKind::Cli, to, "where are you?")
+        .await?
+        .session_id)
 }
 
 /// `update` with a status and/or cwd; the session as stored.
 async fn update(pi: &mut Pi, status: Option<&str>, cwd: Option<&Path>) -> Result<SessionInfo> {
     let status = status.map(str::to_string);
     let cwd = cwd.map(|c| c.display().to_string());
-    match pi
+    Ok(pi
         .client
-        .request(|id| ClientMsg::Update {
-            id,
-            name: None,
-            model: None,
-            context: None,
+        .call(requests::Update {
             status,
             cwd,
-            role: None,
-            session_file: None,
+            ..Default::default()
         })
-        .await?
-    {
-        ServerMsg::Updated { session, .. } => Ok(session),
-        other => bail!("expected updated, got {other:?}"),
-    }
+        .await?)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -380,15 +364,9 @@ async fn a_refused_cwd_never_becomes_the_repository_context() -> Result<()> {
     assert_eq!(info.repo, None);
     let err = pi
         .client
-        .request(|id| ClientMsg::Update {
-            id,
+        .call(requests::Update {
             cwd: Some(relative),
-            status: None,
-            name: None,
-            model: None,
-            context: None,
-            role: None,
-            session_file: None,
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -406,10 +384,7 @@ async fn a_refused_cwd_never_becomes_the_repository_context() -> Result<()> {
         Pi::register_full(&core.socket(), registration("cwd-2", "cwd2", &plain)).await?;
     let err = pi
         .client
-        .request(|id| ClientMsg::Register {
-            id,
-            session: registration("cwd-3", "other", &repo),
-        })
+        .register(registration("cwd-3", "other", &repo))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::InvalidArgument), "{err}");
@@ -448,10 +423,9 @@ async fn subscribers_see_join_change_and_leave_in_order() -> Result<()> {
     // A subscriber that joins now sees only what happens from now on.
     let mut late = core.subscriber().await?;
 
-    let reply = pi
-        .client
-        .request(|id| ClientMsg::Update {
-            id,
+    pi.client
+        .call(requests::Update {
+            id: 0,
             name: Some("renamed".into()),
             model: Some("other/model".into()),
             context: Some(ContextUsage {
@@ -465,20 +439,13 @@ async fn subscribers_see_join_change_and_leave_in_order() -> Result<()> {
             session_file: None,
         })
         .await?;
-    assert!(matches!(reply, ServerMsg::Updated { .. }), "{reply:?}");
 
     // An invalid update changes nothing and announces nothing.
     let bad = pi
         .client
-        .request(|id| ClientMsg::Update {
-            id,
+        .call(requests::Update {
             status: Some("sleeping".into()),
-            name: None,
-            model: None,
-            context: None,
-            cwd: None,
-            role: None,
-            session_file: None,
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -526,16 +493,7 @@ async fn subscribers_see_asks_answers_and_reports_with_the_stamped_session() -> 
     let mut pi = core.pi("evr-1", "reporter").await?;
     let mut sub = core.subscriber().await?;
 
-    let reply = pi
-        .client
-        .request(|id| ClientMsg::Report {
-            id,
-            text: "tests pass".into(),
-        })
-        .await?;
-    let ServerMsg::Reported { report, .. } = reply else {
-        bail!("{reply:?}")
-    };
+    let report = pi.client.report("tests pass").await?;
     let event = sub.next_event().await?;
     let ServerMsg::ReportPosted { report: posted } = event else {
         bail!("expected report_posted, got {event:?}")
@@ -550,18 +508,15 @@ async fn subscribers_see_asks_answers_and_reports_with_the_stamped_session() -> 
         ("evr-1", "reporter", "tests pass")
     );
 
-    let reply = pi
+    let ask = pi
         .client
-        .request(|id| ClientMsg::Ask {
-            id,
+        .call(requests::Ask {
+            id: 0,
             question: "Ship it?".into(),
             options: vec!["yes".into(), "no".into()],
             details: Some("CI is green".into()),
         })
         .await?;
-    let ServerMsg::Asked { ask, .. } = reply else {
-        bail!("{reply:?}")
-    };
     let event = sub.next_event().await?;
     let ServerMsg::AskOpened { ask: opened } = event else {
         bail!("expected ask_opened, got {event:?}")
@@ -658,7 +613,7 @@ async fn a_killed_holder_is_taken_over_at_once() -> Result<()> {
     assert!(
         matches!(
             sent,
-            ServerMsg::Sent {
+            Sent {
                 connected: true,
                 ..
             }
@@ -707,20 +662,12 @@ async fn the_same_process_registering_again_replaces_the_old_connection() -> Res
 
     // Registering the same id again on the same connection refreshes it; another id
     // is refused.
-    let reply = new
-        .client
-        .request(|id| ClientMsg::Register {
-            id,
-            session: registration("reload-1", "refreshed", core.agent_dir()),
-        })
+    new.client
+        .register(registration("reload-1", "refreshed", core.agent_dir()))
         .await?;
-    assert!(matches!(reply, ServerMsg::Registered { .. }), "{reply:?}");
     let err = new
         .client
-        .request(|id| ClientMsg::Register {
-            id,
-            session: registration("reload-2", "other", core.agent_dir()),
-        })
+        .register(registration("reload-2", "other", core.agent_dir()))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::InvalidArgument), "{err}");
@@ -855,10 +802,7 @@ async fn max_sessions_refuses_only_the_extra_session() -> Result<()> {
 
     let mut third = core.client(ClientKind::Pi).await?;
     let err = third
-        .request(|id| ClientMsg::Register {
-            id,
-            session: registration("lim-3", "three", core.agent_dir()),
-        })
+        .register(registration("lim-3", "three", core.agent_dir()))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::LimitExceeded), "{err}");
@@ -870,8 +814,7 @@ async fn max_sessions_refuses_only_the_extra_session() -> Result<()> {
     assert_eq!(details["max"], 2);
 
     // The refused client's connection still works, and the others are untouched.
-    let pong = third.request(|id| ClientMsg::Ping { id }).await?;
-    assert!(matches!(pong, ServerMsg::Pong { .. }));
+    third.ping().await?;
     send_from(&core, ClientKind::Cli, "one", "a").await?;
     send_from(&core, ClientKind::Cli, "two", "b").await?;
     assert_eq!(one.next_delivery(WAIT).await?.text, "a");
@@ -885,44 +828,23 @@ async fn max_sessions_refuses_only_the_extra_session() -> Result<()> {
 
     // A refresh of a held session is not a new one.
     one.sync().await?;
-    let refresh = one
-        .client
-        .request(|id| ClientMsg::Register {
-            id,
-            session: registration("lim-1", "one", core.agent_dir()),
-        })
+    one.client
+        .register(registration("lim-1", "one", core.agent_dir()))
         .await?;
-    assert!(matches!(refresh, ServerMsg::Registered { .. }));
 
     // When one leaves, the third fits, on the same connection that was refused.
     drop(two);
     await_left(&mut sub, "lim-2").await?;
-    let reply = third
-        .request(|id| ClientMsg::Register {
-            id,
-            session: registration("lim-3", "three", core.agent_dir()),
-        })
+    third
+        .register(registration("lim-3", "three", core.agent_dir()))
         .await?;
-    assert!(matches!(reply, ServerMsg::Registered { .. }), "{reply:?}");
     assert_eq!(core.cli_json(&["status"])?["sessions_connected"], 2);
     Ok(())
 }
 
 async fn ask(pi: &mut Pi, question: &str) -> Result<u64> {
     let q = question.to_string();
-    match pi
-        .client
-        .request(|id| ClientMsg::Ask {
-            id,
-            question: q,
-            options: vec![],
-            details: None,
-        })
-        .await?
-    {
-        ServerMsg::Asked { ask, .. } => Ok(ask.id),
-        other => bail!("expected asked, got {other:?}"),
-    }
+    Ok(pi.client.ask(q).await?.id)
 }
 
 #[tokio::test]

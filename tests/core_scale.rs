@@ -9,8 +9,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
-use shepherd_core::protocol::{ClientKind, ClientMsg, DeliveryKind, ServerMsg};
+use anyhow::{Context, Result, ensure};
+use shepherd_core::client::Sent;
+use shepherd_core::protocol::{ClientKind, DeliveryKind, ServerMsg};
 use shepherd_harness::{Core, Pi};
 use tokio::sync::Barrier;
 
@@ -42,26 +43,17 @@ async fn one_session(
     for seq in 0..PER_PEER {
         let reply = pi
             .client
-            .request(|id| ClientMsg::Send {
-                id,
-                to: next.clone(),
-                text: format!("{me}->{next} #{seq}"),
-                by: None,
-            })
+            .send_to(next.clone(), format!("{me}->{next} #{seq}"))
             .await?;
-        match reply {
-            ServerMsg::Sent {
-                message_id,
-                session_id,
-                connected,
-                ..
-            } => {
-                ensure!(session_id == next, "{me}: sent to {session_id}, not {next}");
-                ensure!(connected, "{me}: {next} should be connected");
-                sent_ids.push(message_id);
-            }
-            other => bail!("{me}: expected sent, got {other:?}"),
-        }
+        let Sent {
+            message_id,
+            session_id,
+            connected,
+            ..
+        } = reply;
+        ensure!(session_id == next, "{me}: sent to {session_id}, not {next}");
+        ensure!(connected, "{me}: {next} should be connected");
+        sent_ids.push(message_id);
     }
 
     let mut seen = HashSet::new();
@@ -91,7 +83,7 @@ async fn one_session(
     release.wait().await;
     // Still connected and served after everyone's exchange.
     ensure!(
-        pi.client.request(|id| ClientMsg::Ping { id }).await.is_ok(),
+        pi.client.ping().await.is_ok(),
         "{me}: still connected at the end"
     );
     Ok((sent_ids.len(), acked))

@@ -9,12 +9,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde_json::{Value, json};
-use shepherd_core::client::Client;
+use shepherd_core::client::{Client, Registered, VerdictAccepted};
 use shepherd_core::protocol::{
-    ClientKind, ClientMsg, Delivery, DeliveryKind, ErrorCode, Pairing, PairingChange, PairingState,
-    Registration, Role, ServerMsg, VerdictKind, ViewReason,
+    ClientKind, Delivery, DeliveryKind, ErrorCode, Pairing, PairingChange, PairingState,
+    Registration, Role, ServerMsg, VerdictKind, ViewReason, requests,
 };
 use shepherd_harness::{Core, Pi, error_code, error_details, next_event_where, registration};
 
@@ -81,27 +81,20 @@ async fn supervise(
     worker: Option<&str>,
     goal: Option<&str>,
 ) -> Result<Pairing> {
-    match client
-        .request(|id| ClientMsg::Supervise {
-            id,
+    Ok(client
+        .call(requests::Supervise {
             worker: worker.map(str::to_string),
-            supervisor: None,
             goal: goal.map(str::to_string),
-            cwd: None,
-            by: None,
+            ..Default::default()
         })
-        .await?
-    {
-        ServerMsg::Paired { pairing, .. } => Ok(pairing),
-        other => bail!("expected paired, got {other:?}"),
-    }
+        .await?)
 }
 
-async fn verdict(pi: &mut Pi, kind: VerdictKind, text: &str) -> Result<ServerMsg> {
+async fn verdict(pi: &mut Pi, kind: VerdictKind, text: &str) -> Result<VerdictAccepted> {
     Ok(pi
         .client
-        .request(|id| ClientMsg::Verdict {
-            id,
+        .call(requests::Verdict {
+            id: 0,
             verdict: kind,
             text: text.into(),
         })
@@ -109,13 +102,7 @@ async fn verdict(pi: &mut Pi, kind: VerdictKind, text: &str) -> Result<ServerMsg
 }
 
 async fn pairings(client: &mut Client, all: bool) -> Result<Vec<Pairing>> {
-    match client
-        .request(|id| ClientMsg::ListPairings { id, all })
-        .await?
-    {
-        ServerMsg::Pairings { pairings, .. } => Ok(pairings),
-        other => bail!("expected pairings, got {other:?}"),
-    }
+    Ok(client.list_pairings(all).await?)
 }
 
 /// The next delivery of `kind`, acknowledged; other deliveries are acknowledged too.
@@ -136,15 +123,10 @@ async fn set_status(pi: &mut Pi, status: &str) -> Result<()> {
 /// An `update` of the session's name and/or status.
 async fn update(pi: &mut Pi, name: Option<&str>, status: Option<&str>) -> Result<()> {
     pi.client
-        .request(|id| ClientMsg::Update {
-            id,
+        .call(requests::Update {
             name: name.map(str::to_string),
-            model: None,
-            context: None,
             status: status.map(str::to_string),
-            cwd: None,
-            role: None,
-            session_file: None,
+            ..Default::default()
         })
         .await?;
     Ok(())
@@ -338,17 +320,12 @@ async fn views_verdicts_and_guards() -> Result<()> {
     verdict(&mut sup, VerdictKind::LetItRun, "").await?;
 
     // The goal, set by the supervisor: a brief (no turn), the steer history kept.
-    let reply = sup
-        .client
-        .request(|id| ClientMsg::SetGoal {
-            id,
+    sup.client
+        .call(requests::SetGoal {
             goal: "SSO users can log in; the suite passes".into(),
-            session: None,
-            cwd: None,
-            by: None,
+            ..Default::default()
         })
         .await?;
-    assert!(matches!(reply, ServerMsg::GoalSet { .. }), "{reply:?}");
     let brief = next_of(&mut sup, DeliveryKind::Brief).await?;
     assert!(
         brief.text.contains("SSO users can log in"),
@@ -357,15 +334,12 @@ async fn views_verdicts_and_guards() -> Result<()> {
     );
 
     // A steer lands in the worker, from the supervisor, as a steer.
-    let reply = verdict(
+    let VerdictAccepted { hint, pairing, .. } = verdict(
         &mut sup,
         VerdictKind::Steer,
         "Run the SSO tests before refactoring further",
     )
     .await?;
-    let ServerMsg::VerdictAccepted { hint, pairing, .. } = reply else {
-        bail!("expected verdict_accepted, got {reply:?}")
-    };
     assert_eq!((hint, pairing.steers), (None, 1));
     let steer = next_of(&mut worker, DeliveryKind::Steer).await?;
     assert_eq!(steer.text, "Run the SSO tests before refactoring further");
@@ -374,15 +348,12 @@ async fn views_verdicts_and_guards() -> Result<()> {
     assert_eq!(steer.pairing_id, Some(p.id));
 
     // The same steer in other words: accepted, with a repetition hint.
-    let reply = verdict(
+    let VerdictAccepted { hint, .. } = verdict(
         &mut sup,
         VerdictKind::Steer,
         "Please run the SSO tests before any further refactoring",
     )
     .await?;
-    let ServerMsg::VerdictAccepted { hint, .. } = reply else {
-        bail!("{reply:?}")
-    };
     assert!(hint.is_some_and(|h| h.contains("repeats")));
 
     // Verdicts in this look: let_it_run, steer, steer; two more make five, a sixth is a runaway.
@@ -424,15 +395,12 @@ async fn views_verdicts_and_guards() -> Result<()> {
 
     set_status(&mut worker, "idle").await?;
     let _ = next_of(&mut sup, DeliveryKind::View).await?;
-    let reply = verdict(
+    let VerdictAccepted { pairing, .. } = verdict(
         &mut sup,
         VerdictKind::Done,
         "SSO suite passes: 41 tests, 0 failures",
     )
     .await?;
-    let ServerMsg::VerdictAccepted { pairing, .. } = reply else {
-        bail!("{reply:?}")
-    };
     assert_eq!(pairing.state, PairingState::Ended);
     assert_eq!(pairing.end_reason.as_deref(), Some("done"));
     assert_eq!(
@@ -496,57 +464,30 @@ async fn the_human_pairs_looks_changes_the_goal_and_stops_from_the_cli() -> Resu
     assert_eq!(first.look, Some(1));
 
     // A look on demand, even with nothing new.
-    let reply = cli
-        .request(|id| ClientMsg::Look {
-            id,
-            session: Some("port-parser".into()),
-            by: None,
-        })
-        .await?;
-    assert!(matches!(reply, ServerMsg::LookRequested { .. }));
+    cli.look("port-parser").await?;
     let second = next_of(&mut sup, DeliveryKind::View).await?;
     assert_eq!(second.look, Some(2));
 
     // worker_view returns the view without delivering it or opening a look.
     file.append("assistant", "nom combinators are in place");
-    let reply = sup
-        .client
-        .request(|id| ClientMsg::WorkerView { id })
-        .await?;
-    let ServerMsg::View { view, .. } = reply else {
-        bail!("{reply:?}")
-    };
+    let view = sup.client.call(requests::WorkerView::default()).await?;
     assert_eq!((view.reason, view.look), (ViewReason::Request, 2));
     assert!(view.text.contains("nom combinators"), "{}", view.text);
 
     // The goal from the human: the supervisor gets a brief.
-    let reply = cli
-        .request(|id| ClientMsg::SetGoal {
-            id,
+    let pairing = cli
+        .call(requests::SetGoal {
             goal: "also keep the old API".into(),
             session: Some("overseer".into()),
-            cwd: None,
-            by: None,
+            ..Default::default()
         })
         .await?;
-    let ServerMsg::GoalSet { pairing, .. } = reply else {
-        bail!("{reply:?}")
-    };
     assert_eq!(pairing.goal.as_deref(), Some("also keep the old API"));
     let brief = next_of(&mut sup, DeliveryKind::Brief).await?;
     assert!(brief.text.contains("also keep the old API"));
 
     // Stop: the supervisor is told, the pairing is ended by cli.
-    let reply = cli
-        .request(|id| ClientMsg::Unpair {
-            id,
-            session: Some("port-parser".into()),
-            by: None,
-        })
-        .await?;
-    let ServerMsg::Unpaired { pairing, .. } = reply else {
-        bail!("{reply:?}")
-    };
+    let pairing = cli.unpair("port-parser").await?;
     assert_eq!(
         (
             pairing.state,
@@ -557,14 +498,7 @@ async fn the_human_pairs_looks_changes_the_goal_and_stops_from_the_cli() -> Resu
     );
     let brief = next_of(&mut sup, DeliveryKind::Brief).await?;
     assert!(brief.text.contains("stopped by cli"), "{}", brief.text);
-    let err = cli
-        .request(|id| ClientMsg::Unpair {
-            id,
-            session: Some("port-parser".into()),
-            by: None,
-        })
-        .await
-        .unwrap_err();
+    let err = cli.unpair("port-parser").await.unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::NotPaired));
     Ok(())
 }
@@ -642,12 +576,7 @@ async fn a_core_restart_keeps_the_pairing_and_tells_each_side_about_the_other() 
     // The supervisor comes back first: its pairing, with the worker not connected.
     let mut sup = Client::connect(&core.socket(), ClientKind::Pi, "harness-pi").await?;
     let reg = registration("sup-1", "watcher", dir.path());
-    let reply = sup
-        .request(|id| ClientMsg::Register { id, session: reg })
-        .await?;
-    let ServerMsg::Registered { pairings, .. } = reply else {
-        bail!("{reply:?}")
-    };
+    let Registered { pairings, .. } = sup.register(reg).await?;
     assert_eq!(pairings.len(), 1);
     assert_eq!(pairings[0].id, p.id);
     assert!(pairings[0].supervisor_connected && !pairings[0].worker_connected);
@@ -656,12 +585,7 @@ async fn a_core_restart_keeps_the_pairing_and_tells_each_side_about_the_other() 
     let mut wreg = registration("work-1", "worker", dir.path());
     wreg.session_file = Some(file.path.display().to_string());
     let mut client = Client::connect(&core.socket(), ClientKind::Pi, "harness-pi").await?;
-    let reply = client
-        .request(|id| ClientMsg::Register { id, session: wreg })
-        .await?;
-    let ServerMsg::Registered { pairings, .. } = reply else {
-        bail!("{reply:?}")
-    };
+    let Registered { pairings, .. } = client.register(wreg).await?;
     assert!(pairings[0].supervisor_connected && pairings[0].worker_connected);
     let ev = next_event_where(&mut sup, WAIT, |m| {
         matches!(

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use shepherd_core::protocol::{ClientMsg, DeliveryKind, Role, VerdictKind};
+use shepherd_core::protocol::{DeliveryKind, Role, VerdictKind, requests};
 use shepherd_harness::fake_model::{FakeModel, Reply};
 use shepherd_harness::matrix_user::{MatrixUser, Message};
 use shepherd_harness::pi_process::{PiOptions, PiSession};
@@ -148,8 +148,8 @@ async fn ask(pi: &mut shepherd_harness::Pi, question: &str, options: &[&str]) ->
         options.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
     );
     pi.client
-        .request(|id| ClientMsg::Ask {
-            id,
+        .call(requests::Ask {
+            id: 0,
             question: question.clone(),
             options: options.clone(),
             details: None,
@@ -197,6 +197,8 @@ async fn a_real_pi_asks_and_a_threaded_reply_answers_it() -> Result<()> {
     let mut opts = PiOptions::new(s.core.agent_dir());
     opts.name = Some("mx-asker".into());
     let mut pi = PiSession::spawn(&model, opts).await?;
+    // The ask goes out from the model's first turn: prompt once the extension is in.
+    s.core.connected_session("mx-asker", WAIT).await?;
     pi.prompt("deploy when the human says so").await?;
 
     let card = s.bot_says(is_card_for("Deploy the release?")).await?;
@@ -335,12 +337,7 @@ async fn an_encrypted_room_works_both_ways() -> Result<()> {
         .await?;
 
     // A report arrives in the session's thread, encrypted and readable.
-    pi.client
-        .request(|id| ClientMsg::Report {
-            id,
-            text: "all keys rotated <fine> & done".into(),
-        })
-        .await?;
+    pi.client.report("all keys rotated <fine> & done").await?;
     let report = s
         .bot_says(|m| m.body().contains("all keys rotated"))
         .await?;
@@ -529,12 +526,7 @@ async fn commands_answer_unknown_ones_get_help_and_a_thread_message_steers() -> 
     }
     let s = setup(RoomMode::Plain, false).await?;
     let mut pi = s.core.pi("mx-s5", "listed").await?;
-    pi.client
-        .request(|id| ClientMsg::Report {
-            id,
-            text: "hello from the thread".into(),
-        })
-        .await?;
+    pi.client.report("hello from the thread").await?;
     let report = s
         .bot_says(|m| m.body().contains("hello from the thread"))
         .await?;
@@ -605,13 +597,7 @@ async fn supervision_lives_in_the_workers_thread() -> Result<()> {
     let mut reg = registration("mx-sup1", "watch-login", s.core.agent_dir());
     reg.role = Role::Supervisor;
     let (mut sup, _) = Pi::register_full(&s.core.socket(), reg).await?;
-    worker
-        .client
-        .request(|id| ClientMsg::Report {
-            id,
-            text: "starting on the login form".into(),
-        })
-        .await?;
+    worker.client.report("starting on the login form").await?;
     let report = s
         .bot_says(|m| m.body().contains("starting on the login form"))
         .await?;
@@ -642,8 +628,8 @@ async fn supervision_lives_in_the_workers_thread() -> Result<()> {
     assert_eq!(pairings[0]["goal"], "the login form accepts SSO users");
 
     sup.client
-        .request(|id| ClientMsg::Verdict {
-            id,
+        .call(requests::Verdict {
+            id: 0,
             verdict: VerdictKind::Steer,
             text: "run the SSO tests first".into(),
         })

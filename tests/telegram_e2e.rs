@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use shepherd_core::protocol::{ClientMsg, DeliveryKind, Role, VerdictKind};
+use shepherd_core::protocol::{DeliveryKind, Role, VerdictKind, requests};
 use shepherd_harness::fake_model::{FakeModel, Reply};
 use shepherd_harness::fake_telegram::{
     FakeTelegram, FakeTelegramOptions, FakeUser, RateLimits, SentMessage, UserMessage,
@@ -83,6 +83,8 @@ async fn a_real_pi_asks_and_the_button_answers_it() -> Result<()> {
     let mut opts = PiOptions::new(s.core.agent_dir());
     opts.name = Some("tg-asker".into());
     let mut pi = PiSession::spawn(&model, opts).await?;
+    // The ask goes out from the model's first turn: prompt once the extension is in.
+    s.core.connected_session("tg-asker", WAIT).await?;
     pi.prompt("deploy when the human says so").await?;
 
     let card =
@@ -133,29 +135,14 @@ async fn a_real_pi_asks_and_the_button_answers_it() -> Result<()> {
 async fn reply_answers_stale_buttons_say_who_won_and_cli_answers_edit_cards() -> Result<()> {
     let s = setup(false, None).await?;
     let mut pi = s.core.pi("tg-s1", "builder").await?;
-    let ask = |q: &str| ClientMsg::Ask {
+    let ask = |q: &str| requests::Ask {
         id: 0,
         question: q.into(),
         options: vec!["merge".into(), "wait".into()],
         details: None,
     };
     let q1 = ask("Merge PR 7?");
-    pi.client
-        .request(|id| match q1.clone() {
-            ClientMsg::Ask {
-                question,
-                options,
-                details,
-                ..
-            } => ClientMsg::Ask {
-                id,
-                question,
-                options,
-                details,
-            },
-            other => other,
-        })
-        .await?;
+    pi.client.call(q1.clone()).await?;
     let card =
         s.tg.wait_for_message(s.chat, WAIT, is_card_for("Merge PR 7?"))
             .await?;
@@ -181,22 +168,7 @@ async fn reply_answers_stale_buttons_say_who_won_and_cli_answers_edit_cards() ->
 
     // Answered on the CLI: the card is edited to say so.
     let q2 = ask("Tag the release?");
-    pi.client
-        .request(|id| match q2.clone() {
-            ClientMsg::Ask {
-                question,
-                options,
-                details,
-                ..
-            } => ClientMsg::Ask {
-                id,
-                question,
-                options,
-                details,
-            },
-            other => other,
-        })
-        .await?;
+    pi.client.call(q2.clone()).await?;
     let card2 =
         s.tg.wait_for_message(s.chat, WAIT, is_card_for("Tag the release?"))
             .await?;
@@ -225,8 +197,8 @@ async fn strangers_are_ignored_and_audited() -> Result<()> {
     let s = setup(true, None).await?;
     let mut pi = s.core.pi("tg-s2", "guarded").await?;
     pi.client
-        .request(|id| ClientMsg::Ask {
-            id,
+        .call(requests::Ask {
+            id: 0,
             question: "Drop the table?".into(),
             options: vec!["yes".into()],
             details: None,
@@ -288,12 +260,7 @@ async fn a_long_report_is_split_below_the_limit_and_nothing_is_cut() -> Result<(
         .collect();
     let text = lines.join("\n");
     assert!(text.len() > 10_000);
-    pi.client
-        .request(|id| ClientMsg::Report {
-            id,
-            text: text.clone(),
-        })
-        .await?;
+    pi.client.report(text.clone()).await?;
     let messages =
         s.tg.wait_for("the whole report", WAIT, |tg| {
             let msgs = tg.messages(s.chat);
@@ -333,12 +300,7 @@ async fn a_burst_of_50_gets_through_429s_in_order() -> Result<()> {
     let s = setup(false, Some(strict)).await?;
     let mut pi = s.core.pi("tg-s4", "bursty").await?;
     for i in 0..50 {
-        pi.client
-            .request(|id| ClientMsg::Report {
-                id,
-                text: format!("burst report #{i:02}"),
-            })
-            .await?;
+        pi.client.report(format!("burst report #{i:02}")).await?;
     }
     let messages =
         s.tg.wait_for("50 reports", Duration::from_secs(60), |tg| {
@@ -375,12 +337,7 @@ async fn a_burst_of_50_gets_through_429s_in_order() -> Result<()> {
 async fn forum_topics_follow_sessions_and_a_plain_message_in_a_topic_steers() -> Result<()> {
     let s = setup(true, None).await?;
     let mut pi = s.core.pi("tg-s5", "topical").await?;
-    pi.client
-        .request(|id| ClientMsg::Report {
-            id,
-            text: "hello from the topic".into(),
-        })
-        .await?;
+    pi.client.report("hello from the topic").await?;
     let topic =
         s.tg.wait_for("a topic", WAIT, |tg| tg.topics(FORUM).into_iter().next())
             .await?;
@@ -401,15 +358,9 @@ async fn forum_topics_follow_sessions_and_a_plain_message_in_a_topic_steers() ->
     pi.ack(&[steer.id]).await?;
 
     pi.client
-        .request(|id| ClientMsg::Update {
-            id,
+        .call(requests::Update {
             name: Some("renamed".into()),
-            model: None,
-            context: None,
-            status: None,
-            cwd: None,
-            role: None,
-            session_file: None,
+            ..Default::default()
         })
         .await?;
     s.tg.wait_for("the topic renamed", WAIT, |tg| {
@@ -565,12 +516,7 @@ async fn a_very_long_report_is_sent_as_a_document() -> Result<()> {
     let text: String = (0..800)
         .map(|i| format!("row {i:04} of the full test log\n"))
         .collect();
-    pi.client
-        .request(|id| ClientMsg::Report {
-            id,
-            text: text.clone(),
-        })
-        .await?;
+    pi.client.report(text.clone()).await?;
     let doc =
         s.tg.wait_for_message(s.chat, WAIT, |m| m.document.is_some())
             .await?;
@@ -597,8 +543,8 @@ async fn buttons_on_old_cards_work_after_a_restart() -> Result<()> {
     let agent = s.core.agent_dir().to_path_buf();
     let mut pi = s.core.pi("tg-s9", "patient").await?;
     pi.client
-        .request(|id| ClientMsg::Ask {
-            id,
+        .call(requests::Ask {
+            id: 0,
             question: "Rebase or merge?".into(),
             options: vec!["rebase".into(), "merge".into()],
             details: None,
@@ -640,13 +586,7 @@ async fn supervision_shows_in_the_workers_topic_and_is_steered_from_it() -> Resu
     let mut reg = registration("tg-sup1", "watch-login", s.core.agent_dir());
     reg.role = Role::Supervisor;
     let (mut sup, _) = Pi::register_full(&s.core.socket(), reg).await?;
-    worker
-        .client
-        .request(|id| ClientMsg::Report {
-            id,
-            text: "starting on the login form".into(),
-        })
-        .await?;
+    worker.client.report("starting on the login form").await?;
     let topic =
         s.tg.wait_for("the worker's topic", WAIT, |tg| {
             tg.topics(FORUM)
@@ -717,8 +657,8 @@ async fn supervision_shows_in_the_workers_topic_and_is_steered_from_it() -> Resu
         ),
     ] {
         sup.client
-            .request(|id| ClientMsg::Verdict {
-                id,
+            .call(requests::Verdict {
+                id: 0,
                 verdict,
                 text: text.into(),
             })
@@ -740,8 +680,8 @@ async fn supervision_shows_in_the_workers_topic_and_is_steered_from_it() -> Resu
 
     // The supervisor's question is shown where the human watches the worker.
     sup.client
-        .request(|id| ClientMsg::Ask {
-            id,
+        .call(requests::Ask {
+            id: 0,
             question: "Is the staging SSO provider safe to use?".into(),
             options: vec!["yes".into(), "no".into()],
             details: None,

@@ -7,17 +7,19 @@
 //! connected on demand and re-established once when it finds the connection gone.
 //!
 //! Every request a bridge sends is built here, one method per request
-//! ([`CoreLink::answer`], [`CoreLink::steer`], [`CoreLink::supervise`], …), each returning
-//! the reply's content or a [`LinkError`]; what the replies mean to a human is decided
-//! elsewhere (`relay::commands`, `chat::replies`).
+//! ([`CoreLink::answer`], [`CoreLink::steer`], [`CoreLink::supervise`], …) over the
+//! core's typed calls, each returning the reply's content or a [`ClientError`] (a reply of
+//! another type is [`ClientError::Unexpected`]); what the replies mean to a human is
+//! decided elsewhere (`relay::commands`, `chat::replies`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use shepherd_core::client::{Client, ClientError};
+pub use shepherd_core::client::Sent;
+use shepherd_core::client::{Client, ClientError, Request};
 use shepherd_core::protocol::{
-    Ask, AskState, ClientKind, ClientMsg, CoreStatus, ErrorCode, Pairing, ServerMsg, SessionInfo,
+    Ask, AskState, ClientKind, CoreStatus, Pairing, ServerMsg, SessionInfo, requests,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -33,38 +35,8 @@ pub enum CoreEvent {
     Disconnected(String),
 }
 
-/// Why a request got no usable answer.
-#[derive(Debug, thiserror::Error)]
-pub enum LinkError {
-    /// No answer, or the core's refusal.
-    #[error(transparent)]
-    Core(#[from] ClientError),
-    /// An answer of the wrong kind.
-    #[error("unexpected reply from the core: {0:?}")]
-    Unexpected(Box<ServerMsg>),
-}
-
-impl LinkError {
-    /// The wire code, for the core's refusals.
-    pub fn code(&self) -> Option<ErrorCode> {
-        match self {
-            LinkError::Core(e) => e.code(),
-            LinkError::Unexpected(_) => None,
-        }
-    }
-}
-
 /// A reply's content, or why there is none.
-pub type Reply<T> = Result<T, LinkError>;
-
-/// A steer the core accepted (`sent`).
-#[derive(Debug, Clone)]
-pub struct Steered {
-    pub session_id: String,
-    pub session_name: String,
-    /// Delivered now; otherwise queued until the session reconnects.
-    pub connected: bool,
-}
+pub type Reply<T> = Result<T, ClientError>;
 
 /// What a bridge needs to catch up after (re)connecting: every known session, every ask
 /// split into the ones still open and the ones answered, and the active pairings.
@@ -82,16 +54,6 @@ pub struct CoreLink {
     client: Option<Client>,
 }
 
-/// `Some(content)` of the expected reply, else the unexpected reply as an error.
-macro_rules! expect {
-    ($reply:expr, $pattern:pat => $content:expr) => {
-        match $reply? {
-            $pattern => Ok($content),
-            other => Err(LinkError::Unexpected(Box::new(other))),
-        }
-    };
-}
-
 impl CoreLink {
     pub fn new(socket: &Path, name: &str) -> CoreLink {
         CoreLink {
@@ -102,20 +64,20 @@ impl CoreLink {
     }
 
     /// Send a request; on a dead connection, reconnect and try once more.
-    async fn request(&mut self, build: impl Fn(u64) -> ClientMsg) -> Reply<ServerMsg> {
+    async fn call<R: Request + Clone>(&mut self, request: R) -> Reply<R::Reply> {
         for attempt in 0..2 {
             if self.client.is_none() {
                 self.client =
                     Some(Client::connect(&self.socket, ClientKind::Bridge, &self.name).await?);
             }
             let client = self.client.as_mut().expect("just connected");
-            match client.request(&build).await {
+            match client.call(request.clone()).await {
                 Err(ClientError::Closed | ClientError::Io(_)) if attempt == 0 => self.client = None,
                 Err(e @ (ClientError::Closed | ClientError::Io(_))) => {
                     self.client = None;
-                    return Err(e.into());
+                    return Err(e);
                 }
-                other => return Ok(other?),
+                other => return other,
             }
         }
         unreachable!("the loop returns")
@@ -123,14 +85,12 @@ impl CoreLink {
 
     /// `list_sessions`: the connected sessions, or (`all`) every known one.
     pub async fn sessions(&mut self, all: bool) -> Reply<Vec<SessionInfo>> {
-        let reply = self.request(|id| ClientMsg::ListSessions { id, all }).await;
-        expect!(reply, ServerMsg::Sessions { sessions, .. } => sessions)
+        self.call(requests::ListSessions { id: 0, all }).await
     }
 
     /// `list_asks`: the open asks, or (`all`) the answered ones too.
     pub async fn asks(&mut self, all: bool) -> Reply<Vec<Ask>> {
-        let reply = self.request(|id| ClientMsg::ListAsks { id, all }).await;
-        expect!(reply, ServerMsg::Asks { asks, .. } => asks)
+        self.call(requests::ListAsks { id: 0, all }).await
     }
 
     /// One ask (open or answered), if the core knows it.
@@ -141,47 +101,34 @@ impl CoreLink {
 
     /// `list_pairings`: the active pairings, or (`all`) the ended ones too.
     pub async fn pairings(&mut self, all: bool) -> Reply<Vec<Pairing>> {
-        let reply = self.request(|id| ClientMsg::ListPairings { id, all }).await;
-        expect!(reply, ServerMsg::Pairings { pairings, .. } => pairings)
+        self.call(requests::ListPairings { id: 0, all }).await
     }
 
     /// `status`: the core's own status.
     pub async fn status(&mut self) -> Reply<CoreStatus> {
-        let reply = self.request(|id| ClientMsg::Status { id }).await;
-        expect!(reply, ServerMsg::CoreStatus { status, .. } => status)
+        self.call(requests::Status::default()).await
     }
 
-    /// `answer`: answer an ask for the human `by`. Any reply but an error is success.
-    pub async fn answer(&mut self, ask: u64, text: &str, by: &str) -> Result<(), ClientError> {
-        let reply = self
-            .request(|id| ClientMsg::Answer {
-                id,
-                ask,
-                text: text.to_string(),
-                by: Some(by.to_string()),
-            })
-            .await;
-        match reply {
-            Ok(_) | Err(LinkError::Unexpected(_)) => Ok(()),
-            Err(LinkError::Core(e)) => Err(e),
-        }
+    /// `answer`: answer an ask for the human `by`.
+    pub async fn answer(&mut self, ask: u64, text: &str, by: &str) -> Reply<()> {
+        let request = requests::Answer {
+            id: 0,
+            ask,
+            text: text.to_string(),
+            by: Some(by.to_string()),
+        };
+        self.call(request).await.map(|_| ())
     }
 
     /// `send` from a bridge: steer a session (id, id prefix or name) for the human `by`.
-    pub async fn steer(&mut self, to: &str, text: &str, by: &str) -> Reply<Steered> {
-        let reply = self
-            .request(|id| ClientMsg::Send {
-                id,
-                to: to.to_string(),
-                text: text.to_string(),
-                by: Some(by.to_string()),
-            })
-            .await;
-        expect!(reply, ServerMsg::Sent { session_id, session_name, connected, .. } => Steered {
-            session_id,
-            session_name,
-            connected,
-        })
+    pub async fn steer(&mut self, to: &str, text: &str, by: &str) -> Reply<Sent> {
+        let request = requests::Send {
+            id: 0,
+            to: to.to_string(),
+            text: text.to_string(),
+            by: Some(by.to_string()),
+        };
+        self.call(request).await
     }
 
     /// `supervise`: pair a free supervisor with `worker`, for the human `by`.
@@ -191,55 +138,44 @@ impl CoreLink {
         goal: Option<&str>,
         by: &str,
     ) -> Reply<Pairing> {
-        let reply = self
-            .request(|id| ClientMsg::Supervise {
-                id,
-                worker: Some(worker.to_string()),
-                supervisor: None,
-                goal: goal.map(str::to_string),
-                cwd: None,
-                by: Some(by.to_string()),
-            })
-            .await;
-        expect!(reply, ServerMsg::Paired { pairing, .. } => pairing)
+        let request = requests::Supervise {
+            worker: Some(worker.to_string()),
+            goal: goal.map(str::to_string),
+            by: Some(by.to_string()),
+            ..Default::default()
+        };
+        self.call(request).await
     }
 
     /// `set_goal`: change the goal of `session`'s pairing, for the human `by`.
     pub async fn set_goal(&mut self, session: &str, goal: &str, by: &str) -> Reply<Pairing> {
-        let reply = self
-            .request(|id| ClientMsg::SetGoal {
-                id,
-                goal: goal.to_string(),
-                session: Some(session.to_string()),
-                cwd: None,
-                by: Some(by.to_string()),
-            })
-            .await;
-        expect!(reply, ServerMsg::GoalSet { pairing, .. } => pairing)
+        let request = requests::SetGoal {
+            goal: goal.to_string(),
+            session: Some(session.to_string()),
+            by: Some(by.to_string()),
+            ..Default::default()
+        };
+        self.call(request).await
     }
 
     /// `look`: deliver a view to `session`'s supervisor now, for the human `by`.
     pub async fn look(&mut self, session: &str, by: &str) -> Reply<Pairing> {
-        let reply = self
-            .request(|id| ClientMsg::Look {
-                id,
-                session: Some(session.to_string()),
-                by: Some(by.to_string()),
-            })
-            .await;
-        expect!(reply, ServerMsg::LookRequested { pairing, .. } => pairing)
+        let request = requests::Look {
+            session: Some(session.to_string()),
+            by: Some(by.to_string()),
+            ..Default::default()
+        };
+        self.call(request).await
     }
 
     /// `unpair`: end `session`'s pairing, for the human `by`.
     pub async fn unpair(&mut self, session: &str, by: &str) -> Reply<Pairing> {
-        let reply = self
-            .request(|id| ClientMsg::Unpair {
-                id,
-                session: Some(session.to_string()),
-                by: Some(by.to_string()),
-            })
-            .await;
-        expect!(reply, ServerMsg::Unpaired { pairing, .. } => pairing)
+        let request = requests::Unpair {
+            session: Some(session.to_string()),
+            by: Some(by.to_string()),
+            ..Default::default()
+        };
+        self.call(request).await
     }
 
     /// Read the sessions, asks and pairings a bridge resynchronises from.
@@ -253,11 +189,11 @@ impl CoreLink {
         // A core that cannot list pairings still gets its asks and sessions shown.
         let pairings = match self.pairings(false).await {
             Ok(pairings) => pairings,
-            Err(LinkError::Unexpected(other)) => {
-                tracing::warn!(reply = ?other, "bridge: unexpected reply to list_pairings");
+            Err(e @ ClientError::Unexpected { .. }) => {
+                tracing::warn!(error = %e, "bridge: unexpected reply to list_pairings");
                 Vec::new()
             }
-            Err(LinkError::Core(e @ ClientError::Remote { .. })) => {
+            Err(e @ ClientError::Remote { .. }) => {
                 tracing::warn!(error = %e, "bridge: the core did not list its pairings");
                 Vec::new()
             }
@@ -283,7 +219,7 @@ pub async fn forward_events(
     loop {
         let attempt = async {
             let mut client = Client::connect(&socket, ClientKind::Bridge, &name).await?;
-            client.request(|id| ClientMsg::Subscribe { id }).await?;
+            client.subscribe().await?;
             Ok::<_, ClientError>(client)
         };
         let result = tokio::select! {

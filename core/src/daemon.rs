@@ -6,7 +6,7 @@
 //! (Ctrl-C, SIGTERM) runs it backwards: stop accepting, close connections, let the hub
 //! commit what it has, remove the socket.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,6 +32,11 @@ pub enum DaemonError {
     AlreadyRunning { pid: String, state_dir: PathBuf },
     #[error("cannot use lock file {path}: {source}")]
     Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot make the database {path} private (0600): {source}")]
+    DatabaseFile {
         path: PathBuf,
         source: std::io::Error,
     },
@@ -61,6 +66,10 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
     let lock = lock_state_dir(&state_dir)?;
 
     let db_path = state_dir.join("shepherd.db");
+    crate::files::private_database(&db_path).map_err(|source| DaemonError::DatabaseFile {
+        path: db_path.clone(),
+        source,
+    })?;
     let store =
         Store::open(&db_path, config.core.durability).map_err(|source| DaemonError::Store {
             path: db_path.clone(),
@@ -76,9 +85,10 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         supervise: config.core.supervise.clone(),
     };
     let checkpointer = Checkpointer::spawn(&db_path);
+    store.on_commit(checkpointer.waker());
     let (hub, hub_task) = hub::spawn(store, facts);
 
-    let listener = server::bind(&socket).await?;
+    let listener = server::bind(&socket, &state_dir).await?;
     let settings = Arc::new(ConnSettings {
         store_id,
         max_frame: limits.max_frame_bytes,
@@ -136,13 +146,7 @@ fn lock_state_dir(state_dir: &std::path::Path) -> Result<File, DaemonError> {
         path: path.clone(),
         source,
     };
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(err)?;
+    let mut file = crate::files::open_private(&path).map_err(err)?;
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {

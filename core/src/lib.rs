@@ -8,7 +8,7 @@
 //!
 //! - [`protocol`]: the wire contract (serde types, framing, error codes). No I/O.
 //! - [`config`]: typed settings from defaults, TOML file and `SHEPHERD_*` environment.
-//! - [`store`]: the SQLite database (schema, queries); owned by the hub thread.
+//! - [`store`]: the SQLite database (schema, queries); owned by the hub task.
 //! - [`hub`]: the one actor that owns routing state and the store, and commits in groups.
 //! - [`server`]: the socket listener and per-connection reader/writer tasks.
 //! - [`client`]: an async intercom client for the CLI, bridges, tests and benchmarks.
@@ -16,12 +16,14 @@
 //! - [`supervise`]: pairing rules and the views a supervisor session reads.
 //! - [`clock`]: wall time in Unix milliseconds, which tests can stop and move.
 //! - [`human`]: time spans as people read them (CLI, chat, views).
+//! - [`files`]: private (0600) files whatever the umask: databases, the lock.
 //! - [`daemon`]: `shepherd up`: lock the state dir, open the store, start and stop the core.
 
 pub mod client;
 pub mod clock;
 pub mod config;
 pub mod daemon;
+pub mod files;
 pub mod framing;
 pub mod git;
 pub mod hub;

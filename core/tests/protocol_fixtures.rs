@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use shepherd_core::protocol::requests::Register;
 use shepherd_core::protocol::{ClientMsg, ServerMsg, frame};
 
 fn fixture_dir(side: &str) -> PathBuf {
@@ -60,7 +61,7 @@ fn minimal_requests_fill_defaults() {
     let msg =
         ClientMsg::decode(br#"{"type":"register","id":1,"session":{"session_id":"s","cwd":"/"}}"#)
             .unwrap();
-    let ClientMsg::Register { session, .. } = msg else {
+    let ClientMsg::Register(Register { session, .. }) = msg else {
         panic!("{msg:?}")
     };
     assert_eq!(session.status, "idle");

@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use shepherd_core::client::ClientError;
-use shepherd_core::protocol::{ClientMsg, ErrorCode, ServerMsg};
+use shepherd_core::protocol::{ErrorCode, requests};
 
 use super::format::{ago, now_ms, utc};
 use super::{AnswerArgs, Ctx, Failure, print, print_json};
@@ -19,16 +19,14 @@ pub async fn run(ctx: &Ctx, args: &AnswerArgs) -> anyhow::Result<ExitCode> {
     let ask_id = args.ask;
     let text = args.text.join(" ");
     let reply = conn
-        .try_request(|id| ClientMsg::Answer {
-            id,
+        .try_call(requests::Answer {
             ask: ask_id,
             text,
-            by: None,
+            ..Default::default()
         })
         .await?;
     let ask = match reply {
-        Ok(ServerMsg::Answered { ask, .. }) => ask,
-        Ok(other) => return Err(Failure::unexpected("answer", &other).into()),
+        Ok(ask) => ask,
         Err(ClientError::Remote {
             code,
             message,
@@ -41,11 +39,14 @@ pub async fn run(ctx: &Ctx, args: &AnswerArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     // `answered` does not say whether the asker is connected; the session list does.
-    let connected = match conn
-        .request(|id| ClientMsg::ListSessions { id, all: true })
-        .await
-    {
-        Ok(ServerMsg::Sessions { sessions, .. }) => sessions
+    let listed = conn
+        .call(requests::ListSessions {
+            all: true,
+            ..Default::default()
+        })
+        .await;
+    let connected = match listed {
+        Ok(sessions) => sessions
             .iter()
             .find(|s| s.id == ask.session_id)
             .map(|s| s.connected),

@@ -7,19 +7,21 @@
 
 use std::process::ExitCode;
 
-use shepherd_core::protocol::{Ask, AskState, ClientMsg, ServerMsg};
+use shepherd_core::protocol::{Ask, AskState, requests};
 
 use super::table::{Align, Table};
-use super::{AsksArgs, Ctx, Failure, print, print_json, terminal_width};
+use super::{AsksArgs, Ctx, print, print_json, terminal_width};
 
 /// Run `shepherd asks`.
 pub async fn run(ctx: &Ctx, args: &AsksArgs) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
     let all = args.all;
-    let asks = match conn.request(|id| ClientMsg::ListAsks { id, all }).await? {
-        ServerMsg::Asks { asks, .. } => asks,
-        other => return Err(Failure::unexpected("list_asks", &other).into()),
-    };
+    let asks = conn
+        .call(requests::ListAsks {
+            all,
+            ..Default::default()
+        })
+        .await?;
     if ctx.json {
         print_json(&asks)?;
     } else if asks.is_empty() {

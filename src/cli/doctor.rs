@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 use shepherd_core::config::{self, Config};
-use shepherd_core::protocol::{ClientMsg, ServerMsg};
+use shepherd_core::protocol::requests;
 
 use super::format::duration;
-use super::{Ctx, Failure, install, print, print_json};
+use super::{Ctx, install, print, print_json};
 
 /// The oldest Node that runs Pi.
 const MIN_NODE: (u64, u64) = (22, 19);
@@ -338,10 +338,7 @@ async fn core_check(ctx: &Ctx) -> Check {
     const CHECK: &str = "core";
     let status = async {
         let mut conn = ctx.connect().await?;
-        match conn.request(|id| ClientMsg::Status { id }).await? {
-            ServerMsg::CoreStatus { status, .. } => Ok(status),
-            other => Err(Failure::unexpected("status", &other)),
-        }
+        conn.call(requests::Status::default()).await
     };
     match status.await {
         Ok(s) => {

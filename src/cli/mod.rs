@@ -26,9 +26,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
-use shepherd_core::client::{Client, ClientError};
+use shepherd_core::client::{Client, ClientError, Request};
 use shepherd_core::config::{Config, ConfigError, Loaded};
-use shepherd_core::protocol::{ClientKind, ClientMsg, ErrorCode, ServerMsg};
+use shepherd_core::protocol::{ClientKind, ErrorCode};
 
 /// How long the CLI waits for the core to connect or to answer one request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -342,21 +342,6 @@ impl Failure {
         }
     }
 
-    /// A reply of the wrong type: the CLI and the core are out of step.
-    pub fn unexpected(request: &str, reply: &ServerMsg) -> Failure {
-        let kind = serde_json::to_value(reply)
-            .ok()
-            .and_then(|v| v.get("type").and_then(|t| t.as_str().map(String::from)))
-            .unwrap_or_else(|| "?".into());
-        Failure::new(
-            "protocol",
-            format!(
-                "the core answered `{request}` with `{kind}`: this shepherd and the core \
-                 differ; restart the core with this version (`shepherd up`)"
-            ),
-        )
-    }
-
     /// A client error while talking to the core on `socket`.
     pub fn from_client(err: ClientError, socket: &std::path::Path) -> Failure {
         match err {
@@ -369,6 +354,13 @@ impl Failure {
             ClientError::Closed => Failure::new(
                 "closed",
                 "the core closed the connection (is it stopping?): check with `shepherd status`",
+            ),
+            ClientError::Unexpected { request, reply } => Failure::new(
+                "protocol",
+                format!(
+                    "the core answered `{request}` with `{reply}`: this shepherd and the core \
+                     differ; restart the core with this version (`shepherd up`)"
+                ),
             ),
             ClientError::Protocol(detail) => Failure::new(
                 "protocol",
@@ -472,25 +464,22 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Send one request and wait (at most [`REQUEST_TIMEOUT`]) for its response. An
-    /// error response is returned as the client's `Remote` error for the caller to
-    /// explain; use [`Connection::request`] when the generic explanation will do.
-    pub async fn try_request(
+    /// Send one request and wait (at most [`REQUEST_TIMEOUT`]) for its reply. An error
+    /// response is returned as the client's `Remote` error for the caller to explain; use
+    /// [`Connection::call`] when the generic explanation will do.
+    pub async fn try_call<R: Request>(
         &mut self,
-        build: impl FnOnce(u64) -> ClientMsg,
-    ) -> Result<Result<ServerMsg, ClientError>, Failure> {
-        tokio::time::timeout(REQUEST_TIMEOUT, self.client.request(build))
+        request: R,
+    ) -> Result<Result<R::Reply, ClientError>, Failure> {
+        tokio::time::timeout(REQUEST_TIMEOUT, self.client.call(request))
             .await
             .map_err(|_| timed_out(&self.socket))
     }
 
     /// Send one request; any error becomes a [`Failure`].
-    pub async fn request(
-        &mut self,
-        build: impl FnOnce(u64) -> ClientMsg,
-    ) -> Result<ServerMsg, Failure> {
+    pub async fn call<R: Request>(&mut self, request: R) -> Result<R::Reply, Failure> {
         let socket = self.socket.clone();
-        self.try_request(build)
+        self.try_call(request)
             .await?
             .map_err(|e| Failure::from_client(e, &socket))
     }

@@ -8,23 +8,22 @@
 
 use std::process::ExitCode;
 
-use shepherd_core::protocol::{ClientMsg, Pairing, PairingState, ServerMsg};
+use shepherd_core::protocol::{Pairing, PairingState, requests};
 
 use super::format::tilde;
 use super::table::{Align, Table};
-use super::{Ctx, Failure, PairingsArgs, print, print_json, terminal_width};
+use super::{Ctx, PairingsArgs, print, print_json, terminal_width};
 
 /// Run `shepherd pairings`.
 pub async fn run(ctx: &Ctx, args: &PairingsArgs) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
     let all = args.all;
-    let pairings = match conn
-        .request(|id| ClientMsg::ListPairings { id, all })
-        .await?
-    {
-        ServerMsg::Pairings { pairings, .. } => pairings,
-        other => return Err(Failure::unexpected("list_pairings", &other).into()),
-    };
+    let pairings = conn
+        .call(requests::ListPairings {
+            all,
+            ..Default::default()
+        })
+        .await?;
     if ctx.json {
         print_json(&pairings)?;
     } else if pairings.is_empty() {

@@ -8,7 +8,8 @@
 use std::process::ExitCode;
 
 use shepherd_core::client::ClientError;
-use shepherd_core::protocol::{ClientMsg, ErrorCode, ServerMsg};
+use shepherd_core::client::Sent;
+use shepherd_core::protocol::{ErrorCode, requests};
 
 use super::{Ctx, Failure, SendArgs, print, print_json};
 
@@ -18,20 +19,18 @@ pub async fn run(ctx: &Ctx, args: &SendArgs) -> anyhow::Result<ExitCode> {
     let to = args.session.clone();
     let text = args.text.join(" ");
     let reply = conn
-        .try_request(|id| ClientMsg::Send {
-            id,
+        .try_call(requests::Send {
             to,
             text,
-            by: None,
+            ..Default::default()
         })
         .await?;
     match reply {
-        Ok(ServerMsg::Sent {
+        Ok(Sent {
             message_id,
             session_id,
             session_name,
             connected,
-            ..
         }) => {
             if ctx.json {
                 print_json(&serde_json::json!({
@@ -50,7 +49,6 @@ pub async fn run(ctx: &Ctx, args: &SendArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Ok(other) => Err(Failure::unexpected("send", &other).into()),
         Err(ClientError::Remote {
             code,
             message,

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use shepherd_core::client::ClientError;
-use shepherd_core::protocol::{ClientMsg, ServerMsg, SessionInfo};
+use shepherd_core::protocol::{ServerMsg, SessionInfo, requests};
 
 use super::format::{ago, base_name, now_ms, percent, tilde, utc_time_of_day};
 use super::table::{Align, Table};
@@ -23,19 +23,15 @@ const MIN_ID: usize = 8;
 pub async fn run(ctx: &Ctx, args: &SessionsArgs) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
     if args.follow {
-        match conn.request(|id| ClientMsg::Subscribe { id }).await? {
-            ServerMsg::Subscribed { .. } => {}
-            other => return Err(Failure::unexpected("subscribe", &other).into()),
-        }
+        conn.call(requests::Subscribe::default()).await?;
     }
     let all = args.all;
-    let sessions = match conn
-        .request(|id| ClientMsg::ListSessions { id, all })
-        .await?
-    {
-        ServerMsg::Sessions { sessions, .. } => sessions,
-        other => return Err(Failure::unexpected("list_sessions", &other).into()),
-    };
+    let sessions = conn
+        .call(requests::ListSessions {
+            all,
+            ..Default::default()
+        })
+        .await?;
     if ctx.json && args.follow {
         // One JSON value per line from here on: the list, then the events.
         print(&format!("{}\n", serde_json::to_string(&sessions)?))?;

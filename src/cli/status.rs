@@ -7,19 +7,16 @@
 
 use std::process::ExitCode;
 
-use shepherd_core::protocol::{ClientMsg, CoreStatus, ServerMsg};
+use shepherd_core::protocol::{CoreStatus, requests};
 
 use super::format::{ago, duration, now_ms, tilde, utc};
 use super::table::key_values;
-use super::{Ctx, Failure, print, print_json};
+use super::{Ctx, print, print_json};
 
 /// Run `shepherd status`.
 pub async fn run(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
-    let status = match conn.request(|id| ClientMsg::Status { id }).await? {
-        ServerMsg::CoreStatus { status, .. } => status,
-        other => return Err(Failure::unexpected("status", &other).into()),
-    };
+    let status = conn.call(requests::Status::default()).await?;
     if ctx.json {
         print_json(&status)?;
     } else {

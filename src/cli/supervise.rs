@@ -11,7 +11,7 @@
 use std::process::ExitCode;
 
 use shepherd_core::client::ClientError;
-use shepherd_core::protocol::{ClientMsg, ErrorCode, Pairing, ServerMsg};
+use shepherd_core::protocol::{ErrorCode, Pairing, requests};
 
 use super::format::{tilde, truncate};
 use super::{Ctx, Failure, SuperviseAction, print, print_json};
@@ -22,89 +22,60 @@ const GOAL_ECHO: usize = 400;
 /// Run `shepherd supervise <action>`.
 pub async fn run(ctx: &Ctx, action: &SuperviseAction) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
-    let (reply, selector, expected) = match action {
+    let (reply, selector, say): (_, _, fn(&Pairing) -> String) = match action {
         SuperviseAction::Start(args) => {
             let (worker, supervisor) = (args.worker.clone(), args.supervisor.clone());
             let goal = Some(args.goal.join(" ")).filter(|g| !g.trim().is_empty());
             let cwd = current_dir()?;
             let reply = conn
-                .try_request(|id| ClientMsg::Supervise {
-                    id,
+                .try_call(requests::Supervise {
                     worker: Some(worker),
                     supervisor,
                     goal,
                     cwd: Some(cwd),
-                    by: None,
+                    ..Default::default()
                 })
                 .await?;
             // With --supervisor, an unknown name may be either side: the core says which.
             let selector = args.supervisor.is_none().then_some(args.worker.as_str());
-            (reply, selector, "supervise")
+            (reply, selector, started)
         }
         SuperviseAction::Goal(args) => {
             let (session, goal) = (args.session.clone(), args.goal.join(" "));
             let cwd = current_dir()?;
             let reply = conn
-                .try_request(|id| ClientMsg::SetGoal {
-                    id,
+                .try_call(requests::SetGoal {
                     goal,
                     session: Some(session),
                     cwd: Some(cwd),
-                    by: None,
+                    ..Default::default()
                 })
                 .await?;
-            (reply, Some(args.session.as_str()), "set_goal")
+            (reply, Some(args.session.as_str()), goal_set)
         }
         SuperviseAction::Look(args) => {
             let session = args.session.clone();
             let reply = conn
-                .try_request(|id| ClientMsg::Look {
-                    id,
+                .try_call(requests::Look {
                     session: Some(session),
-                    by: None,
+                    ..Default::default()
                 })
                 .await?;
-            (reply, Some(args.session.as_str()), "look")
+            (reply, Some(args.session.as_str()), looking)
         }
         SuperviseAction::Stop(args) => {
             let session = args.session.clone();
             let reply = conn
-                .try_request(|id| ClientMsg::Unpair {
-                    id,
+                .try_call(requests::Unpair {
                     session: Some(session),
-                    by: None,
+                    ..Default::default()
                 })
                 .await?;
-            (reply, Some(args.session.as_str()), "unpair")
+            (reply, Some(args.session.as_str()), stopped)
         }
     };
-    let (pairing, text) = match reply {
-        Ok(ServerMsg::Paired { pairing, .. }) => {
-            let text = started(&pairing);
-            (pairing, text)
-        }
-        Ok(ServerMsg::GoalSet { pairing, .. }) => {
-            let text = goal_set(&pairing);
-            (pairing, text)
-        }
-        Ok(ServerMsg::LookRequested { pairing, .. }) => {
-            let text = format!(
-                "pairing {}: {} gets a view of {} now\n",
-                pairing.id, pairing.supervisor_name, pairing.worker_name
-            );
-            (pairing, text)
-        }
-        Ok(ServerMsg::Unpaired { pairing, .. }) => {
-            let text = format!(
-                "pairing {} stopped: {} no longer supervises {} ({})\n",
-                pairing.id,
-                pairing.supervisor_name,
-                pairing.worker_name,
-                totals(&pairing)
-            );
-            (pairing, text)
-        }
-        Ok(other) => return Err(Failure::unexpected(expected, &other).into()),
+    let pairing = match reply {
+        Ok(pairing) => pairing,
         Err(ClientError::Remote {
             code,
             message,
@@ -112,12 +83,32 @@ pub async fn run(ctx: &Ctx, action: &SuperviseAction) -> anyhow::Result<ExitCode
         }) => return Err(explain(selector, code, &message, details).into()),
         Err(e) => return Err(Failure::from_client(e, &conn.socket).into()),
     };
+    let text = say(&pairing);
     if ctx.json {
         print_json(&pairing)?;
     } else {
         print(&text)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `look` says it did.
+fn looking(pairing: &Pairing) -> String {
+    format!(
+        "pairing {}: {} gets a view of {} now\n",
+        pairing.id, pairing.supervisor_name, pairing.worker_name
+    )
+}
+
+/// What `stop` says it did.
+fn stopped(pairing: &Pairing) -> String {
+    format!(
+        "pairing {} stopped: {} no longer supervises {} ({})\n",
+        pairing.id,
+        pairing.supervisor_name,
+        pairing.worker_name,
+        totals(pairing)
+    )
 }
 
 /// The directory the command runs in, which a goal path is relative to.

@@ -176,6 +176,7 @@ fn init_logging(json: bool, file: Option<std::fs::File>) -> Result<(), Failure> 
         _ => EnvFilter::new("info"),
     };
     let to_terminal = file.is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let colour = colour_wanted(to_terminal, std::env::var_os("NO_COLOR").as_deref());
     let writer = match file {
         Some(file) => {
             tracing_subscriber::fmt::writer::BoxMakeWriter::new(std::sync::Mutex::new(file))
@@ -185,7 +186,7 @@ fn init_logging(json: bool, file: Option<std::fs::File>) -> Result<(), Failure> 
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer)
-        .with_ansi(to_terminal);
+        .with_ansi(colour);
     let installed = if json {
         builder.json().try_init()
     } else {
@@ -216,5 +217,25 @@ mod tests {
             101
         );
         rotate_if_large(&dir.path().join("missing.log"), 100);
+    }
+}
+
+/// Colour only on a terminal, and never when `NO_COLOR` is set to anything non-empty
+/// (<https://no-color.org>).
+fn colour_wanted(to_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    to_terminal && no_color.is_none_or(|value| value.is_empty())
+}
+
+#[cfg(test)]
+mod colour_tests {
+    use super::colour_wanted;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn no_color_turns_colour_off_on_a_terminal() {
+        assert!(colour_wanted(true, None));
+        assert!(colour_wanted(true, Some(OsStr::new(""))));
+        assert!(!colour_wanted(true, Some(OsStr::new("1"))));
+        assert!(!colour_wanted(false, None));
     }
 }

@@ -7,7 +7,6 @@ use shepherd_core::protocol::{ErrorCode, SessionInfo};
 
 use super::html;
 use super::render::Rendered;
-use crate::core_link::LinkError;
 
 /// Plain text as a reply (escaped for the HTML side).
 pub fn plain(text: String) -> Rendered {
@@ -18,23 +17,15 @@ pub fn plain(text: String) -> Rendered {
 }
 
 /// The core did not give the expected answer.
-pub fn failure(error: &LinkError) -> Rendered {
-    plain(failure_text(error))
-}
-
-/// [`failure`]'s text.
-fn failure_text(error: &LinkError) -> String {
-    match error {
-        LinkError::Core(e) => format!("The core did not answer: {e}"),
-        LinkError::Unexpected(other) => format!("Unexpected reply from the core: {other:?}"),
-    }
+pub fn failure(error: ClientError) -> Rendered {
+    plain(format!("The core did not answer: {error}"))
 }
 
 /// The core's refusal of a request, in its own words (they say what to do), or why
 /// there was no answer at all.
-pub fn refused(error: &LinkError) -> Rendered {
+pub fn refused(error: ClientError) -> Rendered {
     match error {
-        LinkError::Core(ClientError::Remote { message, .. }) => plain(format!("⚠️ {message}")),
+        ClientError::Remote { message, .. } => plain(format!("⚠️ {message}")),
         other => failure(other),
     }
 }
@@ -69,15 +60,14 @@ pub fn pick<'a>(
 }
 
 /// Why a steer was not sent.
-pub fn steer_error(e: &LinkError) -> String {
+pub fn steer_error(e: &ClientError) -> String {
     match e {
-        LinkError::Core(ClientError::Remote {
+        ClientError::Remote {
             code: ErrorCode::AmbiguousSession | ErrorCode::UnknownSession,
             message,
             ..
-        }) => format!("Not sent: {message}"),
-        LinkError::Core(other) => format!("Not sent: {other}"),
-        LinkError::Unexpected(_) => failure_text(e),
+        } => format!("Not sent: {message}"),
+        other => format!("Not sent: {other}"),
     }
 }
 

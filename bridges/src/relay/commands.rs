@@ -48,22 +48,22 @@ pub async fn answer(
     let reply = match command {
         ChatCommand::Sessions => match link.sessions(false).await {
             Ok(sessions) => render::sessions_list_at(&sessions, now),
-            Err(e) => failure(&e),
+            Err(e) => failure(e),
         },
         ChatCommand::Asks => match link.asks(false).await {
             Ok(asks) => render::asks_list_at(&asks, now),
-            Err(e) => failure(&e),
+            Err(e) => failure(e),
         },
         ChatCommand::Status(None) => match link.status().await {
             Ok(status) => render::core_status(&status),
-            Err(e) => failure(&e),
+            Err(e) => failure(e),
         },
         ChatCommand::Status(Some(selector)) => match link.sessions(true).await {
             Ok(sessions) => match pick(&sessions, &selector, prefix) {
                 Ok(s) => render::session_status_at(s, now),
                 Err(text) => plain(text),
             },
-            Err(e) => failure(&e),
+            Err(e) => failure(e),
         },
         ChatCommand::Steer { session, text } => return CommandReply::Steer { session, text },
         ChatCommand::Supervise(args) => return supervise(link, &args, prefix, here).await,
@@ -164,7 +164,7 @@ fn paired(
             pairing: Box::new(pairing),
             announced,
         },
-        Err(e) => CommandReply::Say(refused(&e)),
+        Err(e) => CommandReply::Say(refused(e)),
     }
 }
 

@@ -30,10 +30,11 @@ use crate::chat::commands::{self as chat_commands, ChatCommand};
 use crate::chat::pairing;
 use crate::chat::render::{self, Rendered};
 use crate::chat::replies::{already_answered_text, plain, steer_error};
-use crate::core_link::{CoreEvent, CoreLink, LinkError};
+use crate::core_link::{CoreEvent, CoreLink};
 use commands::CommandReply;
 use pairings::{ActivePairings, Here};
 pub use platform::Platform;
+use shepherd_core::client::ClientError;
 
 /// A bridge: its platform, its link to the core, and what it knows of the core's state.
 pub struct Relay<P: Platform> {
@@ -93,7 +94,7 @@ impl<P: Platform> Relay<P> {
 
     /// After (re)connecting: learn the sessions, post cards for open asks that have none,
     /// and close cards whose ask was answered while we were away.
-    async fn resync(&mut self) -> Result<(), LinkError> {
+    async fn resync(&mut self) -> Result<(), ClientError> {
         let snapshot = self.core.snapshot().await?;
         self.sessions = snapshot.sessions;
         self.pairings.reset(snapshot.pairings);

@@ -4,9 +4,11 @@
 
 use rusqlite::Connection;
 
-use super::{ConnId, HubError, HubResult, Out, State, atomically};
+use super::{Cx, HubError, HubResult, Out, State, atomically};
 use crate::clock::now_ms;
-use crate::protocol::{AskState, ClientKind, DeliveryKind, ErrorCode, Report, Sender, ServerMsg};
+use crate::protocol::{
+    AskState, ClientKind, DeliveryKind, ErrorCode, Report, Sender, ServerMsg, requests,
+};
 use crate::store::{self, messages::NewMessage};
 
 const MAX_OPTIONS: usize = 10;
@@ -27,17 +29,20 @@ pub(super) fn human_label(kind: ClientKind, client_name: &str, by: Option<String
 }
 
 impl State {
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn ask(
         &mut self,
-        conn: ConnId,
-        id: u64,
-        question: String,
-        options: Vec<String>,
-        details: Option<String>,
+        cx: Cx,
+        req: requests::Ask,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        let Cx { conn, id, .. } = cx;
+        let requests::Ask {
+            question,
+            options,
+            details,
+            ..
+        } = req;
         let session_id = self.registered(conn)?.to_string();
         if question.trim().is_empty() {
             return Err(invalid("question must not be empty"));
@@ -89,12 +94,13 @@ impl State {
 
     pub(super) fn report(
         &mut self,
-        conn: ConnId,
-        id: u64,
-        text: String,
+        cx: Cx,
+        req: requests::Report,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        let Cx { conn, id, .. } = cx;
+        let text = req.text;
         let session_id = self.registered(conn)?.to_string();
         if text.trim().is_empty() {
             return Err(invalid("report text must not be empty"));
@@ -122,18 +128,20 @@ impl State {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn answer(
         &mut self,
-        conn: ConnId,
-        kind: ClientKind,
-        id: u64,
-        ask_id: u64,
-        text: String,
-        by: Option<String>,
+        cx: Cx,
+        req: requests::Answer,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        let Cx { conn, kind, id } = cx;
+        let requests::Answer {
+            ask: ask_id,
+            text,
+            by,
+            ..
+        } = req;
         if !kind.is_human() {
             return Err(HubError::new(
                 ErrorCode::Forbidden,

@@ -5,8 +5,9 @@
 use rusqlite::Connection;
 
 use super::asks::human_label;
-use super::{ConnId, HubError, HubResult, Out, State};
+use super::{Cx, HubError, HubResult, Out, State};
 use crate::clock::now_ms;
+use crate::protocol::requests::{Ack, Send};
 use crate::protocol::{ClientKind, Delivery, DeliveryKind, ErrorCode, Sender, ServerMsg, frame};
 use crate::store::{self, messages::NewMessage};
 
@@ -17,18 +18,15 @@ pub(super) struct Mailed {
 }
 
 impl State {
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn send_text(
         &mut self,
-        conn: ConnId,
-        kind: ClientKind,
-        id: u64,
-        to: &str,
-        text: String,
-        by: Option<String>,
+        cx: Cx,
+        req: Send,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        let Cx { conn, kind, id } = cx;
+        let Send { to, text, by, .. } = req;
         if text.trim().is_empty() {
             return Err(HubError::new(
                 ErrorCode::InvalidArgument,
@@ -60,7 +58,7 @@ impl State {
             };
             (sender, DeliveryKind::Steer)
         };
-        let target = self.resolve(to, db)?;
+        let target = self.resolve(&to, db)?;
         if from.session_id.as_deref() == Some(target.id.as_str()) {
             return Err(HubError::new(
                 ErrorCode::InvalidArgument,
@@ -173,9 +171,9 @@ impl State {
         Ok(())
     }
 
-    pub(super) fn ack(&mut self, conn: ConnId, ids: &[u64], db: &Connection) -> HubResult<()> {
-        let session_id = self.registered(conn)?;
-        store::messages::ack(db, session_id, ids, now_ms())?;
+    pub(super) fn ack(&mut self, cx: Cx, req: Ack, db: &Connection) -> HubResult<()> {
+        let session_id = self.registered(cx.conn)?;
+        store::messages::ack(db, session_id, &req.ids, now_ms())?;
         Ok(())
     }
 }

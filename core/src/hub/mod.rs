@@ -30,6 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Limits, SuperviseConfig};
 use crate::git::RepoContext;
+use crate::protocol::requests::ListAsks;
 use crate::protocol::{ClientKind, ClientMsg, Delivery, ErrorCode, ServerMsg, frame};
 use crate::store::{self, Store};
 
@@ -270,6 +271,16 @@ impl From<rusqlite::Error> for HubError {
 
 type HubResult<T> = Result<T, HubError>;
 
+/// Who sent the request a handler is answering: the connection, its kind of client and
+/// the request id the response echoes (0 for `ack`, which gets none). Handlers take this
+/// plus the request's struct from [`crate::protocol::requests`].
+#[derive(Debug, Clone, Copy)]
+struct Cx {
+    conn: ConnId,
+    kind: ClientKind,
+    id: u64,
+}
+
 impl Hub {
     async fn run(mut self, mut rx: mpsc::Receiver<HubCommand>) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
@@ -396,6 +407,7 @@ impl State {
         }
     }
 
+    /// Hand one request to its handler: one line per message type.
     fn request(
         &mut self,
         conn: ConnId,
@@ -408,111 +420,53 @@ impl State {
         let Some(kind) = kind else {
             return Ok(()); // Raced with its own disconnect: nobody to answer.
         };
+        let cx = Cx {
+            conn,
+            kind,
+            id: msg.request_id().unwrap_or_default(),
+        };
         match msg {
-            ClientMsg::Hello { .. } => Err(HubError::new(
+            ClientMsg::Hello(_) => Err(HubError::new(
                 ErrorCode::AlreadyGreeted,
                 "this connection already said hello",
             )),
-            ClientMsg::Register { id, session } => {
-                self.register(conn, id, session, repo.unwrap_or_default(), db, out)
-            }
-            ClientMsg::Update {
-                id,
-                name,
-                model,
-                context,
-                status,
-                cwd,
-                role,
-                session_file,
-            } => {
-                let patch = presence::Patch {
-                    name,
-                    model,
-                    context,
-                    status,
-                    cwd,
-                    role,
-                    session_file,
-                };
-                self.update(conn, id, patch, repo, db, out)
-            }
-            ClientMsg::Ask {
-                id,
-                question,
-                options,
-                details,
-            } => self.ask(conn, id, question, options, details, db, out),
-            ClientMsg::Report { id, text } => self.report(conn, id, text, db, out),
-            ClientMsg::Answer { id, ask, text, by } => {
-                self.answer(conn, kind, id, ask, text, by, db, out)
-            }
-            ClientMsg::Send { id, to, text, by } => {
-                self.send_text(conn, kind, id, &to, text, by, db, out)
-            }
-            ClientMsg::Ack { ids } => self.ack(conn, &ids, db),
-            ClientMsg::ListSessions { id, all } => {
-                let sessions = self.list_sessions(all, db)?;
-                out.send(conn, &ServerMsg::Sessions { id, sessions });
-                Ok(())
-            }
-            ClientMsg::ListAsks { id, all } => {
-                let asks = store::asks::list(db, all)?;
-                out.send(conn, &ServerMsg::Asks { id, asks });
-                Ok(())
-            }
-            ClientMsg::Status { id } => {
-                let status = self.status(db)?;
-                out.send(conn, &ServerMsg::CoreStatus { id, status });
-                Ok(())
-            }
-            ClientMsg::Subscribe { id } => {
-                self.subscribers.insert(conn);
-                out.send(conn, &ServerMsg::Subscribed { id });
-                Ok(())
-            }
-            ClientMsg::Ping { id } => {
-                out.send(conn, &ServerMsg::Pong { id });
-                Ok(())
-            }
-            ClientMsg::Supervise {
-                id,
-                worker,
-                supervisor,
-                goal,
-                cwd,
-                by,
-            } => {
-                let args = supervise::SuperviseArgs {
-                    worker,
-                    supervisor,
-                    goal,
-                    cwd,
-                    by,
-                };
-                self.supervise(conn, kind, id, args, db, out)
-            }
-            ClientMsg::Unpair { id, session, by } => {
-                self.unpair(conn, kind, id, session, by, db, out)
-            }
-            ClientMsg::SetGoal {
-                id,
-                goal,
-                session,
-                cwd,
-                by,
-            } => self.set_goal(conn, kind, id, goal, session, cwd, by, db, out),
-            ClientMsg::Look { id, session, .. } => self.look(conn, kind, id, session, db, out),
-            ClientMsg::WorkerView { id } => self.worker_view(conn, id, db),
-            ClientMsg::Verdict { id, verdict, text } => {
-                self.verdict(conn, id, verdict, text, db, out)
-            }
-            ClientMsg::ListPairings { id, all } => {
-                let pairings = self.list_pairings(all, db)?;
-                out.send(conn, &ServerMsg::Pairings { id, pairings });
-                Ok(())
-            }
+            ClientMsg::Register(req) => self.register(cx, req, repo.unwrap_or_default(), db, out),
+            ClientMsg::Update(req) => self.update(cx, req, repo, db, out),
+            ClientMsg::Ask(req) => self.ask(cx, req, db, out),
+            ClientMsg::Report(req) => self.report(cx, req, db, out),
+            ClientMsg::Answer(req) => self.answer(cx, req, db, out),
+            ClientMsg::Send(req) => self.send_text(cx, req, db, out),
+            ClientMsg::Ack(req) => self.ack(cx, req, db),
+            ClientMsg::ListSessions(req) => self.list_sessions(cx, req, db, out),
+            ClientMsg::ListAsks(req) => self.list_asks(cx, req, db, out),
+            ClientMsg::Status(_) => self.status(cx, db, out),
+            ClientMsg::Subscribe(_) => self.subscribe(cx, out),
+            ClientMsg::Ping(_) => Self::ping(cx, out),
+            ClientMsg::Supervise(req) => self.supervise(cx, req, db, out),
+            ClientMsg::Unpair(req) => self.unpair(cx, req, db, out),
+            ClientMsg::SetGoal(req) => self.set_goal(cx, req, db, out),
+            ClientMsg::Look(req) => self.look(cx, req, db, out),
+            ClientMsg::WorkerView(_) => self.worker_view(cx, db),
+            ClientMsg::Verdict(req) => self.verdict(cx, req, db, out),
+            ClientMsg::ListPairings(req) => self.list_pairings(cx, req, db, out),
         }
+    }
+
+    fn list_asks(&self, cx: Cx, req: ListAsks, db: &Connection, out: &mut Out) -> HubResult<()> {
+        let asks = store::asks::list(db, req.all)?;
+        out.send(cx.conn, &ServerMsg::Asks { id: cx.id, asks });
+        Ok(())
+    }
+
+    fn ping(cx: Cx, out: &mut Out) -> HubResult<()> {
+        out.send(cx.conn, &ServerMsg::Pong { id: cx.id });
+        Ok(())
+    }
+
+    fn subscribe(&mut self, cx: Cx, out: &mut Out) -> HubResult<()> {
+        self.subscribers.insert(cx.conn);
+        out.send(cx.conn, &ServerMsg::Subscribed { id: cx.id });
+        Ok(())
     }
 
     /// Send one event to every subscriber, encoded once.

@@ -6,25 +6,15 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::session_change::{ChangeKind, SessionChange};
-use super::{Conn, ConnHandle, ConnId, HubError, HubResult, Live, Out, State};
+use super::{Conn, ConnHandle, ConnId, Cx, HubError, HubResult, Live, Out, State};
 use crate::clock::now_ms;
 use crate::git::RepoContext;
 use crate::protocol::{
-    BridgeInfo, ClientKind, ContextUsage, CoreStatus, ErrorCode, PROTOCOL_VERSION, Registration,
-    Role, ServerMsg, SessionInfo,
+    BridgeInfo, ClientKind, ContextUsage, CoreStatus, ErrorCode, PROTOCOL_VERSION, ServerMsg,
+    SessionInfo,
+    requests::{ListSessions, Register, Update},
 };
 use crate::store;
-
-/// Fields an `update` may change.
-pub(super) struct Patch {
-    pub name: Option<String>,
-    pub model: Option<String>,
-    pub context: Option<ContextUsage>,
-    pub status: Option<String>,
-    pub cwd: Option<String>,
-    pub role: Option<Role>,
-    pub session_file: Option<String>,
-}
 
 const MAX_ID: usize = 128;
 const MAX_NAME: usize = 200;
@@ -181,13 +171,14 @@ impl State {
 
     pub(super) fn register(
         &mut self,
-        conn: ConnId,
-        id: u64,
-        reg: Registration,
+        cx: Cx,
+        req: Register,
         repo: RepoContext,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        let Cx { conn, id, .. } = cx;
+        let reg = req.session;
         let entry = self.conns.get(&conn).expect("checked by the caller");
         if entry.handle.kind != ClientKind::Pi {
             return Err(HubError::new(
@@ -332,13 +323,13 @@ impl State {
 
     pub(super) fn update(
         &mut self,
-        conn: ConnId,
-        id: u64,
-        patch: Patch,
+        cx: Cx,
+        patch: Update,
         repo: Option<RepoContext>,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        let Cx { conn, id, .. } = cx;
         let session_id = self.registered(conn)?.to_string();
         let mut info = self.session_info(db, &session_id)?;
         let was = info.status.clone();
@@ -396,18 +387,37 @@ impl State {
         Ok(())
     }
 
-    pub(super) fn list_sessions(&self, all: bool, db: &Connection) -> HubResult<Vec<SessionInfo>> {
+    pub(super) fn list_sessions(
+        &self,
+        cx: Cx,
+        req: ListSessions,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
         let mut sessions = store::sessions::list(db)?;
         for s in &mut sessions {
             s.connected = self.live.contains_key(&s.id);
         }
-        if !all {
+        if !req.all {
             sessions.retain(|s| s.connected);
         }
-        Ok(sessions)
+        out.send(
+            cx.conn,
+            &ServerMsg::Sessions {
+                id: cx.id,
+                sessions,
+            },
+        );
+        Ok(())
     }
 
-    pub(super) fn status(&self, db: &Connection) -> HubResult<CoreStatus> {
+    pub(super) fn status(&self, cx: Cx, db: &Connection, out: &mut Out) -> HubResult<()> {
+        let status = self.core_status(db)?;
+        out.send(cx.conn, &ServerMsg::CoreStatus { id: cx.id, status });
+        Ok(())
+    }
+
+    fn core_status(&self, db: &Connection) -> HubResult<CoreStatus> {
         let now = now_ms();
         let mut bridges: Vec<BridgeInfo> = self
             .conns

@@ -1,197 +1,132 @@
-//! The two message enums, named by direction. Requests carry a client-chosen `id` that the
-//! response echoes; events carry none. Every variant has a golden fixture in
+//! The two message enums, named by direction, each declared by one macro from one line per
+//! message. Requests carry a client-chosen `id` that the response echoes; events carry
+//! none. A request's fields are its struct in [`requests`]. Every variant has a golden fixture in
 //! `tests/fixtures/protocol/` that the Rust and TypeScript tests both check.
 
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Ask, ClientKind, ContextUsage, CoreStatus, Delivery, ErrorCode, Pairing, PairingChange,
-    Registration, Report, Role, SessionInfo, Verdict, VerdictKind, View, frame,
+    Ask, CoreStatus, Delivery, ErrorCode, Pairing, PairingChange, Report, SessionInfo, Verdict,
+    View, frame, requests,
 };
 
-/// Declares [`ClientMsg`] (internally tagged, the wire form) and a private externally
-/// tagged twin with the same variants. Decoding goes through the twin so that
+/// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`): the
+/// internally tagged wire enum with one newtype variant per struct in [`requests`], a
+/// private externally tagged twin for decoding, `TYPES`, `request_id`, each struct's
+/// `TYPE` and its `From` into [`ClientMsg`]. Decoding goes through the twin so that
 /// `serde_path_to_error` can name the offending field (`ask.question: invalid type …`);
 /// internally tagged enums buffer their content and lose the path.
 macro_rules! client_messages {
-    ($(
-        $(#[$vmeta:meta])*
-        $variant:ident { $( $(#[$fmeta:meta])* $field:ident : $ty:ty ),* $(,)? }
-    ),* $(,)?) => {
-        /// Client → core.
+    (
+        requests { $( $rtype:literal => $req:ident ),* $(,)? }
+        notices { $( $ntype:literal => $notice:ident ),* $(,)? }
+    ) => {
+        /// Client → core: requests (with an `id` the response echoes) and notices
+        /// (without). Each variant's fields are the struct of the same name in
+        /// [`requests`].
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-        #[serde(tag = "type", rename_all = "snake_case")]
+        #[serde(tag = "type")]
         pub enum ClientMsg {
-            $( $(#[$vmeta])* $variant { $( $(#[$fmeta])* $field: $ty ),* } ),*
+            $(
+                #[doc = concat!("`", $rtype, "`: [`requests::", stringify!($req), "`].")]
+                #[serde(rename = $rtype)]
+                $req(requests::$req),
+            )*
+            $(
+                #[doc = concat!("`", $ntype, "`: [`requests::", stringify!($notice), "`].")]
+                #[serde(rename = $ntype)]
+                $notice(requests::$notice),
+            )*
         }
 
         #[derive(Deserialize)]
-        #[serde(rename_all = "snake_case")]
         enum ExternallyTagged {
-            $( $variant { $( $(#[$fmeta])* $field: $ty ),* } ),*
+            $( #[serde(rename = $rtype)] $req(requests::$req), )*
+            $( #[serde(rename = $ntype)] $notice(requests::$notice), )*
         }
 
         impl From<ExternallyTagged> for ClientMsg {
             fn from(msg: ExternallyTagged) -> Self {
                 match msg {
-                    $( ExternallyTagged::$variant { $($field),* } => ClientMsg::$variant { $($field),* } ),*
+                    $( ExternallyTagged::$req(m) => ClientMsg::$req(m), )*
+                    $( ExternallyTagged::$notice(m) => ClientMsg::$notice(m), )*
                 }
             }
         }
+
+        impl ClientMsg {
+            /// Every `type` a client may send.
+            pub const TYPES: &'static [&'static str] = &[$($rtype,)* $($ntype,)*];
+
+            /// The request id, for messages that expect a response.
+            pub fn request_id(&self) -> Option<u64> {
+                match self {
+                    $( ClientMsg::$req(m) => Some(m.id), )*
+                    $( ClientMsg::$notice(_) => None, )*
+                }
+            }
+
+            /// The wire `type`.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $( ClientMsg::$req(_) => $rtype, )*
+                    $( ClientMsg::$notice(_) => $ntype, )*
+                }
+            }
+        }
+
+        $(
+            impl requests::$req {
+                /// The wire `type`.
+                pub const TYPE: &'static str = $rtype;
+            }
+
+            impl From<requests::$req> for ClientMsg {
+                fn from(m: requests::$req) -> Self {
+                    ClientMsg::$req(m)
+                }
+            }
+        )*
+        $(
+            impl requests::$notice {
+                /// The wire `type`.
+                pub const TYPE: &'static str = $ntype;
+            }
+
+            impl From<requests::$notice> for ClientMsg {
+                fn from(m: requests::$notice) -> Self {
+                    ClientMsg::$notice(m)
+                }
+            }
+        )*
     };
 }
 
 client_messages! {
-    /// First message on every connection. Answered by `welcome`.
-    Hello {
-        id: u64,
-        protocol: u32,
-        client: ClientKind,
-        /// Free-form label: `telegram`, `shepherd-cli 0.1.0`, `pi-ext 0.1.0`.
-        #[serde(default)]
-        client_name: Option<String>,
-    },
-    /// Pi only: bind this connection to a Pi session. Answered by `registered`, then every
-    /// unacknowledged delivery for the session follows as `deliver` events.
-    Register { id: u64, session: Registration },
-    /// Pi only: change what the session says about itself. Absent fields stay as they are.
-    Update {
-        id: u64,
-        #[serde(default)]
-        name: Option<String>,
-        #[serde(default)]
-        model: Option<String>,
-        #[serde(default)]
-        context: Option<ContextUsage>,
-        #[serde(default)]
-        status: Option<String>,
-        #[serde(default)]
-        cwd: Option<String>,
-        #[serde(default)]
-        role: Option<Role>,
-        #[serde(default)]
-        session_file: Option<String>,
-    },
-    /// Pi only: open a question for whoever supervises the session. Answered by `asked`.
-    Ask {
-        id: u64,
-        question: String,
-        #[serde(default)]
-        options: Vec<String>,
-        #[serde(default)]
-        details: Option<String>,
-    },
-    /// Pi only: post information (no question) for whoever supervises the session.
-    Report { id: u64, text: String },
-    /// CLI and bridges: give an ask its one answer. Answered by `answered`.
-    Answer {
-        id: u64,
-        ask: u64,
-        text: String,
-        /// Bridges only: the human who answered (`telegram:@alice`). Ignored for the CLI.
-        #[serde(default)]
-        by: Option<String>,
-    },
-    /// Send text to a session (exact id, unique id prefix or unique name). From the CLI or
-    /// a bridge it is a steer; from a Pi session, a message. Answered by `sent`.
-    Send {
-        id: u64,
-        to: String,
-        text: String,
-        /// Bridges only: the human who wrote it.
-        #[serde(default)]
-        by: Option<String>,
-    },
-    /// Pi only: these deliveries reached the model (or were dropped as duplicates).
-    /// No response.
-    Ack { ids: Vec<u64> },
-    /// Answered by `sessions`. `all` adds sessions that are not connected.
-    ListSessions {
-        id: u64,
-        #[serde(default)]
-        all: bool,
-    },
-    /// Answered by `asks`. `all` adds answered asks.
-    ListAsks {
-        id: u64,
-        #[serde(default)]
-        all: bool,
-    },
-    /// Answered by `core_status`.
-    Status { id: u64 },
-    /// Receive presence, ask and report events on this connection. Answered by
-    /// `subscribed`.
-    Subscribe { id: u64 },
-    /// Answered by `pong`.
-    Ping { id: u64 },
-    /// Start a pairing. From a Pi session: it becomes the supervisor of `worker` (exact id,
-    /// unique prefix or unique name; absent: the one free session in its cwd). From the CLI
-    /// or a bridge: `worker` is required and `supervisor` defaults to the one free
-    /// supervisor-role session in the worker's cwd. A `goal` that is one word containing
-    /// `/` or `.` is a file, read whole (relative to `cwd`, else the requester's or the
-    /// worker's cwd). Answered by `paired`.
-    Supervise {
-        id: u64,
-        #[serde(default)]
-        worker: Option<String>,
-        #[serde(default)]
-        supervisor: Option<String>,
-        #[serde(default)]
-        goal: Option<String>,
-        /// CLI: the directory a goal path is relative to.
-        #[serde(default)]
-        cwd: Option<String>,
-        /// Bridges only: the human who asked.
-        #[serde(default)]
-        by: Option<String>,
-    },
-    /// End a pairing without a verdict. From a Pi session: its own pairing; from the CLI or
-    /// a bridge: the pairing of `session` (either side). Answered by `unpaired`.
-    Unpair {
-        id: u64,
-        #[serde(default)]
-        session: Option<String>,
-        #[serde(default)]
-        by: Option<String>,
-    },
-    /// Change a pairing's goal in place (the steer history stays). `session` as for
-    /// `unpair`. Answered by `goal_set`.
-    SetGoal {
-        id: u64,
-        goal: String,
-        #[serde(default)]
-        session: Option<String>,
-        #[serde(default)]
-        cwd: Option<String>,
-        #[serde(default)]
-        by: Option<String>,
-    },
-    /// Deliver a view to the supervisor now. `session` as for `unpair`. Answered by
-    /// `look_requested`; the view follows as a `deliver` of kind `view`.
-    Look {
-        id: u64,
-        #[serde(default)]
-        session: Option<String>,
-        #[serde(default)]
-        by: Option<String>,
-    },
-    /// Supervisor only: what the worker did since the last view, returned (not delivered)
-    /// and not counted as a look. Answered by `view`.
-    WorkerView { id: u64 },
-    /// Supervisor only: the answer to the current look. Answered by `verdict_accepted`,
-    /// or refused by a guard (`verdict_refused`, `runaway`).
-    Verdict {
-        id: u64,
-        verdict: VerdictKind,
-        #[serde(default)]
-        text: String,
-    },
-    /// Answered by `pairings`. `all` adds ended pairings.
-    ListPairings {
-        id: u64,
-        #[serde(default)]
-        all: bool,
-    },
+    requests {
+        "hello" => Hello,
+        "register" => Register,
+        "update" => Update,
+        "ask" => Ask,
+        "report" => Report,
+        "answer" => Answer,
+        "send" => Send,
+        "list_sessions" => ListSessions,
+        "list_asks" => ListAsks,
+        "status" => Status,
+        "subscribe" => Subscribe,
+        "ping" => Ping,
+        "supervise" => Supervise,
+        "unpair" => Unpair,
+        "set_goal" => SetGoal,
+        "look" => Look,
+        "worker_view" => WorkerView,
+        "verdict" => Verdict,
+        "list_pairings" => ListPairings,
+    }
+    notices {
+        "ack" => Ack,
+    }
 }
 
 impl ClientMsg {
@@ -206,198 +141,186 @@ impl ClientMsg {
             frame::deserialize_traced(serde_json::Value::Object(outer), &obj.kind, obj.id)?;
         Ok(msg.into())
     }
+}
 
-    /// Every `type` a client may send.
-    pub const TYPES: &'static [&'static str] = &[
-        "hello",
-        "register",
-        "update",
-        "ask",
-        "report",
-        "answer",
-        "send",
-        "ack",
-        "list_sessions",
-        "list_asks",
-        "status",
-        "subscribe",
-        "ping",
-        "supervise",
-        "unpair",
-        "set_goal",
-        "look",
-        "worker_view",
-        "verdict",
-        "list_pairings",
-    ];
-
-    /// The request id, for messages that expect a response.
-    pub fn request_id(&self) -> Option<u64> {
-        use ClientMsg::*;
-        match self {
-            Hello { id, .. }
-            | Register { id, .. }
-            | Update { id, .. }
-            | Ask { id, .. }
-            | Report { id, .. }
-            | Answer { id, .. }
-            | Send { id, .. }
-            | ListSessions { id, .. }
-            | ListAsks { id, .. }
-            | Status { id }
-            | Subscribe { id }
-            | Ping { id }
-            | Supervise { id, .. }
-            | Unpair { id, .. }
-            | SetGoal { id, .. }
-            | Look { id, .. }
-            | WorkerView { id }
-            | Verdict { id, .. }
-            | ListPairings { id, .. } => Some(*id),
-            Ack { .. } => None,
+/// Declares [`ServerMsg`] from its responses (each with the `id` of the request it
+/// answers), the error (with an optional `id`) and its events (no `id`): the wire enum,
+/// `TYPES` and `response_id`.
+macro_rules! server_messages {
+    (
+        responses { $(
+            $(#[$rmeta:meta])* $rtype:literal => $resp:ident {
+                $( $(#[$rfmeta:meta])* $rfield:ident : $rty:ty ),* $(,)?
+            }
+        ),* $(,)? }
+        errors { $(
+            $(#[$emeta:meta])* $etype:literal => $err:ident {
+                $( $(#[$efmeta:meta])* $efield:ident : $ety:ty ),* $(,)?
+            }
+        ),* $(,)? }
+        events { $(
+            $(#[$vmeta:meta])* $vtype:literal => $event:ident {
+                $( $(#[$vfmeta:meta])* $vfield:ident : $vty:ty ),* $(,)?
+            }
+        ),* $(,)? }
+    ) => {
+        /// Core → client: responses (with the request's `id`) and events (without).
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "type")]
+        pub enum ServerMsg {
+            $(
+                $(#[$rmeta])*
+                #[serde(rename = $rtype)]
+                $resp { $( $(#[$rfmeta])* $rfield: $rty ),* },
+            )*
+            $(
+                $(#[$emeta])*
+                #[serde(rename = $etype)]
+                $err { $( $(#[$efmeta])* $efield: $ety ),* },
+            )*
+            $(
+                $(#[$vmeta])*
+                #[serde(rename = $vtype)]
+                $event { $( $(#[$vfmeta])* $vfield: $vty ),* },
+            )*
         }
+
+        impl ServerMsg {
+            /// Every `type` the core may send.
+            pub const TYPES: &'static [&'static str] = &[$($rtype,)* $($etype,)* $($vtype,)*];
+
+            /// The id of the request this answers; `None` for events and connection
+            /// errors.
+            pub fn response_id(&self) -> Option<u64> {
+                match self {
+                    $( ServerMsg::$resp { id, .. } => Some(*id), )*
+                    $( ServerMsg::$err { id, .. } => *id, )*
+                    $( ServerMsg::$event { .. } => None, )*
+                }
+            }
+
+            /// The wire `type`.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $( ServerMsg::$resp { .. } => $rtype, )*
+                    $( ServerMsg::$err { .. } => $etype, )*
+                    $( ServerMsg::$event { .. } => $vtype, )*
+                }
+            }
+        }
+    };
+}
+
+server_messages! {
+    responses {
+        /// Response to `hello`.
+        "welcome" => Welcome {
+            id: u64,
+            protocol: u32,
+            core_version: String,
+            /// Identifies the database; delivery ids are unique within one store.
+            store_id: String,
+            /// The core's pid.
+            pid: u32,
+        },
+        /// Response to `register`: the session as stored, and how many deliveries follow.
+        "registered" => Registered {
+            id: u64,
+            session: SessionInfo,
+            pending: u32,
+            /// Active pairings this session is in (as supervisor or worker), with whether
+            /// the other side is connected.
+            #[serde(default)]
+            pairings: Vec<Pairing>,
+        },
+        /// Response to `update`.
+        "updated" => Updated { id: u64, session: SessionInfo },
+        /// Response to `ask`: the ask is stored and announced.
+        "asked" => Asked { id: u64, ask: Ask },
+        /// Response to `report`.
+        "reported" => Reported { id: u64, report: Report },
+        /// Response to `answer`: this answer won and is on its way to the session.
+        "answered" => Answered { id: u64, ask: Ask },
+        /// Response to `send`: stored, and delivered now if the session is connected, else
+        /// on its next connection.
+        "sent" => Sent {
+            id: u64,
+            message_id: u64,
+            session_id: String,
+            session_name: String,
+            connected: bool,
+        },
+        /// Response to `list_sessions`.
+        "sessions" => Sessions { id: u64, sessions: Vec<SessionInfo> },
+        /// Response to `list_asks`.
+        "asks" => Asks { id: u64, asks: Vec<Ask> },
+        /// Response to `status`.
+        "core_status" => CoreStatus { id: u64, status: CoreStatus },
+        /// Response to `subscribe`.
+        "subscribed" => Subscribed { id: u64 },
+        /// Response to `ping`.
+        "pong" => Pong { id: u64 },
+        /// Response to `supervise`.
+        "paired" => Paired { id: u64, pairing: Pairing },
+        /// Response to `unpair`.
+        "unpaired" => Unpaired { id: u64, pairing: Pairing },
+        /// Response to `set_goal`.
+        "goal_set" => GoalSet { id: u64, pairing: Pairing },
+        /// Response to `look`.
+        "look_requested" => LookRequested { id: u64, pairing: Pairing },
+        /// Response to `worker_view`.
+        "view" => View { id: u64, view: View },
+        /// Response to `verdict`. `hint` is set when a steer repeats a recent one.
+        "verdict_accepted" => VerdictAccepted {
+            id: u64,
+            pairing: Pairing,
+            verdict: Verdict,
+            #[serde(default)]
+            hint: Option<String>,
+        },
+        /// Response to `list_pairings`.
+        "pairings" => Pairings { id: u64, pairings: Vec<Pairing> },
+    }
+    errors {
+        /// A request failed, or (without `id`) the connection did.
+        "error" => Error {
+            #[serde(default)]
+            id: Option<u64>,
+            code: ErrorCode,
+            message: String,
+            #[serde(default)]
+            details: Option<serde_json::Value>,
+        },
+    }
+    events {
+        /// Event to a Pi session: a message for it. Acknowledge with `ack`.
+        "deliver" => Deliver { message: Delivery },
+        /// Event to subscribers: a session connected.
+        "session_joined" => SessionJoined { session: SessionInfo },
+        /// Event to subscribers: a connected session changed (status, name, model, …).
+        "session_changed" => SessionChanged { session: SessionInfo },
+        /// Event to subscribers: a session's connection closed.
+        "session_left" => SessionLeft { session: SessionInfo },
+        /// Event to subscribers: a session opened an ask.
+        "ask_opened" => AskOpened { ask: Ask },
+        /// Event to subscribers: an ask got its answer.
+        "ask_answered" => AskAnswered { ask: Ask },
+        /// Event to subscribers: a session posted a report.
+        "report_posted" => ReportPosted { report: Report },
+        /// Event to subscribers and to both sessions of the pairing: something changed.
+        "pairing_event" => PairingEvent {
+            change: PairingChange,
+            pairing: Pairing,
+            #[serde(default)]
+            verdict: Option<Verdict>,
+            /// Who caused it (`supervisor`, `cli`, `telegram:@alice`), when not the core.
+            #[serde(default)]
+            by: Option<String>,
+        },
     }
 }
 
-/// Core → client: responses (with the request's `id`) and events (without).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ServerMsg {
-    /// Response to `hello`.
-    Welcome {
-        id: u64,
-        protocol: u32,
-        core_version: String,
-        /// Identifies the database; delivery ids are unique within one store.
-        store_id: String,
-        /// The core's pid.
-        pid: u32,
-    },
-    /// Response to `register`: the session as stored, and how many deliveries follow.
-    Registered {
-        id: u64,
-        session: SessionInfo,
-        pending: u32,
-        /// Active pairings this session is in (as supervisor or worker), with whether the
-        /// other side is connected.
-        #[serde(default)]
-        pairings: Vec<Pairing>,
-    },
-    /// Response to `update`.
-    Updated { id: u64, session: SessionInfo },
-    /// Response to `ask`: the ask is stored and announced.
-    Asked { id: u64, ask: Ask },
-    /// Response to `report`.
-    Reported { id: u64, report: Report },
-    /// Response to `answer`: this answer won and is on its way to the session.
-    Answered { id: u64, ask: Ask },
-    /// Response to `send`: stored, and delivered now if the session is connected, else on
-    /// its next connection.
-    Sent {
-        id: u64,
-        message_id: u64,
-        session_id: String,
-        session_name: String,
-        connected: bool,
-    },
-    /// Response to `list_sessions`.
-    Sessions { id: u64, sessions: Vec<SessionInfo> },
-    /// Response to `list_asks`.
-    Asks { id: u64, asks: Vec<Ask> },
-    /// Response to `status`.
-    CoreStatus { id: u64, status: CoreStatus },
-    /// Response to `subscribe`.
-    Subscribed { id: u64 },
-    /// Response to `ping`.
-    Pong { id: u64 },
-    /// A request failed, or (without `id`) the connection did.
-    Error {
-        #[serde(default)]
-        id: Option<u64>,
-        code: ErrorCode,
-        message: String,
-        #[serde(default)]
-        details: Option<serde_json::Value>,
-    },
-    /// Event to a Pi session: a message for it. Acknowledge with `ack`.
-    Deliver { message: Delivery },
-    /// Event to subscribers: a session connected.
-    SessionJoined { session: SessionInfo },
-    /// Event to subscribers: a connected session changed (status, name, model, …).
-    SessionChanged { session: SessionInfo },
-    /// Event to subscribers: a session's connection closed.
-    SessionLeft { session: SessionInfo },
-    /// Event to subscribers: a session opened an ask.
-    AskOpened { ask: Ask },
-    /// Event to subscribers: an ask got its answer.
-    AskAnswered { ask: Ask },
-    /// Event to subscribers: a session posted a report.
-    ReportPosted { report: Report },
-    /// Response to `supervise`.
-    Paired { id: u64, pairing: Pairing },
-    /// Response to `unpair`.
-    Unpaired { id: u64, pairing: Pairing },
-    /// Response to `set_goal`.
-    GoalSet { id: u64, pairing: Pairing },
-    /// Response to `look`.
-    LookRequested { id: u64, pairing: Pairing },
-    /// Response to `worker_view`.
-    View { id: u64, view: View },
-    /// Response to `verdict`. `hint` is set when a steer repeats a recent one.
-    VerdictAccepted {
-        id: u64,
-        pairing: Pairing,
-        verdict: Verdict,
-        #[serde(default)]
-        hint: Option<String>,
-    },
-    /// Response to `list_pairings`.
-    Pairings { id: u64, pairings: Vec<Pairing> },
-    /// Event to subscribers and to both sessions of the pairing: something changed.
-    PairingEvent {
-        change: PairingChange,
-        pairing: Pairing,
-        #[serde(default)]
-        verdict: Option<Verdict>,
-        /// Who caused it (`supervisor`, `cli`, `telegram:@alice`), when not the core.
-        #[serde(default)]
-        by: Option<String>,
-    },
-}
-
 impl ServerMsg {
-    /// Every `type` the core may send.
-    pub const TYPES: &'static [&'static str] = &[
-        "welcome",
-        "registered",
-        "updated",
-        "asked",
-        "reported",
-        "answered",
-        "sent",
-        "sessions",
-        "asks",
-        "core_status",
-        "subscribed",
-        "pong",
-        "error",
-        "deliver",
-        "session_joined",
-        "session_changed",
-        "session_left",
-        "ask_opened",
-        "ask_answered",
-        "report_posted",
-        "paired",
-        "unpaired",
-        "goal_set",
-        "look_requested",
-        "view",
-        "verdict_accepted",
-        "pairings",
-        "pairing_event",
-    ];
-
     /// An error response or connection error.
     pub fn error(id: Option<u64>, code: ErrorCode, message: impl Into<String>) -> Self {
         ServerMsg::Error {
@@ -405,41 +328,6 @@ impl ServerMsg {
             code,
             message: message.into(),
             details: None,
-        }
-    }
-
-    /// The id of the request this answers; `None` for events and connection errors.
-    pub fn response_id(&self) -> Option<u64> {
-        use ServerMsg::*;
-        match self {
-            Welcome { id, .. }
-            | Registered { id, .. }
-            | Updated { id, .. }
-            | Asked { id, .. }
-            | Reported { id, .. }
-            | Answered { id, .. }
-            | Sent { id, .. }
-            | Sessions { id, .. }
-            | Asks { id, .. }
-            | CoreStatus { id, .. }
-            | Subscribed { id }
-            | Pong { id }
-            | Paired { id, .. }
-            | Unpaired { id, .. }
-            | GoalSet { id, .. }
-            | LookRequested { id, .. }
-            | View { id, .. }
-            | VerdictAccepted { id, .. }
-            | Pairings { id, .. } => Some(*id),
-            Error { id, .. } => *id,
-            Deliver { .. }
-            | SessionJoined { .. }
-            | SessionChanged { .. }
-            | SessionLeft { .. }
-            | AskOpened { .. }
-            | AskAnswered { .. }
-            | ReportPosted { .. }
-            | PairingEvent { .. } => None,
         }
     }
 }

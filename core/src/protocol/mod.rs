@@ -9,12 +9,14 @@
 //! - [`frame`]: 4-byte big-endian length + UTF-8 JSON object.
 //! - [`messages`]: [`ClientMsg`] (client → core) and [`ServerMsg`] (core → client),
 //!   internally tagged by `type`.
+//! - [`requests`]: one struct per client message (`ClientMsg::Supervise(Supervise)`).
 //! - [`types`]: the records inside messages (sessions, asks, deliveries, reports).
 //! - [`error_code`]: the stable error codes a client can match on.
 
 pub mod error_code;
 pub mod frame;
 pub mod messages;
+pub mod requests;
 pub mod types;
 
 pub use error_code::ErrorCode;

@@ -24,7 +24,9 @@ use crate::clock::now_ms;
 use crate::framing::{FrameError, read_frame};
 use crate::git::{self, RepoContext};
 use crate::hub::{ConnHandle, ConnId, HubCommand, HubHandle};
-use crate::protocol::{ClientKind, ClientMsg, ErrorCode, PROTOCOL_VERSION, ServerMsg, frame};
+use crate::protocol::{
+    ClientKind, ClientMsg, ErrorCode, PROTOCOL_VERSION, ServerMsg, frame, requests,
+};
 
 /// Largest write the writer assembles from queued frames.
 const MAX_COALESCED: usize = 256 * 1024;
@@ -164,12 +166,12 @@ impl Reader {
             }
         };
         let (id, kind, client_name) = match ClientMsg::decode(&body) {
-            Ok(ClientMsg::Hello {
+            Ok(ClientMsg::Hello(requests::Hello {
                 id,
                 protocol,
                 client,
                 client_name,
-            }) => {
+            })) => {
                 if protocol != PROTOCOL_VERSION {
                     tracing::warn!(conn = self.id, pid, protocol, "closing: protocol mismatch");
                     let msg = format!(
@@ -281,12 +283,12 @@ impl Reader {
     /// for any directory other than the session's accepted cwd.
     async fn repo_for(&mut self, msg: &ClientMsg) -> Option<RepoContext> {
         let cwd = match msg {
-            ClientMsg::Register { session, .. } => session.cwd.clone(),
-            ClientMsg::Update { cwd: Some(cwd), .. } => cwd.clone(),
-            ClientMsg::Update {
+            ClientMsg::Register(req) => req.session.cwd.clone(),
+            ClientMsg::Update(requests::Update { cwd: Some(cwd), .. }) => cwd.clone(),
+            ClientMsg::Update(requests::Update {
                 status: Some(status),
                 ..
-            } if status == "idle" => self.cwd.clone()?,
+            }) if status == "idle" => self.cwd.clone()?,
             _ => return None,
         };
         if !cwd.starts_with('/') {

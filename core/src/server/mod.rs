@@ -1,13 +1,15 @@
 //! # The socket server
 //!
-//! Binds the intercom socket safely (0700 directory, 0600 socket, a stale socket file
-//! removed only when nothing answers on it), accepts connections, refuses peers with
-//! another uid (SO_PEERCRED) and runs one [`conn`] task per connection. Shutdown is a
+//! Binds the intercom socket safely (0600 socket; a directory shepherd creates, and its
+//! own state directory, are made 0700; any other directory is used as it is unless others
+//! could replace files in it; only a socket nothing answers on is removed as stale),
+//! accepts connections, refuses peers with another uid (SO_PEERCRED) and runs one [`conn`]
+//! task per connection. Shutdown is a
 //! `CancellationToken`; every connection task is tracked so the daemon can wait for them.
 
 mod conn;
 
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +37,18 @@ pub enum ServerError {
         "another shepherd core is already answering on {path}; stop it, or give this one another socket (SHEPHERD_SOCKET)"
     )]
     InUse { path: PathBuf },
+    #[error(
+        "{path} is not a socket; shepherd will not remove it: move it away, or choose another socket path (SHEPHERD_SOCKET)"
+    )]
+    NotASocket { path: PathBuf },
+    #[error(
+        "{path} is writable by others (mode {mode:o}) without the sticky bit, so they could replace shepherd's files in it; choose a private directory (SHEPHERD_SOCKET / SHEPHERD_STATE_DIR) or make it private (chmod 700)"
+    )]
+    SharedDir { path: PathBuf, mode: u32 },
+    #[error(
+        "the state directory {path} is shared (mode {mode:o}); shepherd keeps its database in a directory of its own: choose one with SHEPHERD_STATE_DIR"
+    )]
+    SharedStateDir { path: PathBuf, mode: u32 },
     #[error("cannot listen on {path}: {source}")]
     Bind {
         path: PathBuf,
@@ -56,17 +70,22 @@ pub fn own_uid() -> u32 {
     rustix::process::getuid().as_raw()
 }
 
-/// Make `dir` exist as a private (0700) directory of ours.
+/// Make the state directory `dir` exist as a private (0700) directory of ours.
+///
+/// A missing directory is created 0700. An existing one must be ours; one left loose
+/// (0755, say) is made 0700 again, but a shared directory (world-writable or sticky, like
+/// `/tmp`) is refused rather than changed for everyone. Through a symlink the target is
+/// never changed: it is used when others cannot write to it, refused otherwise.
 pub fn private_dir(dir: &Path) -> Result<(), ServerError> {
     let err = |source| ServerError::Dir {
         path: dir.to_path_buf(),
         source,
     };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(err)?;
+    let linked = std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.file_type().is_symlink());
+    if linked {
+        return shared_ok(dir);
+    }
+    create_private(dir)?;
     let meta = std::fs::metadata(dir).map_err(err)?;
     let me = own_uid();
     if meta.uid() != me {
@@ -76,19 +95,75 @@ pub fn private_dir(dir: &Path) -> Result<(), ServerError> {
             me,
         });
     }
-    if meta.mode() & 0o777 != 0o700 {
-        tracing::warn!(dir = %dir.display(), mode = format!("{:o}", meta.mode() & 0o777), "socket directory was not private; setting it to 0700");
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o1002 != 0 {
+        return Err(ServerError::SharedStateDir {
+            path: dir.to_path_buf(),
+            mode,
+        });
+    }
+    if mode & 0o777 != 0o700 {
+        tracing::warn!(dir = %dir.display(), mode = format!("{mode:o}"), "state directory was not private; setting it to 0700");
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
     }
     Ok(())
 }
 
-/// Bind the socket at `path` with mode 0600.
-pub async fn bind(path: &Path) -> Result<UnixListener, ServerError> {
-    if let Some(dir) = path.parent() {
-        private_dir(dir)?;
+/// Create `dir` (and any missing parents) 0700; an existing directory is left as it is.
+fn create_private(dir: &Path) -> Result<(), ServerError> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| ServerError::Dir {
+            path: dir.to_path_buf(),
+            source,
+        })
+}
+
+/// A directory that is not shepherd's own (a home directory, `/tmp`, a symlink's target):
+/// never changed; refused when others may write to it and the sticky bit does not stop
+/// them from replacing what shepherd puts there.
+fn shared_ok(dir: &Path) -> Result<(), ServerError> {
+    let meta = std::fs::metadata(dir).map_err(|source| ServerError::Dir {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        return Err(ServerError::SharedDir {
+            path: dir.to_path_buf(),
+            mode,
+        });
     }
-    if path.exists() {
+    Ok(())
+}
+
+/// Make the socket's directory ready: the state directory is already private; a
+/// directory that does not exist yet is created 0700; any other is left as it is (see
+/// [`shared_ok`]).
+fn socket_dir(dir: &Path, state_dir: &Path) -> Result<(), ServerError> {
+    if dir == state_dir {
+        return private_dir(dir);
+    }
+    if std::fs::symlink_metadata(dir).is_err() {
+        return create_private(dir);
+    }
+    shared_ok(dir)
+}
+
+/// Bind the socket at `path` with mode 0600. Something already at `path` is removed only
+/// when it is a socket that nothing answers on (an earlier core's).
+pub async fn bind(path: &Path, state_dir: &Path) -> Result<UnixListener, ServerError> {
+    if let Some(dir) = path.parent() {
+        socket_dir(dir, state_dir)?;
+    }
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(ServerError::NotASocket {
+                path: path.to_path_buf(),
+            });
+        }
         if tokio::net::UnixStream::connect(path).await.is_ok() {
             return Err(ServerError::InUse {
                 path: path.to_path_buf(),

@@ -2,7 +2,7 @@
 //!
 //! One SQLite database (WAL mode) holding everything that must survive the core: sessions
 //! seen, asks and their answers, every message for a session until it is acknowledged, and
-//! reports. The hub thread owns the only writing connection and wraps each batch of
+//! reports. The hub task owns the only writing connection and wraps each batch of
 //! requests in one transaction (group commit), so nothing is acknowledged before it is on
 //! disk and thousands of messages a second cost one commit each batch, not one each.
 //!
@@ -10,6 +10,7 @@
 //! savepoint alike. Ids come from `AUTOINCREMENT`: they are never reused and only grow.
 
 pub mod asks;
+mod checkpoint;
 pub mod messages;
 pub mod pairings;
 pub mod reports;
@@ -20,6 +21,8 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::config::Durability;
+
+pub use checkpoint::{Checkpointer, WalWaker};
 
 /// Moved to [`crate::clock::now_ms`]; kept until the bridges' last callers move.
 #[doc(hidden)]
@@ -168,6 +171,14 @@ impl Store {
         let store_id = store_id(&conn)?;
         Ok(Store { conn, store_id })
     }
+
+    /// Tell `waker` after every commit: the checkpointer's cue that the WAL grew.
+    pub fn on_commit(&self, waker: WalWaker) {
+        self.conn.commit_hook(Some(move || {
+            waker.wrote();
+            false
+        }));
+    }
 }
 
 fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
@@ -206,61 +217,6 @@ fn store_id(conn: &Connection) -> Result<String, StoreError> {
         [&id],
     )?;
     Ok(id)
-}
-
-/// Copies the WAL back into the database from its own thread and connection, every
-/// 100 ms, so the writer never pays for a checkpoint (and its fsyncs) inside a commit.
-/// PASSIVE checkpoints never block the writer. On stop, a final TRUNCATE checkpoint
-/// leaves a small WAL behind.
-pub struct Checkpointer {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Checkpointer {
-    /// Start checkpointing the database at `path`.
-    pub fn spawn(path: &Path) -> Checkpointer {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stop.clone();
-        let path = path.to_path_buf();
-        let thread = std::thread::Builder::new()
-            .name("shepherd-checkpoint".into())
-            .spawn(move || {
-                let conn = match Connection::open(&path) {
-                    Ok(conn) => conn,
-                    Err(e) => {
-                        tracing::error!(error = %e, "checkpointer cannot open the database; the WAL will grow");
-                        return;
-                    }
-                };
-                let _ = conn.busy_timeout(std::time::Duration::from_secs(1));
-                let checkpoint = |mode: &str| {
-                    let sql = format!("PRAGMA wal_checkpoint({mode})");
-                    if let Err(e) = conn.query_row(&sql, [], |_| Ok(())) {
-                        tracing::warn!(error = %e, "WAL checkpoint failed");
-                    }
-                };
-                while !flag.load(std::sync::atomic::Ordering::Acquire) {
-                    std::thread::park_timeout(std::time::Duration::from_millis(100));
-                    checkpoint("PASSIVE");
-                }
-                checkpoint("TRUNCATE");
-            })
-            .expect("spawning the checkpoint thread");
-        Checkpointer {
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    /// Stop after a final checkpoint (call once the writer is done).
-    pub fn stop(mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Release);
-        if let Some(thread) = self.thread.take() {
-            thread.thread().unpark();
-            let _ = thread.join();
-        }
-    }
 }
 
 #[cfg(test)]

@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
-use shepherd_core::client::Client;
-use shepherd_core::protocol::{ClientKind, ClientMsg, Delivery, Registration, ServerMsg};
+use shepherd_core::client::{Client, Registered};
+use shepherd_core::protocol::{ClientKind, Delivery, Registration, ServerMsg};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
@@ -296,29 +296,23 @@ impl Pi {
     pub async fn register(socket: &Path, session_id: &str, name: &str, cwd: &Path) -> Result<Pi> {
         let mut client = Client::connect(socket, ClientKind::Pi, "harness-pi").await?;
         let reply = client
-            .request(|id| ClientMsg::Register {
-                id,
-                session: Registration {
-                    session_id: session_id.to_string(),
-                    name: Some(name.to_string()),
-                    cwd: cwd.display().to_string(),
-                    pid: None,
-                    model: Some("fake/fake-model".into()),
-                    context: Default::default(),
-                    status: "idle".into(),
-                    role: Default::default(),
-                    session_file: None,
-                    subagent: false,
-                },
+            .register(Registration {
+                session_id: session_id.to_string(),
+                name: Some(name.to_string()),
+                cwd: cwd.display().to_string(),
+                pid: None,
+                model: Some("fake/fake-model".into()),
+                context: Default::default(),
+                status: "idle".into(),
+                role: Default::default(),
+                session_file: None,
+                subagent: false,
             })
             .await?;
-        let ServerMsg::Registered { pending, .. } = reply else {
-            bail!("expected registered, got {reply:?}");
-        };
         Ok(Pi {
             client,
             session_id: session_id.to_string(),
-            pending,
+            pending: reply.pending,
         })
     }
 
@@ -337,9 +331,7 @@ impl Pi {
 
     /// Acknowledge deliveries.
     pub async fn ack(&mut self, ids: &[u64]) -> Result<()> {
-        self.client
-            .send(&ClientMsg::Ack { ids: ids.to_vec() })
-            .await?;
+        self.client.ack(ids.to_vec()).await?;
         Ok(())
     }
 }
@@ -461,15 +453,9 @@ impl Pi {
     ) -> Result<(Pi, shepherd_core::protocol::SessionInfo)> {
         let session_id = session.session_id.clone();
         let mut client = Client::connect(socket, ClientKind::Pi, "harness-pi").await?;
-        let reply = client
-            .request(|id| ClientMsg::Register { id, session })
-            .await?;
-        let ServerMsg::Registered {
+        let Registered {
             pending, session, ..
-        } = reply
-        else {
-            bail!("expected registered, got {reply:?}");
-        };
+        } = client.register(session).await?;
         let pi = Pi {
             client,
             session_id,
@@ -481,10 +467,7 @@ impl Pi {
     /// A `ping` round trip: every frame this client sent before it (an `ack` too) has
     /// been handled and committed by the core when this returns.
     pub async fn sync(&mut self) -> Result<()> {
-        match self.client.request(|id| ClientMsg::Ping { id }).await? {
-            ServerMsg::Pong { .. } => Ok(()),
-            other => bail!("expected pong, got {other:?}"),
-        }
+        Ok(self.client.ping().await?)
     }
 }
 
@@ -492,10 +475,8 @@ impl Core {
     /// A greeted CLI client that has subscribed to presence, ask and report events.
     pub async fn subscriber(&self) -> Result<Client> {
         let mut client = self.client(ClientKind::Cli).await?;
-        match client.request(|id| ClientMsg::Subscribe { id }).await? {
-            ServerMsg::Subscribed { .. } => Ok(client),
-            other => bail!("expected subscribed, got {other:?}"),
-        }
+        client.subscribe().await?;
+        Ok(client)
     }
 
     /// Run a CLI command (or a second `shepherd up`) to completion, killing it when it

@@ -10,12 +10,13 @@ use std::collections::HashMap;
 
 use rusqlite::Connection;
 
+use super::pairing_message;
 use crate::clock::now_ms;
 use crate::hub::{ConnId, HubCommand, HubError, HubResult, Out, State, atomically};
 use crate::protocol::{
     DeliveryKind, ErrorCode, PairingChange, PairingState, ServerMsg, View, ViewReason,
 };
-use crate::store::{self, pairings::Stored};
+use crate::store::{self, messages::NewMessage, pairings::Stored};
 use crate::supervise::rules;
 use crate::supervise::view::{self, BuiltView, Cursor};
 
@@ -238,16 +239,18 @@ impl State {
                 done.built.pending_tool_calls,
                 now,
             )?;
-            self.pairing_mail(
-                &stored.pairing.supervisor_id,
-                DeliveryKind::View,
-                &done.built.text,
-                &Self::core_sender(),
-                done.pairing,
-                Some(look),
-                db,
-                out,
-            )
+            let core = Self::core_sender();
+            let view = NewMessage {
+                look: Some(look),
+                ..pairing_message(
+                    &stored.pairing.supervisor_id,
+                    DeliveryKind::View,
+                    &done.built.text,
+                    &core,
+                    done.pairing,
+                )
+            };
+            self.mail(view, db, out)
         })?;
         let pairing = self.pairing_now(done.pairing, db)?;
         tracing::info!(pairing = done.pairing, look, reason = ?done.reason, entries = done.built.entries, "view delivered");

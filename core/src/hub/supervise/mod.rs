@@ -14,22 +14,34 @@ use rusqlite::Connection;
 
 use super::asks::human_label;
 use super::session_change::SessionChange;
-use super::{ConnId, HubError, HubResult, Out, State, atomically};
+use super::{ConnId, Cx, HubError, HubResult, Out, State, atomically};
 use crate::clock::now_ms;
 use crate::protocol::{
     ClientKind, DeliveryKind, ErrorCode, Pairing, PairingChange, PairingState, Role, Sender,
-    ServerMsg, SessionInfo, Verdict, VerdictKind, ViewReason,
+    ServerMsg, SessionInfo, Verdict, VerdictKind, ViewReason, requests,
 };
 use crate::store::{self, messages::NewMessage, pairings::Stored};
 use crate::supervise::rules::{self, GoalError};
 
-/// The parts of a `supervise` request.
-pub(super) struct SuperviseArgs {
-    pub worker: Option<String>,
-    pub supervisor: Option<String>,
-    pub goal: Option<String>,
-    pub cwd: Option<String>,
-    pub by: Option<String>,
+/// Mail for one side of a pairing (a brief, a view, a steer), for [`State::mail`].
+pub(super) fn pairing_message<'a>(
+    to: &'a str,
+    kind: DeliveryKind,
+    text: &'a str,
+    from: &'a Sender,
+    pairing: u64,
+) -> NewMessage<'a> {
+    NewMessage {
+        recipient: to,
+        kind,
+        text,
+        from,
+        ask_id: None,
+        question: None,
+        pairing_id: Some(pairing),
+        look: None,
+        created_at: now_ms(),
+    }
 }
 
 fn goal_error(err: GoalError) -> HubError {
@@ -116,37 +128,6 @@ impl State {
         }
     }
 
-    /// Store a delivery for the supervisor (or worker) and send it if connected.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn pairing_mail(
-        &self,
-        to: &str,
-        kind: DeliveryKind,
-        text: &str,
-        from: &Sender,
-        pairing: u64,
-        look: Option<u32>,
-        db: &Connection,
-        out: &mut Out,
-    ) -> HubResult<()> {
-        self.mail(
-            NewMessage {
-                recipient: to,
-                kind,
-                text,
-                from,
-                ask_id: None,
-                question: None,
-                pairing_id: Some(pairing),
-                look,
-                created_at: now_ms(),
-            },
-            db,
-            out,
-        )?;
-        Ok(())
-    }
-
     pub(super) fn core_sender() -> Sender {
         Sender {
             kind: ClientKind::Cli,
@@ -229,13 +210,12 @@ impl State {
 
     pub(super) fn supervise(
         &mut self,
-        conn: ConnId,
-        kind: ClientKind,
-        id: u64,
-        args: SuperviseArgs,
+        cx: Cx,
+        args: requests::Supervise,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        let Cx { conn, kind, id } = cx;
         let sessions = store::sessions::list(db)?;
         let (supervisor, worker) = if kind == ClientKind::Pi {
             let me = self.registered(conn)?.to_string();
@@ -367,13 +347,15 @@ impl State {
                 },
             )?;
             let pairing = self.pairing_now(pid, db)?;
-            self.pairing_mail(
-                &supervisor.id,
-                DeliveryKind::Brief,
-                &brief_text(&pairing, &worker, &by),
-                &Self::core_sender(),
-                pairing.id,
-                None,
+            let brief = brief_text(&pairing, &worker, &by);
+            self.mail(
+                pairing_message(
+                    &supervisor.id,
+                    DeliveryKind::Brief,
+                    &brief,
+                    &Self::core_sender(),
+                    pairing.id,
+                ),
                 db,
                 out,
             )?;
@@ -392,17 +374,15 @@ impl State {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn unpair(
         &mut self,
-        conn: ConnId,
-        kind: ClientKind,
-        id: u64,
-        session: Option<String>,
-        by: Option<String>,
+        cx: Cx,
+        req: requests::Unpair,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        let Cx { conn, kind, id } = cx;
+        let requests::Unpair { session, by, .. } = req;
         let stored = self.pairing_for_request(conn, kind, session.as_deref(), db)?;
         let by = self.actor(conn, kind, by);
         let pid = stored.pairing.id;
@@ -415,13 +395,14 @@ impl State {
                     "The pairing with {} ended: stopped by {by}. You no longer supervise it; your usual tools are back.",
                     ended.worker_name
                 );
-                self.pairing_mail(
-                    &ended.supervisor_id,
-                    DeliveryKind::Brief,
-                    &text,
-                    &Self::core_sender(),
-                    pid,
-                    None,
+                self.mail(
+                    pairing_message(
+                        &ended.supervisor_id,
+                        DeliveryKind::Brief,
+                        &text,
+                        &Self::core_sender(),
+                        pid,
+                    ),
                     db,
                     out,
                 )?;
@@ -441,19 +422,21 @@ impl State {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn set_goal(
         &mut self,
-        conn: ConnId,
-        kind: ClientKind,
-        id: u64,
-        goal: String,
-        session: Option<String>,
-        cwd: Option<String>,
-        by: Option<String>,
+        cx: Cx,
+        req: requests::SetGoal,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        let Cx { conn, kind, id } = cx;
+        let requests::SetGoal {
+            goal,
+            session,
+            cwd,
+            by,
+            ..
+        } = req;
         let stored = if kind == ClientKind::Pi {
             self.supervisor_pairing(conn, db)?
         } else {
@@ -478,13 +461,14 @@ impl State {
         let pairing = atomically(db, || {
             store::pairings::set_goal(db, pid, &goal.text, goal.file.as_deref())?;
             let pairing = self.pairing_now(pid, db)?;
-            self.pairing_mail(
-                &pairing.supervisor_id,
-                DeliveryKind::Brief,
-                &text,
-                &Self::core_sender(),
-                pid,
-                None,
+            self.mail(
+                pairing_message(
+                    &pairing.supervisor_id,
+                    DeliveryKind::Brief,
+                    &text,
+                    &Self::core_sender(),
+                    pid,
+                ),
                 db,
                 out,
             )?;
@@ -501,16 +485,15 @@ impl State {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn look(
         &mut self,
-        conn: ConnId,
-        kind: ClientKind,
-        id: u64,
-        session: Option<String>,
+        cx: Cx,
+        req: requests::Look,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        let Cx { conn, kind, id } = cx;
+        let session = req.session;
         let stored = if kind == ClientKind::Pi {
             self.supervisor_pairing(conn, db)?
         } else {
@@ -528,20 +511,24 @@ impl State {
         Ok(())
     }
 
-    pub(super) fn worker_view(&mut self, conn: ConnId, id: u64, db: &Connection) -> HubResult<()> {
-        let stored = self.supervisor_pairing(conn, db)?;
-        self.start_build(&stored, ViewReason::Request, Some((conn, id)), db)
+    pub(super) fn worker_view(&mut self, cx: Cx, db: &Connection) -> HubResult<()> {
+        let stored = self.supervisor_pairing(cx.conn, db)?;
+        self.start_build(&stored, ViewReason::Request, Some((cx.conn, cx.id)), db)
     }
 
     pub(super) fn verdict(
         &mut self,
-        conn: ConnId,
-        id: u64,
-        kind: VerdictKind,
-        text: String,
+        cx: Cx,
+        req: requests::Verdict,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        let Cx { conn, id, .. } = cx;
+        let requests::Verdict {
+            verdict: kind,
+            text,
+            ..
+        } = req;
         let stored = self.supervisor_pairing(conn, db)?;
         let pairing = self.pairing_record(&stored);
         if stored.look_verdicts >= rules::MAX_VERDICTS_PER_LOOK {
@@ -635,16 +622,16 @@ impl State {
         atomically(db, || {
             store::pairings::insert_verdict(db, pairing.id, &verdict)?;
             match kind {
-                VerdictKind::Steer => self.pairing_mail(
-                    &pairing.worker_id,
-                    DeliveryKind::Steer,
-                    &text,
-                    &supervisor_sender,
-                    pairing.id,
-                    None,
-                    db,
-                    out,
-                )?,
+                VerdictKind::Steer => {
+                    let steer = pairing_message(
+                        &pairing.worker_id,
+                        DeliveryKind::Steer,
+                        &text,
+                        &supervisor_sender,
+                        pairing.id,
+                    );
+                    self.mail(steer, db, out)?;
+                }
                 VerdictKind::Done => {
                     store::pairings::end(
                         db,
@@ -687,11 +674,25 @@ impl State {
         Ok(())
     }
 
-    pub(super) fn list_pairings(&self, all: bool, db: &Connection) -> HubResult<Vec<Pairing>> {
-        Ok(store::pairings::list(db, all)?
+    pub(super) fn list_pairings(
+        &self,
+        cx: Cx,
+        req: requests::ListPairings,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let pairings = store::pairings::list(db, req.all)?
             .iter()
             .map(|s| self.pairing_record(s))
-            .collect())
+            .collect();
+        out.send(
+            cx.conn,
+            &ServerMsg::Pairings {
+                id: cx.id,
+                pairings,
+            },
+        );
+        Ok(())
     }
 
     /// A session registered, left, was renamed or changed status: if it is in an active

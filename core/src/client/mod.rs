@@ -1,8 +1,14 @@
 //! # Intercom client
 //!
 //! A small sequential client for the core's socket, used by the CLI, the chat bridges, the
-//! tests and the benchmarks: connect and greet, send a request and wait for its response,
-//! read events. Events that arrive while a response is awaited are queued, not dropped.
+//! tests and the benchmarks: connect and greet, make typed calls ([`Client::call`] takes a
+//! request struct from [`crate::protocol::requests`] and returns its reply type, see
+//! [`calls`]), read events. Events that arrive while a response is awaited are queued,
+//! not dropped.
+
+mod calls;
+
+pub use calls::{Registered, Request, Sent, VerdictAccepted};
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -12,7 +18,9 @@ use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 use crate::framing::{self, FrameError};
-use crate::protocol::{ClientKind, ClientMsg, ErrorCode, PROTOCOL_VERSION, ServerMsg, frame};
+use crate::protocol::{
+    ClientKind, ClientMsg, ErrorCode, PROTOCOL_VERSION, ServerMsg, frame, requests,
+};
 
 /// What went wrong talking to the core.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +43,13 @@ pub enum ClientError {
     /// The core sent something this client cannot read.
     #[error("unexpected reply from the core: {0}")]
     Protocol(String),
+    /// The core answered a request with a reply of another type: this client and the
+    /// core are out of step.
+    #[error("the core answered `{request}` with `{reply}`")]
+    Unexpected {
+        request: &'static str,
+        reply: &'static str,
+    },
     #[error("socket error: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -101,34 +116,15 @@ impl Client {
                 pid: 0,
             },
         };
-        let reply = client
-            .request(|id| ClientMsg::Hello {
-                id,
+        client.welcome = client
+            .call(requests::Hello {
+                id: 0,
                 protocol: PROTOCOL_VERSION,
                 client: kind,
                 client_name: Some(client_name.to_string()),
             })
             .await?;
-        match reply {
-            ServerMsg::Welcome {
-                protocol,
-                core_version,
-                store_id,
-                pid,
-                ..
-            } => {
-                client.welcome = Welcome {
-                    protocol,
-                    core_version,
-                    store_id,
-                    pid,
-                };
-                Ok(client)
-            }
-            other => Err(ClientError::Protocol(format!(
-                "expected welcome, got {other:?}"
-            ))),
-        }
+        Ok(client)
     }
 
     /// The core's greeting.
@@ -136,15 +132,22 @@ impl Client {
         &self.welcome
     }
 
-    /// Send a request built from a fresh id and wait for its response. An `error`
-    /// response becomes [`ClientError::Remote`].
-    pub async fn request(
-        &mut self,
-        build: impl FnOnce(u64) -> ClientMsg,
-    ) -> Result<ServerMsg, ClientError> {
+    /// Send a request with a fresh id and wait for its reply, as the request's reply
+    /// type. An `error` response becomes [`ClientError::Remote`] (the core's code,
+    /// message and details); a reply of another type, [`ClientError::Unexpected`].
+    pub async fn call<R: Request>(&mut self, request: R) -> Result<R::Reply, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
-        self.send(&build(id)).await?;
+        self.send(&request.with_id(id)).await?;
+        let reply = self.response(id).await?;
+        R::reply(reply).map_err(|reply| ClientError::Unexpected {
+            request: R::TYPE,
+            reply,
+        })
+    }
+
+    /// Wait for the response to request `id`, queueing events that come first.
+    async fn response(&mut self, id: u64) -> Result<ServerMsg, ClientError> {
         loop {
             let msg = self.read().await?;
             match msg.response_id() {
@@ -155,7 +158,7 @@ impl Client {
         }
     }
 
-    /// Send a message without waiting (for `ack`).
+    /// Send a message as it is, without waiting (for `ack`, or a test's raw message).
     pub async fn send(&mut self, msg: &ClientMsg) -> Result<(), ClientError> {
         framing::write_frame(&mut self.writer, &frame::encode(msg)).await?;
         Ok(())

@@ -1,0 +1,217 @@
+//! Typed calls: each request struct in [`crate::protocol::requests`] names the reply the
+//! core answers it with ([`Request::Reply`]), so [`Client::call`] returns that value
+//! instead of a [`ServerMsg`] every caller must match. Named helpers below cover the
+//! calls that read better as a method (`client.subscribe()`, `client.ask("Ship it?")`).
+
+use super::{Client, ClientError, Welcome};
+use crate::protocol::{
+    Ask, ClientMsg, CoreStatus, Pairing, Registration, Report, ServerMsg, SessionInfo, Verdict,
+    View, requests,
+};
+
+/// A request the core answers with one reply of type [`Request::Reply`].
+pub trait Request: Sized {
+    /// What the core's answer carries.
+    type Reply;
+    /// The wire `type`, for errors.
+    const TYPE: &'static str;
+    /// The message to send, with the client's request id.
+    fn with_id(self, id: u64) -> ClientMsg;
+    /// The reply's value, or the `type` of the message the core answered with instead.
+    fn reply(msg: ServerMsg) -> Result<Self::Reply, &'static str>;
+}
+
+/// The core's answer to `register`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Registered {
+    pub session: SessionInfo,
+    /// Deliveries that follow as `deliver` events.
+    pub pending: u32,
+    /// Active pairings the session is in.
+    pub pairings: Vec<Pairing>,
+}
+
+/// The core's answer to `send`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sent {
+    pub message_id: u64,
+    pub session_id: String,
+    pub session_name: String,
+    pub connected: bool,
+}
+
+/// The core's answer to `verdict`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerdictAccepted {
+    pub pairing: Pairing,
+    pub verdict: Verdict,
+    /// Set when a steer repeats a recent one.
+    pub hint: Option<String>,
+}
+
+/// One `impl Request` per line: `Request => Reply type: reply pattern => value`.
+macro_rules! replies {
+    ($( $req:ident => $reply:ty : $pat:pat => $value:expr ),* $(,)?) => {
+        $(
+            impl Request for requests::$req {
+                type Reply = $reply;
+                const TYPE: &'static str = requests::$req::TYPE;
+
+                fn with_id(mut self, id: u64) -> ClientMsg {
+                    self.id = id;
+                    ClientMsg::$req(self)
+                }
+
+                fn reply(msg: ServerMsg) -> Result<$reply, &'static str> {
+                    match msg {
+                        $pat => Ok($value),
+                        other => Err(other.kind()),
+                    }
+                }
+            }
+        )*
+    };
+}
+
+replies! {
+    Hello => Welcome: ServerMsg::Welcome { protocol, core_version, store_id, pid, .. } =>
+        Welcome { protocol, core_version, store_id, pid },
+    Register => Registered: ServerMsg::Registered { session, pending, pairings, .. } =>
+        Registered { session, pending, pairings },
+    Update => SessionInfo: ServerMsg::Updated { session, .. } => session,
+    Ask => Ask: ServerMsg::Asked { ask, .. } => ask,
+    Report => Report: ServerMsg::Reported { report, .. } => report,
+    Answer => Ask: ServerMsg::Answered { ask, .. } => ask,
+    Send => Sent: ServerMsg::Sent { message_id, session_id, session_name, connected, .. } =>
+        Sent { message_id, session_id, session_name, connected },
+    ListSessions => Vec<SessionInfo>: ServerMsg::Sessions { sessions, .. } => sessions,
+    ListAsks => Vec<Ask>: ServerMsg::Asks { asks, .. } => asks,
+    Status => CoreStatus: ServerMsg::CoreStatus { status, .. } => status,
+    Subscribe => (): ServerMsg::Subscribed { .. } => (),
+    Ping => (): ServerMsg::Pong { .. } => (),
+    Supervise => Pairing: ServerMsg::Paired { pairing, .. } => pairing,
+    Unpair => Pairing: ServerMsg::Unpaired { pairing, .. } => pairing,
+    SetGoal => Pairing: ServerMsg::GoalSet { pairing, .. } => pairing,
+    Look => Pairing: ServerMsg::LookRequested { pairing, .. } => pairing,
+    WorkerView => View: ServerMsg::View { view, .. } => view,
+    Verdict => VerdictAccepted: ServerMsg::VerdictAccepted { pairing, verdict, hint, .. } =>
+        VerdictAccepted { pairing, verdict, hint },
+    ListPairings => Vec<Pairing>: ServerMsg::Pairings { pairings, .. } => pairings,
+}
+
+impl Client {
+    /// Receive presence, ask, report and pairing events on this connection.
+    pub async fn subscribe(&mut self) -> Result<(), ClientError> {
+        self.call(requests::Subscribe::default()).await
+    }
+
+    /// A round trip that changes nothing.
+    pub async fn ping(&mut self) -> Result<(), ClientError> {
+        self.call(requests::Ping::default()).await
+    }
+
+    /// The core's status.
+    pub async fn status(&mut self) -> Result<CoreStatus, ClientError> {
+        self.call(requests::Status::default()).await
+    }
+
+    /// Connected sessions; with `all`, every known one.
+    pub async fn list_sessions(&mut self, all: bool) -> Result<Vec<SessionInfo>, ClientError> {
+        self.call(requests::ListSessions { id: 0, all }).await
+    }
+
+    /// Open asks; with `all`, answered ones too.
+    pub async fn list_asks(&mut self, all: bool) -> Result<Vec<Ask>, ClientError> {
+        self.call(requests::ListAsks { id: 0, all }).await
+    }
+
+    /// Active pairings; with `all`, ended ones too.
+    pub async fn list_pairings(&mut self, all: bool) -> Result<Vec<Pairing>, ClientError> {
+        self.call(requests::ListPairings { id: 0, all }).await
+    }
+
+    /// Pi: bind this connection to a session.
+    pub async fn register(&mut self, session: Registration) -> Result<Registered, ClientError> {
+        self.call(requests::Register { id: 0, session }).await
+    }
+
+    /// Pi: open a question with no options or details.
+    pub async fn ask(&mut self, question: impl Into<String>) -> Result<Ask, ClientError> {
+        let question = question.into();
+        self.call(requests::Ask {
+            question,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// Pi: post a report.
+    pub async fn report(&mut self, text: impl Into<String>) -> Result<Report, ClientError> {
+        let text = text.into();
+        self.call(requests::Report { id: 0, text }).await
+    }
+
+    /// Answer an ask (CLI and bridges).
+    pub async fn answer(&mut self, ask: u64, text: impl Into<String>) -> Result<Ask, ClientError> {
+        let text = text.into();
+        self.call(requests::Answer {
+            ask,
+            text,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// Send text to a session: a steer from the CLI or a bridge, a message from Pi.
+    pub async fn send_to(
+        &mut self,
+        to: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Result<Sent, ClientError> {
+        let (to, text) = (to.into(), text.into());
+        self.call(requests::Send {
+            to,
+            text,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// Pi: these deliveries reached the model. No reply.
+    pub async fn ack(&mut self, ids: Vec<u64>) -> Result<(), ClientError> {
+        self.send(&ClientMsg::Ack(requests::Ack { ids })).await
+    }
+
+    /// Pair `worker` with the free supervisor-role session in its cwd (CLI and bridges),
+    /// or from Pi, become its supervisor.
+    pub async fn supervise(
+        &mut self,
+        worker: impl Into<String>,
+        goal: impl Into<String>,
+    ) -> Result<Pairing, ClientError> {
+        self.call(requests::Supervise {
+            worker: Some(worker.into()),
+            goal: Some(goal.into()),
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// End the pairing of `session` (either side) without a verdict.
+    pub async fn unpair(&mut self, session: impl Into<String>) -> Result<Pairing, ClientError> {
+        self.call(requests::Unpair {
+            session: Some(session.into()),
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// Have the supervisor of `session`'s pairing look now.
+    pub async fn look(&mut self, session: impl Into<String>) -> Result<Pairing, ClientError> {
+        self.call(requests::Look {
+            session: Some(session.into()),
+            ..Default::default()
+        })
+        .await
+    }
+}

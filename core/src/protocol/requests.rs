@@ -1,0 +1,218 @@
+//! One struct per client message (mini-redis style): what a request carries, named, so the
+//! hub's handlers, the client's typed calls and the tests all take the same value. Each is
+//! a newtype variant of [`ClientMsg`](super::ClientMsg) (`ClientMsg::Supervise(Supervise)`),
+//! which serializes exactly like the struct's fields next to `type`.
+//!
+//! Every request has the `id` the response echoes; [`crate::client::Client::call`] sets it,
+//! so callers leave it 0 (`..Default::default()`). `ack` is the one message without an id:
+//! it gets no response.
+
+use serde::{Deserialize, Serialize};
+
+use super::{ClientKind, ContextUsage, Registration, Role, VerdictKind};
+
+/// First message on every connection. Answered by `welcome`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub id: u64,
+    pub protocol: u32,
+    pub client: ClientKind,
+    /// Free-form label: `telegram`, `shepherd-cli 0.1.0`, `pi-ext 0.1.0`.
+    #[serde(default)]
+    pub client_name: Option<String>,
+}
+
+/// Pi only: bind this connection to a Pi session. Answered by `registered`, then every
+/// unacknowledged delivery for the session follows as `deliver` events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Register {
+    pub id: u64,
+    pub session: Registration,
+}
+
+/// Pi only: change what the session says about itself. Absent fields stay as they are.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Update {
+    pub id: u64,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub context: Option<ContextUsage>,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub role: Option<Role>,
+    #[serde(default)]
+    pub session_file: Option<String>,
+}
+
+/// Pi only: open a question for whoever supervises the session. Answered by `asked`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Ask {
+    pub id: u64,
+    pub question: String,
+    #[serde(default)]
+    pub options: Vec<String>,
+    #[serde(default)]
+    pub details: Option<String>,
+}
+
+/// Pi only: post information (no question) for whoever supervises the session. Answered
+/// by `reported`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Report {
+    pub id: u64,
+    pub text: String,
+}
+
+/// CLI and bridges: give an ask its one answer. Answered by `answered`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Answer {
+    pub id: u64,
+    pub ask: u64,
+    pub text: String,
+    /// Bridges only: the human who answered (`telegram:@alice`). Ignored for the CLI.
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
+/// Send text to a session (exact id, unique id prefix or unique name). From the CLI or a
+/// bridge it is a steer; from a Pi session, a message. Answered by `sent`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Send {
+    pub id: u64,
+    pub to: String,
+    pub text: String,
+    /// Bridges only: the human who wrote it.
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
+/// Pi only: these deliveries reached the model (or were dropped as duplicates). No
+/// response, so no `id`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Ack {
+    pub ids: Vec<u64>,
+}
+
+/// Answered by `sessions`. `all` adds sessions that are not connected.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListSessions {
+    pub id: u64,
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// Answered by `asks`. `all` adds answered asks.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListAsks {
+    pub id: u64,
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// Answered by `core_status`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Status {
+    pub id: u64,
+}
+
+/// Receive presence, ask and report events on this connection. Answered by `subscribed`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Subscribe {
+    pub id: u64,
+}
+
+/// Answered by `pong`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Ping {
+    pub id: u64,
+}
+
+/// Start a pairing. From a Pi session: it becomes the supervisor of `worker` (exact id,
+/// unique prefix or unique name; absent: the one free session in its cwd). From the CLI or
+/// a bridge: `worker` is required and `supervisor` defaults to the one free
+/// supervisor-role session in the worker's cwd. A `goal` that is one word containing `/`
+/// or `.` is a file, read whole (relative to `cwd`, else the requester's or the worker's
+/// cwd). Answered by `paired`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Supervise {
+    pub id: u64,
+    #[serde(default)]
+    pub worker: Option<String>,
+    #[serde(default)]
+    pub supervisor: Option<String>,
+    #[serde(default)]
+    pub goal: Option<String>,
+    /// CLI: the directory a goal path is relative to.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Bridges only: the human who asked.
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
+/// End a pairing without a verdict. From a Pi session: its own pairing; from the CLI or a
+/// bridge: the pairing of `session` (either side). Answered by `unpaired`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Unpair {
+    pub id: u64,
+    #[serde(default)]
+    pub session: Option<String>,
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
+/// Change a pairing's goal in place (the steer history stays). `session` as for
+/// [`Unpair`]. Answered by `goal_set`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SetGoal {
+    pub id: u64,
+    pub goal: String,
+    #[serde(default)]
+    pub session: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
+/// Deliver a view to the supervisor now. `session` as for [`Unpair`]. Answered by
+/// `look_requested`; the view follows as a `deliver` of kind `view`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Look {
+    pub id: u64,
+    #[serde(default)]
+    pub session: Option<String>,
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
+/// Supervisor only: what the worker did since the last view, returned (not delivered) and
+/// not counted as a look. Answered by `view`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct WorkerView {
+    pub id: u64,
+}
+
+/// Supervisor only: the answer to the current look. Answered by `verdict_accepted`, or
+/// refused by a guard (`verdict_refused`, `runaway`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub id: u64,
+    pub verdict: VerdictKind,
+    #[serde(default)]
+    pub text: String,
+}
+
+/// Answered by `pairings`. `all` adds ended pairings.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListPairings {
+    pub id: u64,
+    #[serde(default)]
+    pub all: bool,
+}
