@@ -1,25 +1,26 @@
 //! # The bridge's link to the core
 //!
-//! A bridge is a client of the core like any other (client kind `bridge`). It keeps two
-//! connections: one subscribed to events (sessions, asks, reports, pairings), read by a task that
-//! forwards them to the bridge and reconnects with backoff when the core restarts, and
-//! one for requests (answer, send, lists), connected on demand and re-established once
-//! when it finds the connection gone.
+//! Transport only: a bridge is a client of the core like any other (client kind
+//! `bridge`). It keeps two connections: one subscribed to events (sessions, asks, reports,
+//! pairings), read by [`forward_events`], which hands them to the bridge's actor and
+//! reconnects with backoff when the core restarts; and one for requests ([`CoreLink`]),
+//! connected on demand and re-established once when it finds the connection gone.
+//!
+//! Every request a bridge sends is built here, one method per request
+//! ([`CoreLink::answer`], [`CoreLink::steer`], [`CoreLink::supervise`], …) over the
+//! core's typed calls, each returning the reply's content or a [`ClientError`] (a reply of
+//! another type is [`ClientError::Unexpected`]); what the replies mean to a human is
+//! decided elsewhere (`relay::commands`, `chat::replies`).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use shepherd_core::client::Sent;
 use shepherd_core::client::{Client, ClientError, Request};
-use std::collections::HashMap;
-
 use shepherd_core::protocol::{
-    Ask, AskState, ClientKind, Pairing, ServerMsg, SessionInfo, requests,
+    Ask, AskState, ClientKind, CoreStatus, Pairing, ServerMsg, SessionInfo, requests,
 };
-
-use crate::chat::commands::ChatCommand;
-use crate::chat::render::{self, Rendered};
-use crate::chat::replies::{failure, pick, plain};
-use crate::supervision::Here;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -32,6 +33,18 @@ pub enum CoreEvent {
     Event(Box<ServerMsg>),
     /// The connection dropped; reconnecting.
     Disconnected(String),
+}
+
+/// A reply's content, or why there is none.
+pub type Reply<T> = Result<T, ClientError>;
+
+/// What a bridge needs to catch up after (re)connecting: every known session, every ask
+/// split into the ones still open and the ones answered, and the active pairings.
+pub struct Snapshot {
+    pub sessions: HashMap<String, SessionInfo>,
+    pub open: Vec<Ask>,
+    pub answered: HashMap<u64, Ask>,
+    pub pairings: Vec<Pairing>,
 }
 
 /// Requests to the core, reconnecting when needed.
@@ -51,7 +64,7 @@ impl CoreLink {
     }
 
     /// Send a request; on a dead connection, reconnect and try once more.
-    pub async fn call<R: Request + Clone>(&mut self, request: R) -> Result<R::Reply, ClientError> {
+    async fn call<R: Request + Clone>(&mut self, request: R) -> Reply<R::Reply> {
         for attempt in 0..2 {
             if self.client.is_none() {
                 self.client =
@@ -69,35 +82,112 @@ impl CoreLink {
         }
         unreachable!("the loop returns")
     }
-}
 
-/// What a bridge needs to catch up after (re)connecting: every known session, every ask
-/// split into the ones still open and the ones answered, and the active pairings.
-pub struct Snapshot {
-    pub sessions: HashMap<String, SessionInfo>,
-    pub open: Vec<Ask>,
-    pub answered: HashMap<u64, Ask>,
-    pub pairings: Vec<Pairing>,
-}
+    /// `list_sessions`: the connected sessions, or (`all`) every known one.
+    pub async fn sessions(&mut self, all: bool) -> Reply<Vec<SessionInfo>> {
+        self.call(requests::ListSessions { id: 0, all }).await
+    }
 
-impl CoreLink {
-    /// Read the sessions and asks a bridge resynchronises from.
-    pub async fn snapshot(&mut self) -> Result<Snapshot, ClientError> {
-        let sessions = self
-            .call(requests::ListSessions { id: 0, all: true })
-            .await?
-            .into_iter()
-            .map(|s| (s.id.clone(), s))
-            .collect();
-        let asks = self.call(requests::ListAsks { id: 0, all: true }).await?;
+    /// `list_asks`: the open asks, or (`all`) the answered ones too.
+    pub async fn asks(&mut self, all: bool) -> Reply<Vec<Ask>> {
+        self.call(requests::ListAsks { id: 0, all }).await
+    }
+
+    /// One ask (open or answered), if the core knows it.
+    pub async fn ask(&mut self, ask: u64) -> Option<Ask> {
+        let asks = self.asks(true).await.ok()?;
+        asks.into_iter().find(|a| a.id == ask)
+    }
+
+    /// `list_pairings`: the active pairings, or (`all`) the ended ones too.
+    pub async fn pairings(&mut self, all: bool) -> Reply<Vec<Pairing>> {
+        self.call(requests::ListPairings { id: 0, all }).await
+    }
+
+    /// `status`: the core's own status.
+    pub async fn status(&mut self) -> Reply<CoreStatus> {
+        self.call(requests::Status::default()).await
+    }
+
+    /// `answer`: answer an ask for the human `by`.
+    pub async fn answer(&mut self, ask: u64, text: &str, by: &str) -> Reply<()> {
+        let request = requests::Answer {
+            id: 0,
+            ask,
+            text: text.to_string(),
+            by: Some(by.to_string()),
+        };
+        self.call(request).await.map(|_| ())
+    }
+
+    /// `send` from a bridge: steer a session (id, id prefix or name) for the human `by`.
+    pub async fn steer(&mut self, to: &str, text: &str, by: &str) -> Reply<Sent> {
+        let request = requests::Send {
+            id: 0,
+            to: to.to_string(),
+            text: text.to_string(),
+            by: Some(by.to_string()),
+        };
+        self.call(request).await
+    }
+
+    /// `supervise`: pair a free supervisor with `worker`, for the human `by`.
+    pub async fn supervise(
+        &mut self,
+        worker: &str,
+        goal: Option<&str>,
+        by: &str,
+    ) -> Reply<Pairing> {
+        let request = requests::Supervise {
+            worker: Some(worker.to_string()),
+            goal: goal.map(str::to_string),
+            by: Some(by.to_string()),
+            ..Default::default()
+        };
+        self.call(request).await
+    }
+
+    /// `set_goal`: change the goal of `session`'s pairing, for the human `by`.
+    pub async fn set_goal(&mut self, session: &str, goal: &str, by: &str) -> Reply<Pairing> {
+        let request = requests::SetGoal {
+            goal: goal.to_string(),
+            session: Some(session.to_string()),
+            by: Some(by.to_string()),
+            ..Default::default()
+        };
+        self.call(request).await
+    }
+
+    /// `look`: deliver a view to `session`'s supervisor now, for the human `by`.
+    pub async fn look(&mut self, session: &str, by: &str) -> Reply<Pairing> {
+        let request = requests::Look {
+            session: Some(session.to_string()),
+            by: Some(by.to_string()),
+            ..Default::default()
+        };
+        self.call(request).await
+    }
+
+    /// `unpair`: end `session`'s pairing, for the human `by`.
+    pub async fn unpair(&mut self, session: &str, by: &str) -> Reply<Pairing> {
+        let request = requests::Unpair {
+            session: Some(session.to_string()),
+            by: Some(by.to_string()),
+            ..Default::default()
+        };
+        self.call(request).await
+    }
+
+    /// Read the sessions, asks and pairings a bridge resynchronises from.
+    pub async fn snapshot(&mut self) -> Reply<Snapshot> {
+        let sessions = self.sessions(true).await?;
+        let sessions = sessions.into_iter().map(|s| (s.id.clone(), s)).collect();
+        let asks = self.asks(true).await?;
         let (open, answered): (Vec<Ask>, Vec<Ask>) =
             asks.into_iter().partition(|a| a.state == AskState::Open);
         let answered = answered.into_iter().map(|a| (a.id, a)).collect();
         // A core that cannot list pairings still gets its asks and sessions shown.
-        let pairings = match self
-            .call(requests::ListPairings { id: 0, all: false })
-            .await
-        {
+        let pairings = match self.pairings(false).await {
             Ok(pairings) => pairings,
             Err(e @ ClientError::Unexpected { .. }) => {
                 tracing::warn!(error = %e, "bridge: unexpected reply to list_pairings");
@@ -115,71 +205,6 @@ impl CoreLink {
             answered,
             pairings,
         })
-    }
-}
-
-/// What to do about a chat command.
-pub enum CommandReply {
-    /// Say this where the command was written.
-    Say(Rendered),
-    /// Steer a session (the bridge confirms in its own way).
-    Steer { session: String, text: String },
-    /// A pairing command's result, `reply` to be said where the command was written.
-    /// `announced`: the worker's topic or thread gets the same news from the core's
-    /// `pairing_event`, so where that is also where the command was written, the bridge
-    /// says it once.
-    Pairing {
-        pairing: Box<Pairing>,
-        reply: Rendered,
-        announced: bool,
-    },
-}
-
-impl CoreLink {
-    /// Answer a chat command from the core's state, the same way on every platform.
-    /// `prefix` is the platform's command character (`/` or `!`); `here` says where it
-    /// was written and by whom.
-    pub async fn answer_command(
-        &mut self,
-        command: ChatCommand,
-        prefix: char,
-        here: Here<'_>,
-    ) -> CommandReply {
-        let reply = match command {
-            ChatCommand::Sessions => match self
-                .call(requests::ListSessions { id: 0, all: false })
-                .await
-            {
-                Ok(sessions) => render::sessions_list(&sessions),
-                Err(e) => failure(e),
-            },
-            ChatCommand::Asks => match self.call(requests::ListAsks { id: 0, all: false }).await {
-                Ok(asks) => render::asks_list(&asks),
-                Err(e) => failure(e),
-            },
-            ChatCommand::Status(None) => match self.call(requests::Status::default()).await {
-                Ok(status) => render::core_status(&status),
-                Err(e) => failure(e),
-            },
-            ChatCommand::Status(Some(selector)) => {
-                match self.call(requests::ListSessions { id: 0, all: true }).await {
-                    Ok(sessions) => match pick(&sessions, &selector, prefix) {
-                        Ok(s) => render::session_status(s),
-                        Err(text) => plain(text),
-                    },
-                    Err(e) => failure(e),
-                }
-            }
-            ChatCommand::Steer { session, text } => return CommandReply::Steer { session, text },
-            ChatCommand::Supervise(args) => return self.supervise(&args, prefix, here).await,
-            ChatCommand::Goal(args) => return self.set_goal(&args, prefix, here).await,
-            ChatCommand::Look(session) => return self.look(session.as_deref(), prefix, here).await,
-            ChatCommand::Stop(session) => return self.stop(session.as_deref(), prefix, here).await,
-            ChatCommand::Help => render::help(prefix),
-            ChatCommand::Usage(error) => render::usage(prefix, &error),
-            ChatCommand::Unknown(name) => render::unknown_command(prefix, &name),
-        };
-        CommandReply::Say(reply)
     }
 }
 

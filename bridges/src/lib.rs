@@ -10,12 +10,14 @@
 //! - [`chat`]: what the bridges share, independent of any platform: what an ask card, a
 //!   report or a status says, HTML rendering and escaping, splitting long text at safe
 //!   boundaries, command parsing, and who may speak.
-//! - [`core_link`]: the bridge side of the intercom (events and requests, reconnecting),
-//!   and the answers to chat commands, the same on every platform.
-//! - [`supervision`]: pairings on the bridge side: where a supervisor's asks go, and the
-//!   pairing commands (`supervise`, `goal`, `look`, `stop`).
-//! - [`telegram`]: the Telegram bridge (teloxide): cards, topics, outbox, polling.
-//! - [`matrix`]: the Matrix bridge (matrix-sdk): threads, reactions, encrypted rooms.
+//! - [`core_link`]: the bridge side of the intercom: events (subscribed, reconnecting)
+//!   and one method per request to the core.
+//! - [`relay`]: one bridge's state and behaviour for any platform (`Relay<P: Platform>`):
+//!   the core's events rendered once for every phone, resync, command answering,
+//!   pairings, answers and steers.
+//! - [`outbox`]: the actor every send goes through (order, pacing, coalesced edits).
+//! - [`telegram`]: the Telegram platform (teloxide): topics, buttons, polling.
+//! - [`matrix`]: the Matrix platform (matrix-sdk): threads, reactions, encrypted rooms.
 
 // matrix-sdk's futures are deep: proving them `Send` for `tokio::spawn` needs more than
 // the default recursion limit (128).
@@ -24,7 +26,8 @@
 pub mod chat;
 pub mod core_link;
 pub mod matrix;
-pub mod supervision;
+pub mod outbox;
+pub mod relay;
 pub mod telegram;
 
 use std::path::Path;

@@ -15,7 +15,20 @@
 
 use shepherd_core::protocol::Ask;
 
-use super::render::OPTION_KEYS;
+/// The keycap emoji for options 1 to 10: the reactions a Matrix user answers with (and
+/// the keys an ask card shows).
+pub const OPTION_KEYS: [&str; 10] = [
+    "1\u{fe0f}\u{20e3}",
+    "2\u{fe0f}\u{20e3}",
+    "3\u{fe0f}\u{20e3}",
+    "4\u{fe0f}\u{20e3}",
+    "5\u{fe0f}\u{20e3}",
+    "6\u{fe0f}\u{20e3}",
+    "7\u{fe0f}\u{20e3}",
+    "8\u{fe0f}\u{20e3}",
+    "9\u{fe0f}\u{20e3}",
+    "\u{1f51f}",
+];
 
 /// A command as the help and Telegram's `setMyCommands` list it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,6 @@
 //! passed in), a session's `repo@branch`, context fill, one-line text, and truncation
 //! counted in UTF-16 code units as Telegram counts (never inside a surrogate pair).
 
-pub use shepherd_core::clock::now_ms;
 pub use shepherd_core::human::{ago, duration};
 
 use shepherd_core::protocol::SessionInfo;

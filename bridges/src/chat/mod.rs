@@ -16,7 +16,7 @@
 //!   and stop, in the worker's topic or thread, and the replies to the pairing commands.
 //! - [`access`]: the allowlist of users and chats, with reasons for the audit log.
 //! - [`replies`]: the short replies for failed requests and session picking.
-//! - [`format`]: small helpers (relative times, `repo@branch`, UTF-16 truncation).
+//! - [`format`](mod@format): small helpers (relative times, `repo@branch`, UTF-16 truncation).
 //!
 //! A bridge's path for a message: render, then [`split::split_html`] (or a document when
 //! [`split::as_document`] says so), then for Matrix [`html::for_matrix`] on each chunk with

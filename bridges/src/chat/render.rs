@@ -5,8 +5,8 @@
 //! document). Ask cards, answered cards, reports, the session and ask lists, one
 //! session's status, the core's status, help and command errors, and forum-topic names.
 //! Everything that comes from a session or a person (names, questions, answers, reports)
-//! is escaped; the functions are pure (the `…_at` forms take the clock; the others read it), so the bridges and
-//! the tests see exactly the same text. An ask card always fits one Telegram message
+//! is escaped; the functions are pure (the lists and statuses take the clock as `now`), so
+//! the bridges and the tests see exactly the same text. An ask card always fits one Telegram message
 //! (its buttons hang on it and it is edited in place), so long questions and details are
 //! cut; reports and lists may be long, and the bridge splits them ([`super::split`]).
 
@@ -14,9 +14,9 @@ use shepherd_core::protocol::{
     Ask, AskState, CoreStatus, Millis, Report, SessionInfo, SessionStatus,
 };
 
-use super::commands::{COMMANDS, UsageError};
+use super::commands::{COMMANDS, OPTION_KEYS, UsageError};
 use super::format::{
-    ago, base_name, duration, now_ms, one_line, percent, plural, repo_branch, thousands, truncate,
+    ago, base_name, duration, one_line, percent, plural, repo_branch, thousands, truncate,
     utf16_len,
 };
 use super::html::{Html, text_with_code};
@@ -34,20 +34,6 @@ impl From<Html> for Rendered {
         Rendered { html, plain }
     }
 }
-
-/// The keycap emoji for options 1 to 10: the reactions a Matrix user answers with.
-pub const OPTION_KEYS: [&str; 10] = [
-    "1\u{fe0f}\u{20e3}",
-    "2\u{fe0f}\u{20e3}",
-    "3\u{fe0f}\u{20e3}",
-    "4\u{fe0f}\u{20e3}",
-    "5\u{fe0f}\u{20e3}",
-    "6\u{fe0f}\u{20e3}",
-    "7\u{fe0f}\u{20e3}",
-    "8\u{fe0f}\u{20e3}",
-    "9\u{fe0f}\u{20e3}",
-    "\u{1f51f}",
-];
 
 /// Longest question, details and answer shown on a card (UTF-16 units), so that a card
 /// stays within one Telegram message; `shepherd asks` shows them whole.
@@ -227,13 +213,8 @@ fn place(s: &SessionInfo) -> String {
 }
 
 /// The sessions, one short paragraph each: name, status, id; repo@branch, context fill,
-/// connected or last seen, open asks and pending messages. Times are relative to now;
-/// [`sessions_list_at`] takes the clock.
-pub fn sessions_list(sessions: &[SessionInfo]) -> Rendered {
-    sessions_list_at(sessions, now_ms())
-}
-
-/// [`sessions_list`] as seen at `now` (Unix milliseconds).
+/// connected or last seen, open asks and pending messages. Times are relative to `now`
+/// (Unix milliseconds).
 pub fn sessions_list_at(sessions: &[SessionInfo], now: Millis) -> Rendered {
     let mut h = Html::new();
     if sessions.is_empty() {
@@ -270,12 +251,7 @@ pub fn sessions_list_at(sessions: &[SessionInfo], now: Millis) -> Rendered {
     h.into()
 }
 
-/// One session in detail (times relative to now).
-pub fn session_status(s: &SessionInfo) -> Rendered {
-    session_status_at(s, now_ms())
-}
-
-/// [`session_status`] as seen at `now`.
+/// One session in detail (times relative to `now`).
 pub fn session_status_at(s: &SessionInfo, now: Millis) -> Rendered {
     let mut h = Html::new();
     session_line(&mut h, s);
@@ -321,12 +297,7 @@ pub fn session_status_at(s: &SessionInfo, now: Millis) -> Rendered {
 }
 
 /// The asks, one short paragraph each: id, session, age, question, options (or the
-/// answer, for answered asks). Ages are relative to now.
-pub fn asks_list(asks: &[Ask]) -> Rendered {
-    asks_list_at(asks, now_ms())
-}
-
-/// [`asks_list`] as seen at `now`.
+/// answer, for answered asks). Ages are relative to `now`.
 pub fn asks_list_at(asks: &[Ask], now: Millis) -> Rendered {
     let mut h = Html::new();
     if asks.is_empty() {

@@ -6,14 +6,18 @@
 //! commands back to the core. Built on matrix-sdk with its SQLite state and crypto store,
 //! so encrypted rooms work and a restart keeps the same device ([`session`]). The bot
 //! syncs once before it registers any handler, so history is never answered; then it
-//! syncs until shutdown, its handlers forwarding events to one actor ([`bridge`]) that
-//! also receives the core's events. Decisions are pure ([`decide`]); sends go out one at
-//! a time with rate limits waited out ([`send`]); the bridge's own mapping of events to
-//! asks and sessions is in `bridge.db` ([`store`]).
+//! syncs until shutdown, its handlers forwarding events to one actor, a [`Relay`] over
+//! [`bridge::Matrix`] (threads, posts, cards), that also receives the core's events; the
+//! room's events are read in [`room`]. Decisions are pure ([`decide`]); sends go through
+//! the bridge's outbox ([`outbox`]: in order, paced, off the actor) and are retried with
+//! rate limits waited out ([`send`]); the bridge's own mapping of events to asks and
+//! sessions is in `bridge.db` ([`store`]).
 
 pub mod bridge;
 pub mod decide;
 pub mod events;
+pub mod outbox;
+pub mod room;
 pub mod send;
 pub mod session;
 pub mod store;
@@ -30,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::chat::access::Allowlist;
 use crate::core_link::{self, CoreLink};
+use crate::relay::Relay;
 use session::NetworkError;
 
 /// Why the Matrix bridge cannot run.
@@ -200,19 +205,18 @@ async fn run_inner(
         [room.room_id().to_string()],
     )
     .chat_noun("room");
-    let mut bridge = bridge::Bridge {
+    let matrix = bridge::Matrix {
         client,
+        outbox: outbox::spawn(room.clone(), shutdown.clone()),
         room,
         me,
         store,
-        core: CoreLink::new(&socket, "matrix"),
         allow,
-        sessions: Default::default(),
-        pairings: Default::default(),
         latest: Default::default(),
-        audit_log: state_dir.join("audit.log"),
         shutdown: shutdown.clone(),
     };
+    let core = CoreLink::new(&socket, "matrix");
+    let mut bridge = Relay::new(matrix, core, state_dir.join("audit.log"));
     let mut sync_task = sync_task;
     let result = loop {
         tokio::select! {

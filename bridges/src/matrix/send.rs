@@ -1,7 +1,8 @@
 //! # Sending to the room
 //!
 //! Every event the bridge sends (messages, edits, reactions, files) goes through here, one
-//! at a time from the bridge's actor, so the room sees them in the order they were meant.
+//! at a time from the bridge's outbox ([`super::outbox`]), so the room sees them in the
+//! order they were meant.
 //! Each send is retried until it succeeds or cannot: `M_LIMIT_EXCEEDED` is waited out for
 //! the `retry_after_ms` the homeserver asks for (1 s when it names none), network errors
 //! are retried with backoff (0.5 s doubling to 30 s, for up to ten minutes), anything else

@@ -3,12 +3,15 @@
 //! Relays asks (as cards with buttons), reports and status to one Telegram chat (a private
 //! chat, or a forum supergroup with one topic per Pi session) and carries answers, steers
 //! and commands back to the core. Built on teloxide's raw API: our own polling loop
-//! persists the update offset, our own outbox keeps order and rate limits.
+//! persists the update offset, the bridge's outbox keeps order and rate limits. The
+//! bridge is a [`Relay`] over [`bridge::Telegram`] (topics, posts, cards); what the human
+//! does arrives as updates ([`updates`]).
 
 pub mod bridge;
 pub mod outbox;
 pub mod poller;
 pub mod store;
+pub mod updates;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -20,8 +23,10 @@ use teloxide::types::BotCommand;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::chat::access::Allowlist;
 use crate::chat::commands::COMMANDS;
 use crate::core_link::{self, CoreLink};
+use crate::relay::Relay;
 
 /// Why the Telegram bridge cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -133,19 +138,17 @@ pub async fn run(
     })?;
     tokio::spawn(poller::run(bot.clone(), offset, poll_tx, shutdown.clone()));
 
-    let mut bridge = bridge::Bridge {
+    let telegram = bridge::Telegram {
         bot,
         outbox,
         store,
-        core: CoreLink::new(&socket, "telegram"),
         chat_id,
-        allowed_users: config.allowed_users.clone(),
+        allow: Allowlist::new(config.allowed_users.iter().copied(), [chat_id]),
         username,
         forum: if chat_id > 0 { Some(false) } else { None },
-        sessions: Default::default(),
-        pairings: Default::default(),
-        audit_log: state_dir.join("audit.log"),
     };
+    let core = CoreLink::new(&socket, "telegram");
+    let mut bridge = Relay::new(telegram, core, state_dir.join("audit.log"));
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -153,7 +156,7 @@ pub async fn run(
             Some((update, done)) = poll_rx.recv() => {
                 let next = i64::from(update.id.0) + 1;
                 bridge.on_update(update).await;
-                if let Err(e) = bridge.store.set_offset(next) {
+                if let Err(e) = bridge.platform.store.set_offset(next) {
                     tracing::error!(error = %e, "telegram: could not save the update offset");
                 }
                 let _ = done.send(());

@@ -1,0 +1,194 @@
+//! # Answering chat commands
+//!
+//! What a chat command means, the same on every platform: [`answer`] asks the core (through
+//! [`CoreLink`]'s one method per request) and renders its reply with `chat::render`,
+//! `chat::pairing` and `chat::replies`. The pairing commands (`supervise`, `goal`, `look`,
+//! `stop`) become `supervise`, `set_goal`, `look` and `unpair` requests with the human as
+//! `by`; written in a session's topic or thread they may leave out the session
+//! ([`SessionArgs::target`]); the core's refusals (`no_candidate`, `already_paired`,
+//! `not_paired`, …) are shown in its own words, which say what to do. Nothing here knows
+//! the platform: the relay posts the [`CommandReply`].
+
+use shepherd_core::protocol::{Millis, Pairing};
+
+use super::pairings::Here;
+use crate::chat::commands::{ChatCommand, SessionArgs, UsageError};
+use crate::chat::pairing;
+use crate::chat::render::{self, Rendered};
+use crate::chat::replies::{failure, pick, plain, refused};
+use crate::core_link::{CoreLink, Reply};
+
+/// What to do about a chat command.
+pub enum CommandReply {
+    /// Say this where the command was written.
+    Say(Rendered),
+    /// Steer a session (the bridge confirms in its own way).
+    Steer { session: String, text: String },
+    /// A pairing command's result, `reply` to be said where the command was written.
+    /// `announced`: the worker's topic or thread gets the same news from the core's
+    /// `pairing_event`, so where that is also where the command was written, the bridge
+    /// says it once.
+    Pairing {
+        pairing: Box<Pairing>,
+        reply: Rendered,
+        announced: bool,
+    },
+}
+
+/// Answer a chat command from the core's state. `prefix` is the platform's command
+/// character (`/` or `!`); `here` says where it was written and by whom; `now` is the
+/// clock the lists and statuses show times against.
+pub async fn answer(
+    link: &mut CoreLink,
+    command: ChatCommand,
+    prefix: char,
+    here: Here<'_>,
+    now: Millis,
+) -> CommandReply {
+    let reply = match command {
+        ChatCommand::Sessions => match link.sessions(false).await {
+            Ok(sessions) => render::sessions_list_at(&sessions, now),
+            Err(e) => failure(e),
+        },
+        ChatCommand::Asks => match link.asks(false).await {
+            Ok(asks) => render::asks_list_at(&asks, now),
+            Err(e) => failure(e),
+        },
+        ChatCommand::Status(None) => match link.status().await {
+            Ok(status) => render::core_status(&status),
+            Err(e) => failure(e),
+        },
+        ChatCommand::Status(Some(selector)) => match link.sessions(true).await {
+            Ok(sessions) => match pick(&sessions, &selector, prefix) {
+                Ok(s) => render::session_status_at(s, now),
+                Err(text) => plain(text),
+            },
+            Err(e) => failure(e),
+        },
+        ChatCommand::Steer { session, text } => return CommandReply::Steer { session, text },
+        ChatCommand::Supervise(args) => return supervise(link, &args, prefix, here).await,
+        ChatCommand::Goal(args) => return set_goal(link, &args, prefix, here).await,
+        ChatCommand::Look(session) => return look(link, session.as_deref(), prefix, here).await,
+        ChatCommand::Stop(session) => return stop(link, session.as_deref(), prefix, here).await,
+        ChatCommand::Help => render::help(prefix),
+        ChatCommand::Usage(error) => render::usage(prefix, &error),
+        ChatCommand::Unknown(name) => render::unknown_command(prefix, &name),
+    };
+    CommandReply::Say(reply)
+}
+
+/// `supervise [session] [goal]`: pair a free supervisor with the session.
+async fn supervise(
+    link: &mut CoreLink,
+    args: &SessionArgs,
+    prefix: char,
+    here: Here<'_>,
+) -> CommandReply {
+    let Some((worker, goal)) = target(link, args, here).await else {
+        return usage(prefix, UsageError::SuperviseWithoutSession);
+    };
+    let goal = Some(goal).filter(|g| !g.is_empty());
+    let reply = link.supervise(&worker, goal.as_deref(), here.by).await;
+    paired(reply, true, |p| pairing::started(p, Some(here.by)))
+}
+
+/// `goal [session] <goal>`: change the goal of the session's pairing.
+async fn set_goal(
+    link: &mut CoreLink,
+    args: &SessionArgs,
+    prefix: char,
+    here: Here<'_>,
+) -> CommandReply {
+    let Some((session, goal)) = target(link, args, here).await else {
+        return usage(prefix, UsageError::GoalWithoutText { session: None });
+    };
+    if goal.is_empty() {
+        let session = Some(session);
+        return usage(prefix, UsageError::GoalWithoutText { session });
+    }
+    let reply = link.set_goal(&session, &goal, here.by).await;
+    paired(reply, true, |p| pairing::goal_changed(p, Some(here.by)))
+}
+
+/// `look [session]`: deliver a view to the session's supervisor now.
+async fn look(
+    link: &mut CoreLink,
+    session: Option<&str>,
+    prefix: char,
+    here: Here<'_>,
+) -> CommandReply {
+    match session_here(session, "look", prefix, here) {
+        Ok(session) => paired(link.look(session, here.by).await, false, pairing::looking),
+        Err(reply) => reply,
+    }
+}
+
+/// `stop [session]`: end the session's pairing.
+async fn stop(
+    link: &mut CoreLink,
+    session: Option<&str>,
+    prefix: char,
+    here: Here<'_>,
+) -> CommandReply {
+    match session_here(session, "stop", prefix, here) {
+        Ok(session) => {
+            let reply = link.unpair(session, here.by).await;
+            paired(reply, true, |p| pairing::stopped(p, Some(here.by)))
+        }
+        Err(reply) => reply,
+    }
+}
+
+/// The session a command names, else the one it was written about, else its usage.
+fn session_here<'a>(
+    session: Option<&'a str>,
+    command: &'static str,
+    prefix: char,
+    here: Here<'a>,
+) -> Result<&'a str, CommandReply> {
+    session
+        .or(here.session)
+        .ok_or_else(|| usage(prefix, UsageError::WithoutSession { command }))
+}
+
+/// A pairing command's result, `render`ed to be said where the command was written.
+/// `announced`: the core also announces it in the worker's place (`pairing_event`).
+fn paired(
+    reply: Reply<Pairing>,
+    announced: bool,
+    render: impl FnOnce(&Pairing) -> Rendered,
+) -> CommandReply {
+    match reply {
+        Ok(pairing) => CommandReply::Pairing {
+            reply: render(&pairing),
+            pairing: Box::new(pairing),
+            announced,
+        },
+        Err(e) => CommandReply::Say(refused(e)),
+    }
+}
+
+/// The session and text of `args` where the command was written. In a session's topic,
+/// whether the first word is a session is asked of the core (an exact id or name among
+/// every known session).
+async fn target(
+    link: &mut CoreLink,
+    args: &SessionArgs,
+    here: Here<'_>,
+) -> Option<(String, String)> {
+    let named = if here.session.is_some() && !args.first.is_empty() && !args.quoted {
+        match link.sessions(true).await {
+            Ok(sessions) => sessions
+                .iter()
+                .any(|s| s.id == args.first || s.name == args.first),
+            Err(_) => false,
+        }
+    } else {
+        false
+    };
+    args.target(here.session, |_| named)
+}
+
+fn usage(prefix: char, error: UsageError) -> CommandReply {
+    CommandReply::Say(render::usage(prefix, &error))
+}

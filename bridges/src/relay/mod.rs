@@ -1,0 +1,272 @@
+//! # The relay: one bridge's state and behaviour, for any platform
+//!
+//! [`Relay<P>`] is a bridge's actor state: the sessions and pairings as the core last
+//! told them, the link to the core, and the platform `P` ([`Platform`]: Telegram or
+//! Matrix). It handles the core's events (asks become cards, answers close them, reports
+//! and a pairing's news go to the session's place, renames reach the topic), resyncs after
+//! a reconnect, and carries the human's commands, answers and steers back to the core,
+//! the same way for every platform. A platform's own input (Telegram's updates, Matrix's
+//! room events) is read in its own module, as `impl Relay<Telegram>` / `impl Relay<Matrix>`,
+//! and ends in the calls here ([`Relay::on_command`], [`Relay::answer`],
+//! [`Relay::steer`]).
+//!
+//! - [`platform`]: the trait a platform implements (place of a session, post, card).
+//! - [`commands`]: answering chat commands from the core's state.
+//! - [`pairings`]: who supervises whom, and where a command was written.
+
+pub mod commands;
+pub mod pairings;
+pub mod platform;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use shepherd_core::protocol::{
+    Ask, ErrorCode, Pairing, PairingChange, Report, ServerMsg, SessionInfo, Verdict,
+};
+
+use crate::chat::commands::{self as chat_commands, ChatCommand};
+use crate::chat::pairing;
+use crate::chat::render::{self, Rendered};
+use crate::chat::replies::{already_answered_text, plain, steer_error};
+use crate::core_link::{CoreEvent, CoreLink};
+use commands::CommandReply;
+use pairings::{ActivePairings, Here};
+pub use platform::Platform;
+use shepherd_core::client::ClientError;
+
+/// A bridge: its platform, its link to the core, and what it knows of the core's state.
+pub struct Relay<P: Platform> {
+    pub platform: P,
+    pub core: CoreLink,
+    pub sessions: HashMap<String, SessionInfo>,
+    /// Who supervises whom now: a supervisor's asks go to its worker's place.
+    pub pairings: ActivePairings,
+    /// Refused updates, one JSON line each.
+    pub audit_log: PathBuf,
+}
+
+impl<P: Platform> Relay<P> {
+    pub fn new(platform: P, core: CoreLink, audit_log: PathBuf) -> Relay<P> {
+        Relay {
+            platform,
+            core,
+            sessions: HashMap::new(),
+            pairings: ActivePairings::default(),
+            audit_log,
+        }
+    }
+
+    // ---- the core's side -----------------------------------------------------------
+
+    pub async fn on_core(&mut self, event: CoreEvent) {
+        match event {
+            CoreEvent::Connected => {
+                if let Err(e) = self.resync().await {
+                    tracing::warn!(error = %e, "{}: resynchronising with the core failed", P::NAME);
+                }
+            }
+            CoreEvent::Disconnected(why) => {
+                tracing::warn!(%why, "{}: lost the core; reconnecting", P::NAME)
+            }
+            CoreEvent::Event(msg) => match *msg {
+                ServerMsg::AskOpened { ask } => self.post_card(&ask).await,
+                ServerMsg::AskAnswered { ask } => self.close_cards(&ask).await,
+                ServerMsg::ReportPosted { report } => self.post_report(&report).await,
+                ServerMsg::SessionJoined { session } | ServerMsg::SessionChanged { session } => {
+                    let old = self.sessions.insert(session.id.clone(), session.clone());
+                    self.platform.session_changed(old.as_ref(), &session).await;
+                }
+                ServerMsg::SessionLeft { session } => {
+                    self.sessions.insert(session.id.clone(), session);
+                }
+                ServerMsg::PairingEvent {
+                    change,
+                    pairing,
+                    verdict,
+                    by,
+                } => self.on_pairing(change, pairing, verdict, by).await,
+                _ => {}
+            },
+        }
+    }
+
+    /// After (re)connecting: learn the sessions, post cards for open asks that have none,
+    /// and close cards whose ask was answered while we were away.
+    async fn resync(&mut self) -> Result<(), ClientError> {
+        let snapshot = self.core.snapshot().await?;
+        self.sessions = snapshot.sessions;
+        self.pairings.reset(snapshot.pairings);
+        for ask_id in self.platform.open_cards() {
+            if let Some(ask) = snapshot.answered.get(&ask_id) {
+                self.close_cards(ask).await;
+            }
+        }
+        for ask in &snapshot.open {
+            if !self.platform.has_card(ask.id) {
+                self.post_card(ask).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// The place of `session`'s messages.
+    async fn place_of(&mut self, session: &str) -> Option<P::Place> {
+        let info = self.sessions.get(session);
+        self.platform.place_of(session, info).await
+    }
+
+    /// An open ask's card, in its session's place (its worker's, while it supervises one).
+    async fn post_card(&mut self, ask: &Ask) {
+        if self.platform.has_card(ask.id) {
+            return; // Already shown (an event after a resync).
+        }
+        let card = render::ask_card(ask, self.sessions.get(&ask.session_id));
+        let home = self.pairings.home_of(&ask.session_id).to_string();
+        let place = self.place_of(&home).await;
+        self.platform.post_card(place, &home, ask, card).await;
+    }
+
+    /// Edit every card of an answered ask to show the answer and who gave it.
+    async fn close_cards(&mut self, ask: &Ask) {
+        let answered = render::answered_card_with(ask, self.sessions.get(&ask.session_id));
+        self.platform.close_cards(ask, answered).await;
+    }
+
+    async fn post_report(&mut self, report: &Report) {
+        let rendered = render::report(report, self.sessions.get(&report.session_id));
+        self.post_about(&report.session_id, rendered, "report")
+            .await;
+    }
+
+    /// A pairing changed: remember who supervises whom, and post what the human wants to
+    /// see in the worker's place.
+    async fn on_pairing(
+        &mut self,
+        change: PairingChange,
+        pairing: Pairing,
+        verdict: Option<Verdict>,
+        by: Option<String>,
+    ) {
+        self.pairings.apply(&pairing);
+        let Some(rendered) = pairing::event(change, &pairing, verdict.as_ref(), by.as_deref())
+        else {
+            return;
+        };
+        self.post_about(&pairing.worker_id, rendered, "pairing")
+            .await;
+    }
+
+    /// Post in `session`'s place, about it.
+    async fn post_about(&mut self, session: &str, rendered: Rendered, what: &str) {
+        let place = self.place_of(session).await;
+        self.platform
+            .post(place, rendered, Some(session), what)
+            .await;
+    }
+
+    // ---- the human's side ----------------------------------------------------------
+
+    /// Reply at `place` (where the human wrote).
+    pub async fn say(&mut self, place: Option<P::Place>, rendered: Rendered) {
+        self.platform.post(place, rendered, None, "reply").await;
+    }
+
+    /// A chat command written at `place` by `by`; `session` is the session it was written
+    /// about (its topic's or thread's, or the message it replies to).
+    pub async fn on_command(
+        &mut self,
+        command: ChatCommand,
+        place: Option<P::Place>,
+        session: Option<&str>,
+        by: &str,
+    ) {
+        let here = Here { session, by };
+        let now = shepherd_core::clock::now_ms();
+        match commands::answer(&mut self.core, command, P::PREFIX, here, now).await {
+            CommandReply::Say(reply) => self.say(place, reply).await,
+            CommandReply::Steer { session, text } => self.steer(&session, &text, by, place).await,
+            CommandReply::Pairing {
+                pairing,
+                reply,
+                announced,
+            } => {
+                self.pairings.apply(&pairing);
+                // The worker's place gets the same from the core's pairing_event.
+                if !(announced && self.platform.shows_in(&pairing.worker_id, place.as_ref())) {
+                    self.say(place, reply).await;
+                }
+            }
+        }
+    }
+
+    /// An ask, from the core.
+    pub async fn ask(&mut self, ask_id: u64) -> Option<Ask> {
+        self.core.ask(ask_id).await
+    }
+
+    /// A reply to an ask: `2`, `#2`, `2️⃣` or an option's text picks that option;
+    /// anything else is free text.
+    pub async fn reply_to_ask(
+        &mut self,
+        ask_id: u64,
+        text: &str,
+        by: &str,
+        place: Option<P::Place>,
+    ) {
+        let answer = match self.ask(ask_id).await {
+            Some(ask) => {
+                chat_commands::answer_text(&ask, text).unwrap_or_else(|| text.trim().to_string())
+            }
+            None => text.trim().to_string(),
+        };
+        self.answer(ask_id, &answer, by, place).await;
+    }
+
+    /// Answer an ask; a refusal is said at `place`.
+    pub async fn answer(&mut self, ask_id: u64, answer: &str, by: &str, place: Option<P::Place>) {
+        match self.core.answer(ask_id, answer, by).await {
+            Ok(()) => {} // The card's edit (from the ask_answered event) is the confirmation.
+            Err(e) if e.code() == Some(ErrorCode::AlreadyAnswered) => {
+                self.say(place, plain(already_answered_text(&e))).await;
+            }
+            Err(e) => self.say(place, plain(format!("Not answered: {e}"))).await,
+        }
+    }
+
+    /// Steer a session with what the human wrote at `place`.
+    pub async fn steer(&mut self, session: &str, text: &str, by: &str, place: Option<P::Place>) {
+        match self.core.steer(session, text, by).await {
+            Ok(steered) => {
+                let how = if steered.connected {
+                    "delivered"
+                } else {
+                    "queued until it reconnects"
+                };
+                let r = plain(format!("➡️ steered {}: {how}", steered.session_name));
+                self.platform.steered(place, &steered.session_id, r).await;
+            }
+            Err(e) => self.say(place, plain(steer_error(&e))).await,
+        }
+    }
+
+    /// Write a refused update to the audit log (one JSON line: `fields`, the time and
+    /// the bridge).
+    pub fn audit(&self, mut fields: serde_json::Value) {
+        fields["time_ms"] = shepherd_core::clock::now_ms().into();
+        fields["bridge"] = P::NAME.into();
+        append_line(&self.audit_log, &fields.to_string());
+    }
+}
+
+/// Append one line to a file, best effort.
+fn append_line(path: &Path, line: &str) {
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(f, "{line}");
+    }
+}

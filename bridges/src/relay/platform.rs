@@ -1,0 +1,90 @@
+//! # What a phone platform does for the relay
+//!
+//! The few things that differ between Telegram and Matrix once the relay has decided what
+//! to say and about which session: where a session's messages go (a forum topic, a
+//! thread), how a message is posted (split, or a file), how an ask's card carries its
+//! options (buttons, reactions) and is closed once answered, and what the platform
+//! remembers about what it posted (which message is a card, which is about which session)
+//! so that a reply can be read later. Everything else (which event means what, what is
+//! said, which request goes to the core) is the relay's, written once.
+
+use std::future::Future;
+
+use shepherd_core::protocol::{Ask, SessionInfo};
+
+use crate::chat::render::{AskCard, Rendered};
+
+/// One phone platform, as the relay uses it.
+pub trait Platform: Send {
+    /// Where a message is (or goes) within the bridge's chat: Telegram's topic (thread
+    /// id), Matrix's thread (its root event). `None` wherever one is taken is the chat's
+    /// main timeline.
+    type Place: Clone + Send + Sync;
+
+    /// The command character (`/` or `!`).
+    const PREFIX: char;
+    /// The platform's name, for logs.
+    const NAME: &'static str;
+
+    /// Whether the ask already has a card here.
+    fn has_card(&self, ask: u64) -> bool;
+
+    /// The asks whose cards still show them open.
+    fn open_cards(&self) -> Vec<u64>;
+
+    /// The place of `session`'s messages (`info`: what the relay knows of it): Telegram
+    /// creates its topic on first need; Matrix knows its thread once one was started.
+    fn place_of(
+        &mut self,
+        session: &str,
+        info: Option<&SessionInfo>,
+    ) -> impl Future<Output = Option<Self::Place>> + Send;
+
+    /// Post rendered content at `place`: split below the platform's limit, or as a `.md`
+    /// file named after `what` when it would take more than a few messages. `about`: the
+    /// session it is about, so that a reply to it steers that session (and Matrix starts
+    /// that session's thread with it when it has none).
+    fn post(
+        &mut self,
+        place: Option<Self::Place>,
+        rendered: Rendered,
+        about: Option<&str>,
+        what: &str,
+    ) -> impl Future<Output = ()> + Send;
+
+    /// Post an open ask's card at `place` (the place of `home`, the session the ask is
+    /// shown with) with its options as buttons or reactions, and remember it.
+    fn post_card(
+        &mut self,
+        place: Option<Self::Place>,
+        home: &str,
+        ask: &Ask,
+        card: AskCard,
+    ) -> impl Future<Output = ()> + Send;
+
+    /// Edit every card of an answered ask to show `answered` (and drop its buttons).
+    fn close_cards(&mut self, ask: &Ask, answered: Rendered) -> impl Future<Output = ()> + Send;
+
+    /// Confirm a steer of `session`, written at `place`.
+    fn steered(
+        &mut self,
+        place: Option<Self::Place>,
+        session: &str,
+        confirmation: Rendered,
+    ) -> impl Future<Output = ()> + Send;
+
+    /// Whether what is posted in `session`'s place shows at `place` (so the same news
+    /// need not be said twice there).
+    fn shows_in(&self, session: &str, place: Option<&Self::Place>) -> bool;
+
+    /// A session's name or place changed (`old` is what was known before): Telegram
+    /// renames its topic. Nothing by default.
+    fn session_changed(
+        &mut self,
+        old: Option<&SessionInfo>,
+        new: &SessionInfo,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = (old, new);
+        async {}
+    }
+}

@@ -1,0 +1,146 @@
+//! What the human does in Telegram, read by the relay: a command, a reply to a card (an
+//! answer), a reply to anything about a session or a message in its topic (a steer), a
+//! button press (an option). Senders and chats are checked against the allowlist first;
+//! refusals go to the audit log. Each update ends in one of the relay's calls
+//! ([`Relay::on_command`], [`Relay::reply_to_ask`], [`Relay::steer`]).
+
+use teloxide::payloads::AnswerCallbackQuerySetters;
+use teloxide::prelude::Requester;
+use teloxide::types::{CallbackQuery, Message, Update, UpdateKind, User};
+
+use shepherd_core::protocol::ErrorCode;
+
+use super::bridge::{Telegram, parse_callback};
+use crate::chat::access::{Decision, Refusal};
+use crate::chat::commands;
+use crate::chat::render::{self, Rendered};
+use crate::chat::replies::already_answered_text;
+use crate::relay::Relay;
+
+impl Relay<Telegram> {
+    pub async fn on_update(&mut self, update: Update) {
+        match update.kind {
+            UpdateKind::Message(msg) => self.on_message(msg).await,
+            UpdateKind::CallbackQuery(query) => self.on_callback(query).await,
+            _ => {}
+        }
+    }
+
+    /// Whether a user in a chat may use the bot; refusals go to the audit log.
+    fn admit(&self, user: Option<&User>, chat: i64, what: &str) -> bool {
+        let user_id = user.map(|u| u.id.0 as i64);
+        let decision = match user_id {
+            Some(id) => self.platform.allow.allows(&id, &chat),
+            None => Decision::Refused {
+                why: Refusal::User,
+                reason: format!("no sender (chat {chat})"),
+            },
+        };
+        let Decision::Refused { reason, .. } = decision else {
+            return true;
+        };
+        tracing::warn!(target: "audit", user = ?user_id, chat, what, %reason, "telegram: ignored");
+        self.audit(serde_json::json!({
+            "user": user_id,
+            "username": user.and_then(|u| u.username.clone()),
+            "chat": chat,
+            "what": what,
+            "reason": reason,
+        }));
+        false
+    }
+
+    async fn on_message(&mut self, msg: Message) {
+        if !self.admit(msg.from.as_ref(), msg.chat.id.0, "message") {
+            return;
+        }
+        let Some(text) = msg.text().map(str::to_string) else {
+            return;
+        };
+        let thread = msg.thread_id.map(|t| t.0.0);
+        let by = who(msg.from.as_ref());
+        let (chat, store) = (self.platform.chat_id, &self.platform.store);
+        if let Some(command) = commands::parse(&text, '/', Some(&self.platform.username)) {
+            // The session this is written about: its topic's, else the message replied to.
+            let topic = thread.and_then(|t| store.session_of_topic(chat, t).ok()?);
+            let replied = msg
+                .reply_to_message()
+                .filter(|r| r.id.0 != thread.unwrap_or(0))
+                .and_then(|r| store.about(chat, r.id.0).ok()?);
+            let here = topic.or(replied);
+            self.on_command(command, thread, here.as_deref(), &by).await;
+            return;
+        }
+        // A reply to a card answers it; a reply to anything about a session steers it.
+        if let Some(replied) = msg.reply_to_message()
+            && replied.id.0 != thread.unwrap_or(0)
+        {
+            let replied_id = replied.id.0;
+            if let Ok(Some(card)) = store.card_at(chat, replied_id) {
+                self.reply_to_ask(card.ask_id, &text, &by, thread).await;
+                return;
+            }
+            if let Ok(Some(session)) = store.about(chat, replied_id) {
+                self.steer(&session, &text, &by, thread).await;
+                return;
+            }
+        }
+        if let Some(t) = thread
+            && let Ok(Some(session)) = store.session_of_topic(chat, t)
+        {
+            self.steer(&session, &text, &by, thread).await;
+            return;
+        }
+        let help = render::help('/');
+        let note = "To steer a session, reply to one of its messages or use /steer &lt;session&gt; &lt;text&gt;.";
+        self.say(
+            thread,
+            Rendered {
+                html: format!("{note}\n\n{}", help.html),
+                plain: help.plain,
+            },
+        )
+        .await;
+    }
+
+    async fn on_callback(&mut self, query: CallbackQuery) {
+        let chat = query.message.as_ref().map(|m| m.chat().id.0).unwrap_or(0);
+        let bot = self.platform.bot.clone();
+        if !self.admit(Some(&query.from), chat, "button") {
+            let _ = bot.answer_callback_query(query.id.clone()).await;
+            return;
+        }
+        let by = who(Some(&query.from));
+        let parsed = query.data.as_deref().and_then(parse_callback);
+        let text = match parsed {
+            Some((ask_id, option)) => match self.option_text(ask_id, option).await {
+                Some(answer) => match self.core.answer(ask_id, &answer, &by).await {
+                    Ok(()) => format!("Answered: {answer}"),
+                    Err(e) if e.code() == Some(ErrorCode::AlreadyAnswered) => {
+                        already_answered_text(&e)
+                    }
+                    Err(e) => format!("Not answered: {e}"),
+                },
+                None => "That option no longer exists.".to_string(),
+            },
+            None => "Unknown button.".to_string(),
+        };
+        let _ = bot.answer_callback_query(query.id.clone()).text(text).await;
+    }
+
+    /// The text of option `index` of an ask.
+    async fn option_text(&mut self, ask_id: u64, index: usize) -> Option<String> {
+        self.ask(ask_id).await?.options.get(index).cloned()
+    }
+}
+
+/// `telegram:@alice` / `telegram:Alice (123)`: who acted, for the core's records.
+fn who(user: Option<&User>) -> String {
+    match user {
+        Some(u) => match &u.username {
+            Some(name) => format!("telegram:@{name}"),
+            None => format!("telegram:{} ({})", u.first_name, u.id.0),
+        },
+        None => "telegram".to_string(),
+    }
+}
