@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use shepherd_core::client::ClientError;
-use shepherd_core::protocol::{ErrorCode, requests};
+use shepherd_core::protocol::{AskId, ErrorCode, requests};
 
 use super::format::{ago, now_ms, utc};
 use super::{AnswerArgs, Ctx, Failure, print, print_json};
@@ -66,7 +66,7 @@ pub async fn run(ctx: &Ctx, args: &AnswerArgs) -> anyhow::Result<ExitCode> {
 
 /// The core's refusal of an answer, in words.
 fn explain(
-    ask: u64,
+    ask: AskId,
     code: ErrorCode,
     message: &str,
     details: Option<serde_json::Value>,
@@ -107,7 +107,12 @@ mod tests {
         let details = serde_json::json!({
             "answered_by": "telegram:@ada", "answered_at": 1_796_130_379_000u64, "answer": "squash"
         });
-        let f = explain(12, ErrorCode::AlreadyAnswered, "x", Some(details));
+        let f = explain(
+            AskId::new(12),
+            ErrorCode::AlreadyAnswered,
+            "x",
+            Some(details),
+        );
         assert_eq!(f.code, "already_answered");
         assert!(
             f.message.starts_with(
@@ -121,7 +126,7 @@ mod tests {
 
     #[test]
     fn unknown_ask_says_where_to_look() {
-        let f = explain(99, ErrorCode::UnknownAsk, "no such ask", None);
+        let f = explain(AskId::new(99), ErrorCode::UnknownAsk, "no such ask", None);
         assert!(f.message.contains("no ask 99"), "{}", f.message);
         assert!(f.message.contains("shepherd asks"), "{}", f.message);
     }

@@ -82,7 +82,7 @@ mod tests {
 
     fn ask(id: u64, question: &str) -> Ask {
         Ask {
-            id,
+            id: id.into(),
             session_id: "0193a5c2".into(),
             session_name: "fix-login".into(),
             question: question.into(),
