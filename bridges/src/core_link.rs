@@ -87,12 +87,12 @@ impl CoreLink {
             .call(requests::ListSessions { id: 0, all: true })
             .await?
             .into_iter()
-            .map(|s| (s.id.clone(), s))
+            .map(|s| (s.id.to_string(), s))
             .collect();
         let asks = self.call(requests::ListAsks { id: 0, all: true }).await?;
         let (open, answered): (Vec<Ask>, Vec<Ask>) =
             asks.into_iter().partition(|a| a.state == AskState::Open);
-        let answered = answered.into_iter().map(|a| (a.id, a)).collect();
+        let answered = answered.into_iter().map(|a| (a.id.get(), a)).collect();
         // A core that cannot list pairings still gets its asks and sessions shown.
         let pairings = match self
             .call(requests::ListPairings { id: 0, all: false })

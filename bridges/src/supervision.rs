@@ -40,15 +40,15 @@ impl ActivePairings {
         match pairing.state {
             PairingState::Active => {
                 self.by_supervisor
-                    .insert(pairing.supervisor_id.clone(), pairing.clone());
+                    .insert(pairing.supervisor_id.to_string(), pairing.clone());
             }
             PairingState::Ended => {
                 if self
                     .by_supervisor
-                    .get(&pairing.supervisor_id)
+                    .get(pairing.supervisor_id.as_str())
                     .is_some_and(|p| p.id == pairing.id)
                 {
-                    self.by_supervisor.remove(&pairing.supervisor_id);
+                    self.by_supervisor.remove(pairing.supervisor_id.as_str());
                 }
             }
         }

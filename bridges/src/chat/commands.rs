@@ -671,7 +671,7 @@ mod tests {
 
     fn ask(options: &[&str]) -> Ask {
         Ask {
-            id: 7,
+            id: 7.into(),
             session_id: "s".into(),
             session_name: "fix-login".into(),
             question: "Deploy?".into(),

@@ -92,7 +92,7 @@ impl Bridge {
                 ServerMsg::SessionJoined { session }
                 | ServerMsg::SessionChanged { session }
                 | ServerMsg::SessionLeft { session } => {
-                    self.sessions.insert(session.id.clone(), session);
+                    self.sessions.insert(session.id.to_string(), session);
                 }
                 ServerMsg::PairingEvent {
                     change,
@@ -117,7 +117,12 @@ impl Bridge {
             }
         }
         for ask in &snapshot.open {
-            if self.store.cards_of(ask.id).unwrap_or_default().is_empty() {
+            if self
+                .store
+                .cards_of(ask.id.get())
+                .unwrap_or_default()
+                .is_empty()
+            {
                 self.post_card(ask).await;
             }
         }
@@ -173,10 +178,15 @@ impl Bridge {
     }
 
     async fn post_card(&mut self, ask: &Ask) {
-        if !self.store.cards_of(ask.id).unwrap_or_default().is_empty() {
+        if !self
+            .store
+            .cards_of(ask.id.get())
+            .unwrap_or_default()
+            .is_empty()
+        {
             return; // Already shown (an event after a resync).
         }
-        let session = self.sessions.get(&ask.session_id).cloned();
+        let session = self.sessions.get(ask.session_id.as_str()).cloned();
         let card = render::ask_card(ask, session.as_ref());
         let home = self.pairings.home_of(&ask.session_id).to_string();
         let mut thread = self.thread_of(&home);
@@ -191,7 +201,7 @@ impl Bridge {
         let event_id = match sent {
             Ok(id) => id,
             Err(e) => {
-                tracing::error!(ask = ask.id, error = %e, "matrix: could not post the ask card");
+                tracing::error!(ask = %ask.id, error = %e, "matrix: could not post the ask card");
                 return;
             }
         };
@@ -199,24 +209,24 @@ impl Bridge {
         let root = thread.map_or_else(|| event_id.to_string(), |t| t.root.to_string());
         self.remember(self.store.add_card(&Card {
             event_id: event_id.to_string(),
-            ask_id: ask.id,
-            session_id: ask.session_id.clone(),
+            ask_id: ask.id.get(),
+            session_id: ask.session_id.to_string(),
             thread_root: root,
             answered: false,
         }));
         // The option keys as the bot's own reactions: the human taps one to answer.
         for key in card.options.iter().filter_map(|o| o.key) {
             if let Err(e) = send::react(&self.room, &self.shutdown, &event_id, key).await {
-                tracing::warn!(ask = ask.id, error = %e, "matrix: could not add an option reaction");
+                tracing::warn!(ask = %ask.id, error = %e, "matrix: could not add an option reaction");
             }
         }
     }
 
     /// Edit every card of an answered ask (`m.replace`) to show the answer and who gave it.
     async fn close_cards(&mut self, ask: &Ask) {
-        let session = self.sessions.get(&ask.session_id).cloned();
+        let session = self.sessions.get(ask.session_id.as_str()).cloned();
         let rendered = render::answered_card_with(ask, session.as_ref());
-        for card in self.store.cards_of(ask.id).unwrap_or_default() {
+        for card in self.store.cards_of(ask.id.get()).unwrap_or_default() {
             if card.answered {
                 continue;
             }
@@ -234,14 +244,14 @@ impl Bridge {
             {
                 Ok(_) => self.remember(self.store.mark_answered(&card.event_id)),
                 Err(e) => {
-                    tracing::error!(ask = ask.id, error = %e, "matrix: could not edit the card")
+                    tracing::error!(ask = %ask.id, error = %e, "matrix: could not edit the card")
                 }
             }
         }
     }
 
     async fn post_report(&mut self, report: &Report) {
-        let session = self.sessions.get(&report.session_id).cloned();
+        let session = self.sessions.get(report.session_id.as_str()).cloned();
         let rendered = render::report(report, session.as_ref());
         let thread = self.thread_of(&report.session_id);
         self.post(rendered, thread, Some(&report.session_id), "report")
@@ -488,7 +498,7 @@ impl Bridge {
             .core
             .call(requests::Answer {
                 id: 0,
-                ask: ask_id,
+                ask: ask_id.into(),
                 text: answer.clone(),
                 by: Some(by.to_string()),
             })

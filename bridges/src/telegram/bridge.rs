@@ -74,7 +74,7 @@ impl Bridge {
                     self.session_changed(session).await
                 }
                 ServerMsg::SessionLeft { session } => {
-                    self.sessions.insert(session.id.clone(), session);
+                    self.sessions.insert(session.id.to_string(), session);
                 }
                 ServerMsg::PairingEvent {
                     change,
@@ -99,7 +99,12 @@ impl Bridge {
             }
         }
         for ask in &snapshot.open {
-            if self.store.cards_of(ask.id).unwrap_or_default().is_empty() {
+            if self
+                .store
+                .cards_of(ask.id.get())
+                .unwrap_or_default()
+                .is_empty()
+            {
                 self.post_card(ask).await;
             }
         }
@@ -107,10 +112,15 @@ impl Bridge {
     }
 
     async fn post_card(&mut self, ask: &Ask) {
-        if !self.store.cards_of(ask.id).unwrap_or_default().is_empty() {
+        if !self
+            .store
+            .cards_of(ask.id.get())
+            .unwrap_or_default()
+            .is_empty()
+        {
             return; // Already shown (an event after a resync).
         }
-        let session = self.sessions.get(&ask.session_id).cloned();
+        let session = self.sessions.get(ask.session_id.as_str()).cloned();
         let rendered = render::ask_card(ask, session.as_ref());
         let keyboard = option_keyboard(ask);
         let home = self.pairings.home_of(&ask.session_id).to_string();
@@ -128,7 +138,7 @@ impl Bridge {
         {
             Ok(message_id) => {
                 let card = Card {
-                    ask_id: ask.id,
+                    ask_id: ask.id.get(),
                     chat_id: self.chat_id,
                     message_id,
                     answered: false,
@@ -140,16 +150,16 @@ impl Bridge {
                 );
             }
             Err(e) => {
-                tracing::error!(ask = ask.id, error = %e, "telegram: could not post the ask card")
+                tracing::error!(ask = %ask.id, error = %e, "telegram: could not post the ask card")
             }
         }
     }
 
     /// Edit every card of an answered ask to show the answer and who gave it.
     async fn close_cards(&mut self, ask: &Ask) {
-        let session = self.sessions.get(&ask.session_id).cloned();
+        let session = self.sessions.get(ask.session_id.as_str()).cloned();
         let rendered = render::answered_card_with(ask, session.as_ref());
-        for card in self.store.cards_of(ask.id).unwrap_or_default() {
+        for card in self.store.cards_of(ask.id.get()).unwrap_or_default() {
             if card.answered {
                 continue;
             }
@@ -165,7 +175,7 @@ impl Bridge {
     }
 
     async fn post_report(&mut self, report: &Report) {
-        let session = self.sessions.get(&report.session_id).cloned();
+        let session = self.sessions.get(report.session_id.as_str()).cloned();
         let rendered = render::report(report, session.as_ref());
         let thread = self.topic_for(&report.session_id).await;
         self.post(thread, rendered, Some(&report.session_id), "report")
@@ -213,9 +223,10 @@ impl Bridge {
     async fn session_changed(&mut self, session: SessionInfo) {
         let renamed = self
             .sessions
-            .get(&session.id)
+            .get(session.id.as_str())
             .is_some_and(|old| render::topic_name(old) != render::topic_name(&session));
-        self.sessions.insert(session.id.clone(), session.clone());
+        self.sessions
+            .insert(session.id.to_string(), session.clone());
         if !renamed || self.forum != Some(true) {
             return;
         }
@@ -456,7 +467,7 @@ impl Bridge {
                     .core
                     .call(requests::Answer {
                         id: 0,
-                        ask: ask_id,
+                        ask: ask_id.into(),
                         text: answer.clone(),
                         by: Some(by.clone()),
                     })
@@ -506,7 +517,7 @@ impl Bridge {
             .core
             .call(requests::Answer {
                 id: 0,
-                ask: ask_id,
+                ask: ask_id.into(),
                 text: answer.clone(),
                 by: Some(by.to_string()),
             })
