@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use shepherd_core::protocol::{DeliveryKind, requests};
+use shepherd_core::protocol::{AskId, DeliveryKind, requests};
 use shepherd_harness::{Core, Pi};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -16,7 +16,7 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-async fn ask(pi: &mut Pi, question: &str, options: &[&str]) -> Result<u64> {
+async fn ask(pi: &mut Pi, question: &str, options: &[&str]) -> Result<AskId> {
     let options = options.iter().map(|o| o.to_string()).collect();
     let question = question.to_string();
     let ask = pi

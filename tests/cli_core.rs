@@ -237,7 +237,7 @@ async fn asks_and_answering_twice() -> Result<()> {
 
     let asks = core.cli_json(&["asks"])?;
     let a = &asks[0];
-    assert_eq!(a["id"], ask.id);
+    assert_eq!(a["id"], ask.id.get());
     assert_eq!(a["session_id"], "sess-ask-cli");
     assert_eq!(a["session_name"], "asker");
     assert_eq!(a["options"], serde_json::json!(["squash", "keep"]));

@@ -132,7 +132,7 @@ async fn asker(socket: PathBuf, session_id: String) -> Result<AskerLog> {
             })
             .await
         {
-            Ok(ask) => asked.push((k, ask.id)),
+            Ok(ask) => asked.push((k, ask.id.get())),
             Err(e) if is_gone(&e) => break,
             Err(e) => bail!("{session_id}: {e}"),
         }
@@ -174,10 +174,10 @@ async fn answerer(
         match reply {
             Ok(answered) => {
                 ensure!(answered.answer.as_deref() == Some(text.as_str()));
-                log.won.push((ask.id, text));
+                log.won.push((ask.id.get(), text));
                 progress.bump(&progress.answered);
             }
-            Err(e) if e.code() == Some(ErrorCode::AlreadyAnswered) => log.lost.push(ask.id),
+            Err(e) if e.code() == Some(ErrorCode::AlreadyAnswered) => log.lost.push(ask.id.get()),
             Err(e) if is_gone(&e) => break,
             Err(e) => bail!("answerer {j}: {e}"),
         }
@@ -526,11 +526,11 @@ async fn kill9_mid_flight_loses_nothing_that_was_accepted() -> Result<()> {
             let d = pi.next_delivery(Duration::from_secs(10)).await?;
             assert_eq!(d.kind, DeliveryKind::Answer);
             let ask_id = d.ask_id.context("ask_id")?;
-            let ask = stored[&ask_id];
+            let ask = stored[&ask_id.get()];
             assert_eq!(ask["session_id"], log.session_id.as_str());
             assert_eq!(d.question.as_deref(), ask["question"].as_str());
             assert_eq!(Some(d.from.name.as_str()), ask["answered_by"].as_str());
-            assert!(got.insert(d.id, (ask_id, d.text)).is_none());
+            assert!(got.insert(d.id, (ask_id.get(), d.text)).is_none());
         }
         let mut delivered: Vec<(u64, String)> = got.into_values().collect();
         delivered.sort();

@@ -9,7 +9,8 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use shepherd_core::client::{Client, ClientError, Sent};
 use shepherd_core::protocol::{
-    ClientKind, ClientMsg, Delivery, DeliveryKind, ErrorCode, Sender, ServerMsg, requests,
+    ClientKind, ClientMsg, Delivery, DeliveryKind, ErrorCode, Sender, ServerMsg, SessionId,
+    requests,
 };
 use shepherd_harness::{Core, Pi, next_event_where};
 
@@ -69,7 +70,7 @@ fn pending_of(core: &Core, id: &str) -> Result<u64> {
 fn sender(kind: ClientKind, session_id: Option<&str>, name: &str) -> Sender {
     Sender {
         kind,
-        session_id: session_id.map(str::to_string),
+        session_id: session_id.map(SessionId::from),
         name: name.to_string(),
     }
 }

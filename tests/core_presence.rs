@@ -13,8 +13,8 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use shepherd_core::client::Sent;
 use shepherd_core::protocol::{
-    ClientKind, ContextUsage, DeliveryKind, ErrorCode, Role, ServerMsg, SessionInfo, SessionStatus,
-    requests,
+    AskId, ClientKind, ContextUsage, DeliveryKind, ErrorCode, Role, ServerMsg, SessionId,
+    SessionInfo, SessionStatus, requests,
 };
 use shepherd_harness::{Core, Pi, error_code, error_details, next_event_where, registration};
 
@@ -111,7 +111,7 @@ async fn send_from(
 }
 
 /// The session id the core resolved `to` to.
-async fn resolve(core: &Core, to: &str) -> Result<String> {
+async fn resolve(core: &Core, to: &str) -> Result<SessionId> {
     Ok(send_from(core, ClientKind::Cli, to, "where are you?")
         .await?
         .session_id)
@@ -843,7 +843,7 @@ async fn max_sessions_refuses_only_the_extra_session() -> Result<()> {
     Ok(())
 }
 
-async fn ask(pi: &mut Pi, question: &str) -> Result<u64> {
+async fn ask(pi: &mut Pi, question: &str) -> Result<AskId> {
     let q = question.to_string();
     Ok(pi.client.ask(q).await?.id)
 }

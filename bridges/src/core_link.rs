@@ -19,7 +19,8 @@ use std::time::Duration;
 pub use shepherd_core::client::Sent;
 use shepherd_core::client::{Client, ClientError, Request};
 use shepherd_core::protocol::{
-    Ask, AskState, ClientKind, CoreStatus, Pairing, ServerMsg, SessionInfo, requests,
+    Ask, AskId, AskState, ClientKind, CoreStatus, Pairing, ServerMsg, SessionId, SessionInfo,
+    requests,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -41,9 +42,9 @@ pub type Reply<T> = Result<T, ClientError>;
 /// What a bridge needs to catch up after (re)connecting: every known session, every ask
 /// split into the ones still open and the ones answered, and the active pairings.
 pub struct Snapshot {
-    pub sessions: HashMap<String, SessionInfo>,
+    pub sessions: HashMap<SessionId, SessionInfo>,
     pub open: Vec<Ask>,
-    pub answered: HashMap<u64, Ask>,
+    pub answered: HashMap<AskId, Ask>,
     pub pairings: Vec<Pairing>,
 }
 
@@ -113,7 +114,7 @@ impl CoreLink {
     pub async fn answer(&mut self, ask: u64, text: &str, by: &str) -> Reply<()> {
         let request = requests::Answer {
             id: 0,
-            ask,
+            ask: ask.into(),
             text: text.to_string(),
             by: Some(by.to_string()),
         };

@@ -35,7 +35,7 @@ pub fn pairing() -> Pairing {
 /// An open ask 7 from `fix-login`: "Deploy?" with the options `yes` and `no`.
 pub fn ask() -> Ask {
     Ask {
-        id: 7,
+        id: 7.into(),
         session_id: "s".into(),
         session_name: "fix-login".into(),
         question: "Deploy?".into(),

@@ -10,7 +10,7 @@
 use std::process::ExitCode;
 
 use shepherd_core::client::ClientError;
-use shepherd_core::protocol::{ErrorCode, requests};
+use shepherd_core::protocol::{AskId, ErrorCode, requests};
 
 use super::format::{ago, now_ms, utc};
 use super::{AnswerArgs, Ctx, Failure, print, print_json};
@@ -82,7 +82,7 @@ fn option_number(text: &str, literal: bool) -> Option<u64> {
 
 /// The text of option `n` (1 is the first); `None` when the ask has no options (the
 /// number is then the answer itself); an error naming the valid range when out of it.
-fn pick_option(ask: u64, options: &[String], n: u64) -> Result<Option<String>, Failure> {
+fn pick_option(ask: AskId, options: &[String], n: u64) -> Result<Option<String>, Failure> {
     if options.is_empty() {
         return Ok(None);
     }
@@ -102,7 +102,7 @@ fn pick_option(ask: u64, options: &[String], n: u64) -> Result<Option<String>, F
 
 /// The core's refusal of an answer, in words.
 fn explain(
-    ask: u64,
+    ask: AskId,
     code: ErrorCode,
     message: &str,
     details: Option<serde_json::Value>,
@@ -143,7 +143,12 @@ mod tests {
         let details = serde_json::json!({
             "answered_by": "telegram:@ada", "answered_at": 1_796_130_379_000u64, "answer": "squash"
         });
-        let f = explain(12, ErrorCode::AlreadyAnswered, "x", Some(details));
+        let f = explain(
+            AskId::new(12),
+            ErrorCode::AlreadyAnswered,
+            "x",
+            Some(details),
+        );
         assert_eq!(f.code, "already_answered");
         assert!(
             f.message.starts_with(
@@ -163,16 +168,16 @@ mod tests {
         assert_eq!(option_number("2 please", false), None);
         assert_eq!(option_number("-1", false), None);
         assert_eq!(
-            pick_option(4, &options, 2).unwrap().as_deref(),
+            pick_option(4.into(), &options, 2).unwrap().as_deref(),
             Some("merge")
         );
         assert_eq!(
-            pick_option(4, &[], 2).unwrap(),
+            pick_option(4.into(), &[], 2).unwrap(),
             None,
             "no options: the number"
         );
         for n in [0, 3] {
-            let f = pick_option(4, &options, n).unwrap_err();
+            let f = pick_option(4.into(), &options, n).unwrap_err();
             assert_eq!(f.code, "no_such_option");
             assert!(
                 f.message.starts_with("ask 4 has options 1-2;"),
@@ -184,7 +189,7 @@ mod tests {
 
     #[test]
     fn unknown_ask_says_where_to_look() {
-        let f = explain(99, ErrorCode::UnknownAsk, "no such ask", None);
+        let f = explain(AskId::new(99), ErrorCode::UnknownAsk, "no such ask", None);
         assert!(f.message.contains("no ask 99"), "{}", f.message);
         assert!(f.message.contains("shepherd asks"), "{}", f.message);
     }

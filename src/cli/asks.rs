@@ -9,7 +9,7 @@
 
 use std::process::ExitCode;
 
-use shepherd_core::protocol::{Ask, AskState, requests};
+use shepherd_core::protocol::{Ask, AskId, AskState, requests};
 
 use super::format::{ago, now_ms, utc, wrap};
 use super::table::{Align, Table};
@@ -25,7 +25,7 @@ pub async fn fetch(conn: &mut Connection, all: bool) -> Result<Vec<Ask>, Failure
 }
 
 /// One ask by its number, open or answered.
-pub async fn fetch_one(conn: &mut Connection, ask: u64) -> Result<Ask, Failure> {
+pub async fn fetch_one(conn: &mut Connection, ask: AskId) -> Result<Ask, Failure> {
     fetch(conn, true)
         .await?
         .into_iter()
@@ -45,7 +45,7 @@ pub async fn fetch_one(conn: &mut Connection, ask: u64) -> Result<Ask, Failure> 
 pub async fn run(ctx: &Ctx, args: &AsksArgs) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
     if let Some(id) = args.ask {
-        let ask = fetch_one(&mut conn, id).await?;
+        let ask = fetch_one(&mut conn, id.into()).await?;
         if ctx.json {
             print_json(&ask)?;
         } else {
@@ -181,7 +181,7 @@ mod tests {
 
     fn ask(id: u64, question: &str) -> Ask {
         Ask {
-            id,
+            id: id.into(),
             session_id: "0193a5c2".into(),
             question: question.into(),
             options: vec!["squash".into(), "merge".into()],

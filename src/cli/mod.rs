@@ -29,7 +29,7 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 use shepherd_core::client::{Client, ClientError, Request};
 use shepherd_core::config::{Config, ConfigError, Loaded};
-use shepherd_core::protocol::{ClientKind, ErrorCode};
+use shepherd_core::protocol::{AskId, ClientKind, ErrorCode};
 
 /// How long the CLI waits for the core to connect or to answer one request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -161,7 +161,7 @@ pub struct AsksArgs {
 pub struct AnswerArgs {
     /// The ask's number (the ID column of `shepherd asks`).
     #[arg(value_name = "ASK")]
-    pub ask: u64,
+    pub ask: AskId,
     /// The answer; several words are joined with spaces. A number alone picks that option
     /// (1 is the first) when the ask has options.
     #[arg(required = true, value_name = "TEXT")]

@@ -13,7 +13,7 @@ const NOW: u64 = 1_000_000_000 + 3 * 3_600_000;
 
 fn ask(question: &str, options: &[&str]) -> Ask {
     Ask {
-        id: 12,
+        id: 12.into(),
         session_id: session("x").id,
         question: question.into(),
         options: options.iter().map(|o| o.to_string()).collect(),
@@ -205,7 +205,7 @@ fn one_session_in_detail() {
 fn the_asks_list() {
     let open = ask("Deploy <now>?", &["yes", "no"]);
     let mut done = answered(ask("Name?", &[]), "bob", "matrix:@ada:x.org");
-    done.id = 9;
+    done.id = 9.into();
     done.session_name = "docs".into();
     let r = asks_list_at(&[open, done], NOW);
     assert_eq!(

@@ -127,7 +127,7 @@ impl Platform for Matrix {
         let event_id = match self.outbox.send(op).await {
             Ok(id) => id,
             Err(e) => {
-                tracing::error!(ask = ask.id, error = %e, "matrix: could not post the ask card");
+                tracing::error!(ask = ask.id.get(), error = %e, "matrix: could not post the ask card");
                 return;
             }
         };
@@ -135,8 +135,8 @@ impl Platform for Matrix {
         let root = thread.map_or_else(|| event_id.to_string(), |t| t.root.to_string());
         self.remember(self.store.add_card(&Card {
             event_id: event_id.to_string(),
-            ask_id: ask.id,
-            session_id: ask.session_id.clone(),
+            ask_id: ask.id.get(),
+            session_id: ask.session_id.to_string(),
             thread_root: root,
             answered: false,
         }));
@@ -151,7 +151,7 @@ impl Platform for Matrix {
 
     /// Edit every card of an answered ask (`m.replace`).
     async fn close_cards(&mut self, ask: &Ask, answered: Rendered) {
-        for card in self.store.cards_of(ask.id).unwrap_or_default() {
+        for card in self.store.cards_of(ask.id.get()).unwrap_or_default() {
             if card.answered {
                 continue;
             }

@@ -23,7 +23,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use shepherd_core::protocol::{
-    Ask, ErrorCode, Pairing, PairingChange, Report, ServerMsg, SessionInfo, Verdict,
+    Ask, AskId, ErrorCode, Pairing, PairingChange, Report, ServerMsg, SessionId, SessionInfo,
+    Verdict,
 };
 
 use crate::chat::commands::{self as chat_commands, ChatCommand};
@@ -40,7 +41,7 @@ use shepherd_core::client::ClientError;
 pub struct Relay<P: Platform> {
     pub platform: P,
     pub core: CoreLink,
-    pub sessions: HashMap<String, SessionInfo>,
+    pub sessions: HashMap<SessionId, SessionInfo>,
     /// Who supervises whom now: a supervisor's asks go to its worker's place.
     pub pairings: ActivePairings,
     /// Refused updates, one JSON line each.
@@ -99,12 +100,12 @@ impl<P: Platform> Relay<P> {
         self.sessions = snapshot.sessions;
         self.pairings.reset(snapshot.pairings);
         for ask_id in self.platform.open_cards() {
-            if let Some(ask) = snapshot.answered.get(&ask_id) {
+            if let Some(ask) = snapshot.answered.get(&AskId::from(ask_id)) {
                 self.close_cards(ask).await;
             }
         }
         for ask in &snapshot.open {
-            if !self.platform.has_card(ask.id) {
+            if !self.platform.has_card(ask.id.get()) {
                 self.post_card(ask).await;
             }
         }
@@ -119,7 +120,7 @@ impl<P: Platform> Relay<P> {
 
     /// An open ask's card, in its session's place (its worker's, while it supervises one).
     async fn post_card(&mut self, ask: &Ask) {
-        if self.platform.has_card(ask.id) {
+        if self.platform.has_card(ask.id.get()) {
             return; // Already shown (an event after a resync).
         }
         let card = render::ask_card(ask, self.sessions.get(&ask.session_id));

@@ -8,12 +8,12 @@
 
 use std::collections::HashMap;
 
-use shepherd_core::protocol::{Pairing, PairingState};
+use shepherd_core::protocol::{Pairing, PairingState, SessionId};
 
 /// The active pairings, by supervisor session id.
 #[derive(Debug, Clone, Default)]
 pub struct ActivePairings {
-    by_supervisor: HashMap<String, Pairing>,
+    by_supervisor: HashMap<SessionId, Pairing>,
 }
 
 impl ActivePairings {

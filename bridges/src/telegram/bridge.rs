@@ -133,7 +133,7 @@ impl Platform for Telegram {
         match self.send(thread, card.html, card.plain, keyboard).await {
             Ok(message_id) => {
                 let card = Card {
-                    ask_id: ask.id,
+                    ask_id: ask.id.get(),
                     chat_id: self.chat_id,
                     message_id,
                     answered: false,
@@ -145,13 +145,13 @@ impl Platform for Telegram {
                 );
             }
             Err(e) => {
-                tracing::error!(ask = ask.id, error = %e, "telegram: could not post the ask card")
+                tracing::error!(ask = ask.id.get(), error = %e, "telegram: could not post the ask card")
             }
         }
     }
 
     async fn close_cards(&mut self, ask: &Ask, answered: Rendered) {
-        for card in self.store.cards_of(ask.id).unwrap_or_default() {
+        for card in self.store.cards_of(ask.id.get()).unwrap_or_default() {
             if card.answered {
                 continue;
             }

@@ -5,8 +5,8 @@
 
 use super::{Client, ClientError, Welcome};
 use crate::protocol::{
-    Ask, ClientMsg, CoreStatus, Pairing, Registration, Report, ServerMsg, SessionInfo, Verdict,
-    View, requests,
+    Ask, AskId, ClientMsg, CoreStatus, Pairing, Registration, Report, ServerMsg, SessionId,
+    SessionInfo, Verdict, View, requests,
 };
 
 /// A request the core answers with one reply of type [`Request::Reply`].
@@ -35,7 +35,7 @@ pub struct Registered {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sent {
     pub message_id: u64,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub session_name: String,
     pub connected: bool,
 }
@@ -152,10 +152,14 @@ impl Client {
     }
 
     /// Answer an ask (CLI and bridges).
-    pub async fn answer(&mut self, ask: u64, text: impl Into<String>) -> Result<Ask, ClientError> {
+    pub async fn answer(
+        &mut self,
+        ask: impl Into<AskId>,
+        text: impl Into<String>,
+    ) -> Result<Ask, ClientError> {
         let text = text.into();
         self.call(requests::Answer {
-            ask,
+            ask: ask.into(),
             text,
             ..Default::default()
         })

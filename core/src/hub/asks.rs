@@ -43,7 +43,7 @@ impl State {
             details,
             ..
         } = req;
-        let session_id = self.registered(conn)?.to_string();
+        let session_id = self.registered(conn)?.clone();
         if question.trim().is_empty() {
             return Err(invalid("question must not be empty"));
         }
@@ -80,7 +80,7 @@ impl State {
             now_ms(),
         )?;
         let ask = store::asks::get(db, ask_id)?.expect("just inserted");
-        tracing::info!(ask = ask.id, session = %session_id, "ask opened");
+        tracing::info!(ask = %ask.id, session = %session_id, "ask opened");
         out.send(
             conn,
             &ServerMsg::Asked {
@@ -101,7 +101,7 @@ impl State {
     ) -> HubResult<()> {
         let Cx { conn, id, .. } = cx;
         let text = req.text;
-        let session_id = self.registered(conn)?.to_string();
+        let session_id = self.registered(conn)?.clone();
         if text.trim().is_empty() {
             return Err(invalid("report text must not be empty"));
         }
@@ -112,7 +112,7 @@ impl State {
             session_name: self
                 .live
                 .get(&session_id)
-                .map_or_else(|| session_id.clone(), |l| l.name.clone()),
+                .map_or_else(|| session_id.to_string(), |l| l.name.clone()),
             session_id,
             text,
             created_at: now,
@@ -194,7 +194,7 @@ impl State {
             )
         })?;
         let ask = store::asks::get(db, ask_id)?.expect("exists");
-        tracing::info!(ask = ask_id, by = %label, "ask answered");
+        tracing::info!(ask = %ask.id, by = %label, "ask answered");
         out.send(
             conn,
             &ServerMsg::Answered {

@@ -7,6 +7,7 @@ use rusqlite::Connection;
 use super::asks::human_label;
 use super::{Cx, HubError, HubResult, Out, State};
 use crate::clock::now_ms;
+use crate::protocol::SessionId;
 use crate::protocol::requests::{Ack, Send};
 use crate::protocol::{ClientKind, Delivery, DeliveryKind, ErrorCode, Sender, ServerMsg, frame};
 use crate::store::{self, messages::NewMessage};
@@ -34,11 +35,11 @@ impl State {
             ));
         }
         let (from, delivery_kind) = if kind == ClientKind::Pi {
-            let session_id = self.registered(conn)?.to_string();
+            let session_id = self.registered(conn)?.clone();
             let name = self
                 .live
                 .get(&session_id)
-                .map_or_else(|| session_id.clone(), |l| l.name.clone());
+                .map_or_else(|| session_id.to_string(), |l| l.name.clone());
             let sender = Sender {
                 kind,
                 session_id: Some(session_id),
@@ -131,7 +132,7 @@ impl State {
 
     /// Queue a stored delivery for its session if connected; true if it is. While the
     /// session's mailbox is being replayed, the replay sends it in order instead.
-    pub(super) fn deliver(&self, session_id: &str, message: Delivery, out: &mut Out) -> bool {
+    pub(super) fn deliver(&self, session_id: &SessionId, message: Delivery, out: &mut Out) -> bool {
         match self.live.get(session_id) {
             Some(live) => {
                 if !live.replaying {
@@ -148,7 +149,7 @@ impl State {
     /// session stays in replay and the writer reports when it has drained.
     pub(super) fn replay(
         &mut self,
-        session_id: &str,
+        session_id: &SessionId,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {

@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::config::{Limits, SuperviseConfig};
 use crate::git::RepoContext;
 use crate::protocol::requests::ListAsks;
-use crate::protocol::{ClientKind, ClientMsg, Delivery, ErrorCode, ServerMsg, frame};
+use crate::protocol::{ClientKind, ClientMsg, Delivery, ErrorCode, ServerMsg, SessionId, frame};
 use crate::store::{self, Store};
 
 /// Most commands handled in one transaction.
@@ -153,14 +153,14 @@ struct Hub {
 struct Conn {
     handle: ConnHandle,
     close: Option<oneshot::Sender<ErrorCode>>,
-    session: Option<String>,
+    session: Option<SessionId>,
 }
 
 /// Routing state: everything but the database.
 struct State {
     conns: HashMap<ConnId, Conn>,
     /// Connected session id → its connection and display name.
-    live: HashMap<String, Live>,
+    live: HashMap<SessionId, Live>,
     subscribers: HashSet<ConnId>,
     facts: CoreFacts,
     supervision: supervise::Supervision,
@@ -196,7 +196,7 @@ struct Frame {
     bytes: Bytes,
     /// Set for `deliver` frames: whose mailbox, which id. Deliveries are durable, so when
     /// the outbox is full they wait in the store instead of cutting the session off.
-    delivery: Option<(String, u64)>,
+    delivery: Option<(SessionId, u64)>,
 }
 
 /// What a batch produced, sent only after its commit.
@@ -218,13 +218,13 @@ impl Out {
         });
     }
 
-    fn deliver(&mut self, conn: ConnId, session_id: &str, message: Delivery) {
+    fn deliver(&mut self, conn: ConnId, session_id: &SessionId, message: Delivery) {
         let id = message.id;
         let bytes = Bytes::from(frame::encode(&ServerMsg::Deliver { message }));
         self.frames.push(Frame {
             conn,
             bytes,
-            delivery: Some((session_id.to_string(), id)),
+            delivery: Some((session_id.clone(), id)),
         });
     }
 
@@ -495,7 +495,7 @@ impl State {
         }
         // Sessions whose outbox filled during this flush: nothing more for them now, so
         // deliveries never overtake each other.
-        let mut stalled: HashSet<String> = HashSet::new();
+        let mut stalled: HashSet<SessionId> = HashSet::new();
         for frame in out.frames {
             let Some(conn) = self.conns.get_mut(&frame.conn) else {
                 continue;

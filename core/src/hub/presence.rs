@@ -9,6 +9,7 @@ use super::session_change::{ChangeKind, SessionChange};
 use super::{Conn, ConnHandle, ConnId, Cx, HubError, HubResult, Live, Out, State};
 use crate::clock::now_ms;
 use crate::git::RepoContext;
+use crate::protocol::SessionId;
 use crate::protocol::{
     BridgeInfo, ClientKind, ContextUsage, CoreStatus, ErrorCode, PROTOCOL_VERSION, Registration,
     ServerMsg, SessionInfo, SessionStatus,
@@ -184,7 +185,7 @@ impl State {
     }
 
     /// The stored session with its live `connected` flag.
-    pub(super) fn session_info(&self, db: &Connection, id: &str) -> HubResult<SessionInfo> {
+    pub(super) fn session_info(&self, db: &Connection, id: &SessionId) -> HubResult<SessionInfo> {
         let mut info = store::sessions::get(db, id)?
             .ok_or_else(|| HubError::new(ErrorCode::Internal, format!("session {id} vanished")))?;
         info.connected = self.live.contains_key(id);
@@ -192,9 +193,9 @@ impl State {
     }
 
     /// The session registered on `conn`, or `not_registered`.
-    pub(super) fn registered(&self, conn: ConnId) -> HubResult<&str> {
+    pub(super) fn registered(&self, conn: ConnId) -> HubResult<&SessionId> {
         let entry = self.conns.get(&conn);
-        match entry.and_then(|c| c.session.as_deref()) {
+        match entry.and_then(|c| c.session.as_ref()) {
             Some(id) => Ok(id),
             None => {
                 let pi = entry.is_some_and(|c| c.handle.kind == ClientKind::Pi);
@@ -387,7 +388,7 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let Cx { conn, id, .. } = cx;
-        let session_id = self.registered(conn)?.to_string();
+        let session_id = self.registered(conn)?.clone();
         let mut info = self.session_info(db, &session_id)?;
         let was = info.status.clone();
         let old_name = info.name.clone();

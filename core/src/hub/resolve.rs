@@ -5,12 +5,12 @@
 use rusqlite::Connection;
 
 use super::{HubError, HubResult, State};
-use crate::protocol::{ErrorCode, SessionInfo};
+use crate::protocol::{ErrorCode, SessionId, SessionInfo};
 use crate::store;
 
 /// A resolved session.
 pub(super) struct Target {
-    pub id: String,
+    pub id: SessionId,
     pub name: String,
 }
 
@@ -25,11 +25,11 @@ impl State {
         }
         if let Some(live) = self.live.get(selector) {
             return Ok(Target {
-                id: selector.to_string(),
+                id: SessionId::from(selector),
                 name: live.name.clone(),
             });
         }
-        if let Some(info) = store::sessions::get(db, selector)? {
+        if let Some(info) = store::sessions::get(db, &SessionId::from(selector))? {
             return Ok(Target {
                 id: info.id,
                 name: info.name,

@@ -6,7 +6,7 @@
 use rusqlite::Connection;
 
 use super::{Out, State};
-use crate::protocol::SessionStatus;
+use crate::protocol::{SessionId, SessionStatus};
 
 /// What happened to a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub(super) enum ChangeKind {
 /// One change of one session, with its status before (when known) and now.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct SessionChange<'a> {
-    pub session: &'a str,
+    pub session: &'a SessionId,
     pub kind: ChangeKind,
     pub was: Option<&'a SessionStatus>,
     pub now: &'a SessionStatus,

@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Ask, CoreStatus, Delivery, ErrorCode, Pairing, PairingChange, Report, SessionInfo, Verdict,
-    View, frame, requests,
+    Ask, CoreStatus, Delivery, ErrorCode, Pairing, PairingChange, Report, SessionId, SessionInfo,
+    Verdict, View, frame, requests,
 };
 
 /// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`): the
@@ -246,7 +246,7 @@ server_messages! {
         "sent" => Sent {
             id: u64,
             message_id: u64,
-            session_id: String,
+            session_id: SessionId,
             session_name: String,
             connected: bool,
         },

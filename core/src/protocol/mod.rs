@@ -11,17 +11,20 @@
 //!   internally tagged by `type`.
 //! - [`requests`]: one struct per client message (`ClientMsg::Supervise(Supervise)`).
 //! - [`types`]: the records inside messages (sessions, asks, deliveries, reports).
+//! - [`ids`]: session, ask, pairing and message ids as newtypes.
 //! - [`status`]: domain values sent as strings (session status, pairing end reason).
 //! - [`error_code`]: the stable error codes a client can match on.
 
 pub mod error_code;
 pub mod frame;
+pub mod ids;
 pub mod messages;
 pub mod requests;
 pub mod status;
 pub mod types;
 
 pub use error_code::ErrorCode;
+pub use ids::{AskId, MessageId, PairingId, SessionId};
 pub use messages::{ClientMsg, ServerMsg};
 pub use status::{EndReason, SessionStatus};
 pub use types::*;

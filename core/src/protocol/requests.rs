@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ClientKind, ContextUsage, Registration, Role, SessionStatus, VerdictKind};
+use super::{AskId, ClientKind, ContextUsage, Registration, Role, SessionStatus, VerdictKind};
 
 /// First message on every connection. Answered by `welcome`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,7 +73,7 @@ pub struct Report {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Answer {
     pub id: u64,
-    pub ask: u64,
+    pub ask: AskId,
     pub text: String,
     /// Bridges only: the human who answered (`telegram:@alice`). Ignored for the CLI.
     #[serde(default)]

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{EndReason, SessionStatus};
+use super::{AskId, EndReason, SessionId, SessionStatus};
 
 /// Unix time in milliseconds.
 pub type Millis = u64;
@@ -72,7 +72,7 @@ pub struct ContextUsage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Registration {
     /// Pi's exact session id (`ctx.sessionManager.getSessionId()`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Display name (`/name`); the core falls back to the first 8 characters of the id.
     #[serde(default)]
     pub name: Option<String>,
@@ -101,7 +101,7 @@ pub struct Registration {
 /// A session as the core knows it; the records of `shepherd sessions --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionInfo {
-    pub id: String,
+    pub id: SessionId,
     pub name: String,
     pub cwd: String,
     /// The pid of the process on the socket (from SO_PEERCRED).
@@ -145,8 +145,8 @@ pub enum AskState {
 /// A question from a session that needs a decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ask {
-    pub id: u64,
-    pub session_id: String,
+    pub id: AskId,
+    pub session_id: SessionId,
     pub session_name: String,
     pub question: String,
     #[serde(default)]
@@ -185,7 +185,7 @@ pub struct Sender {
     pub kind: ClientKind,
     /// The sending session's id, for `kind: pi`.
     #[serde(default)]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// Display label (session name, `cli`, `telegram:@alice`).
     pub name: String,
 }
@@ -200,7 +200,7 @@ pub struct Delivery {
     pub from: Sender,
     /// For `kind: answer`: the ask this answers, and its question.
     #[serde(default)]
-    pub ask_id: Option<u64>,
+    pub ask_id: Option<AskId>,
     #[serde(default)]
     pub question: Option<String>,
     /// For `view` and `brief`, and for steers from a supervisor: the pairing.
@@ -216,7 +216,7 @@ pub struct Delivery {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub id: u64,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub session_name: String,
     pub text: String,
     pub created_at: Millis,
@@ -259,9 +259,9 @@ pub enum PairingState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pairing {
     pub id: u64,
-    pub supervisor_id: String,
+    pub supervisor_id: SessionId,
     pub supervisor_name: String,
-    pub worker_id: String,
+    pub worker_id: SessionId,
     pub worker_name: String,
     /// The worker's working directory when the pairing started.
     pub cwd: String,

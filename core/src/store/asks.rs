@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::protocol::{Ask, AskState};
+use crate::protocol::{Ask, AskId, AskState, SessionId};
 
 const SELECT: &str = "SELECT a.id, a.session_id, COALESCE(s.name, substr(a.session_id, 1, 8)),
     a.question, a.options, a.details, a.state, a.answer, a.answered_by, a.created_at,
@@ -35,25 +35,25 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Ask> {
 /// Store a new open ask; returns its id.
 pub fn insert(
     conn: &Connection,
-    session_id: &str,
+    session_id: &SessionId,
     question: &str,
     options: &[String],
     details: Option<&str>,
     now: u64,
-) -> rusqlite::Result<u64> {
+) -> rusqlite::Result<AskId> {
     let options = serde_json::to_string(options).expect("strings serialize");
     conn.prepare_cached(
         "INSERT INTO asks (session_id, question, options, details, state, created_at)
          VALUES (?1, ?2, ?3, ?4, 'open', ?5)",
     )?
     .execute(params![session_id, question, options, details, now])?;
-    Ok(conn.last_insert_rowid() as u64)
+    Ok(AskId::new(conn.last_insert_rowid() as u64))
 }
 
 /// Record the answer if the ask is still open. Returns false when it was not.
 pub fn answer(
     conn: &Connection,
-    id: u64,
+    id: AskId,
     text: &str,
     by: &str,
     now: u64,
@@ -68,7 +68,7 @@ pub fn answer(
 }
 
 /// One ask by id.
-pub fn get(conn: &Connection, id: u64) -> rusqlite::Result<Option<Ask>> {
+pub fn get(conn: &Connection, id: AskId) -> rusqlite::Result<Option<Ask>> {
     conn.prepare_cached(&format!("{SELECT} WHERE a.id = ?1"))?
         .query_row([id], from_row)
         .optional()
@@ -87,7 +87,7 @@ pub fn list(conn: &Connection, all: bool) -> rusqlite::Result<Vec<Ask>> {
 }
 
 /// Open asks of one session.
-pub fn open_count(conn: &Connection, session_id: &str) -> rusqlite::Result<u32> {
+pub fn open_count(conn: &Connection, session_id: &SessionId) -> rusqlite::Result<u32> {
     conn.prepare_cached("SELECT COUNT(*) FROM asks WHERE session_id = ?1 AND state = 'open'")?
         .query_row([session_id], |r| r.get(0))
 }
@@ -105,13 +105,14 @@ mod tests {
     #[test]
     fn only_the_first_answer_is_kept() {
         let store = crate::store::memory();
-        let id = insert(&store.conn, "s1", "Merge?", &["yes".into()], None, 1).unwrap();
+        let s1 = SessionId::from("s1");
+        let id = insert(&store.conn, &s1, "Merge?", &["yes".into()], None, 1).unwrap();
         assert!(answer(&store.conn, id, "yes", "cli", 2).unwrap());
         assert!(!answer(&store.conn, id, "no", "telegram:@bob", 3).unwrap());
         let ask = get(&store.conn, id).unwrap().unwrap();
         assert_eq!(ask.answer.as_deref(), Some("yes"));
         assert_eq!(ask.answered_by.as_deref(), Some("cli"));
         assert_eq!(ask.session_name, "s1");
-        assert_eq!(open_count(&store.conn, "s1").unwrap(), 0);
+        assert_eq!(open_count(&store.conn, &s1).unwrap(), 0);
     }
 }

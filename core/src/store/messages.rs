@@ -4,7 +4,7 @@
 
 use rusqlite::{Connection, Row, params};
 
-use crate::protocol::{ClientKind, Delivery, DeliveryKind, Sender};
+use crate::protocol::{AskId, ClientKind, Delivery, DeliveryKind, Sender, SessionId};
 
 fn kind_str(kind: DeliveryKind) -> &'static str {
     match kind {
@@ -56,11 +56,11 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Delivery> {
 
 /// A message to store, before it has an id.
 pub struct NewMessage<'a> {
-    pub recipient: &'a str,
+    pub recipient: &'a SessionId,
     pub kind: DeliveryKind,
     pub text: &'a str,
     pub from: &'a Sender,
-    pub ask_id: Option<u64>,
+    pub ask_id: Option<AskId>,
     pub question: Option<&'a str>,
     pub pairing_id: Option<u64>,
     pub look: Option<u32>,
@@ -110,7 +110,7 @@ pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery
 /// Up to `limit` unacknowledged messages for `recipient` with ids above `after`, in order.
 pub fn pending_after(
     conn: &Connection,
-    recipient: &str,
+    recipient: &SessionId,
     after: u64,
     limit: usize,
 ) -> rusqlite::Result<Vec<Delivery>> {
@@ -124,7 +124,12 @@ pub fn pending_after(
 }
 
 /// Mark messages of `recipient` acknowledged; ids of other sessions are ignored.
-pub fn ack(conn: &Connection, recipient: &str, ids: &[u64], now: u64) -> rusqlite::Result<usize> {
+pub fn ack(
+    conn: &Connection,
+    recipient: &SessionId,
+    ids: &[u64],
+    now: u64,
+) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(
         "UPDATE messages SET acked_at = ?3 WHERE id = ?2 AND recipient = ?1 AND acked_at IS NULL",
     )?;
@@ -147,6 +152,7 @@ mod tests {
             session_id: None,
             name: "cli".into(),
         };
+        let (to_a, to_b) = (SessionId::from("a"), SessionId::from("b"));
         let msg = |to, text| NewMessage {
             recipient: to,
             kind: DeliveryKind::Steer,
@@ -158,19 +164,19 @@ mod tests {
             look: None,
             created_at: 5,
         };
-        let a = insert(&store.conn, msg("a", "one")).unwrap();
-        let b = insert(&store.conn, msg("a", "two")).unwrap();
-        insert(&store.conn, msg("b", "other")).unwrap();
+        let a = insert(&store.conn, msg(&to_a, "one")).unwrap();
+        let b = insert(&store.conn, msg(&to_a, "two")).unwrap();
+        insert(&store.conn, msg(&to_b, "other")).unwrap();
         assert!(b.id > a.id);
-        let texts: Vec<_> = pending_after(&store.conn, "a", 0, 100)
+        let texts: Vec<_> = pending_after(&store.conn, &to_a, 0, 100)
             .unwrap()
             .into_iter()
             .map(|d| d.text)
             .collect();
         assert_eq!(texts, ["one", "two"]);
         // Acking someone else's id changes nothing.
-        assert_eq!(ack(&store.conn, "b", &[a.id], 6).unwrap(), 0);
-        assert_eq!(ack(&store.conn, "a", &[a.id, a.id], 6).unwrap(), 1);
-        assert_eq!(pending_after(&store.conn, "a", 0, 100).unwrap()[0], b);
+        assert_eq!(ack(&store.conn, &to_b, &[a.id], 6).unwrap(), 0);
+        assert_eq!(ack(&store.conn, &to_a, &[a.id, a.id], 6).unwrap(), 1);
+        assert_eq!(pending_after(&store.conn, &to_a, 0, 100).unwrap()[0], b);
     }
 }

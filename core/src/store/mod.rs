@@ -15,6 +15,7 @@ pub mod messages;
 pub mod pairings;
 pub mod reports;
 pub mod sessions;
+mod sql_ids;
 
 use std::path::Path;
 

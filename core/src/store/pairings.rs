@@ -5,7 +5,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::protocol::{EndReason, Pairing, PairingState, Verdict, VerdictKind};
+use crate::protocol::{EndReason, Pairing, PairingState, SessionId, Verdict, VerdictKind};
 
 /// A pairing row plus the hub's bookkeeping that is not part of the wire record.
 #[derive(Debug, Clone)]
@@ -69,8 +69,8 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Stored> {
 
 /// A new active pairing.
 pub struct NewPairing<'a> {
-    pub supervisor_id: &'a str,
-    pub worker_id: &'a str,
+    pub supervisor_id: &'a SessionId,
+    pub worker_id: &'a SessionId,
     pub cwd: &'a str,
     pub goal: Option<&'a str>,
     pub goal_file: Option<&'a str>,
@@ -101,7 +101,7 @@ pub fn get(conn: &Connection, id: u64) -> rusqlite::Result<Option<Stored>> {
 }
 
 /// The active pairing `session` is in, on either side.
-pub fn active_for(conn: &Connection, session: &str) -> rusqlite::Result<Option<Stored>> {
+pub fn active_for(conn: &Connection, session: &SessionId) -> rusqlite::Result<Option<Stored>> {
     conn.prepare_cached(&format!(
         "{SELECT} WHERE p.state = 'active' AND (p.supervisor_id = ?1 OR p.worker_id = ?1)"
     ))?
@@ -229,7 +229,7 @@ fn kind_str(kind: VerdictKind) -> &'static str {
 mod tests {
     use super::*;
 
-    fn new<'a>(sup: &'a str, worker: &'a str) -> NewPairing<'a> {
+    fn new<'a>(sup: &'a SessionId, worker: &'a SessionId) -> NewPairing<'a> {
         NewPairing {
             supervisor_id: sup,
             worker_id: worker,
@@ -244,17 +244,18 @@ mod tests {
     fn one_active_pairing_per_session_on_either_side() {
         let store = crate::store::memory();
         let db = &store.conn;
-        let id = insert(db, new("s", "w")).unwrap();
-        assert!(insert(db, new("s", "x")).is_err(), "supervisor twice");
-        assert!(insert(db, new("y", "w")).is_err(), "worker twice");
-        assert_eq!(active_for(db, "w").unwrap().unwrap().pairing.id, id);
+        let [s, w, x, y] = ["s", "w", "x", "y"].map(SessionId::from);
+        let id = insert(db, new(&s, &w)).unwrap();
+        assert!(insert(db, new(&s, &x)).is_err(), "supervisor twice");
+        assert!(insert(db, new(&y, &w)).is_err(), "worker twice");
+        assert_eq!(active_for(db, &w).unwrap().unwrap().pairing.id, id);
         assert!(end(db, id, EndReason::Stopped, "cli", None, 2).unwrap());
         assert!(
             !end(db, id, EndReason::Stopped, "cli", None, 3).unwrap(),
             "ends once"
         );
-        assert!(active_for(db, "w").unwrap().is_none());
-        insert(db, new("w", "s")).expect("free again, roles swapped");
+        assert!(active_for(db, &w).unwrap().is_none());
+        insert(db, new(&w, &s)).expect("free again, roles swapped");
         assert_eq!(list(db, true).unwrap().len(), 2);
         assert_eq!(list(db, false).unwrap().len(), 1);
     }
@@ -263,7 +264,8 @@ mod tests {
     fn looks_reset_the_verdict_count_and_steers_are_counted() {
         let store = crate::store::memory();
         let db = &store.conn;
-        let id = insert(db, new("s", "w")).unwrap();
+        let (s, w) = (SessionId::from("s"), SessionId::from("w"));
+        let id = insert(db, new(&s, &w)).unwrap();
         let v = |kind, text: &str| Verdict {
             kind,
             text: text.into(),

@@ -4,7 +4,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::protocol::{Role, SessionInfo, SessionStatus};
+use crate::protocol::{Role, SessionId, SessionInfo, SessionStatus};
 
 const SELECT: &str = "SELECT id, name, cwd, pid, model, status, role, context_tokens,
     context_window, context_percent, repo, branch, head, worktree, session_file,
@@ -86,7 +86,7 @@ pub fn upsert(conn: &Connection, s: &SessionInfo) -> rusqlite::Result<()> {
 }
 
 /// One session by exact id (`connected` is false: the hub knows who is connected).
-pub fn get(conn: &Connection, id: &str) -> rusqlite::Result<Option<SessionInfo>> {
+pub fn get(conn: &Connection, id: &SessionId) -> rusqlite::Result<Option<SessionInfo>> {
     conn.prepare_cached(&format!("{SELECT} WHERE id = ?1"))?
         .query_row([id], from_row)
         .optional()

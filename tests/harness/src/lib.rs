@@ -286,7 +286,7 @@ impl Drop for Core {
 /// A client registered as a Pi session.
 pub struct Pi {
     pub client: Client,
-    pub session_id: String,
+    pub session_id: shepherd_core::protocol::SessionId,
     /// Deliveries announced by `registered` that arrive right after it.
     pub pending: u32,
 }
@@ -297,7 +297,7 @@ impl Pi {
         let mut client = Client::connect(socket, ClientKind::Pi, "harness-pi").await?;
         let reply = client
             .register(Registration {
-                session_id: session_id.to_string(),
+                session_id: session_id.into(),
                 name: Some(name.to_string()),
                 cwd: cwd.display().to_string(),
                 pid: None,
@@ -311,7 +311,7 @@ impl Pi {
             .await?;
         Ok(Pi {
             client,
-            session_id: session_id.to_string(),
+            session_id: session_id.into(),
             pending: reply.pending,
         })
     }
@@ -401,7 +401,7 @@ impl Raw {
 /// payload's `pid` is left out: the core takes the peer's pid from the socket).
 pub fn registration(session_id: &str, name: &str, cwd: &Path) -> Registration {
     Registration {
-        session_id: session_id.to_string(),
+        session_id: session_id.into(),
         name: Some(name.to_string()),
         cwd: cwd.display().to_string(),
         pid: None,

@@ -18,14 +18,14 @@ use super::{ConnId, Cx, HubError, HubResult, Out, State, atomically};
 use crate::clock::now_ms;
 use crate::protocol::{
     ClientKind, DeliveryKind, EndReason, ErrorCode, Pairing, PairingChange, PairingState, Role,
-    Sender, ServerMsg, SessionInfo, Verdict, VerdictKind, ViewReason, requests,
+    Sender, ServerMsg, SessionId, SessionInfo, Verdict, VerdictKind, ViewReason, requests,
 };
 use crate::store::{self, messages::NewMessage, pairings::Stored};
 use crate::supervise::rules::{self, GoalError};
 
 /// Mail for one side of a pairing (a brief, a view, a steer), for [`State::mail`].
 pub(super) fn pairing_message<'a>(
-    to: &'a str,
+    to: &'a SessionId,
     kind: DeliveryKind,
     text: &'a str,
     from: &'a Sender,
@@ -283,7 +283,7 @@ impl State {
         db: &Connection,
     ) -> HubResult<Stored> {
         if kind == ClientKind::Pi {
-            let me = self.registered(conn)?.to_string();
+            let me = self.registered(conn)?.clone();
             return store::pairings::active_for(db, &me)?.ok_or_else(|| not_paired("this session"));
         }
         let Some(selector) = session else {
@@ -298,7 +298,7 @@ impl State {
 
     /// A Pi request that only the supervisor of its pairing may make.
     fn supervisor_pairing(&self, conn: ConnId, db: &Connection) -> HubResult<Stored> {
-        let me = self.registered(conn)?.to_string();
+        let me = self.registered(conn)?.clone();
         let stored =
             store::pairings::active_for(db, &me)?.ok_or_else(|| not_paired("this session"))?;
         if stored.pairing.supervisor_id != me {
@@ -360,7 +360,7 @@ impl State {
         sessions: &[SessionInfo],
         db: &Connection,
     ) -> HubResult<(SessionInfo, SessionInfo)> {
-        let me = self.registered(conn)?.to_string();
+        let me = self.registered(conn)?.clone();
         if args.supervisor.is_some() {
             return Err(HubError::new(
                 ErrorCode::InvalidArgument,
@@ -861,7 +861,7 @@ impl State {
                 out,
             );
         }
-        if change.came_back() && p.supervisor_id == session {
+        if change.came_back() && p.supervisor_id == *session {
             // The first view never went out (the core stopped first), or one view of what
             // changed while it was away (withheld views, a core restart).
             let reason = if p.looks == 0 {
@@ -871,7 +871,7 @@ impl State {
             };
             self.trigger_view(p.id, reason, db);
         }
-        if p.worker_id == session && change.stopped() {
+        if p.worker_id == *session && change.stopped() {
             self.trigger_view(p.id, ViewReason::Stopped, db);
         }
     }

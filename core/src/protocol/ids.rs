@@ -1,0 +1,236 @@
+//! Ids as types: a session id is a [`SessionId`], an ask id an [`AskId`], so one can no
+//! longer be passed where the other is expected. Each serializes exactly as the string or
+//! number it replaces (`#[serde(transparent)]`), so the golden fixtures do not move.
+//!
+//! The conversions keep call sites readable: a [`SessionId`] compares with `str`, is
+//! built `From` a `&str` or `String` and borrows as `str` for map lookups; the numeric ids
+//! come `From<u64>`, give their number back with `.get()` and parse from user input
+//! (`shepherd answer 7 …`) with `FromStr`.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::ops::Deref;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Pi's exact session id (`ctx.sessionManager.getSessionId()`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SessionId(String);
+
+impl SessionId {
+    pub fn new(id: impl Into<String>) -> Self {
+        SessionId(id.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Deref for SessionId {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for SessionId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for SessionId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for SessionId {
+    fn from(id: &str) -> Self {
+        SessionId(id.to_owned())
+    }
+}
+
+impl From<String> for SessionId {
+    fn from(id: String) -> Self {
+        SessionId(id)
+    }
+}
+
+impl From<&String> for SessionId {
+    fn from(id: &String) -> Self {
+        SessionId(id.clone())
+    }
+}
+
+impl From<&SessionId> for SessionId {
+    fn from(id: &SessionId) -> Self {
+        id.clone()
+    }
+}
+
+impl From<SessionId> for String {
+    fn from(id: SessionId) -> Self {
+        id.0
+    }
+}
+
+impl PartialEq<str> for SessionId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for SessionId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for SessionId {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
+impl PartialEq<SessionId> for str {
+    fn eq(&self, other: &SessionId) -> bool {
+        self == other.0
+    }
+}
+
+impl PartialEq<SessionId> for &str {
+    fn eq(&self, other: &SessionId) -> bool {
+        *self == other.0
+    }
+}
+
+impl PartialEq<SessionId> for String {
+    fn eq(&self, other: &SessionId) -> bool {
+        *self == other.0
+    }
+}
+
+/// Declares a numeric id: a `u64` newtype with `From<u64>`, `.get()`, `Display`,
+/// `FromStr` and comparisons with `u64`.
+macro_rules! numeric_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize,
+            Deserialize,
+        )]
+        #[serde(transparent)]
+        pub struct $name(u64);
+
+        impl $name {
+            pub const fn new(id: u64) -> Self {
+                $name(id)
+            }
+
+            /// The number, as on the wire.
+            pub const fn get(self) -> u64 {
+                self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0, f)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = std::num::ParseIntError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                s.parse().map($name)
+            }
+        }
+
+        impl From<u64> for $name {
+            fn from(id: u64) -> Self {
+                $name(id)
+            }
+        }
+
+        impl From<$name> for u64 {
+            fn from(id: $name) -> Self {
+                id.0
+            }
+        }
+
+        impl PartialEq<u64> for $name {
+            fn eq(&self, other: &u64) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl PartialEq<$name> for u64 {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
+            }
+        }
+    };
+}
+
+numeric_id!(
+    /// An ask's number, unique within the store (`shepherd answer <ask> …`).
+    AskId
+);
+
+numeric_id!(
+    /// A pairing's number, unique within the store.
+    PairingId
+);
+
+numeric_id!(
+    /// A delivery's (message's) number: unique within the store and increasing in
+    /// delivery order, so a receiver can drop anything it has seen.
+    MessageId
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_serialize_as_before() {
+        assert_eq!(
+            serde_json::to_string(&SessionId::from("s-1")).unwrap(),
+            "\"s-1\""
+        );
+        assert_eq!(serde_json::to_string(&AskId::from(7)).unwrap(), "7");
+        assert_eq!(
+            serde_json::from_str::<PairingId>("3").unwrap(),
+            PairingId::new(3)
+        );
+        assert_eq!(serde_json::from_str::<SessionId>("\"ab\"").unwrap(), "ab");
+    }
+
+    #[test]
+    fn numeric_ids_parse_and_print() {
+        assert_eq!("12".parse::<AskId>().unwrap().get(), 12);
+        assert!("x".parse::<MessageId>().is_err());
+        assert_eq!(MessageId::new(5).to_string(), "5");
+    }
+
+    #[test]
+    fn session_ids_look_up_by_str() {
+        let mut map = std::collections::HashMap::new();
+        map.insert(SessionId::from("abc"), 1);
+        assert_eq!(map.get("abc"), Some(&1));
+    }
+}
