@@ -137,7 +137,7 @@ fn serve(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
         None => tracing::info!("no config file: running on defaults"),
     }
     // One thread: the hub, connection readers and writers run without cross-thread
-    // wake-ups (benches/core.rs measured this halving the round trip).
+    // wake-ups (benches/core/ measured this halving the round trip).
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .thread_name("shepherd-core")

@@ -132,6 +132,18 @@ impl Client {
         &self.welcome
     }
 
+    /// Take the greeted connection apart, for a caller that reads and writes raw frames
+    /// from here on (the benchmark's measured loops). Fails if a frame is already queued
+    /// or buffered, since the raw reader would never see it.
+    pub fn into_split(self) -> Result<(OwnedReadHalf, OwnedWriteHalf), ClientError> {
+        if !self.queued.is_empty() || !self.reader.buffer().is_empty() {
+            return Err(ClientError::Protocol(
+                "frames arrived before the connection was taken apart".into(),
+            ));
+        }
+        Ok((self.reader.into_inner(), self.writer))
+    }
+
     /// Send a request with a fresh id and wait for its reply, as the request's reply
     /// type. An `error` response becomes [`ClientError::Remote`] (the core's code,
     /// message and details); a reply of another type, [`ClientError::Unexpected`].

@@ -1,0 +1,36 @@
+//! 6. Start-up: time from spawning `shepherd up` on a fresh directory to its first
+//! `welcome`, median of several starts.
+
+use anyhow::Result;
+
+use crate::Settings;
+use crate::daemon::CoreProc;
+use crate::report::{Report, ms, quantile};
+
+pub fn startup(s: &Settings, report: &mut Report) -> Result<()> {
+    eprintln!(
+        "[bench] 6. start-up: {} starts on fresh directories",
+        s.startups
+    );
+    let mut times = Vec::new();
+    for _ in 0..s.startups {
+        let (core, t) = CoreProc::start()?;
+        times.push(t.as_nanos() as u64);
+        drop(core);
+    }
+    times.sort_unstable();
+    let median = quantile(&times, 0.5);
+    report.row(
+        "6 start-up",
+        &format!("spawn → first welcome, median of {}", times.len()),
+        ms(median),
+        "< 20 ms".into(),
+        Some(median < 20_000_000),
+    );
+    report.info(
+        "6 start-up",
+        "min / max",
+        format!("{} / {}", ms(times[0]), ms(times[times.len() - 1])),
+    );
+    Ok(())
+}
