@@ -1,6 +1,6 @@
-//! 8. Idle: how often a core with nothing to do wakes up (context switches of all its
+//! Section 8: idle: how often a core with nothing to do wakes up (context switches of all its
 //! threads, voluntary and not, from `/proc/<pid>/task/*/status`) and the CPU it uses, over
-//! 10 s after it has settled 3 s. Issue 14 asks for at most one wake-up a second.
+//! 10 s after it has settled 3 s. The target is at most one wake-up a second.
 
 use std::time::{Duration, Instant};
 

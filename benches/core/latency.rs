@@ -1,4 +1,4 @@
-//! 1. Round trips: A → core → B → core → A between two registered Pi sessions, next to the
+//! Section 1: round trips: A → core → B → core → A between two registered Pi sessions, next to the
 //! same client code through the relay (the floor), alternating in rounds; and `ping` →
 //! `pong` as a diagnostic. The loops write the hand-encoded frames of [`crate::wire`] on
 //! the raw socket (the relay speaks no protocol, and the client's cost is part of what is

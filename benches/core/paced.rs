@@ -1,4 +1,4 @@
-//! 3. The paced test: 100 sessions × 119 messages a second (10 s, or 1.5 s quick), every
+//! Section 3: the paced test: 100 sessions × 119 messages a second (10 s, or 1.5 s quick), every
 //! message counted exactly, in the database and delivered once and in order, with its
 //! send → deliver latency.
 

@@ -1,4 +1,4 @@
-//! 6. Start-up: time from spawning `shepherd up` on a fresh directory to its first
+//! Section 6: start-up: time from spawning `shepherd up` on a fresh directory to its first
 //! `welcome`, median of several starts.
 
 use anyhow::Result;

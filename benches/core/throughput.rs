@@ -1,4 +1,4 @@
-//! 2. Throughput with 1, 10 and 100 connected sessions, each sender with a bounded window
+//! Section 2: throughput with 1, 10 and 100 connected sessions, each sender with a bounded window
 //! of outstanding sends, measured as deliveries a second after a warm-up.
 
 use anyhow::Result;
