@@ -25,10 +25,6 @@ use crate::config::Durability;
 
 pub use checkpoint::{Checkpointer, WalWaker};
 
-/// Moved to [`crate::clock::now_ms`]; kept until the bridges' last callers move.
-#[doc(hidden)]
-pub use crate::clock::now_ms;
-
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
