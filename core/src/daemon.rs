@@ -35,7 +35,7 @@ pub enum DaemonError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot make the database {path} private (0600): {source}")]
+    #[error("cannot open the database {path} (to make it private, 0600): {source}")]
     DatabaseFile {
         path: PathBuf,
         source: std::io::Error,

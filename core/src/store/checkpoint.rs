@@ -174,13 +174,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn idle_it_never_checkpoints_and_after_writes_the_wal_is_truncated() {
+    /// A store whose commits wake a checkpointer, in a temporary directory.
+    fn open() -> (tempfile::TempDir, PathBuf, Store, Checkpointer) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.db");
         let store = Store::open(&path, Durability::Normal).unwrap();
         let checkpointer = Checkpointer::spawn(&path);
         store.on_commit(checkpointer.waker());
+        (dir, path, store, checkpointer)
+    }
+
+    #[test]
+    fn idle_it_never_checkpoints_and_after_writes_the_wal_is_truncated() {
+        let (_dir, path, store, checkpointer) = open();
 
         // Nothing written: nothing to do, however long it waits.
         std::thread::sleep(QUIET + TICK * 3);
@@ -224,11 +230,7 @@ mod tests {
 
     #[test]
     fn under_steady_writes_a_large_wal_is_checkpointed_passively() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.db");
-        let store = Store::open(&path, Durability::Normal).unwrap();
-        let checkpointer = Checkpointer::spawn(&path);
-        store.on_commit(checkpointer.waker());
+        let (_dir, path, store, checkpointer) = open();
         let blob = "y".repeat(50_000);
         let wal = wal_path(&path);
         let mut i = 0;
