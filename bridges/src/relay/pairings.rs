@@ -69,7 +69,7 @@ mod tests {
 
     fn pairing(id: u64, supervisor: &str, worker: &str, state: PairingState) -> Pairing {
         Pairing {
-            id,
+            id: id.into(),
             supervisor_id: supervisor.into(),
             supervisor_name: format!("{supervisor}-name"),
             worker_id: worker.into(),

@@ -5,8 +5,8 @@
 
 use super::{Client, ClientError, Welcome};
 use crate::protocol::{
-    Ask, AskId, ClientMsg, CoreStatus, Pairing, Registration, Report, ServerMsg, SessionId,
-    SessionInfo, Verdict, View, requests,
+    Ask, AskId, ClientMsg, CoreStatus, MessageId, Pairing, Registration, Report, ServerMsg,
+    SessionId, SessionInfo, Verdict, View, requests,
 };
 
 /// A request the core answers with one reply of type [`Request::Reply`].
@@ -34,7 +34,7 @@ pub struct Registered {
 /// The core's answer to `send`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sent {
-    pub message_id: u64,
+    pub message_id: MessageId,
     pub session_id: SessionId,
     pub session_name: String,
     pub connected: bool,
@@ -182,7 +182,7 @@ impl Client {
     }
 
     /// Pi: these deliveries reached the model. No reply.
-    pub async fn ack(&mut self, ids: Vec<u64>) -> Result<(), ClientError> {
+    pub async fn ack(&mut self, ids: Vec<MessageId>) -> Result<(), ClientError> {
         self.send(&ClientMsg::Ack(requests::Ack { ids })).await
     }
 

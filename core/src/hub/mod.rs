@@ -31,7 +31,9 @@ use tokio::sync::{mpsc, oneshot};
 use crate::config::{Limits, SuperviseConfig};
 use crate::git::RepoContext;
 use crate::protocol::requests::ListAsks;
-use crate::protocol::{ClientKind, ClientMsg, Delivery, ErrorCode, ServerMsg, SessionId, frame};
+use crate::protocol::{
+    ClientKind, ClientMsg, Delivery, ErrorCode, MessageId, ServerMsg, SessionId, frame,
+};
 use crate::store::{self, Store};
 
 /// Most commands handled in one transaction.
@@ -173,7 +175,7 @@ struct Live {
     conn: ConnId,
     name: String,
     /// Highest delivery id handed to this connection's writer.
-    last_sent: u64,
+    last_sent: MessageId,
     /// Mail is waiting in the store for room in the outbox: live deliveries are not sent
     /// (they would overtake it); the replay sends them in id order as the writer drains.
     replaying: bool,
@@ -184,7 +186,7 @@ impl Live {
         Live {
             conn,
             name,
-            last_sent: 0,
+            last_sent: MessageId::from(0),
             replaying: false,
         }
     }
@@ -196,7 +198,7 @@ struct Frame {
     bytes: Bytes,
     /// Set for `deliver` frames: whose mailbox, which id. Deliveries are durable, so when
     /// the outbox is full they wait in the store instead of cutting the session off.
-    delivery: Option<(SessionId, u64)>,
+    delivery: Option<(SessionId, MessageId)>,
 }
 
 /// What a batch produced, sent only after its commit.

@@ -9,7 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{AskId, ClientKind, ContextUsage, Registration, Role, SessionStatus, VerdictKind};
+use super::{
+    AskId, ClientKind, ContextUsage, MessageId, Registration, Role, SessionStatus, VerdictKind,
+};
 
 /// First message on every connection. Answered by `welcome`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,7 +98,7 @@ pub struct Send {
 /// response, so no `id`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Ack {
-    pub ids: Vec<u64>,
+    pub ids: Vec<MessageId>,
 }
 
 /// Answered by `sessions`. `all` adds sessions that are not connected.

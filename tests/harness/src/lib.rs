@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use shepherd_core::client::{Client, Registered};
-use shepherd_core::protocol::{ClientKind, Delivery, Registration, ServerMsg};
+use shepherd_core::protocol::{ClientKind, Delivery, MessageId, Registration, ServerMsg};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
@@ -330,7 +330,7 @@ impl Pi {
     }
 
     /// Acknowledge deliveries.
-    pub async fn ack(&mut self, ids: &[u64]) -> Result<()> {
+    pub async fn ack(&mut self, ids: &[MessageId]) -> Result<()> {
         self.client.ack(ids.to_vec()).await?;
         Ok(())
     }
