@@ -89,7 +89,9 @@ async fn steers_and_messages_arrive_in_order_stamped_by_the_core() -> Result<()>
     assert_eq!(first["session_id"], "mail-reader");
     assert_eq!(first["session_name"], "reader");
     assert_eq!(first["connected"], true);
-    ids.push(MessageId::from(first["message_id"].as_u64().context("message_id")?));
+    ids.push(MessageId::from(
+        first["message_id"].as_u64().context("message_id")?,
+    ));
     ids.push(send(&mut telegram, "reader", "two", Some("telegram:@alice")).await?);
     // A CLI client cannot claim to be someone: `by` is ignored.
     ids.push(send(&mut cli, "reader", "three", Some("telegram:@mallory")).await?);
