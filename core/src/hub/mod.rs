@@ -115,8 +115,10 @@ pub struct CoreFacts {
 /// is short (one group commit per batch), so it does not starve the connection tasks.
 pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel(16 * 1024);
+    // Armed at start so the first tick looks for pairings left active by a previous run.
+    let (timer, armed) = tokio::sync::watch::channel(true);
     if facts.supervise.look_interval_secs > 0 {
-        tokio::spawn(tick(tx.downgrade()));
+        tokio::spawn(tick(tx.downgrade(), armed));
     }
     let hub = Hub {
         db: store.conn,
@@ -126,6 +128,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             subscribers: HashSet::new(),
             facts,
             supervision: supervise::Supervision::default(),
+            timer,
             self_tx: tx.downgrade(),
         },
     };
@@ -133,12 +136,15 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
     (HubHandle { tx }, task)
 }
 
-/// Send [`HubCommand::Tick`] once a second while the hub runs.
-async fn tick(hub: mpsc::WeakSender<HubCommand>) {
-    let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+/// Send [`HubCommand::Tick`] once a second while the hub runs and the timer is armed
+/// ([`State::timer`]: some pairing is active). Disarmed, it sleeps until armed again, so
+/// an idle core without pairings does not wake up for it.
+async fn tick(hub: mpsc::WeakSender<HubCommand>, mut armed: tokio::sync::watch::Receiver<bool>) {
     loop {
-        every.tick().await;
+        if armed.wait_for(|armed| *armed).await.is_err() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
         let Some(tx) = hub.upgrade() else { break };
         if tx.send(HubCommand::Tick).await.is_err() {
             break;
@@ -166,6 +172,9 @@ struct State {
     subscribers: HashSet<ConnId>,
     facts: CoreFacts,
     supervision: supervise::Supervision,
+    /// Whether the once-a-second tick runs: disarmed by a tick that finds no active
+    /// pairing, armed again by any pairing event.
+    timer: tokio::sync::watch::Sender<bool>,
     /// The hub's own inbox, for work it hands to blocking threads (view builds). Weak, so
     /// the hub still stops when every other handle is gone.
     self_tx: mpsc::WeakSender<HubCommand>,

@@ -271,6 +271,13 @@ impl State {
                 return;
             }
         };
+        if active.is_empty() {
+            // Nothing to time: sleep until a pairing event arms the tick again.
+            tracing::debug!("no active pairing: the look timer sleeps");
+            self.timer
+                .send_if_modified(|armed| std::mem::replace(armed, false));
+            return;
+        }
         let now = now_ms();
         for stored in active {
             let p = &stored.pairing;

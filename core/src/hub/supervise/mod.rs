@@ -229,6 +229,9 @@ impl State {
         except: Option<&str>,
         out: &mut Out,
     ) {
+        // A pairing started or changed: its look timer needs the tick.
+        self.timer
+            .send_if_modified(|armed| !std::mem::replace(armed, true));
         let msg = ServerMsg::PairingEvent {
             change,
             pairing: pairing.clone(),
