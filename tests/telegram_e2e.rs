@@ -477,6 +477,39 @@ async fn status_lists_the_bridge_and_a_broken_config_refuses_to_start() -> Resul
     Ok(())
 }
 
+/// A second bridge on the same bot (`shepherd bot` next to the running core's bridge) is
+/// refused by the core before it polls: it exits naming the running bridge, the running
+/// one keeps its long poll, and `status` lists one Telegram bridge.
+#[tokio::test]
+async fn a_second_bridge_on_the_same_bot_is_refused_naming_the_running_one() -> Result<()> {
+    let s = setup(false, None).await?;
+    let polls = s.tg.calls_to("getUpdates").len();
+    let mut second = tokio::process::Command::from(s.core.command());
+    let out = tokio::time::timeout(WAIT, second.arg("bot").output())
+        .await
+        .context("the second bridge did not stop")??;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("telegram:@") && err.contains("already served by the bridge `telegram`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("pid "),
+        "names the running bridge's process: {err}"
+    );
+    assert_eq!(
+        s.tg.calls_to("getUpdates").len(),
+        polls,
+        "the refused bridge never polled"
+    );
+    assert!(s.tg.long_poll_waiting(), "the running bridge still polls");
+    let status = s.core.cli_json(&["status"])?;
+    let bridges = status["bridges"].as_array().context("bridges")?;
+    assert_eq!(bridges.len(), 1, "{status}");
+    Ok(())
+}
+
 /// Another poller on the same token (Telegram answers the older poll with 409): the bridge
 /// says so once, clearly, and backs off instead of fighting for the updates.
 #[tokio::test]

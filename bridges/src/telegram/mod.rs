@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::chat::access::Allowlist;
 use crate::chat::commands::COMMANDS;
-use crate::core_link::{self, CoreLink};
+use crate::core_link::{self, CoreEvent, CoreLink};
 use crate::relay::Relay;
 
 /// Why the Telegram bridge cannot run.
@@ -46,6 +46,8 @@ pub enum TelegramError {
     BadUrl(String),
     #[error("Telegram refused the bot token: check SHEPHERD_TELEGRAM_TOKEN / telegram.token_file")]
     BadToken,
+    #[error("another bridge serves this bot: {0}")]
+    AlreadyServed(String),
     #[error("cannot open the bridge state {path}: {source}")]
     Store {
         path: PathBuf,
@@ -125,12 +127,25 @@ pub async fn run(
     };
     let outbox = outbox::spawn(bot.clone(), limits, shutdown.clone());
     let (core_tx, mut core_rx) = mpsc::channel(1024);
+    let serves = match &me.username {
+        Some(name) => format!("telegram:@{name}"),
+        None => format!("telegram:{}", me.id),
+    };
     tokio::spawn(core_link::forward_events(
         socket.clone(),
         "telegram".into(),
+        serves,
         core_tx,
         shutdown.clone(),
     ));
+    // Claim the bot with the core before polling: two pollers of one bot would each get
+    // some of the human's messages.
+    let Some(connected) = core_link::first_contact(&mut core_rx)
+        .await
+        .map_err(TelegramError::AlreadyServed)?
+    else {
+        return Ok(());
+    };
     let (poll_tx, mut poll_rx) = mpsc::channel(16);
     let offset = store.offset().map_err(|source| TelegramError::Store {
         path: db.clone(),
@@ -149,10 +164,14 @@ pub async fn run(
     };
     let core = CoreLink::new(&socket, "telegram");
     let mut bridge = Relay::new(telegram, core, state_dir.join("audit.log"));
+    bridge.on_core(connected).await;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            Some(event) = core_rx.recv() => bridge.on_core(event).await,
+            Some(event) = core_rx.recv() => match event {
+                CoreEvent::Refused(why) => return Err(TelegramError::AlreadyServed(why)),
+                event => bridge.on_core(event).await,
+            },
             Some((update, done)) = poll_rx.recv() => {
                 let next = i64::from(update.id.0) + 1;
                 bridge.on_update(update).await;

@@ -105,6 +105,16 @@ impl Client {
         self.call(requests::Subscribe::default()).await
     }
 
+    /// Bridges: [`Client::subscribe`] as the one bridge serving `bot`
+    /// (`telegram:@name`); refused with `already_served` while another serves it.
+    pub async fn subscribe_serving(&mut self, bot: &str) -> Result<(), ClientError> {
+        self.call(requests::Subscribe {
+            serves: Some(bot.to_string()),
+            ..Default::default()
+        })
+        .await
+    }
+
     /// A round trip that changes nothing.
     pub async fn ping(&mut self) -> Result<(), ClientError> {
         self.call(requests::Ping::default()).await

@@ -30,7 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Limits, SuperviseConfig};
 use crate::git::RepoContext;
-use crate::protocol::requests::ListAsks;
+use crate::protocol::requests::{ListAsks, Subscribe};
 use crate::protocol::{
     ClientKind, ClientMsg, Delivery, ErrorCode, MessageId, ServerMsg, SessionId, frame,
 };
@@ -162,6 +162,8 @@ struct Conn {
     handle: ConnHandle,
     close: Option<oneshot::Sender<ErrorCode>>,
     session: Option<SessionId>,
+    /// The bot this bridge connection serves (`subscribe.serves`).
+    serves: Option<String>,
 }
 
 /// Routing state: everything but the database.
@@ -451,7 +453,7 @@ impl State {
             ClientMsg::ListSessions(req) => self.list_sessions(cx, req, db, out),
             ClientMsg::ListAsks(req) => self.list_asks(cx, req, db, out),
             ClientMsg::Status(_) => self.status(cx, db, out),
-            ClientMsg::Subscribe(_) => self.subscribe(cx, out),
+            ClientMsg::Subscribe(req) => self.subscribe(cx, req, out),
             ClientMsg::Ping(_) => Self::ping(cx, out),
             ClientMsg::Supervise(req) => self.supervise(cx, req, db, out),
             ClientMsg::Unpair(req) => self.unpair(cx, req, db, out),
@@ -474,9 +476,52 @@ impl State {
         Ok(())
     }
 
-    fn subscribe(&mut self, cx: Cx, out: &mut Out) -> HubResult<()> {
+    fn subscribe(&mut self, cx: Cx, req: Subscribe, out: &mut Out) -> HubResult<()> {
+        if let Some(bot) = req.serves {
+            self.claim_bot(cx, bot)?;
+        }
         self.subscribers.insert(cx.conn);
         out.send(cx.conn, &ServerMsg::Subscribed { id: cx.id });
+        Ok(())
+    }
+
+    /// Bind `bot` to this bridge connection, unless another live connection serves it.
+    fn claim_bot(&mut self, cx: Cx, bot: String) -> HubResult<()> {
+        if cx.kind != ClientKind::Bridge {
+            return Err(HubError::new(
+                ErrorCode::Forbidden,
+                "only a bridge serves a bot; subscribe without `serves`",
+            ));
+        }
+        let bot = bot.trim().to_string();
+        if bot.is_empty() || bot.len() > 256 {
+            return Err(HubError::new(
+                ErrorCode::InvalidArgument,
+                "serves must name the bot in 1 to 256 bytes (telegram:@name, matrix:@user:server)",
+            ));
+        }
+        let holder = self
+            .conns
+            .iter()
+            .find(|(id, c)| **id != cx.conn && c.serves.as_deref() == Some(bot.as_str()));
+        if let Some((_, holder)) = holder {
+            let h = &holder.handle;
+            let pid = h
+                .pid
+                .map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
+            return Err(HubError::new(
+                ErrorCode::AlreadyServed,
+                format!(
+                    "{bot} is already served by the bridge `{}` ({pid}, connected {}); \
+                     one bot takes one bridge: stop that one first (`shepherd status` lists bridges)",
+                    h.client_name,
+                    crate::human::ago(h.connected_at, crate::clock::now_ms()),
+                ),
+            ));
+        }
+        if let Some(conn) = self.conns.get_mut(&cx.conn) {
+            conn.serves = Some(bot);
+        }
         Ok(())
     }
 

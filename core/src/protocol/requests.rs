@@ -127,6 +127,12 @@ pub struct Status {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Subscribe {
     pub id: u64,
+    /// Bridges only: the bot this bridge serves (`telegram:@shepherd_bot`,
+    /// `matrix:@shepherd:example.org`). While this connection lives, another bridge that
+    /// claims the same bot is refused with `already_served`, so one bot never has two
+    /// pollers answering the same human.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serves: Option<String>,
 }
 
 /// Answered by `pong`.
