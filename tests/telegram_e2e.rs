@@ -459,20 +459,65 @@ async fn status_lists_the_bridge_and_a_broken_config_refuses_to_start() -> Resul
         "{status}"
     );
 
+    // Allowed users but nowhere to post: refused before anything starts, saying what to set.
     let dir = tempfile::tempdir()?;
     let out = std::process::Command::new(shepherd_harness::shepherd_bin())
         .arg("up")
         .env("PI_CODING_AGENT_DIR", dir.path())
         .env("SHEPHERD_TELEGRAM_TOKEN", "1:x")
-        .env("SHEPHERD_TELEGRAM__CHAT_ID", "1")
+        .env("SHEPHERD_TELEGRAM__ALLOWED_USERS", "[4242]")
         .env_remove("SHEPHERD_SOCKET")
         .env_remove("SHEPHERD_CONFIG")
         .output()?;
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("chat_id") && err.contains("user id"), "{err}");
+    Ok(())
+}
+
+/// With only a bot token (nobody allowed, no chat), `up` runs the bridge in pairing mode:
+/// whoever writes to the bot privately gets their numeric id and the settings that allow
+/// it, and nobody is served (a session's report goes nowhere).
+#[tokio::test]
+async fn a_token_alone_runs_pairing_mode_which_tells_a_writer_their_id() -> Result<()> {
+    let ada = FakeUser::new(ADA, "Ada").with_username("ada");
+    let tg = FakeTelegram::start(
+        FakeTelegramOptions::default()
+            .user(ada.clone())
+            .private_chat(ada),
+    )
+    .await?;
+    let api = tg.api_url();
+    let core = Core::start_with(&[
+        ("SHEPHERD_TELEGRAM_TOKEN", tg.token()),
+        ("SHEPHERD_TELEGRAM__API_URL", &api),
+    ])
+    .await?;
+    tg.wait_for("the bridge's first long poll", WAIT, |tg| {
+        tg.long_poll_waiting().then_some(())
+    })
+    .await?;
+    let mut pi = core.pi("tg-pairing", "unserved").await?;
+    pi.client.report("for nobody yet").await?;
+
+    tg.inject_message(UserMessage::new(ADA, ADA, "hello?"))?;
+    let reply = tg
+        .wait_for_message(ADA, WAIT, |m| m.text.contains("user id is 4242"))
+        .await?;
     assert!(
-        err.contains("allowed_users") && err.contains("user id"),
-        "{err}"
+        reply.text.contains("allowed_users = [4242]"),
+        "{}",
+        reply.text
+    );
+    assert!(reply.text.contains("chat_id = 4242"), "{}", reply.text);
+    assert!(core.log().contains("pairing mode"), "{}", core.log());
+    let sent = tg.messages(ADA);
+    assert_eq!(sent.len(), 1, "only the pairing reply: {sent:?}");
+    let status = core.cli_json(&["status"])?;
+    assert_eq!(
+        status["bridges"].as_array().map(Vec::len),
+        Some(1),
+        "{status}"
     );
     Ok(())
 }

@@ -9,6 +9,7 @@
 
 pub mod bridge;
 pub mod outbox;
+pub mod pairing_mode;
 pub mod poller;
 pub mod store;
 pub mod updates;
@@ -32,11 +33,6 @@ use crate::relay::Relay;
 #[derive(Debug, thiserror::Error)]
 pub enum TelegramError {
     #[error(
-        "telegram.allowed_users is empty, so nobody could use the bot: add your numeric Telegram user id \
-         (send the bot a message and read the refusal in the log, or ask @userinfobot)"
-    )]
-    NoAllowedUsers,
-    #[error(
         "telegram.chat_id is missing: set it to your user id (private chat) or to the forum supergroup's id (-100…)"
     )]
     NoChat,
@@ -55,16 +51,19 @@ pub enum TelegramError {
     },
 }
 
-/// Check the configuration before anything starts.
+/// Check the configuration before anything starts. No allowed users is not an error: the
+/// bridge then runs in [`pairing_mode`], telling whoever writes to it their user id.
 pub fn validate(config: &TelegramConfig) -> Result<(), TelegramError> {
-    if config.allowed_users.is_empty() {
-        return Err(TelegramError::NoAllowedUsers);
-    }
-    if config.chat_id.is_none() {
+    if !config.allowed_users.is_empty() && config.chat_id.is_none() {
         return Err(TelegramError::NoChat);
     }
     config.resolve_token()?;
     Ok(())
+}
+
+/// Whether the bridge would run in [`pairing_mode`] (a token, nobody allowed yet).
+pub fn pairing_mode(config: &TelegramConfig) -> bool {
+    config.allowed_users.is_empty()
 }
 
 /// Run the bridge until `shutdown`: connect to Telegram and to the core at `socket`,
@@ -76,7 +75,6 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), TelegramError> {
     validate(&config)?;
-    let chat_id = config.chat_id.ok_or(TelegramError::NoChat)?;
     let token = config.resolve_token()?;
     let mut bot = Bot::new(token);
     if let Some(url) = &config.api_url {
@@ -108,7 +106,7 @@ pub async fn run(
         }
     };
     let username = me.username.clone().unwrap_or_default();
-    tracing::info!(bot = %username, chat = chat_id, "telegram bridge started");
+    tracing::info!(bot = %username, chat = ?config.chat_id, "telegram bridge started");
     let commands: Vec<BotCommand> = COMMANDS
         .iter()
         .map(|c| match c.args {
@@ -146,6 +144,10 @@ pub async fn run(
     else {
         return Ok(());
     };
+    if pairing_mode(&config) {
+        return pairing_mode::run(bot, store, &db, shutdown).await;
+    }
+    let chat_id = config.chat_id.ok_or(TelegramError::NoChat)?;
     let (poll_tx, mut poll_rx) = mpsc::channel(16);
     let offset = store.offset().map_err(|source| TelegramError::Store {
         path: db.clone(),
