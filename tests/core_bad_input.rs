@@ -414,6 +414,25 @@ async fn assert_still_serving_with(
     assert_serving(core, by, after, expected).await
 }
 
+/// Text cut inside an emoji (Node's `JSON.stringify` writes the lone half as `\ud83c`)
+/// is read with U+FFFD in its place: the request is served and the connection kept.
+#[tokio::test]
+async fn a_lone_surrogate_escape_is_replaced_not_a_malformed_frame() -> Result<()> {
+    let core = Core::start().await?;
+    let mut by = bystander(&core).await?;
+    let mut raw = greeted(&core, "cli").await?;
+    raw.write_frame(br#"{"type":"send","id":2,"to":"bystander","text":"done \ud83c"}"#)
+        .await?;
+    let reply = raw.read(WAIT).await?.context("sent")?;
+    assert_eq!(reply["type"], "sent", "{reply}");
+    let d = by.next_delivery(WAIT).await?;
+    assert_eq!(d.text, "done \u{fffd}");
+    by.ack(&[d.id]).await?;
+    expect_usable(&mut raw, 3).await?;
+    assert_still_serving(&core, &mut by, "a lone surrogate").await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn an_unknown_type_is_named_with_the_id_echoed_and_the_connection_kept() -> Result<()> {
     let core = Core::start().await?;

@@ -251,6 +251,31 @@ async fn strangers_are_ignored_and_audited() -> Result<()> {
     Ok(())
 }
 
+/// Telegram's servers failing (HTTP 500) on a send is retried with backoff like a network
+/// error, not dropped as a refusal: the report arrives, once.
+#[tokio::test]
+async fn a_server_error_on_a_send_is_retried_and_the_report_arrives_once() -> Result<()> {
+    let s = setup(false, None).await?;
+    let mut pi = s.core.pi("tg-5xx", "flaky").await?;
+    s.tg.fail_next("sendMessage", 500, 1);
+    pi.client.report("survives a 500").await?;
+    s.tg.wait_for_message(s.chat, WAIT, |m| m.text.contains("survives a 500"))
+        .await?;
+    assert_eq!(s.tg.status_count(500), 1, "the first attempt failed");
+    let copies =
+        s.tg.messages(s.chat)
+            .iter()
+            .filter(|m| m.text.contains("survives a 500"))
+            .count();
+    assert_eq!(copies, 1);
+    assert!(
+        !s.core.log().contains("telegram refused a message"),
+        "{}",
+        s.core.log()
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_long_report_is_split_below_the_limit_and_nothing_is_cut() -> Result<()> {
     let s = setup(false, None).await?;
