@@ -112,6 +112,12 @@ pub async fn run_checks(ctx: &Ctx) -> Vec<Check> {
     let (config, check) = config_check(ctx);
     let config_ok = check.status == Level::Ok;
     checks.push(check);
+    if let Ok(loaded) = ctx.load_config_raw()
+        && let (Some(exposed), Some(file)) = (loaded.exposed_secrets(), &loaded.file)
+    {
+        let fix = format!("chmod 600 {}", file.display());
+        checks.push(Check::warn("config secrets", exposed, fix));
+    }
     if config_ok {
         checks.extend(bridge_checks(&config));
     }

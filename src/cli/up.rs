@@ -136,6 +136,9 @@ fn serve(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
         Some(file) => tracing::info!(config = %file.display(), "configuration read"),
         None => tracing::info!("no config file: running on defaults"),
     }
+    if let (Some(exposed), Some(file)) = (loaded.exposed_secrets(), &loaded.file) {
+        tracing::warn!("{exposed}: run `chmod 600 {}`", file.display());
+    }
     // One thread: the hub, connection readers and writers run without cross-thread
     // wake-ups (benches/core/ measured this halving the round trip).
     let runtime = tokio::runtime::Builder::new_current_thread()
