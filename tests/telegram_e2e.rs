@@ -580,6 +580,53 @@ async fn a_second_bridge_on_the_same_bot_is_refused_naming_the_running_one() -> 
     Ok(())
 }
 
+/// `shepherd bot` alone, against a core started without any bridge: it serves the chat (a
+/// session's report arrives), `status` lists it, and it stops cleanly on SIGTERM.
+#[tokio::test]
+async fn shepherd_bot_alone_serves_a_core_that_runs_no_bridge() -> Result<()> {
+    let ada = FakeUser::new(ADA, "Ada").with_username("ada");
+    let tg = FakeTelegram::start(
+        FakeTelegramOptions::default()
+            .user(ada.clone())
+            .private_chat(ada),
+    )
+    .await?;
+    let core = Core::start().await?;
+    let status = core.cli_json(&["status"])?;
+    assert_eq!(status["bridges"], json!([]), "{status}");
+    let api = tg.api_url();
+    let mut bot = tokio::process::Command::from(core.command())
+        .arg("bot")
+        .env("SHEPHERD_TELEGRAM_TOKEN", tg.token())
+        .env("SHEPHERD_TELEGRAM__ALLOWED_USERS", "[4242]")
+        .env("SHEPHERD_TELEGRAM__CHAT_ID", ADA.to_string())
+        .env("SHEPHERD_TELEGRAM__API_URL", &api)
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    tg.wait_for("the lone bot's first long poll", WAIT, |tg| {
+        tg.long_poll_waiting().then_some(())
+    })
+    .await?;
+    let mut pi = core.pi("tg-lone", "lonely").await?;
+    pi.client.report("relayed by a lone bot").await?;
+    tg.wait_for_message(ADA, WAIT, |m| m.text.contains("relayed by a lone bot"))
+        .await?;
+    let status = core.cli_json(&["status"])?;
+    let bridges = status["bridges"].as_array().context("bridges")?;
+    assert_eq!(bridges.len(), 1, "{status}");
+    assert_eq!(bridges[0]["name"], "telegram");
+    let pid = bot.id().context("bot pid")?;
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()?;
+    let exit = tokio::time::timeout(WAIT, bot.wait())
+        .await
+        .context("the bot did not stop on SIGTERM")??;
+    assert!(exit.success(), "{exit}");
+    Ok(())
+}
+
 /// Another poller on the same token (Telegram answers the older poll with 409): the bridge
 /// says so once, clearly, and backs off instead of fighting for the updates.
 #[tokio::test]
