@@ -319,14 +319,15 @@ impl Hub {
         tracing::debug!("hub stopped");
     }
 
-    /// Handle one batch in one transaction; true when asked to shut down. `BEGIN` and
-    /// `COMMIT` are cached statements: this runs for every batch.
+    /// Handle one batch in one transaction; true when asked to shut down. The begin
+    /// ([`store::BEGIN_BATCH`]) and `COMMIT` are cached statements: this runs for every
+    /// batch.
     fn process(&mut self, batch: &mut Vec<HubCommand>) -> bool {
         let mut out = Out::default();
         let mut stop = false;
         if let Err(e) = self
             .db
-            .prepare_cached("BEGIN")
+            .prepare_cached(store::BEGIN_BATCH)
             .and_then(|mut s| s.execute([]))
         {
             tracing::error!(error = %e, "cannot begin a transaction");

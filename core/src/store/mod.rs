@@ -216,6 +216,14 @@ fn store_id(conn: &Connection) -> Result<String, StoreError> {
     Ok(id)
 }
 
+/// How the hub begins each batch's transaction. IMMEDIATE takes the write lock at once,
+/// waiting (busy timeout) while the checkpointer holds it for a TRUNCATE. A plain
+/// (deferred) `BEGIN` would read first and then upgrade to a write, and SQLite refuses that
+/// upgrade at once with `database is locked` when another connection holds the write lock
+/// (no busy wait: it could deadlock), so a commit that met a checkpoint failed as
+/// `store_failed`.
+pub const BEGIN_BATCH: &str = "BEGIN IMMEDIATE";
+
 #[cfg(test)]
 pub(crate) fn memory() -> Store {
     let dir = tempfile::tempdir().unwrap();
@@ -227,6 +235,55 @@ pub(crate) fn memory() -> Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A batch that reads, then writes, while another connection (the checkpointer) holds
+    /// the write lock for a moment: begun with [`BEGIN_BATCH`] it waits and commits; begun
+    /// with a deferred `BEGIN` it fails at once, which is what the hub used to do.
+    #[test]
+    fn a_batch_waits_for_the_write_lock_instead_of_failing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let store = Store::open(&path, Durability::Normal).unwrap();
+        let batch = |begin: &str| -> rusqlite::Result<()> {
+            store.conn.execute_batch(begin)?;
+            let result = store
+                .conn
+                .query_row("SELECT COUNT(*) FROM meta", [], |r| r.get::<_, i64>(0))
+                .and_then(|_| {
+                    store.conn.execute(
+                        "INSERT OR REPLACE INTO meta (key, value) VALUES ('k', 'v')",
+                        [],
+                    )
+                });
+            let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+            store.conn.execute_batch(end)?;
+            result.map(drop)
+        };
+        let hold_the_write_lock = |ready: std::sync::mpsc::Sender<()>| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let other = Connection::open(&path).unwrap();
+                other.execute_batch("BEGIN IMMEDIATE").unwrap();
+                ready.send(()).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                other.execute_batch("COMMIT").unwrap();
+            })
+        };
+
+        // Deferred: the snapshot is read before the lock is free, so the upgrade is refused.
+        let (ready, wait) = std::sync::mpsc::channel();
+        let holder = hold_the_write_lock(ready);
+        wait.recv().unwrap();
+        let err = batch("BEGIN").unwrap_err();
+        assert!(err.to_string().contains("locked"), "{err}");
+        holder.join().unwrap();
+
+        let (ready, wait) = std::sync::mpsc::channel();
+        let holder = hold_the_write_lock(ready);
+        wait.recv().unwrap();
+        batch(BEGIN_BATCH).expect("waits for the lock, then commits");
+        holder.join().unwrap();
+    }
 
     #[test]
     fn reopening_keeps_identity_and_schema() {
