@@ -5,7 +5,8 @@
 #      then lints (clippy -D warnings, every target);
 #   3. the extension's TypeScript type check and node --test unit tests;
 #   4. every Rust test: unit, golden protocol fixtures, the real daemon over its socket,
-#      and end to end with a real Pi against the scripted fake model (and a real Synapse).
+#      and end to end with a real Pi against the scripted fake model (and a real Synapse);
+#   5. with a nightly toolchain, 30 s of fuzzing per decoder (scripts/fuzz.sh).
 # Fails on the first failing step. Nothing is skipped: a missing dependency is an error.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -39,3 +40,12 @@ scripts/test-ts.sh
 
 step "cargo test (unit, protocol fixtures, real daemon, real Pi end to end)"
 cargo test --workspace --locked
+
+# Fuzzing needs nightly (libFuzzer's instrumentation); where there is none it is said, not
+# hidden, and the suite does not depend on it.
+step "fuzz the decoders (scripts/fuzz.sh 30)"
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    scripts/fuzz.sh 30
+else
+    echo "no nightly toolchain here: fuzzing not run (rustup toolchain install nightly, then scripts/fuzz.sh)"
+fi
