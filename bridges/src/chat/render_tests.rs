@@ -306,6 +306,8 @@ fn unknown_commands_and_usage_errors_answer_helpfully() {
 fn topic_names() {
     let mut s = session("fix-login");
     assert_eq!(topic_name(&s), "fix-login (app@main)");
+    s.name = "app@main-2".into();
+    assert_eq!(topic_name(&s), "app@main-2", "a default name says it once");
     s.name = "two\nlines".into();
     s.repo = None;
     assert_eq!(topic_name(&s), "two lines");

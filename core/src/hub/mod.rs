@@ -12,6 +12,7 @@
 
 mod asks;
 mod mail;
+mod names;
 mod presence;
 mod resolve;
 mod session_change;
