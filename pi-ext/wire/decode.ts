@@ -252,6 +252,7 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
   worker_view: idOnly,
   verdict: record({ id: req(u64), verdict: req(verdictKind), text: maybe(str) }),
   list_pairings: listAll,
+  unanswer: record({ id: req(u64), ask: req(u64), by: maybeNull(str) }),
 };
 
 const askReply = record<{ id: number; ask: Ask }>({ id: req(u64), ask: req(ask) });
@@ -298,6 +299,7 @@ const SERVER_BODIES: Bodies<ServerMsg> = {
   view: record({ id: req(u64), view: req(view) }),
   verdict_accepted: record({ id: req(u64), pairing: req(pairing), verdict: req(verdict), hint: nullable(str) }),
   pairings: record({ id: req(u64), pairings: req(arrayOf(pairing)) }),
+  unanswered: record({ id: req(u64), ask: req(ask), message_id: req(u64), session_name: req(str) }),
   pairing_event: record({
     change: req(oneOf(PAIRING_CHANGES)),
     pairing: req(pairing),

@@ -69,6 +69,7 @@ export type LookMsg = { type: "look"; id: number; session?: string | null; by?: 
 export type WorkerViewMsg = { type: "worker_view"; id: number };
 export type VerdictMsg = { type: "verdict"; id: number; verdict: VerdictKind; text?: string };
 export type ListPairingsMsg = { type: "list_pairings"; id: number; all?: boolean };
+export type UnanswerMsg = { type: "unanswer"; id: number; ask: number; by?: string | null };
 
 /** Client → core. */
 export type ClientMsg =
@@ -91,7 +92,8 @@ export type ClientMsg =
   | LookMsg
   | WorkerViewMsg
   | VerdictMsg
-  | ListPairingsMsg;
+  | ListPairingsMsg
+  | UnanswerMsg;
 
 export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "hello",
@@ -114,6 +116,7 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "worker_view",
   "verdict",
   "list_pairings",
+  "unanswer",
 ];
 
 export type WelcomeMsg = { type: "welcome"; id: number; protocol: number; core_version: string; store_id: string; pid: number };
@@ -164,6 +167,7 @@ export type VerdictAcceptedMsg = {
   hint: string | null;
 };
 export type PairingsMsg = { type: "pairings"; id: number; pairings: Pairing[] };
+export type UnansweredMsg = { type: "unanswered"; id: number; ask: Ask; message_id: number; session_name: string };
 export type PairingEventMsg = {
   type: "pairing_event";
   change: PairingChange;
@@ -201,7 +205,8 @@ export type ServerMsg =
   | ViewMsg
   | VerdictAcceptedMsg
   | PairingsMsg
-  | PairingEventMsg;
+  | PairingEventMsg
+  | UnansweredMsg;
 
 export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "welcome",
@@ -232,6 +237,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "verdict_accepted",
   "pairings",
   "pairing_event",
+  "unanswered",
 ];
 
 /** The id of the request a server message answers; null for events and connection errors. */

@@ -396,6 +396,8 @@ fn help_into(h: &mut Html, prefix: char) {
         .line()
         .text("Reply to a message about a session to steer it; reply to a question to answer it.")
         .line()
+        .text("Text written in a session's topic or thread answers its question when it has just one open, else steers it.")
+        .line()
         .text(&format!(
             "In a session's topic or thread, {prefix}goal, {prefix}look and {prefix}stop need no session, \
              and {prefix}supervise only the goal."

@@ -97,6 +97,16 @@ replies! {
     Verdict => VerdictAccepted: ServerMsg::VerdictAccepted { pairing, verdict, hint, .. } =>
         VerdictAccepted { pairing, verdict, hint },
     ListPairings => Vec<Pairing>: ServerMsg::Pairings { pairings, .. } => pairings,
+    Unanswer => Unanswered: ServerMsg::Unanswered { ask, message_id, session_name, .. } =>
+        Unanswered { ask, message_id, session_name },
+}
+
+/// `unanswer`'s reply: the reopened ask and the steer its former answer became.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unanswered {
+    pub ask: Ask,
+    pub message_id: u64,
+    pub session_name: String,
 }
 
 impl Client {

@@ -177,7 +177,7 @@ impl State {
                 let ask = store::asks::get(db, ask_id)?.expect("exists");
                 return Err(already_answered(&ask));
             }
-            self.mail(
+            let mailed = self.mail(
                 NewMessage {
                     recipient: &ask.session_id,
                     kind: DeliveryKind::Answer,
@@ -191,7 +191,12 @@ impl State {
                 },
                 db,
                 out,
-            )
+            )?;
+            // Handed to a connected session: `unanswer` must know it may have been read.
+            if mailed.connected {
+                store::sessions::touch(db, &ask.session_id, now)?;
+            }
+            Ok(mailed)
         })?;
         let ask = store::asks::get(db, ask_id)?.expect("exists");
         tracing::info!(ask = %ask.id, by = %label, "ask answered");

@@ -68,6 +68,8 @@ pub enum ErrorCode {
     StoreFailed,
     /// A bug in the core; the message says what failed.
     Internal,
+    /// `unanswer`: the session may have read the answer already, so it stays answered.
+    AlreadyDelivered,
 }
 
 impl ErrorCode {
@@ -128,6 +130,7 @@ const ALL: &[(ErrorCode, &str)] = &[
     (ErrorCode::Runaway, "runaway"),
     (ErrorCode::StoreFailed, "store_failed"),
     (ErrorCode::Internal, "internal"),
+    (ErrorCode::AlreadyDelivered, "already_delivered"),
 ];
 
 impl std::fmt::Display for ErrorCode {

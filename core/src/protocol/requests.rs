@@ -80,6 +80,18 @@ pub struct Answer {
     pub by: Option<String>,
 }
 
+/// CLI and bridges: take an answer back and send its text to the session as a steer
+/// instead ("it was meant as a steer"), reopening the ask. Accepted only while the answer
+/// cannot have reached the session (see `docs/PROTOCOL.md`). Answered by `unanswered`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Unanswer {
+    pub id: u64,
+    pub ask: AskId,
+    /// Bridges only: the human who took it back (`telegram:@alice`). Ignored for the CLI.
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
 /// Send text to a session (exact id, unique id prefix or unique name). From the CLI or a
 /// bridge it is a steer; from a Pi session, a message. Answered by `sent`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

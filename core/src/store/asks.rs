@@ -67,6 +67,17 @@ pub fn answer(
     Ok(changed == 1)
 }
 
+/// Open an answered ask again (its answer was taken back). Returns false when it was open.
+pub fn reopen(conn: &Connection, id: AskId) -> rusqlite::Result<bool> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE asks SET state = 'open', answer = NULL, answered_by = NULL, answered_at = NULL
+             WHERE id = ?1 AND state = 'answered'",
+        )?
+        .execute([id])?;
+    Ok(changed == 1)
+}
+
 /// One ask by id.
 pub fn get(conn: &Connection, id: AskId) -> rusqlite::Result<Option<Ask>> {
     conn.prepare_cached(&format!("{SELECT} WHERE a.id = ?1"))?
