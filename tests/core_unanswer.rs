@@ -22,6 +22,7 @@ async fn ask(pi: &mut Pi, question: &str) -> Result<AskId> {
             question: question.into(),
             options: vec!["ship".into(), "hold".into()],
             details: None,
+            key: None,
         })
         .await?;
     Ok(ask.id)

@@ -152,6 +152,7 @@ async fn thread_text_answers_one_ask_asks_which_of_several_and_the_undo_steers_a
         question: q.into(),
         options: vec!["merge".into(), "wait".into()],
         details: None,
+        key: None,
     };
     let first = pi.client.call(ask("Merge PR 7?")).await?;
     let second = pi.client.call(ask("Tag the release?")).await?;

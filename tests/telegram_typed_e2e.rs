@@ -142,6 +142,7 @@ async fn typed_text_answers_one_ask_asks_which_of_several_and_the_undo_steers_an
         question: q.into(),
         options: vec!["merge".into(), "wait".into()],
         details: None,
+        key: None,
     };
     let first = pi.client.call(ask("Merge PR 7?")).await?;
     let second = pi.client.call(ask("Tag the release?")).await?;

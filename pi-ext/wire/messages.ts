@@ -37,8 +37,16 @@ export type UpdateMsg = {
   role?: Role | null;
   session_file?: string | null;
 };
-export type AskMsg = { type: "ask"; id: number; question: string; options?: string[]; details?: string | null };
-export type ReportMsg = { type: "report"; id: number; text: string };
+/** `key`: an idempotency key; the same ask or report sent again with it is stored once. */
+export type AskMsg = {
+  type: "ask";
+  id: number;
+  question: string;
+  options?: string[];
+  details?: string | null;
+  key?: string;
+};
+export type ReportMsg = { type: "report"; id: number; text: string; key?: string };
 export type AnswerMsg = { type: "answer"; id: number; ask: number; text: string; by?: string | null };
 export type SendMsg = { type: "send"; id: number; to: string; text: string; by?: string | null };
 export type AckMsg = { type: "ack"; ids: number[] };

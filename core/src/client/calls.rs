@@ -158,7 +158,12 @@ impl Client {
     /// Pi: post a report.
     pub async fn report(&mut self, text: impl Into<String>) -> Result<Report, ClientError> {
         let text = text.into();
-        self.call(requests::Report { id: 0, text }).await
+        self.call(requests::Report {
+            id: 0,
+            text,
+            key: None,
+        })
+        .await
     }
 
     /// Answer an ask (CLI and bridges).

@@ -59,6 +59,11 @@ pub struct Ask {
     pub options: Vec<String>,
     #[serde(default)]
     pub details: Option<String>,
+    /// An idempotency key the session chose (1-128 characters): an ask sent again with a
+    /// key this session already used gets the ask it made then, not a second one (a
+    /// queued ask resent after a lost reply). Omitted from the wire when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// Pi only: post information (no question) for whoever supervises the session. Answered
@@ -67,6 +72,9 @@ pub struct Ask {
 pub struct Report {
     pub id: u64,
     pub text: String,
+    /// An idempotency key, as for `Ask`: a report sent again with it is stored once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// CLI and bridges: give an ask its one answer. Answered by `answered`.
