@@ -252,16 +252,24 @@ export class CoreClient {
 
   // ---- requests ------------------------------------------------------------------------
 
-  async ask(question: string, options: string[], details: string | null): Promise<Ask> {
+  /** `key`: an idempotency key (the core stores a keyed ask once, however often sent). */
+  async ask(question: string, options: string[], details: string | null, key?: string): Promise<Ask> {
     const res = await this.#request(
-      (id) => ({ type: "ask", id, question, ...(options.length > 0 ? { options } : {}), ...(details !== null ? { details } : {}) }),
+      (id) => ({
+        type: "ask",
+        id,
+        question,
+        ...(options.length > 0 ? { options } : {}),
+        ...(details !== null ? { details } : {}),
+        ...(key !== undefined ? { key } : {}),
+      }),
       "asked",
     );
     return res.ask;
   }
 
-  async report(text: string): Promise<Report> {
-    const res = await this.#request((id) => ({ type: "report", id, text }), "reported");
+  async report(text: string, key?: string): Promise<Report> {
+    const res = await this.#request((id) => ({ type: "report", id, text, ...(key !== undefined ? { key } : {}) }), "reported");
     return res.report;
   }
 

@@ -2,8 +2,9 @@
 // session to the shepherd core (client.ts), starting `shepherd up` when no core answers and
 // the binary is on PATH (autostart.ts); it keeps the core's picture of the session current (name, model,
 // status, context fill); it offers the model the tools `ask_human` and `report`; it injects
-// what the core delivers (inbox.ts) and shows connection and open asks in the footer and in
-// `/shepherd`. Supervisor mode (`/supervise`, the verdict tools, pruning) is wired in from
+// what the core delivers (inbox.ts), queues asks and reports made while the core is away and
+// sends them once it is back, each exactly once (outbox.ts), and shows connection and open
+// asks in the footer and in `/shepherd`. Supervisor mode (`/supervise`, the verdict tools, pruning) is wired in from
 // supervise-pi.ts, and this session's place in a pairing is followed by supervision.ts.
 // Every handler catches its own failures: the extension reports trouble in one line and
 // never throws into Pi. UI calls are guarded so print, json and rpc modes work.
@@ -16,10 +17,11 @@ import type { BoundaryResult, BoundaryState, ExtensionAPI, ExtensionContext } fr
 import { Type } from "typebox";
 
 import { Autostart, fsLog } from "./autostart.ts";
-import { CoreClient, CoreError, type PresenceUpdate, type Problem } from "./client.ts";
+import { CoreClient, CoreError, NotConnectedError, type PresenceUpdate, type Problem } from "./client.ts";
 import { CLIENT_NAME, loadConfig, type ShepherdConfig } from "./config.ts";
 import { DELIVERY_CUSTOM_TYPES } from "./dedupe.ts";
 import { draftsWantTurn, Inbox, type DeliveryDraft } from "./inbox.ts";
+import { newKey, Outbox, type OutboxItem, type SendOutcome } from "./outbox.ts";
 import { loadPolicy } from "./policy.ts";
 import { registerSupervisor } from "./supervise-pi.ts";
 import { Supervision, SUPERVISE_STATUS_KEY, type PolicyBriefMessage } from "./supervision.ts";
@@ -63,6 +65,7 @@ class ShepherdSession {
   readonly config: ShepherdConfig;
   readonly client: CoreClient;
   readonly inbox: Inbox;
+  readonly outbox: Outbox;
   readonly supervision: Supervision;
   /** The latest context Pi handed us; replaced on every event. */
   ctx: ExtensionContext;
@@ -102,6 +105,14 @@ class ShepherdSession {
         this.log(`ack ${ids.join(",")} ${sent ? "sent" : "not sent (not connected to that store)"}`);
       },
       now: () => Date.now(),
+    });
+    this.outbox = new Outbox({
+      entries: () => this.ctx.sessionManager.getEntries(),
+      appendEntry: (customType, data) => this.#pi.appendEntry(customType, data),
+      sendAsk: (item) => this.#sendQueued(() => this.client.ask(item.question, item.options, item.details, item.key)),
+      sendReport: (item) => this.#sendQueued(() => this.client.report(item.text, item.key)),
+      delivered: (item, outcome) => this.#queuedDelivered(item, outcome),
+      log: (line) => this.log(line),
     });
     this.supervision = new Supervision({
       sessionId: () => this.ctx.sessionManager.getSessionId(),
@@ -146,6 +157,7 @@ class ShepherdSession {
         this.#lastError = null;
         this.#everConnected = true;
         this.#guard("pairings", () => this.supervision.sync(pairings, "registered"));
+        void this.outbox.flush();
         this.#refreshOpenAsks();
         this.refreshStatusLine();
       },
@@ -164,6 +176,7 @@ class ShepherdSession {
     this.log(`session ${this.ctx.sessionManager.getSessionId()} (mode ${this.ctx.mode}), core socket ${this.config.socketPath}`);
     if (this.config.roleProblem !== null) this.notifyOnce("role", `shepherd: ${this.config.roleProblem}`, "warning");
     this.inbox.restore();
+    this.#guard("outbox restore", () => this.outbox.restore());
     this.#guard("supervision start", () => this.supervision.start());
     this.client.start();
     this.refreshStatusLine();
@@ -175,6 +188,45 @@ class ShepherdSession {
     if (this.#updateTimer !== null) clearTimeout(this.#updateTimer);
     if (this.#reconcileTimer !== null) clearInterval(this.#reconcileTimer);
     this.client.stop();
+  }
+
+  // ---- the outbox (asks and reports made while the core was away) ----------------------
+
+  /** Send one queued item: sent, not connected (it waits), or refused by the core. */
+  async #sendQueued<T>(send: () => Promise<T>): Promise<SendOutcome<T>> {
+    try {
+      return { sent: await send() };
+    } catch (e) {
+      if (e instanceof CoreError) return { refused: e.message };
+      return { notConnected: message(e) };
+    }
+  }
+
+  #queuedDelivered(item: OutboxItem, outcome: { id: number } | { refused: string }): void {
+    if ("refused" in outcome) {
+      const what = item.kind === "ask" ? `question "${item.question}"` : "report";
+      this.notify(`shepherd: the queued ${what} was refused by the core: ${outcome.refused}`, "warning");
+      return;
+    }
+    if (item.kind === "ask") this.#refreshOpenAsks();
+    this.refreshStatusLine();
+  }
+
+  /**
+   * Send an ask or report now, or queue it when the core is away (or others wait before it):
+   * the item's key makes a resend after a lost reply harmless. `queued` when it waits.
+   */
+  async sendOrQueue<T>(item: OutboxItem, send: () => Promise<T>): Promise<{ sent: T } | { queued: true }> {
+    if (this.outbox.pending.length === 0) {
+      try {
+        return { sent: await send() };
+      } catch (e) {
+        if (!(e instanceof NotConnectedError)) throw e;
+      }
+    }
+    this.outbox.enqueue(item);
+    void this.outbox.flush();
+    return { queued: true };
   }
 
   // ---- logging and UI ------------------------------------------------------------------
@@ -660,8 +712,34 @@ export default function shepherd(pi: ExtensionAPI): void {
         };
       }
       s.ctx = ctx;
+      const item: OutboxItem = {
+        kind: "ask",
+        key: newKey("ask"),
+        question: params.question,
+        options: params.options ?? [],
+        details: params.details ?? null,
+        queuedAt: Date.now(),
+      };
       try {
-        const ask = await s.client.ask(params.question, params.options ?? [], params.details ?? null);
+        const result = await s.sendOrQueue(item, () => s.client.ask(item.question, item.options, item.details, item.key));
+        if ("queued" in result) {
+          s.log(`ask ${item.key} queued`);
+          return {
+            content: [
+              {
+                type: "text",
+                text:
+                  "Queued, will be sent when shepherd is back: the shepherd core is not reachable right now " +
+                  "(starting or restarting), so the question waits in this session and goes to the human " +
+                  "exactly once when it reconnects. The answer will arrive as a new message beginning with " +
+                  "\"[shepherd] Answer to your question\". End your turn now; do not wait or poll for it.",
+              },
+            ],
+            details: { askId: null, queued: item.key },
+            terminate: true,
+          };
+        }
+        const ask = result.sent;
         s.openAsks.set(ask.id, ask);
         s.refreshStatusLine();
         s.log(`ask ${ask.id} sent`);
@@ -710,8 +788,24 @@ export default function shepherd(pi: ExtensionAPI): void {
         };
       }
       s.ctx = ctx;
+      const item: OutboxItem = { kind: "report", key: newKey("report"), text: params.text, queuedAt: Date.now() };
       try {
-        const report = await s.client.report(params.text);
+        const result = await s.sendOrQueue(item, () => s.client.report(item.text, item.key));
+        if ("queued" in result) {
+          s.log(`report ${item.key} queued`);
+          return {
+            content: [
+              {
+                type: "text",
+                text:
+                  "Queued, will be sent when shepherd is back: the shepherd core is not reachable right now, " +
+                  "so the report waits in this session and is sent exactly once when it reconnects.",
+              },
+            ],
+            details: { reportId: null, queued: item.key },
+          };
+        }
+        const report = result.sent;
         s.log(`report ${report.id} sent`);
         return { content: [{ type: "text", text: `Report #${report.id} was sent.` }], details: { reportId: report.id } };
       } catch (e) {

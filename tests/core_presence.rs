@@ -516,6 +516,7 @@ async fn subscribers_see_asks_answers_and_reports_with_the_stamped_session() -> 
             question: "Ship it?".into(),
             options: vec!["yes".into(), "no".into()],
             details: Some("CI is green".into()),
+            key: None,
         })
         .await?;
     let event = sub.next_event().await?;

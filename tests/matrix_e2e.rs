@@ -153,6 +153,7 @@ async fn ask(pi: &mut shepherd_harness::Pi, question: &str, options: &[&str]) ->
             question: question.clone(),
             options: options.clone(),
             details: None,
+            key: None,
         })
         .await?;
     Ok(())

@@ -140,6 +140,7 @@ async fn reply_answers_stale_buttons_say_who_won_and_cli_answers_edit_cards() ->
         question: q.into(),
         options: vec!["merge".into(), "wait".into()],
         details: None,
+        key: None,
     };
     let q1 = ask("Merge PR 7?");
     pi.client.call(q1.clone()).await?;
@@ -202,6 +203,7 @@ async fn strangers_are_ignored_and_audited() -> Result<()> {
             question: "Drop the table?".into(),
             options: vec!["yes".into()],
             details: None,
+            key: None,
         })
         .await?;
     let card =
@@ -698,6 +700,7 @@ async fn buttons_on_old_cards_work_after_a_restart() -> Result<()> {
             question: "Rebase or merge?".into(),
             options: vec!["rebase".into(), "merge".into()],
             details: None,
+            key: None,
         })
         .await?;
     let card =
@@ -835,6 +838,7 @@ async fn supervision_shows_in_the_workers_topic_and_is_steered_from_it() -> Resu
             question: "Is the staging SSO provider safe to use?".into(),
             options: vec!["yes".into(), "no".into()],
             details: None,
+            key: None,
         })
         .await?;
     let card =

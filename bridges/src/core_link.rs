@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use shepherd_core::client::Sent;
 use shepherd_core::client::{Client, ClientError, Request};
+pub use shepherd_core::client::{Sent, Unanswered};
 use shepherd_core::protocol::{
     Ask, AskId, AskState, ClientKind, CoreStatus, ErrorCode, Pairing, ServerMsg, SessionId,
     SessionInfo, requests,
@@ -135,6 +135,16 @@ impl CoreLink {
             by: Some(by.to_string()),
         };
         self.call(request).await.map(|_| ())
+    }
+
+    /// `unanswer`: take ask `ask`'s answer back and steer its text instead, for `by`.
+    pub async fn unanswer(&mut self, ask: u64, by: &str) -> Reply<Unanswered> {
+        let request = requests::Unanswer {
+            id: 0,
+            ask: ask.into(),
+            by: Some(by.to_string()),
+        };
+        self.call(request).await
     }
 
     /// `send` from a bridge: steer a session (id, id prefix or name) for the human `by`.

@@ -228,8 +228,14 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
     role: maybeNull(role),
     session_file: maybeNull(str),
   }),
-  ask: record({ id: req(u64), question: req(str), options: maybe(arrayOf(str)), details: maybeNull(str) }),
-  report: record({ id: req(u64), text: req(str) }),
+  ask: record({
+    id: req(u64),
+    question: req(str),
+    options: maybe(arrayOf(str)),
+    details: maybeNull(str),
+    key: maybe(str),
+  }),
+  report: record({ id: req(u64), text: req(str), key: maybe(str) }),
   answer: record({ id: req(u64), ask: req(u64), text: req(str), by: maybeNull(str) }),
   send: record({ id: req(u64), to: req(str), text: req(str), by: maybeNull(str) }),
   ack: record({ ids: req(arrayOf(u64)) }),
@@ -252,6 +258,7 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
   worker_view: idOnly,
   verdict: record({ id: req(u64), verdict: req(verdictKind), text: maybe(str) }),
   list_pairings: listAll,
+  unanswer: record({ id: req(u64), ask: req(u64), by: maybeNull(str) }),
 };
 
 const askReply = record<{ id: number; ask: Ask }>({ id: req(u64), ask: req(ask) });
@@ -298,6 +305,7 @@ const SERVER_BODIES: Bodies<ServerMsg> = {
   view: record({ id: req(u64), view: req(view) }),
   verdict_accepted: record({ id: req(u64), pairing: req(pairing), verdict: req(verdict), hint: nullable(str) }),
   pairings: record({ id: req(u64), pairings: req(arrayOf(pairing)) }),
+  unanswered: record({ id: req(u64), ask: req(ask), message_id: req(u64), session_name: req(str) }),
   pairing_event: record({
     change: req(oneOf(PAIRING_CHANGES)),
     pairing: req(pairing),

@@ -37,8 +37,16 @@ export type UpdateMsg = {
   role?: Role | null;
   session_file?: string | null;
 };
-export type AskMsg = { type: "ask"; id: number; question: string; options?: string[]; details?: string | null };
-export type ReportMsg = { type: "report"; id: number; text: string };
+/** `key`: an idempotency key; the same ask or report sent again with it is stored once. */
+export type AskMsg = {
+  type: "ask";
+  id: number;
+  question: string;
+  options?: string[];
+  details?: string | null;
+  key?: string;
+};
+export type ReportMsg = { type: "report"; id: number; text: string; key?: string };
 export type AnswerMsg = { type: "answer"; id: number; ask: number; text: string; by?: string | null };
 export type SendMsg = { type: "send"; id: number; to: string; text: string; by?: string | null };
 export type AckMsg = { type: "ack"; ids: number[] };
@@ -70,6 +78,7 @@ export type LookMsg = { type: "look"; id: number; session?: string | null; by?: 
 export type WorkerViewMsg = { type: "worker_view"; id: number };
 export type VerdictMsg = { type: "verdict"; id: number; verdict: VerdictKind; text?: string };
 export type ListPairingsMsg = { type: "list_pairings"; id: number; all?: boolean };
+export type UnanswerMsg = { type: "unanswer"; id: number; ask: number; by?: string | null };
 
 /** Client → core. */
 export type ClientMsg =
@@ -92,7 +101,8 @@ export type ClientMsg =
   | LookMsg
   | WorkerViewMsg
   | VerdictMsg
-  | ListPairingsMsg;
+  | ListPairingsMsg
+  | UnanswerMsg;
 
 export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "hello",
@@ -115,6 +125,7 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "worker_view",
   "verdict",
   "list_pairings",
+  "unanswer",
 ];
 
 export type WelcomeMsg = { type: "welcome"; id: number; protocol: number; core_version: string; store_id: string; pid: number };
@@ -165,6 +176,7 @@ export type VerdictAcceptedMsg = {
   hint: string | null;
 };
 export type PairingsMsg = { type: "pairings"; id: number; pairings: Pairing[] };
+export type UnansweredMsg = { type: "unanswered"; id: number; ask: Ask; message_id: number; session_name: string };
 export type PairingEventMsg = {
   type: "pairing_event";
   change: PairingChange;
@@ -202,7 +214,8 @@ export type ServerMsg =
   | ViewMsg
   | VerdictAcceptedMsg
   | PairingsMsg
-  | PairingEventMsg;
+  | PairingEventMsg
+  | UnansweredMsg;
 
 export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "welcome",
@@ -233,6 +246,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "verdict_accepted",
   "pairings",
   "pairing_event",
+  "unanswered",
 ];
 
 /** The id of the request a server message answers; null for events and connection errors. */

@@ -228,6 +228,7 @@ export const ERROR_CODES = [
   "store_failed",
   "already_served",
   "internal",
+  "already_delivered",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 /** A code this client may not know yet: new codes are a compatible protocol change. */

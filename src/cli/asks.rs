@@ -74,7 +74,7 @@ pub async fn run(ctx: &Ctx, args: &AsksArgs) -> anyhow::Result<ExitCode> {
 pub fn render(asks: &[Ask], width: usize) -> String {
     let mut table = Table::new()
         .column("ID", Align::Right)
-        .flexible("SESSION", 10)
+        .middle("SESSION", 10)
         .column("STATE", Align::Left)
         .flexible("QUESTION", 12)
         .flexible("OPTIONS", 7)

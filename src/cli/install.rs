@@ -27,6 +27,7 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("config.ts", include_str!("../../pi-ext/config.ts")),
     ("dedupe.ts", include_str!("../../pi-ext/dedupe.ts")),
     ("inbox.ts", include_str!("../../pi-ext/inbox.ts")),
+    ("outbox.ts", include_str!("../../pi-ext/outbox.ts")),
     ("wire.ts", include_str!("../../pi-ext/wire.ts")),
     (
         "wire/records.ts",

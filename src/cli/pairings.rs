@@ -44,8 +44,8 @@ pub async fn run(ctx: &Ctx, args: &PairingsArgs) -> anyhow::Result<ExitCode> {
 pub fn render(pairings: &[Pairing], width: usize) -> String {
     let mut table = Table::new()
         .column("ID", Align::Right)
-        .flexible("WORKER", 10)
-        .flexible("SUPERVISOR", 10)
+        .middle("WORKER", 10)
+        .middle("SUPERVISOR", 10)
         .flexible("GOAL", 12)
         .column("LOOKS", Align::Right)
         .column("STEERS", Align::Right)

@@ -126,13 +126,13 @@ pub fn render(sessions: &[SessionInfo], now: u64, width: usize) -> String {
     let ids = unique_prefixes(sessions.iter().map(|s| s.id.as_str()), MIN_ID);
     let mut table = Table::new()
         .column("ID", Align::Left)
-        .flexible("NAME", 12)
+        .middle("NAME", 20)
         .column("STATUS", Align::Left)
-        .flexible("MODEL", 10)
+        .middle("MODEL", 10)
         .column("CTX%", Align::Right)
         .column("ROLE", Align::Left)
-        .flexible("REPO@BRANCH", 12)
-        .flexible("CWD", 10)
+        .middle("REPO@BRANCH", 12)
+        .middle("CWD", 10)
         .column("SEEN", Align::Left);
     for (s, id) in sessions.iter().zip(ids) {
         table.row(vec![

@@ -4,9 +4,13 @@
 //! per row, columns separated by two spaces, no borders. Widths are measured in display
 //! columns (`unicode-width`), so wide characters line up. When the table is wider than
 //! the terminal, the columns marked flexible give up width (widest first, down to their
-//! minimum) and their cells end in `…`; the other columns are never cut.
+//! minimum); the other columns are never cut. A flexible column is cut at its end
+//! (`Which of the t…`, for text read from the start) or in its middle (`/home/u/…/webapp`,
+//! for names and paths whose head and tail tell them apart): [`cut_middle`].
 
 use unicode_width::UnicodeWidthStr;
+
+use unicode_width::UnicodeWidthChar;
 
 use super::format::truncate;
 
@@ -20,12 +24,20 @@ pub enum Align {
     Right,
 }
 
+/// Where a flexible column's cells lose what does not fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    End,
+    Middle,
+}
+
 #[derive(Debug, Clone)]
 struct Column {
     header: String,
     align: Align,
     /// `Some(min)`: the column may shrink to `min` columns to fit the terminal.
     shrink_to: Option<usize>,
+    cut: Cut,
 }
 
 /// Rows of text cells under a header, rendered with aligned columns.
@@ -47,6 +59,7 @@ impl Table {
             header: header.to_string(),
             align,
             shrink_to: None,
+            cut: Cut::End,
         });
         self
     }
@@ -57,6 +70,19 @@ impl Table {
             header: header.to_string(),
             align: Align::Left,
             shrink_to: Some(min.max(1)),
+            cut: Cut::End,
+        });
+        self
+    }
+
+    /// Add a left-aligned column that may shrink to `min` display columns, cut in the
+    /// middle (names, paths: their head and tail tell them apart).
+    pub fn middle(mut self, header: &str, min: usize) -> Table {
+        self.columns.push(Column {
+            header: header.to_string(),
+            align: Align::Left,
+            shrink_to: Some(min.max(3)),
+            cut: Cut::Middle,
         });
         self
     }
@@ -77,7 +103,10 @@ impl Table {
         for cells in std::iter::once(&header).chain(&self.rows) {
             let mut line = String::new();
             for (i, (cell, column)) in cells.iter().zip(&self.columns).enumerate() {
-                let text = truncate(cell, widths[i]);
+                let text = match column.cut {
+                    Cut::End => truncate(cell, widths[i]),
+                    Cut::Middle => cut_middle(cell, widths[i]),
+                };
                 let pad = widths[i].saturating_sub(text.width());
                 if i > 0 {
                     line.push_str(&" ".repeat(GAP));
@@ -130,6 +159,68 @@ impl Table {
         }
         widths
     }
+}
+
+/// `text` fitted into `width` display columns by cutting its middle: `…` between a head
+/// and a tail, the tail getting two thirds of the room (the end of a name or path is
+/// what tells it apart). In a path the cut moves to `/` boundaries where one is near, so
+/// whole directories go: `/home/u/src/projects/webapp@fix-login` in 26 columns is
+/// `/home/u/…/webapp@fix-login`. Line breaks become spaces, as in `truncate`.
+pub fn cut_middle(text: &str, width: usize) -> String {
+    let flat: Vec<char> = truncate(text, usize::MAX).chars().collect();
+    let full: usize = flat.iter().map(|c| c.width().unwrap_or(0)).sum();
+    if full <= width {
+        return flat.into_iter().collect();
+    }
+    if width < 3 {
+        return truncate(text, width);
+    }
+    let room = width - 1;
+    let tail_room = room - room / 3;
+    let tail_start = fit_from_end(&flat, tail_room);
+    // Start the tail at a `/` inside it, giving what that saves to the head.
+    let tail_start = flat[tail_start..]
+        .iter()
+        .position(|&c| c == '/')
+        .filter(|&at| tail_start + at + 1 < flat.len())
+        .map_or(tail_start, |at| tail_start + at);
+    let tail: String = flat[tail_start..].iter().collect();
+    let head_room = room - tail.width();
+    let head_end = fit_from_start(&flat[..tail_start], head_room);
+    // End the head just after a `/` in its second half, if it has one.
+    let head_end = flat[..head_end]
+        .iter()
+        .rposition(|&c| c == '/')
+        .filter(|&at| at + 1 >= head_end / 2 && at > 0)
+        .map_or(head_end, |at| at + 1);
+    let head: String = flat[..head_end].iter().collect();
+    format!("{head}…{tail}")
+}
+
+/// How many leading chars fit in `room` columns.
+fn fit_from_start(chars: &[char], room: usize) -> usize {
+    let mut used = 0;
+    chars
+        .iter()
+        .take_while(|c| {
+            used += c.width().unwrap_or(0);
+            used <= room
+        })
+        .count()
+}
+
+/// The index from which the trailing chars fit in `room` columns.
+fn fit_from_end(chars: &[char], room: usize) -> usize {
+    let mut used = 0;
+    let kept = chars
+        .iter()
+        .rev()
+        .take_while(|c| {
+            used += c.width().unwrap_or(0);
+            used <= room
+        })
+        .count();
+    chars.len() - kept
 }
 
 /// A block of `key  value` lines with the values aligned (the form of `shepherd status`).
@@ -190,6 +281,50 @@ mod tests {
     fn never_shrinks_below_the_minimum() {
         let out = sample().render(5);
         assert!(out.contains("Which o…"), "{out}");
+    }
+
+    #[test]
+    fn middle_cut_keeps_head_and_tail() {
+        let path = "/home/u/src/projects/webapp@fix-login";
+        assert_eq!(cut_middle(path, 26), "/home/u/…/webapp@fix-login");
+        assert_eq!(cut_middle(path, 100), path);
+        assert_eq!(cut_middle(path, path.len()), path);
+        // No `/` to snap to: two thirds of the room for the tail.
+        assert_eq!(cut_middle("webapp@fix-login-2", 10), "web…ogin-2");
+        assert_eq!(cut_middle("webapp@fix-login-3", 10), "web…ogin-3");
+        for width in 3..path.len() {
+            let cut = cut_middle(path, width);
+            assert!(cut.width() <= width, "{cut:?} is wider than {width}");
+            assert!(cut.contains('…') && cut.ends_with('n'), "{cut:?}");
+        }
+        assert_eq!(cut_middle(path, 2), "/…");
+    }
+
+    #[test]
+    fn middle_cut_counts_display_columns() {
+        let cut = cut_middle("日本語のセッション名@main", 12);
+        assert!(cut.width() <= 12, "{cut:?}");
+        assert!(cut.ends_with("@main"), "{cut:?}");
+        assert_eq!(
+            cut_middle("two\nlines and more text here", 12),
+            "two…ext here"
+        );
+    }
+
+    #[test]
+    fn middle_columns_keep_what_tells_rows_apart() {
+        let mut t = Table::new().column("ID", Align::Left).middle("CWD", 10);
+        t.row(vec![
+            "1".into(),
+            "/home/u/src/projects/webapp@fix-login".into(),
+        ]);
+        t.row(vec![
+            "2".into(),
+            "/home/u/src/projects/webapp@fix-logout".into(),
+        ]);
+        let out = t.render(30);
+        assert!(out.contains("/home/u/…/webapp@fix-login\n"), "{out}");
+        assert!(out.contains("/home/u/…webapp@fix-logout\n"), "{out}");
     }
 
     #[test]

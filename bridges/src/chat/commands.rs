@@ -42,7 +42,7 @@ pub struct CommandSpec {
 }
 
 /// Every command, in the order the help lists them.
-pub const COMMANDS: [CommandSpec; 9] = [
+pub const COMMANDS: [CommandSpec; 10] = [
     CommandSpec {
         name: "sessions",
         args: "",
@@ -57,6 +57,11 @@ pub const COMMANDS: [CommandSpec; 9] = [
         name: "asks",
         args: "",
         about: "the open questions",
+    },
+    CommandSpec {
+        name: "answer",
+        args: "<ask> <text>",
+        about: "answer an open question (a number picks that option)",
     },
     CommandSpec {
         name: "steer",
@@ -101,6 +106,8 @@ pub enum ChatCommand {
     Asks,
     /// Send `text` to `session` as a steer.
     Steer { session: String, text: String },
+    /// Answer ask `ask` with `text` (an option's number picks that option).
+    Answer { ask: u64, text: String },
     /// Pair a free supervisor with a session (the first argument, or the topic's), toward
     /// the rest as goal.
     Supervise(SessionArgs),
@@ -132,6 +139,8 @@ pub enum UsageError {
     GoalWithoutText { session: Option<String> },
     /// `look` or `stop` with no session, outside a session's topic.
     WithoutSession { command: &'static str },
+    /// `answer` without an ask number or without the answer.
+    AnswerWithoutAsk,
 }
 
 /// The arguments of a command that names a session and then gives text, where the
@@ -186,6 +195,7 @@ impl UsageError {
             UsageError::SuperviseWithoutSession => "supervise",
             UsageError::GoalWithoutText { .. } => "goal",
             UsageError::WithoutSession { command } => command,
+            UsageError::AnswerWithoutAsk => "answer",
         }
     }
 
@@ -212,6 +222,9 @@ impl UsageError {
             UsageError::WithoutSession { command } => {
                 format!("Which session? Name it (or write {command} in the session's topic).")
             }
+            UsageError::AnswerWithoutAsk => {
+                "Answer which ask, with what? Give the ask's number (the card shows it), then the answer.".into()
+            }
         }
     }
 
@@ -231,6 +244,7 @@ impl UsageError {
             }
             UsageError::GoalWithoutText { session: None } => "goal [session] <goal>".into(),
             UsageError::WithoutSession { command } => format!("{command} <session>"),
+            UsageError::AnswerWithoutAsk => "answer <ask> <text>".into(),
         }
     }
 
@@ -254,6 +268,7 @@ impl UsageError {
                 format!("goal {session} docs/login-plan.md")
             }
             UsageError::WithoutSession { command } => format!("{command} {session}"),
+            UsageError::AnswerWithoutAsk => "answer 7 2".into(),
         }
     }
 }
@@ -302,6 +317,7 @@ pub fn parse(text: &str, prefix: char, bot_username: Option<&str>) -> Option<Cha
         "status" => ChatCommand::Status(Some(unquote(args)).filter(|s| !s.is_empty())),
         "asks" => ChatCommand::Asks,
         "steer" => steer(args),
+        "answer" => answer(args),
         "supervise" => ChatCommand::Supervise(SessionArgs::parse(args)),
         "goal" if args.is_empty() => {
             ChatCommand::Usage(UsageError::GoalWithoutText { session: None })
@@ -327,6 +343,18 @@ fn steer(args: &str) -> ChatCommand {
     ChatCommand::Steer {
         session,
         text: text.to_string(),
+    }
+}
+
+/// `answer`'s arguments: the ask's number (`7` or `#7`), then the answer.
+fn answer(args: &str) -> ChatCommand {
+    let (ask, text) = first_argument(args);
+    match ask.trim_start_matches('#').parse::<u64>() {
+        Ok(ask) if !text.is_empty() => ChatCommand::Answer {
+            ask,
+            text: text.to_string(),
+        },
+        _ => ChatCommand::Usage(UsageError::AnswerWithoutAsk),
     }
 }
 
@@ -646,6 +674,35 @@ mod tests {
         assert_eq!(
             parsed("/goal \"other\" be done").target(Some("s-topic"), known),
             Some(("other".into(), "be done".into()))
+        );
+    }
+
+    #[test]
+    fn answer_takes_an_ask_number_then_the_text() {
+        assert_eq!(
+            parse("/answer 7 2", '/', None),
+            Some(ChatCommand::Answer {
+                ask: 7,
+                text: "2".into()
+            })
+        );
+        assert_eq!(
+            parse("!answer #12 ship it\nnow", '!', None),
+            Some(ChatCommand::Answer {
+                ask: 12,
+                text: "ship it\nnow".into()
+            })
+        );
+        for bad in ["/answer", "/answer 7", "/answer seven yes"] {
+            assert_eq!(
+                parse(bad, '/', None),
+                Some(ChatCommand::Usage(UsageError::AnswerWithoutAsk)),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            UsageError::AnswerWithoutAsk.synopsis(),
+            "answer <ask> <text>"
         );
     }
 

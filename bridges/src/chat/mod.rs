@@ -16,6 +16,8 @@
 //!   and stop, in the worker's topic or thread, and the replies to the pairing commands.
 //! - [`access`]: the allowlist of users and chats, with reasons for the audit log.
 //! - [`replies`]: the short replies for failed requests and session picking.
+//! - [`typed`]: text typed in a session's place: the answer it gave and its undo, or
+//!   which of several asks is meant.
 //! - [`format`](mod@format): small helpers (relative times, `repo@branch`, UTF-16 truncation).
 //!
 //! A bridge's path for a message: render, then [`split::split_html`] (or a document when
@@ -31,6 +33,7 @@ pub mod render;
 pub mod replies;
 pub mod split;
 mod tokens;
+pub mod typed;
 
 pub use access::{Allowlist, Decision};
 pub use commands::{ChatCommand, UsageError};

@@ -396,6 +396,8 @@ fn help_into(h: &mut Html, prefix: char) {
         .line()
         .text("Reply to a message about a session to steer it; reply to a question to answer it.")
         .line()
+        .text("Text written in a session's topic or thread answers its question when it has just one open, else steers it.")
+        .line()
         .text(&format!(
             "In a session's topic or thread, {prefix}goal, {prefix}look and {prefix}stop need no session, \
              and {prefix}supervise only the goal."
@@ -427,7 +429,8 @@ pub fn usage(prefix: char, error: &UsageError) -> Rendered {
     h.into()
 }
 
-/// A forum topic or thread title for a session: `name (repo@branch)`, one line, at most
+/// A forum topic or thread title for a session: `name (repo@branch)` (just the name when it
+/// starts with `repo@branch`, as default names do), one line, at most
 /// [`TOPIC_NAME_MAX`] UTF-16 units (the name is shortened first), never empty.
 pub fn topic_name(s: &SessionInfo) -> String {
     let mut name = one_line(&s.name);
@@ -437,7 +440,11 @@ pub fn topic_name(s: &SessionInfo) -> String {
     if name.is_empty() {
         name = "session".to_string();
     }
-    let Some(rb) = repo_branch(s).map(|rb| one_line(&rb)) else {
+    // A name made from the repository and branch (`app@main-2`) needs no suffix.
+    let Some(rb) = repo_branch(s)
+        .map(|rb| one_line(&rb))
+        .filter(|rb| !name.starts_with(rb.as_str()))
+    else {
         return truncate(&name, TOPIC_NAME_MAX);
     };
     let suffix = format!(" ({rb})");

@@ -258,6 +258,7 @@ fn help_for_both_prefixes() {
          /sessions — list the sessions\n\
          /status [session] — one session in detail, or shepherd itself\n\
          /asks — the open questions\n\
+         /answer <ask> <text> — answer an open question (a number picks that option)\n\
          /steer <session> <text> — tell a session what to do\n\
          /supervise <session> <goal> — pair a free supervisor session with a session, toward a goal\n\
          /goal [session] <goal> — change the goal of a session's pairing\n\
@@ -265,6 +266,7 @@ fn help_for_both_prefixes() {
          /stop [session] — end a session's pairing\n\
          /help — this help\n\n\
          Reply to a message about a session to steer it; reply to a question to answer it.\n\
+         Text written in a session's topic or thread answers its question when it has just one open, else steers it.\n\
          In a session's topic or thread, /goal, /look and /stop need no session, and /supervise only \
          the goal."
     );
@@ -306,6 +308,8 @@ fn unknown_commands_and_usage_errors_answer_helpfully() {
 fn topic_names() {
     let mut s = session("fix-login");
     assert_eq!(topic_name(&s), "fix-login (app@main)");
+    s.name = "app@main-2".into();
+    assert_eq!(topic_name(&s), "app@main-2", "a default name says it once");
     s.name = "two\nlines".into();
     s.repo = None;
     assert_eq!(topic_name(&s), "two lines");

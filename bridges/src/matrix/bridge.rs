@@ -18,6 +18,7 @@ use super::send::{self, InThread};
 use super::store::{Card, MatrixStore};
 use crate::chat::access::Allowlist;
 use crate::chat::render::{AskCard, Rendered};
+use crate::chat::typed::UNDO_KEY;
 use crate::relay::Platform;
 
 /// The Matrix side of the bridge: its room and its ways out.
@@ -53,6 +54,9 @@ impl Known for MatrixStore {
     fn about(&self, event_id: &str) -> Option<String> {
         MatrixStore::about(self, event_id).ok().flatten()
     }
+    fn undo_offer(&self, event_id: &str) -> Option<u64> {
+        MatrixStore::undo_offer(self, event_id).ok().flatten()
+    }
 }
 
 impl Platform for Matrix {
@@ -60,9 +64,12 @@ impl Platform for Matrix {
     type Place = String;
     const PREFIX: char = '!';
     const NAME: &'static str = "matrix";
+    const UNDO_HINT: &'static str =
+        "Meant as a steer? React with ↩️ to this message while the session has not read it.";
 
     fn has_card(&self, ask: u64) -> bool {
-        !self.store.cards_of(ask).unwrap_or_default().is_empty()
+        let cards = self.store.cards_of(ask).unwrap_or_default();
+        cards.iter().any(|c| !c.answered)
     }
 
     fn open_cards(&self) -> Vec<u64> {
@@ -164,6 +171,29 @@ impl Platform for Matrix {
                 plain: answered.plain.clone(),
             });
             self.remember(self.store.mark_answered(&card.event_id));
+        }
+    }
+
+    /// Said in the thread, with the bot's own ↩️ on it: the human taps it to undo.
+    async fn offer_undo(&mut self, place: Option<String>, session: &str, ask: u64, said: Rendered) {
+        let mut thread = place.and_then(|root| self.in_thread(&root));
+        let op = MatrixOp::Message {
+            html: said.html,
+            plain: said.plain,
+            thread: thread.clone(),
+        };
+        match self.outbox.send(op).await {
+            Ok(event) => {
+                self.sent(&event, &mut thread, Some(session));
+                self.remember(self.store.set_undo_offer(event.as_str(), ask));
+                self.outbox.push(MatrixOp::React {
+                    event,
+                    key: UNDO_KEY.to_string(),
+                });
+            }
+            Err(e) => {
+                tracing::error!(ask, error = %e, "matrix: could not say what answered the ask")
+            }
         }
     }
 

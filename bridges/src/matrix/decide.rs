@@ -6,9 +6,11 @@
 //! session) give one [`Action`]. The rules, in order: the bot's own events are ignored;
 //! senders not in `allowed_users` and rooms other than the bridge's are refused (audit
 //! log); edits are ignored; a `!command` is a command; a reply to a card answers its ask;
-//! a message in a session's thread answers the thread's newest open card, or steers the
-//! session when no card is open; a reply to anything else about a session steers it; any
-//! other message gets the help. A reaction on a card answers it with that option.
+//! a message in a session's thread is typed text for that session (`relay::typed`: its
+//! one open ask's answer, else a steer); in a thread of no session it answers the thread's
+//! newest open card; a reply to anything else about a session steers it; any other
+//! message gets the help. A reaction on a card answers it with that option; ↩️ on the
+//! bot's "answered ask N" takes that typed answer back.
 
 use crate::chat::access::{Allowlist, Decision};
 use crate::chat::commands::{self, ChatCommand};
@@ -48,6 +50,8 @@ pub trait Known {
     fn session_of_thread(&self, root: &str) -> Option<String>;
     /// The session a bot event is about.
     fn about(&self, event_id: &str) -> Option<String>;
+    /// The ask whose typed answer a bot event offers to take back.
+    fn undo_offer(&self, event_id: &str) -> Option<u64>;
 }
 
 /// What to do with an incoming event. `thread` is where a reply goes.
@@ -79,6 +83,15 @@ pub enum Action {
         text: String,
         thread: Option<String>,
     },
+    /// Text typed in `session`'s thread, not a reply: its one open ask's answer, else a
+    /// steer (decided by the relay, which knows the open asks).
+    Typed {
+        session: String,
+        text: String,
+        thread: Option<String>,
+    },
+    /// Take ask `ask_id`'s typed answer back (↩️ on the bot's `offer`).
+    Undo { ask_id: u64, offer: String },
     /// A message the bot cannot place: answer with the help.
     Help { thread: Option<String> },
 }
@@ -103,7 +116,13 @@ pub fn decide(
                 key: key.clone(),
                 card: target.clone(),
             },
-            None => Action::Ignore,
+            None => match known.undo_offer(target) {
+                Some(ask_id) if is_undo_key(key) => Action::Undo {
+                    ask_id,
+                    offer: target.clone(),
+                },
+                _ => Action::Ignore,
+            },
         },
         IncomingKind::Text {
             body,
@@ -127,16 +146,16 @@ pub fn decide(
                 };
             }
             if let Some(root) = thread_root.as_deref() {
-                if let Some(ask_id) = known.open_card_in_thread(root) {
-                    return Action::Answer {
-                        ask_id,
+                if let Some(session) = known.session_of_thread(root) {
+                    return Action::Typed {
+                        session,
                         text,
                         thread,
                     };
                 }
-                if let Some(session) = known.session_of_thread(root) {
-                    return Action::Steer {
-                        session,
+                if let Some(ask_id) = known.open_card_in_thread(root) {
+                    return Action::Answer {
+                        ask_id,
                         text,
                         thread,
                     };
@@ -152,6 +171,11 @@ pub fn decide(
             Action::Help { thread }
         }
     }
+}
+
+/// Whether a reaction key is ↩️ (with or without its variation selector).
+fn is_undo_key(key: &str) -> bool {
+    key.trim_end_matches('\u{fe0f}') == "↩"
 }
 
 /// `body` without the reply fallback some clients still put in front of a reply: the
@@ -185,6 +209,7 @@ mod tests {
         cards: HashMap<String, (u64, bool, String)>,
         threads: HashMap<String, String>,
         about: HashMap<String, String>,
+        undo: HashMap<String, u64>,
     }
 
     impl Known for Fake {
@@ -203,6 +228,9 @@ mod tests {
         }
         fn about(&self, event_id: &str) -> Option<String> {
             self.about.get(event_id).cloned()
+        }
+        fn undo_offer(&self, event_id: &str) -> Option<u64> {
+            self.undo.get(event_id).copied()
         }
     }
 
@@ -264,7 +292,8 @@ mod tests {
                 thread: Some("$root".into())
             }
         );
-        // A plain message in a thread with an open card answers it.
+        // A plain message in a session's thread is typed text for it (the relay answers
+        // its one open ask or steers).
         assert_eq!(
             decide(
                 &text("@ada:hs", " 2 ", Some("$root"), None),
@@ -272,10 +301,25 @@ mod tests {
                 &allow(),
                 &k
             ),
-            Action::Answer {
-                ask_id: 7,
+            Action::Typed {
+                session: "s1".into(),
                 text: "2".into(),
                 thread: Some("$root".into())
+            }
+        );
+        // In a thread of no session (a card that started its own), it answers the card.
+        k.cards.insert("$lone".into(), (9, false, "$lone".into()));
+        assert_eq!(
+            decide(
+                &text("@ada:hs", "yes", Some("$lone"), None),
+                ME,
+                &allow(),
+                &k
+            ),
+            Action::Answer {
+                ask_id: 9,
+                text: "yes".into(),
+                thread: Some("$lone".into())
             }
         );
         // A reply to a card answers that card, even outside its thread.
@@ -292,7 +336,7 @@ mod tests {
                 thread: None
             }
         );
-        // Once answered, a thread message steers the session.
+        // Once answered, still typed text for the session.
         k.cards.insert("$card".into(), (7, true, "$root".into()));
         assert_eq!(
             decide(
@@ -301,7 +345,7 @@ mod tests {
                 &allow(),
                 &k
             ),
-            Action::Steer {
+            Action::Typed {
                 session: "s1".into(),
                 text: "go on".into(),
                 thread: Some("$root".into())
@@ -358,6 +402,21 @@ mod tests {
         let mut own = reaction("$card");
         own.sender = ME.into();
         assert_eq!(decide(&own, ME, &allow(), &k), Action::Ignore);
+        // ↩️ on an "answered ask" message takes the answer back; other keys do nothing.
+        let mut k = k;
+        k.undo.insert("$said".into(), 7);
+        let mut undo = reaction("$said");
+        if let IncomingKind::Reaction { key, .. } = &mut undo.kind {
+            *key = "↩\u{fe0f}".into();
+        }
+        assert_eq!(
+            decide(&undo, ME, &allow(), &k),
+            Action::Undo {
+                ask_id: 7,
+                offer: "$said".into()
+            }
+        );
+        assert_eq!(decide(&reaction("$said"), ME, &allow(), &k), Action::Ignore);
     }
 
     #[test]

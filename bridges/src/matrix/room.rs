@@ -1,6 +1,7 @@
 //! What the human does in the room, read by the relay: each message or reaction becomes
 //! one [`Action`] ([`decide`], pure), carried out here through the relay's calls
-//! ([`Relay::on_command`], [`Relay::reply_to_ask`], [`Relay::answer`], [`Relay::steer`]);
+//! ([`Relay::on_command`], [`Relay::reply_to_ask`], [`Relay::answer`], [`Relay::typed`],
+//! [`Relay::steer`], [`Relay::undo`]);
 //! refusals go to the audit log. Invites from allowed users are accepted.
 
 use std::time::Duration;
@@ -106,6 +107,29 @@ impl Relay<Matrix> {
                 text,
                 thread,
             } => self.steer(&session, &text, &by, thread).await,
+            Action::Typed {
+                session,
+                text,
+                thread,
+            } => self.typed(&session, &text, &by, thread).await,
+            Action::Undo { ask_id, offer } => {
+                let said = self.undo(ask_id, &by).await;
+                // Said in the offer's thread.
+                let thread = self
+                    .platform
+                    .store
+                    .about(&offer)
+                    .ok()
+                    .flatten()
+                    .and_then(|session| {
+                        self.platform
+                            .store
+                            .thread(&session, self.platform.room.room_id().as_str())
+                            .ok()
+                            .flatten()
+                    });
+                self.say(thread, said).await;
+            }
             Action::Help { thread } => {
                 let help = render::help('!');
                 let note = "To answer a question or steer a session, write in its thread, or use !steer &lt;session&gt; &lt;text&gt;.";

@@ -2,7 +2,8 @@
 //! bot created (when none is configured), the thread of each Pi session (its root event),
 //! which bot events are cards of which ask (so a reaction or reply on an old card still
 //! answers it, and every card is edited when the ask is answered), and which bot events
-//! are about which session (a reply to one steers it). matrix-sdk keeps everything else
+//! are about which session (a reply to one steers it), and which bot events say that typed
+//! text answered an ask (a ↩️ on one takes the answer back). matrix-sdk keeps everything else
 //! (sync token, room state, crypto) in its own SQLite store beside this file.
 
 use std::path::Path;
@@ -37,6 +38,7 @@ CREATE TABLE IF NOT EXISTS cards (
 CREATE INDEX IF NOT EXISTS cards_ask ON cards(ask_id);
 CREATE INDEX IF NOT EXISTS cards_thread ON cards(thread_root, answered);
 CREATE TABLE IF NOT EXISTS about (event_id TEXT PRIMARY KEY, session_id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS undo_offers (event_id TEXT PRIMARY KEY, ask_id INTEGER NOT NULL);
 ";
 
 impl MatrixStore {
@@ -157,6 +159,23 @@ impl MatrixStore {
         Ok(())
     }
 
+    /// Remember that a bot event offers to take ask `ask_id`'s typed answer back.
+    pub fn set_undo_offer(&self, event_id: &str, ask_id: u64) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO undo_offers (event_id, ask_id) VALUES (?1, ?2)",
+            params![event_id, ask_id],
+        )?;
+        Ok(())
+    }
+
+    /// The ask whose typed answer a bot event offers to take back.
+    pub fn undo_offer(&self, event_id: &str) -> rusqlite::Result<Option<u64>> {
+        self.conn
+            .prepare_cached("SELECT ask_id FROM undo_offers WHERE event_id = ?1")?
+            .query_row([event_id], |r| r.get(0))
+            .optional()
+    }
+
     /// The session a bot event is about.
     pub fn about(&self, event_id: &str) -> rusqlite::Result<Option<String>> {
         self.conn
@@ -222,6 +241,9 @@ mod tests {
         );
         assert_eq!(store.cards_of(8).unwrap(), vec![card("$c2", 8, "$root")]);
         assert_eq!(store.about("$report").unwrap().as_deref(), Some("s1"));
+        store.set_undo_offer("$said", 7).unwrap();
+        assert_eq!(store.undo_offer("$said").unwrap(), Some(7));
+        assert_eq!(store.undo_offer("$report").unwrap(), None);
         // The newest open card of a thread is the one a plain thread message answers.
         assert_eq!(
             store.open_card_in_thread("$root").unwrap().unwrap().ask_id,

@@ -24,6 +24,8 @@ pub enum CommandReply {
     Say(Rendered),
     /// Steer a session (the bridge confirms in its own way).
     Steer { session: String, text: String },
+    /// Answer an ask, as a reply to its card does.
+    Answer { ask: u64, text: String },
     /// A pairing command's result, `reply` to be said where the command was written.
     /// `announced`: the worker's topic or thread gets the same news from the core's
     /// `pairing_event`, so where that is also where the command was written, the bridge
@@ -66,6 +68,7 @@ pub async fn answer(
             Err(e) => failure(e),
         },
         ChatCommand::Steer { session, text } => return CommandReply::Steer { session, text },
+        ChatCommand::Answer { ask, text } => return CommandReply::Answer { ask, text },
         ChatCommand::Supervise(args) => return supervise(link, &args, prefix, here).await,
         ChatCommand::Goal(args) => return set_goal(link, &args, prefix, here).await,
         ChatCommand::Look(session) => return look(link, session.as_deref(), prefix, here).await,

@@ -13,10 +13,13 @@
 //! - [`platform`]: the trait a platform implements (place of a session, post, card).
 //! - [`commands`]: answering chat commands from the core's state.
 //! - [`pairings`]: who supervises whom, and where a command was written.
+//! - [`typed`]: plain text in a session's place: an answer to its one open ask (with an
+//!   undo), a question when there are several, else a steer.
 
 pub mod commands;
 pub mod pairings;
 pub mod platform;
+pub mod typed;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -192,6 +195,7 @@ impl<P: Platform> Relay<P> {
         match commands::answer(&mut self.core, command, P::PREFIX, here, now).await {
             CommandReply::Say(reply) => self.say(place, reply).await,
             CommandReply::Steer { session, text } => self.steer(&session, &text, by, place).await,
+            CommandReply::Answer { ask, text } => self.reply_to_ask(ask, &text, by, place).await,
             CommandReply::Pairing {
                 pairing,
                 reply,

@@ -25,8 +25,11 @@ pub trait Platform: Send {
     const PREFIX: char;
     /// The platform's name, for logs.
     const NAME: &'static str;
+    /// How a typed answer is taken back here (a button, a reaction), said after it.
+    const UNDO_HINT: &'static str;
 
-    /// Whether the ask already has a card here.
+    /// Whether the ask has a card here that still shows it open (a reopened ask's old
+    /// cards show its former answer: it gets a new one).
     fn has_card(&self, ask: u64) -> bool;
 
     /// The asks whose cards still show them open.
@@ -64,6 +67,16 @@ pub trait Platform: Send {
 
     /// Edit every card of an answered ask to show `answered` (and drop its buttons).
     fn close_cards(&mut self, ask: &Ask, answered: Rendered) -> impl Future<Output = ()> + Send;
+
+    /// Say at `place` that typed text answered ask `ask` of `session` (`said`), with the
+    /// way to take it back ([`crate::relay::Relay::undo`]): a button, a reaction.
+    fn offer_undo(
+        &mut self,
+        place: Option<Self::Place>,
+        session: &str,
+        ask: u64,
+        said: Rendered,
+    ) -> impl Future<Output = ()> + Send;
 
     /// Confirm a steer of `session`, written at `place`.
     fn steered(

@@ -17,6 +17,7 @@ use super::store::{BridgeStore, Card};
 use crate::chat::access::Allowlist;
 use crate::chat::render::{self, AskCard, Rendered};
 use crate::chat::split;
+use crate::chat::typed::UNDO_LABEL;
 use crate::relay::Platform;
 
 /// Telegram's message limit (after entity parsing).
@@ -42,9 +43,12 @@ impl Platform for Telegram {
     type Place = i32;
     const PREFIX: char = '/';
     const NAME: &'static str = "telegram";
+    const UNDO_HINT: &'static str =
+        "Meant as a steer? Tap the button below while the session has not read it.";
 
     fn has_card(&self, ask: u64) -> bool {
-        !self.store.cards_of(ask).unwrap_or_default().is_empty()
+        let cards = self.store.cards_of(ask).unwrap_or_default();
+        cards.iter().any(|c| !c.answered)
     }
 
     fn open_cards(&self) -> Vec<u64> {
@@ -166,6 +170,21 @@ impl Platform for Telegram {
         }
     }
 
+    /// Said with an undo button (`u:<ask>`); a reply to it steers the session.
+    async fn offer_undo(&mut self, thread: Option<i32>, session: &str, ask: u64, said: Rendered) {
+        let button = InlineKeyboardButton::callback(UNDO_LABEL, format!("u:{ask}"));
+        let keyboard = InlineKeyboardMarkup::new([[button]]);
+        match self
+            .send(thread, said.html, said.plain, Some(keyboard))
+            .await
+        {
+            Ok(id) => self.remember(self.store.set_about(self.chat_id, id, session)),
+            Err(e) => {
+                tracing::error!(ask, error = %e, "telegram: could not say what answered the ask")
+            }
+        }
+    }
+
     /// Confirmed where it was written; a reply to the confirmation steers again.
     async fn steered(&mut self, thread: Option<i32>, session: &str, confirmation: Rendered) {
         let id = self
@@ -267,6 +286,11 @@ fn option_keyboard(ask: &Ask) -> Option<InlineKeyboardMarkup> {
     ))
 }
 
+/// The ask of an undo button's callback data (`u:<ask>`).
+pub(super) fn parse_undo(data: &str) -> Option<u64> {
+    data.strip_prefix("u:")?.parse().ok()
+}
+
 /// The ask and option index of a button's callback data (`a:<ask>:<index>`).
 pub(super) fn parse_callback(data: &str) -> Option<(u64, usize)> {
     let mut parts = data.split(':');
@@ -286,5 +310,8 @@ mod tests {
         assert_eq!(parse_callback("a:12"), None);
         assert_eq!(parse_callback("x:1:2"), None);
         assert_eq!(parse_callback("a:1:2:3"), None);
+        assert_eq!(parse_undo("u:12"), Some(12));
+        assert_eq!(parse_callback("u:12"), None);
+        assert_eq!(parse_undo("a:12:1"), None);
     }
 }

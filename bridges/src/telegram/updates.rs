@@ -1,8 +1,10 @@
 //! What the human does in Telegram, read by the relay: a command, a reply to a card (an
-//! answer), a reply to anything about a session or a message in its topic (a steer), a
-//! button press (an option). Senders and chats are checked against the allowlist first;
-//! refusals go to the audit log. Each update ends in one of the relay's calls
-//! ([`Relay::on_command`], [`Relay::reply_to_ask`], [`Relay::steer`]).
+//! answer), a reply to anything about a session (a steer), plain text in a session's topic
+//! (its one open ask's answer, else a steer: `relay::typed`), a button press (an option,
+//! or the undo of a typed answer). Senders and chats are checked against the allowlist
+//! first; refusals go to the audit log. Each update ends in one of the relay's calls
+//! ([`Relay::on_command`], [`Relay::reply_to_ask`], [`Relay::typed`], [`Relay::steer`],
+//! [`Relay::undo`]).
 
 use teloxide::payloads::AnswerCallbackQuerySetters;
 use teloxide::prelude::Requester;
@@ -10,7 +12,8 @@ use teloxide::types::{CallbackQuery, Message, Update, UpdateKind, User};
 
 use shepherd_core::protocol::ErrorCode;
 
-use super::bridge::{Telegram, parse_callback};
+use super::bridge::{Telegram, parse_callback, parse_undo};
+use super::outbox::OutboxOp;
 use crate::chat::access::{Decision, Refusal};
 use crate::chat::commands;
 use crate::chat::render::{self, Rendered};
@@ -85,10 +88,11 @@ impl Relay<Telegram> {
                 return;
             }
         }
+        // Plain text in a session's topic: its one open ask's answer, else a steer.
         if let Some(t) = thread
             && let Ok(Some(session)) = store.session_of_topic(chat, t)
         {
-            self.steer(&session, &text, &by, thread).await;
+            self.typed(&session, &text, &by, thread).await;
             return;
         }
         let help = render::help('/');
@@ -111,6 +115,25 @@ impl Relay<Telegram> {
             return;
         }
         let by = who(Some(&query.from));
+        if let Some(ask_id) = query.data.as_deref().and_then(parse_undo) {
+            let said = self.undo(ask_id, &by).await;
+            // The offer becomes what happened, without its button.
+            if let Some(m) = query.message.as_ref() {
+                self.platform.outbox.push(OutboxOp::Edit {
+                    chat,
+                    message: m.id().0,
+                    html: said.html.clone(),
+                    plain: said.plain.clone(),
+                    keyboard: None,
+                });
+            }
+            let short = crate::chat::format::truncate(&said.plain, 190);
+            let _ = bot
+                .answer_callback_query(query.id.clone())
+                .text(short)
+                .await;
+            return;
+        }
         let parsed = query.data.as_deref().and_then(parse_callback);
         let text = match parsed {
             Some((ask_id, option)) => match self.option_text(ask_id, option).await {

@@ -97,6 +97,16 @@ replies! {
     Verdict => VerdictAccepted: ServerMsg::VerdictAccepted { pairing, verdict, hint, .. } =>
         VerdictAccepted { pairing, verdict, hint },
     ListPairings => Vec<Pairing>: ServerMsg::Pairings { pairings, .. } => pairings,
+    Unanswer => Unanswered: ServerMsg::Unanswered { ask, message_id, session_name, .. } =>
+        Unanswered { ask, message_id, session_name },
+}
+
+/// `unanswer`'s reply: the reopened ask and the steer its former answer became.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unanswered {
+    pub ask: Ask,
+    pub message_id: u64,
+    pub session_name: String,
 }
 
 impl Client {
@@ -158,7 +168,12 @@ impl Client {
     /// Pi: post a report.
     pub async fn report(&mut self, text: impl Into<String>) -> Result<Report, ClientError> {
         let text = text.into();
-        self.call(requests::Report { id: 0, text }).await
+        self.call(requests::Report {
+            id: 0,
+            text,
+            key: None,
+        })
+        .await
     }
 
     /// Answer an ask (CLI and bridges).

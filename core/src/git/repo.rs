@@ -16,6 +16,10 @@ pub struct RepoContext {
     pub branch: Option<String>,
     pub head: Option<String>,
     pub worktree: bool,
+    /// The repository's name: the main checkout's directory (shared by its linked
+    /// worktrees), or a bare repository's without `.git`. Unnamed sessions are called
+    /// after it (`hub/names.rs`).
+    pub project: Option<String>,
 }
 
 /// Read the repository containing `cwd`; empty when there is none (or it is unreadable).
@@ -49,12 +53,25 @@ pub fn discover(cwd: &Path) -> RepoContext {
         }
     };
     RepoContext {
+        project: project_name(&repo),
         root,
         branch,
         head,
         worktree: repo.is_worktree(),
         ..none
     }
+}
+
+/// The directory that holds the repository's common git dir (`webapp/.git` → `webapp`,
+/// `webapp.git` → `webapp`), the same for every linked worktree.
+fn project_name(repo: &git2::Repository) -> Option<String> {
+    let common = repo.commondir();
+    let dir = match common.file_name()?.to_str()? {
+        ".git" => common.parent()?.file_name()?.to_str()?,
+        bare => bare,
+    };
+    let name = dir.strip_suffix(".git").unwrap_or(dir);
+    (!name.is_empty()).then(|| name.to_string())
 }
 
 #[cfg(test)]
@@ -85,6 +102,7 @@ mod tests {
         let ctx = discover(&main.join("sub"));
         assert_eq!(ctx.head, Some(oid.to_string()));
         assert!(!ctx.worktree);
+        assert_eq!(ctx.project.as_deref(), Some("main"));
 
         let wt_path = dir.path().join("wt");
         let branch = repo
@@ -97,6 +115,14 @@ mod tests {
         let wt = discover(&wt_path);
         assert!(wt.worktree);
         assert_eq!(wt.branch.as_deref(), Some("feature"));
+        assert_eq!(
+            wt.project.as_deref(),
+            Some("main"),
+            "a worktree is named after its repository"
+        );
+
+        let bare = git2::Repository::init_bare(dir.path().join("webapp.git")).unwrap();
+        assert_eq!(project_name(&bare).as_deref(), Some("webapp"));
 
         let outside = discover(Path::new("/"));
         assert_eq!((outside.root, outside.cwd.as_str()), (None, "/"));

@@ -18,6 +18,18 @@ fn invalid(message: impl Into<String>) -> HubError {
     HubError::new(ErrorCode::InvalidArgument, message)
 }
 
+/// An idempotency key is 1-128 characters without control characters.
+fn check_key(key: Option<&str>) -> HubResult<()> {
+    match key {
+        Some(k) if k.is_empty() || k.chars().count() > 128 || k.chars().any(char::is_control) => {
+            Err(invalid(
+                "key must be 1-128 characters without control characters",
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The label recorded as the human who acted: `cli`, or what the bridge says.
 pub(super) fn human_label(kind: ClientKind, client_name: &str, by: Option<String>) -> String {
     match kind {
@@ -41,9 +53,19 @@ impl State {
             question,
             options,
             details,
+            key,
             ..
         } = req;
         let session_id = self.registered(conn)?.clone();
+        check_key(key.as_deref())?;
+        // Sent again (a queued ask resent after a lost reply): the ask made then.
+        if let Some(key) = &key
+            && let Some(ask) = store::asks::by_key(db, &session_id, key)?
+        {
+            tracing::info!(ask = %ask.id, session = %session_id, "ask sent again with its key; not repeated");
+            out.send(conn, &ServerMsg::Asked { id, ask });
+            return Ok(());
+        }
         if question.trim().is_empty() {
             return Err(invalid("question must not be empty"));
         }
@@ -77,6 +99,7 @@ impl State {
             &question,
             &options,
             details.as_deref(),
+            key.as_deref(),
             now_ms(),
         )?;
         let ask = store::asks::get(db, ask_id)?.expect("just inserted");
@@ -100,19 +123,36 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let Cx { conn, id, .. } = cx;
-        let text = req.text;
+        let requests::Report { text, key, .. } = req;
         let session_id = self.registered(conn)?.clone();
         if text.trim().is_empty() {
             return Err(invalid("report text must not be empty"));
         }
+        check_key(key.as_deref())?;
+        let session_name = self
+            .live
+            .get(&session_id)
+            .map_or_else(|| session_id.to_string(), |l| l.name.clone());
+        // Sent again with its key: the report stored then, not a second one.
+        if let Some(key) = &key
+            && let Some((report_id, text, created_at)) =
+                store::reports::by_key(db, &session_id, key)?
+        {
+            let report = Report {
+                id: report_id,
+                session_name,
+                session_id,
+                text,
+                created_at,
+            };
+            out.send(conn, &ServerMsg::Reported { id, report });
+            return Ok(());
+        }
         let now = now_ms();
-        let report_id = store::reports::insert(db, &session_id, &text, now)?;
+        let report_id = store::reports::insert(db, &session_id, &text, key.as_deref(), now)?;
         let report = Report {
             id: report_id,
-            session_name: self
-                .live
-                .get(&session_id)
-                .map_or_else(|| session_id.to_string(), |l| l.name.clone()),
+            session_name,
             session_id,
             text,
             created_at: now,
@@ -177,7 +217,7 @@ impl State {
                 let ask = store::asks::get(db, ask_id)?.expect("exists");
                 return Err(already_answered(&ask));
             }
-            self.mail(
+            let mailed = self.mail(
                 NewMessage {
                     recipient: &ask.session_id,
                     kind: DeliveryKind::Answer,
@@ -191,7 +231,12 @@ impl State {
                 },
                 db,
                 out,
-            )
+            )?;
+            // Handed to a connected session: `unanswer` must know it may have been read.
+            if mailed.connected {
+                store::sessions::touch(db, &ask.session_id, now)?;
+            }
+            Ok(mailed)
         })?;
         let ask = store::asks::get(db, ask_id)?.expect("exists");
         tracing::info!(ask = %ask.id, by = %label, "ask answered");

@@ -12,10 +12,12 @@
 
 mod asks;
 mod mail;
+mod names;
 mod presence;
 mod resolve;
 mod session_change;
 mod supervise;
+mod unanswer;
 
 pub use supervise::ViewDone;
 
@@ -463,6 +465,7 @@ impl State {
             ClientMsg::WorkerView(_) => self.worker_view(cx, db),
             ClientMsg::Verdict(req) => self.verdict(cx, req, db, out),
             ClientMsg::ListPairings(req) => self.list_pairings(cx, req, db, out),
+            ClientMsg::Unanswer(req) => self.unanswer(cx, req, db, out),
         }
     }
 

@@ -5,6 +5,7 @@
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use super::names;
 use super::session_change::{ChangeKind, SessionChange};
 use super::{Conn, ConnHandle, ConnId, Cx, HubError, HubResult, Live, Out, State};
 use crate::clock::now_ms;
@@ -18,7 +19,7 @@ use crate::protocol::{
 use crate::store;
 
 const MAX_ID: usize = 128;
-const MAX_NAME: usize = 200;
+pub(super) const MAX_NAME: usize = 200;
 const MAX_STATUS: usize = 128;
 const MAX_PATH: usize = 4096;
 
@@ -89,21 +90,40 @@ fn process_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// The session as registered (name kept from before when not given, first seen kept),
-/// with its context and repository, stored.
+/// The name a session registers with: the one it gives, else the one it had (unless that
+/// was made by the default rule and another live session holds it now), else a readable
+/// default from its repository and branch (`hub/names.rs`), unique among live sessions.
+fn registration_name(
+    reg: &Registration,
+    previous: &Option<SessionInfo>,
+    repo: &RepoContext,
+    taken: impl Fn(&str) -> bool,
+) -> String {
+    if let Some(name) = &reg.name {
+        return name.clone();
+    }
+    let base = names::base_name(&reg.cwd, repo);
+    if let Some(p) = previous {
+        let reclaim = names::is_id_prefix(&p.name, &reg.session_id)
+            || (names::is_derived(&p.name, &base) && taken(&p.name));
+        if !reclaim {
+            return p.name.clone();
+        }
+    }
+    names::unique(&base, taken)
+}
+
+/// The session as registered (name from [`registration_name`], first seen kept), with its
+/// context and repository, stored.
 fn store_registration(
     reg: Registration,
+    name: String,
     pid: Option<u32>,
     previous: &Option<SessionInfo>,
     repo: RepoContext,
     db: &Connection,
 ) -> HubResult<SessionInfo> {
     let now = now_ms();
-    let name = reg
-        .name
-        .clone()
-        .or_else(|| previous.as_ref().map(|p| p.name.clone()))
-        .unwrap_or_else(|| reg.session_id.chars().take(8).collect());
     let mut info = SessionInfo {
         id: reg.session_id.clone(),
         name,
@@ -230,7 +250,12 @@ impl State {
         let pid = self.conns.get(&conn).and_then(|c| c.handle.pid);
         let takeover = self.takeover(conn, &reg, pid)?;
         let previous = store::sessions::get(db, &reg.session_id)?;
-        let info = store_registration(reg, pid, &previous, repo, db)?;
+        let name = registration_name(&reg, &previous, &repo, |name| {
+            self.live
+                .iter()
+                .any(|(id, live)| *id != reg.session_id && live.name == name)
+        });
+        let info = store_registration(reg, name, pid, &previous, repo, db)?;
         let rejoined = self.bind_session(conn, &info, takeover, out);
         self.announce_registration(cx, info, rejoined, &previous, db, out)
     }

@@ -70,6 +70,8 @@ pub enum ErrorCode {
     AlreadyServed,
     /// A bug in the core; the message says what failed.
     Internal,
+    /// `unanswer`: the session may have read the answer already, so it stays answered.
+    AlreadyDelivered,
 }
 
 impl ErrorCode {
@@ -131,6 +133,7 @@ const ALL: &[(ErrorCode, &str)] = &[
     (ErrorCode::StoreFailed, "store_failed"),
     (ErrorCode::AlreadyServed, "already_served"),
     (ErrorCode::Internal, "internal"),
+    (ErrorCode::AlreadyDelivered, "already_delivered"),
 ];
 
 impl std::fmt::Display for ErrorCode {

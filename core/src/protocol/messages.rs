@@ -123,6 +123,7 @@ client_messages! {
         "worker_view" => WorkerView,
         "verdict" => Verdict,
         "list_pairings" => ListPairings,
+        "unanswer" => Unanswer,
     }
     notices {
         "ack" => Ack,
@@ -280,6 +281,14 @@ server_messages! {
         },
         /// Response to `list_pairings`.
         "pairings" => Pairings { id: u64, pairings: Vec<Pairing> },
+        /// Response to `unanswer`: the ask is open again and its former answer is queued
+        /// for the session as steer `message_id`.
+        "unanswered" => Unanswered {
+            id: u64,
+            ask: Ask,
+            message_id: u64,
+            session_name: String,
+        },
     }
     errors {
         /// A request failed, or (without `id`) the connection did.

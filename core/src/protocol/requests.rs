@@ -61,6 +61,11 @@ pub struct Ask {
     pub options: Vec<String>,
     #[serde(default)]
     pub details: Option<String>,
+    /// An idempotency key the session chose (1-128 characters): an ask sent again with a
+    /// key this session already used gets the ask it made then, not a second one (a
+    /// queued ask resent after a lost reply). Omitted from the wire when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// Pi only: post information (no question) for whoever supervises the session. Answered
@@ -69,6 +74,9 @@ pub struct Ask {
 pub struct Report {
     pub id: u64,
     pub text: String,
+    /// An idempotency key, as for `Ask`: a report sent again with it is stored once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// CLI and bridges: give an ask its one answer. Answered by `answered`.
@@ -78,6 +86,18 @@ pub struct Answer {
     pub ask: AskId,
     pub text: String,
     /// Bridges only: the human who answered (`telegram:@alice`). Ignored for the CLI.
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
+/// CLI and bridges: take an answer back and send its text to the session as a steer
+/// instead ("it was meant as a steer"), reopening the ask. Accepted only while the answer
+/// cannot have reached the session (see `docs/PROTOCOL.md`). Answered by `unanswered`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Unanswer {
+    pub id: u64,
+    pub ask: AskId,
+    /// Bridges only: the human who took it back (`telegram:@alice`). Ignored for the CLI.
     #[serde(default)]
     pub by: Option<String>,
 }

@@ -32,22 +32,36 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Ask> {
     })
 }
 
-/// Store a new open ask; returns its id.
+/// Store a new open ask (with the session's idempotency `key`, if any); returns its id.
 pub fn insert(
     conn: &Connection,
     session_id: &SessionId,
     question: &str,
     options: &[String],
     details: Option<&str>,
+    key: Option<&str>,
     now: u64,
 ) -> rusqlite::Result<AskId> {
     let options = serde_json::to_string(options).expect("strings serialize");
     conn.prepare_cached(
-        "INSERT INTO asks (session_id, question, options, details, state, created_at)
-         VALUES (?1, ?2, ?3, ?4, 'open', ?5)",
+        "INSERT INTO asks (session_id, question, options, details, state, created_at, client_key)
+         VALUES (?1, ?2, ?3, ?4, 'open', ?5, ?6)",
     )?
-    .execute(params![session_id, question, options, details, now])?;
+    .execute(params![session_id, question, options, details, now, key])?;
     Ok(AskId::new(conn.last_insert_rowid() as u64))
+}
+
+/// The ask `session_id` made with idempotency key `key`, if it made one.
+pub fn by_key(
+    conn: &Connection,
+    session_id: &SessionId,
+    key: &str,
+) -> rusqlite::Result<Option<Ask>> {
+    conn.prepare_cached(&format!(
+        "{SELECT} WHERE a.session_id = ?1 AND a.client_key = ?2"
+    ))?
+    .query_row(params![session_id, key], from_row)
+    .optional()
 }
 
 /// Record the answer if the ask is still open. Returns false when it was not.
@@ -64,6 +78,17 @@ pub fn answer(
              WHERE id = ?1 AND state = 'open'",
         )?
         .execute(params![id, text, by, now])?;
+    Ok(changed == 1)
+}
+
+/// Open an answered ask again (its answer was taken back). Returns false when it was open.
+pub fn reopen(conn: &Connection, id: AskId) -> rusqlite::Result<bool> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE asks SET state = 'open', answer = NULL, answered_by = NULL, answered_at = NULL
+             WHERE id = ?1 AND state = 'answered'",
+        )?
+        .execute([id])?;
     Ok(changed == 1)
 }
 
@@ -106,7 +131,7 @@ mod tests {
     fn only_the_first_answer_is_kept() {
         let store = crate::store::memory();
         let s1 = SessionId::from("s1");
-        let id = insert(&store.conn, &s1, "Merge?", &["yes".into()], None, 1).unwrap();
+        let id = insert(&store.conn, &s1, "Merge?", &["yes".into()], None, None, 1).unwrap();
         assert!(answer(&store.conn, id, "yes", "cli", 2).unwrap());
         assert!(!answer(&store.conn, id, "no", "telegram:@bob", 3).unwrap());
         let ask = get(&store.conn, id).unwrap().unwrap();
@@ -114,5 +139,32 @@ mod tests {
         assert_eq!(ask.answered_by.as_deref(), Some("cli"));
         assert_eq!(ask.session_name, "s1");
         assert_eq!(open_count(&store.conn, &s1).unwrap(), 0);
+        // Taken back, it is open again, without its answer.
+        assert!(reopen(&store.conn, id).unwrap());
+        assert!(!reopen(&store.conn, id).unwrap());
+        let ask = get(&store.conn, id).unwrap().unwrap();
+        assert_eq!(
+            (ask.state, ask.answer),
+            (crate::protocol::AskState::Open, None)
+        );
+    }
+
+    #[test]
+    fn a_key_is_one_ask_per_session() {
+        let store = crate::store::memory();
+        let (s1, s2) = (SessionId::from("s1"), SessionId::from("s2"));
+        let id = insert(&store.conn, &s1, "Q?", &[], None, Some("k1"), 1).unwrap();
+        assert_eq!(
+            by_key(&store.conn, &s1, "k1").unwrap().map(|a| a.id),
+            Some(id)
+        );
+        assert!(by_key(&store.conn, &s2, "k1").unwrap().is_none());
+        assert!(
+            insert(&store.conn, &s1, "Q?", &[], None, Some("k1"), 2).is_err(),
+            "UNIQUE"
+        );
+        insert(&store.conn, &s2, "Q?", &[], None, Some("k1"), 2).unwrap();
+        insert(&store.conn, &s1, "Q?", &[], None, None, 3).unwrap();
+        insert(&store.conn, &s1, "Q?", &[], None, None, 4).unwrap();
     }
 }

@@ -2,7 +2,7 @@
 //! acknowledges them. Pending rows are found through a partial index, so the cost of a
 //! delivery does not grow with history.
 
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::protocol::{
     AskId, ClientKind, Delivery, DeliveryKind, MessageId, PairingId, Sender, SessionId,
@@ -123,6 +123,38 @@ pub fn pending_after(
     )?
     .query_map(params![recipient, after, limit as i64], from_row)?
     .collect()
+}
+
+/// The mailbox row that carries an ask's answer: its id, its creation time and whether
+/// the session acknowledged it.
+pub struct AnswerRow {
+    pub id: u64,
+    pub created_at: u64,
+    pub acked: bool,
+}
+
+/// The row carrying ask `ask`'s answer, if there is one.
+pub fn answer_of(conn: &Connection, ask: AskId) -> rusqlite::Result<Option<AnswerRow>> {
+    conn.prepare_cached(
+        "SELECT id, created_at, acked_at IS NOT NULL FROM messages
+         WHERE ask_id = ?1 AND kind = 'answer' ORDER BY id DESC LIMIT 1",
+    )?
+    .query_row([ask], |r| {
+        Ok(AnswerRow {
+            id: r.get(0)?,
+            created_at: r.get(1)?,
+            acked: r.get(2)?,
+        })
+    })
+    .optional()
+}
+
+/// Take back a message that was never handed to its recipient (`unanswer`).
+pub fn retract(conn: &Connection, id: u64) -> rusqlite::Result<bool> {
+    let changed = conn
+        .prepare_cached("DELETE FROM messages WHERE id = ?1 AND acked_at IS NULL")?
+        .execute([id])?;
+    Ok(changed == 1)
 }
 
 /// Mark messages of `recipient` acknowledged; ids of other sessions are ignored.

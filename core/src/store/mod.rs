@@ -139,6 +139,14 @@ CREATE TABLE verdicts (
 );
 CREATE INDEX verdicts_pairing ON verdicts(pairing_id, id);
 "#,
+    r#"
+-- Idempotency keys a session chose for its asks and reports (a resend stores nothing new).
+ALTER TABLE asks ADD COLUMN client_key TEXT;
+CREATE UNIQUE INDEX asks_client_key ON asks(session_id, client_key) WHERE client_key IS NOT NULL;
+ALTER TABLE reports ADD COLUMN client_key TEXT;
+CREATE UNIQUE INDEX reports_client_key ON reports(session_id, client_key)
+    WHERE client_key IS NOT NULL;
+"#,
 ];
 
 /// An open database with its identity.

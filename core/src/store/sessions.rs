@@ -50,6 +50,14 @@ fn parse_role(role: &str) -> Role {
     }
 }
 
+/// Record that the core was in touch with a connected session at `now` (an answer was
+/// handed to it: `unanswer` reads `last_seen` to know what may have reached it).
+pub fn touch(conn: &Connection, id: &SessionId, now: u64) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE sessions SET last_seen = MAX(last_seen, ?2) WHERE id = ?1")?
+        .execute(params![id, now])?;
+    Ok(())
+}
+
 /// Insert or replace everything about a session except `first_seen`.
 pub fn upsert(conn: &Connection, s: &SessionInfo) -> rusqlite::Result<()> {
     conn.prepare_cached(
