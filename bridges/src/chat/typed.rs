@@ -127,7 +127,7 @@ mod tests {
     fn undo_outcomes() {
         let u = Unanswered {
             ask: ask(7, "Deploy?"),
-            message_id: 3,
+            message_id: 3.into(),
             session_name: "webapp@main".into(),
         };
         assert_eq!(

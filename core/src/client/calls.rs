@@ -105,7 +105,7 @@ replies! {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unanswered {
     pub ask: Ask,
-    pub message_id: u64,
+    pub message_id: MessageId,
     pub session_name: String,
 }
 

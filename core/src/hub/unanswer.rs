@@ -97,7 +97,7 @@ impl State {
             )
         })?;
         let ask = store::asks::get(db, ask_id)?.expect("exists");
-        tracing::info!(ask = %ask.id, by = %label, steer = mailed.id, "answer taken back as a steer");
+        tracing::info!(ask = %ask.id, by = %label, steer = %mailed.id, "answer taken back as a steer");
         out.send(
             conn,
             &ServerMsg::Unanswered {

@@ -286,7 +286,7 @@ server_messages! {
         "unanswered" => Unanswered {
             id: u64,
             ask: Ask,
-            message_id: u64,
+            message_id: MessageId,
             session_name: String,
         },
     }
