@@ -5,7 +5,8 @@
 //
 // Every kind starts a turn except `brief`: a brief is context for the supervisor's next turn,
 // so when idle it is appended without a run, and at a turn boundary it is added without
-// asking Pi to continue. Views and briefs are custom messages of their own types
+// asking Pi to continue. An `interrupt` (index.ts aborts the run first) starts a turn with
+// its steer even after the aborted run, and without a steer only records the stop. Views and briefs are custom messages of their own types
 // ("shepherd-view", "shepherd-brief") so the supervisor's context can be pruned by look.
 //
 // How a delivery enters the session (see dedupe.ts for why it is a custom message):
@@ -81,8 +82,13 @@ function who(from: Sender): string {
   return `the human (via ${from.name})`;
 }
 
-/** Whether a delivery of this kind starts a turn (everything but a brief). */
-export function startsTurn(kind: DeliveryKind): boolean {
+/**
+ * Whether a delivery of this kind starts a turn (everything but a brief). An interrupt
+ * starts one only when it carries a steer (`text`); without text it only tells the model
+ * that its run was stopped.
+ */
+export function startsTurn(kind: DeliveryKind, text?: string): boolean {
+  if (kind === "interrupt") return text === undefined || text.trim() !== "";
   return kind !== "brief";
 }
 
@@ -118,6 +124,10 @@ export function formatDelivery(d: Delivery): string {
     }
     case "brief":
       return `[shepherd] Supervision brief (context only; no verdict needed now):\n${d.text}`;
+    case "interrupt":
+      return d.text.trim() === ""
+        ? `[shepherd] ${who(d.from)} stopped your run. Wait for their next message.`
+        : `[shepherd] ${who(d.from)} stopped your run. Do this instead:\n${d.text}`;
   }
 }
 
@@ -186,6 +196,15 @@ export class Inbox {
     return "queued";
   }
 
+  /**
+   * Whether a delivery is new here: not in the session already and not waiting in this
+   * inbox (an interrupt aborts the run only the first time it arrives).
+   */
+  isNew(storeId: string, id: number): boolean {
+    this.ledger.scan(this.#host.entries());
+    return !this.ledger.has(storeId, id) && !this.#tracked.has(`${storeId}\u0000${id}`);
+  }
+
   /** Hand waiting deliveries to Pi if it is idle; when busy they wait for a boundary. */
   pump(): void {
     const pending = [...this.#tracked.values()].filter((t) => t.state === "pending");
@@ -198,8 +217,10 @@ export class Inbox {
       // A view is the core deciding it is time to look: it starts a turn even after an
       // aborted run (a runaway abort, or Escape in a supervisor session); only
       // `/supervise stop` ends the looks.
-      const held = this.#holdTurn && t.delivery.kind !== "view";
-      if (held || !startsTurn(t.delivery.kind)) {
+      // An interrupt's steer is what the human asked for right after the abort: it starts
+      // its turn too.
+      const held = this.#holdTurn && t.delivery.kind !== "view" && t.delivery.kind !== "interrupt";
+      if (held || !startsTurn(t.delivery.kind, t.delivery.text)) {
         this.#send(t, false, now);
         continue;
       }

@@ -28,6 +28,7 @@ import {
   ASK_STATES,
   CLIENT_KINDS,
   DELIVERY_KINDS,
+  LEAVE_REASONS,
   PAIRING_CHANGES,
   PAIRING_STATES,
   ROLES,
@@ -252,6 +253,8 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
   worker_view: idOnly,
   verdict: record({ id: req(u64), verdict: req(verdictKind), text: maybe(str) }),
   list_pairings: listAll,
+  interrupt: record({ id: req(u64), session: req(str), then: maybeNull(str), by: maybeNull(str) }),
+  bye: record({ returning: maybe(bool) }),
 };
 
 const askReply = record<{ id: number; ask: Ask }>({ id: req(u64), ask: req(ask) });
@@ -287,7 +290,7 @@ const SERVER_BODIES: Bodies<ServerMsg> = {
   deliver: record({ message: req(delivery) }),
   session_joined: sessionEvent,
   session_changed: sessionEvent,
-  session_left: sessionEvent,
+  session_left: record({ session: req(sessionInfo), reason: maybe(oneOf(LEAVE_REASONS)), last_status: maybe(str) }),
   ask_opened: askEvent,
   ask_answered: askEvent,
   report_posted: record({ report: req(report) }),
@@ -298,6 +301,14 @@ const SERVER_BODIES: Bodies<ServerMsg> = {
   view: record({ id: req(u64), view: req(view) }),
   verdict_accepted: record({ id: req(u64), pairing: req(pairing), verdict: req(verdict), hint: nullable(str) }),
   pairings: record({ id: req(u64), pairings: req(arrayOf(pairing)) }),
+  interrupted: record({
+    id: req(u64),
+    message_id: req(u64),
+    session_id: req(str),
+    session_name: req(str),
+    connected: req(bool),
+    was: req(str),
+  }),
   pairing_event: record({
     change: req(oneOf(PAIRING_CHANGES)),
     pairing: req(pairing),

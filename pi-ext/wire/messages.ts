@@ -10,6 +10,7 @@ import type {
   CoreStatus,
   Delivery,
   Json,
+  LeaveReason,
   Pairing,
   PairingChange,
   Registration,
@@ -69,6 +70,9 @@ export type LookMsg = { type: "look"; id: number; session?: string | null; by?: 
 export type WorkerViewMsg = { type: "worker_view"; id: number };
 export type VerdictMsg = { type: "verdict"; id: number; verdict: VerdictKind; text?: string };
 export type ListPairingsMsg = { type: "list_pairings"; id: number; all?: boolean };
+export type InterruptMsg = { type: "interrupt"; id: number; session: string; then?: string | null; by?: string | null };
+/** The session closes this connection on purpose; `returning`: it comes straight back (/reload). */
+export type ByeMsg = { type: "bye"; returning?: boolean };
 
 /** Client → core. */
 export type ClientMsg =
@@ -91,7 +95,9 @@ export type ClientMsg =
   | LookMsg
   | WorkerViewMsg
   | VerdictMsg
-  | ListPairingsMsg;
+  | ListPairingsMsg
+  | InterruptMsg
+  | ByeMsg;
 
 export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "hello",
@@ -114,6 +120,8 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "worker_view",
   "verdict",
   "list_pairings",
+  "interrupt",
+  "bye",
 ];
 
 export type WelcomeMsg = { type: "welcome"; id: number; protocol: number; core_version: string; store_id: string; pid: number };
@@ -146,7 +154,14 @@ export type ErrorMsg = { type: "error"; id: number | null; code: WireErrorCode; 
 export type DeliverMsg = { type: "deliver"; message: Delivery };
 export type SessionJoinedMsg = { type: "session_joined"; session: SessionInfo };
 export type SessionChangedMsg = { type: "session_changed"; session: SessionInfo };
-export type SessionLeftMsg = { type: "session_left"; session: SessionInfo };
+export type SessionLeftMsg = {
+  type: "session_left";
+  session: SessionInfo;
+  /** `closed` (it said bye) or `lost`; absent when it comes straight back (/reload). */
+  reason?: LeaveReason;
+  /** What it was doing until it left. */
+  last_status?: string;
+};
 export type AskOpenedMsg = { type: "ask_opened"; ask: Ask };
 export type AskAnsweredMsg = { type: "ask_answered"; ask: Ask };
 export type ReportPostedMsg = { type: "report_posted"; report: Report };
@@ -164,6 +179,16 @@ export type VerdictAcceptedMsg = {
   hint: string | null;
 };
 export type PairingsMsg = { type: "pairings"; id: number; pairings: Pairing[] };
+export type InterruptedMsg = {
+  type: "interrupted";
+  id: number;
+  message_id: number;
+  session_id: string;
+  session_name: string;
+  connected: boolean;
+  /** The session's status when asked (`idle`: no run to abort). */
+  was: string;
+};
 export type PairingEventMsg = {
   type: "pairing_event";
   change: PairingChange;
@@ -201,7 +226,8 @@ export type ServerMsg =
   | ViewMsg
   | VerdictAcceptedMsg
   | PairingsMsg
-  | PairingEventMsg;
+  | PairingEventMsg
+  | InterruptedMsg;
 
 export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "welcome",
@@ -232,6 +258,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "verdict_accepted",
   "pairings",
   "pairing_event",
+  "interrupted",
 ];
 
 /** The id of the request a server message answers; null for events and connection errors. */

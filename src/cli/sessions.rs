@@ -76,7 +76,7 @@ async fn follow(ctx: &Ctx, conn: &mut Connection) -> anyhow::Result<()> {
         let line = match &event {
             ServerMsg::SessionJoined { session }
             | ServerMsg::SessionChanged { session }
-            | ServerMsg::SessionLeft { session } => {
+            | ServerMsg::SessionLeft { session, .. } => {
                 if ctx.json {
                     serde_json::to_string(&event)?
                 } else {

@@ -79,7 +79,7 @@ impl<P: Platform> Relay<P> {
                     let old = self.sessions.insert(session.id.clone(), session.clone());
                     self.platform.session_changed(old.as_ref(), &session).await;
                 }
-                ServerMsg::SessionLeft { session } => {
+                ServerMsg::SessionLeft { session, .. } => {
                     self.sessions.insert(session.id.clone(), session);
                 }
                 ServerMsg::PairingEvent {

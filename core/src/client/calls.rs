@@ -6,7 +6,7 @@
 use super::{Client, ClientError, Welcome};
 use crate::protocol::{
     Ask, AskId, ClientMsg, CoreStatus, Pairing, Registration, Report, ServerMsg, SessionId,
-    SessionInfo, Verdict, View, requests,
+    SessionInfo, SessionStatus, Verdict, View, requests,
 };
 
 /// A request the core answers with one reply of type [`Request::Reply`].
@@ -38,6 +38,17 @@ pub struct Sent {
     pub session_id: SessionId,
     pub session_name: String,
     pub connected: bool,
+}
+
+/// The core's answer to `interrupt`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interrupted {
+    pub message_id: u64,
+    pub session_id: SessionId,
+    pub session_name: String,
+    pub connected: bool,
+    /// The session's status when asked (`idle`: no run to abort).
+    pub was: SessionStatus,
 }
 
 /// The core's answer to `verdict`.
@@ -97,6 +108,9 @@ replies! {
     Verdict => VerdictAccepted: ServerMsg::VerdictAccepted { pairing, verdict, hint, .. } =>
         VerdictAccepted { pairing, verdict, hint },
     ListPairings => Vec<Pairing>: ServerMsg::Pairings { pairings, .. } => pairings,
+    Interrupt => Interrupted: ServerMsg::Interrupted {
+        message_id, session_id, session_name, connected, was, ..
+    } => Interrupted { message_id, session_id, session_name, connected, was },
 }
 
 impl Client {

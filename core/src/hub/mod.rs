@@ -11,6 +11,7 @@
 //! commit fails, every request of the batch gets `store_failed` and nothing is sent.
 
 mod asks;
+mod interrupt;
 mod mail;
 mod presence;
 mod resolve;
@@ -154,6 +155,9 @@ struct Conn {
     handle: ConnHandle,
     close: Option<oneshot::Sender<ErrorCode>>,
     session: Option<SessionId>,
+    /// The session said `bye` on this connection (`Some(returning)`): its closing is on
+    /// purpose, not a loss.
+    bye: Option<bool>,
 }
 
 /// Routing state: everything but the database.
@@ -449,6 +453,8 @@ impl State {
             ClientMsg::WorkerView(_) => self.worker_view(cx, db),
             ClientMsg::Verdict(req) => self.verdict(cx, req, db, out),
             ClientMsg::ListPairings(req) => self.list_pairings(cx, req, db, out),
+            ClientMsg::Interrupt(req) => self.interrupt(cx, req, db, out),
+            ClientMsg::Bye(req) => self.bye(cx, req),
         }
     }
 
