@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use shepherd_core::client::Sent;
 use shepherd_core::client::{Client, ClientError, Request};
+pub use shepherd_core::client::{Interrupted, Sent};
 use shepherd_core::protocol::{
     Ask, AskId, AskState, ClientKind, CoreStatus, Pairing, ServerMsg, SessionId, SessionInfo,
     requests,
@@ -173,6 +173,23 @@ impl CoreLink {
     pub async fn unpair(&mut self, session: &str, by: &str) -> Reply<Pairing> {
         let request = requests::Unpair {
             session: Some(session.to_string()),
+            by: Some(by.to_string()),
+            ..Default::default()
+        };
+        self.call(request).await
+    }
+
+    /// `interrupt`: abort the session's current run for the human `by`, then steer it
+    /// with `then` if given.
+    pub async fn interrupt(
+        &mut self,
+        session: &str,
+        then: Option<&str>,
+        by: &str,
+    ) -> Reply<Interrupted> {
+        let request = requests::Interrupt {
+            session: session.to_string(),
+            then: then.map(str::to_string),
             by: Some(by.to_string()),
             ..Default::default()
         };
