@@ -169,3 +169,46 @@ async fn interrupt_is_mail_that_says_what_the_session_was_doing() -> Result<()> 
     assert_eq!(err.code(), Some(ErrorCode::UnknownSession), "{err}");
     Ok(())
 }
+
+#[tokio::test]
+async fn shepherd_stop_with_a_session_interrupts_it_and_without_one_stops_the_core() -> Result<()> {
+    let mut core = Core::start().await?;
+    let mut pi = core.pi("s-cli", "cli-target").await?;
+    pi.client
+        .call(requests::Update {
+            status: Some("thinking".into()),
+            ..Default::default()
+        })
+        .await?;
+    let out = core.cli_json(&["stop", "cli-target", "--then", "commit what you have"])?;
+    assert_eq!(out["was"], "thinking", "{out}");
+    assert_eq!(out["connected"], true, "{out}");
+    let d = pi.next_delivery(WAIT).await?;
+    assert_eq!(
+        (d.kind, d.text.as_str(), d.from.name.as_str()),
+        (DeliveryKind::Interrupt, "commit what you have", "cli")
+    );
+    let text = core.cli(&["stop", "cli-target"]);
+    let said = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        said.contains("interrupting cli-target (it was thinking)"),
+        "{said}"
+    );
+    let unknown = core.cli(&["stop", "nobody"]);
+    assert!(!unknown.status.success());
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr).contains("no session matches \"nobody\""),
+        "{}",
+        String::from_utf8_lossy(&unknown.stderr)
+    );
+    // No session: the core itself stops, as before.
+    let stopped = core.cli(&["stop"]);
+    assert!(stopped.status.success());
+    assert!(
+        String::from_utf8_lossy(&stopped.stdout).contains("stopped the core"),
+        "{}",
+        String::from_utf8_lossy(&stopped.stdout)
+    );
+    let _ = core.terminate();
+    Ok(())
+}
