@@ -586,7 +586,7 @@ async fn commands_answer_unknown_ones_get_help_and_a_thread_message_steers() -> 
 /// Supervision from Matrix: `!supervise <goal>` in the worker's thread (no session named:
 /// the thread's) pairs it with the free supervisor-role session; the thread shows the
 /// start once, a steer, and the supervisor's question, which a plain message in the
-/// thread answers; `!stop` there ends it and says who stopped it.
+/// thread answers; `!unpair` there ends it and says who stopped it.
 #[tokio::test]
 async fn supervision_lives_in_the_workers_thread() -> Result<()> {
     if skip_e2e() {
@@ -661,7 +661,7 @@ async fn supervision_lives_in_the_workers_thread() -> Result<()> {
     assert_eq!(answer.text, "no");
 
     s.ada
-        .send_thread_reply(&s.room, &root, &steer.event_id, "!stop")
+        .send_thread_reply(&s.room, &root, &steer.event_id, "!unpair")
         .await?;
     let stopped = s
         .bot_says(|m| m.body().contains("stopped by matrix:@ada:localhost"))
