@@ -13,6 +13,7 @@
 //   - Pi idle: pi.sendMessage(..., {triggerTurn: true}) starts a run with it. Only the first
 //     waiting delivery starts the run; the others join at that run's first turn boundary.
 //   - Pi busy: it waits here, not in Pi's queue, and is added at the next turn boundary
+//     (an interrupt instead waits for the run it aborted to settle, then starts its turn)
 //     (`turn_end`, else `agent_before_settle`) as a custom_message entry with `continue`:
 //     after the current tool calls, before the next model call. (Pi's own steering queue is
 //     avoided on purpose: an interactive abort clears it, dropping custom messages silently,
@@ -240,6 +241,10 @@ export class Inbox {
     const drafts: DeliveryDraft[] = [];
     for (const t of this.#tracked.values()) {
       if (t.state !== "pending") continue;
+      // An interrupt waits for its aborted run to settle: added at a boundary of that run
+      // (the boundary after the aborted tool call), Pi would not continue, and its steer
+      // would start no turn.
+      if (t.delivery.kind === "interrupt") continue;
       t.state = "sent";
       t.sentAt = now;
       drafts.push({ type: "custom_message", ...deliveryMessage(t.storeId, t.delivery) });
