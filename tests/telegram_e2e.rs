@@ -824,7 +824,6 @@ async fn a_real_pi_in_its_topic_is_interrupted_and_its_closing_is_said_once() ->
     .await?;
     let mut opts = PiOptions::new(s.core.agent_dir());
     opts.name = Some("tg-runner".into());
-    opts.env.push(("SHEPHERD_EXT_LOG".into(), "/tmp/tg-runner-ext.log".into()));
     let mut pi = PiSession::spawn(&model, opts).await?;
     s.core.connected_session("tg-runner", WAIT).await?;
 
