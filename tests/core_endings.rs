@@ -212,3 +212,26 @@ async fn shepherd_stop_with_a_session_interrupts_it_and_without_one_stops_the_co
     let _ = core.terminate();
     Ok(())
 }
+
+#[tokio::test]
+async fn a_core_that_stops_announces_no_endings() -> Result<()> {
+    let mut core = Core::start().await?;
+    let mut sub = core.subscriber().await?;
+    let _a = core.pi("s-stay-a", "stays-a").await?;
+    let _b = core.pi("s-stay-b", "stays-b").await?;
+    core.terminate()?;
+    // Everything the subscriber hears until its connection closes.
+    loop {
+        match tokio::time::timeout(WAIT, sub.next_event()).await {
+            Ok(Ok(ServerMsg::SessionLeft {
+                session, reason, ..
+            })) => {
+                assert_eq!(reason, None, "{} left as if it ended", session.name);
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => break,
+            Err(_) => anyhow::bail!("the subscriber's connection did not close"),
+        }
+    }
+    Ok(())
+}

@@ -182,8 +182,11 @@ impl<P: Platform> Relay<P> {
         reason: LeaveReason,
         last: Option<&SessionStatus>,
     ) {
-        let rendered = session_news::ended(session, reason, last);
-        self.post_about(&session.id, rendered, "ending").await;
+        // A subagent never got a place of its own: none is made just to say it ended.
+        if !(session.subagent && self.platform.needs_place(&session.id)) {
+            let rendered = session_news::ended(session, reason, last);
+            self.post_about(&session.id, rendered, "ending").await;
+        }
         let asks = match self.core.asks(false).await {
             Ok(asks) => asks,
             Err(e) => {

@@ -78,6 +78,9 @@ pub enum HubCommand {
     ViewBuilt(Box<ViewDone>),
     /// Once a second: start timer views that are due.
     Tick,
+    /// The core is about to close every connection: sessions that drop from now on are
+    /// not ending (they come back to the next core), so their leaving has no reason.
+    Stopping,
     /// Close every connection and stop.
     Shutdown,
 }
@@ -126,6 +129,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             facts,
             supervision: supervise::Supervision::default(),
             self_tx: tx.downgrade(),
+            stopping: false,
         },
     };
     let task = tokio::spawn(hub.run(rx));
@@ -171,6 +175,8 @@ struct State {
     /// The hub's own inbox, for work it hands to blocking threads (view builds). Weak, so
     /// the hub still stops when every other handle is gone.
     self_tx: mpsc::WeakSender<HubCommand>,
+    /// The core is shutting down ([`HubCommand::Stopping`]): disconnects are no endings.
+    stopping: bool,
 }
 
 struct Live {
@@ -337,7 +343,8 @@ impl Hub {
                     // Presence must stay right even when the store is failing.
                     cmd @ (HubCommand::Connect { .. }
                     | HubCommand::Disconnect { .. }
-                    | HubCommand::Drained { .. }) => self.state.handle(cmd, &self.db, &mut failed),
+                    | HubCommand::Drained { .. }
+                    | HubCommand::Stopping) => self.state.handle(cmd, &self.db, &mut failed),
                     HubCommand::ViewBuilt(done) => self.state.view_failed(*done, &mut failed),
                     // The next tick tries again.
                     HubCommand::Tick => {}
@@ -407,6 +414,7 @@ impl State {
             }
             HubCommand::ViewBuilt(done) => self.view_built(*done, db, out),
             HubCommand::Tick => self.tick(db),
+            HubCommand::Stopping => self.stopping = true,
             HubCommand::Shutdown => {}
         }
     }

@@ -162,8 +162,10 @@ impl State {
             return; // Replaced by a newer connection.
         }
         self.live.remove(&session_id);
-        // Said goodbye: closed (or coming straight back: no ending); else lost.
+        // Said goodbye: closed (or coming straight back: no ending); else lost. While the
+        // core itself stops, nobody is ending: the sessions come back to the next core.
         let reason = match entry.bye {
+            _ if self.stopping => None,
             Some(true) => None,
             Some(false) => Some(LeaveReason::Closed),
             None => Some(LeaveReason::Lost),
