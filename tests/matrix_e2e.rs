@@ -835,6 +835,9 @@ async fn a_session_that_dies_is_announced_once_in_its_thread() -> Result<()> {
     let started = s
         .bot_says(|m| m.body().contains("mx-crasher started"))
         .await?;
+    ask(&mut pi, "Keep the old API?", &["yes", "no"]).await?;
+    let card = s.bot_says(is_card_for("Keep the old API?")).await?;
+    option_reactions(&s, &card, &[KEY1, KEY2]).await?;
     pi.client
         .call(requests::Update {
             status: Some("tool:bash".into()),
@@ -851,7 +854,24 @@ async fn a_session_that_dies_is_announced_once_in_its_thread() -> Result<()> {
         "{}",
         ended.body()
     );
+    s.ada
+        .wait_for_message(&s.room, WAIT, |m| {
+            m.event_id == card.event_id
+                && m.body().contains("💥 session exited")
+                && m.reaction_keys_by(BOT).is_empty()
+        })
+        .await?;
+    // Back: the same thread, and the card's reactions come back.
     let _pi = s.core.pi("mx-dies", "mx-crasher").await?;
+    s.ada
+        .wait_for_message(&s.room, WAIT, |m| {
+            m.event_id == card.event_id
+                && !m.body().contains("waits for its return")
+                && [KEY1, KEY2]
+                    .iter()
+                    .all(|k| m.reaction_keys_by(BOT).contains(k))
+        })
+        .await?;
     s.ada
         .send_thread_reply(&s.room, &started.event_id, &started.event_id, "!status")
         .await?;

@@ -971,6 +971,16 @@ async fn a_session_that_dies_is_announced_once_with_what_it_was_doing() -> Resul
         })
         .await?;
     pi.client
+        .call(requests::Ask {
+            question: "Keep the old API?".into(),
+            options: vec!["yes".into(), "no".into()],
+            ..Default::default()
+        })
+        .await?;
+    let card =
+        s.tg.wait_for_message(FORUM, WAIT, is_card_for("Keep the old API?"))
+            .await?;
+    pi.client
         .call(requests::Update {
             status: Some("tool:bash".into()),
             ..Default::default()
@@ -988,8 +998,24 @@ async fn a_session_that_dies_is_announced_once_with_what_it_was_doing() -> Resul
         "{}",
         ended.text
     );
-    // Coming back reuses the topic and starts nothing new.
+    let marked =
+        s.tg.wait_for_message(FORUM, WAIT, |m| {
+            m.message_id == card.message_id && m.text.contains("💥 session exited")
+        })
+        .await?;
+    assert!(marked.buttons().is_empty(), "{:?}", marked.reply_markup);
+    // Coming back reuses the topic, starts nothing new, and gives the card its buttons back.
     let _pi = s.core.pi("tg-dies", "tg-crasher").await?;
+    let restored =
+        s.tg.wait_for_message(FORUM, WAIT, |m| {
+            m.message_id == card.message_id && m.buttons().len() == 2
+        })
+        .await?;
+    assert!(
+        !restored.text.contains("waits for its return"),
+        "{}",
+        restored.text
+    );
     s.tg.inject_message(UserMessage::new(FORUM, ADA, "/status").in_topic(topic.thread_id))?;
     s.tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("now: idle"))
         .await?;
