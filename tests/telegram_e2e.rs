@@ -1030,3 +1030,34 @@ async fn a_session_that_dies_is_announced_once_with_what_it_was_doing() -> Resul
     assert_eq!(said("tg-crasher started"), 1);
     Ok(())
 }
+
+/// A real Pi killed mid-tool (no `session_shutdown`, no goodbye) is announced as exited,
+/// with the tool it was in.
+#[tokio::test]
+async fn a_killed_real_pi_is_announced_as_exited_mid_tool() -> Result<()> {
+    let s = setup(true, None).await?;
+    let model = FakeModel::start(|_| Reply::tool("bash", json!({"command": "sleep 60"}))).await?;
+    let mut opts = PiOptions::new(s.core.agent_dir());
+    opts.name = Some("tg-killed".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    s.core.connected_session("tg-killed", WAIT).await?;
+    pi.prompt("run the long job").await?;
+    eventually(WAIT, "the session in its bash call", || {
+        s.core
+            .session_named("tg-killed")
+            .filter(|v| v["status"] == "tool:bash")
+    })
+    .await?;
+    pi.kill().await?;
+    let ended =
+        s.tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("💥 tg-killed"))
+            .await?;
+    assert!(
+        ended
+            .text
+            .contains("💥 tg-killed exited while running tool:bash"),
+        "{}",
+        ended.text
+    );
+    Ok(())
+}
