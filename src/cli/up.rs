@@ -175,10 +175,10 @@ pub fn run_bot(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
     };
     init_logging(ctx.json, log_file)?;
     let config = loaded.config;
-    if config.telegram.is_none() {
+    if config.telegram.is_none() && config.matrix.is_none() {
         return Err(Failure::new(
             "no_bridge",
-            "no chat bridge is configured: add a [telegram] section (see config/shepherd.example.toml)",
+            "no chat bridge is configured: add a [telegram] or [matrix] section (see config/shepherd.example.toml)",
         )
         .into());
     }
@@ -198,12 +198,16 @@ pub fn run_bot(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e| Failure::new("runtime", format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
         let shutdown = CancellationToken::new();
-        let bridges = Bridges::spawn(&config, &socket, &state_dir, shutdown.clone());
+        let mut bridges = Bridges::spawn(&config, &socket, &state_dir, shutdown.clone());
         tracing::info!(bridges = ?bridges.names(), socket = %socket.display(), "bridges running");
-        shepherd_core::daemon::wait_for_signal().await;
-        stop_bridges(bridges, shutdown).await;
-    });
-    Ok(ExitCode::SUCCESS)
+        tokio::select! {
+            _ = shepherd_core::daemon::wait_for_signal() => {
+                stop_bridges(bridges, shutdown).await;
+                Ok(ExitCode::SUCCESS)
+            }
+            why = bridges.all_failed() => Err(Failure::new("bridge_stopped", why.join("; ")).into()),
+        }
+    })
 }
 
 async fn stop_bridges(bridges: Bridges, shutdown: CancellationToken) {

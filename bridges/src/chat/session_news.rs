@@ -207,7 +207,7 @@ mod tests {
     #[test]
     fn a_stop_says_what_it_stopped() {
         let reply = |connected, was: &str| Interrupted {
-            message_id: 1,
+            message_id: 1.into(),
             session_id: SessionId::from("s"),
             session_name: "fix-login".into(),
             connected,

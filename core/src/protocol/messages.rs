@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Ask, CoreStatus, Delivery, ErrorCode, LeaveReason, Pairing, PairingChange, Report, SessionId,
-    SessionInfo, SessionStatus, Verdict, View, frame, requests,
+    Ask, CoreStatus, Delivery, ErrorCode, LeaveReason, MessageId, Pairing, PairingChange, Report,
+    SessionId, SessionInfo, SessionStatus, Verdict, View, frame, requests,
 };
 
 /// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`): the
@@ -247,7 +247,7 @@ server_messages! {
         /// on its next connection.
         "sent" => Sent {
             id: u64,
-            message_id: u64,
+            message_id: MessageId,
             session_id: SessionId,
             session_name: String,
             connected: bool,
@@ -287,7 +287,7 @@ server_messages! {
         /// (`idle`: there was no run to abort; the steer still goes).
         "interrupted" => Interrupted {
             id: u64,
-            message_id: u64,
+            message_id: MessageId,
             session_id: SessionId,
             session_name: String,
             connected: bool,
