@@ -232,15 +232,28 @@ export class CoreClient {
     this.#connect();
   }
 
-  /** Close for good: no reconnect; pending requests fail. */
-  stop(): void {
+  /**
+   * Close for good: no reconnect; pending requests fail. With `bye` (Pi closed the session)
+   * a registered connection says goodbye first, so the core announces the session as
+   * closed rather than lost (`returning`: it comes straight back, as after /reload, and no
+   * ending is announced); the socket is then ended gracefully so the goodbye is not lost.
+   */
+  stop(bye?: { returning: boolean }): void {
     if (this.#phase === "stopped") return;
+    const registered = this.ready;
     this.#setPhase("stopped");
     this.#clearRetry();
     const socket = this.#socket;
     this.#socket = null;
     this.#failWaiters(new NotConnectedError("the shepherd extension stopped"));
-    socket?.destroy();
+    if (socket === null) return;
+    if (bye !== undefined && registered && !socket.destroyed) {
+      socket.end(encodeFrame({ type: "bye", returning: bye.returning }));
+      setTimeout(() => socket.destroy(), 1000).unref();
+      this.#log(`said bye${bye.returning ? " (returning)" : ""}`);
+      return;
+    }
+    socket.destroy();
   }
 
   /** Try now instead of waiting out the backoff (e.g. right after starting a core). */

@@ -5,13 +5,15 @@
 //
 // Every kind starts a turn except `brief`: a brief is context for the supervisor's next turn,
 // so when idle it is appended without a run, and at a turn boundary it is added without
-// asking Pi to continue. Views and briefs are custom messages of their own types
+// asking Pi to continue. An `interrupt` (index.ts aborts the run first) starts a turn with
+// its steer even after the aborted run, and without a steer only records the stop. Views and briefs are custom messages of their own types
 // ("shepherd-view", "shepherd-brief") so the supervisor's context can be pruned by look.
 //
 // How a delivery enters the session (see dedupe.ts for why it is a custom message):
 //   - Pi idle: pi.sendMessage(..., {triggerTurn: true}) starts a run with it. Only the first
 //     waiting delivery starts the run; the others join at that run's first turn boundary.
 //   - Pi busy: it waits here, not in Pi's queue, and is added at the next turn boundary
+//     (an interrupt instead waits for the run it aborted to settle, then starts its turn)
 //     (`turn_end`, else `agent_before_settle`) as a custom_message entry with `continue`:
 //     after the current tool calls, before the next model call. (Pi's own steering queue is
 //     avoided on purpose: an interactive abort clears it, dropping custom messages silently,
@@ -81,8 +83,13 @@ function who(from: Sender): string {
   return `the human (via ${from.name})`;
 }
 
-/** Whether a delivery of this kind starts a turn (everything but a brief). */
-export function startsTurn(kind: DeliveryKind): boolean {
+/**
+ * Whether a delivery of this kind starts a turn (everything but a brief). An interrupt
+ * starts one only when it carries a steer (`text`); without text it only tells the model
+ * that its run was stopped.
+ */
+export function startsTurn(kind: DeliveryKind, text?: string): boolean {
+  if (kind === "interrupt") return text === undefined || text.trim() !== "";
   return kind !== "brief";
 }
 
@@ -118,6 +125,10 @@ export function formatDelivery(d: Delivery): string {
     }
     case "brief":
       return `[shepherd] Supervision brief (context only; no verdict needed now):\n${d.text}`;
+    case "interrupt":
+      return d.text.trim() === ""
+        ? `[shepherd] ${who(d.from)} stopped your run. Wait for their next message.`
+        : `[shepherd] ${who(d.from)} stopped your run. Do this instead:\n${d.text}`;
   }
 }
 
@@ -186,6 +197,15 @@ export class Inbox {
     return "queued";
   }
 
+  /**
+   * Whether a delivery is new here: not in the session already and not waiting in this
+   * inbox (an interrupt aborts the run only the first time it arrives).
+   */
+  isNew(storeId: string, id: number): boolean {
+    this.ledger.scan(this.#host.entries());
+    return !this.ledger.has(storeId, id) && !this.#tracked.has(`${storeId}\u0000${id}`);
+  }
+
   /** Hand waiting deliveries to Pi if it is idle; when busy they wait for a boundary. */
   pump(): void {
     const pending = [...this.#tracked.values()].filter((t) => t.state === "pending");
@@ -198,8 +218,10 @@ export class Inbox {
       // A view is the core deciding it is time to look: it starts a turn even after an
       // aborted run (a runaway abort, or Escape in a supervisor session); only
       // `/supervise stop` ends the looks.
-      const held = this.#holdTurn && t.delivery.kind !== "view";
-      if (held || !startsTurn(t.delivery.kind)) {
+      // An interrupt's steer is what the human asked for right after the abort: it starts
+      // its turn too.
+      const held = this.#holdTurn && t.delivery.kind !== "view" && t.delivery.kind !== "interrupt";
+      if (held || !startsTurn(t.delivery.kind, t.delivery.text)) {
         this.#send(t, false, now);
         continue;
       }
@@ -219,6 +241,10 @@ export class Inbox {
     const drafts: DeliveryDraft[] = [];
     for (const t of this.#tracked.values()) {
       if (t.state !== "pending") continue;
+      // An interrupt waits for its aborted run to settle: added at a boundary of that run
+      // (the boundary after the aborted tool call), Pi would not continue, and its steer
+      // would start no turn.
+      if (t.delivery.kind === "interrupt") continue;
       t.state = "sent";
       t.sentAt = now;
       drafts.push({ type: "custom_message", ...deliveryMessage(t.storeId, t.delivery) });

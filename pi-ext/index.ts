@@ -59,6 +59,8 @@ function modelName(ctx: ExtensionContext): string | undefined {
 /** Everything that lives from one session_start to its session_shutdown. */
 /** The nudge that starts the turn for a view stranded by an aborted run. */
 const VIEW_NUDGE_CUSTOM_TYPE = "shepherd-view-nudge";
+/** An interrupt older than this (it waited for the session's return) aborts no run. */
+const INTERRUPT_FRESH_MS = 60_000;
 
 class ShepherdSession {
   readonly #pi: ExtensionAPI;
@@ -182,12 +184,13 @@ class ShepherdSession {
     this.refreshStatusLine();
   }
 
-  stop(): void {
+  /** `bye`: Pi is closing the session (see CoreClient.stop). */
+  stop(bye?: { returning: boolean }): void {
     if (this.#stopped) return;
     this.#stopped = true;
     if (this.#updateTimer !== null) clearTimeout(this.#updateTimer);
     if (this.#reconcileTimer !== null) clearInterval(this.#reconcileTimer);
-    this.client.stop();
+    this.client.stop(bye);
   }
 
   // ---- the outbox (asks and reports made while the core was away) ----------------------
@@ -380,6 +383,7 @@ class ShepherdSession {
   #onDeliver(storeId: string, delivery: Delivery): void {
     if (this.#stopped) return;
     try {
+      if (delivery.kind === "interrupt") this.#interrupt(storeId, delivery);
       if (delivery.kind === "answer" && delivery.ask_id !== null && this.openAsks.delete(delivery.ask_id)) {
         this.refreshStatusLine();
       }
@@ -388,6 +392,25 @@ class ShepherdSession {
       this.#armReconcile();
     } catch (e) {
       this.recordError(`delivery ${delivery.id}`, e);
+    }
+  }
+
+  /**
+   * An interrupt, the first time it arrives: abort the run in progress (Pi's abort, as
+   * Escape does). One that waited while the session was away (older than
+   * INTERRUPT_FRESH_MS) aborts nothing: it was meant for a run long gone. Its steer, if
+   * any, then goes through the inbox like any delivery (acknowledged once in the session).
+   */
+  #interrupt(storeId: string, delivery: Delivery): void {
+    if (!this.inbox.isNew(storeId, delivery.id)) return;
+    const age = Date.now() - delivery.created_at;
+    if (this.ctx.isIdle()) {
+      this.log(`interrupt ${delivery.id} from ${delivery.from.name}: idle, nothing to abort`);
+    } else if (age > INTERRUPT_FRESH_MS) {
+      this.log(`interrupt ${delivery.id} from ${delivery.from.name}: ${age} ms old, not aborting the current run`);
+    } else {
+      this.log(`interrupt ${delivery.id} from ${delivery.from.name}: aborting the run`);
+      this.ctx.abort();
     }
   }
 
@@ -603,9 +626,11 @@ export default function shepherd(pi: ExtensionAPI): void {
     }
   });
 
-  pi.on("session_shutdown", () => {
+  // Pi closes this session: say goodbye, so the phone hears "closed" rather than a crash;
+  // a /reload comes straight back and announces no ending.
+  pi.on("session_shutdown", (event) => {
     try {
-      current?.stop();
+      current?.stop({ returning: event.reason === "reload" });
     } catch {
       // shutting down anyway
     }

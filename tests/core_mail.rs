@@ -51,7 +51,7 @@ async fn await_left(sub: &mut Client, id: &str) -> Result<()> {
     next_event_where(
         sub,
         WAIT,
-        |m| matches!(m, ServerMsg::SessionLeft { session } if session.id == id),
+        |m| matches!(m, ServerMsg::SessionLeft { session, .. } if session.id == id),
     )
     .await?;
     Ok(())

@@ -136,7 +136,7 @@ async fn unnamed_sessions_are_called_after_repository_and_branch() -> Result<()>
         next_event_where(
             &mut sub,
             WAIT,
-            |m| matches!(m, ServerMsg::SessionLeft { session } if session.id == id),
+            |m| matches!(m, ServerMsg::SessionLeft { session, .. } if session.id == id),
         )
         .await?;
     }
@@ -158,7 +158,7 @@ async fn unnamed_sessions_are_called_after_repository_and_branch() -> Result<()>
     next_event_where(
         &mut sub,
         WAIT,
-        |m| matches!(m, ServerMsg::SessionLeft { session } if session.id == old),
+        |m| matches!(m, ServerMsg::SessionLeft { session, .. } if session.id == old),
     )
     .await?;
     let (_pi, name) = unnamed(&core, old, &notes).await?;

@@ -90,11 +90,11 @@ async fn await_left(sub: &mut shepherd_core::client::Client, id: &str) -> Result
     match next_event_where(
         sub,
         WAIT,
-        |m| matches!(m, ServerMsg::SessionLeft { session } if session.id == id),
+        |m| matches!(m, ServerMsg::SessionLeft { session, .. } if session.id == id),
     )
     .await?
     {
-        ServerMsg::SessionLeft { session } => Ok(session),
+        ServerMsg::SessionLeft { session, .. } => Ok(session),
         _ => unreachable!(),
     }
 }
@@ -469,7 +469,7 @@ async fn subscribers_see_join_change_and_leave_in_order() -> Result<()> {
         assert!(session.connected);
 
         let left = sub.next_event().await?;
-        let ServerMsg::SessionLeft { session } = left else {
+        let ServerMsg::SessionLeft { session, .. } = left else {
             bail!("expected session_left right after the change, got {left:?}")
         };
         assert_eq!(session.id, "ev-1");

@@ -165,7 +165,7 @@ async fn two_hundred_sessions_register_exchange_and_leave() -> Result<()> {
                     session.id
                 );
             }
-            ServerMsg::SessionLeft { session } => {
+            ServerMsg::SessionLeft { session, .. } => {
                 assert!(
                     joined.contains(&session.id),
                     "{} left before joining",

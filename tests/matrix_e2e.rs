@@ -13,7 +13,7 @@ use shepherd_harness::fake_model::{FakeModel, Reply};
 use shepherd_harness::matrix_user::{MatrixUser, Message};
 use shepherd_harness::pi_process::{PiOptions, PiSession};
 use shepherd_harness::synapse::{Method, Synapse, skip_e2e};
-use shepherd_harness::{Core, Pi, registration};
+use shepherd_harness::{Core, Pi, eventually, registration};
 
 const WAIT: Duration = Duration::from_secs(45);
 const BOT: &str = "@bot:localhost";
@@ -564,7 +564,11 @@ async fn commands_answer_unknown_ones_get_help_and_a_thread_message_steers() -> 
 
     s.ada.send_text(&s.room, "!sessions").await?;
     let listing = s
-        .bot_says(|m| m.body().contains("listed") && !m.body().contains("hello from"))
+        .bot_says(|m| {
+            m.body().contains("listed")
+                && !m.body().contains("hello from")
+                && !m.body().contains("listed started")
+        })
         .await?;
     assert_ne!(listing.event_id, report.event_id);
 
@@ -617,7 +621,7 @@ async fn commands_answer_unknown_ones_get_help_and_a_thread_message_steers() -> 
 /// Supervision from Matrix: `!supervise <goal>` in the worker's thread (no session named:
 /// the thread's) pairs it with the free supervisor-role session; the thread shows the
 /// start once, a steer, and the supervisor's question, which a plain message in the
-/// thread answers; `!stop` there ends it and says who stopped it.
+/// thread answers; `!unpair` there ends it and says who stopped it.
 #[tokio::test]
 async fn supervision_lives_in_the_workers_thread() -> Result<()> {
     if skip_e2e() {
@@ -692,7 +696,7 @@ async fn supervision_lives_in_the_workers_thread() -> Result<()> {
     assert_eq!(answer.text, "no");
 
     s.ada
-        .send_thread_reply(&s.room, &root, &steer.event_id, "!stop")
+        .send_thread_reply(&s.room, &root, &steer.event_id, "!unpair")
         .await?;
     let stopped = s
         .bot_says(|m| m.body().contains("stopped by matrix:@ada:localhost"))
@@ -712,5 +716,205 @@ async fn supervision_lives_in_the_workers_thread() -> Result<()> {
         .filter(|m| m.body().contains("supervises fix-login."))
         .count();
     assert_eq!(starts, 1, "the start is said once");
+    Ok(())
+}
+
+/// The everyday life of one real Pi session in the room: its thread starts as soon as it
+/// registers; `!stop then …` in the thread aborts its long bash call at once and its steer
+/// starts the next turn; `!status` there shows the session, not the core; when Pi closes,
+/// the thread says so once, and its open ask card loses its reactions and says the answer
+/// waits (a reply still answers it).
+#[tokio::test]
+async fn a_real_pi_in_its_thread_is_interrupted_and_its_closing_is_said_once() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    let s = setup(RoomMode::Plain, false).await?;
+    let model = FakeModel::start(|req| {
+        let t = req.transcript();
+        if t.contains("Answer to your question") {
+            Reply::text("Writing the guide.")
+        } else if t.contains("now-write-docs") {
+            Reply::tool(
+                "ask_human",
+                json!({"question": "Which docs first?", "options": ["api", "guide"]}),
+            )
+        } else {
+            Reply::tool("bash", json!({"command": "sleep 60"}))
+        }
+    })
+    .await?;
+    let mut opts = PiOptions::new(s.core.agent_dir());
+    opts.name = Some("mx-runner".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    s.core.connected_session("mx-runner", WAIT).await?;
+
+    // The thread comes with the registration: its root says the session started.
+    let started = s
+        .bot_says(|m| m.body().contains("mx-runner started"))
+        .await?;
+    assert_eq!(started.thread_root(), None, "the thread's root");
+    let root = started.event_id.clone();
+
+    pi.prompt("run the long job").await?;
+    eventually(WAIT, "the session in its bash call", || {
+        s.core
+            .session_named("mx-runner")
+            .filter(|v| v["status"] == "tool:bash")
+    })
+    .await?;
+    let asked = std::time::Instant::now();
+    s.ada
+        .send_thread_reply(&s.room, &root, &root, "!stop then now-write-docs")
+        .await?;
+    let reply = s.bot_says(|m| m.body().contains("⏹ stopping")).await?;
+    assert_eq!(thread_of(&reply), root);
+    assert!(
+        reply
+            .body()
+            .contains("⏹ stopping mx-runner (it was running tool:bash). Your steer follows."),
+        "{}",
+        reply.body()
+    );
+    let requests = model.wait_requests(2, WAIT).await?;
+    assert!(
+        asked.elapsed() < Duration::from_secs(20),
+        "the run ended promptly, not after the 60 s sleep: {:?}",
+        asked.elapsed()
+    );
+    assert!(
+        requests[1].transcript().contains("now-write-docs"),
+        "the steer reaches the model after the abort"
+    );
+
+    let card = s.bot_says(is_card_for("Which docs first?")).await?;
+    assert_eq!(thread_of(&card), root, "in the session's thread");
+    option_reactions(&s, &card, &[KEY1, KEY2]).await?;
+
+    // !status in the thread: this session, not the core.
+    s.ada
+        .send_thread_reply(&s.room, &root, &root, "!status")
+        .await?;
+    let status = s.bot_says(|m| m.body().contains("now: ")).await?;
+    assert!(
+        status.body().contains("mx-runner")
+            && status.body().contains("model: fake/fake-model")
+            && status.body().contains("❓ #")
+            && status.body().contains("Which docs first?"),
+        "{}",
+        status.body()
+    );
+    assert!(!status.body().contains("uptime"), "{}", status.body());
+
+    // Pi closes: said once, and the card waits without its reactions.
+    pi.shutdown().await?;
+    let closed = s
+        .bot_says(|m| m.body().contains("⏹ mx-runner closed"))
+        .await?;
+    assert_eq!(thread_of(&closed), root);
+    let marked = s
+        .ada
+        .wait_for_message(&s.room, WAIT, |m| {
+            m.event_id == card.event_id
+                && m.body().contains("your answer waits for its return")
+                && m.reaction_keys_by(BOT).is_empty()
+        })
+        .await?;
+    assert!(
+        marked.body().contains("⏹ session closed"),
+        "{}",
+        marked.body()
+    );
+
+    // A reply still answers it; the answer waits in the session's mailbox.
+    s.ada
+        .send_thread_reply(&s.room, &root, &card.event_id, "2")
+        .await?;
+    s.ada
+        .wait_for_message(&s.room, WAIT, |m| {
+            m.event_id == card.event_id && m.body().contains("answered by")
+        })
+        .await?;
+    let asks = s.core.cli_json(&["asks", "--all"])?;
+    assert_eq!(asks[0]["answer"], "guide", "{asks}");
+    let all = s.core.cli_json(&["sessions", "--all"])?;
+    let runner = all
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["name"] == "mx-runner"))
+        .context("mx-runner listed")?;
+    assert_eq!(runner["pending_messages"], 1, "the answer waits: {runner}");
+    let said = |needle: &str| {
+        s.bot_messages()
+            .iter()
+            .filter(|m| m.body().contains(needle))
+            .count()
+    };
+    assert_eq!(said("mx-runner closed"), 1, "the ending is said once");
+    assert_eq!(said("mx-runner started"), 1, "one start");
+    Ok(())
+}
+
+/// A session that vanishes without a goodbye is announced once, in its thread, as exited
+/// with what it was doing; coming back reuses the thread.
+#[tokio::test]
+async fn a_session_that_dies_is_announced_once_in_its_thread() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    let s = setup(RoomMode::Plain, false).await?;
+    let mut pi = s.core.pi("mx-dies", "mx-crasher").await?;
+    let started = s
+        .bot_says(|m| m.body().contains("mx-crasher started"))
+        .await?;
+    ask(&mut pi, "Keep the old API?", &["yes", "no"]).await?;
+    let card = s.bot_says(is_card_for("Keep the old API?")).await?;
+    option_reactions(&s, &card, &[KEY1, KEY2]).await?;
+    pi.client
+        .call(requests::Update {
+            status: Some("tool:bash".into()),
+            ..Default::default()
+        })
+        .await?;
+    drop(pi);
+    let ended = s.bot_says(|m| m.body().contains("💥 mx-crasher")).await?;
+    assert_eq!(thread_of(&ended), started.event_id);
+    assert!(
+        ended
+            .body()
+            .contains("💥 mx-crasher exited while running tool:bash"),
+        "{}",
+        ended.body()
+    );
+    s.ada
+        .wait_for_message(&s.room, WAIT, |m| {
+            m.event_id == card.event_id
+                && m.body().contains("💥 session exited")
+                && m.reaction_keys_by(BOT).is_empty()
+        })
+        .await?;
+    // Back: the same thread, and the card's reactions come back.
+    let _pi = s.core.pi("mx-dies", "mx-crasher").await?;
+    s.ada
+        .wait_for_message(&s.room, WAIT, |m| {
+            m.event_id == card.event_id
+                && !m.body().contains("waits for its return")
+                && [KEY1, KEY2]
+                    .iter()
+                    .all(|k| m.reaction_keys_by(BOT).contains(k))
+        })
+        .await?;
+    s.ada
+        .send_thread_reply(&s.room, &started.event_id, &started.event_id, "!status")
+        .await?;
+    let status = s.bot_says(|m| m.body().contains("now: idle")).await?;
+    assert_eq!(thread_of(&status), started.event_id);
+    let said = |needle: &str| {
+        s.bot_messages()
+            .iter()
+            .filter(|m| m.body().contains(needle))
+            .count()
+    };
+    assert_eq!(said("mx-crasher exited"), 1);
+    assert_eq!(said("mx-crasher started"), 1, "the thread is reused");
     Ok(())
 }

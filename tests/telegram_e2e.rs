@@ -12,7 +12,7 @@ use shepherd_harness::fake_telegram::{
     FakeTelegram, FakeTelegramOptions, FakeUser, RateLimits, SentMessage, UserMessage,
 };
 use shepherd_harness::pi_process::{PiOptions, PiSession};
-use shepherd_harness::{Core, Pi, registration};
+use shepherd_harness::{Core, Pi, eventually, registration};
 
 const WAIT: Duration = Duration::from_secs(30);
 const ADA: i64 = 4242;
@@ -730,7 +730,7 @@ async fn buttons_on_old_cards_work_after_a_restart() -> Result<()> {
 /// Supervision from the phone: `/supervise` in the worker's topic pairs it with the free
 /// supervisor-role session in its directory; the topic shows the start and goal (once),
 /// a goal changed on the CLI, a steer (not a let_it_run), the supervisor's own question
-/// (answerable by its button), and the end when `/stop` (no session named: the topic's)
+/// (answerable by its button), and the end when `/unpair` (no session named: the topic's)
 /// stops it.
 #[tokio::test]
 async fn supervision_shows_in_the_workers_topic_and_is_steered_from_it() -> Result<()> {
@@ -861,8 +861,8 @@ async fn supervision_shows_in_the_workers_topic_and_is_steered_from_it() -> Resu
     };
     assert_eq!(answer.text, "no");
 
-    // /stop in the topic, without a session: the topic's.
-    s.tg.inject_message(UserMessage::new(FORUM, ADA, "/stop").in_topic(topic.thread_id))?;
+    // /unpair in the topic, without a session: the topic's.
+    s.tg.inject_message(UserMessage::new(FORUM, ADA, "/unpair").in_topic(topic.thread_id))?;
     let stopped =
         s.tg.wait_for_message(FORUM, WAIT, |m| {
             in_topic(m) && m.text.contains("stopped by")
@@ -937,13 +937,281 @@ async fn supervision_commands_in_a_private_chat() -> Result<()> {
     let help =
         s.tg.wait_for_message(s.chat, WAIT, |m| m.text.contains("shepherd commands"))
             .await?;
-    for command in ["/supervise", "/goal", "/look", "/stop"] {
+    for command in ["/supervise", "/goal", "/look", "/stop", "/unpair"] {
         assert!(help.text.contains(command), "{}", help.text);
     }
+    assert!(
+        help.text
+            .contains("/stop interrupts what a session is doing; /unpair (or /supervise stop) ends its supervision."),
+        "the help says which is which: {}",
+        help.text
+    );
     let commands = s.tg.commands().context("setMyCommands")?.to_string();
     assert!(
-        commands.contains("supervise") && commands.contains("stop"),
+        commands.contains("supervise") && commands.contains("stop") && commands.contains("unpair"),
         "{commands}"
+    );
+    Ok(())
+}
+
+/// The everyday life of one real Pi session in a forum: its topic is there as soon as it
+/// registers (before it posts anything); `/stop then …` in the topic aborts its long bash
+/// call at once and its steer starts the next turn; `/status` there shows the session, not
+/// the core; when Pi closes, the topic says so once, and its open ask card loses its
+/// buttons and says the answer waits (a reply still answers it).
+#[tokio::test]
+async fn a_real_pi_in_its_topic_is_interrupted_and_its_closing_is_said_once() -> Result<()> {
+    let s = setup(true, None).await?;
+    let model = FakeModel::start(|req| {
+        let t = req.transcript();
+        if t.contains("Answer to your question") {
+            Reply::text("Writing the guide.")
+        } else if t.contains("now-write-docs") {
+            Reply::tool(
+                "ask_human",
+                json!({"question": "Which docs first?", "options": ["api", "guide"]}),
+            )
+        } else {
+            Reply::tool("bash", json!({"command": "sleep 60"}))
+        }
+    })
+    .await?;
+    let mut opts = PiOptions::new(s.core.agent_dir());
+    opts.name = Some("tg-runner".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    s.core.connected_session("tg-runner", WAIT).await?;
+
+    // The topic comes with the registration, with a first message saying so.
+    let topic =
+        s.tg.wait_for("the session's topic", WAIT, |tg| {
+            tg.topics(FORUM)
+                .into_iter()
+                .find(|t| t.name.contains("tg-runner"))
+        })
+        .await?;
+    let thread = topic.thread_id;
+    let in_topic = move |m: &SentMessage| m.thread_id == Some(thread);
+    s.tg.wait_for_message(FORUM, WAIT, |m| {
+        in_topic(m) && m.text.contains("tg-runner started")
+    })
+    .await?;
+
+    pi.prompt("run the long job").await?;
+    eventually(WAIT, "the session in its bash call", || {
+        s.core
+            .session_named("tg-runner")
+            .filter(|v| v["status"] == "tool:bash")
+    })
+    .await?;
+    let asked = std::time::Instant::now();
+    s.tg.inject_message(
+        UserMessage::new(FORUM, ADA, "/stop then now-write-docs").in_topic(thread),
+    )?;
+    let reply =
+        s.tg.wait_for_message(FORUM, WAIT, |m| {
+            in_topic(m) && m.text.contains("⏹ stopping")
+        })
+        .await?;
+    assert!(
+        reply
+            .text
+            .contains("⏹ stopping tg-runner (it was running tool:bash). Your steer follows."),
+        "{}",
+        reply.text
+    );
+    let requests = model.wait_requests(2, WAIT).await?;
+    assert!(
+        asked.elapsed() < Duration::from_secs(20),
+        "the run ended promptly, not after the 60 s sleep: {:?}",
+        asked.elapsed()
+    );
+    assert!(
+        requests[1].transcript().contains("now-write-docs"),
+        "the steer reaches the model after the abort"
+    );
+
+    let card =
+        s.tg.wait_for_message(FORUM, WAIT, is_card_for("Which docs first?"))
+            .await?;
+    assert!(in_topic(&card));
+
+    // /status in the topic: this session, not the core.
+    s.tg.inject_message(UserMessage::new(FORUM, ADA, "/status").in_topic(thread))?;
+    let status =
+        s.tg.wait_for_message(FORUM, WAIT, |m| in_topic(m) && m.text.contains("now: "))
+            .await?;
+    assert!(
+        status.text.contains("tg-runner")
+            && status.text.contains("model: fake/fake-model")
+            && status.text.contains("❓ #")
+            && status.text.contains("Which docs first?"),
+        "{}",
+        status.text
+    );
+    assert!(
+        !status.text.contains("uptime"),
+        "not the core's status: {}",
+        status.text
+    );
+
+    // Pi closes: said once, and the card waits without buttons.
+    pi.shutdown().await?;
+    s.tg.wait_for_message(FORUM, WAIT, |m| {
+        in_topic(m) && m.text.contains("⏹ tg-runner closed")
+    })
+    .await?;
+    let marked =
+        s.tg.wait_for_message(FORUM, WAIT, |m| {
+            m.message_id == card.message_id && m.text.contains("your answer waits for its return")
+        })
+        .await?;
+    assert!(
+        marked.buttons().is_empty(),
+        "no buttons: {:?}",
+        marked.reply_markup
+    );
+    assert!(marked.text.contains("⏹ session closed"), "{}", marked.text);
+
+    // A reply still answers it; the answer waits in the session's mailbox.
+    s.tg.inject_message(
+        UserMessage::new(FORUM, ADA, "2")
+            .in_topic(thread)
+            .reply_to(card.message_id),
+    )?;
+    s.tg.wait_for_message(FORUM, WAIT, |m| {
+        m.message_id == card.message_id && m.text.contains("answered by telegram:@ada")
+    })
+    .await?;
+    let asks = s.core.cli_json(&["asks", "--all"])?;
+    assert_eq!(asks[0]["answer"], "guide", "{asks}");
+    let all = s.core.cli_json(&["sessions", "--all"])?;
+    let runner = all
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["name"] == "tg-runner"))
+        .context("tg-runner listed")?;
+    assert_eq!(runner["pending_messages"], 1, "the answer waits: {runner}");
+
+    // A restart of the core and its bridge (a resync) says no ending again.
+    let mut core = s.core;
+    core.restart().await?;
+    // The bridge is back (and has resynchronised) once it answers in the topic.
+    s.tg.inject_message(UserMessage::new(FORUM, ADA, "/status").in_topic(thread))?;
+    s.tg.wait_for_message(FORUM, WAIT, |m| {
+        in_topic(m) && m.text.contains("now: nothing (offline)")
+    })
+    .await?;
+    let said = |needle: &str| {
+        s.tg.messages(FORUM)
+            .iter()
+            .filter(|m| m.text.contains(needle))
+            .count()
+    };
+    assert_eq!(said("tg-runner closed"), 1, "the ending is said once");
+    assert_eq!(said("tg-runner started"), 1, "one start");
+    Ok(())
+}
+
+/// A session that vanishes without a goodbye (its process died) is announced once as
+/// exited, with what it was doing.
+#[tokio::test]
+async fn a_session_that_dies_is_announced_once_with_what_it_was_doing() -> Result<()> {
+    let s = setup(true, None).await?;
+    let mut pi = s.core.pi("tg-dies", "tg-crasher").await?;
+    let topic =
+        s.tg.wait_for("the session's topic", WAIT, |tg| {
+            tg.topics(FORUM)
+                .into_iter()
+                .find(|t| t.name.contains("tg-crasher"))
+        })
+        .await?;
+    pi.client
+        .call(requests::Ask {
+            question: "Keep the old API?".into(),
+            options: vec!["yes".into(), "no".into()],
+            ..Default::default()
+        })
+        .await?;
+    let card =
+        s.tg.wait_for_message(FORUM, WAIT, is_card_for("Keep the old API?"))
+            .await?;
+    pi.client
+        .call(requests::Update {
+            status: Some("tool:bash".into()),
+            ..Default::default()
+        })
+        .await?;
+    drop(pi);
+    let ended =
+        s.tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("💥 tg-crasher"))
+            .await?;
+    assert_eq!(ended.thread_id, Some(topic.thread_id));
+    assert!(
+        ended
+            .text
+            .contains("💥 tg-crasher exited while running tool:bash"),
+        "{}",
+        ended.text
+    );
+    let marked =
+        s.tg.wait_for_message(FORUM, WAIT, |m| {
+            m.message_id == card.message_id && m.text.contains("💥 session exited")
+        })
+        .await?;
+    assert!(marked.buttons().is_empty(), "{:?}", marked.reply_markup);
+    // Coming back reuses the topic, starts nothing new, and gives the card its buttons back.
+    let _pi = s.core.pi("tg-dies", "tg-crasher").await?;
+    let restored =
+        s.tg.wait_for_message(FORUM, WAIT, |m| {
+            m.message_id == card.message_id && m.buttons().len() == 2
+        })
+        .await?;
+    assert!(
+        !restored.text.contains("waits for its return"),
+        "{}",
+        restored.text
+    );
+    s.tg.inject_message(UserMessage::new(FORUM, ADA, "/status").in_topic(topic.thread_id))?;
+    s.tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("now: idle"))
+        .await?;
+    assert_eq!(s.tg.topics(FORUM).len(), 1, "one topic");
+    let said = |needle: &str| {
+        s.tg.messages(FORUM)
+            .iter()
+            .filter(|m| m.text.contains(needle))
+            .count()
+    };
+    assert_eq!(said("tg-crasher exited"), 1);
+    assert_eq!(said("tg-crasher started"), 1);
+    Ok(())
+}
+
+/// A real Pi killed mid-tool (no `session_shutdown`, no goodbye) is announced as exited,
+/// with the tool it was in.
+#[tokio::test]
+async fn a_killed_real_pi_is_announced_as_exited_mid_tool() -> Result<()> {
+    let s = setup(true, None).await?;
+    let model = FakeModel::start(|_| Reply::tool("bash", json!({"command": "sleep 60"}))).await?;
+    let mut opts = PiOptions::new(s.core.agent_dir());
+    opts.name = Some("tg-killed".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    s.core.connected_session("tg-killed", WAIT).await?;
+    pi.prompt("run the long job").await?;
+    eventually(WAIT, "the session in its bash call", || {
+        s.core
+            .session_named("tg-killed")
+            .filter(|v| v["status"] == "tool:bash")
+    })
+    .await?;
+    pi.kill().await?;
+    let ended =
+        s.tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("💥 tg-killed"))
+            .await?;
+    assert!(
+        ended
+            .text
+            .contains("💥 tg-killed exited while running tool:bash"),
+        "{}",
+        ended.text
     );
     Ok(())
 }

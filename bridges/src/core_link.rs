@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use shepherd_core::client::{Client, ClientError, Request};
-pub use shepherd_core::client::{Sent, Unanswered};
+pub use shepherd_core::client::{Interrupted, Sent, Unanswered};
 use shepherd_core::protocol::{
     Ask, AskId, AskState, ClientKind, CoreStatus, ErrorCode, Pairing, ServerMsg, SessionId,
     SessionInfo, requests,
@@ -199,6 +199,23 @@ impl CoreLink {
     pub async fn unpair(&mut self, session: &str, by: &str) -> Reply<Pairing> {
         let request = requests::Unpair {
             session: Some(session.to_string()),
+            by: Some(by.to_string()),
+            ..Default::default()
+        };
+        self.call(request).await
+    }
+
+    /// `interrupt`: abort the session's current run for the human `by`, then steer it
+    /// with `then` if given.
+    pub async fn interrupt(
+        &mut self,
+        session: &str,
+        then: Option<&str>,
+        by: &str,
+    ) -> Reply<Interrupted> {
+        let request = requests::Interrupt {
+            session: session.to_string(),
+            then: then.map(str::to_string),
             by: Some(by.to_string()),
             ..Default::default()
         };

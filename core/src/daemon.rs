@@ -121,6 +121,8 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
 impl Running {
     /// Stop accepting, close every connection, let the hub finish, remove the socket.
     pub async fn stop(self) {
+        // First, so that the sessions dropped below are not announced as endings.
+        self.hub.send(HubCommand::Stopping).await;
         self.shutdown.cancel();
         self.tracker.close();
         if tokio::time::timeout(Duration::from_secs(5), self.tracker.wait())

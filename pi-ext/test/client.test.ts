@@ -265,4 +265,27 @@ describe("CoreClient", () => {
     assert.equal(h.core.connections.length, 1);
     await assert.rejects(h.client.ask("q", [], null), NotConnectedError);
   });
+
+  test("stop({returning}) says bye first (closed, or coming straight back), only when registered", async () => {
+    const closing = await harness();
+    closing.client.start();
+    await until(() => closing.client.ready);
+    closing.client.stop({ returning: false });
+    await until(() => closing.core.byes.length === 1);
+    assert.deepEqual(closing.core.byes, [false]);
+    assert.deepEqual(closing.core.all.at(-1), { type: "bye", returning: false });
+
+    const reloading = await harness();
+    reloading.client.start();
+    await until(() => reloading.client.ready);
+    reloading.client.stop({ returning: true });
+    await until(() => reloading.core.byes.length === 1);
+    assert.deepEqual(reloading.core.byes, [true]);
+
+    const offline = await harness({ listen: false });
+    offline.client.start();
+    offline.client.stop({ returning: false });
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(offline.core.byes, [], "no connection: nobody to tell");
+  });
 });

@@ -81,6 +81,8 @@ export class FakeCore {
   /** Active pairings listed in every `registered`. */
   pairings: Pairing[] = [];
   asks: Ask[] = [];
+  /** `bye` notices received, in order (their `returning`). */
+  byes: boolean[] = [];
   responder: Responder | null = null;
   #server: Server | null = null;
   #nextAsk = 1;
@@ -231,6 +233,9 @@ export class FakeCore {
         return;
       case "ping":
         this.send(conn, { type: "pong", id: msg.id });
+        return;
+      case "bye":
+        this.byes.push(msg.returning ?? false);
         return;
       default:
         this.send(conn, { type: "error", id: msg.id, code: "forbidden", message: `fake core: ${msg.type} not supported`, details: null });

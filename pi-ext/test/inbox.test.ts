@@ -81,6 +81,46 @@ describe("formatDelivery", () => {
   });
 });
 
+describe("interrupts", () => {
+  const ada = { kind: "bridge" as const, session_id: null, name: "telegram:@ada" };
+  const interrupt = (id: number, text: string): Delivery => delivery(id, text, { kind: "interrupt", from: ada });
+
+  test("the model reads that its run was stopped, and the steer when there is one", () => {
+    assert.equal(
+      formatDelivery(interrupt(1, "run the tests instead")),
+      "[shepherd] the human (via telegram:@ada) stopped your run. Do this instead:\nrun the tests instead",
+    );
+    assert.equal(
+      formatDelivery(interrupt(2, "")),
+      "[shepherd] the human (via telegram:@ada) stopped your run. Wait for their next message.",
+    );
+  });
+
+  test("busy: it skips the aborted run's boundaries, then its steer starts a turn after the abort", () => {
+    const pi = new FakePi();
+    pi.isIdle = false;
+    const inbox = new Inbox(pi);
+    assert.equal(inbox.isNew("s1", 1), true);
+    inbox.receive("s1", interrupt(1, "rebase first"));
+    assert.equal(inbox.isNew("s1", 1), false, "waiting here: not new any more");
+    assert.deepEqual(inbox.takeBoundaryDrafts(), [], "not at a boundary of the aborted run");
+    pi.isIdle = true;
+    inbox.runSettled(true);
+    assert.deepEqual(pi.sends.map((x) => [x.message.details.kind, x.triggerTurn]), [["interrupt", true]]);
+    assert.deepEqual(pi.ackedIds(), [1]);
+    assert.equal(inbox.isNew("s1", 1), false, "in the session: a redelivery aborts nothing");
+  });
+
+  test("without a steer it only records the stop: no new run", () => {
+    const pi = new FakePi();
+    const inbox = new Inbox(pi);
+    inbox.receive("s1", interrupt(3, ""));
+    assert.deepEqual(pi.sends.map((x) => [x.message.details.kind, x.triggerTurn]), [["interrupt", false]]);
+    assert.equal(pi.isIdle, true);
+    assert.deepEqual(pi.ackedIds(), [3]);
+  });
+});
+
 describe("Inbox", () => {
   test("idle: starts a run with the delivery, acks once it is in the session", () => {
     const pi = new FakePi();

@@ -28,6 +28,7 @@ import {
   ASK_STATES,
   CLIENT_KINDS,
   DELIVERY_KINDS,
+  LEAVE_REASONS,
   PAIRING_CHANGES,
   PAIRING_STATES,
   ROLES,
@@ -259,6 +260,8 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
   verdict: record({ id: req(u64), verdict: req(verdictKind), text: maybe(str) }),
   list_pairings: listAll,
   unanswer: record({ id: req(u64), ask: req(u64), by: maybeNull(str) }),
+  interrupt: record({ id: req(u64), session: req(str), then: maybeNull(str), by: maybeNull(str) }),
+  bye: record({ returning: maybe(bool) }),
 };
 
 const askReply = record<{ id: number; ask: Ask }>({ id: req(u64), ask: req(ask) });
@@ -294,7 +297,7 @@ const SERVER_BODIES: Bodies<ServerMsg> = {
   deliver: record({ message: req(delivery) }),
   session_joined: sessionEvent,
   session_changed: sessionEvent,
-  session_left: sessionEvent,
+  session_left: record({ session: req(sessionInfo), reason: maybe(oneOf(LEAVE_REASONS)), last_status: maybe(str) }),
   ask_opened: askEvent,
   ask_answered: askEvent,
   report_posted: record({ report: req(report) }),
@@ -306,6 +309,14 @@ const SERVER_BODIES: Bodies<ServerMsg> = {
   verdict_accepted: record({ id: req(u64), pairing: req(pairing), verdict: req(verdict), hint: nullable(str) }),
   pairings: record({ id: req(u64), pairings: req(arrayOf(pairing)) }),
   unanswered: record({ id: req(u64), ask: req(ask), message_id: req(u64), session_name: req(str) }),
+  interrupted: record({
+    id: req(u64),
+    message_id: req(u64),
+    session_id: req(str),
+    session_name: req(str),
+    connected: req(bool),
+    was: req(str),
+  }),
   pairing_event: record({
     change: req(oneOf(PAIRING_CHANGES)),
     pairing: req(pairing),

@@ -10,6 +10,7 @@ import type {
   CoreStatus,
   Delivery,
   Json,
+  LeaveReason,
   Pairing,
   PairingChange,
   Registration,
@@ -79,6 +80,9 @@ export type WorkerViewMsg = { type: "worker_view"; id: number };
 export type VerdictMsg = { type: "verdict"; id: number; verdict: VerdictKind; text?: string };
 export type ListPairingsMsg = { type: "list_pairings"; id: number; all?: boolean };
 export type UnanswerMsg = { type: "unanswer"; id: number; ask: number; by?: string | null };
+export type InterruptMsg = { type: "interrupt"; id: number; session: string; then?: string | null; by?: string | null };
+/** The session closes this connection on purpose; `returning`: it comes straight back (/reload). */
+export type ByeMsg = { type: "bye"; returning?: boolean };
 
 /** Client → core. */
 export type ClientMsg =
@@ -102,7 +106,9 @@ export type ClientMsg =
   | WorkerViewMsg
   | VerdictMsg
   | ListPairingsMsg
-  | UnanswerMsg;
+  | UnanswerMsg
+  | InterruptMsg
+  | ByeMsg;
 
 export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "hello",
@@ -126,6 +132,8 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "verdict",
   "list_pairings",
   "unanswer",
+  "interrupt",
+  "bye",
 ];
 
 export type WelcomeMsg = { type: "welcome"; id: number; protocol: number; core_version: string; store_id: string; pid: number };
@@ -158,7 +166,14 @@ export type ErrorMsg = { type: "error"; id: number | null; code: WireErrorCode; 
 export type DeliverMsg = { type: "deliver"; message: Delivery };
 export type SessionJoinedMsg = { type: "session_joined"; session: SessionInfo };
 export type SessionChangedMsg = { type: "session_changed"; session: SessionInfo };
-export type SessionLeftMsg = { type: "session_left"; session: SessionInfo };
+export type SessionLeftMsg = {
+  type: "session_left";
+  session: SessionInfo;
+  /** `closed` (it said bye) or `lost`; absent when it comes straight back (/reload). */
+  reason?: LeaveReason;
+  /** What it was doing until it left. */
+  last_status?: string;
+};
 export type AskOpenedMsg = { type: "ask_opened"; ask: Ask };
 export type AskAnsweredMsg = { type: "ask_answered"; ask: Ask };
 export type ReportPostedMsg = { type: "report_posted"; report: Report };
@@ -177,6 +192,16 @@ export type VerdictAcceptedMsg = {
 };
 export type PairingsMsg = { type: "pairings"; id: number; pairings: Pairing[] };
 export type UnansweredMsg = { type: "unanswered"; id: number; ask: Ask; message_id: number; session_name: string };
+export type InterruptedMsg = {
+  type: "interrupted";
+  id: number;
+  message_id: number;
+  session_id: string;
+  session_name: string;
+  connected: boolean;
+  /** The session's status when asked (`idle`: no run to abort). */
+  was: string;
+};
 export type PairingEventMsg = {
   type: "pairing_event";
   change: PairingChange;
@@ -215,7 +240,8 @@ export type ServerMsg =
   | VerdictAcceptedMsg
   | PairingsMsg
   | PairingEventMsg
-  | UnansweredMsg;
+  | UnansweredMsg
+  | InterruptedMsg;
 
 export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "welcome",
@@ -247,6 +273,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "pairings",
   "pairing_event",
   "unanswered",
+  "interrupted",
 ];
 
 /** The id of the request a server message answers; null for events and connection errors. */

@@ -86,9 +86,16 @@ export interface Ask {
   answered_at: number | null;
 }
 
-/** `view` and `brief` go to supervisors (docs/PROTOCOL.md, Supervision). */
-export type DeliveryKind = "steer" | "message" | "answer" | "view" | "brief";
-export const DELIVERY_KINDS: readonly DeliveryKind[] = ["steer", "message", "answer", "view", "brief"];
+/**
+ * `view` and `brief` go to supervisors (docs/PROTOCOL.md, Supervision); `interrupt` aborts
+ * the current run, then steers with its text when that is not empty.
+ */
+export type DeliveryKind = "steer" | "message" | "answer" | "view" | "brief" | "interrupt";
+export const DELIVERY_KINDS: readonly DeliveryKind[] = ["steer", "message", "answer", "view", "brief", "interrupt"];
+
+/** Why a session left (`session_left.reason`): it said `bye`, or its connection was lost. */
+export type LeaveReason = "closed" | "lost";
+export const LEAVE_REASONS: readonly LeaveReason[] = ["closed", "lost"];
 
 /** Who sent a delivery, stamped by the core from the sender's connection. */
 export interface Sender {

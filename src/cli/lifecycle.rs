@@ -1,6 +1,10 @@
 //! # `shepherd stop` and `shepherd restart`
 //!
-//! Stopping asks the running core to shut down the way Ctrl-C does (SIGTERM to the pid
+//! `shepherd stop <session> [--then <text>]` interrupts a session instead: the core
+//! delivers an `interrupt` (the extension aborts the session's current run, then steers it
+//! with the text), and the reply says what the session was doing.
+//!
+//! Stopping the core (`shepherd stop` with no session) asks the running core to shut down the way Ctrl-C does (SIGTERM to the pid
 //! the core gave in its `welcome`) and waits until its socket is gone, so a following
 //! `shepherd up` finds the state directory free. Restarting stops the running core (if
 //! any) and starts a new one in the background, as the Pi extension does: `shepherd up
@@ -14,7 +18,7 @@ use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use shepherd_core::client::{Client, ClientError};
-use shepherd_core::protocol::ClientKind;
+use shepherd_core::protocol::{ClientKind, requests};
 
 use super::{Ctx, Failure, UpArgs, print, print_json};
 
@@ -43,6 +47,56 @@ pub async fn stop(ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ))?,
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Run `shepherd stop <session> [--then <text>]`: interrupt the session's current run.
+pub async fn interrupt(ctx: &Ctx, session: &str, then: Option<&str>) -> anyhow::Result<ExitCode> {
+    let mut conn = ctx.connect().await?;
+    let request = requests::Interrupt {
+        session: session.to_string(),
+        then: then.map(str::to_string),
+        ..Default::default()
+    };
+    let reply = match conn.try_call(request).await? {
+        Ok(reply) => reply,
+        Err(ClientError::Remote {
+            code,
+            message,
+            details,
+        }) => return Err(super::send::explain(session, code, &message, details).into()),
+        Err(e) => return Err(Failure::from_client(e, &conn.socket).into()),
+    };
+    if ctx.json {
+        print_json(&serde_json::json!({
+            "message_id": reply.message_id,
+            "session_id": reply.session_id,
+            "session_name": reply.session_name,
+            "connected": reply.connected,
+            "was": reply.was,
+            "then": then,
+        }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let name = &reply.session_name;
+    let steer = match then {
+        Some(_) if reply.connected => "; the steer follows",
+        Some(_) => "; the steer waits with it",
+        None => "",
+    };
+    let line = if !reply.connected {
+        format!("{name} is not connected: the interrupt waits for its return{steer}\n")
+    } else if reply.was.is_idle() {
+        let sent = if then.is_some() {
+            "; the steer was sent"
+        } else {
+            ""
+        };
+        format!("{name} was idle: there was no run to stop{sent}\n")
+    } else {
+        format!("interrupting {name} (it was {}){steer}\n", reply.was)
+    };
+    print(&line)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -105,9 +105,10 @@ pub enum Command {
     /// Check the installation: state directory, socket, core, database, config, Node,
     /// Pi and the shepherd extension, each with a fix.
     Doctor,
-    /// Stop the running core the way Ctrl-C does, and wait until it is gone. With no core
-    /// running it says so and succeeds.
-    Stop,
+    /// Without a session: stop the running core the way Ctrl-C does, and wait until it is
+    /// gone (with no core running it says so and succeeds). With a session: interrupt its
+    /// current run (as Escape in Pi does), then steer it with --then.
+    Stop(StopArgs),
     /// Stop the running core (if any) and start it again in the background, as the Pi
     /// extension starts it: `shepherd up --log-file` with this command's --config, --socket
     /// and environment (the config file is read again). Waits until the new core accepts
@@ -245,6 +246,18 @@ pub struct SuperviseGoalArgs {
     pub goal: Vec<String>,
 }
 
+/// `shepherd stop [session] [--then <text>]`.
+#[derive(Debug, Args)]
+pub struct StopArgs {
+    /// The session whose run to interrupt (exact id, unique id prefix or unique name);
+    /// without one, the core itself stops.
+    #[arg(value_name = "SESSION")]
+    pub session: Option<String>,
+    /// After the interrupt, steer the session with this text.
+    #[arg(long, value_name = "TEXT", requires = "session")]
+    pub then: Option<String>,
+}
+
 /// A session argument alone.
 #[derive(Debug, Args)]
 pub struct SessionArg {
@@ -289,7 +302,11 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Pairings(args) => pairings::run(ctx, &args).await,
         Command::Supervise(args) => supervise::run(ctx, &args.action).await,
         Command::Doctor => doctor::run(ctx).await,
-        Command::Stop => lifecycle::stop(ctx).await,
+        Command::Stop(StopArgs {
+            session: Some(session),
+            then,
+        }) => lifecycle::interrupt(ctx, &session, then.as_deref()).await,
+        Command::Stop(_) => lifecycle::stop(ctx).await,
         Command::Restart(args) => lifecycle::restart(ctx, &args).await,
     }
 }

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use shepherd_core::client::ClientError;
-use shepherd_core::protocol::{ServerMsg, SessionInfo, requests};
+use shepherd_core::protocol::{LeaveReason, ServerMsg, SessionInfo, requests};
 
 use super::format::{ago, base_name, now_ms, percent, tilde, utc_time_of_day};
 use super::table::{Align, Table};
@@ -76,7 +76,7 @@ async fn follow(ctx: &Ctx, conn: &mut Connection) -> anyhow::Result<()> {
         let line = match &event {
             ServerMsg::SessionJoined { session }
             | ServerMsg::SessionChanged { session }
-            | ServerMsg::SessionLeft { session } => {
+            | ServerMsg::SessionLeft { session, .. } => {
                 if ctx.json {
                     serde_json::to_string(&event)?
                 } else {
@@ -102,7 +102,21 @@ fn event_line(event: &ServerMsg, s: &SessionInfo, now: u64) -> String {
     let time = utc_time_of_day(now);
     let id = super::format::short_id(&s.id);
     match event {
-        ServerMsg::SessionLeft { .. } => format!("{time}  left     {id}  {}", s.name),
+        ServerMsg::SessionLeft {
+            reason,
+            last_status,
+            ..
+        } => {
+            let how = match (reason, last_status) {
+                (Some(LeaveReason::Closed), _) => " (closed)".to_string(),
+                (Some(LeaveReason::Lost), Some(last)) if !last.is_idle() => {
+                    format!(" (exited while {last})")
+                }
+                (Some(LeaveReason::Lost), _) => " (exited)".to_string(),
+                (None, _) => String::new(),
+            };
+            format!("{time}  left     {id}  {}{how}", s.name)
+        }
         _ => {
             let verb = if matches!(event, ServerMsg::SessionJoined { .. }) {
                 "joined "
@@ -214,6 +228,26 @@ mod tests {
             last_seen: 1_000_000,
             ..examples::session_info()
         }
+    }
+
+    #[test]
+    fn a_watched_leaving_says_how() {
+        let s = session("0193a5c2-7d1e", "fix-login");
+        let left = |reason, last: &str| {
+            let event = ServerMsg::SessionLeft {
+                session: s.clone(),
+                reason,
+                last_status: Some(last.into()),
+            };
+            event_line(&event, &s, 0)
+        };
+        assert!(left(Some(LeaveReason::Closed), "idle").ends_with("fix-login (closed)"));
+        assert!(
+            left(Some(LeaveReason::Lost), "tool:bash")
+                .ends_with("fix-login (exited while tool:bash)")
+        );
+        assert!(left(Some(LeaveReason::Lost), "idle").ends_with("fix-login (exited)"));
+        assert!(left(None, "idle").ends_with("fix-login"));
     }
 
     #[test]

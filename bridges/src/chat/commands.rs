@@ -7,8 +7,10 @@
 //! words) is `None`, so a bridge can treat it as a reply. An unknown command is
 //! [`ChatCommand::Unknown`] and a known one used wrongly is [`ChatCommand::Usage`]: both
 //! get an answer ([`super::render::unknown_command`], [`super::render::usage`]), never
-//! silence. The pairing commands (`supervise`, `goal`, `look`, `stop`) may leave out the
-//! session inside a session's topic or thread: [`SessionArgs::target`] decides, once the
+//! silence. `stop [session] [then <text>]` interrupts a session's run (and may steer it);
+//! `unpair` (and `supervise stop`) ends a pairing. The session commands (`supervise`,
+//! `goal`, `look`, `stop`, `unpair`, `status`) may leave out the session inside a
+//! session's topic or thread: [`SessionArgs::target`] decides, once the
 //! place is known, whether the first word is a session or already the goal.
 //! [`answer_text`] and [`reaction_option`] read a reply to an ask card: an option's number
 //! or keycap reaction means that option, anything else is free text.
@@ -42,7 +44,7 @@ pub struct CommandSpec {
 }
 
 /// Every command, in the order the help lists them.
-pub const COMMANDS: [CommandSpec; 10] = [
+pub const COMMANDS: [CommandSpec; 11] = [
     CommandSpec {
         name: "sessions",
         args: "",
@@ -85,8 +87,13 @@ pub const COMMANDS: [CommandSpec; 10] = [
     },
     CommandSpec {
         name: "stop",
+        args: "[session] [then <text>]",
+        about: "interrupt a session's current run, then optionally steer it",
+    },
+    CommandSpec {
+        name: "unpair",
         args: "[session]",
-        about: "end a session's pairing",
+        about: "end a session's pairing (its supervisor stops looking)",
     },
     CommandSpec {
         name: "help",
@@ -115,8 +122,14 @@ pub enum ChatCommand {
     Goal(SessionArgs),
     /// Deliver a view to the supervisor now; `None`: the topic's session.
     Look(Option<String>),
-    /// End a session's pairing; `None`: the topic's session.
-    Stop(Option<String>),
+    /// Interrupt a session's current run (`session`, else the topic's), then steer it
+    /// with `then` if given.
+    Stop {
+        session: Option<String>,
+        then: Option<String>,
+    },
+    /// End a session's pairing (`unpair`, `supervise stop`); `None`: the topic's session.
+    Unpair(Option<String>),
     /// Show the help (`help`, and Telegram's `start`).
     Help,
     /// A known command without what it needs; reply with [`super::render::usage`].
@@ -137,10 +150,12 @@ pub enum UsageError {
     SuperviseWithoutSession,
     /// `goal` without the goal (`session`: the one named, if any).
     GoalWithoutText { session: Option<String> },
-    /// `look` or `stop` with no session, outside a session's topic.
+    /// `look`, `stop` or `unpair` with no session, outside a session's topic.
     WithoutSession { command: &'static str },
     /// `answer` without an ask number or without the answer.
     AnswerWithoutAsk,
+    /// `stop <session>` followed by something other than `then <text>`.
+    StopWithoutThen { session: String },
 }
 
 /// The arguments of a command that names a session and then gives text, where the
@@ -196,6 +211,7 @@ impl UsageError {
             UsageError::GoalWithoutText { .. } => "goal",
             UsageError::WithoutSession { command } => command,
             UsageError::AnswerWithoutAsk => "answer",
+            UsageError::StopWithoutThen { .. } => "stop",
         }
     }
 
@@ -225,6 +241,10 @@ impl UsageError {
             UsageError::AnswerWithoutAsk => {
                 "Answer which ask, with what? Give the ask's number (the card shows it), then the answer.".into()
             }
+            UsageError::StopWithoutThen { session } => format!(
+                "After the session, stop takes only `then` and what to do next; {session:?} \
+                 was read as the session (quote a name with spaces)."
+            ),
         }
     }
 
@@ -245,6 +265,7 @@ impl UsageError {
             UsageError::GoalWithoutText { session: None } => "goal [session] <goal>".into(),
             UsageError::WithoutSession { command } => format!("{command} <session>"),
             UsageError::AnswerWithoutAsk => "answer <ask> <text>".into(),
+            UsageError::StopWithoutThen { .. } => "stop [session] [then <text>]".into(),
         }
     }
 
@@ -269,6 +290,9 @@ impl UsageError {
             }
             UsageError::WithoutSession { command } => format!("{command} {session}"),
             UsageError::AnswerWithoutAsk => "answer 7 2".into(),
+            UsageError::StopWithoutThen { .. } => {
+                format!("stop {session} then run the tests first")
+            }
         }
     }
 }
@@ -318,16 +342,53 @@ pub fn parse(text: &str, prefix: char, bot_username: Option<&str>) -> Option<Cha
         "asks" => ChatCommand::Asks,
         "steer" => steer(args),
         "answer" => answer(args),
-        "supervise" => ChatCommand::Supervise(SessionArgs::parse(args)),
+        "supervise" => supervise(args),
         "goal" if args.is_empty() => {
             ChatCommand::Usage(UsageError::GoalWithoutText { session: None })
         }
         "goal" => ChatCommand::Goal(SessionArgs::parse(args)),
         "look" => ChatCommand::Look(Some(unquote(args)).filter(|s| !s.is_empty())),
-        "stop" => ChatCommand::Stop(Some(unquote(args)).filter(|s| !s.is_empty())),
+        "stop" => stop(args),
+        "unpair" => ChatCommand::Unpair(Some(unquote(args)).filter(|s| !s.is_empty())),
         "help" | "start" => ChatCommand::Help,
         _ => ChatCommand::Unknown(word.to_string()),
     })
+}
+
+/// `supervise`'s arguments; `supervise stop [session]` ends the pairing, as `unpair`.
+fn supervise(args: &str) -> ChatCommand {
+    let parsed = SessionArgs::parse(args);
+    if !parsed.quoted && parsed.first.eq_ignore_ascii_case("stop") {
+        return ChatCommand::Unpair(Some(unquote(&parsed.rest)).filter(|s| !s.is_empty()));
+    }
+    ChatCommand::Supervise(parsed)
+}
+
+/// `stop`'s arguments: `[session] [then <text>]`. The steer after `then` may span lines;
+/// a session named `then` must be quoted.
+fn stop(args: &str) -> ChatCommand {
+    let then_text = |rest: &str| -> Option<String> {
+        let word = rest.get(..4)?;
+        let after = &rest[4..];
+        (word.eq_ignore_ascii_case("then")
+            && (after.is_empty() || after.starts_with(char::is_whitespace)))
+        .then(|| after.trim().to_string())
+    };
+    if let Some(text) = then_text(args) {
+        return ChatCommand::Stop {
+            session: None,
+            then: Some(text).filter(|t| !t.is_empty()),
+        };
+    }
+    let (session, rest) = first_argument(args);
+    let then = then_text(rest).filter(|t| !t.is_empty());
+    let session = Some(session).filter(|s| !s.is_empty());
+    if then.is_none() && !rest.is_empty() {
+        return ChatCommand::Usage(UsageError::StopWithoutThen {
+            session: session.unwrap_or_default(),
+        });
+    }
+    ChatCommand::Stop { session, then }
 }
 
 /// `steer`'s arguments: a session (quoted when it has spaces), then the text, which may
@@ -630,10 +691,52 @@ mod tests {
             Some(ChatCommand::Look(Some("fix-login".into())))
         );
         assert_eq!(
-            parse("!stop \"my s\"", '!', None),
-            Some(ChatCommand::Stop(Some("my s".into())))
+            parse("!unpair \"my s\"", '!', None),
+            Some(ChatCommand::Unpair(Some("my s".into())))
         );
-        assert_eq!(cmd("/STOP"), Some(ChatCommand::Stop(None)));
+        assert_eq!(cmd("/UNPAIR"), Some(ChatCommand::Unpair(None)));
+        assert_eq!(
+            cmd("/supervise stop"),
+            Some(ChatCommand::Unpair(None)),
+            "/supervise stop still ends a pairing"
+        );
+        assert_eq!(
+            cmd("/supervise stop fix-login"),
+            Some(ChatCommand::Unpair(Some("fix-login".into())))
+        );
+    }
+
+    #[test]
+    fn stop_interrupts_with_an_optional_steer() {
+        let stop = |session: Option<&str>, then: Option<&str>| {
+            Some(ChatCommand::Stop {
+                session: session.map(str::to_string),
+                then: then.map(str::to_string),
+            })
+        };
+        assert_eq!(cmd("/STOP"), stop(None, None));
+        assert_eq!(
+            cmd("/stop then run the tests\nand commit"),
+            stop(None, Some("run the tests\nand commit"))
+        );
+        assert_eq!(cmd("/stop Then rebase"), stop(None, Some("rebase")));
+        assert_eq!(cmd("/stop fix-login"), stop(Some("fix-login"), None));
+        assert_eq!(
+            cmd("/stop fix-login then rebase"),
+            stop(Some("fix-login"), Some("rebase"))
+        );
+        assert_eq!(
+            parse("!stop \"my s\" then go", '!', None),
+            stop(Some("my s"), Some("go"))
+        );
+        assert_eq!(cmd("/stop thence"), stop(Some("thence"), None));
+        assert_eq!(cmd("/stop then"), stop(None, None));
+        assert_eq!(
+            cmd("/stop fix-login now please"),
+            Some(ChatCommand::Usage(UsageError::StopWithoutThen {
+                session: "fix-login".into()
+            }))
+        );
     }
 
     #[test]

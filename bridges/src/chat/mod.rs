@@ -14,6 +14,8 @@
 //!   reaction as an answer to an ask.
 //! - [`pairing`]: what is said about supervision: a pairing's start, goal, steers, done
 //!   and stop, in the worker's topic or thread, and the replies to the pairing commands.
+//! - [`session_news`]: a session's start and ending in its topic or thread, its ask cards
+//!   once it is gone, `/stop`'s confirmation and `/status` in its topic.
 //! - [`access`]: the allowlist of users and chats, with reasons for the audit log.
 //! - [`replies`]: the short replies for failed requests and session picking.
 //! - [`typed`]: text typed in a session's place: the answer it gave and its undo, or
@@ -31,6 +33,7 @@ pub mod html;
 pub mod pairing;
 pub mod render;
 pub mod replies;
+pub mod session_news;
 pub mod split;
 mod tokens;
 pub mod typed;

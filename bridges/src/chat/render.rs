@@ -130,7 +130,7 @@ pub fn answered_card_with(ask: &Ask, session: Option<&SessionInfo>) -> Rendered 
 }
 
 /// Header, question, details and options: what an open and an answered card share.
-fn card(ask: &Ask, session: Option<&SessionInfo>) -> Html {
+pub(super) fn card(ask: &Ask, session: Option<&SessionInfo>) -> Html {
     let name = session.map_or(ask.session_name.as_str(), |s| s.name.as_str());
     let mut h = header("❓", name, session);
     h.line().bold(&truncate(ask.question.trim(), CARD_QUESTION));
@@ -399,8 +399,13 @@ fn help_into(h: &mut Html, prefix: char) {
         .text("Text written in a session's topic or thread answers its question when it has just one open, else steers it.")
         .line()
         .text(&format!(
-            "In a session's topic or thread, {prefix}goal, {prefix}look and {prefix}stop need no session, \
-             and {prefix}supervise only the goal."
+            "{prefix}stop interrupts what a session is doing; {prefix}unpair (or {prefix}supervise stop) \
+             ends its supervision."
+        ))
+        .line()
+        .text(&format!(
+            "In a session's topic or thread, {prefix}status, {prefix}stop, {prefix}unpair, {prefix}goal and \
+             {prefix}look need no session, and {prefix}supervise only the goal."
         ));
 }
 

@@ -263,12 +263,14 @@ fn help_for_both_prefixes() {
          /supervise <session> <goal> — pair a free supervisor session with a session, toward a goal\n\
          /goal [session] <goal> — change the goal of a session's pairing\n\
          /look [session] — have the supervisor look at its worker now\n\
-         /stop [session] — end a session's pairing\n\
+         /stop [session] [then <text>] — interrupt a session's current run, then optionally steer it\n\
+         /unpair [session] — end a session's pairing (its supervisor stops looking)\n\
          /help — this help\n\n\
          Reply to a message about a session to steer it; reply to a question to answer it.\n\
          Text written in a session's topic or thread answers its question when it has just one open, else steers it.\n\
-         In a session's topic or thread, /goal, /look and /stop need no session, and /supervise only \
-         the goal."
+         /stop interrupts what a session is doing; /unpair (or /supervise stop) ends its supervision.\n\
+         In a session's topic or thread, /status, /stop, /unpair, /goal and /look need no session, \
+         and /supervise only the goal."
     );
     assert!(
         telegram

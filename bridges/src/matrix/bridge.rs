@@ -1,6 +1,7 @@
 //! Matrix as a relay [`Platform`]: everything about one Pi session goes into that
-//! session's thread (`m.thread`) in the bridge's room; the first message about it (a card,
-//! a report, a pairing's start) is the thread's root. Posts go through the outbox (split
+//! session's thread (`m.thread`) in the bridge's room; the first message about it (its
+//! start when it registers, else a card, a report, a pairing's start) is the thread's
+//! root. Posts go through the outbox (split
 //! into messages, or one `.md` file), an ask's options are the bot's own keycap reactions
 //! on its card, and `bridge.db` remembers threads, cards and which event is about which
 //! session. What the human does in the room is read in [`super::room`].
@@ -195,6 +196,47 @@ impl Platform for Matrix {
                 tracing::error!(ask, error = %e, "matrix: could not say what answered the ask")
             }
         }
+    }
+
+    /// Edit every open card of the ask (`m.replace`); without `buttons` the bot takes its
+    /// option reactions back (redacts them), with them it adds them again.
+    async fn mark_cards(&mut self, ask: &Ask, rendered: Rendered, buttons: bool) {
+        let keys: Vec<String> = crate::chat::render::ask_card(ask, None)
+            .options
+            .iter()
+            .filter_map(|o| o.key.map(str::to_string))
+            .collect();
+        for card in self.store.cards_of(ask.id.get()).unwrap_or_default() {
+            if card.answered {
+                continue;
+            }
+            let Ok(event) = OwnedEventId::try_from(card.event_id.as_str()) else {
+                continue;
+            };
+            self.outbox.push(MatrixOp::Edit {
+                event: event.clone(),
+                html: rendered.html.clone(),
+                plain: rendered.plain.clone(),
+            });
+            if buttons {
+                for key in &keys {
+                    self.outbox.push(MatrixOp::React {
+                        event: event.clone(),
+                        key: key.clone(),
+                    });
+                }
+            } else if !keys.is_empty() {
+                self.outbox.push(MatrixOp::Unreact {
+                    event,
+                    me: self.me.clone(),
+                });
+            }
+        }
+    }
+
+    /// No thread in this room yet.
+    fn needs_place(&self, session: &str) -> bool {
+        self.thread_root(session).is_none()
     }
 
     /// In the thread it was written in, else in the session's own thread.

@@ -40,6 +40,8 @@ pub enum MatrixOp {
     },
     /// React to an event with `key`.
     React { event: OwnedEventId, key: String },
+    /// Take back the reactions `me` (the bot) put on an event.
+    Unreact { event: OwnedEventId, me: String },
     /// A Markdown file, captioned, in a thread (by its root) or the main timeline.
     File {
         file_name: String,
@@ -108,6 +110,10 @@ impl Courier for MatrixCourier {
             MatrixOp::React { event, key } => {
                 ("reaction", send::react(room, shutdown, event, key).await)
             }
+            MatrixOp::Unreact { event, me } => (
+                "reaction removal",
+                send::unreact(room, shutdown, event, me).await,
+            ),
             MatrixOp::File {
                 file_name,
                 bytes,

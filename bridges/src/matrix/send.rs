@@ -17,10 +17,11 @@ use std::time::{Duration, SystemTime};
 use matrix_sdk::attachment::AttachmentConfig;
 use matrix_sdk::config::RequestConfig;
 use matrix_sdk::room::reply::{EnforceThread, Reply};
+use matrix_sdk::room::{IncludeRelations, RelationsOptions};
 use matrix_sdk::ruma::api::error::{ErrorKind, RetryAfter};
 use matrix_sdk::ruma::events::MessageLikeEventContent;
 use matrix_sdk::ruma::events::reaction::ReactionEventContent;
-use matrix_sdk::ruma::events::relation::{Annotation, Thread};
+use matrix_sdk::ruma::events::relation::{Annotation, RelationType, Thread};
 use matrix_sdk::ruma::events::room::message::{
     AddMentions, ReplacementMetadata, ReplyWithinThread, RoomMessageEventContent,
     TextMessageEventContent,
@@ -211,6 +212,44 @@ pub async fn react(
 ) -> Result<OwnedEventId, SendError> {
     let content = ReactionEventContent::new(Annotation::new(event_id.to_owned(), key.to_string()));
     send_event("reaction", room, shutdown, content).await
+}
+
+/// Take back `me`'s reactions to an event (an ask card whose session is gone): find them
+/// among the event's annotations and redact each. Returns the event's id.
+pub async fn unreact(
+    room: &Room,
+    shutdown: &CancellationToken,
+    event_id: &EventId,
+    me: &str,
+) -> Result<OwnedEventId, SendError> {
+    let relations = with_retry("reactions", shutdown, || async move {
+        let opts = RelationsOptions {
+            include_relations: IncludeRelations::RelationsOfType(RelationType::Annotation),
+            limit: Some(50u32.into()),
+            ..Default::default()
+        };
+        room.relations(event_id.to_owned(), opts).await
+    })
+    .await?;
+    for ev in relations.chunk {
+        let (Some(id), Some(sender)) = (ev.event_id(), ev.sender()) else {
+            continue;
+        };
+        if sender.as_str() != me {
+            continue;
+        }
+        with_retry("redaction", shutdown, || {
+            let id = id.clone();
+            async move {
+                room.redact(&id, None, None)
+                    .await
+                    .map(|_| ())
+                    .map_err(SdkError::from)
+            }
+        })
+        .await?;
+    }
+    Ok(event_id.to_owned())
 }
 
 /// Upload `bytes` as an `m.file` named `file_name` (Markdown), captioned with `caption`,

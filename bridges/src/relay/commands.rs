@@ -2,9 +2,12 @@
 //!
 //! What a chat command means, the same on every platform: [`answer`] asks the core (through
 //! [`CoreLink`]'s one method per request) and renders its reply with `chat::render`,
-//! `chat::pairing` and `chat::replies`. The pairing commands (`supervise`, `goal`, `look`,
-//! `stop`) become `supervise`, `set_goal`, `look` and `unpair` requests with the human as
-//! `by`; written in a session's topic or thread they may leave out the session
+//! `chat::pairing`, `chat::session_news` and `chat::replies`. `stop` becomes an
+//! `interrupt` request (the session's run is aborted, then steered with `then`), and the
+//! pairing commands (`supervise`, `goal`, `look`, `unpair`) become `supervise`, `set_goal`,
+//! `look` and `unpair` requests, all with the human as `by`; `status` written in a
+//! session's topic shows that session (the relay adds what it knows) instead of the core.
+//! Written in a session's topic or thread they may leave out the session
 //! ([`SessionArgs::target`]); the core's refusals (`no_candidate`, `already_paired`,
 //! `not_paired`, …) are shown in its own words, which say what to do. Nothing here knows
 //! the platform: the relay posts the [`CommandReply`].
@@ -16,6 +19,7 @@ use crate::chat::commands::{ChatCommand, SessionArgs, UsageError};
 use crate::chat::pairing;
 use crate::chat::render::{self, Rendered};
 use crate::chat::replies::{failure, pick, plain, refused};
+use crate::chat::session_news;
 use crate::core_link::{CoreLink, Reply};
 
 /// What to do about a chat command.
@@ -26,6 +30,9 @@ pub enum CommandReply {
     Steer { session: String, text: String },
     /// Answer an ask, as a reply to its card does.
     Answer { ask: u64, text: String },
+    /// `status` in a session's topic or thread: that session, with what the relay knows
+    /// of it (its open asks, its last report).
+    SessionStatus(String),
     /// A pairing command's result, `reply` to be said where the command was written.
     /// `announced`: the worker's topic or thread gets the same news from the core's
     /// `pairing_event`, so where that is also where the command was written, the bridge
@@ -56,9 +63,12 @@ pub async fn answer(
             Ok(asks) => render::asks_list_at(&asks, now),
             Err(e) => failure(e),
         },
-        ChatCommand::Status(None) => match link.status().await {
-            Ok(status) => render::core_status(&status),
-            Err(e) => failure(e),
+        ChatCommand::Status(None) => match here.session {
+            Some(session) => return CommandReply::SessionStatus(session.to_string()),
+            None => match link.status().await {
+                Ok(status) => render::core_status(&status),
+                Err(e) => failure(e),
+            },
         },
         ChatCommand::Status(Some(selector)) => match link.sessions(true).await {
             Ok(sessions) => match pick(&sessions, &selector, prefix) {
@@ -72,7 +82,12 @@ pub async fn answer(
         ChatCommand::Supervise(args) => return supervise(link, &args, prefix, here).await,
         ChatCommand::Goal(args) => return set_goal(link, &args, prefix, here).await,
         ChatCommand::Look(session) => return look(link, session.as_deref(), prefix, here).await,
-        ChatCommand::Stop(session) => return stop(link, session.as_deref(), prefix, here).await,
+        ChatCommand::Stop { session, then } => {
+            return interrupt(link, session.as_deref(), then.as_deref(), prefix, here).await;
+        }
+        ChatCommand::Unpair(session) => {
+            return unpair(link, session.as_deref(), prefix, here).await;
+        }
         ChatCommand::Help => render::help(prefix),
         ChatCommand::Usage(error) => render::usage(prefix, &error),
         ChatCommand::Unknown(name) => render::unknown_command(prefix, &name),
@@ -126,14 +141,33 @@ async fn look(
     }
 }
 
-/// `stop [session]`: end the session's pairing.
-async fn stop(
+/// `stop [session] [then <text>]`: interrupt the session's current run, then steer it.
+async fn interrupt(
+    link: &mut CoreLink,
+    session: Option<&str>,
+    then: Option<&str>,
+    prefix: char,
+    here: Here<'_>,
+) -> CommandReply {
+    let session = match session_here(session, "stop", prefix, here) {
+        Ok(session) => session,
+        Err(reply) => return reply,
+    };
+    let reply = match link.interrupt(session, then, here.by).await {
+        Ok(interrupted) => session_news::interrupted(&interrupted, then.is_some()),
+        Err(e) => refused(e),
+    };
+    CommandReply::Say(reply)
+}
+
+/// `unpair [session]` (and `supervise stop`): end the session's pairing.
+async fn unpair(
     link: &mut CoreLink,
     session: Option<&str>,
     prefix: char,
     here: Here<'_>,
 ) -> CommandReply {
-    match session_here(session, "stop", prefix, here) {
+    match session_here(session, "unpair", prefix, here) {
         Ok(session) => {
             let reply = link.unpair(session, here.by).await;
             paired(reply, true, |p| pairing::stopped(p, Some(here.by)))

@@ -3,7 +3,9 @@
 //! [`Relay<P>`] is a bridge's actor state: the sessions and pairings as the core last
 //! told them, the link to the core, and the platform `P` ([`Platform`]: Telegram or
 //! Matrix). It handles the core's events (asks become cards, answers close them, reports
-//! and a pairing's news go to the session's place, renames reach the topic), resyncs after
+//! and a pairing's news go to the session's place, renames reach the topic, a new session
+//! gets its place at once, an ending is said once and leaves its cards without buttons
+//! until the session returns), resyncs after
 //! a reconnect, and carries the human's commands, answers and steers back to the core,
 //! the same way for every platform. A platform's own input (Telegram's updates, Matrix's
 //! room events) is read in its own module, as `impl Relay<Telegram>` / `impl Relay<Matrix>`,
@@ -26,14 +28,15 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use shepherd_core::protocol::{
-    Ask, AskId, ErrorCode, Pairing, PairingChange, Report, ServerMsg, SessionId, SessionInfo,
-    Verdict,
+    Ask, AskId, ErrorCode, LeaveReason, Pairing, PairingChange, Report, ServerMsg, SessionId,
+    SessionInfo, SessionStatus, Verdict,
 };
 
 use crate::chat::commands::{self as chat_commands, ChatCommand};
 use crate::chat::pairing;
 use crate::chat::render::{self, Rendered};
-use crate::chat::replies::{already_answered_text, plain, steer_error};
+use crate::chat::replies::{already_answered_text, failure, plain, steer_error};
+use crate::chat::session_news;
 use crate::core_link::{CoreEvent, CoreLink};
 use commands::CommandReply;
 use pairings::{ActivePairings, Here};
@@ -49,6 +52,11 @@ pub struct Relay<P: Platform> {
     pub pairings: ActivePairings,
     /// Refused updates, one JSON line each.
     pub audit_log: PathBuf,
+    /// The last report of each session this bridge saw, for `status` in its topic.
+    pub last_reports: HashMap<SessionId, Report>,
+    /// Open asks whose cards lost their buttons when their session left, by session: they
+    /// get them back when it returns.
+    pub waiting: HashMap<SessionId, Vec<Ask>>,
 }
 
 impl<P: Platform> Relay<P> {
@@ -59,6 +67,8 @@ impl<P: Platform> Relay<P> {
             sessions: HashMap::new(),
             pairings: ActivePairings::default(),
             audit_log,
+            last_reports: HashMap::new(),
+            waiting: HashMap::new(),
         }
     }
 
@@ -81,13 +91,28 @@ impl<P: Platform> Relay<P> {
             CoreEvent::Event(msg) => match *msg {
                 ServerMsg::AskOpened { ask } => self.post_card(&ask).await,
                 ServerMsg::AskAnswered { ask } => self.close_cards(&ask).await,
-                ServerMsg::ReportPosted { report } => self.post_report(&report).await,
-                ServerMsg::SessionJoined { session } | ServerMsg::SessionChanged { session } => {
+                ServerMsg::ReportPosted { report } => {
+                    self.post_report(&report).await;
+                    self.last_reports.insert(report.session_id.clone(), report);
+                }
+                ServerMsg::SessionJoined { session } => {
+                    let old = self.sessions.insert(session.id.clone(), session.clone());
+                    self.platform.session_changed(old.as_ref(), &session).await;
+                    self.joined(&session).await;
+                }
+                ServerMsg::SessionChanged { session } => {
                     let old = self.sessions.insert(session.id.clone(), session.clone());
                     self.platform.session_changed(old.as_ref(), &session).await;
                 }
-                ServerMsg::SessionLeft { session } => {
-                    self.sessions.insert(session.id.clone(), session);
+                ServerMsg::SessionLeft {
+                    session,
+                    reason,
+                    last_status,
+                } => {
+                    self.sessions.insert(session.id.clone(), session.clone());
+                    if let Some(reason) = reason {
+                        self.ended(&session, reason, last_status.as_ref()).await;
+                    }
                 }
                 ServerMsg::PairingEvent {
                     change,
@@ -140,6 +165,70 @@ impl<P: Platform> Relay<P> {
     async fn close_cards(&mut self, ask: &Ask) {
         let answered = render::answered_card_with(ask, self.sessions.get(&ask.session_id));
         self.platform.close_cards(ask, answered).await;
+    }
+
+    /// A session registered on a new connection: it gets its topic or thread now (with a
+    /// first message saying it started) unless it has one; cards that lost their buttons
+    /// when it left get them back.
+    async fn joined(&mut self, session: &SessionInfo) {
+        if !session.subagent && self.platform.needs_place(&session.id) {
+            let rendered = session_news::started(session, P::PREFIX);
+            self.post_about(&session.id, rendered, "start").await;
+        }
+        for ask in self.waiting.remove(&session.id).unwrap_or_default() {
+            let card = render::ask_card(&ask, Some(session));
+            self.platform.mark_cards(&ask, card.rendered(), true).await;
+        }
+    }
+
+    /// A session left for good (closed, or lost without a goodbye): say so once in its
+    /// place, and mark its open asks' cards: the answer waits for its return.
+    async fn ended(
+        &mut self,
+        session: &SessionInfo,
+        reason: LeaveReason,
+        last: Option<&SessionStatus>,
+    ) {
+        // A subagent never got a place of its own: none is made just to say it ended.
+        if !(session.subagent && self.platform.needs_place(&session.id)) {
+            let rendered = session_news::ended(session, reason, last);
+            self.post_about(&session.id, rendered, "ending").await;
+        }
+        let asks = match self.core.asks(false).await {
+            Ok(asks) => asks,
+            Err(e) => {
+                tracing::warn!(error = %e, "{}: could not list the open asks of a session that left", P::NAME);
+                return;
+            }
+        };
+        let mut waiting = Vec::new();
+        for ask in asks.into_iter().filter(|a| a.session_id == session.id) {
+            if !self.platform.has_card(ask.id.get()) {
+                continue;
+            }
+            let card = session_news::waiting_card(&ask, Some(session), reason);
+            self.platform.mark_cards(&ask, card, false).await;
+            waiting.push(ask);
+        }
+        if !waiting.is_empty() {
+            self.waiting.insert(session.id.clone(), waiting);
+        }
+    }
+
+    /// `status` in a session's topic or thread: the session as the core has it now, its
+    /// open asks and the last report this bridge saw.
+    async fn session_status(&mut self, session: &str) -> Rendered {
+        let sessions = match self.core.sessions(true).await {
+            Ok(sessions) => sessions,
+            Err(e) => return failure(e),
+        };
+        let Some(info) = sessions.iter().find(|s| s.id == session) else {
+            return plain(format!("The core no longer knows session {session}."));
+        };
+        let asks = self.core.asks(false).await.unwrap_or_default();
+        let mine: Vec<&Ask> = asks.iter().filter(|a| a.session_id == info.id).collect();
+        let now = shepherd_core::clock::now_ms();
+        session_news::status_here(info, &mine, self.last_reports.get(&info.id), now)
     }
 
     async fn post_report(&mut self, report: &Report) {
@@ -196,6 +285,10 @@ impl<P: Platform> Relay<P> {
             CommandReply::Say(reply) => self.say(place, reply).await,
             CommandReply::Steer { session, text } => self.steer(&session, &text, by, place).await,
             CommandReply::Answer { ask, text } => self.reply_to_ask(ask, &text, by, place).await,
+            CommandReply::SessionStatus(session) => {
+                let reply = self.session_status(&session).await;
+                self.say(place, reply).await;
+            }
             CommandReply::Pairing {
                 pairing,
                 reply,

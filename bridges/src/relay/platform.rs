@@ -3,7 +3,8 @@
 //! The few things that differ between Telegram and Matrix once the relay has decided what
 //! to say and about which session: where a session's messages go (a forum topic, a
 //! thread), how a message is posted (split, or a file), how an ask's card carries its
-//! options (buttons, reactions) and is closed once answered, and what the platform
+//! options (buttons, reactions), loses them while its session is gone and is closed once
+//! answered, and what the platform
 //! remembers about what it posted (which message is a card, which is about which session)
 //! so that a reply can be read later. Everything else (which event means what, what is
 //! said, which request goes to the core) is the relay's, written once.
@@ -77,6 +78,21 @@ pub trait Platform: Send {
         ask: u64,
         said: Rendered,
     ) -> impl Future<Output = ()> + Send;
+
+    /// Edit every open card of `ask` to show `rendered`, with its options as buttons or
+    /// reactions (`buttons`) or without them (its session is gone: a reply still answers
+    /// it). The cards stay open: an answer closes them as usual.
+    fn mark_cards(
+        &mut self,
+        ask: &Ask,
+        rendered: Rendered,
+        buttons: bool,
+    ) -> impl Future<Output = ()> + Send;
+
+    /// Whether `session` has yet to get its place here (a topic, a thread) that
+    /// [`Platform::place_of`] or a post about it would create; false where the chat has
+    /// no such places.
+    fn needs_place(&self, session: &str) -> bool;
 
     /// Confirm a steer of `session`, written at `place`.
     fn steered(

@@ -1,5 +1,5 @@
-//! Telegram as a relay [`Platform`]: a session's place is its forum topic (created on
-//! first need; in a private chat or a group without topics, the chat itself, and messages
+//! Telegram as a relay [`Platform`]: a session's place is its forum topic (created when
+//! the session first registers, or on first need; in a private chat or a group without topics, the chat itself, and messages
 //! carry the session's name), posts go through the outbox (split below Telegram's limit,
 //! or a `.md` document), an ask's options are inline buttons, and `telegram.db` remembers
 //! topics, cards and which message is about which session. What the human writes is read
@@ -183,6 +183,26 @@ impl Platform for Telegram {
                 tracing::error!(ask, error = %e, "telegram: could not say what answered the ask")
             }
         }
+    }
+
+    async fn mark_cards(&mut self, ask: &Ask, rendered: Rendered, buttons: bool) {
+        for card in self.store.cards_of(ask.id.get()).unwrap_or_default() {
+            if card.answered {
+                continue;
+            }
+            self.outbox.push(OutboxOp::Edit {
+                chat: card.chat_id,
+                message: card.message_id,
+                html: rendered.html.clone(),
+                plain: rendered.plain.clone(),
+                keyboard: if buttons { option_keyboard(ask) } else { None },
+            });
+        }
+    }
+
+    /// A forum topic not created yet (never outside forums).
+    fn needs_place(&self, session: &str) -> bool {
+        self.forum != Some(false) && !matches!(self.store.topic(session, self.chat_id), Ok(Some(_)))
     }
 
     /// Confirmed where it was written; a reply to the confirmation steers again.

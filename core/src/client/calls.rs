@@ -6,7 +6,7 @@
 use super::{Client, ClientError, Welcome};
 use crate::protocol::{
     Ask, AskId, ClientMsg, CoreStatus, MessageId, Pairing, Registration, Report, ServerMsg,
-    SessionId, SessionInfo, Verdict, View, requests,
+    SessionId, SessionInfo, SessionStatus, Verdict, View, requests,
 };
 
 /// A request the core answers with one reply of type [`Request::Reply`].
@@ -38,6 +38,17 @@ pub struct Sent {
     pub session_id: SessionId,
     pub session_name: String,
     pub connected: bool,
+}
+
+/// The core's answer to `interrupt`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interrupted {
+    pub message_id: MessageId,
+    pub session_id: SessionId,
+    pub session_name: String,
+    pub connected: bool,
+    /// The session's status when asked (`idle`: no run to abort).
+    pub was: SessionStatus,
 }
 
 /// The core's answer to `verdict`.
@@ -99,6 +110,9 @@ replies! {
     ListPairings => Vec<Pairing>: ServerMsg::Pairings { pairings, .. } => pairings,
     Unanswer => Unanswered: ServerMsg::Unanswered { ask, message_id, session_name, .. } =>
         Unanswered { ask, message_id, session_name },
+    Interrupt => Interrupted: ServerMsg::Interrupted {
+        message_id, session_id, session_name, connected, was, ..
+    } => Interrupted { message_id, session_id, session_name, connected, was },
 }
 
 /// `unanswer`'s reply: the reopened ask and the steer its former answer became.

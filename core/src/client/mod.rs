@@ -8,7 +8,7 @@
 
 mod calls;
 
-pub use calls::{Registered, Request, Sent, Unanswered, VerdictAccepted};
+pub use calls::{Interrupted, Registered, Request, Sent, Unanswered, VerdictAccepted};
 
 use std::collections::VecDeque;
 use std::path::Path;

@@ -11,6 +11,7 @@
 //! commit fails, every request of the batch gets `store_failed` and nothing is sent.
 
 mod asks;
+mod interrupt;
 mod mail;
 mod names;
 mod presence;
@@ -81,6 +82,9 @@ pub enum HubCommand {
     ViewBuilt(Box<ViewDone>),
     /// Once a second: start timer views that are due.
     Tick,
+    /// The core is about to close every connection: sessions that drop from now on are
+    /// not ending (they come back to the next core), so their leaving has no reason.
+    Stopping,
     /// Close every connection and stop.
     Shutdown,
 }
@@ -132,6 +136,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             supervision: supervise::Supervision::default(),
             timer,
             self_tx: tx.downgrade(),
+            stopping: false,
         },
     };
     let task = tokio::spawn(hub.run(rx));
@@ -166,6 +171,9 @@ struct Conn {
     session: Option<SessionId>,
     /// The bot this bridge connection serves (`subscribe.serves`).
     serves: Option<String>,
+    /// The session said `bye` on this connection (`Some(returning)`): its closing is on
+    /// purpose, not a loss.
+    bye: Option<bool>,
 }
 
 /// Routing state: everything but the database.
@@ -182,6 +190,8 @@ struct State {
     /// The hub's own inbox, for work it hands to blocking threads (view builds). Weak, so
     /// the hub still stops when every other handle is gone.
     self_tx: mpsc::WeakSender<HubCommand>,
+    /// The core is shutting down ([`HubCommand::Stopping`]): disconnects are no endings.
+    stopping: bool,
 }
 
 struct Live {
@@ -349,7 +359,8 @@ impl Hub {
                     // Presence must stay right even when the store is failing.
                     cmd @ (HubCommand::Connect { .. }
                     | HubCommand::Disconnect { .. }
-                    | HubCommand::Drained { .. }) => self.state.handle(cmd, &self.db, &mut failed),
+                    | HubCommand::Drained { .. }
+                    | HubCommand::Stopping) => self.state.handle(cmd, &self.db, &mut failed),
                     HubCommand::ViewBuilt(done) => self.state.view_failed(*done, &mut failed),
                     // The next tick tries again.
                     HubCommand::Tick => {}
@@ -419,6 +430,7 @@ impl State {
             }
             HubCommand::ViewBuilt(done) => self.view_built(*done, db, out),
             HubCommand::Tick => self.tick(db),
+            HubCommand::Stopping => self.stopping = true,
             HubCommand::Shutdown => {}
         }
     }
@@ -466,6 +478,8 @@ impl State {
             ClientMsg::Verdict(req) => self.verdict(cx, req, db, out),
             ClientMsg::ListPairings(req) => self.list_pairings(cx, req, db, out),
             ClientMsg::Unanswer(req) => self.unanswer(cx, req, db, out),
+            ClientMsg::Interrupt(req) => self.interrupt(cx, req, db, out),
+            ClientMsg::Bye(req) => self.bye(cx, req),
         }
     }
 

@@ -12,9 +12,9 @@ use crate::clock::now_ms;
 use crate::git::RepoContext;
 use crate::protocol::SessionId;
 use crate::protocol::{
-    BridgeInfo, ClientKind, ContextUsage, CoreStatus, ErrorCode, PROTOCOL_VERSION, Registration,
-    ServerMsg, SessionInfo, SessionStatus,
-    requests::{ListSessions, Register, Update},
+    BridgeInfo, ClientKind, ContextUsage, CoreStatus, ErrorCode, LeaveReason, PROTOCOL_VERSION,
+    Registration, ServerMsg, SessionInfo, SessionStatus,
+    requests::{Bye, ListSessions, Register, Update},
 };
 use crate::store;
 
@@ -166,6 +166,7 @@ impl State {
             close: Some(close),
             session: None,
             serves: None,
+            bye: None,
         };
         self.conns.insert(conn, entry);
     }
@@ -182,13 +183,26 @@ impl State {
             return; // Replaced by a newer connection.
         }
         self.live.remove(&session_id);
+        // Said goodbye: closed (or coming straight back: no ending); else lost. While the
+        // core itself stops, nobody is ending: the sessions come back to the next core.
+        let reason = match entry.bye {
+            _ if self.stopping => None,
+            Some(true) => None,
+            Some(false) => Some(LeaveReason::Closed),
+            None => Some(LeaveReason::Lost),
+        };
         let result = (|| -> HubResult<()> {
             if let Some(mut info) = store::sessions::get(db, &session_id)? {
                 let was = std::mem::replace(&mut info.status, SessionStatus::Idle);
                 info.last_seen = now_ms();
                 store::sessions::upsert(db, &info)?;
-                tracing::info!(session = %session_id, name = %info.name, "session left");
-                self.broadcast(&ServerMsg::SessionLeft { session: info }, out);
+                tracing::info!(session = %session_id, name = %info.name, ?reason, last_status = %was, "session left");
+                let left = ServerMsg::SessionLeft {
+                    session: info,
+                    reason,
+                    last_status: Some(was.clone()),
+                };
+                self.broadcast(&left, out);
                 // A session that goes away mid-turn has stopped too.
                 let change = SessionChange {
                     session: &session_id,
@@ -203,6 +217,17 @@ impl State {
         if let Err(err) = result {
             tracing::error!(session = %session_id, "recording the session's departure failed: {}", err.message);
         }
+    }
+
+    /// `bye`: the session on this connection is closing it on purpose; when the
+    /// connection closes, its leaving is announced as `closed` (or, `returning`, as no
+    /// ending at all). A connection with no session has nobody to say goodbye for.
+    pub(super) fn bye(&mut self, cx: Cx, req: Bye) -> HubResult<()> {
+        self.registered(cx.conn)?;
+        if let Some(entry) = self.conns.get_mut(&cx.conn) {
+            entry.bye = Some(req.returning);
+        }
+        Ok(())
     }
 
     /// The stored session with its live `connected` flag.

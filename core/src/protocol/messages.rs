@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Ask, CoreStatus, Delivery, ErrorCode, MessageId, Pairing, PairingChange, Report, SessionId,
-    SessionInfo, Verdict, View, frame, requests,
+    Ask, CoreStatus, Delivery, ErrorCode, LeaveReason, MessageId, Pairing, PairingChange, Report,
+    SessionId, SessionInfo, SessionStatus, Verdict, View, frame, requests,
 };
 
 /// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`): the
@@ -124,9 +124,11 @@ client_messages! {
         "verdict" => Verdict,
         "list_pairings" => ListPairings,
         "unanswer" => Unanswer,
+        "interrupt" => Interrupt,
     }
     notices {
         "ack" => Ack,
+        "bye" => Bye,
     }
 }
 
@@ -289,6 +291,17 @@ server_messages! {
             message_id: MessageId,
             session_name: String,
         },
+        /// Response to `interrupt`: stored, and delivered now if the session is connected,
+        /// else on its next connection. `was`: the session's status when it was asked
+        /// (`idle`: there was no run to abort; the steer still goes).
+        "interrupted" => Interrupted {
+            id: u64,
+            message_id: MessageId,
+            session_id: SessionId,
+            session_name: String,
+            connected: bool,
+            was: SessionStatus,
+        },
     }
     errors {
         /// A request failed, or (without `id`) the connection did.
@@ -308,8 +321,17 @@ server_messages! {
         "session_joined" => SessionJoined { session: SessionInfo },
         /// Event to subscribers: a connected session changed (status, name, model, …).
         "session_changed" => SessionChanged { session: SessionInfo },
-        /// Event to subscribers: a session's connection closed.
-        "session_left" => SessionLeft { session: SessionInfo },
+        /// Event to subscribers: a session's connection closed. `reason`: `closed` (it said
+        /// `bye`) or `lost` (no goodbye); absent when it said it comes straight back (a
+        /// `/reload`). `last_status`: what it was doing until then (`session.status` is
+        /// already `idle`).
+        "session_left" => SessionLeft {
+            session: SessionInfo,
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            reason: Option<LeaveReason>,
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            last_status: Option<SessionStatus>,
+        },
         /// Event to subscribers: a session opened an ask.
         "ask_opened" => AskOpened { ask: Ask },
         /// Event to subscribers: an ask got its answer.

@@ -12,7 +12,8 @@
 //! - [`requests`]: one struct per client message (`ClientMsg::Supervise(Supervise)`).
 //! - [`types`]: the records inside messages (sessions, asks, deliveries, reports).
 //! - [`ids`]: session, ask, pairing and message ids as newtypes.
-//! - [`status`]: domain values sent as strings (session status, pairing end reason).
+//! - [`status`]: domain values sent as strings (session status, pairing end reason, why a
+//!   session left).
 //! - [`error_code`]: the stable error codes a client can match on.
 
 pub mod error_code;
@@ -26,7 +27,7 @@ pub mod types;
 pub use error_code::ErrorCode;
 pub use ids::{AskId, IdError, MAX_ID, MessageId, PairingId, SessionId};
 pub use messages::{ClientMsg, ServerMsg};
-pub use status::{EndReason, SessionStatus};
+pub use status::{EndReason, LeaveReason, SessionStatus};
 pub use types::*;
 
 /// Version of the intercom protocol. Client and core must agree exactly; `hello` with any

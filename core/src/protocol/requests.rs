@@ -244,3 +244,27 @@ pub struct ListPairings {
     #[serde(default)]
     pub all: bool,
 }
+
+/// CLI and bridges: abort the session's current run (`session`: exact id, unique id
+/// prefix or unique name), then, if `then` is given, steer it with that text. Stored and
+/// delivered like a steer (a `deliver` of kind `interrupt`, acknowledged), so a session
+/// that is away gets it on its return. Answered by `interrupted`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Interrupt {
+    pub id: u64,
+    pub session: String,
+    #[serde(default)]
+    pub then: Option<String>,
+    /// Bridges only: the human who asked.
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
+/// Pi only: the session is closing this connection on purpose (Pi closed the session).
+/// `returning`: it comes straight back on a new connection (Pi's `/reload`), so the
+/// leaving is no ending. No response, so no `id`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Bye {
+    #[serde(default)]
+    pub returning: bool,
+}

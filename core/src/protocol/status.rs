@@ -142,6 +142,17 @@ impl fmt::Display for EndReason {
     }
 }
 
+/// How a session's connection ended, in `session_left`: it said goodbye (`bye`, Pi closed
+/// the session) or the connection was lost without one (Pi exited or crashed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaveReason {
+    /// The session said `bye`: Pi closed it (quit, or switched to another session).
+    Closed,
+    /// The connection closed without a `bye`.
+    Lost,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

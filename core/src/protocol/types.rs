@@ -177,6 +177,9 @@ pub enum DeliveryKind {
     /// To a supervisor: context that must not start a turn (the pairing's brief, a goal
     /// change, the pairing's end).
     Brief,
+    /// The human interrupting the session: abort its current run, then (when `text` is
+    /// not empty) steer it with `text`.
+    Interrupt,
 }
 
 /// Who sent a delivery, stamped by the core from the sender's connection.

@@ -15,6 +15,7 @@ fn kind_str(kind: DeliveryKind) -> &'static str {
         DeliveryKind::Answer => "answer",
         DeliveryKind::View => "view",
         DeliveryKind::Brief => "brief",
+        DeliveryKind::Interrupt => "interrupt",
     }
 }
 
@@ -36,6 +37,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Delivery> {
             "answer" => DeliveryKind::Answer,
             "view" => DeliveryKind::View,
             "brief" => DeliveryKind::Brief,
+            "interrupt" => DeliveryKind::Interrupt,
             _ => DeliveryKind::Steer,
         },
         text: row.get(2)?,

@@ -472,10 +472,16 @@ impl Drop for MatrixUser {
 }
 
 /// Fold raw timeline events into messages: `m.replace` edits (by the original sender)
-/// replace the content, `m.annotation` reactions attach to their target.
+/// replace the content, `m.annotation` reactions attach to their target unless redacted.
 pub fn fold_messages(events: &[Value]) -> Vec<Message> {
     let mut messages: Vec<Message> = Vec::new();
     let mut seen = std::collections::HashSet::new();
+    // Redacted events (a reaction taken back) count as gone.
+    let redacted: std::collections::HashSet<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "m.room.redaction")
+        .filter_map(|e| e["redacts"].as_str().or(e["content"]["redacts"].as_str()))
+        .collect();
     for e in events {
         let Some(id) = e["event_id"].as_str() else {
             continue;
@@ -504,7 +510,7 @@ pub fn fold_messages(events: &[Value]) -> Vec<Message> {
                 edits: 0,
                 reactions: Vec::new(),
             }),
-            Some("m.reaction") if rel["rel_type"] == "m.annotation" => {
+            Some("m.reaction") if rel["rel_type"] == "m.annotation" && !redacted.contains(id) => {
                 let target = rel["event_id"].as_str().unwrap_or("");
                 if let Some(m) = messages.iter_mut().find(|m| m.event_id == target) {
                     m.reactions

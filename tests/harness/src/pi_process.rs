@@ -323,6 +323,12 @@ impl PiSession {
             .with_context(|| format!("no sessionFile in {state}"))
     }
 
+    /// Kill Pi at once (SIGKILL: no `session_shutdown`, as in a crash) and wait for it.
+    pub async fn kill(mut self) -> Result<()> {
+        self.child.kill().await?;
+        Ok(())
+    }
+
     /// Close stdin (orderly shutdown) and wait for exit.
     pub async fn shutdown(mut self) -> Result<std::process::ExitStatus> {
         drop(self.stdin.take());

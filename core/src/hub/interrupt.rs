@@ -1,0 +1,79 @@
+//! Interrupts: the human (CLI, a chat bridge) aborting a session's current run, optionally
+//! followed by a steer. An interrupt is mail like a steer (a `deliver` of kind
+//! `interrupt`, stored until acknowledged), so a session that is away gets it when it
+//! returns; the extension aborts the run it is in and then injects the steer, if any.
+
+use rusqlite::Connection;
+
+use super::asks::human_label;
+use super::{Cx, HubError, HubResult, Out, State};
+use crate::clock::now_ms;
+use crate::protocol::requests::Interrupt;
+use crate::protocol::{ClientKind, DeliveryKind, ErrorCode, Sender, ServerMsg, SessionStatus};
+use crate::store::{self, messages::NewMessage};
+
+impl State {
+    /// `interrupt`: store the interrupt in the session's mailbox, deliver it if the
+    /// session is connected, and answer `interrupted` with what the session was doing.
+    pub(super) fn interrupt(
+        &mut self,
+        cx: Cx,
+        req: Interrupt,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let Cx { conn, kind, id } = cx;
+        if kind == ClientKind::Pi {
+            return Err(HubError::new(
+                ErrorCode::Forbidden,
+                "only the human interrupts a session (the CLI's `shepherd stop <session>` or a chat's /stop); a session writes to another with `send`",
+            ));
+        }
+        let then = req.then.map(|t| t.trim().to_string()).unwrap_or_default();
+        let target = self.resolve(&req.session, db)?;
+        let client_name = self
+            .conns
+            .get(&conn)
+            .map(|c| c.handle.client_name.clone())
+            .unwrap_or_default();
+        let from = Sender {
+            kind,
+            session_id: None,
+            name: human_label(kind, &client_name, req.by),
+        };
+        let connected = self.live.contains_key(&target.id);
+        let was = if connected {
+            store::sessions::get(db, &target.id)?.map_or(SessionStatus::Idle, |s| s.status)
+        } else {
+            SessionStatus::Idle
+        };
+        let mailed = self.mail(
+            NewMessage {
+                recipient: &target.id,
+                kind: DeliveryKind::Interrupt,
+                text: &then,
+                from: &from,
+                ask_id: None,
+                question: None,
+                pairing_id: None,
+                look: None,
+                created_at: now_ms(),
+            },
+            db,
+            out,
+        )?;
+        tracing::info!(session = %target.id, by = %from.name, %was, steer = !then.is_empty(), "interrupt");
+        out.send(
+            conn,
+            &ServerMsg::Interrupted {
+                id,
+                message_id: mailed.id,
+                session_id: target.id,
+                session_name: target.name,
+                connected: mailed.connected,
+                was,
+            },
+        );
+        Ok(())
+    }
+}
