@@ -14,6 +14,7 @@ import type {
   PairingChange,
   Registration,
   Report,
+  ResultsMode,
   Role,
   SessionInfo,
   Verdict,
@@ -69,6 +70,15 @@ export type LookMsg = { type: "look"; id: number; session?: string | null; by?: 
 export type WorkerViewMsg = { type: "worker_view"; id: number };
 export type VerdictMsg = { type: "verdict"; id: number; verdict: VerdictKind; text?: string };
 export type ListPairingsMsg = { type: "list_pairings"; id: number; all?: boolean };
+/** A run's final assistant text; `results` is this session's own setting. */
+export type ResultMsg = { type: "result"; id: number; text: string; results?: ResultsMode | null };
+export type ListReportsMsg = {
+  type: "list_reports";
+  id: number;
+  session?: string | null;
+  limit?: number | null;
+  after?: number | null;
+};
 
 /** Client → core. */
 export type ClientMsg =
@@ -91,7 +101,9 @@ export type ClientMsg =
   | LookMsg
   | WorkerViewMsg
   | VerdictMsg
-  | ListPairingsMsg;
+  | ListPairingsMsg
+  | ResultMsg
+  | ListReportsMsg;
 
 export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "hello",
@@ -114,6 +126,8 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "worker_view",
   "verdict",
   "list_pairings",
+  "result",
+  "list_reports",
 ];
 
 export type WelcomeMsg = { type: "welcome"; id: number; protocol: number; core_version: string; store_id: string; pid: number };
@@ -164,6 +178,7 @@ export type VerdictAcceptedMsg = {
   hint: string | null;
 };
 export type PairingsMsg = { type: "pairings"; id: number; pairings: Pairing[] };
+export type ReportsMsg = { type: "reports"; id: number; reports: Report[] };
 export type PairingEventMsg = {
   type: "pairing_event";
   change: PairingChange;
@@ -201,7 +216,8 @@ export type ServerMsg =
   | ViewMsg
   | VerdictAcceptedMsg
   | PairingsMsg
-  | PairingEventMsg;
+  | PairingEventMsg
+  | ReportsMsg;
 
 export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "welcome",
@@ -232,6 +248,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "verdict_accepted",
   "pairings",
   "pairing_event",
+  "reports",
 ];
 
 /** The id of the request a server message answers; null for events and connection errors. */

@@ -97,6 +97,8 @@ replies! {
     Verdict => VerdictAccepted: ServerMsg::VerdictAccepted { pairing, verdict, hint, .. } =>
         VerdictAccepted { pairing, verdict, hint },
     ListPairings => Vec<Pairing>: ServerMsg::Pairings { pairings, .. } => pairings,
+    RunResult => Report: ServerMsg::Reported { report, .. } => report,
+    ListReports => Vec<Report>: ServerMsg::Reports { reports, .. } => reports,
 }
 
 impl Client {

@@ -13,6 +13,7 @@
 mod asks;
 mod mail;
 mod presence;
+mod reports;
 mod resolve;
 mod session_change;
 mod supervise;
@@ -31,7 +32,9 @@ use tokio::sync::{mpsc, oneshot};
 use crate::config::{Limits, SuperviseConfig};
 use crate::git::RepoContext;
 use crate::protocol::requests::ListAsks;
-use crate::protocol::{ClientKind, ClientMsg, Delivery, ErrorCode, ServerMsg, SessionId, frame};
+use crate::protocol::{
+    ClientKind, ClientMsg, Delivery, ErrorCode, ResultsMode, ServerMsg, SessionId, frame,
+};
 use crate::store::{self, Store};
 
 /// Most commands handled in one transaction.
@@ -102,6 +105,8 @@ pub struct CoreFacts {
     pub socket: PathBuf,
     pub limits: Limits,
     pub supervise: SuperviseConfig,
+    /// `core.results`: which runs' results reach the bridges, unless a session says.
+    pub results: ResultsMode,
 }
 
 /// Start the hub task. The returned join handle ends after `Shutdown` (or when every
@@ -449,6 +454,8 @@ impl State {
             ClientMsg::WorkerView(_) => self.worker_view(cx, db),
             ClientMsg::Verdict(req) => self.verdict(cx, req, db, out),
             ClientMsg::ListPairings(req) => self.list_pairings(cx, req, db, out),
+            ClientMsg::RunResult(req) => self.run_result(cx, req, db, out),
+            ClientMsg::ListReports(req) => self.list_reports(cx, req, db, out),
         }
     }
 

@@ -123,6 +123,8 @@ client_messages! {
         "worker_view" => WorkerView,
         "verdict" => Verdict,
         "list_pairings" => ListPairings,
+        "result" => RunResult,
+        "list_reports" => ListReports,
     }
     notices {
         "ack" => Ack,
@@ -280,6 +282,8 @@ server_messages! {
         },
         /// Response to `list_pairings`.
         "pairings" => Pairings { id: u64, pairings: Vec<Pairing> },
+        /// Response to `list_reports`: oldest first.
+        "reports" => Reports { id: u64, reports: Vec<Report> },
     }
     errors {
         /// A request failed, or (without `id`) the connection did.

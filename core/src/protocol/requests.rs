@@ -9,7 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{AskId, ClientKind, ContextUsage, Registration, Role, SessionStatus, VerdictKind};
+use super::{
+    AskId, ClientKind, ContextUsage, Registration, ResultsMode, Role, SessionStatus, VerdictKind,
+};
 
 /// First message on every connection. Answered by `welcome`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -215,4 +217,30 @@ pub struct ListPairings {
     pub id: u64,
     #[serde(default)]
     pub all: bool,
+}
+
+/// Pi only: the final assistant text of a run that just ended, kept with the reports as
+/// `kind: result`. `results` is this session's own `results` setting (`SHEPHERD_RESULTS`
+/// or `/shepherd results`); absent, the core's `core.results` decides whether it goes to
+/// the bridges. Answered by `reported`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RunResult {
+    pub id: u64,
+    pub text: String,
+    #[serde(default)]
+    pub results: Option<ResultsMode>,
+}
+
+/// Kept reports and results, oldest first. `session` (id, unique id prefix or name)
+/// narrows to one session; `after` to those with a larger id (a bridge catching up);
+/// `limit` keeps the newest that many. Answered by `reports`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListReports {
+    pub id: u64,
+    #[serde(default)]
+    pub session: Option<String>,
+    #[serde(default)]
+    pub limit: Option<u32>,
+    #[serde(default)]
+    pub after: Option<u64>,
 }

@@ -139,6 +139,11 @@ CREATE TABLE verdicts (
 );
 CREATE INDEX verdicts_pairing ON verdicts(pairing_id, id);
 "#,
+    r#"
+ALTER TABLE reports ADD COLUMN kind TEXT NOT NULL DEFAULT 'report' CHECK (kind IN ('report', 'result'));
+ALTER TABLE reports ADD COLUMN announced INTEGER NOT NULL DEFAULT 1;
+CREATE INDEX reports_session ON reports(session_id, id);
+"#,
 ];
 
 /// An open database with its identity.
