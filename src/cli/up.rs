@@ -175,10 +175,10 @@ pub fn run_bot(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
     };
     init_logging(ctx.json, log_file)?;
     let config = loaded.config;
-    if config.telegram.is_none() {
+    if config.telegram.is_none() && config.matrix.is_none() {
         return Err(Failure::new(
             "no_bridge",
-            "no chat bridge is configured: add a [telegram] section (see config/shepherd.example.toml)",
+            "no chat bridge is configured: add a [telegram] or [matrix] section (see config/shepherd.example.toml)",
         )
         .into());
     }

@@ -13,18 +13,19 @@
 //! - [`platform`]: the trait a platform implements (place of a session, post, card).
 //! - [`commands`]: answering chat commands from the core's state.
 //! - [`pairings`]: who supervises whom, and where a command was written.
+//! - [`reports`]: reports and results, once per chat, and catching up after being away.
 
 pub mod commands;
 pub mod pairings;
 pub mod platform;
+pub mod reports;
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use shepherd_core::protocol::{
-    Ask, AskId, ErrorCode, Pairing, PairingChange, Report, ServerMsg, SessionId, SessionInfo,
-    Verdict,
+    Ask, AskId, ErrorCode, Pairing, PairingChange, ServerMsg, SessionId, SessionInfo, Verdict,
 };
 
 use crate::chat::commands::{self as chat_commands, ChatCommand};
@@ -46,6 +47,8 @@ pub struct Relay<P: Platform> {
     pub pairings: ActivePairings,
     /// Refused updates, one JSON line each.
     pub audit_log: PathBuf,
+    /// The last report posted in this chat (reports are posted once).
+    pub reports: reports::ReportCursor,
 }
 
 impl<P: Platform> Relay<P> {
@@ -56,6 +59,7 @@ impl<P: Platform> Relay<P> {
             sessions: HashMap::new(),
             pairings: ActivePairings::default(),
             audit_log,
+            reports: reports::ReportCursor::default(),
         }
     }
 
@@ -74,7 +78,7 @@ impl<P: Platform> Relay<P> {
             CoreEvent::Event(msg) => match *msg {
                 ServerMsg::AskOpened { ask } => self.post_card(&ask).await,
                 ServerMsg::AskAnswered { ask } => self.close_cards(&ask).await,
-                ServerMsg::ReportPosted { report } => self.post_report(&report).await,
+                ServerMsg::ReportPosted { report } => self.on_report(&report).await,
                 ServerMsg::SessionJoined { session } | ServerMsg::SessionChanged { session } => {
                     let old = self.sessions.insert(session.id.clone(), session.clone());
                     self.platform.session_changed(old.as_ref(), &session).await;
@@ -94,7 +98,8 @@ impl<P: Platform> Relay<P> {
     }
 
     /// After (re)connecting: learn the sessions, post cards for open asks that have none,
-    /// and close cards whose ask was answered while we were away.
+    /// close cards whose ask was answered while we were away, and post the reports and
+    /// results announced meanwhile.
     async fn resync(&mut self) -> Result<(), ClientError> {
         let snapshot = self.core.snapshot().await?;
         self.sessions = snapshot.sessions;
@@ -109,7 +114,7 @@ impl<P: Platform> Relay<P> {
                 self.post_card(ask).await;
             }
         }
-        Ok(())
+        self.catch_up().await
     }
 
     /// The place of `session`'s messages.
@@ -133,12 +138,6 @@ impl<P: Platform> Relay<P> {
     async fn close_cards(&mut self, ask: &Ask) {
         let answered = render::answered_card_with(ask, self.sessions.get(&ask.session_id));
         self.platform.close_cards(ask, answered).await;
-    }
-
-    async fn post_report(&mut self, report: &Report) {
-        let rendered = render::report(report, self.sessions.get(&report.session_id));
-        self.post_about(&report.session_id, rendered, "report")
-            .await;
     }
 
     /// A pairing changed: remember who supervises whom, and post what the human wants to
