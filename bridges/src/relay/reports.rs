@@ -56,6 +56,7 @@ impl<P: Platform> Relay<P> {
         {
             *last = id;
             self.platform.set_last_report(store, id);
+            tracing::debug!(report = id, "{}: reports up to {id} posted", P::NAME);
         }
     }
 
