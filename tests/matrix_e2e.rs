@@ -851,6 +851,8 @@ async fn a_bridge_that_was_down_posts_what_it_missed_once() -> Result<()> {
         .await?;
 
     s.spawn_bot()?;
+    // Said while the bridge comes back: in its catch-up, its events or both, posted once.
+    b.client.report("beta during the catch-up").await?;
     s.bot_says(|m| m.text().contains("alpha missed 7")).await?;
     s.bot_says(|m| m.text().contains("beta missed 2")).await?;
     let back = a.client.report("live: back again").await?;
@@ -872,6 +874,7 @@ async fn a_bridge_that_was_down_posts_what_it_missed_once() -> Result<()> {
             "alpha missed 7",
             "beta missed 1",
             "beta missed 2",
+            "beta during the catch-up",
             "… and 2 earlier (shepherd reports alpha)",
             "live: back again",
         ] {

@@ -936,6 +936,8 @@ async fn a_bridge_that_was_down_posts_what_it_missed_once() -> Result<()> {
         .await?;
 
     let mut bot = core.spawn_bot(&env)?;
+    // Said while the bridge comes back: in its catch-up, its events or both, posted once.
+    b.client.report("beta during the catch-up").await?;
     tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("alpha missed 7"))
         .await?;
     tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("beta missed 2"))
@@ -964,6 +966,7 @@ async fn a_bridge_that_was_down_posts_what_it_missed_once() -> Result<()> {
         "alpha missed 7",
         "beta missed 1",
         "beta missed 2",
+        "beta during the catch-up",
         "… and 2 earlier (shepherd reports alpha)",
         "live: back again",
     ];
