@@ -27,6 +27,7 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("config.ts", include_str!("../../pi-ext/config.ts")),
     ("dedupe.ts", include_str!("../../pi-ext/dedupe.ts")),
     ("inbox.ts", include_str!("../../pi-ext/inbox.ts")),
+    ("result.ts", include_str!("../../pi-ext/result.ts")),
     ("wire.ts", include_str!("../../pi-ext/wire.ts")),
     (
         "wire/records.ts",

@@ -24,8 +24,12 @@ pub const CATCH_UP: usize = 5;
 /// Where the relay is in the core's report ids.
 #[derive(Debug, Clone, Default)]
 pub struct ReportCursor {
-    /// The core's store (ids are unique within one) and the last id posted in this chat.
-    pub at: Option<(String, u64)>,
+    /// The core's store (ids are unique within one); none until the first catch-up.
+    pub store: Option<String>,
+    /// Events at or below this id were posted by the catch-up: skip them.
+    pub posted: u64,
+    /// What the platform's store holds (never lowered): a restart catches up from here.
+    pub saved: u64,
 }
 
 impl<P: Platform> Relay<P> {
@@ -34,9 +38,7 @@ impl<P: Platform> Relay<P> {
         if !report.announced {
             return;
         }
-        if let Some((_, last)) = &self.reports.at
-            && report.id <= *last
-        {
+        if report.id <= self.reports.posted {
             return; // Posted by the catch-up already.
         }
         self.post_report(report).await;
@@ -51,10 +53,12 @@ impl<P: Platform> Relay<P> {
 
     /// Remember (in the platform's store) that everything up to `id` was posted here.
     fn posted_report(&mut self, id: u64) {
-        if let Some((store, last)) = &mut self.reports.at
-            && id > *last
+        let cursor = &mut self.reports;
+        cursor.posted = cursor.posted.max(id);
+        if let Some(store) = &cursor.store
+            && id > cursor.saved
         {
-            *last = id;
+            cursor.saved = id;
             self.platform.set_last_report(store, id);
             tracing::debug!(report = id, "{}: reports up to {id} posted", P::NAME);
         }
@@ -68,6 +72,8 @@ impl<P: Platform> Relay<P> {
         let newest = self.core.reports(None, Some(1)).await?;
         let store = self.core.store_id().await?;
         let Some(last) = self.platform.last_report(&store) else {
+            // Events come from the subscription, made before this listing: any of them,
+            // even one at or below the newest listed, is new here and is posted.
             let start = newest.last().map_or(0, |r| r.id);
             tracing::info!(
                 store,
@@ -76,10 +82,18 @@ impl<P: Platform> Relay<P> {
                 P::NAME
             );
             self.platform.set_last_report(&store, start);
-            self.reports.at = Some((store, start));
+            self.reports = ReportCursor {
+                store: Some(store),
+                posted: 0,
+                saved: start,
+            };
             return Ok(());
         };
-        self.reports.at = Some((store, last));
+        self.reports = ReportCursor {
+            store: Some(store),
+            posted: last,
+            saved: last,
+        };
         let missed: Vec<Report> = self
             .core
             .reports(Some(last), None)
