@@ -60,6 +60,10 @@ fn environment_only_bridge_settings_are_reported_without_secrets() {
         telegram.contains("token from SHEPHERD_TELEGRAM_TOKEN, no allowed users, no chat_id"),
         "{telegram}"
     );
+    assert!(
+        telegram.contains("pairing mode") && !telegram.contains(TOKEN),
+        "a token alone is pairing mode: {telegram}"
+    );
 
     let json = doctor(
         dir.path(),

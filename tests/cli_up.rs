@@ -101,3 +101,71 @@ fn up_with_log_file_that_cannot_start_writes_the_reason_to_the_log() -> Result<(
     assert!(!log.contains("SECRET"), "{log}");
     Ok(())
 }
+
+/// A config file holding a secret that group or others can read: `up` warns once (with the
+/// `chmod 600` that fixes it, never the value) and `doctor` reports it with the fix.
+#[test]
+fn a_config_file_with_a_secret_others_can_read_is_warned_about() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new().prefix("shp").tempdir_in("/tmp")?;
+    let config = dir.path().join("shepherd.toml");
+    std::fs::write(
+        &config,
+        "[telegram]\ntoken = \"123:VERY-SECRET\"\nallowed_users = [1]\nchat_id = 1\n\
+         api_url = \"http://127.0.0.1:9\"\n",
+    )?;
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644))?;
+    let command = |args: &[&str]| {
+        let mut cmd = Command::new(shepherd_bin());
+        cmd.args(args)
+            .env("PI_CODING_AGENT_DIR", dir.path())
+            .env("SHEPHERD_CONFIG", &config)
+            .env_remove("SHEPHERD_SOCKET")
+            .env_remove("SHEPHERD_STATE_DIR")
+            .env_remove("SHEPHERD_TELEGRAM_TOKEN")
+            .env("RUST_LOG", "info");
+        cmd
+    };
+    let fix = format!("chmod 600 {}", config.display());
+
+    let doctor = command(&["doctor"]).output()?;
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("config secrets"))
+        .unwrap_or_else(|| panic!("no config secrets line:\n{text}"));
+    assert!(
+        line.starts_with("warn") && line.contains("telegram.token") && line.contains(&fix),
+        "{line}"
+    );
+    assert!(!text.contains("VERY-SECRET"), "{text}");
+
+    let child = command(&["up", "--log-file"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let log = dir.path().join("shepherd/core.log");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let text = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("accepting connections") {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "no start in the log: {text:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    child.wait_with_output()?;
+    assert_eq!(text.matches(&fix).count(), 1, "warned once: {text}");
+    assert!(!text.contains("VERY-SECRET"), "{text}");
+
+    // Private again: no warning.
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600))?;
+    let doctor = command(&["doctor"]).output()?;
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert!(!text.contains("config secrets"), "{text}");
+    Ok(())
+}

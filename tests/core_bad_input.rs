@@ -102,6 +102,18 @@ async fn greeted(core: &Core, kind: &str) -> Result<Raw> {
     Ok(raw)
 }
 
+/// Messages accepted for `session` and not yet acknowledged, as `sessions --all` says.
+fn pending_of(core: &Core, session: &str) -> Result<u64> {
+    let listed = core.cli_json(&["sessions", "--all"])?;
+    listed
+        .as_array()
+        .context("sessions")?
+        .iter()
+        .find(|s| s["id"] == session)
+        .and_then(|s| s["pending_messages"].as_u64())
+        .with_context(|| format!("{session} in {listed:#}"))
+}
+
 fn numbers_in(text: &str) -> Vec<u64> {
     text.split(|c: char| !c.is_ascii_digit())
         .filter_map(|t| t.parse().ok())
@@ -313,6 +325,17 @@ async fn wrong_field_types_name_the_field_and_keep_the_connection() -> Result<()
         (json!({"type": "ping", "id": -1}), None, "id"),
         (json!({"type": "ack", "ids": ["a"]}), None, "ids"),
         (json!({"type": "ack"}), None, "ids"),
+        // Past SQLite's integer range: refused at decode, not a store failure.
+        (
+            json!({"type": "answer", "id": 18, "ask": 9_223_372_036_854_775_808u64, "text": "x"}),
+            Some(18),
+            "ask",
+        ),
+        (
+            json!({"type": "ack", "ids": [1, 9_223_372_036_854_775_808u64]}),
+            None,
+            "ids",
+        ),
         (json!({"id": 15}), Some(15), "type"),
         (json!({"type": 16, "id": 16}), Some(16), "type"),
         (json!({"type": null, "id": 17}), Some(17), "type"),
@@ -337,6 +360,21 @@ async fn wrong_field_types_name_the_field_and_keep_the_connection() -> Result<()
     let frame = raw.read(WAIT).await?.context("deliver")?;
     assert_eq!(frame["type"], "deliver", "{frame}");
     assert_eq!(frame["message"]["text"], "still yours");
+    // An ack is applied all or nothing: one id out of range and the good one stays pending.
+    let mail = frame["message"]["id"].clone();
+    raw.send(&json!({"type": "ack", "ids": [mail, u64::MAX]}))
+        .await?;
+    let msg = expect_error(&mut raw, "invalid_message", None).await?;
+    assert!(msg.contains("out of range"), "{msg}");
+    expect_usable(&mut raw, 300).await?;
+    assert_eq!(
+        pending_of(&core, "raw-pi")?,
+        1,
+        "nothing of the refused ack applied"
+    );
+    raw.send(&json!({"type": "ack", "ids": [mail]})).await?;
+    expect_usable(&mut raw, 301).await?;
+    assert_eq!(pending_of(&core, "raw-pi")?, 0);
     drop(raw);
     let listed = core.cli_json(&["sessions", "--all"])?;
     let raw_pi = listed
@@ -374,6 +412,25 @@ async fn assert_still_serving_with(
         .await?;
     }
     assert_serving(core, by, after, expected).await
+}
+
+/// Text cut inside an emoji (Node's `JSON.stringify` writes the lone half as `\ud83c`)
+/// is read with U+FFFD in its place: the request is served and the connection kept.
+#[tokio::test]
+async fn a_lone_surrogate_escape_is_replaced_not_a_malformed_frame() -> Result<()> {
+    let core = Core::start().await?;
+    let mut by = bystander(&core).await?;
+    let mut raw = greeted(&core, "cli").await?;
+    raw.write_frame(br#"{"type":"send","id":2,"to":"bystander","text":"done \ud83c"}"#)
+        .await?;
+    let reply = raw.read(WAIT).await?.context("sent")?;
+    assert_eq!(reply["type"], "sent", "{reply}");
+    let d = by.next_delivery(WAIT).await?;
+    assert_eq!(d.text, "done \u{fffd}");
+    by.ack(&[d.id]).await?;
+    expect_usable(&mut raw, 3).await?;
+    assert_still_serving(&core, &mut by, "a lone surrogate").await?;
+    Ok(())
 }
 
 #[tokio::test]

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
 use shepherd_core::client::{Client, ClientError, Sent};
-use shepherd_core::protocol::{ClientKind, Delivery, DeliveryKind, ErrorCode, ServerMsg, requests};
+use shepherd_core::protocol::{
+    ClientKind, Delivery, DeliveryKind, ErrorCode, MessageId, ServerMsg, requests,
+};
 use shepherd_harness::{Core, Pi};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -50,7 +52,7 @@ impl Progress {
 /// What one sender got accepted: `(seq, message_id)` for seq 0, 1, 2, … in order.
 struct SenderLog {
     name: String,
-    sent: Vec<(u64, u64)>,
+    sent: Vec<(u64, MessageId)>,
 }
 
 /// One asker's accepted asks: `(k, ask_id)`.
@@ -349,11 +351,11 @@ async fn kill9_mid_flight_loses_nothing_that_was_accepted() -> Result<()> {
         .map(|r| &r.receiver)
         .chain(std::iter::once(&last))
         .collect();
-    let mut handled: BTreeMap<u64, String> = BTreeMap::new();
-    let mut first_seen: Vec<u64> = Vec::new();
+    let mut handled: BTreeMap<MessageId, String> = BTreeMap::new();
+    let mut first_seen: Vec<MessageId> = Vec::new();
     let mut raw_deliveries = 0;
     for (c, conn) in connections.iter().enumerate() {
-        let ids: Vec<u64> = conn.deliveries.iter().map(|d| d.id).collect();
+        let ids: Vec<MessageId> = conn.deliveries.iter().map(|d| d.id).collect();
         assert!(
             ids.windows(2).all(|w| w[0] < w[1]),
             "connection {c}: deliveries in id order: {ids:?}"
@@ -379,7 +381,7 @@ async fn kill9_mid_flight_loses_nothing_that_was_accepted() -> Result<()> {
             }
         }
     }
-    let mut by_text: HashMap<&str, u64> = HashMap::new();
+    let mut by_text: HashMap<&str, MessageId> = HashMap::new();
     for (id, text) in &handled {
         if let Some(other) = by_text.insert(text.as_str(), *id) {
             panic!("{text:?} was stored twice, as {other} and {id}");
@@ -425,7 +427,7 @@ async fn kill9_mid_flight_loses_nothing_that_was_accepted() -> Result<()> {
     );
 
     // Everything is acknowledged now; nothing is pending after another reconnect.
-    let ids: Vec<u64> = last.deliveries.iter().map(|d| d.id).collect();
+    let ids: Vec<MessageId> = last.deliveries.iter().map(|d| d.id).collect();
     final_pi.ack(&ids).await?;
     final_pi.sync().await?;
     drop(final_pi);
@@ -521,7 +523,7 @@ async fn kill9_mid_flight_loses_nothing_that_was_accepted() -> Result<()> {
             Path::new("/tmp"),
         )
         .await?;
-        let mut got: BTreeMap<u64, (u64, String)> = BTreeMap::new();
+        let mut got: BTreeMap<MessageId, (u64, String)> = BTreeMap::new();
         for _ in 0..pi.pending {
             let d = pi.next_delivery(Duration::from_secs(10)).await?;
             assert_eq!(d.kind, DeliveryKind::Answer);

@@ -9,15 +9,15 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use shepherd_core::client::{Client, ClientError, Sent};
 use shepherd_core::protocol::{
-    ClientKind, ClientMsg, Delivery, DeliveryKind, ErrorCode, Sender, ServerMsg, SessionId,
-    requests,
+    ClientKind, ClientMsg, Delivery, DeliveryKind, ErrorCode, MessageId, Sender, ServerMsg,
+    SessionId, requests,
 };
 use shepherd_harness::{Core, Pi, next_event_where};
 
 const WAIT: Duration = Duration::from_secs(10);
 
 /// Send and return the stored message id.
-async fn send(client: &mut Client, to: &str, text: &str, by: Option<&str>) -> Result<u64> {
+async fn send(client: &mut Client, to: &str, text: &str, by: Option<&str>) -> Result<MessageId> {
     let reply = client
         .call(requests::Send {
             id: 0,
@@ -89,7 +89,9 @@ async fn steers_and_messages_arrive_in_order_stamped_by_the_core() -> Result<()>
     assert_eq!(first["session_id"], "mail-reader");
     assert_eq!(first["session_name"], "reader");
     assert_eq!(first["connected"], true);
-    ids.push(first["message_id"].as_u64().context("message_id")?);
+    ids.push(MessageId::from(
+        first["message_id"].as_u64().context("message_id")?,
+    ));
     ids.push(send(&mut telegram, "reader", "two", Some("telegram:@alice")).await?);
     // A CLI client cannot claim to be someone: `by` is ignored.
     ids.push(send(&mut cli, "reader", "three", Some("telegram:@mallory")).await?);
@@ -100,7 +102,7 @@ async fn steers_and_messages_arrive_in_order_stamped_by_the_core() -> Result<()>
     ids.push(send(&mut telegram, "mail-r", "six", Some("  ")).await?);
 
     let got = deliveries(&mut reader, 6).await?;
-    let seen: Vec<(u64, &str, DeliveryKind, Sender)> = got
+    let seen: Vec<(MessageId, &str, DeliveryKind, Sender)> = got
         .iter()
         .map(|d| (d.id, d.text.as_str(), d.kind, d.from.clone()))
         .collect();
@@ -192,7 +194,10 @@ async fn mail_for_a_disconnected_session_waits_for_its_registration() -> Result<
             .map(|d| (d.id, d.text.as_str()))
             .collect::<Vec<_>>(),
         [
-            (first["message_id"].as_u64().unwrap(), "while you were out"),
+            (
+                first["message_id"].as_u64().unwrap().into(),
+                "while you were out"
+            ),
             (second, "and this")
         ]
     );
@@ -224,7 +229,7 @@ async fn unacknowledged_mail_is_redelivered_and_acknowledged_mail_is_not() -> Re
     );
 
     // Acknowledging twice, or ids that do not exist, is harmless.
-    pi.ack(&[first[1].id, first[1].id, first[0].id, 999_999])
+    pi.ack(&[first[1].id, first[1].id, first[0].id, 999_999.into()])
         .await?;
     pi.sync().await?;
     drop(pi);

@@ -239,7 +239,7 @@ async fn bad_input_is_refused_and_changes_nothing() -> Result<()> {
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(ErrorCode::AlreadyPaired));
-    assert_eq!(error_details(&err).unwrap()["pairing"]["id"], p.id);
+    assert_eq!(error_details(&err).unwrap()["pairing"]["id"], p.id.get());
     let err = supervise(&mut sup.client, Some("other"), None)
         .await
         .unwrap_err();

@@ -565,6 +565,36 @@ async fn a_restart_neither_reanswers_history_nor_makes_a_new_device() -> Result<
     Ok(())
 }
 
+/// A second bridge for the same Matrix user (`shepherd bot` next to the running core's
+/// bridge) is refused by the core before it syncs: it exits naming the running bridge, and
+/// `status` lists one Matrix bridge.
+#[tokio::test]
+async fn a_second_bridge_for_the_same_user_is_refused_naming_the_running_one() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    let s = setup(RoomMode::Plain, false).await?;
+    let mut second = tokio::process::Command::from(s.core.command());
+    let out = tokio::time::timeout(WAIT, second.arg("bot").output())
+        .await
+        .context("the second bridge did not stop")??;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("matrix:{BOT}"))
+            && err.contains("already served by the bridge `matrix`"),
+        "{err}"
+    );
+    let status = s.core.cli_json(&["status"])?;
+    let bridges = status["bridges"].as_array().context("bridges")?;
+    assert_eq!(bridges.len(), 1, "{status}");
+    // The running bridge still answers.
+    s.ada.send_text(&s.room, "!sessions").await?;
+    s.bot_says(|m| m.body().to_lowercase().contains("session"))
+        .await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn commands_answer_unknown_ones_get_help_and_a_thread_message_steers() -> Result<()> {
     if skip_e2e() {

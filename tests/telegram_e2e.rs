@@ -251,6 +251,31 @@ async fn strangers_are_ignored_and_audited() -> Result<()> {
     Ok(())
 }
 
+/// Telegram's servers failing (HTTP 500) on a send is retried with backoff like a network
+/// error, not dropped as a refusal: the report arrives, once.
+#[tokio::test]
+async fn a_server_error_on_a_send_is_retried_and_the_report_arrives_once() -> Result<()> {
+    let s = setup(false, None).await?;
+    let mut pi = s.core.pi("tg-5xx", "flaky").await?;
+    s.tg.fail_next("sendMessage", 500, 1);
+    pi.client.report("survives a 500").await?;
+    s.tg.wait_for_message(s.chat, WAIT, |m| m.text.contains("survives a 500"))
+        .await?;
+    assert_eq!(s.tg.status_count(500), 1, "the first attempt failed");
+    let copies =
+        s.tg.messages(s.chat)
+            .iter()
+            .filter(|m| m.text.contains("survives a 500"))
+            .count();
+    assert_eq!(copies, 1);
+    assert!(
+        !s.core.log().contains("telegram refused a message"),
+        "{}",
+        s.core.log()
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_long_report_is_split_below_the_limit_and_nothing_is_cut() -> Result<()> {
     let s = setup(false, None).await?;
@@ -459,21 +484,99 @@ async fn status_lists_the_bridge_and_a_broken_config_refuses_to_start() -> Resul
         "{status}"
     );
 
+    // Allowed users but nowhere to post: refused before anything starts, saying what to set.
     let dir = tempfile::tempdir()?;
     let out = std::process::Command::new(shepherd_harness::shepherd_bin())
         .arg("up")
         .env("PI_CODING_AGENT_DIR", dir.path())
         .env("SHEPHERD_TELEGRAM_TOKEN", "1:x")
-        .env("SHEPHERD_TELEGRAM__CHAT_ID", "1")
+        .env("SHEPHERD_TELEGRAM__ALLOWED_USERS", "[4242]")
         .env_remove("SHEPHERD_SOCKET")
         .env_remove("SHEPHERD_CONFIG")
         .output()?;
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("chat_id") && err.contains("user id"), "{err}");
+    Ok(())
+}
+
+/// With only a bot token (nobody allowed, no chat), `up` runs the bridge in pairing mode:
+/// whoever writes to the bot privately gets their numeric id and the settings that allow
+/// it, and nobody is served (a session's report goes nowhere).
+#[tokio::test]
+async fn a_token_alone_runs_pairing_mode_which_tells_a_writer_their_id() -> Result<()> {
+    let ada = FakeUser::new(ADA, "Ada").with_username("ada");
+    let tg = FakeTelegram::start(
+        FakeTelegramOptions::default()
+            .user(ada.clone())
+            .private_chat(ada),
+    )
+    .await?;
+    let api = tg.api_url();
+    let core = Core::start_with(&[
+        ("SHEPHERD_TELEGRAM_TOKEN", tg.token()),
+        ("SHEPHERD_TELEGRAM__API_URL", &api),
+    ])
+    .await?;
+    tg.wait_for("the bridge's first long poll", WAIT, |tg| {
+        tg.long_poll_waiting().then_some(())
+    })
+    .await?;
+    let mut pi = core.pi("tg-pairing", "unserved").await?;
+    pi.client.report("for nobody yet").await?;
+
+    tg.inject_message(UserMessage::new(ADA, ADA, "hello?"))?;
+    let reply = tg
+        .wait_for_message(ADA, WAIT, |m| m.text.contains("user id is 4242"))
+        .await?;
     assert!(
-        err.contains("allowed_users") && err.contains("user id"),
+        reply.text.contains("allowed_users = [4242]"),
+        "{}",
+        reply.text
+    );
+    assert!(reply.text.contains("chat_id = 4242"), "{}", reply.text);
+    assert!(core.log().contains("pairing mode"), "{}", core.log());
+    let sent = tg.messages(ADA);
+    assert_eq!(sent.len(), 1, "only the pairing reply: {sent:?}");
+    let status = core.cli_json(&["status"])?;
+    assert_eq!(
+        status["bridges"].as_array().map(Vec::len),
+        Some(1),
+        "{status}"
+    );
+    Ok(())
+}
+
+/// A second bridge on the same bot (`shepherd bot` next to the running core's bridge) is
+/// refused by the core before it polls: it exits naming the running bridge, the running
+/// one keeps its long poll, and `status` lists one Telegram bridge.
+#[tokio::test]
+async fn a_second_bridge_on_the_same_bot_is_refused_naming_the_running_one() -> Result<()> {
+    let s = setup(false, None).await?;
+    let polls = s.tg.calls_to("getUpdates").len();
+    let mut second = tokio::process::Command::from(s.core.command());
+    let out = tokio::time::timeout(WAIT, second.arg("bot").output())
+        .await
+        .context("the second bridge did not stop")??;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("telegram:@") && err.contains("already served by the bridge `telegram`"),
         "{err}"
     );
+    assert!(
+        err.contains("pid "),
+        "names the running bridge's process: {err}"
+    );
+    assert_eq!(
+        s.tg.calls_to("getUpdates").len(),
+        polls,
+        "the refused bridge never polled"
+    );
+    assert!(s.tg.long_poll_waiting(), "the running bridge still polls");
+    let status = s.core.cli_json(&["status"])?;
+    let bridges = status["bridges"].as_array().context("bridges")?;
+    assert_eq!(bridges.len(), 1, "{status}");
     Ok(())
 }
 

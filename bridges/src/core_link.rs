@@ -19,7 +19,7 @@ use std::time::Duration;
 pub use shepherd_core::client::Sent;
 use shepherd_core::client::{Client, ClientError, Request};
 use shepherd_core::protocol::{
-    Ask, AskId, AskState, ClientKind, CoreStatus, Pairing, Report, ServerMsg, SessionId,
+    Ask, AskId, AskState, ClientKind, CoreStatus, ErrorCode, Pairing, Report, ServerMsg, SessionId,
     SessionInfo, requests,
 };
 use tokio::sync::mpsc;
@@ -34,6 +34,22 @@ pub enum CoreEvent {
     Event(Box<ServerMsg>),
     /// The connection dropped; reconnecting.
     Disconnected(String),
+    /// The core refused this bridge: another live bridge serves the same bot. The event
+    /// task has stopped; the bridge must stop too (the message names the other one).
+    Refused(String),
+}
+
+/// Wait for the event task's first word: `Ok(Some(Connected))` once subscribed (hand it
+/// on to the relay), `Err` with the core's reason when another bridge serves the bot,
+/// `Ok(None)` when the task ended (shutdown). A bridge calls this before it starts
+/// reading its platform, so two bridges never poll one bot.
+pub async fn first_contact(
+    rx: &mut mpsc::Receiver<CoreEvent>,
+) -> Result<Option<CoreEvent>, String> {
+    match rx.recv().await {
+        Some(CoreEvent::Refused(why)) => Err(why),
+        other => Ok(other),
+    }
 }
 
 /// A reply's content, or why there is none.
@@ -235,6 +251,7 @@ impl CoreLink {
 pub async fn forward_events(
     socket: PathBuf,
     name: String,
+    serves: String,
     tx: mpsc::Sender<CoreEvent>,
     shutdown: CancellationToken,
 ) {
@@ -242,7 +259,7 @@ pub async fn forward_events(
     loop {
         let attempt = async {
             let mut client = Client::connect(&socket, ClientKind::Bridge, &name).await?;
-            client.subscribe().await?;
+            client.subscribe_serving(&serves).await?;
             Ok::<_, ClientError>(client)
         };
         let result = tokio::select! {
@@ -272,6 +289,10 @@ pub async fn forward_events(
                         }
                     }
                 }
+            }
+            Err(e) if e.code() == Some(ErrorCode::AlreadyServed) => {
+                let _ = tx.send(CoreEvent::Refused(e.to_string())).await;
+                return;
             }
             Err(e) => tracing::debug!(error = %e, "core not reachable yet"),
         }

@@ -61,6 +61,8 @@ pub fn validate(config: &Config) -> Result<(), BridgeError> {
 pub struct Bridges {
     tracker: TaskTracker,
     names: Vec<&'static str>,
+    /// Why a bridge stopped on its own (one line per bridge, `telegram: …`).
+    failures: tokio::sync::mpsc::UnboundedReceiver<String>,
 }
 
 impl Bridges {
@@ -73,28 +75,35 @@ impl Bridges {
     ) -> Bridges {
         let tracker = TaskTracker::new();
         let mut names = Vec::new();
+        let (failed, failures) = tokio::sync::mpsc::unbounded_channel();
         if let Some(telegram) = config.telegram.clone() {
             names.push("telegram");
             let (socket, state_dir) = (socket.to_path_buf(), state_dir.to_path_buf());
-            let shutdown = shutdown.clone();
+            let (shutdown, failed) = (shutdown.clone(), failed.clone());
             tracker.spawn(async move {
                 if let Err(e) = telegram::run(telegram, socket, state_dir, shutdown).await {
                     tracing::error!("telegram bridge stopped: {e}");
+                    let _ = failed.send(format!("telegram: {e}"));
                 }
             });
         }
         if let Some(matrix) = config.matrix.clone() {
             names.push("matrix");
             let (socket, state_dir) = (socket.to_path_buf(), state_dir.to_path_buf());
-            let shutdown = shutdown.clone();
+            let (shutdown, failed) = (shutdown.clone(), failed.clone());
             tracker.spawn(async move {
                 if let Err(e) = matrix::run(matrix, socket, state_dir, shutdown).await {
                     tracing::error!("matrix bridge stopped: {e}");
+                    let _ = failed.send(format!("matrix: {e}"));
                 }
             });
         }
         tracker.close();
-        Bridges { tracker, names }
+        Bridges {
+            tracker,
+            names,
+            failures,
+        }
     }
 
     /// Names of the bridges started.
@@ -105,5 +114,16 @@ impl Bridges {
     /// Wait for every bridge to stop (after `shutdown`).
     pub async fn join(self) {
         self.tracker.wait().await;
+    }
+
+    /// Wait until every bridge has stopped on its own (without `shutdown`: each failed),
+    /// and say why, one line per bridge.
+    pub async fn all_failed(&mut self) -> Vec<String> {
+        self.tracker.wait().await;
+        let mut why = Vec::new();
+        while let Ok(line) = self.failures.try_recv() {
+            why.push(line);
+        }
+        why
     }
 }

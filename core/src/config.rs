@@ -317,6 +317,43 @@ pub struct Loaded {
     pub config: Config,
     /// The file read, if any.
     pub file: Option<PathBuf>,
+    /// The secrets written in that file (`telegram.token`, …), by key.
+    pub file_secrets: Vec<String>,
+}
+
+impl Loaded {
+    /// When the config file holds a secret and group or others may read it: what to say
+    /// (which secrets, and the mode). The fix is `chmod 600` on [`Loaded::file`].
+    pub fn exposed_secrets(&self) -> Option<String> {
+        use std::os::unix::fs::PermissionsExt;
+        let file = self.file.as_ref()?;
+        if self.file_secrets.is_empty() {
+            return None;
+        }
+        let mode = std::fs::metadata(file).ok()?.permissions().mode() & 0o777;
+        (mode & 0o077 != 0).then(|| {
+            format!(
+                "the config file {} holds {} and others can read it (mode {mode:04o})",
+                file.display(),
+                self.file_secrets.join(", "),
+            )
+        })
+    }
+}
+
+/// The secret keys set in a parsed file (`telegram.token`, `matrix.password`).
+fn secrets_in(table: &toml::Table) -> Vec<String> {
+    let mut found = Vec::new();
+    for (section, value) in table {
+        if let Some(section_table) = value.as_table() {
+            for key in SECRET_KEYS {
+                if section_table.contains_key(key) {
+                    found.push(format!("{section}.{key}"));
+                }
+            }
+        }
+    }
+    found
 }
 
 /// Pi's agent directory: `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
@@ -372,10 +409,15 @@ impl Config {
             Some(path) => path.display().to_string(),
             None => "defaults".to_string(),
         };
+        let file_secrets = secrets_in(&table);
         let mut table = table;
-        apply_env(&mut table, std::env::vars())?;
-        let config = from_table(table, &origin)?;
-        Ok(Loaded { config, file })
+        let from_env = apply_env(&mut table, std::env::vars())?;
+        let config = from_table(table, &origin, &from_env)?;
+        Ok(Loaded {
+            config,
+            file,
+            file_secrets,
+        })
     }
 
     /// Parse TOML text (used for files and by tests).
@@ -386,7 +428,7 @@ impl Config {
                     path: PathBuf::from(origin),
                     message: e.message().to_string(),
                 })?;
-        from_table(table, origin)
+        from_table(table, origin, &[])
     }
 
     /// The state directory after defaults.
@@ -424,12 +466,19 @@ fn read_table(path: &Path) -> Result<toml::Table, ConfigError> {
     })
 }
 
-fn from_table(table: toml::Table, origin: &str) -> Result<Config, ConfigError> {
+/// Settings set from the environment: (dotted key, the variable that set it).
+type FromEnv = [(String, String)];
+
+fn from_table(table: toml::Table, origin: &str, from_env: &FromEnv) -> Result<Config, ConfigError> {
     serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
         let key = e.path().to_string();
         // toml appends "in `section`" on a line of its own; the key path already says it.
         let message = e.into_inner().to_string();
         let mut message = message.lines().next().unwrap_or_default().to_string();
+        let origin = match env_origin(&key, &message, from_env) {
+            Some(var) => format!("environment variable {var}"),
+            None => origin.to_string(),
+        };
         if is_secret_key(&key) {
             // serde quotes the offending value (`invalid type: integer `42``): not for a secret.
             let expected = message
@@ -440,11 +489,39 @@ fn from_table(table: toml::Table, origin: &str) -> Result<Config, ConfigError> {
                 format!("not a valid value{expected}; the value is not shown: it is a secret");
         }
         ConfigError::Invalid {
-            origin: origin.to_string(),
+            origin,
             key,
             message,
         }
     })
+}
+
+/// The variable behind a bad setting: the one that set `key` (or a value inside it), or,
+/// for `unknown field \`x\`` at `key`, the one that set `key.x`.
+fn env_origin<'a>(key: &str, message: &str, from_env: &'a FromEnv) -> Option<&'a str> {
+    let inside = |path: &str| {
+        key == path
+            || key
+                .strip_prefix(path)
+                .is_some_and(|rest| rest.starts_with(['.', '[']))
+    };
+    let unknown = message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split('`').next());
+    from_env
+        .iter()
+        .find(|(path, _)| {
+            inside(path)
+                || unknown.is_some_and(|field| {
+                    let parent = if key == "." {
+                        String::new()
+                    } else {
+                        format!("{key}.")
+                    };
+                    *path == format!("{parent}{field}")
+                })
+        })
+        .map(|(_, var)| var.as_str())
 }
 
 /// Settings whose values are secrets: never parsed as TOML from the environment, never
@@ -461,7 +538,8 @@ fn is_secret_key(path: &str) -> bool {
 fn apply_env(
     table: &mut toml::Table,
     vars: impl Iterator<Item = (String, String)>,
-) -> Result<(), ConfigError> {
+) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut from_env = Vec::new();
     for (var, value) in vars {
         let Some(rest) = var.strip_prefix("SHEPHERD_") else {
             continue;
@@ -490,8 +568,9 @@ fn apply_env(
             parse_env_value(&value)
         };
         insert_path(table, &path, parsed);
+        from_env.push((path.join("."), var));
     }
-    Ok(())
+    Ok(from_env)
 }
 
 /// A TOML scalar or array when the text is one (`42`, `true`, `[1, 2]`), else a string.
@@ -600,8 +679,8 @@ mod tests {
             ("SHEPHERD_SKIP_E2E", "1"),
             ("OTHER", "x"),
         ]);
-        apply_env(&mut table, vars).unwrap();
-        let config = from_table(table, "t").unwrap();
+        let from_env = apply_env(&mut table, vars).unwrap();
+        let config = from_table(table, "t", &from_env).unwrap();
         assert_eq!(config.core.limits.max_sessions, 7);
         assert_eq!(
             config.core.socket.as_deref(),
@@ -635,8 +714,8 @@ mod tests {
             ("SHEPHERD_TELEGRAM_TOKEN", "[1, 2]"),
             ("SHEPHERD_MATRIX__ACCESS_TOKEN", "\"quoted\""),
         ]);
-        apply_env(&mut table, vars).unwrap();
-        let config = from_table(table, "environment").unwrap();
+        let from_env = apply_env(&mut table, vars).unwrap();
+        let config = from_table(table, "environment", &from_env).unwrap();
         let matrix = config.matrix.unwrap();
         assert_eq!(matrix.password.as_deref(), Some("987654321"));
         assert_eq!(
@@ -650,8 +729,66 @@ mod tests {
     #[test]
     fn env_with_unknown_key_is_an_error() {
         let mut table = toml::Table::new();
-        apply_env(&mut table, env(&[("SHEPHERD_CORE__NOPE", "1")])).unwrap();
-        let err = from_table(table, "environment").unwrap_err();
+        let from_env = apply_env(&mut table, env(&[("SHEPHERD_CORE__NOPE", "1")])).unwrap();
+        let err = from_table(table, "/home/u/config.toml", &from_env).unwrap_err();
         assert!(err.to_string().contains("nope"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("environment variable SHEPHERD_CORE__NOPE: "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_secret_in_a_file_others_can_read_is_reported() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[telegram]\ntoken = \"1:SECRET\"\nchat_id = 1\n").unwrap();
+        let table = read_table(&path).unwrap();
+        let loaded = Loaded {
+            config: from_table(table.clone(), "t", &[]).unwrap(),
+            file: Some(path.clone()),
+            file_secrets: secrets_in(&table),
+        };
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let said = loaded.exposed_secrets().expect("0644 is exposed");
+        assert!(
+            said.contains("telegram.token") && said.contains("0644"),
+            "{said}"
+        );
+        assert!(!said.contains("SECRET"), "never the value: {said}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(loaded.exposed_secrets(), None);
+        // No secret in the file: its mode is nobody's business.
+        let plain = Loaded {
+            file_secrets: Vec::new(),
+            ..loaded
+        };
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(plain.exposed_secrets(), None);
+    }
+
+    #[test]
+    fn a_bad_value_from_the_environment_names_the_variable_not_the_file() {
+        let mut table: toml::Table = "[core]\nhello_timeout_ms = 5000\n".parse().unwrap();
+        let vars = env(&[
+            ("SHEPHERD_CORE__LIMITS__MAX_FRAME_BYTES", "lots"),
+            ("SHEPHERD_TELEGRAM__ALLOWED_USERS", "[\"ada\"]"),
+        ]);
+        let from_env = apply_env(&mut table, vars).unwrap();
+        let err = from_table(table, "/home/u/config.toml", &from_env).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("environment variable SHEPHERD_"),
+            "blames the variable, not the file: {text}"
+        );
+        // A file's own bad value still names the file.
+        let table: toml::Table = "[core]\nhello_timeout_ms = \"soon\"\n".parse().unwrap();
+        let err = from_table(table, "/home/u/config.toml", &[]).unwrap_err();
+        assert!(
+            err.to_string().starts_with("/home/u/config.toml: "),
+            "{err}"
+        );
     }
 }

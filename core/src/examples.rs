@@ -4,13 +4,13 @@
 //! and, through the `test-support` feature, for the dev-dependencies of the other crates;
 //! never part of a release build.
 
-use crate::protocol::{Ask, AskState, Pairing, PairingState, Role, SessionInfo};
+use crate::protocol::{Ask, AskState, Pairing, PairingId, PairingState, Role, SessionInfo};
 
 /// An active pairing: `watch-login` (`sup-1`) supervises `fix-login` (`w-1`) in
 /// `/src/app` with the goal "SSO works", after 3 looks and 1 steer; both sides connected.
 pub fn pairing() -> Pairing {
     Pairing {
-        id: 7,
+        id: PairingId::from(7),
         supervisor_id: "sup-1".into(),
         supervisor_name: "watch-login".into(),
         worker_id: "w-1".into(),

@@ -241,7 +241,7 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
   list_sessions: listAll,
   list_asks: listAll,
   status: idOnly,
-  subscribe: idOnly,
+  subscribe: record({ id: req(u64), serves: maybeNull(str) }),
   ping: idOnly,
   supervise: record({
     id: req(u64),

@@ -46,7 +46,8 @@ export type AckMsg = { type: "ack"; ids: number[] };
 export type ListSessionsMsg = { type: "list_sessions"; id: number; all?: boolean };
 export type ListAsksMsg = { type: "list_asks"; id: number; all?: boolean };
 export type StatusMsg = { type: "status"; id: number };
-export type SubscribeMsg = { type: "subscribe"; id: number };
+/** `serves`: bridges only, the bot they serve (`telegram:@name`); one live bridge per bot. */
+export type SubscribeMsg = { type: "subscribe"; id: number; serves?: string | null };
 export type PingMsg = { type: "ping"; id: number };
 export type SuperviseMsg = {
   type: "supervise";

@@ -237,6 +237,7 @@ export const ERROR_CODES = [
   "verdict_refused",
   "runaway",
   "store_failed",
+  "already_served",
   "internal",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

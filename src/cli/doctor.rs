@@ -112,6 +112,12 @@ pub async fn run_checks(ctx: &Ctx) -> Vec<Check> {
     let (config, check) = config_check(ctx);
     let config_ok = check.status == Level::Ok;
     checks.push(check);
+    if let Ok(loaded) = ctx.load_config_raw()
+        && let (Some(exposed), Some(file)) = (loaded.exposed_secrets(), &loaded.file)
+    {
+        let fix = format!("chmod 600 {}", file.display());
+        checks.push(Check::warn("config secrets", exposed, fix));
+    }
     if config_ok {
         checks.extend(bridge_checks(&config));
     }
@@ -247,6 +253,11 @@ fn bridge_checks(config: &Config) -> Vec<Check> {
         ];
         if t.chat_id.is_none() {
             parts.push("no chat_id".into());
+        }
+        if shepherd_bridges::telegram::pairing_mode(t) {
+            parts.push(
+                "pairing mode: serves nobody, tells whoever writes to the bot their user id".into(),
+            );
         }
         checks.push(bridge_check(
             "telegram",

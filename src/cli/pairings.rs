@@ -107,7 +107,7 @@ mod tests {
 
     fn pairing(id: u64) -> Pairing {
         Pairing {
-            id,
+            id: id.into(),
             goal: Some("the login form accepts SSO users and every test passes".into()),
             worker_connected: false,
             ..examples::pairing()

@@ -136,6 +136,9 @@ fn serve(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
         Some(file) => tracing::info!(config = %file.display(), "configuration read"),
         None => tracing::info!("no config file: running on defaults"),
     }
+    if let (Some(exposed), Some(file)) = (loaded.exposed_secrets(), &loaded.file) {
+        tracing::warn!("{exposed}: run `chmod 600 {}`", file.display());
+    }
     // One thread: the hub, connection readers and writers run without cross-thread
     // wake-ups (benches/core/ measured this halving the round trip).
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -198,12 +201,16 @@ pub fn run_bot(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e| Failure::new("runtime", format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
         let shutdown = CancellationToken::new();
-        let bridges = Bridges::spawn(&config, &socket, &state_dir, shutdown.clone());
+        let mut bridges = Bridges::spawn(&config, &socket, &state_dir, shutdown.clone());
         tracing::info!(bridges = ?bridges.names(), socket = %socket.display(), "bridges running");
-        shepherd_core::daemon::wait_for_signal().await;
-        stop_bridges(bridges, shutdown).await;
-    });
-    Ok(ExitCode::SUCCESS)
+        tokio::select! {
+            _ = shepherd_core::daemon::wait_for_signal() => {
+                stop_bridges(bridges, shutdown).await;
+                Ok(ExitCode::SUCCESS)
+            }
+            why = bridges.all_failed() => Err(Failure::new("bridge_stopped", why.join("; ")).into()),
+        }
+    })
 }
 
 async fn stop_bridges(bridges: Bridges, shutdown: CancellationToken) {

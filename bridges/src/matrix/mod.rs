@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::chat::access::Allowlist;
-use crate::core_link::{self, CoreLink};
+use crate::core_link::{self, CoreEvent, CoreLink};
 use crate::relay::Relay;
 use session::NetworkError;
 
@@ -57,6 +57,8 @@ pub enum MatrixError {
     NoCredentials,
     #[error("matrix.{what} {value:?} is not valid")]
     BadId { what: &'static str, value: String },
+    #[error("another bridge serves this Matrix user: {0}")]
+    AlreadyServed(String),
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error("cannot use the homeserver {url}: {reason} (check matrix.homeserver)")]
@@ -183,20 +185,29 @@ async fn run_inner(
         .unwrap_or_default();
     tracing::info!(user = %me, room = %room.room_id(), "matrix bridge started");
 
+    // Claim the bot's user with the core before syncing: two bridges syncing one user
+    // would both answer every command.
+    let (core_tx, mut core_rx) = mpsc::channel(1024);
+    tokio::spawn(core_link::forward_events(
+        socket.clone(),
+        "matrix".into(),
+        format!("matrix:{me}"),
+        core_tx,
+        shutdown.clone(),
+    ));
+    let Some(connected) = core_link::first_contact(&mut core_rx)
+        .await
+        .map_err(MatrixError::AlreadyServed)?
+    else {
+        return Ok(());
+    };
+
     let (matrix_tx, mut matrix_rx) = mpsc::channel(1024);
     events::register(&client, matrix_tx);
     let sync_task = tokio::spawn(sync_forever(
         client.clone(),
         settings,
         paths.session.clone(),
-        shutdown.clone(),
-    ));
-
-    let (core_tx, mut core_rx) = mpsc::channel(1024);
-    tokio::spawn(core_link::forward_events(
-        socket.clone(),
-        "matrix".into(),
-        core_tx,
         shutdown.clone(),
     ));
 
@@ -217,11 +228,15 @@ async fn run_inner(
     };
     let core = CoreLink::new(&socket, "matrix");
     let mut bridge = Relay::new(matrix, core, state_dir.join("audit.log"));
+    bridge.on_core(connected).await;
     let mut sync_task = sync_task;
     let result = loop {
         tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),
-            Some(event) = core_rx.recv() => bridge.on_core(event).await,
+            Some(event) = core_rx.recv() => match event {
+                CoreEvent::Refused(why) => break Err(MatrixError::AlreadyServed(why)),
+                event => bridge.on_core(event).await,
+            },
             Some(event) = matrix_rx.recv() => bridge.on_matrix(event).await,
             done = &mut sync_task => break match done {
                 Ok(r) => r,

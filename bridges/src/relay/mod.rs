@@ -75,6 +75,10 @@ impl<P: Platform> Relay<P> {
             CoreEvent::Disconnected(why) => {
                 tracing::warn!(%why, "{}: lost the core; reconnecting", P::NAME)
             }
+            // The platform's loop stops the bridge on this before it gets here.
+            CoreEvent::Refused(why) => {
+                tracing::error!(%why, "{}: the core refused this bridge", P::NAME)
+            }
             CoreEvent::Event(msg) => match *msg {
                 ServerMsg::AskOpened { ask } => self.post_card(&ask).await,
                 ServerMsg::AskAnswered { ask } => self.close_cards(&ask).await,

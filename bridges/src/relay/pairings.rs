@@ -69,25 +69,13 @@ mod tests {
 
     fn pairing(id: u64, supervisor: &str, worker: &str, state: PairingState) -> Pairing {
         Pairing {
-            id,
+            id: id.into(),
             supervisor_id: supervisor.into(),
             supervisor_name: format!("{supervisor}-name"),
             worker_id: worker.into(),
             worker_name: format!("{worker}-name"),
-            cwd: "/src".into(),
-            goal: None,
-            goal_file: None,
             state,
-            looks: 0,
-            steers: 0,
-            created_at: 0,
-            last_look_at: None,
-            ended_at: None,
-            end_reason: None,
-            ended_by: None,
-            evidence: None,
-            supervisor_connected: true,
-            worker_connected: true,
+            ..shepherd_core::examples::pairing()
         }
     }
 

@@ -9,6 +9,7 @@
 
 pub mod bridge;
 pub mod outbox;
+pub mod pairing_mode;
 pub mod poller;
 pub mod store;
 pub mod updates;
@@ -25,17 +26,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::chat::access::Allowlist;
 use crate::chat::commands::COMMANDS;
-use crate::core_link::{self, CoreLink};
+use crate::core_link::{self, CoreEvent, CoreLink};
 use crate::relay::Relay;
 
 /// Why the Telegram bridge cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum TelegramError {
-    #[error(
-        "telegram.allowed_users is empty, so nobody could use the bot: add your numeric Telegram user id \
-         (send the bot a message and read the refusal in the log, or ask @userinfobot)"
-    )]
-    NoAllowedUsers,
     #[error(
         "telegram.chat_id is missing: set it to your user id (private chat) or to the forum supergroup's id (-100…)"
     )]
@@ -46,6 +42,8 @@ pub enum TelegramError {
     BadUrl(String),
     #[error("Telegram refused the bot token: check SHEPHERD_TELEGRAM_TOKEN / telegram.token_file")]
     BadToken,
+    #[error("another bridge serves this bot: {0}")]
+    AlreadyServed(String),
     #[error("cannot open the bridge state {path}: {source}")]
     Store {
         path: PathBuf,
@@ -53,16 +51,19 @@ pub enum TelegramError {
     },
 }
 
-/// Check the configuration before anything starts.
+/// Check the configuration before anything starts. No allowed users is not an error: the
+/// bridge then runs in [`pairing_mode`], telling whoever writes to it their user id.
 pub fn validate(config: &TelegramConfig) -> Result<(), TelegramError> {
-    if config.allowed_users.is_empty() {
-        return Err(TelegramError::NoAllowedUsers);
-    }
-    if config.chat_id.is_none() {
+    if !config.allowed_users.is_empty() && config.chat_id.is_none() {
         return Err(TelegramError::NoChat);
     }
     config.resolve_token()?;
     Ok(())
+}
+
+/// Whether the bridge would run in [`pairing_mode`] (a token, nobody allowed yet).
+pub fn pairing_mode(config: &TelegramConfig) -> bool {
+    config.allowed_users.is_empty()
 }
 
 /// Run the bridge until `shutdown`: connect to Telegram and to the core at `socket`,
@@ -74,7 +75,6 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), TelegramError> {
     validate(&config)?;
-    let chat_id = config.chat_id.ok_or(TelegramError::NoChat)?;
     let token = config.resolve_token()?;
     let mut bot = Bot::new(token);
     if let Some(url) = &config.api_url {
@@ -106,7 +106,7 @@ pub async fn run(
         }
     };
     let username = me.username.clone().unwrap_or_default();
-    tracing::info!(bot = %username, chat = chat_id, "telegram bridge started");
+    tracing::info!(bot = %username, chat = ?config.chat_id, "telegram bridge started");
     let commands: Vec<BotCommand> = COMMANDS
         .iter()
         .map(|c| match c.args {
@@ -125,12 +125,29 @@ pub async fn run(
     };
     let outbox = outbox::spawn(bot.clone(), limits, shutdown.clone());
     let (core_tx, mut core_rx) = mpsc::channel(1024);
+    let serves = match &me.username {
+        Some(name) => format!("telegram:@{name}"),
+        None => format!("telegram:{}", me.id),
+    };
     tokio::spawn(core_link::forward_events(
         socket.clone(),
         "telegram".into(),
+        serves,
         core_tx,
         shutdown.clone(),
     ));
+    // Claim the bot with the core before polling: two pollers of one bot would each get
+    // some of the human's messages.
+    let Some(connected) = core_link::first_contact(&mut core_rx)
+        .await
+        .map_err(TelegramError::AlreadyServed)?
+    else {
+        return Ok(());
+    };
+    if pairing_mode(&config) {
+        return pairing_mode::run(bot, store, &db, shutdown).await;
+    }
+    let chat_id = config.chat_id.ok_or(TelegramError::NoChat)?;
     let (poll_tx, mut poll_rx) = mpsc::channel(16);
     let offset = store.offset().map_err(|source| TelegramError::Store {
         path: db.clone(),
@@ -149,10 +166,14 @@ pub async fn run(
     };
     let core = CoreLink::new(&socket, "telegram");
     let mut bridge = Relay::new(telegram, core, state_dir.join("audit.log"));
+    bridge.on_core(connected).await;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            Some(event) = core_rx.recv() => bridge.on_core(event).await,
+            Some(event) = core_rx.recv() => match event {
+                CoreEvent::Refused(why) => return Err(TelegramError::AlreadyServed(why)),
+                event => bridge.on_core(event).await,
+            },
             Some((update, done)) = poll_rx.recv() => {
                 let next = i64::from(update.id.0) + 1;
                 bridge.on_update(update).await;

@@ -138,6 +138,11 @@ impl Courier for TelegramCourier {
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(60));
                 }
+                Err(e) if server_trouble(&e) => {
+                    tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "telegram's servers failed (5xx); retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(60));
+                }
                 Err(RequestError::Api(ApiError::MessageNotModified)) => return Ok(0),
                 Err(RequestError::Api(ApiError::CantParseEntities(reason))) if !plain_fallback => {
                     tracing::error!(%reason, "telegram could not parse our HTML; sending plain text instead");
@@ -149,6 +154,25 @@ impl Courier for TelegramCourier {
                 }
             }
         }
+    }
+}
+
+/// Whether `e` is the Bot API's servers failing (an HTTP 5xx) rather than a refusal of the
+/// message: teloxide keeps no status code, so a 5xx shows as its JSON description or, from
+/// a proxy, as a body that is not JSON. Retried like a network error, never dropped.
+fn server_trouble(e: &RequestError) -> bool {
+    const SERVER_ERRORS: &[&str] = &[
+        "Internal Server Error",
+        "Bad Gateway",
+        "Service Unavailable",
+        "Gateway Timeout",
+    ];
+    match e {
+        RequestError::InvalidJson { .. } => true,
+        RequestError::Api(ApiError::Unknown(description)) => {
+            SERVER_ERRORS.iter().any(|s| description.contains(s))
+        }
+        _ => false,
     }
 }
 

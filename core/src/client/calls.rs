@@ -5,8 +5,8 @@
 
 use super::{Client, ClientError, Welcome};
 use crate::protocol::{
-    Ask, AskId, ClientMsg, CoreStatus, Pairing, Registration, Report, ServerMsg, SessionId,
-    SessionInfo, Verdict, View, requests,
+    Ask, AskId, ClientMsg, CoreStatus, MessageId, Pairing, Registration, Report, ServerMsg,
+    SessionId, SessionInfo, Verdict, View, requests,
 };
 
 /// A request the core answers with one reply of type [`Request::Reply`].
@@ -34,7 +34,7 @@ pub struct Registered {
 /// The core's answer to `send`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sent {
-    pub message_id: u64,
+    pub message_id: MessageId,
     pub session_id: SessionId,
     pub session_name: String,
     pub connected: bool,
@@ -105,6 +105,16 @@ impl Client {
     /// Receive presence, ask, report and pairing events on this connection.
     pub async fn subscribe(&mut self) -> Result<(), ClientError> {
         self.call(requests::Subscribe::default()).await
+    }
+
+    /// Bridges: [`Client::subscribe`] as the one bridge serving `bot`
+    /// (`telegram:@name`); refused with `already_served` while another serves it.
+    pub async fn subscribe_serving(&mut self, bot: &str) -> Result<(), ClientError> {
+        self.call(requests::Subscribe {
+            serves: Some(bot.to_string()),
+            ..Default::default()
+        })
+        .await
     }
 
     /// A round trip that changes nothing.
@@ -184,7 +194,7 @@ impl Client {
     }
 
     /// Pi: these deliveries reached the model. No reply.
-    pub async fn ack(&mut self, ids: Vec<u64>) -> Result<(), ClientError> {
+    pub async fn ack(&mut self, ids: Vec<MessageId>) -> Result<(), ClientError> {
         self.send(&ClientMsg::Ack(requests::Ack { ids })).await
     }
 

@@ -7,14 +7,14 @@ use rusqlite::Connection;
 use super::asks::human_label;
 use super::{Cx, HubError, HubResult, Out, State};
 use crate::clock::now_ms;
-use crate::protocol::SessionId;
 use crate::protocol::requests::{Ack, Send};
 use crate::protocol::{ClientKind, Delivery, DeliveryKind, ErrorCode, Sender, ServerMsg, frame};
+use crate::protocol::{MessageId, SessionId};
 use crate::store::{self, messages::NewMessage};
 
 /// Mail that is stored: its delivery id, and whether its recipient is connected now.
 pub(super) struct Mailed {
-    pub id: u64,
+    pub id: MessageId,
     pub connected: bool,
 }
 
@@ -116,7 +116,7 @@ impl State {
     /// never read it, and it would block that mailbox for good.
     fn check_fits(&self, m: &NewMessage<'_>) -> HubResult<()> {
         let max = self.facts.limits.max_frame_bytes;
-        let probe = m.delivery(u64::MAX);
+        let probe = m.delivery(MessageId::from(u64::MAX));
         let len = frame::encode(&ServerMsg::Deliver { message: probe }).len() - frame::HEADER_LEN;
         if len > max {
             return Err(HubError::new(

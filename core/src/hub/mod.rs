@@ -31,9 +31,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Limits, SuperviseConfig};
 use crate::git::RepoContext;
-use crate::protocol::requests::ListAsks;
+use crate::protocol::requests::{ListAsks, Subscribe};
 use crate::protocol::{
-    ClientKind, ClientMsg, Delivery, ErrorCode, ResultsMode, ServerMsg, SessionId, frame,
+    ClientKind, ClientMsg, Delivery, ErrorCode, MessageId, ResultsMode, ServerMsg, SessionId, frame,
 };
 use crate::store::{self, Store};
 
@@ -118,8 +118,10 @@ pub struct CoreFacts {
 /// is short (one group commit per batch), so it does not starve the connection tasks.
 pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel(16 * 1024);
+    // Armed at start so the first tick looks for pairings left active by a previous run.
+    let (timer, armed) = tokio::sync::watch::channel(true);
     if facts.supervise.look_interval_secs > 0 {
-        tokio::spawn(tick(tx.downgrade()));
+        tokio::spawn(tick(tx.downgrade(), armed));
     }
     let hub = Hub {
         db: store.conn,
@@ -129,6 +131,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             subscribers: HashSet::new(),
             facts,
             supervision: supervise::Supervision::default(),
+            timer,
             self_tx: tx.downgrade(),
         },
     };
@@ -136,12 +139,15 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
     (HubHandle { tx }, task)
 }
 
-/// Send [`HubCommand::Tick`] once a second while the hub runs.
-async fn tick(hub: mpsc::WeakSender<HubCommand>) {
-    let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+/// Send [`HubCommand::Tick`] once a second while the hub runs and the timer is armed
+/// ([`State::timer`]: some pairing is active). Disarmed, it sleeps until armed again, so
+/// an idle core without pairings does not wake up for it.
+async fn tick(hub: mpsc::WeakSender<HubCommand>, mut armed: tokio::sync::watch::Receiver<bool>) {
     loop {
-        every.tick().await;
+        if armed.wait_for(|armed| *armed).await.is_err() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
         let Some(tx) = hub.upgrade() else { break };
         if tx.send(HubCommand::Tick).await.is_err() {
             break;
@@ -159,6 +165,8 @@ struct Conn {
     handle: ConnHandle,
     close: Option<oneshot::Sender<ErrorCode>>,
     session: Option<SessionId>,
+    /// The bot this bridge connection serves (`subscribe.serves`).
+    serves: Option<String>,
 }
 
 /// Routing state: everything but the database.
@@ -169,6 +177,9 @@ struct State {
     subscribers: HashSet<ConnId>,
     facts: CoreFacts,
     supervision: supervise::Supervision,
+    /// Whether the once-a-second tick runs: disarmed by a tick that finds no active
+    /// pairing, armed again by any pairing event.
+    timer: tokio::sync::watch::Sender<bool>,
     /// The hub's own inbox, for work it hands to blocking threads (view builds). Weak, so
     /// the hub still stops when every other handle is gone.
     self_tx: mpsc::WeakSender<HubCommand>,
@@ -178,7 +189,7 @@ struct Live {
     conn: ConnId,
     name: String,
     /// Highest delivery id handed to this connection's writer.
-    last_sent: u64,
+    last_sent: MessageId,
     /// Mail is waiting in the store for room in the outbox: live deliveries are not sent
     /// (they would overtake it); the replay sends them in id order as the writer drains.
     replaying: bool,
@@ -189,7 +200,7 @@ impl Live {
         Live {
             conn,
             name,
-            last_sent: 0,
+            last_sent: MessageId::from(0),
             replaying: false,
         }
     }
@@ -201,7 +212,7 @@ struct Frame {
     bytes: Bytes,
     /// Set for `deliver` frames: whose mailbox, which id. Deliveries are durable, so when
     /// the outbox is full they wait in the store instead of cutting the session off.
-    delivery: Option<(SessionId, u64)>,
+    delivery: Option<(SessionId, MessageId)>,
 }
 
 /// What a batch produced, sent only after its commit.
@@ -445,7 +456,7 @@ impl State {
             ClientMsg::ListSessions(req) => self.list_sessions(cx, req, db, out),
             ClientMsg::ListAsks(req) => self.list_asks(cx, req, db, out),
             ClientMsg::Status(_) => self.status(cx, db, out),
-            ClientMsg::Subscribe(_) => self.subscribe(cx, out),
+            ClientMsg::Subscribe(req) => self.subscribe(cx, req, out),
             ClientMsg::Ping(_) => Self::ping(cx, out),
             ClientMsg::Supervise(req) => self.supervise(cx, req, db, out),
             ClientMsg::Unpair(req) => self.unpair(cx, req, db, out),
@@ -470,9 +481,52 @@ impl State {
         Ok(())
     }
 
-    fn subscribe(&mut self, cx: Cx, out: &mut Out) -> HubResult<()> {
+    fn subscribe(&mut self, cx: Cx, req: Subscribe, out: &mut Out) -> HubResult<()> {
+        if let Some(bot) = req.serves {
+            self.claim_bot(cx, bot)?;
+        }
         self.subscribers.insert(cx.conn);
         out.send(cx.conn, &ServerMsg::Subscribed { id: cx.id });
+        Ok(())
+    }
+
+    /// Bind `bot` to this bridge connection, unless another live connection serves it.
+    fn claim_bot(&mut self, cx: Cx, bot: String) -> HubResult<()> {
+        if cx.kind != ClientKind::Bridge {
+            return Err(HubError::new(
+                ErrorCode::Forbidden,
+                "only a bridge serves a bot; subscribe without `serves`",
+            ));
+        }
+        let bot = bot.trim().to_string();
+        if bot.is_empty() || bot.len() > 256 {
+            return Err(HubError::new(
+                ErrorCode::InvalidArgument,
+                "serves must name the bot in 1 to 256 bytes (telegram:@name, matrix:@user:server)",
+            ));
+        }
+        let holder = self
+            .conns
+            .iter()
+            .find(|(id, c)| **id != cx.conn && c.serves.as_deref() == Some(bot.as_str()));
+        if let Some((_, holder)) = holder {
+            let h = &holder.handle;
+            let pid = h
+                .pid
+                .map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
+            return Err(HubError::new(
+                ErrorCode::AlreadyServed,
+                format!(
+                    "{bot} is already served by the bridge `{}` ({pid}, connected {}); \
+                     one bot takes one bridge: stop that one first (`shepherd status` lists bridges)",
+                    h.client_name,
+                    crate::human::ago(h.connected_at, crate::clock::now_ms()),
+                ),
+            ));
+        }
+        if let Some(conn) = self.conns.get_mut(&cx.conn) {
+            conn.serves = Some(bot);
+        }
         Ok(())
     }
 

@@ -145,6 +145,7 @@ impl State {
             handle,
             close: Some(close),
             session: None,
+            serves: None,
         };
         self.conns.insert(conn, entry);
     }

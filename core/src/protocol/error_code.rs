@@ -66,6 +66,8 @@ pub enum ErrorCode {
     Runaway,
     /// The durable store failed; nothing from the request was accepted.
     StoreFailed,
+    /// Another live bridge already serves this bot (`subscribe.serves`); the message names it.
+    AlreadyServed,
     /// A bug in the core; the message says what failed.
     Internal,
 }
@@ -127,6 +129,7 @@ const ALL: &[(ErrorCode, &str)] = &[
     (ErrorCode::VerdictRefused, "verdict_refused"),
     (ErrorCode::Runaway, "runaway"),
     (ErrorCode::StoreFailed, "store_failed"),
+    (ErrorCode::AlreadyServed, "already_served"),
     (ErrorCode::Internal, "internal"),
 ];
 

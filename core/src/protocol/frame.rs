@@ -66,8 +66,17 @@ pub struct TypedObject {
 pub fn parse_object(body: &[u8], known_types: &[&str]) -> Result<TypedObject, DecodeFailure> {
     let text = std::str::from_utf8(body)
         .map_err(|e| (DecodeError::Malformed(format!("invalid UTF-8: {e}")), None))?;
-    let value: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| (DecodeError::Malformed(format!("invalid JSON: {e}")), None))?;
+    let value: serde_json::Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        // A string cut in the middle of a surrogate pair (Node's JSON.stringify of a text
+        // sliced inside an emoji writes `\ud83d` alone) is text, not an attack: read it
+        // with U+FFFD in place of the lone half rather than drop the connection.
+        Err(e) => match replace_lone_surrogates(text) {
+            Some(repaired) => serde_json::from_str(&repaired),
+            None => Err(e),
+        }
+        .map_err(|e| (DecodeError::Malformed(format!("invalid JSON: {e}")), None))?,
+    };
     let serde_json::Value::Object(fields) = value else {
         return Err((DecodeError::Malformed("not a JSON object".into()), None));
     };
@@ -85,6 +94,47 @@ pub fn parse_object(body: &[u8], known_types: &[&str]) -> Result<TypedObject, De
         return Err((DecodeError::UnknownType(kind), id));
     }
     Ok(TypedObject { kind, id, fields })
+}
+
+/// `text` with every `\uXXXX` escape of a lone UTF-16 surrogate (a high one not followed
+/// by a low one, or a low one alone) replaced by `\ufffd`; `None` when there is none. Only
+/// escapes are looked at: outside strings a JSON text has no backslashes, and `\\` is
+/// skipped as the escaped backslash it is.
+fn replace_lone_surrogates(text: &str) -> Option<String> {
+    fn unit_at(b: &[u8], i: usize) -> Option<u16> {
+        if b.get(i) != Some(&b'\\') || b.get(i + 1) != Some(&b'u') {
+            return None;
+        }
+        let hex = std::str::from_utf8(b.get(i + 2..i + 6)?).ok()?;
+        u16::from_str_radix(hex, 16).ok()
+    }
+    let is_high = |u: u16| (0xD800..0xDC00).contains(&u);
+    let is_low = |u: u16| (0xDC00..0xE000).contains(&u);
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut i, mut copied, mut changed) = (0, 0, false);
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match unit_at(b, i) {
+            Some(u) if is_high(u) && unit_at(b, i + 6).is_some_and(is_low) => i += 12,
+            Some(u) if is_high(u) || is_low(u) => {
+                out.push_str(&text[copied..i]);
+                out.push_str("\\ufffd");
+                i += 6;
+                copied = i;
+                changed = true;
+            }
+            Some(_) => i += 6,
+            None => i += 2,
+        }
+    }
+    changed.then(|| {
+        out.push_str(&text[copied..]);
+        out
+    })
 }
 
 /// Deserialize with the failing field's path in the error.
@@ -137,5 +187,22 @@ mod tests {
         let (e, id) = err(br#"{"type":"ask","id":5,"question":7}"#);
         assert_eq!((e.code(), id), (ErrorCode::InvalidMessage, Some(5)));
         assert!(e.to_string().contains("question"), "{e}");
+    }
+
+    #[test]
+    fn a_lone_surrogate_reads_as_the_replacement_character() {
+        // Node's JSON.stringify of "fix 🎉".slice(0, 5): the high half alone.
+        let msg = ClientMsg::decode(br#"{"type":"report","id":3,"text":"fix \ud83c"}"#).unwrap();
+        let ClientMsg::Report(report) = msg else {
+            panic!("{msg:?}")
+        };
+        assert_eq!(report.text, "fix \u{fffd}");
+        // A low half alone, a pair kept whole, and an escaped backslash left as it is.
+        let text = r#""a\udc00 \ud83c\udf89 \\ud800 \ud800""#;
+        let repaired = replace_lone_surrogates(text).unwrap();
+        assert_eq!(repaired, r#""a\ufffd \ud83c\udf89 \\ud800 \ufffd""#);
+        let value: String = serde_json::from_str(&repaired).unwrap();
+        assert_eq!(value, "a\u{fffd} 🎉 \\ud800 \u{fffd}");
+        assert_eq!(replace_lone_surrogates(r#""\ud83c\udf89 \n""#), None);
     }
 }

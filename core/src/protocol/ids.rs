@@ -124,6 +124,35 @@ impl PartialEq<SessionId> for String {
     }
 }
 
+/// The largest numeric id: the store's row ids are SQLite's signed 64-bit integers.
+pub const MAX_ID: u64 = i64::MAX as u64;
+
+/// Why text or a number is not a numeric id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdError {
+    NotANumber(std::num::ParseIntError),
+    OutOfRange(u64),
+}
+
+impl fmt::Display for IdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IdError::NotANumber(e) => e.fmt(f),
+            IdError::OutOfRange(id) => write!(f, "{id} is out of range: ids are at most {MAX_ID}"),
+        }
+    }
+}
+
+impl std::error::Error for IdError {}
+
+fn check_range(id: u64) -> Result<u64, IdError> {
+    if id > MAX_ID {
+        Err(IdError::OutOfRange(id))
+    } else {
+        Ok(id)
+    }
+}
+
 /// Declares a numeric id: a `u64` newtype with `From<u64>`, `.get()`, `Display`,
 /// `FromStr` and comparisons with `u64`.
 macro_rules! numeric_id {
@@ -131,10 +160,18 @@ macro_rules! numeric_id {
         $(#[$doc])*
         #[derive(
             Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize,
-            Deserialize,
         )]
         #[serde(transparent)]
         pub struct $name(u64);
+
+        /// Refuses a number above [`MAX_ID`] at decode, so it becomes the sender's
+        /// `invalid_message` naming the field instead of a store failure.
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let id = u64::deserialize(d)?;
+                check_range(id).map($name).map_err(serde::de::Error::custom)
+            }
+        }
 
         impl $name {
             pub const fn new(id: u64) -> Self {
@@ -154,9 +191,10 @@ macro_rules! numeric_id {
         }
 
         impl FromStr for $name {
-            type Err = std::num::ParseIntError;
+            type Err = IdError;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
-                s.parse().map($name)
+                let id = s.parse().map_err(IdError::NotANumber)?;
+                check_range(id).map($name)
             }
         }
 
@@ -225,6 +263,23 @@ mod tests {
         assert_eq!("12".parse::<AskId>().unwrap().get(), 12);
         assert!("x".parse::<MessageId>().is_err());
         assert_eq!(MessageId::new(5).to_string(), "5");
+    }
+
+    #[test]
+    fn ids_beyond_the_stores_range_are_refused() {
+        let max = MAX_ID.to_string();
+        assert_eq!(max.parse::<AskId>().unwrap().get(), MAX_ID);
+        let over = (MAX_ID + 1).to_string();
+        assert_eq!(
+            over.parse::<AskId>().unwrap_err().to_string(),
+            format!("{over} is out of range: ids are at most {max}")
+        );
+        let err = serde_json::from_str::<Vec<MessageId>>(&format!("[1, {over}]")).unwrap_err();
+        assert!(err.to_string().contains("out of range"), "{err}");
+        assert_eq!(
+            serde_json::from_str::<PairingId>(&max).unwrap().get(),
+            MAX_ID
+        );
     }
 
     #[test]

@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Ask, CoreStatus, Delivery, ErrorCode, Pairing, PairingChange, Report, SessionId, SessionInfo,
-    Verdict, View, frame, requests,
+    Ask, CoreStatus, Delivery, ErrorCode, MessageId, Pairing, PairingChange, Report, SessionId,
+    SessionInfo, Verdict, View, frame, requests,
 };
 
 /// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`): the
@@ -247,7 +247,7 @@ server_messages! {
         /// on its next connection.
         "sent" => Sent {
             id: u64,
-            message_id: u64,
+            message_id: MessageId,
             session_id: SessionId,
             session_name: String,
             connected: bool,

@@ -24,7 +24,7 @@ pub mod status;
 pub mod types;
 
 pub use error_code::ErrorCode;
-pub use ids::{AskId, MessageId, PairingId, SessionId};
+pub use ids::{AskId, IdError, MAX_ID, MessageId, PairingId, SessionId};
 pub use messages::{ClientMsg, ServerMsg};
 pub use status::{EndReason, SessionStatus};
 pub use types::*;

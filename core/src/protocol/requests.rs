@@ -10,7 +10,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AskId, ClientKind, ContextUsage, Registration, ResultsMode, Role, SessionStatus, VerdictKind,
+    AskId, ClientKind, ContextUsage, MessageId, Registration, ResultsMode, Role, SessionStatus,
+    VerdictKind,
 };
 
 /// First message on every connection. Answered by `welcome`.
@@ -98,7 +99,7 @@ pub struct Send {
 /// response, so no `id`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Ack {
-    pub ids: Vec<u64>,
+    pub ids: Vec<MessageId>,
 }
 
 /// Answered by `sessions`. `all` adds sessions that are not connected.
@@ -127,6 +128,12 @@ pub struct Status {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Subscribe {
     pub id: u64,
+    /// Bridges only: the bot this bridge serves (`telegram:@shepherd_bot`,
+    /// `matrix:@shepherd:example.org`). While this connection lives, another bridge that
+    /// claims the same bot is refused with `already_served`, so one bot never has two
+    /// pollers answering the same human.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serves: Option<String>,
 }
 
 /// Answered by `pong`.

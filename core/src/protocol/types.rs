@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{AskId, EndReason, SessionId, SessionStatus};
+use super::{AskId, EndReason, MessageId, PairingId, SessionId, SessionStatus};
 
 /// Unix time in milliseconds.
 pub type Millis = u64;
@@ -194,7 +194,7 @@ pub struct Sender {
 /// and increases in delivery order, so a receiver can drop anything it has seen.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Delivery {
-    pub id: u64,
+    pub id: MessageId,
     pub kind: DeliveryKind,
     pub text: String,
     pub from: Sender,
@@ -205,7 +205,7 @@ pub struct Delivery {
     pub question: Option<String>,
     /// For `view` and `brief`, and for steers from a supervisor: the pairing.
     #[serde(default)]
-    pub pairing_id: Option<u64>,
+    pub pairing_id: Option<PairingId>,
     /// For `view`: the look's number within the pairing (1, 2, …).
     #[serde(default)]
     pub look: Option<u32>,
@@ -312,7 +312,7 @@ pub enum PairingState {
 /// survives `/reload`, resume and core restarts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pairing {
-    pub id: u64,
+    pub id: PairingId,
     pub supervisor_id: SessionId,
     pub supervisor_name: String,
     pub worker_id: SessionId,
@@ -383,7 +383,7 @@ pub enum ViewReason {
 /// file (no model calls).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct View {
-    pub pairing_id: u64,
+    pub pairing_id: PairingId,
     /// The look number this view is (for `request`: the current look, not advanced).
     pub look: u32,
     pub reason: ViewReason,

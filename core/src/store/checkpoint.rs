@@ -186,6 +186,17 @@ mod tests {
         (dir, path, store, checkpointer)
     }
 
+    /// One commit: row `k{i}` holding `blob`.
+    fn write(store: &Store, i: usize, blob: &str) {
+        store
+            .conn
+            .execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+                (format!("k{i}"), blob),
+            )
+            .unwrap();
+    }
+
     #[test]
     fn idle_it_never_checkpoints_and_after_writes_the_wal_is_truncated() {
         let (_dir, path, store, checkpointer) = open();
@@ -201,13 +212,7 @@ mod tests {
         // 2 MB of commits: below the PASSIVE threshold, so no checkpoint while they go on…
         let blob = "x".repeat(20_000);
         for i in 0..100 {
-            store
-                .conn
-                .execute(
-                    "INSERT INTO meta (key, value) VALUES (?1, ?2)",
-                    (format!("k{i}"), &blob),
-                )
-                .unwrap();
+            write(&store, i, &blob);
         }
         let wal = wal_path(&path);
         assert!(wal_bytes(&wal) > 1 << 20, "the WAL holds the commits");
@@ -239,13 +244,7 @@ mod tests {
         // Keep writing (never quiet) until a PASSIVE checkpoint has let the WAL restart.
         wait_until("a checkpoint under load", || {
             i += 1;
-            store
-                .conn
-                .execute(
-                    "INSERT INTO meta (key, value) VALUES (?1, ?2)",
-                    (format!("k{i}"), &blob),
-                )
-                .unwrap();
+            write(&store, i, &blob);
             checkpointer.checkpoints() > 0
         });
         // The WAL was reused, not grown without bound.

@@ -4,7 +4,9 @@
 
 use rusqlite::{Connection, Row, params};
 
-use crate::protocol::{AskId, ClientKind, Delivery, DeliveryKind, Sender, SessionId};
+use crate::protocol::{
+    AskId, ClientKind, Delivery, DeliveryKind, MessageId, PairingId, Sender, SessionId,
+};
 
 fn kind_str(kind: DeliveryKind) -> &'static str {
     match kind {
@@ -62,14 +64,14 @@ pub struct NewMessage<'a> {
     pub from: &'a Sender,
     pub ask_id: Option<AskId>,
     pub question: Option<&'a str>,
-    pub pairing_id: Option<u64>,
+    pub pairing_id: Option<PairingId>,
     pub look: Option<u32>,
     pub created_at: u64,
 }
 
 impl NewMessage<'_> {
     /// The message as it is delivered once it has `id`.
-    pub fn delivery(&self, id: u64) -> Delivery {
+    pub fn delivery(&self, id: MessageId) -> Delivery {
         Delivery {
             id,
             kind: self.kind,
@@ -104,14 +106,14 @@ pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery
         m.pairing_id,
         m.look,
     ])?;
-    Ok(m.delivery(conn.last_insert_rowid() as u64))
+    Ok(m.delivery(MessageId::from(conn.last_insert_rowid() as u64)))
 }
 
 /// Up to `limit` unacknowledged messages for `recipient` with ids above `after`, in order.
 pub fn pending_after(
     conn: &Connection,
     recipient: &SessionId,
-    after: u64,
+    after: MessageId,
     limit: usize,
 ) -> rusqlite::Result<Vec<Delivery>> {
     conn.prepare_cached(
@@ -127,7 +129,7 @@ pub fn pending_after(
 pub fn ack(
     conn: &Connection,
     recipient: &SessionId,
-    ids: &[u64],
+    ids: &[MessageId],
     now: u64,
 ) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(
@@ -168,7 +170,7 @@ mod tests {
         let b = insert(&store.conn, msg(&to_a, "two")).unwrap();
         insert(&store.conn, msg(&to_b, "other")).unwrap();
         assert!(b.id > a.id);
-        let texts: Vec<_> = pending_after(&store.conn, &to_a, 0, 100)
+        let texts: Vec<_> = pending_after(&store.conn, &to_a, MessageId::from(0), 100)
             .unwrap()
             .into_iter()
             .map(|d| d.text)
@@ -177,6 +179,9 @@ mod tests {
         // Acking someone else's id changes nothing.
         assert_eq!(ack(&store.conn, &to_b, &[a.id], 6).unwrap(), 0);
         assert_eq!(ack(&store.conn, &to_a, &[a.id, a.id], 6).unwrap(), 1);
-        assert_eq!(pending_after(&store.conn, &to_a, 0, 100).unwrap()[0], b);
+        assert_eq!(
+            pending_after(&store.conn, &to_a, MessageId::from(0), 100).unwrap()[0],
+            b
+        );
     }
 }

@@ -5,7 +5,9 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::protocol::{EndReason, Pairing, PairingState, SessionId, Verdict, VerdictKind};
+use crate::protocol::{
+    EndReason, Pairing, PairingId, PairingState, SessionId, Verdict, VerdictKind,
+};
 
 /// A pairing row plus the hub's bookkeeping that is not part of the wire record.
 #[derive(Debug, Clone)]
@@ -78,7 +80,7 @@ pub struct NewPairing<'a> {
 }
 
 /// Insert a pairing; returns its id.
-pub fn insert(conn: &Connection, p: NewPairing<'_>) -> rusqlite::Result<u64> {
+pub fn insert(conn: &Connection, p: NewPairing<'_>) -> rusqlite::Result<PairingId> {
     conn.prepare_cached(
         "INSERT INTO pairings (supervisor_id, worker_id, cwd, goal, goal_file, state, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6)",
@@ -91,10 +93,10 @@ pub fn insert(conn: &Connection, p: NewPairing<'_>) -> rusqlite::Result<u64> {
         p.goal_file,
         p.created_at
     ])?;
-    Ok(conn.last_insert_rowid() as u64)
+    Ok(PairingId::from(conn.last_insert_rowid() as u64))
 }
 
-pub fn get(conn: &Connection, id: u64) -> rusqlite::Result<Option<Stored>> {
+pub fn get(conn: &Connection, id: PairingId) -> rusqlite::Result<Option<Stored>> {
     conn.prepare_cached(&format!("{SELECT} WHERE p.id = ?1"))?
         .query_row([id], from_row)
         .optional()
@@ -130,7 +132,7 @@ pub fn list(conn: &Connection, all: bool) -> rusqlite::Result<Vec<Stored>> {
 
 pub fn set_goal(
     conn: &Connection,
-    id: u64,
+    id: PairingId,
     goal: &str,
     goal_file: Option<&str>,
 ) -> rusqlite::Result<()> {
@@ -142,7 +144,7 @@ pub fn set_goal(
 /// End an active pairing; false when it was not active.
 pub fn end(
     conn: &Connection,
-    id: u64,
+    id: PairingId,
     reason: EndReason,
     by: &str,
     evidence: Option<&str>,
@@ -161,7 +163,7 @@ pub fn end(
 /// A view was delivered: advance the cursor and open a new look.
 pub fn record_look(
     conn: &Connection,
-    id: u64,
+    id: PairingId,
     cursor: &str,
     pending_tool_calls: u32,
     now: u64,
@@ -176,14 +178,14 @@ pub fn record_look(
 }
 
 /// A timer view was skipped because nothing changed.
-pub fn record_skip(conn: &Connection, id: u64) -> rusqlite::Result<()> {
+pub fn record_skip(conn: &Connection, id: PairingId) -> rusqlite::Result<()> {
     conn.prepare_cached("UPDATE pairings SET timer_skips = timer_skips + 1 WHERE id = ?1")?
         .execute([id])?;
     Ok(())
 }
 
 /// Store a verdict and count it against the current look.
-pub fn insert_verdict(conn: &Connection, pairing: u64, v: &Verdict) -> rusqlite::Result<()> {
+pub fn insert_verdict(conn: &Connection, pairing: PairingId, v: &Verdict) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO verdicts (pairing_id, kind, text, look, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
@@ -199,7 +201,7 @@ pub fn insert_verdict(conn: &Connection, pairing: u64, v: &Verdict) -> rusqlite:
 /// The pairing's most recent steers, newest first.
 pub fn recent_steers(
     conn: &Connection,
-    pairing: u64,
+    pairing: PairingId,
     limit: usize,
 ) -> rusqlite::Result<Vec<Verdict>> {
     conn.prepare_cached(

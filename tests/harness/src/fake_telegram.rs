@@ -475,6 +475,12 @@ impl FakeTelegram {
         self.shared.lock().long_poll.is_some()
     }
 
+    /// Answer the next `times` calls to `method` (`sendMessage`) with HTTP `status` (a 5xx,
+    /// as Telegram's servers do when they are in trouble), doing nothing.
+    pub fn fail_next(&self, method: &str, status: u16, times: u32) {
+        self.shared.lock().server_errors = Some((method.to_ascii_lowercase(), status, times));
+    }
+
     /// Change the flood limits from now on (`None`: off).
     pub fn set_rate_limits(&self, limits: Option<RateLimits>) {
         self.shared.lock().limiter = limits.map(limits::Limiter::new);

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use shepherd_core::client::{Client, Registered};
-use shepherd_core::protocol::{ClientKind, Delivery, Registration, ServerMsg};
+use shepherd_core::protocol::{ClientKind, Delivery, MessageId, Registration, ServerMsg};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
@@ -295,20 +295,7 @@ impl Pi {
     /// Connect and register.
     pub async fn register(socket: &Path, session_id: &str, name: &str, cwd: &Path) -> Result<Pi> {
         let mut client = Client::connect(socket, ClientKind::Pi, "harness-pi").await?;
-        let reply = client
-            .register(Registration {
-                session_id: session_id.into(),
-                name: Some(name.to_string()),
-                cwd: cwd.display().to_string(),
-                pid: None,
-                model: Some("fake/fake-model".into()),
-                context: Default::default(),
-                status: "idle".into(),
-                role: Default::default(),
-                session_file: None,
-                subagent: false,
-            })
-            .await?;
+        let reply = client.register(registration(session_id, name, cwd)).await?;
         Ok(Pi {
             client,
             session_id: session_id.into(),
@@ -330,7 +317,7 @@ impl Pi {
     }
 
     /// Acknowledge deliveries.
-    pub async fn ack(&mut self, ids: &[u64]) -> Result<()> {
+    pub async fn ack(&mut self, ids: &[MessageId]) -> Result<()> {
         self.client.ack(ids.to_vec()).await?;
         Ok(())
     }

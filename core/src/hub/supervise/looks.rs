@@ -14,7 +14,7 @@ use super::pairing_message;
 use crate::clock::now_ms;
 use crate::hub::{ConnId, HubCommand, HubError, HubResult, Out, State, atomically};
 use crate::protocol::{
-    DeliveryKind, ErrorCode, PairingChange, PairingState, ServerMsg, View, ViewReason,
+    DeliveryKind, ErrorCode, PairingChange, PairingId, PairingState, ServerMsg, View, ViewReason,
 };
 use crate::store::{self, messages::NewMessage, pairings::Stored};
 use crate::supervise::rules;
@@ -24,14 +24,14 @@ use crate::supervise::view::{self, BuiltView, Cursor};
 #[derive(Default)]
 pub(in crate::hub) struct Supervision {
     /// Pairings with a view build in flight, and the trigger that arrived meanwhile.
-    building: HashMap<u64, Option<ViewReason>>,
+    building: HashMap<PairingId, Option<ViewReason>>,
     /// When each pairing's next timer view is due (ms).
-    next_timer: HashMap<u64, u64>,
+    next_timer: HashMap<PairingId, u64>,
 }
 
 /// A finished view build, back on the hub.
 pub struct ViewDone {
-    pub pairing: u64,
+    pub pairing: PairingId,
     pub reason: ViewReason,
     /// The look this view is (for `worker_view`: the current one, not advanced).
     pub look: u32,
@@ -43,14 +43,14 @@ pub struct ViewDone {
 }
 
 impl State {
-    pub(in crate::hub) fn forget(&mut self, pairing: u64) {
+    pub(in crate::hub) fn forget(&mut self, pairing: PairingId) {
         self.supervision.next_timer.remove(&pairing);
     }
 
     /// Build and deliver a view (unless one is being built: then it runs after).
     pub(in crate::hub) fn trigger_view(
         &mut self,
-        pairing: u64,
+        pairing: PairingId,
         reason: ViewReason,
         db: &Connection,
     ) {
@@ -70,7 +70,7 @@ impl State {
                 _ => Ok(()),
             });
         if let Err(err) = result {
-            tracing::error!(pairing, "starting a view failed: {}", err.message);
+            tracing::error!(%pairing, "starting a view failed: {}", err.message);
         }
     }
 
@@ -124,7 +124,7 @@ impl State {
                     .map(|s| s.to_string())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_default();
-                tracing::error!(pairing, "building a view panicked: {what}");
+                tracing::error!(%pairing, "building a view panicked: {what}");
                 BuiltView {
                     text: format!(
                         "The view of {} could not be built (a bug in shepherd: {what}). Use worker_view, or let it run.",
@@ -183,7 +183,7 @@ impl State {
         let again = self.supervision.building.remove(&done.pairing).flatten();
         if let Err(err) = self.deliver_view(&done, db, out) {
             tracing::error!(
-                pairing = done.pairing,
+                pairing = %done.pairing,
                 "delivering a view failed: {}",
                 err.message
             );
@@ -217,7 +217,7 @@ impl State {
         {
             store::pairings::record_skip(db, done.pairing)?;
             tracing::debug!(
-                pairing = done.pairing,
+                pairing = %done.pairing,
                 "timer view skipped: nothing changed"
             );
             return Ok(());
@@ -225,7 +225,7 @@ impl State {
         if !self.live.contains_key(&stored.pairing.supervisor_id) {
             // Nobody would read it: keep the cursor where it is; the supervisor gets one
             // view of everything when it returns (`supervisor_returned`).
-            tracing::debug!(pairing = done.pairing, "supervisor away: view withheld");
+            tracing::debug!(pairing = %done.pairing, "supervisor away: view withheld");
             return Ok(());
         }
         let look = stored.pairing.looks + 1;
@@ -253,7 +253,7 @@ impl State {
             self.mail(view, db, out)
         })?;
         let pairing = self.pairing_now(done.pairing, db)?;
-        tracing::info!(pairing = done.pairing, look, reason = ?done.reason, entries = done.built.entries, "view delivered");
+        tracing::info!(pairing = %done.pairing, look, reason = ?done.reason, entries = done.built.entries, "view delivered");
         self.pairing_event(PairingChange::Look, &pairing, None, None, out);
         Ok(())
     }
@@ -271,6 +271,13 @@ impl State {
                 return;
             }
         };
+        if active.is_empty() {
+            // Nothing to time: sleep until a pairing event arms the tick again.
+            tracing::debug!("no active pairing: the look timer sleeps");
+            self.timer
+                .send_if_modified(|armed| std::mem::replace(armed, false));
+            return;
+        }
         let now = now_ms();
         for stored in active {
             let p = &stored.pairing;

@@ -17,8 +17,9 @@ use super::session_change::SessionChange;
 use super::{ConnId, Cx, HubError, HubResult, Out, State, atomically};
 use crate::clock::now_ms;
 use crate::protocol::{
-    ClientKind, DeliveryKind, EndReason, ErrorCode, Pairing, PairingChange, PairingState, Role,
-    Sender, ServerMsg, SessionId, SessionInfo, Verdict, VerdictKind, ViewReason, requests,
+    ClientKind, DeliveryKind, EndReason, ErrorCode, Pairing, PairingChange, PairingId,
+    PairingState, Role, Sender, ServerMsg, SessionId, SessionInfo, Verdict, VerdictKind,
+    ViewReason, requests,
 };
 use crate::store::{self, messages::NewMessage, pairings::Stored};
 use crate::supervise::rules::{self, GoalError};
@@ -29,7 +30,7 @@ pub(super) fn pairing_message<'a>(
     kind: DeliveryKind,
     text: &'a str,
     from: &'a Sender,
-    pairing: u64,
+    pairing: PairingId,
 ) -> NewMessage<'a> {
     NewMessage {
         recipient: to,
@@ -191,7 +192,7 @@ fn verdict_guards(
 
 impl State {
     /// A pairing as it is now in the store (within the batch that just changed it).
-    pub(super) fn pairing_now(&self, id: u64, db: &Connection) -> HubResult<Pairing> {
+    pub(super) fn pairing_now(&self, id: PairingId, db: &Connection) -> HubResult<Pairing> {
         let stored = store::pairings::get(db, id)?
             .ok_or_else(|| HubError::new(ErrorCode::Internal, format!("pairing {id} vanished")))?;
         Ok(self.pairing_record(&stored))
@@ -228,6 +229,9 @@ impl State {
         except: Option<&str>,
         out: &mut Out,
     ) {
+        // A pairing started or changed: its look timer needs the tick.
+        self.timer
+            .send_if_modified(|armed| !std::mem::replace(armed, true));
         let msg = ServerMsg::PairingEvent {
             change,
             pairing: pairing.clone(),
@@ -542,7 +546,7 @@ impl State {
                 pairing: pairing.clone(),
             },
         );
-        tracing::info!(pairing = pairing.id, supervisor = %pairing.supervisor_name, worker = %pairing.worker_name, by = %by, "pairing started");
+        tracing::info!(pairing = %pairing.id, supervisor = %pairing.supervisor_name, worker = %pairing.worker_name, by = %by, "pairing started");
         self.pairing_event(PairingChange::Started, &pairing, None, Some(by), out);
         self.trigger_view(pairing.id, ViewReason::Paired, db);
     }
@@ -590,7 +594,7 @@ impl State {
                 pairing: ended.clone(),
             },
         );
-        tracing::info!(pairing = pid, by = %by, "pairing stopped");
+        tracing::info!(pairing = %pid, by = %by, "pairing stopped");
         self.pairing_event(PairingChange::Ended, &ended, None, Some(by), out);
         Ok(())
     }
@@ -783,7 +787,7 @@ impl State {
         if kind == VerdictKind::Done {
             self.forget(pairing.id);
         }
-        tracing::info!(pairing = pairing.id, verdict = ?kind, look = pairing.looks, "verdict");
+        tracing::info!(pairing = %pairing.id, verdict = ?kind, look = pairing.looks, "verdict");
         out.send(
             conn,
             &ServerMsg::VerdictAccepted {

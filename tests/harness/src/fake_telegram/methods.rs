@@ -140,6 +140,14 @@ impl State {
 
     /// Run one method other than `getUpdates`. `method` is lower case.
     pub(crate) fn call(&mut self, method: &str, p: &Params, now: Instant) -> ApiResult {
+        if let Some((failing, status, left)) = &mut self.server_errors
+            && failing == method
+            && *left > 0
+        {
+            *left -= 1;
+            let status = *status;
+            return Err(ApiError::new(status, "Internal Server Error"));
+        }
         match method {
             "getme" => Ok(self.get_me()),
             "getwebhookinfo" => Ok(json!({

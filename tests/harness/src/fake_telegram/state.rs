@@ -271,6 +271,8 @@ pub(crate) struct State {
     pub files: HashMap<String, SentDocument>,
     pub next_file: u64,
     pub started: Instant,
+    /// Calls to answer with a server error instead: (lowercase method, status, how many).
+    pub server_errors: Option<(String, u16, u32)>,
 }
 
 pub(crate) fn unix_now() -> i64 {
@@ -340,6 +342,7 @@ impl State {
             files: HashMap::new(),
             next_file: 1,
             started: Instant::now(),
+            server_errors: None,
         }
     }
 
