@@ -28,6 +28,7 @@ import {
   type Registration,
   type RegisteredMsg,
   type Report,
+  type ResultsMode,
   type Role,
   type ServerMsg,
   type SessionInfo,
@@ -283,6 +284,12 @@ export class CoreClient {
 
   async report(text: string, key?: string): Promise<Report> {
     const res = await this.#request((id) => ({ type: "report", id, text, ...(key !== undefined ? { key } : {}) }), "reported");
+    return res.report;
+  }
+
+  /** A run's final text; `results` is this session's own setting (null: the core's). */
+  async result(text: string, results: ResultsMode | null): Promise<Report> {
+    const res = await this.#request((id) => ({ type: "result", id, text, ...(results !== null ? { results } : {}) }), "reported");
     return res.report;
   }
 

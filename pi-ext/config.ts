@@ -2,14 +2,15 @@
 // the core's socket is, whether to start `shepherd up` when no core answers, which role this
 // session registers with (lead, manager, chief or supervisor), whether it is a pi-subagents
 // child, whether a supervisor's old looks are pruned from its context, where Pi's agent dir
-// is (for SUPERVISOR.md), where an autostarted core logs, and where to write a debug log. Pure functions over an env object,
+// is (for SUPERVISOR.md), where an autostarted core logs, which runs' results go to the phone, and where to write a debug log. Pure functions over an env object,
 // so tests can pass their own.
 
 import { accessSync, constants as fsConstants, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, isAbsolute, join } from "node:path";
 
-import { ROLES, type Role } from "./wire.ts";
+import { parseResultsMode } from "./result.ts";
+import { RESULTS_MODES, ROLES, type ResultsMode, type Role } from "./wire.ts";
 
 /** This extension's version (kept equal to package.json by a test). */
 export const EXT_VERSION = "0.1.0";
@@ -39,6 +40,10 @@ export interface ShepherdConfig {
   agentDir: string;
   /** Where an autostarted core logs (`shepherd up --log-file <this>`). */
   coreLog: string;
+  /** This session's `results` setting (SHEPHERD_RESULTS: all, asks_only, off); null: the core's `core.results`. */
+  results: ResultsMode | null;
+  /** Set when SHEPHERD_RESULTS held something that is not a mode. */
+  resultsProblem: string | null;
 }
 
 /** `0`, `false`, `no`, `off` (any case, trimmed). */
@@ -106,6 +111,13 @@ export function loadConfig(env: Env, home: string = homedir()): ShepherdConfig {
   const autostart = !isOff(env["SHEPHERD_AUTOSTART"]);
   const logFile = env["SHEPHERD_EXT_LOG"];
   const subagentVar = env["PI_SUBAGENT_CHILD"];
+  const rawResults = env["SHEPHERD_RESULTS"];
+  let results: ResultsMode | null = null;
+  let resultsProblem: string | null = null;
+  if (rawResults !== undefined && rawResults.trim() !== "") {
+    results = parseResultsMode(rawResults);
+    if (results === null) resultsProblem = `SHEPHERD_RESULTS=${rawResults} is not one of ${RESULTS_MODES.join(", ")}; the core's setting applies`;
+  }
   return {
     socketPath: socketPath(env, home),
     autostart,
@@ -117,5 +129,7 @@ export function loadConfig(env: Env, home: string = homedir()): ShepherdConfig {
     prune: !isOff(env["SHEPHERD_PRUNE"]),
     agentDir: agentDir(env, home),
     coreLog: coreLogPath(env, home),
+    results,
+    resultsProblem,
   };
 }

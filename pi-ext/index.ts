@@ -23,9 +23,10 @@ import { DELIVERY_CUSTOM_TYPES } from "./dedupe.ts";
 import { draftsWantTurn, Inbox, type DeliveryDraft } from "./inbox.ts";
 import { newKey, Outbox, type OutboxItem, type SendOutcome } from "./outbox.ts";
 import { loadPolicy } from "./policy.ts";
+import { parseResultsMode, ResultSender, RESULTS_USAGE } from "./result.ts";
 import { registerSupervisor } from "./supervise-pi.ts";
 import { Supervision, SUPERVISE_STATUS_KEY, type PolicyBriefMessage } from "./supervision.ts";
-import type { Ask, ContextUsage, Delivery, Registration } from "./wire.ts";
+import type { Ask, ContextUsage, Delivery, Registration, ResultsMode } from "./wire.ts";
 
 const STATUS_KEY = "shepherd";
 const LOG_LINES = 50;
@@ -69,6 +70,10 @@ class ShepherdSession {
   readonly inbox: Inbox;
   readonly outbox: Outbox;
   readonly supervision: Supervision;
+  /** Sends each run's final text to the core as its result. */
+  readonly results: ResultSender;
+  /** This session's `results` setting (SHEPHERD_RESULTS, `/shepherd results`); null: the core's. */
+  resultsMode: ResultsMode | null;
   /** The latest context Pi handed us; replaced on every event. */
   ctx: ExtensionContext;
   readonly openAsks = new Map<number, Ask>();
@@ -138,6 +143,13 @@ class ShepherdSession {
       notify: (text, level) => this.notify(text, level),
       log: (line) => this.log(line),
     });
+    this.resultsMode = config.results;
+    this.results = new ResultSender({
+      send: (text, results) => this.client.result(text, results),
+      mode: () => this.resultsMode,
+      supervising: () => this.supervision.supervising !== null,
+      log: (line) => this.log(line),
+    });
     this.autostart = new Autostart(
       {
         spawn: (bin, args) => spawn(bin, args, { detached: true, stdio: "ignore", cwd: homedir(), env: process.env }),
@@ -177,6 +189,7 @@ class ShepherdSession {
   start(): void {
     this.log(`session ${this.ctx.sessionManager.getSessionId()} (mode ${this.ctx.mode}), core socket ${this.config.socketPath}`);
     if (this.config.roleProblem !== null) this.notifyOnce("role", `shepherd: ${this.config.roleProblem}`, "warning");
+    if (this.config.resultsProblem !== null) this.notifyOnce("results", `shepherd: ${this.config.resultsProblem}`, "warning");
     this.inbox.restore();
     this.#guard("outbox restore", () => this.outbox.restore());
     this.#guard("supervision start", () => this.supervision.start());
@@ -585,6 +598,7 @@ class ShepherdSession {
       }
     }
     lines.push(`supervision: ${this.supervision.statusText()}`);
+    lines.push(`results: ${this.resultsMode ?? "the core's setting (core.results)"}`);
     const inbox = this.inbox.snapshot();
     lines.push(`deliveries: ${inbox.handled} handled, ${inbox.pending} waiting, ${inbox.sent + inbox.landed} awaiting ack`);
     if (!c.ready && this.autostart.failure !== null) lines.push(this.autostart.failure);
@@ -657,6 +671,7 @@ export default function shepherd(pi: ExtensionAPI): void {
   pi.on("agent_start", (_event, ctx) => {
     withSession(ctx, "agent_start", (s) => {
       s.inbox.runStarted();
+      s.results.started();
       s.setStatus("thinking");
     });
   });
@@ -688,12 +703,14 @@ export default function shepherd(pi: ExtensionAPI): void {
       s.inbox.runSettled(event.aborted);
       s.answerStrandedView();
       s.reconcile();
+      void s.results.settled(event.aborted);
     });
   });
 
   pi.on("message_end", (event, ctx) => {
     withSession(ctx, "message_end", (s) => {
       const m = event.message;
+      s.results.message(m);
       if (m.role === "custom" && DELIVERY_CUSTOM_TYPES.has(m.customType)) s.reconcile();
     });
   });
@@ -844,9 +861,18 @@ export default function shepherd(pi: ExtensionAPI): void {
   registerSupervisor(pi, () => current);
 
   pi.registerCommand("shepherd", {
-    description: "Show the shepherd connection, this session's id and name, open asks and the last error",
-    handler: async (_args, ctx) => {
+    description:
+      "Show the shepherd connection, this session's id and name, open asks and the last error; `/shepherd results all|asks_only|off` sets which runs' results go to the phone",
+    handler: async (args, ctx) => {
       const s = current;
+      const words = args.trim().split(/\s+/);
+      if (s !== null && words[0] === "results") {
+        s.ctx = ctx;
+        const mode = parseResultsMode(words[1] ?? "");
+        if (mode !== null) s.resultsMode = mode;
+        s.notify(mode === null ? `shepherd: ${RESULTS_USAGE}` : `shepherd: results for this session: ${mode}`, mode === null ? "warning" : "info");
+        return;
+      }
       const text = s === null ? "shepherd: not running in this session" : (withSession(ctx, "/shepherd", (x) => x.describe()) ?? "shepherd: status unavailable");
       try {
         if (ctx.hasUI) ctx.ui.notify(text, "info");

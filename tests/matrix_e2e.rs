@@ -41,6 +41,10 @@ struct Setup {
     room: String,
     /// An admin's access token, for the admin API.
     admin: String,
+    /// The bridge as its own `shepherd bot` (with [`setup_bot`]), else inside the core.
+    bot: Option<shepherd_harness::Bot>,
+    /// The bridge's environment (for starting `shepherd bot` again).
+    bridge_env: Vec<(&'static str, String)>,
 }
 
 impl Setup {
@@ -65,11 +69,30 @@ impl Setup {
         self.synapse.devices(&self.admin, BOT).await
     }
 
+    /// Where the bridge logs: the core's log, or `shepherd bot`'s.
+    fn bridge_log(&self) -> String {
+        match &self.bot {
+            Some(bot) => bot.log(),
+            None => self.core.log(),
+        }
+    }
+
+    /// Start the bridge again as `shepherd bot` (after [`setup_bot`] and a kill).
+    fn spawn_bot(&mut self) -> Result<()> {
+        let env: Vec<(&str, &str)> = self
+            .bridge_env
+            .iter()
+            .map(|(k, v)| (*k, v.as_str()))
+            .collect();
+        self.bot = Some(self.core.spawn_bot(&env)?);
+        Ok(())
+    }
+
     /// Wait until the core log says the bridge started `n` times (after its first sync).
     async fn bridge_started(&self, n: usize) -> Result<()> {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            let log = self.core.log();
+            let log = self.bridge_log();
             if log.matches("matrix bridge started").count() >= n {
                 return Ok(());
             }
@@ -84,6 +107,15 @@ impl Setup {
 }
 
 async fn setup(mode: RoomMode, with_mallory: bool) -> Result<Setup> {
+    setup_with(mode, with_mallory, false).await
+}
+
+/// The core alone, and the bridge as `shepherd bot` (which can go down and come back).
+async fn setup_bot(mode: RoomMode) -> Result<Setup> {
+    setup_with(mode, false, true).await
+}
+
+async fn setup_with(mode: RoomMode, with_mallory: bool, separate_bot: bool) -> Result<Setup> {
     let synapse = Synapse::start().await?;
     synapse.register("bot", BOT_PASSWORD, false).await?;
     synapse.register("ada", "ada-password", false).await?;
@@ -119,8 +151,20 @@ async fn setup(mode: RoomMode, with_mallory: bool) -> Result<Setup> {
             Some(room)
         }
     };
+    if separate_bot {
+        env.push((
+            "RUST_LOG",
+            "info,shepherd_bridges::relay::reports=debug".into(),
+        ));
+    }
     let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let core = Core::start_with(&env_refs).await?;
+    let (core, bot) = if separate_bot {
+        let core = Core::start().await?;
+        let bot = core.spawn_bot(&env_refs)?;
+        (core, Some(bot))
+    } else {
+        (Core::start_with(&env_refs).await?, None)
+    };
     let room = match precreated {
         Some(room) => room,
         None => ada.accept_invite(None, WAIT).await?,
@@ -135,6 +179,8 @@ async fn setup(mode: RoomMode, with_mallory: bool) -> Result<Setup> {
         mallory,
         room,
         admin,
+        bot,
+        bridge_env: env,
     };
     s.bridge_started(1).await?;
     s.ada.wait_for_member(&s.room, BOT, WAIT).await?;
@@ -916,5 +962,185 @@ async fn a_session_that_dies_is_announced_once_in_its_thread() -> Result<()> {
     };
     assert_eq!(said("mx-crasher exited"), 1);
     assert_eq!(said("mx-crasher started"), 1, "the thread is reused");
+    Ok(())
+}
+
+/// A result, as the bot posts a run's final text.
+fn is_result(m: &Message) -> bool {
+    m.text().contains("· result")
+}
+
+#[tokio::test]
+async fn a_real_pi_run_ends_and_its_result_shows_in_its_thread() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    let s = setup(RoomMode::Plain, false).await?;
+    let model = FakeModel::start(|req| {
+        let t = req.transcript();
+        if t.contains("ship-it-now") {
+            Reply::text("Deployed as you said: v2.3 is live.")
+        } else if t.contains("deploy when") {
+            Reply::tool(
+                "ask_human",
+                json!({"question": "Deploy the release?", "options": ["ship-it-now", "hold"]}),
+            )
+        } else {
+            Reply::text("Fixed the login redirect.\n\nAll `214` tests pass.")
+        }
+    })
+    .await?;
+    let mut opts = PiOptions::new(s.core.agent_dir());
+    opts.name = Some("mx-runner".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    s.core.connected_session("mx-runner", WAIT).await?;
+    pi.prompt("fix the login redirect").await?;
+
+    let result = s.bot_says(is_result).await?;
+    let text = result.text();
+    assert!(
+        text.starts_with("🏁 mx-runner") && text.contains("All 214 tests pass."),
+        "{text}"
+    );
+    assert!(
+        result
+            .html()
+            .is_some_and(|h| h.contains("<code>214</code>")),
+        "{:?}",
+        result.html()
+    );
+
+    // A run that ends on ask_human has no result; the run its answer starts has one, in
+    // the same thread.
+    pi.wait_settled(WAIT).await?;
+    pi.prompt("deploy when the human says so").await?;
+    let card = s.bot_says(is_card_for("Deploy the release?")).await?;
+    assert_eq!(
+        thread_of(&card),
+        thread_of(&result),
+        "one thread per session"
+    );
+    s.ada
+        .send_thread_reply(&s.room, &thread_of(&card), &card.event_id, "1")
+        .await?;
+    let deployed = s.bot_says(|m| m.text().contains("v2.3 is live")).await?;
+    assert!(is_result(&deployed));
+    assert_eq!(thread_of(&deployed), thread_of(&result));
+    let results: Vec<String> = s
+        .bot_messages()
+        .into_iter()
+        .filter(is_result)
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(
+        results.len(),
+        2,
+        "the ask's run posted nothing: {results:?}"
+    );
+    pi.shutdown().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_bridge_that_was_down_posts_what_it_missed_once() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    let mut s = setup_bot(RoomMode::Plain).await?;
+    let wait_log = |s: &Setup, needle: String| {
+        let log = s.bridge_log();
+        log.contains(&needle).then_some(())
+    };
+    let mut a = s.core.pi("mx-miss-a", "alpha").await?;
+    let mut b = s.core.pi("mx-miss-b", "beta").await?;
+    shepherd_harness::eventually(WAIT, "the bridge's first catch-up", || {
+        wait_log(&s, "posting reports from now on".into())
+    })
+    .await?;
+    let live = a.client.report("live: bridge up").await?;
+    s.bot_says(|m| m.text().contains("live: bridge up")).await?;
+    // Killed once it has recorded the post (a kill between the two would post it again).
+    shepherd_harness::eventually(WAIT, "the post recorded", || {
+        wait_log(&s, format!("reports up to {} posted", live.id))
+    })
+    .await?;
+    s.bot.as_mut().unwrap().kill9();
+
+    for i in 1..=7 {
+        a.client
+            .call(requests::RunResult {
+                id: 0,
+                text: format!("alpha missed {i}"),
+                results: None,
+            })
+            .await?;
+    }
+    b.client.report("beta missed 1").await?;
+    b.client.report("beta missed 2").await?;
+    a.client
+        .call(requests::RunResult {
+            id: 0,
+            text: "alpha held back".into(),
+            results: Some(shepherd_core::protocol::ResultsMode::Off),
+        })
+        .await?;
+
+    s.spawn_bot()?;
+    // Said while the bridge comes back: in its catch-up, its events or both, posted once.
+    b.client.report("beta during the catch-up").await?;
+    s.bot_says(|m| m.text().contains("alpha missed 7")).await?;
+    s.bot_says(|m| m.text().contains("beta missed 2")).await?;
+    let back = a.client.report("live: back again").await?;
+    s.bot_says(|m| m.text().contains("live: back again"))
+        .await?;
+    shepherd_harness::eventually(WAIT, "the post recorded", || {
+        wait_log(&s, format!("reports up to {} posted", back.id))
+    })
+    .await?;
+    let check = |s: &Setup| {
+        let texts: Vec<String> = s.bot_messages().into_iter().map(|m| m.text()).collect();
+        let count = |needle: &str| texts.iter().filter(|t| t.contains(needle)).count();
+        for needle in [
+            "live: bridge up",
+            "alpha missed 3",
+            "alpha missed 4",
+            "alpha missed 5",
+            "alpha missed 6",
+            "alpha missed 7",
+            "beta missed 1",
+            "beta missed 2",
+            "beta during the catch-up",
+            "… and 2 earlier (shepherd reports alpha)",
+            "live: back again",
+        ] {
+            assert_eq!(count(needle), 1, "{needle:?} once: {texts:#?}");
+        }
+        for needle in [
+            "alpha missed 1",
+            "alpha missed 2",
+            "alpha held back",
+            "earlier (shepherd reports beta)",
+        ] {
+            assert_eq!(count(needle), 0, "{needle:?} not posted: {texts:#?}");
+        }
+    };
+    check(&s);
+    let messages = s.bot_messages();
+    let find = |needle: &str| messages.iter().find(|m| m.text().contains(needle)).unwrap();
+    let earlier = find("earlier (shepherd reports alpha)");
+    assert_eq!(
+        thread_of(earlier),
+        thread_of(find("live: bridge up")),
+        "in alpha's thread"
+    );
+    assert_eq!(thread_of(find("alpha missed 3")), thread_of(earlier));
+
+    // A second restart posts nothing again.
+    s.bot.as_mut().unwrap().kill9();
+    s.spawn_bot()?;
+    a.client.report("live: third start").await?;
+    s.bot_says(|m| m.text().contains("live: third start"))
+        .await?;
+    check(&s);
     Ok(())
 }

@@ -284,6 +284,18 @@ async fn presence_report_footer_and_the_shepherd_command() -> Result<()> {
     .await?;
     assert!(idle["context_percent"].as_f64().is_some(), "{idle}");
 
+    // The first run's final text is its result; the report tool's text is a report.
+    let result = shepherd_harness::next_event_where(&mut sub, LONG, |m| {
+        matches!(m, shepherd_core::protocol::ServerMsg::ReportPosted { .. })
+    })
+    .await?;
+    let shepherd_core::protocol::ServerMsg::ReportPosted { report: result } = result else {
+        unreachable!()
+    };
+    assert_eq!(
+        (result.kind, result.text.as_str()),
+        (shepherd_core::protocol::ReportKind::Result, "done")
+    );
     pi.prompt("report please").await?;
     let report = shepherd_harness::next_event_where(&mut sub, LONG, |m| {
         matches!(m, shepherd_core::protocol::ServerMsg::ReportPosted { .. })
@@ -293,6 +305,7 @@ async fn presence_report_footer_and_the_shepherd_command() -> Result<()> {
         unreachable!()
     };
     assert_eq!(report.text, "REPORT-build-green");
+    assert_eq!(report.kind, shepherd_core::protocol::ReportKind::Report);
     assert_eq!(report.session_name, "e2e-presence");
     pi.wait_settled(LONG).await?;
     eventually(LONG, "the footer to count the open ask", || {

@@ -1215,3 +1215,222 @@ async fn a_killed_real_pi_is_announced_as_exited_mid_tool() -> Result<()> {
     );
     Ok(())
 }
+
+/// The results of a real Pi's runs, as `results = "all"` posts them.
+fn is_result(m: &SentMessage) -> bool {
+    m.text.contains("· result")
+}
+
+#[tokio::test]
+async fn a_real_pi_run_ends_and_its_result_shows_in_its_topic() -> Result<()> {
+    let s = setup(true, None).await?;
+    let model = FakeModel::start(|req| {
+        let t = req.transcript();
+        if t.contains("ship-it-now") {
+            Reply::text("Deployed as you said: v2.3 is live.")
+        } else if t.contains("deploy when") {
+            Reply::tool(
+                "ask_human",
+                json!({"question": "Deploy the release?", "options": ["ship-it-now", "hold"]}),
+            )
+        } else {
+            Reply::text("Fixed the login redirect.\n\nAll `214` tests pass.")
+        }
+    })
+    .await?;
+    let mut opts = PiOptions::new(s.core.agent_dir());
+    opts.name = Some("tg-runner".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    s.core.connected_session("tg-runner", WAIT).await?;
+    pi.prompt("fix the login redirect").await?;
+
+    let result = s.tg.wait_for_message(FORUM, WAIT, is_result).await?;
+    assert!(
+        result.text.starts_with("🏁 tg-runner") && result.text.contains("All 214 tests pass."),
+        "{}",
+        result.text
+    );
+    let topic =
+        s.tg.wait_for("the session's topic", WAIT, |tg| {
+            tg.topics(FORUM).into_iter().next()
+        })
+        .await?;
+    assert_eq!(
+        result.thread_id,
+        Some(topic.thread_id),
+        "in the session's topic"
+    );
+
+    // A run that ends on ask_human (its tool ends the run) has no result; the run the
+    // answer starts has one.
+    pi.wait_settled(WAIT).await?;
+    pi.prompt("deploy when the human says so").await?;
+    let card =
+        s.tg.wait_for_message(FORUM, WAIT, is_card_for("Deploy the release?"))
+            .await?;
+    let buttons = card.buttons();
+    s.tg.press_button(FORUM, card.message_id, ADA, &buttons[0].1)?;
+    let deployed =
+        s.tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("v2.3 is live"))
+            .await?;
+    assert!(is_result(&deployed) && deployed.thread_id == Some(topic.thread_id));
+    let results: Vec<String> =
+        s.tg.messages(FORUM)
+            .into_iter()
+            .filter(is_result)
+            .map(|m| m.text)
+            .collect();
+    assert_eq!(
+        results.len(),
+        2,
+        "the ask's run posted nothing: {results:?}"
+    );
+    let kept = s.core.cli_json(&["reports", "tg-runner"])?;
+    assert_eq!(kept.as_array().map(Vec::len), Some(2), "{kept}");
+    assert_eq!(kept[0]["kind"], "result");
+    pi.shutdown().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_bridge_that_was_down_posts_what_it_missed_once() -> Result<()> {
+    let ada = FakeUser::new(ADA, "Ada").with_username("ada");
+    let tg = FakeTelegram::start(
+        FakeTelegramOptions::default()
+            .user(ada)
+            .forum(FORUM, "shepherd"),
+    )
+    .await?;
+    // The core runs alone; the bridge is `shepherd bot`, which can go down and come back.
+    let core = Core::start().await?;
+    let chat = FORUM.to_string();
+    let api = tg.api_url();
+    let env = [
+        ("SHEPHERD_TELEGRAM_TOKEN", tg.token()),
+        ("SHEPHERD_TELEGRAM__ALLOWED_USERS", "[4242]"),
+        ("SHEPHERD_TELEGRAM__CHAT_ID", chat.as_str()),
+        ("SHEPHERD_TELEGRAM__API_URL", api.as_str()),
+        ("SHEPHERD_TELEGRAM__LIMITS__PER_CHAT_PER_SECOND", "200"),
+        ("SHEPHERD_TELEGRAM__LIMITS__PER_GROUP_PER_MINUTE", "10000"),
+        ("SHEPHERD_TELEGRAM__LIMITS__GLOBAL_PER_SECOND", "200"),
+        ("RUST_LOG", "info,shepherd_bridges::relay::reports=debug"),
+    ];
+    let mut a = core.pi("tg-miss-a", "alpha").await?;
+    let mut b = core.pi("tg-miss-b", "beta").await?;
+    a.client.report("before the bridge ever ran").await?;
+
+    let mut bot = core.spawn_bot(&env)?;
+    // Its first connection to this core: it starts from the newest report, not the history.
+    shepherd_harness::eventually(WAIT, "the bridge's first catch-up", || {
+        bot.log()
+            .contains("posting reports from now on")
+            .then_some(())
+    })
+    .await?;
+    let live = a.client.report("live: bridge up").await?;
+    tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("live: bridge up"))
+        .await?;
+    // Killed once it has recorded the post (a kill between the two would post it again).
+    let recorded = format!("reports up to {} posted", live.id);
+    shepherd_harness::eventually(WAIT, "the post recorded", || {
+        bot.log().contains(&recorded).then_some(())
+    })
+    .await?;
+    bot.kill9();
+
+    for i in 1..=7 {
+        a.client
+            .call(requests::RunResult {
+                id: 0,
+                text: format!("alpha missed {i}"),
+                results: None,
+            })
+            .await?;
+    }
+    b.client.report("beta missed 1").await?;
+    b.client.report("beta missed 2").await?;
+    a.client
+        .call(requests::RunResult {
+            id: 0,
+            text: "alpha held back".into(),
+            results: Some(shepherd_core::protocol::ResultsMode::Off),
+        })
+        .await?;
+
+    let mut bot = core.spawn_bot(&env)?;
+    // Said while the bridge comes back: in its catch-up, its events or both, posted once.
+    b.client.report("beta during the catch-up").await?;
+    tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("alpha missed 7"))
+        .await?;
+    tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("beta missed 2"))
+        .await?;
+    // An event after the catch-up: once the bridge posts it, the catch-up is over.
+    let back = a.client.report("live: back again").await?;
+    tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("live: back again"))
+        .await?;
+    let recorded = format!("reports up to {} posted", back.id);
+    shepherd_harness::eventually(WAIT, "the post recorded", || {
+        bot.log().contains(&recorded).then_some(())
+    })
+    .await?;
+    let count = |tg: &FakeTelegram, needle: &str| {
+        tg.messages(FORUM)
+            .iter()
+            .filter(|m| m.text.contains(needle))
+            .count()
+    };
+    let expect_once = [
+        "live: bridge up",
+        "alpha missed 3",
+        "alpha missed 4",
+        "alpha missed 5",
+        "alpha missed 6",
+        "alpha missed 7",
+        "beta missed 1",
+        "beta missed 2",
+        "beta during the catch-up",
+        "… and 2 earlier (shepherd reports alpha)",
+        "live: back again",
+    ];
+    let check = |tg: &FakeTelegram| {
+        for needle in expect_once {
+            assert_eq!(count(tg, needle), 1, "{needle:?} once");
+        }
+        for needle in [
+            "before the bridge ever ran",
+            "alpha missed 1",
+            "alpha missed 2",
+            "alpha held back",
+            "earlier (shepherd reports beta)",
+        ] {
+            assert_eq!(count(tg, needle), 0, "{needle:?} not posted");
+        }
+    };
+    check(&tg);
+    let topics = tg.topics(FORUM);
+    let alpha_topic = topics.iter().find(|t| t.name.contains("alpha")).unwrap();
+    let earlier = tg
+        .messages(FORUM)
+        .into_iter()
+        .find(|m| m.text.contains("earlier (shepherd reports alpha)"))
+        .unwrap();
+    assert_eq!(earlier.thread_id, Some(alpha_topic.thread_id));
+    let first_shown = tg
+        .messages(FORUM)
+        .into_iter()
+        .find(|m| m.text.contains("alpha missed 3"))
+        .unwrap();
+    assert!(
+        earlier.message_id < first_shown.message_id,
+        "the line comes first"
+    );
+
+    // A second restart posts nothing again.
+    bot.kill9();
+    let _bot = core.spawn_bot(&env)?;
+    a.client.report("live: third start").await?;
+    tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("live: third start"))
+        .await?;
+    check(&tg);
+    Ok(())
+}

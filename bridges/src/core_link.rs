@@ -19,7 +19,7 @@ use std::time::Duration;
 use shepherd_core::client::{Client, ClientError, Request};
 pub use shepherd_core::client::{Interrupted, Sent, Unanswered};
 use shepherd_core::protocol::{
-    Ask, AskId, AskState, ClientKind, CoreStatus, ErrorCode, Pairing, ServerMsg, SessionId,
+    Ask, AskId, AskState, ClientKind, CoreStatus, ErrorCode, Pairing, Report, ServerMsg, SessionId,
     SessionInfo, requests,
 };
 use tokio::sync::mpsc;
@@ -220,6 +220,28 @@ impl CoreLink {
             ..Default::default()
         };
         self.call(request).await
+    }
+
+    /// `list_reports`: announced and held reports with ids above `after`, the newest
+    /// `limit`, oldest first.
+    pub async fn reports(&mut self, after: Option<u64>, limit: Option<u32>) -> Reply<Vec<Report>> {
+        self.call(requests::ListReports {
+            after,
+            limit,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// The store id of the core the request link is connected to (connecting if needed):
+    /// report ids are unique within one store.
+    pub async fn store_id(&mut self) -> Reply<String> {
+        if self.client.is_none() {
+            self.client =
+                Some(Client::connect(&self.socket, ClientKind::Bridge, &self.name).await?);
+        }
+        let client = self.client.as_ref().expect("just connected");
+        Ok(client.welcome().store_id.clone())
     }
 
     /// Read the sessions, asks and pairings a bridge resynchronises from.

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::protocol::ResultsMode;
+
 /// Everything shepherd can be told.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -207,6 +209,10 @@ pub struct CoreConfig {
     pub hello_timeout_ms: u64,
     pub limits: Limits,
     pub supervise: SuperviseConfig,
+    /// Which runs' results (a run's final text) reach the phones: `all`, `asks_only`
+    /// (runs in which the session asked the human) or `off`. A session's own
+    /// `SHEPHERD_RESULTS` wins.
+    pub results: ResultsMode,
 }
 
 /// The `[core.supervise]` section: supervisor pairings.
@@ -235,6 +241,7 @@ impl Default for CoreConfig {
             hello_timeout_ms: 10_000,
             limits: Limits::default(),
             supervise: SuperviseConfig::default(),
+            results: ResultsMode::All,
         }
     }
 }

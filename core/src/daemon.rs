@@ -83,6 +83,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         socket: socket.clone(),
         limits: limits.clone(),
         supervise: config.core.supervise.clone(),
+        results: config.core.results,
     };
     let checkpointer = Checkpointer::spawn(&db_path);
     store.on_commit(checkpointer.waker());

@@ -222,7 +222,14 @@ export class FakeCore {
         this.send(conn, {
           type: "reported",
           id: msg.id,
-          report: { id: 7, session_id: conn.sessionId ?? "?", session_name: "fake", text: msg.text, created_at: 1 },
+          report: { id: 7, session_id: conn.sessionId ?? "?", session_name: "fake", text: msg.text, created_at: 1, kind: "report", announced: true },
+        });
+        return;
+      case "result":
+        this.send(conn, {
+          type: "reported",
+          id: msg.id,
+          report: { id: 8, session_id: conn.sessionId ?? "?", session_name: "fake", text: msg.text, created_at: 1, kind: "result", announced: msg.results !== "off" },
         });
         return;
       case "list_asks":

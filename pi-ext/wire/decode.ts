@@ -31,6 +31,8 @@ import {
   LEAVE_REASONS,
   PAIRING_CHANGES,
   PAIRING_STATES,
+  REPORT_KINDS,
+  RESULTS_MODES,
   ROLES,
   VERDICT_KINDS,
   VIEW_REASONS,
@@ -42,6 +44,7 @@ import {
   type Pairing,
   type Registration,
   type Report,
+  type ReportKind,
   type Sender,
   type SessionInfo,
   type Verdict,
@@ -181,6 +184,8 @@ const report: Conv<Report> = record({
   session_name: req(str),
   text: req(str),
   created_at: req(u64),
+  kind: withDefault(oneOf(REPORT_KINDS), (): ReportKind => "report"),
+  announced: withDefault(bool, () => true),
 });
 
 const bridgeInfo: Conv<BridgeInfo> = record({ name: req(str), pid: nullable(u32), connected_since: req(u64) });
@@ -262,6 +267,8 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
   unanswer: record({ id: req(u64), ask: req(u64), by: maybeNull(str) }),
   interrupt: record({ id: req(u64), session: req(str), then: maybeNull(str), by: maybeNull(str) }),
   bye: record({ returning: maybe(bool) }),
+  result: record({ id: req(u64), text: req(str), results: maybeNull(oneOf(RESULTS_MODES)) }),
+  list_reports: record({ id: req(u64), session: maybeNull(str), limit: maybeNull(u32), after: maybeNull(u64) }),
 };
 
 const askReply = record<{ id: number; ask: Ask }>({ id: req(u64), ask: req(ask) });
@@ -323,6 +330,7 @@ const SERVER_BODIES: Bodies<ServerMsg> = {
     verdict: nullable(verdict),
     by: nullable(str),
   }),
+  reports: record({ id: req(u64), reports: req(arrayOf(report)) }),
 };
 
 // ---------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import type {
   PairingChange,
   Registration,
   Report,
+  ResultsMode,
   Role,
   SessionInfo,
   Verdict,
@@ -83,6 +84,15 @@ export type UnanswerMsg = { type: "unanswer"; id: number; ask: number; by?: stri
 export type InterruptMsg = { type: "interrupt"; id: number; session: string; then?: string | null; by?: string | null };
 /** The session closes this connection on purpose; `returning`: it comes straight back (/reload). */
 export type ByeMsg = { type: "bye"; returning?: boolean };
+/** A run's final assistant text; `results` is this session's own setting. */
+export type ResultMsg = { type: "result"; id: number; text: string; results?: ResultsMode | null };
+export type ListReportsMsg = {
+  type: "list_reports";
+  id: number;
+  session?: string | null;
+  limit?: number | null;
+  after?: number | null;
+};
 
 /** Client → core. */
 export type ClientMsg =
@@ -108,7 +118,9 @@ export type ClientMsg =
   | ListPairingsMsg
   | UnanswerMsg
   | InterruptMsg
-  | ByeMsg;
+  | ByeMsg
+  | ResultMsg
+  | ListReportsMsg;
 
 export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "hello",
@@ -134,6 +146,8 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "unanswer",
   "interrupt",
   "bye",
+  "result",
+  "list_reports",
 ];
 
 export type WelcomeMsg = { type: "welcome"; id: number; protocol: number; core_version: string; store_id: string; pid: number };
@@ -202,6 +216,7 @@ export type InterruptedMsg = {
   /** The session's status when asked (`idle`: no run to abort). */
   was: string;
 };
+export type ReportsMsg = { type: "reports"; id: number; reports: Report[] };
 export type PairingEventMsg = {
   type: "pairing_event";
   change: PairingChange;
@@ -241,7 +256,8 @@ export type ServerMsg =
   | PairingsMsg
   | PairingEventMsg
   | UnansweredMsg
-  | InterruptedMsg;
+  | InterruptedMsg
+  | ReportsMsg;
 
 export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "welcome",
@@ -274,6 +290,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "pairing_event",
   "unanswered",
   "interrupted",
+  "reports",
 ];
 
 /** The id of the request a server message answers; null for events and connection errors. */

@@ -119,12 +119,23 @@ export interface Delivery {
   created_at: number;
 }
 
+export type ReportKind = "report" | "result";
+export const REPORT_KINDS: readonly ReportKind[] = ["report", "result"];
+
+/** The `results` setting: which runs' results reach the phones. */
+export type ResultsMode = "all" | "asks_only" | "off";
+export const RESULTS_MODES: readonly ResultsMode[] = ["all", "asks_only", "off"];
+
 export interface Report {
   id: number;
   session_id: string;
   session_name: string;
   text: string;
   created_at: number;
+  /** `report` (the report tool) or `result` (a run's final text); absent from older cores: `report`. */
+  kind: ReportKind;
+  /** Whether the bridges were told (false: a result the `results` setting held back); absent: true. */
+  announced: boolean;
 }
 
 export interface BridgeInfo {

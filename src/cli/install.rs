@@ -28,6 +28,7 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("dedupe.ts", include_str!("../../pi-ext/dedupe.ts")),
     ("inbox.ts", include_str!("../../pi-ext/inbox.ts")),
     ("outbox.ts", include_str!("../../pi-ext/outbox.ts")),
+    ("result.ts", include_str!("../../pi-ext/result.ts")),
     ("wire.ts", include_str!("../../pi-ext/wire.ts")),
     (
         "wire/records.ts",

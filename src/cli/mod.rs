@@ -13,6 +13,7 @@ pub mod format;
 pub mod install;
 pub mod lifecycle;
 pub mod pairings;
+pub mod reports;
 pub mod send;
 pub mod sessions;
 pub mod status;
@@ -120,6 +121,20 @@ pub enum Command {
     /// Install the Pi extension: write it to <agent dir>/shepherd/pi-ext and add it to
     /// Pi's settings.json `packages`. Safe to run again (it updates an old copy).
     Install,
+    /// List what sessions reported and the results of their runs (each run's final text),
+    /// newest last: all sessions, or one.
+    Reports(ReportsArgs),
+}
+
+/// `shepherd reports`.
+#[derive(Debug, Args)]
+pub struct ReportsArgs {
+    /// Only this session's: exact id, unique id prefix, or unique name.
+    #[arg(value_name = "SESSION")]
+    pub session: Option<String>,
+    /// Show the newest this many.
+    #[arg(long, short = 'n', default_value_t = 20, value_name = "N")]
+    pub limit: u32,
 }
 
 /// `shepherd up`.
@@ -308,6 +323,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         }) => lifecycle::interrupt(ctx, &session, then.as_deref()).await,
         Command::Stop(_) => lifecycle::stop(ctx).await,
         Command::Restart(args) => lifecycle::restart(ctx, &args).await,
+        Command::Reports(args) => reports::run(ctx, &args).await,
     }
 }
 

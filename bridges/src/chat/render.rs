@@ -11,7 +11,7 @@
 //! cut; reports and lists may be long, and the bridge splits them ([`super::split`]).
 
 use shepherd_core::protocol::{
-    Ask, AskState, CoreStatus, Millis, Report, SessionInfo, SessionStatus,
+    Ask, AskState, CoreStatus, Millis, Report, ReportKind, SessionInfo, SessionStatus,
 };
 
 use super::commands::{COMMANDS, OPTION_KEYS, UsageError};
@@ -169,12 +169,33 @@ fn header(icon: &str, name: &str, session: Option<&SessionInfo>) -> Html {
 }
 
 /// A session's report: `📝 name (repo@branch)`, then the text with its code blocks and
-/// inline code kept as code.
+/// inline code kept as code. A run's result is rendered the same way, marked as such:
+/// `🏁 name (repo@branch) · result`.
 pub fn report(report: &Report, session: Option<&SessionInfo>) -> Rendered {
     let name = session.map_or(report.session_name.as_str(), |s| s.name.as_str());
-    let mut h = header("📝", name, session);
+    let mut h = match report.kind {
+        ReportKind::Report => header("📝", name, session),
+        ReportKind::Result => {
+            let mut h = header("🏁", name, session);
+            h.text(" · result");
+            h
+        }
+    };
     let (html, plain) = text_with_code(report.text.trim_end()).finish();
     h.line().raw(&html, &plain);
+    h.into()
+}
+
+/// Said before the newest reports a bridge posts after being away, when there were more:
+/// `… and 3 earlier (shepherd reports fix-login)`.
+pub fn earlier_reports(name: &str, earlier: usize) -> Rendered {
+    let mut h = Html::new();
+    h.text(&format!("… and {earlier} earlier ("))
+        .code(&format!(
+            "shepherd reports {}",
+            truncate(&one_line(name), NAME)
+        ))
+        .text(")");
     h.into()
 }
 

@@ -2,7 +2,7 @@
 //! or a person wrote, and the card budget.
 
 use shepherd_core::examples;
-use shepherd_core::protocol::{Ask, AskState, BridgeInfo, CoreStatus, Report};
+use shepherd_core::protocol::{Ask, AskState, BridgeInfo, CoreStatus, Report, ReportKind};
 
 use super::*;
 use crate::chat::commands::UsageError;
@@ -121,6 +121,8 @@ fn a_report_keeps_code() {
         session_name: "old-name".into(),
         text: "Fixed `login()` for <admin>.\n```sh\ncargo test\n```\n".into(),
         created_at: NOW,
+        kind: ReportKind::Report,
+        announced: true,
     };
     let out = report(&r, Some(&s));
     assert_eq!(
@@ -347,11 +349,14 @@ fn every_user_string_is_escaped() {
         session_name: evil.into(),
         text: evil.into(),
         created_at: 0,
+        kind: ReportKind::Result,
+        announced: true,
     };
     let all = [
         ask_card(&a, Some(&s)).rendered(),
         answered_card_with(&done, Some(&s)),
         report(&r, Some(&s)),
+        earlier_reports(evil, 2),
         sessions_list_at(std::slice::from_ref(&s), NOW),
         session_status_at(&s, NOW),
         asks_list_at(&[a.clone(), done.clone()], NOW),
@@ -362,4 +367,36 @@ fn every_user_string_is_escaped() {
         assert!(!r.html.contains("&amp;\""), "{}", r.html);
         assert!(text_of(&r.html).contains("<script>"), "{}", r.html);
     }
+}
+
+#[test]
+fn a_result_is_a_report_marked_as_the_run_s_result() {
+    let s = session("fix-login");
+    let r = Report {
+        id: 4,
+        session_id: s.id.clone(),
+        session_name: "fix-login".into(),
+        text: "All <b>214</b> tests pass.".into(),
+        created_at: NOW,
+        kind: ReportKind::Result,
+        announced: true,
+    };
+    let out = report(&r, Some(&s));
+    assert_eq!(
+        out.html,
+        "🏁 <b>fix-login</b> (app@main) · result\nAll &lt;b&gt;214&lt;/b&gt; tests pass."
+    );
+    assert_eq!(
+        out.plain,
+        "🏁 fix-login (app@main) · result\nAll <b>214</b> tests pass."
+    );
+    let earlier = earlier_reports("fix-login", 3);
+    assert_eq!(
+        earlier.plain,
+        "… and 3 earlier (shepherd reports fix-login)"
+    );
+    assert_eq!(
+        earlier.html,
+        "… and 3 earlier (<code>shepherd reports fix-login</code>)"
+    );
 }

@@ -245,6 +245,8 @@ mod tests {
             session_name: s.name.clone(),
             text: "tests pass".into(),
             created_at: 1_000,
+            kind: shepherd_core::protocol::ReportKind::Report,
+            announced: true,
         };
         let out = status_here(&s, &[&ask], Some(&report), 61_000);
         assert!(

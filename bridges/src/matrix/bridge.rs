@@ -245,6 +245,22 @@ impl Platform for Matrix {
         self.post(place, confirmation, Some(session), "reply").await;
     }
 
+    fn last_report(&self, store: &str) -> Option<u64> {
+        let key = format!("last_report:{store}:{}", self.room.room_id());
+        match self.store.meta(&key) {
+            Ok(v) => v.and_then(|v| v.parse().ok()),
+            Err(e) => {
+                tracing::error!(error = %e, "matrix: could not read the last report posted");
+                None
+            }
+        }
+    }
+
+    fn set_last_report(&mut self, store: &str, id: u64) {
+        let key = format!("last_report:{store}:{}", self.room.room_id());
+        self.remember(self.store.set_meta(&key, &id.to_string()));
+    }
+
     /// Written in the worker's thread: the core's news shows there.
     fn shows_in(&self, session: &str, place: Option<&String>) -> bool {
         place.is_some() && self.thread_root(session).as_ref() == place

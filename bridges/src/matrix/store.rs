@@ -1,9 +1,11 @@
 //! The Matrix bridge's own durable state, in `<state dir>/matrix/bridge.db`: the room the
 //! bot created (when none is configured), the thread of each Pi session (its root event),
 //! which bot events are cards of which ask (so a reaction or reply on an old card still
-//! answers it, and every card is edited when the ask is answered), and which bot events
-//! are about which session (a reply to one steers it), and which bot events say that typed
-//! text answered an ask (a ↩️ on one takes the answer back). matrix-sdk keeps everything else
+//! answers it, and every card is edited when the ask is answered), which bot events are
+//! about which session (a reply to one steers it), which bot events say that typed text
+//! answered an ask (a ↩️ on one takes the answer back), and (in `meta`, as
+//! `last_report:<core store>:<room>`) the last report posted in the room, so a restart posts
+//! what it missed and nothing twice. matrix-sdk keeps everything else
 //! (sync token, room state, crypto) in its own SQLite store beside this file.
 
 use std::path::Path;

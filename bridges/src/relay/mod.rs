@@ -17,10 +17,12 @@
 //! - [`pairings`]: who supervises whom, and where a command was written.
 //! - [`typed`]: plain text in a session's place: an answer to its one open ask (with an
 //!   undo), a question when there are several, else a steer.
+//! - [`reports`]: reports and results, once per chat, and catching up after being away.
 
 pub mod commands;
 pub mod pairings;
 pub mod platform;
+pub mod reports;
 pub mod typed;
 
 use std::collections::HashMap;
@@ -57,6 +59,8 @@ pub struct Relay<P: Platform> {
     /// Open asks whose cards lost their buttons when their session left, by session: they
     /// get them back when it returns.
     pub waiting: HashMap<SessionId, Vec<Ask>>,
+    /// The last report posted in this chat (reports are posted once).
+    pub reports: reports::ReportCursor,
 }
 
 impl<P: Platform> Relay<P> {
@@ -69,6 +73,7 @@ impl<P: Platform> Relay<P> {
             audit_log,
             last_reports: HashMap::new(),
             waiting: HashMap::new(),
+            reports: reports::ReportCursor::default(),
         }
     }
 
@@ -92,8 +97,10 @@ impl<P: Platform> Relay<P> {
                 ServerMsg::AskOpened { ask } => self.post_card(&ask).await,
                 ServerMsg::AskAnswered { ask } => self.close_cards(&ask).await,
                 ServerMsg::ReportPosted { report } => {
-                    self.post_report(&report).await;
-                    self.last_reports.insert(report.session_id.clone(), report);
+                    self.on_report(&report).await;
+                    if report.announced {
+                        self.last_reports.insert(report.session_id.clone(), report);
+                    }
                 }
                 ServerMsg::SessionJoined { session } => {
                     let old = self.sessions.insert(session.id.clone(), session.clone());
@@ -126,7 +133,8 @@ impl<P: Platform> Relay<P> {
     }
 
     /// After (re)connecting: learn the sessions, post cards for open asks that have none,
-    /// and close cards whose ask was answered while we were away.
+    /// close cards whose ask was answered while we were away, and post the reports and
+    /// results announced meanwhile.
     async fn resync(&mut self) -> Result<(), ClientError> {
         let snapshot = self.core.snapshot().await?;
         self.sessions = snapshot.sessions;
@@ -141,7 +149,7 @@ impl<P: Platform> Relay<P> {
                 self.post_card(ask).await;
             }
         }
-        Ok(())
+        self.catch_up().await
     }
 
     /// The place of `session`'s messages.
@@ -229,12 +237,6 @@ impl<P: Platform> Relay<P> {
         let mine: Vec<&Ask> = asks.iter().filter(|a| a.session_id == info.id).collect();
         let now = shepherd_core::clock::now_ms();
         session_news::status_here(info, &mine, self.last_reports.get(&info.id), now)
-    }
-
-    async fn post_report(&mut self, report: &Report) {
-        let rendered = render::report(report, self.sessions.get(&report.session_id));
-        self.post_about(&report.session_id, rendered, "report")
-            .await;
     }
 
     /// A pairing changed: remember who supervises whom, and post what the human wants to

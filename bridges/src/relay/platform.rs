@@ -106,6 +106,13 @@ pub trait Platform: Send {
     /// need not be said twice there).
     fn shows_in(&self, session: &str, place: Option<&Self::Place>) -> bool;
 
+    /// The id of the last report posted in this chat from the core whose store is
+    /// `store` (`None`: never posted from it).
+    fn last_report(&self, store: &str) -> Option<u64>;
+
+    /// Remember durably that reports up to `id` of `store` were posted in this chat.
+    fn set_last_report(&mut self, store: &str, id: u64);
+
     /// A session's name or place changed (`old` is what was known before): Telegram
     /// renames its topic. Nothing by default.
     fn session_changed(

@@ -217,6 +217,19 @@ impl Platform for Telegram {
 
     /// Whether what is posted in `session`'s topic shows in `thread` (of this chat): its
     /// own topic, or anywhere in a chat without topics.
+    fn last_report(&self, store: &str) -> Option<u64> {
+        self.store
+            .last_report(store, self.chat_id)
+            .unwrap_or_else(|e| {
+                tracing::error!(error = %e, "telegram: could not read the last report posted");
+                None
+            })
+    }
+
+    fn set_last_report(&mut self, store: &str, id: u64) {
+        self.remember(self.store.set_last_report(store, self.chat_id, id));
+    }
+
     fn shows_in(&self, session: &str, thread: Option<&i32>) -> bool {
         match self.forum {
             Some(false) => true,

@@ -2,7 +2,8 @@
 //! `getUpdates` offset (so a restart neither replays nor skips an update), which bot
 //! messages are cards of which ask (so buttons on old cards keep working and every card
 //! can be edited when the ask is answered), which forum topic belongs to which session,
-//! and which bot messages are about which session (a reply to one steers it).
+//! which bot messages are about which session (a reply to one steers it), and the last
+//! report posted in each chat (so a restart posts what it missed, and nothing twice).
 
 use std::path::Path;
 
@@ -61,6 +62,28 @@ impl BridgeStore {
             "INSERT INTO meta (key, value) VALUES ('offset', ?1)
              ON CONFLICT (key) DO UPDATE SET value = ?1",
             [offset.to_string()],
+        )?;
+        Ok(())
+    }
+
+    /// The last report of core store `store` posted in `chat_id` (reports go once per chat).
+    pub fn last_report(&self, store: &str, chat_id: i64) -> rusqlite::Result<Option<u64>> {
+        let v: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = ?1",
+                [format!("last_report:{store}:{chat_id}")],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(v.and_then(|v| v.parse().ok()))
+    }
+
+    pub fn set_last_report(&self, store: &str, chat_id: i64, id: u64) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET value = ?2",
+            params![format!("last_report:{store}:{chat_id}"), id.to_string()],
         )?;
         Ok(())
     }
@@ -191,6 +214,8 @@ mod tests {
         let store = BridgeStore::open(&path).unwrap();
         assert_eq!(store.offset().unwrap(), 0);
         store.set_offset(42).unwrap();
+        assert_eq!(store.last_report("st", -100).unwrap(), None);
+        store.set_last_report("st", -100, 9).unwrap();
         let card = Card {
             ask_id: 7,
             chat_id: -100,
@@ -203,6 +228,9 @@ mod tests {
         drop(store);
         let store = BridgeStore::open(&path).unwrap();
         assert_eq!(store.offset().unwrap(), 42);
+        assert_eq!(store.last_report("st", -100).unwrap(), Some(9));
+        assert_eq!(store.last_report("other-store", -100).unwrap(), None);
+        assert_eq!(store.last_report("st", -200).unwrap(), None);
         assert_eq!(store.card_at(-100, 5).unwrap(), Some(card.clone()));
         assert_eq!(store.cards_of(7).unwrap(), vec![card]);
         assert_eq!(

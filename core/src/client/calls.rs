@@ -113,6 +113,8 @@ replies! {
     Interrupt => Interrupted: ServerMsg::Interrupted {
         message_id, session_id, session_name, connected, was, ..
     } => Interrupted { message_id, session_id, session_name, connected, was },
+    RunResult => Report: ServerMsg::Reported { report, .. } => report,
+    ListReports => Vec<Report>: ServerMsg::Reports { reports, .. } => reports,
 }
 
 /// `unanswer`'s reply: the reopened ask and the steer its former answer became.

@@ -1,14 +1,13 @@
-//! Asks and reports: a session's questions for whoever supervises it, the one answer each
-//! gets, and information posted without a question. The winning answer travels back to
-//! the asking session through its mailbox, like any other delivery.
+//! Asks: a session's questions for whoever supervises it and the one answer each gets
+//! (reports, information posted without a question, are kept in `reports.rs`). The
+//! winning answer travels back to the asking session through its mailbox, like any other
+//! delivery.
 
 use rusqlite::Connection;
 
 use super::{Cx, HubError, HubResult, Out, State, atomically};
 use crate::clock::now_ms;
-use crate::protocol::{
-    AskState, ClientKind, DeliveryKind, ErrorCode, Report, Sender, ServerMsg, requests,
-};
+use crate::protocol::{AskState, ClientKind, DeliveryKind, ErrorCode, Sender, ServerMsg, requests};
 use crate::store::{self, messages::NewMessage};
 
 const MAX_OPTIONS: usize = 10;
@@ -19,7 +18,7 @@ fn invalid(message: impl Into<String>) -> HubError {
 }
 
 /// An idempotency key is 1-128 characters without control characters.
-fn check_key(key: Option<&str>) -> HubResult<()> {
+pub(super) fn check_key(key: Option<&str>) -> HubResult<()> {
     match key {
         Some(k) if k.is_empty() || k.chars().count() > 128 || k.chars().any(char::is_control) => {
             Err(invalid(
@@ -112,59 +111,6 @@ impl State {
             },
         );
         self.broadcast(&ServerMsg::AskOpened { ask }, out);
-        Ok(())
-    }
-
-    pub(super) fn report(
-        &mut self,
-        cx: Cx,
-        req: requests::Report,
-        db: &Connection,
-        out: &mut Out,
-    ) -> HubResult<()> {
-        let Cx { conn, id, .. } = cx;
-        let requests::Report { text, key, .. } = req;
-        let session_id = self.registered(conn)?.clone();
-        if text.trim().is_empty() {
-            return Err(invalid("report text must not be empty"));
-        }
-        check_key(key.as_deref())?;
-        let session_name = self
-            .live
-            .get(&session_id)
-            .map_or_else(|| session_id.to_string(), |l| l.name.clone());
-        // Sent again with its key: the report stored then, not a second one.
-        if let Some(key) = &key
-            && let Some((report_id, text, created_at)) =
-                store::reports::by_key(db, &session_id, key)?
-        {
-            let report = Report {
-                id: report_id,
-                session_name,
-                session_id,
-                text,
-                created_at,
-            };
-            out.send(conn, &ServerMsg::Reported { id, report });
-            return Ok(());
-        }
-        let now = now_ms();
-        let report_id = store::reports::insert(db, &session_id, &text, key.as_deref(), now)?;
-        let report = Report {
-            id: report_id,
-            session_name,
-            session_id,
-            text,
-            created_at: now,
-        };
-        out.send(
-            conn,
-            &ServerMsg::Reported {
-                id,
-                report: report.clone(),
-            },
-        );
-        self.broadcast(&ServerMsg::ReportPosted { report }, out);
         Ok(())
     }
 

@@ -15,6 +15,7 @@ mod interrupt;
 mod mail;
 mod names;
 mod presence;
+mod reports;
 mod resolve;
 mod session_change;
 mod supervise;
@@ -35,7 +36,7 @@ use crate::config::{Limits, SuperviseConfig};
 use crate::git::RepoContext;
 use crate::protocol::requests::{ListAsks, Subscribe};
 use crate::protocol::{
-    ClientKind, ClientMsg, Delivery, ErrorCode, MessageId, ServerMsg, SessionId, frame,
+    ClientKind, ClientMsg, Delivery, ErrorCode, MessageId, ResultsMode, ServerMsg, SessionId, frame,
 };
 use crate::store::{self, Store};
 
@@ -110,6 +111,8 @@ pub struct CoreFacts {
     pub socket: PathBuf,
     pub limits: Limits,
     pub supervise: SuperviseConfig,
+    /// `core.results`: which runs' results reach the bridges, unless a session says.
+    pub results: ResultsMode,
 }
 
 /// Start the hub task. The returned join handle ends after `Shutdown` (or when every
@@ -480,6 +483,8 @@ impl State {
             ClientMsg::Unanswer(req) => self.unanswer(cx, req, db, out),
             ClientMsg::Interrupt(req) => self.interrupt(cx, req, db, out),
             ClientMsg::Bye(req) => self.bye(cx, req),
+            ClientMsg::RunResult(req) => self.run_result(cx, req, db, out),
+            ClientMsg::ListReports(req) => self.list_reports(cx, req, db, out),
         }
     }
 

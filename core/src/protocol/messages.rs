@@ -125,6 +125,8 @@ client_messages! {
         "list_pairings" => ListPairings,
         "unanswer" => Unanswer,
         "interrupt" => Interrupt,
+        "result" => RunResult,
+        "list_reports" => ListReports,
     }
     notices {
         "ack" => Ack,
@@ -302,6 +304,8 @@ server_messages! {
             connected: bool,
             was: SessionStatus,
         },
+        /// Response to `list_reports`: oldest first.
+        "reports" => Reports { id: u64, reports: Vec<Report> },
     }
     errors {
         /// A request failed, or (without `id`) the connection did.

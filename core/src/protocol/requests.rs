@@ -10,7 +10,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AskId, ClientKind, ContextUsage, MessageId, Registration, Role, SessionStatus, VerdictKind,
+    AskId, ClientKind, ContextUsage, MessageId, Registration, ResultsMode, Role, SessionStatus,
+    VerdictKind,
 };
 
 /// First message on every connection. Answered by `welcome`.
@@ -267,4 +268,30 @@ pub struct Interrupt {
 pub struct Bye {
     #[serde(default)]
     pub returning: bool,
+}
+
+/// Pi only: the final assistant text of a run that just ended, kept with the reports as
+/// `kind: result`. `results` is this session's own `results` setting (`SHEPHERD_RESULTS`
+/// or `/shepherd results`); absent, the core's `core.results` decides whether it goes to
+/// the bridges. Answered by `reported`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RunResult {
+    pub id: u64,
+    pub text: String,
+    #[serde(default)]
+    pub results: Option<ResultsMode>,
+}
+
+/// Kept reports and results, oldest first. `session` (id, unique id prefix or name)
+/// narrows to one session; `after` to those with a larger id (a bridge catching up);
+/// `limit` keeps the newest that many. Answered by `reports`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListReports {
+    pub id: u64,
+    #[serde(default)]
+    pub session: Option<String>,
+    #[serde(default)]
+    pub limit: Option<u32>,
+    #[serde(default)]
+    pub after: Option<u64>,
 }

@@ -215,7 +215,8 @@ pub struct Delivery {
     pub created_at: Millis,
 }
 
-/// Information a session posted for whoever supervises it.
+/// Information a session posted for whoever supervises it: a report (the `report` tool)
+/// or a run's result (its final assistant text, sent by the extension when the run ends).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub id: u64,
@@ -223,6 +224,59 @@ pub struct Report {
     pub session_name: String,
     pub text: String,
     pub created_at: Millis,
+    /// `report` or `result`. Absent (older cores): `report`.
+    #[serde(default)]
+    pub kind: ReportKind,
+    /// Whether it went to the subscribed bridges (`report_posted`). False only for a
+    /// result the `results` setting held back (`off`, or `asks_only` for a run without an
+    /// ask); it is kept and listed all the same. Absent: true.
+    #[serde(default = "announced_default")]
+    pub announced: bool,
+}
+
+fn announced_default() -> bool {
+    true
+}
+
+/// What a kept [`Report`] is. On the wire a string: `report` or `result`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportKind {
+    /// Posted by the session with the `report` tool.
+    #[default]
+    Report,
+    /// A run's final assistant text.
+    Result,
+}
+
+impl ReportKind {
+    /// The wire and database spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportKind::Report => "report",
+            ReportKind::Result => "result",
+        }
+    }
+
+    /// The kind a stored spelling names (anything unknown reads as `report`).
+    pub fn parse(s: &str) -> ReportKind {
+        match s {
+            "result" => ReportKind::Result,
+            _ => ReportKind::Report,
+        }
+    }
+}
+
+/// The `results` setting: which runs' results reach the phones. On the wire and in the
+/// config a string: `all` (default), `asks_only` (only runs in which the session asked the
+/// human) or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultsMode {
+    #[default]
+    All,
+    AsksOnly,
+    Off,
 }
 
 /// A connected chat bridge, as `status` lists it.

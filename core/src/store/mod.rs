@@ -147,6 +147,12 @@ ALTER TABLE reports ADD COLUMN client_key TEXT;
 CREATE UNIQUE INDEX reports_client_key ON reports(session_id, client_key)
     WHERE client_key IS NOT NULL;
 "#,
+    r#"
+-- Reports keep their kind (a run's result) and whether the bridges were told.
+ALTER TABLE reports ADD COLUMN kind TEXT NOT NULL DEFAULT 'report' CHECK (kind IN ('report', 'result'));
+ALTER TABLE reports ADD COLUMN announced INTEGER NOT NULL DEFAULT 1;
+CREATE INDEX reports_session ON reports(session_id, id);
+"#,
 ];
 
 /// An open database with its identity.

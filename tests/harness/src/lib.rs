@@ -524,3 +524,63 @@ impl Core {
         .await
     }
 }
+
+/// `shepherd bot` (the chat bridges alone) against a running [`Core`], with the bridges'
+/// environment given only to it: the bridge can go down and come back while the core
+/// keeps running. Killed (SIGKILL) when dropped.
+pub struct Bot {
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl Core {
+    /// Start `shepherd bot` with `env` (the bridge settings), logging to `<dir>/bot.log`.
+    pub fn spawn_bot(&self, env: &[(&str, &str)]) -> Result<Bot> {
+        let log_path = self.dir.path().join("bot.log");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)?;
+        let mut cmd = self.command();
+        cmd.arg("bot")
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().context("spawning shepherd bot")?;
+        Ok(Bot {
+            child: Some(child),
+            log: log_path,
+        })
+    }
+}
+
+impl Bot {
+    /// Everything every `shepherd bot` of this core logged.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL it (no clean shutdown) and reap it.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Bot {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("--- shepherd bot log ---\n{}", self.log());
+        }
+        self.kill9();
+    }
+}

@@ -1,0 +1,151 @@
+//! Reports and results: keeping what a session posts (the `report` tool, and the final text
+//! of each run the extension sends as `result`), deciding with the `results` setting which
+//! results reach the bridges, and listing what was kept (`list_reports`, for
+//! `shepherd reports` and for a bridge catching up after it was away).
+
+use rusqlite::Connection;
+
+use super::{Cx, HubError, HubResult, Out, State};
+use crate::clock::now_ms;
+use crate::protocol::{ErrorCode, Report, ReportKind, ResultsMode, ServerMsg, requests};
+use crate::store::{self, reports::NewReport};
+
+/// What a session posted: its text, whether it is a report or a run's result, and the
+/// session's idempotency key.
+struct Posted {
+    text: String,
+    kind: ReportKind,
+    key: Option<String>,
+}
+
+impl State {
+    /// Keep a report or result from the session on `cx`, answer `reported`, and announce
+    /// it to the subscribers when `announced`.
+    fn keep_report(
+        &mut self,
+        cx: Cx,
+        Posted { text, kind, key }: Posted,
+        announce: impl FnOnce(&Connection, &crate::protocol::SessionId) -> HubResult<bool>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let session_id = self.registered(cx.conn)?.clone();
+        if text.trim().is_empty() {
+            return Err(HubError::new(
+                ErrorCode::InvalidArgument,
+                format!("{} text must not be empty", kind.as_str()),
+            ));
+        }
+        super::asks::check_key(key.as_deref())?;
+        // Sent again with its key (the reply was lost): what was kept then, not a second one.
+        if let Some(key) = &key
+            && let Some(kept) = store::reports::by_key(db, &session_id, key)?
+        {
+            out.send(
+                cx.conn,
+                &ServerMsg::Reported {
+                    id: cx.id,
+                    report: kept,
+                },
+            );
+            return Ok(());
+        }
+        let announced = announce(db, &session_id)?;
+        let now = now_ms();
+        let report_id = store::reports::insert(
+            db,
+            &NewReport {
+                session_id: &session_id,
+                text: &text,
+                kind,
+                announced,
+                created_at: now,
+                key: key.as_deref(),
+            },
+        )?;
+        let report = Report {
+            id: report_id,
+            session_name: self
+                .live
+                .get(&session_id)
+                .map_or_else(|| session_id.to_string(), |l| l.name.clone()),
+            session_id,
+            text,
+            created_at: now,
+            kind,
+            announced,
+        };
+        out.send(
+            cx.conn,
+            &ServerMsg::Reported {
+                id: cx.id,
+                report: report.clone(),
+            },
+        );
+        if announced {
+            self.broadcast(&ServerMsg::ReportPosted { report }, out);
+        }
+        Ok(())
+    }
+
+    pub(super) fn report(
+        &mut self,
+        cx: Cx,
+        req: requests::Report,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let announce = |_: &Connection, _: &crate::protocol::SessionId| Ok(true);
+        let posted = Posted {
+            text: req.text,
+            kind: ReportKind::Report,
+            key: req.key,
+        };
+        self.keep_report(cx, posted, announce, db, out)
+    }
+
+    /// A run's final text. The session's own `results` setting wins over the core's.
+    pub(super) fn run_result(
+        &mut self,
+        cx: Cx,
+        req: requests::RunResult,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let mode = req.results.unwrap_or(self.facts.results);
+        let announce = move |db: &Connection, session: &crate::protocol::SessionId| {
+            Ok(match mode {
+                ResultsMode::All => true,
+                ResultsMode::Off => false,
+                ResultsMode::AsksOnly => store::reports::asked_since_last_result(db, session)?,
+            })
+        };
+        let posted = Posted {
+            text: req.text,
+            kind: ReportKind::Result,
+            key: None,
+        };
+        self.keep_report(cx, posted, announce, db, out)
+    }
+
+    pub(super) fn list_reports(
+        &self,
+        cx: Cx,
+        req: requests::ListReports,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let session = match req.session.as_deref() {
+            Some(selector) => Some(self.resolve(selector, db)?.id),
+            None => None,
+        };
+        let filter = store::reports::Filter {
+            session: session.as_ref(),
+            after: req.after,
+            limit: req.limit,
+        };
+        let reports = store::reports::list(db, &filter)?;
+        out.send(cx.conn, &ServerMsg::Reports { id: cx.id, reports });
+        Ok(())
+    }
+}

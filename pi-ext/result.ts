@@ -1,0 +1,113 @@
+// A run's result: the final assistant text of a Pi run, sent to the core (`result`) when the
+// run settles, so the human reads it on the phone without a `report` tool call. Pure: it
+// watches the run's messages (message_end) and says, when the run settles, what to send.
+// A run that ended with only tool calls (ask_human ends the run on its tool result), that
+// was aborted or that failed has no result. Also reads the session's `results` setting
+// (SHEPHERD_RESULTS, `/shepherd results <mode>`); the core applies it (it knows the asks).
+
+import { RESULTS_MODES, type Report, type ResultsMode } from "./wire.ts";
+
+/** The parts of a Pi message this reads (AgentMessage is wider). */
+export interface RunMessage {
+  role: string;
+  content?: unknown;
+  stopReason?: string;
+}
+
+/** The text parts of an assistant message, joined and trimmed. */
+export function assistantText(message: RunMessage): string {
+  if (!Array.isArray(message.content)) return typeof message.content === "string" ? message.content.trim() : "";
+  const parts: string[] = [];
+  for (const part of message.content as unknown[]) {
+    if (typeof part !== "object" || part === null) continue;
+    const p = part as { type?: unknown; text?: unknown };
+    if (p.type === "text" && typeof p.text === "string") parts.push(p.text);
+  }
+  return parts.join("").trim();
+}
+
+/** Follows one run at a time: the candidate result is the last assistant text not followed by a tool result. */
+export class RunResult {
+  #text = "";
+
+  /** A run started (agent_start): nothing yet. */
+  started(): void {
+    this.#text = "";
+  }
+
+  /** A message ended (message_end). */
+  message(message: RunMessage): void {
+    if (message.role === "assistant") {
+      const failed = message.stopReason === "aborted" || message.stopReason === "error";
+      this.#text = failed ? "" : assistantText(message);
+    } else if (message.role === "toolResult") {
+      // The run went on past that text (or ended on a tool, as ask_human does): not its result.
+      this.#text = "";
+    }
+  }
+
+  /** The run settled (agent_settled): the text to send, or null. Forgets it either way. */
+  settled(aborted: boolean): string | null {
+    const text = this.#text;
+    this.#text = "";
+    return aborted || text === "" ? null : text;
+  }
+}
+
+/** A `results` mode from SHEPHERD_RESULTS or `/shepherd results <mode>` (`asks-only` too). */
+export function parseResultsMode(value: string): ResultsMode | null {
+  const v = value.trim().toLowerCase().replace("-", "_");
+  return RESULTS_MODES.find((m) => m === v) ?? null;
+}
+
+/** What `/shepherd results …` says when the mode is missing or wrong. */
+export const RESULTS_USAGE = `usage: /shepherd results ${RESULTS_MODES.join("|")} (all: every run's final text goes to the phone; asks_only: only runs that asked you; off: none)`;
+
+/** What sending results needs from the session. */
+export interface ResultHost {
+  /** Send `result {text, results}` to the core. */
+  send(text: string, results: ResultsMode | null): Promise<Report>;
+  /** This session's mode (null: the core's `core.results`). */
+  mode(): ResultsMode | null;
+  /** Whether this session supervises another now: its runs answer looks, and the verdicts already reach the phone. */
+  supervising(): boolean;
+  log(line: string): void;
+}
+
+/** Watches runs and sends each one's result as it settles; never throws. */
+export class ResultSender {
+  readonly #host: ResultHost;
+  readonly #run = new RunResult();
+
+  constructor(host: ResultHost) {
+    this.#host = host;
+  }
+
+  started(): void {
+    this.#run.started();
+  }
+
+  message(message: RunMessage): void {
+    this.#run.message(message);
+  }
+
+  /** The run settled: send its result, if it has one. Resolves once sent (or refused). */
+  async settled(aborted: boolean): Promise<void> {
+    const text = this.#run.settled(aborted);
+    if (text === null) {
+      this.#host.log(aborted ? "run aborted: no result" : "run ended without text: no result");
+      return;
+    }
+    if (this.#host.supervising()) {
+      this.#host.log("run ended while supervising: its verdicts are the result");
+      return;
+    }
+    try {
+      // The core applies the mode (asks_only needs the asks it keeps) and keeps the result either way.
+      const report = await this.#host.send(text, this.#host.mode());
+      this.#host.log(`result ${report.id} sent (${report.announced ? "announced" : "kept, not announced"})`);
+    } catch (e) {
+      this.#host.log(`result not sent: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+}
