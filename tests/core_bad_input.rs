@@ -670,8 +670,8 @@ async fn values_out_of_range_are_invalid_arguments_and_store_nothing() -> Result
     let reply = raw.read(WAIT).await?.context("registered")?;
     assert_eq!(reply["type"], "registered", "{reply}");
     assert_eq!(
-        reply["session"]["name"], "mmmmmmmm",
-        "default name: the id's first 8"
+        reply["session"]["name"], "tmp",
+        "default name outside a repository: the cwd's last component"
     );
 
     let long_option = "o".repeat(101);
