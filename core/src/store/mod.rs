@@ -153,6 +153,14 @@ ALTER TABLE reports ADD COLUMN kind TEXT NOT NULL DEFAULT 'report' CHECK (kind I
 ALTER TABLE reports ADD COLUMN announced INTEGER NOT NULL DEFAULT 1;
 CREATE INDEX reports_session ON reports(session_id, id);
 "#,
+    r#"
+-- A result remembers the newest ask it came after, so "did this run ask?" compares ids,
+-- not milliseconds (an ask and a result in the same millisecond told the next run it asked).
+ALTER TABLE reports ADD COLUMN asks_seen INTEGER;
+UPDATE reports SET asks_seen = (SELECT COALESCE(MAX(a.id), 0) FROM asks a
+    WHERE a.session_id = reports.session_id AND a.created_at <= reports.created_at)
+    WHERE kind = 'result';
+"#,
 ];
 
 /// An open database with its identity.

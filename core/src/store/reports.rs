@@ -21,8 +21,9 @@ pub struct NewReport<'a> {
 /// Store a report or result; returns its id.
 pub fn insert(conn: &Connection, new: &NewReport<'_>) -> rusqlite::Result<u64> {
     conn.prepare_cached(
-        "INSERT INTO reports (session_id, text, created_at, kind, announced, client_key)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO reports (session_id, text, created_at, kind, announced, client_key, asks_seen)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6,
+                 CASE WHEN ?4 = 'result' THEN (SELECT COALESCE(MAX(id), 0) FROM asks) END)",
     )?
     .execute(params![
         new.session_id,
@@ -96,11 +97,12 @@ pub fn list(conn: &Connection, filter: &Filter<'_>) -> rusqlite::Result<Vec<Repo
 
 /// Whether the session opened an ask since its last kept result (in its current run, as
 /// far as the core can tell: a run's result ends it). For `results = "asks_only"`; ask
-/// before inserting the run's own result.
+/// before inserting the run's own result. Compares ask ids with the newest ask each
+/// result came after, so asks and results in the same millisecond stay in order.
 pub fn asked_since_last_result(conn: &Connection, session: &SessionId) -> rusqlite::Result<bool> {
     conn.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM asks WHERE session_id = ?1 AND created_at >= COALESCE(
-             (SELECT MAX(created_at) FROM reports WHERE session_id = ?1 AND kind = 'result'), 0))",
+        "SELECT EXISTS (SELECT 1 FROM asks WHERE session_id = ?1 AND id > COALESCE(
+             (SELECT MAX(asks_seen) FROM reports WHERE session_id = ?1 AND kind = 'result'), 0))",
     )?
     .query_row([session], |r| r.get(0))
 }
@@ -185,5 +187,21 @@ mod tests {
         assert!(asked_since_last_result(db, &s).unwrap());
         let other = SessionId::from("other");
         assert!(!asked_since_last_result(db, &other).unwrap());
+    }
+
+    #[test]
+    fn an_ask_and_a_result_in_the_same_millisecond_stay_in_order() {
+        let store = store::memory();
+        let db = &store.conn;
+        let s = SessionId::from("s");
+        store::asks::insert(db, &s, "q?", &[], None, None, 20).unwrap();
+        keep(db, "s", "done", ReportKind::Result, 20);
+        assert!(
+            !asked_since_last_result(db, &s).unwrap(),
+            "the ask was this run's"
+        );
+        keep(db, "s", "next", ReportKind::Result, 20);
+        store::asks::insert(db, &s, "again?", &[], None, None, 20).unwrap();
+        assert!(asked_since_last_result(db, &s).unwrap());
     }
 }
