@@ -20,6 +20,9 @@ pub struct RepoContext {
     /// worktrees), or a bare repository's without `.git`. Unnamed sessions are called
     /// after it (`hub/names.rs`).
     pub project: Option<String>,
+    /// The repository's identity: its common git directory, canonicalized, so the primary
+    /// checkout and every linked worktree share it. A Manager lease is held per repo id.
+    pub repo_id: Option<String>,
 }
 
 /// Read the repository containing `cwd`; empty when there is none (or it is unreadable).
@@ -52,8 +55,12 @@ pub fn discover(cwd: &Path) -> RepoContext {
             (branch, None)
         }
     };
+    let repo_id = std::fs::canonicalize(repo.commondir())
+        .ok()
+        .map(|p| p.to_string_lossy().trim_end_matches('/').to_string());
     RepoContext {
         project: project_name(&repo),
+        repo_id,
         root,
         branch,
         head,
@@ -115,6 +122,8 @@ mod tests {
         let wt = discover(&wt_path);
         assert!(wt.worktree);
         assert_eq!(wt.branch.as_deref(), Some("feature"));
+        assert_eq!(wt.repo_id, ctx.repo_id, "one repository, one id");
+        assert!(ctx.repo_id.as_deref().unwrap().ends_with("/main/.git"));
         assert_eq!(
             wt.project.as_deref(),
             Some("main"),

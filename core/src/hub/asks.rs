@@ -7,7 +7,10 @@ use rusqlite::Connection;
 
 use super::{Cx, HubError, HubResult, Out, State, atomically};
 use crate::clock::now_ms;
-use crate::protocol::{AskState, ClientKind, DeliveryKind, ErrorCode, Sender, ServerMsg, requests};
+use crate::protocol::{
+    AskState, AskTo, ClientKind, DeliveryKind, ErrorCode, Role, Sender, ServerMsg, SessionId,
+    SessionInfo, requests,
+};
 use crate::store::{self, messages::NewMessage};
 
 const MAX_OPTIONS: usize = 10;
@@ -47,7 +50,6 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let Cx { conn, id, .. } = cx;
         let requests::Ask {
             question,
             options,
@@ -55,6 +57,57 @@ impl State {
             key,
             ..
         } = req;
+        let new = NewAsk {
+            question,
+            options,
+            details,
+            key,
+        };
+        self.open_ask(cx, new, false, db, out)
+    }
+
+    /// `ask_supervisor`: an ask addressed to whom the session reports (the human when
+    /// nobody holds a role above it), delivered to that session to answer.
+    pub(super) fn ask_supervisor(
+        &mut self,
+        cx: Cx,
+        req: requests::AskSupervisor,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let requests::AskSupervisor {
+            question,
+            options,
+            details,
+            key,
+            ..
+        } = req;
+        let new = NewAsk {
+            question,
+            options,
+            details,
+            key,
+        };
+        self.open_ask(cx, new, true, db, out)
+    }
+
+    /// Store and announce an ask; `to_supervisor`: address it to the session's effective
+    /// supervisor and deliver it there.
+    fn open_ask(
+        &mut self,
+        cx: Cx,
+        new: NewAsk,
+        to_supervisor: bool,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let Cx { conn, id, .. } = cx;
+        let NewAsk {
+            question,
+            options,
+            details,
+            key,
+        } = new;
         let session_id = self.registered(conn)?.clone();
         check_key(key.as_deref())?;
         // Sent again (a queued ask resent after a lost reply): the ask made then.
@@ -92,17 +145,41 @@ impl State {
             )
             .with_details(serde_json::json!({ "limit": "max_open_asks_per_session", "max": max })));
         }
-        let ask_id = store::asks::insert(
-            db,
-            &session_id,
-            &question,
-            &options,
-            details.as_deref(),
-            key.as_deref(),
-            now_ms(),
-        )?;
-        let ask = store::asks::get(db, ask_id)?.expect("just inserted");
-        tracing::info!(ask = %ask.id, session = %session_id, "ask opened");
+        let ask = atomically(db, || {
+            let ask_id = store::asks::insert(
+                db,
+                &session_id,
+                &question,
+                &options,
+                details.as_deref(),
+                key.as_deref(),
+                now_ms(),
+            )?;
+            if to_supervisor {
+                let me = self.session_info(db, &session_id)?;
+                let reports_to = self.reports_to(&me, db)?;
+                if let Some(holder) = &reports_to.session_id {
+                    let holder = self.session_info(db, holder)?;
+                    let repo_id = match holder.role {
+                        Role::Manager => me.repo_id.clone(),
+                        _ => None,
+                    };
+                    let project = repo_id.as_ref().and(me.project.clone());
+                    let to = AskTo {
+                        role: holder.role,
+                        repo_id,
+                        project,
+                        session_id: Some(holder.id.clone()),
+                        session_name: Some(holder.name.clone()),
+                    };
+                    store::asks::address(db, ask_id, &to)?;
+                    let ask = store::asks::get(db, ask_id)?.expect("just inserted");
+                    self.deliver_ask(&ask, &holder, db, out)?;
+                }
+            }
+            Ok(store::asks::get(db, ask_id)?.expect("just inserted"))
+        })?;
+        tracing::info!(ask = %ask.id, session = %session_id, to = ?ask.to.as_ref().map(|t| t.role), "ask opened");
         out.send(
             conn,
             &ServerMsg::Asked {
@@ -128,34 +205,41 @@ impl State {
             by,
             ..
         } = req;
-        if !kind.is_human() {
-            return Err(HubError::new(
-                ErrorCode::Forbidden,
-                "Pi sessions cannot answer asks; the human answers them (CLI or chat)",
-            ));
-        }
         if text.trim().is_empty() {
             return Err(invalid("answer text must not be empty"));
         }
-        let client_name = self
-            .conns
-            .get(&conn)
-            .map(|c| c.handle.client_name.clone())
-            .unwrap_or_default();
-        let label = human_label(kind, &client_name, by);
         let ask = store::asks::get(db, ask_id)?.ok_or_else(|| {
             HubError::new(
                 ErrorCode::UnknownAsk,
                 format!("there is no ask {ask_id}; `shepherd asks` lists the open ones"),
             )
         })?;
+        let (label, answerer) = if kind.is_human() {
+            let client_name = self
+                .conns
+                .get(&conn)
+                .map(|c| c.handle.client_name.clone())
+                .unwrap_or_default();
+            (human_label(kind, &client_name, by), None)
+        } else {
+            let me = self.registered(conn)?.clone();
+            let me = self.session_info(db, &me)?;
+            self.check_addressee(&ask, &me, db)?;
+            let to = ask.to.as_ref().expect("checked");
+            let label = format!(
+                "{} {}",
+                super::roles::role_label(to.role, to.project.as_deref()),
+                me.name
+            );
+            (label, Some(me.id))
+        };
         if ask.state == AskState::Answered {
             return Err(already_answered(&ask));
         }
         let now = now_ms();
         let from = Sender {
             kind,
-            session_id: None,
+            session_id: answerer.clone(),
             name: label.clone(),
         };
         atomically(db, || {
@@ -186,6 +270,7 @@ impl State {
         })?;
         let ask = store::asks::get(db, ask_id)?.expect("exists");
         tracing::info!(ask = %ask.id, by = %label, "ask answered");
+        self.tell_addressee(&ask, answerer.as_ref(), db, out)?;
         out.send(
             conn,
             &ServerMsg::Answered {
@@ -196,6 +281,86 @@ impl State {
         self.broadcast(&ServerMsg::AskAnswered { ask }, out);
         Ok(())
     }
+}
+
+impl State {
+    /// A Pi session answers only an ask addressed to a role it holds now.
+    fn check_addressee(
+        &self,
+        ask: &crate::protocol::Ask,
+        me: &SessionInfo,
+        db: &Connection,
+    ) -> HubResult<()> {
+        let Some(to) = &ask.to else {
+            return Err(HubError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "ask {} is for the human; a session answers only asks addressed to a role it holds (ask_supervisor)",
+                    ask.id
+                ),
+            )
+            .with_details(serde_json::json!({ "reason": "not_addressee" })));
+        };
+        let holder = store::leases::get(db, to.role, to.repo_id.as_deref())?;
+        if holder.as_ref().map(|l| &l.session_id) != Some(&me.id) {
+            let whom = super::roles::role_label(to.role, to.project.as_deref());
+            return Err(HubError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "ask {} is addressed to the {whom}, and this session is not the {whom}",
+                    ask.id
+                ),
+            )
+            .with_details(serde_json::json!({ "reason": "not_addressee" })));
+        }
+        Ok(())
+    }
+
+    /// After someone else answered an addressed ask, tell the role's holder (it got the
+    /// ask and must not answer it again): a notice that starts no turn.
+    fn tell_addressee(
+        &self,
+        ask: &crate::protocol::Ask,
+        answerer: Option<&SessionId>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let Some(to) = &ask.to else {
+            return Ok(());
+        };
+        let Some(holder) = store::leases::get(db, to.role, to.repo_id.as_deref())? else {
+            return Ok(());
+        };
+        if Some(&holder.session_id) == answerer {
+            return Ok(());
+        }
+        let text = format!(
+            "Ask {} from {} was answered by {}: {}",
+            ask.id,
+            ask.session_name,
+            ask.answered_by.as_deref().unwrap_or("someone"),
+            ask.answer.as_deref().unwrap_or_default()
+        );
+        let from = Self::core_sender();
+        self.mail(
+            NewMessage {
+                ask_id: Some(ask.id),
+                question: Some(&ask.question),
+                ..NewMessage::plain(&holder.session_id, DeliveryKind::Notice, &text, &from)
+            },
+            db,
+            out,
+        )?;
+        Ok(())
+    }
+}
+
+/// What an ask is made of, from `ask` or `ask_supervisor`.
+struct NewAsk {
+    question: String,
+    options: Vec<String>,
+    details: Option<String>,
+    key: Option<String>,
 }
 
 fn already_answered(ask: &crate::protocol::Ask) -> HubError {

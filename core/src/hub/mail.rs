@@ -34,50 +34,26 @@ impl State {
                 "message text must not be empty",
             ));
         }
-        let (from, delivery_kind) = if kind == ClientKind::Pi {
-            let session_id = self.registered(conn)?.clone();
-            let name = self
-                .live
-                .get(&session_id)
-                .map_or_else(|| session_id.to_string(), |l| l.name.clone());
-            let sender = Sender {
-                kind,
-                session_id: Some(session_id),
-                name,
-            };
-            (sender, DeliveryKind::Message)
-        } else {
-            let client_name = self
-                .conns
-                .get(&conn)
-                .map(|c| c.handle.client_name.clone())
-                .unwrap_or_default();
-            let sender = Sender {
-                kind,
-                session_id: None,
-                name: human_label(kind, &client_name, by),
-            };
-            (sender, DeliveryKind::Steer)
+        if kind == ClientKind::Pi {
+            return Err(HubError::new(
+                ErrorCode::Forbidden,
+                "a Pi session does not send to arbitrary sessions: it reaches its supervisor with message_supervisor, its staff with message_staff and its peers with message_peer; `send` is the human's (CLI and chat)",
+            )
+            .with_details(serde_json::json!({ "reason": "direct_edges_only" })));
+        }
+        let client_name = self
+            .conns
+            .get(&conn)
+            .map(|c| c.handle.client_name.clone())
+            .unwrap_or_default();
+        let from = Sender {
+            kind,
+            session_id: None,
+            name: human_label(kind, &client_name, by),
         };
         let target = self.resolve(&to, db)?;
-        if from.session_id.as_deref() == Some(target.id.as_str()) {
-            return Err(HubError::new(
-                ErrorCode::InvalidArgument,
-                "a session cannot send to itself",
-            ));
-        }
         let delivery = self.mail(
-            NewMessage {
-                recipient: &target.id,
-                kind: delivery_kind,
-                text: &text,
-                from: &from,
-                ask_id: None,
-                question: None,
-                pairing_id: None,
-                look: None,
-                created_at: now_ms(),
-            },
+            NewMessage::plain(&target.id, DeliveryKind::Steer, &text, &from),
             db,
             out,
         )?;

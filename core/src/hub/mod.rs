@@ -17,6 +17,7 @@ mod names;
 mod presence;
 mod reports;
 mod resolve;
+mod roles;
 mod session_change;
 mod supervise;
 mod unanswer;
@@ -81,6 +82,8 @@ pub enum HubCommand {
     Disconnect { conn: ConnId },
     /// A supervisor view finished building (on a blocking thread).
     ViewBuilt(Box<ViewDone>),
+    /// Work done off the hub (a staff view) is ready: send this response to `conn`.
+    Respond { conn: ConnId, msg: Box<ServerMsg> },
     /// Once a second: start timer views that are due.
     Tick,
     /// The core is about to close every connection: sessions that drop from now on are
@@ -365,6 +368,9 @@ impl Hub {
                     | HubCommand::Drained { .. }
                     | HubCommand::Stopping) => self.state.handle(cmd, &self.db, &mut failed),
                     HubCommand::ViewBuilt(done) => self.state.view_failed(*done, &mut failed),
+                    cmd @ HubCommand::Respond { .. } => {
+                        self.state.handle(cmd, &self.db, &mut failed)
+                    }
                     // The next tick tries again.
                     HubCommand::Tick => {}
                 }
@@ -432,6 +438,7 @@ impl State {
                 }
             }
             HubCommand::ViewBuilt(done) => self.view_built(*done, db, out),
+            HubCommand::Respond { conn, msg } => out.send(conn, &msg),
             HubCommand::Tick => self.tick(db),
             HubCommand::Stopping => self.stopping = true,
             HubCommand::Shutdown => {}
@@ -485,6 +492,15 @@ impl State {
             ClientMsg::Bye(req) => self.bye(cx, req),
             ClientMsg::RunResult(req) => self.run_result(cx, req, db, out),
             ClientMsg::ListReports(req) => self.list_reports(cx, req, db, out),
+            ClientMsg::SetRole(req) => self.set_role(cx, req, db, out),
+            ClientMsg::ListRoles(req) => self.list_roles(cx, req, db, out),
+            ClientMsg::MessageSupervisor(req) => self.message_supervisor(cx, req, db, out),
+            ClientMsg::AskSupervisor(req) => self.ask_supervisor(cx, req, db, out),
+            ClientMsg::ListStaff(req) => self.list_staff(cx, req, db, out),
+            ClientMsg::InspectStaff(req) => self.inspect_staff(cx, req, db),
+            ClientMsg::MessageStaff(req) => self.message_staff(cx, req, db, out),
+            ClientMsg::ListPeers(req) => self.list_peers(cx, req, db, out),
+            ClientMsg::MessagePeer(req) => self.message_peer(cx, req, db, out),
         }
     }
 

@@ -83,6 +83,8 @@ fn apply_repo(info: &mut SessionInfo, repo: RepoContext) {
     info.branch = repo.branch;
     info.head = repo.head;
     info.worktree = repo.worktree;
+    info.repo_id = repo.repo_id;
+    info.project = repo.project;
 }
 
 /// Whether a process exists (Linux: its /proc entry).
@@ -140,6 +142,8 @@ fn store_registration(
         branch: None,
         head: None,
         worktree: false,
+        repo_id: None,
+        project: None,
         session_file: reg.session_file,
         subagent: reg.subagent,
         open_asks: 0,
@@ -270,8 +274,10 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let Cx { conn, .. } = cx;
-        let reg = req.session;
+        let mut reg = req.session;
         self.check_registration(conn, &reg)?;
+        // Manager and Chief come from the leases, never from what the session says.
+        reg.role = self.registered_role(db, &reg.session_id, reg.role)?;
         let pid = self.conns.get(&conn).and_then(|c| c.handle.pid);
         let takeover = self.takeover(conn, &reg, pid)?;
         let previous = store::sessions::get(db, &reg.session_id)?;
@@ -466,7 +472,7 @@ impl State {
             apply_context(&mut info, context);
         }
         if let Some(role) = patch.role {
-            info.role = role;
+            info.role = self.hinted_role(&info, role, db)?;
         }
         if let Some(repo) = repo {
             apply_repo(&mut info, repo);

@@ -72,6 +72,9 @@ pub enum ErrorCode {
     Internal,
     /// `unanswer`: the session may have read the answer already, so it stays answered.
     AlreadyDelivered,
+    /// `set_role`: the role was not granted; `details.reason` says why
+    /// (`not_a_repository`, `linked_worktree`, `held` with `details.holder`, `wrong_role`).
+    RoleRefused,
 }
 
 impl ErrorCode {
@@ -134,6 +137,7 @@ const ALL: &[(ErrorCode, &str)] = &[
     (ErrorCode::AlreadyServed, "already_served"),
     (ErrorCode::Internal, "internal"),
     (ErrorCode::AlreadyDelivered, "already_delivered"),
+    (ErrorCode::RoleRefused, "role_refused"),
 ];
 
 impl std::fmt::Display for ErrorCode {

@@ -6,8 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Ask, CoreStatus, Delivery, ErrorCode, LeaveReason, MessageId, Pairing, PairingChange, Report,
-    SessionId, SessionInfo, SessionStatus, Verdict, View, frame, requests,
+    Ask, CoreStatus, Delivery, EdgeMessage, ErrorCode, Lease, LeaveReason, MessageId, Pairing,
+    PairingChange, Report, ReportsTo, Role, SessionId, SessionInfo, SessionStatus, StaffMember,
+    StaffView, Verdict, View, frame, requests,
 };
 
 /// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`): the
@@ -127,6 +128,15 @@ client_messages! {
         "interrupt" => Interrupt,
         "result" => RunResult,
         "list_reports" => ListReports,
+        "set_role" => SetRole,
+        "list_roles" => ListRoles,
+        "message_supervisor" => MessageSupervisor,
+        "ask_supervisor" => AskSupervisor,
+        "list_staff" => ListStaff,
+        "inspect_staff" => InspectStaff,
+        "message_staff" => MessageStaff,
+        "list_peers" => ListPeers,
+        "message_peer" => MessagePeer,
     }
     notices {
         "ack" => Ack,
@@ -306,6 +316,32 @@ server_messages! {
         },
         /// Response to `list_reports`: oldest first.
         "reports" => Reports { id: u64, reports: Vec<Report> },
+        /// Response to `set_role`: the session with its new role, the role it had, and the
+        /// lease it now holds (none after leaving a role).
+        "role_set" => RoleSet {
+            id: u64,
+            session: SessionInfo,
+            previous: Role,
+            #[serde(default)]
+            lease: Option<Lease>,
+        },
+        /// Response to `list_roles`.
+        "roles" => Roles { id: u64, leases: Vec<Lease> },
+        /// Response to `message_supervisor`: whom it went to, and as what (`message_id`
+        /// for a session's mailbox, `report_id` when it went to the human as a report).
+        "routed" => Routed {
+            id: u64,
+            to: ReportsTo,
+            #[serde(default)]
+            message_id: Option<MessageId>,
+            #[serde(default)]
+            report_id: Option<u64>,
+            connected: bool,
+        },
+        /// Response to `list_staff`.
+        "staff" => Staff { id: u64, members: Vec<StaffMember> },
+        /// Response to `inspect_staff`.
+        "staff_view" => StaffViewed { id: u64, view: StaffView },
     }
     errors {
         /// A request failed, or (without `id`) the connection did.
@@ -342,6 +378,12 @@ server_messages! {
         "ask_answered" => AskAnswered { ask: Ask },
         /// Event to subscribers: a session posted a report.
         "report_posted" => ReportPosted { report: Report },
+        /// Event to subscribers: a session took or left a role (`session.role` is the new
+        /// one).
+        "role_changed" => RoleChanged { session: SessionInfo, previous: Role },
+        /// Event to subscribers: a message along a supervisor or staff edge that touches a
+        /// Manager or the Chief.
+        "edge_message" => EdgeMessaged { message: EdgeMessage },
         /// Event to subscribers and to both sessions of the pairing: something changed.
         "pairing_event" => PairingEvent {
             change: PairingChange,

@@ -32,4 +32,4 @@ pub use types::*;
 
 /// Version of the intercom protocol. Client and core must agree exactly; `hello` with any
 /// other version is refused with [`ErrorCode::ProtocolMismatch`] naming both versions.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;

@@ -295,3 +295,83 @@ pub struct ListReports {
     #[serde(default)]
     pub after: Option<u64>,
 }
+
+/// Pi only: take or leave a role. `manager`: become the Manager of the repository whose
+/// primary worktree is the session's cwd (one per repository); `chief`: become the Chief
+/// (one per core); `lead`: leave whichever role the session holds. The core grants roles:
+/// refusals are `role_refused` with `details.reason` (`not_a_repository`,
+/// `linked_worktree`, `held`, `wrong_role`). Answered by `role_set`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SetRole {
+    pub id: u64,
+    pub role: Role,
+}
+
+/// Anyone: the leases the core holds (`shepherd roles`). Answered by `roles`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListRoles {
+    pub id: u64,
+}
+
+/// Pi only (a Lead or a Manager): non-blocking mail to the session's effective supervisor
+/// (its repository's Manager, else the Chief, else the human, who gets it as a report).
+/// Answered by `routed`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MessageSupervisor {
+    pub id: u64,
+    pub text: String,
+}
+
+/// Pi only (a Lead or a Manager): an ask addressed to the session's effective supervisor
+/// (or the human when there is none); fields as for [`Ask`]. The supervisor gets it as a
+/// `deliver` of kind `ask` and answers with `answer`; the human can answer it too.
+/// Answered by `asked` (`ask.to` says whom it went to).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AskSupervisor {
+    pub id: u64,
+    pub question: String,
+    #[serde(default)]
+    pub options: Vec<String>,
+    #[serde(default)]
+    pub details: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+/// A Manager or the Chief: its direct staff; the CLI and bridges: every connected session
+/// and every lease holder, each with whom it reports to. Answered by `staff`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListStaff {
+    pub id: u64,
+}
+
+/// A Manager or the Chief: a bounded view (≤ 16 KiB) of what one of its staff did
+/// recently. `session` is an exact session id. Answered by `staff_view`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InspectStaff {
+    pub id: u64,
+    pub session: String,
+}
+
+/// A Manager or the Chief: steer one of its staff (exact session id). Answered by `sent`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MessageStaff {
+    pub id: u64,
+    pub session: String,
+    pub text: String,
+}
+
+/// Pi only (a Lead or a Manager): the connected sessions it may message as peers (Leads
+/// for a Lead, Managers for a Manager). Answered by `sessions`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListPeers {
+    pub id: u64,
+}
+
+/// Pi only (a Lead or a Manager): mail to a peer (exact session id). Answered by `sent`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MessagePeer {
+    pub id: u64,
+    pub session: String,
+    pub text: String,
+}

@@ -121,6 +121,13 @@ pub struct SessionInfo {
     pub head: Option<String>,
     /// Whether `cwd` is inside a linked worktree (not the main checkout).
     pub worktree: bool,
+    /// The repository's identity: its canonical common git directory, the same for the
+    /// primary checkout and every linked worktree. A Manager lease is held per `repo_id`.
+    #[serde(default)]
+    pub repo_id: Option<String>,
+    /// The repository's name (its primary checkout's directory), for display.
+    #[serde(default)]
+    pub project: Option<String>,
     #[serde(default)]
     pub session_file: Option<String>,
     /// A pi-subagents child.
@@ -159,6 +166,126 @@ pub struct Ask {
     pub answered_by: Option<String>,
     pub created_at: Millis,
     pub answered_at: Option<Millis>,
+    /// For `ask_supervisor`: the role the ask is addressed to (its holder may answer it;
+    /// the human always can). Absent: the ask is for the human (`ask`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<AskTo>,
+}
+
+/// Whom an `ask_supervisor` ask is addressed to: a role (the Manager of one repository,
+/// or the Chief), and the session that held it when the ask was opened or last handed
+/// over. Whoever holds the role now may answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AskTo {
+    /// `manager` or `chief`.
+    pub role: Role,
+    /// For `manager`: the repository (`repo_id`) whose Manager it is for.
+    #[serde(default)]
+    pub repo_id: Option<String>,
+    /// For `manager`: the repository's name, for display (`→ manager of app`).
+    #[serde(default)]
+    pub project: Option<String>,
+    /// The session that held the role when the ask was opened or handed over.
+    #[serde(default)]
+    pub session_id: Option<SessionId>,
+    #[serde(default)]
+    pub session_name: Option<String>,
+}
+
+/// One role lease the core granted: the Manager of a repository, or the Chief.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lease {
+    /// `manager` or `chief`.
+    pub role: Role,
+    /// For `manager`: the repository's identity and name.
+    #[serde(default)]
+    pub repo_id: Option<String>,
+    #[serde(default)]
+    pub project: Option<String>,
+    pub session_id: SessionId,
+    pub session_name: String,
+    /// Whether the holder is connected now. A lease whose holder is away may be taken.
+    pub connected: bool,
+    pub since: Millis,
+}
+
+/// Who a session reports to: its effective supervisor, computed by the core from the
+/// leases when asked (the Manager of its repository, else the Chief, else the human).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportsTo {
+    /// `manager`, `chief` or `human`.
+    pub to: Superior,
+    #[serde(default)]
+    pub session_id: Option<SessionId>,
+    #[serde(default)]
+    pub session_name: Option<String>,
+}
+
+impl ReportsTo {
+    /// The human: nobody holds a role above the session.
+    pub fn human() -> ReportsTo {
+        ReportsTo {
+            to: Superior::Human,
+            session_id: None,
+            session_name: None,
+        }
+    }
+}
+
+/// Whom a session's supervisor edge leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Superior {
+    Manager,
+    Chief,
+    Human,
+}
+
+/// A session in a staff tree (`list_staff`): the session and whom it reports to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StaffMember {
+    pub session: SessionInfo,
+    pub reports_to: ReportsTo,
+}
+
+/// Which direct edge a message travelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EdgeKind {
+    /// `message_supervisor`: a Lead or Manager to whom it reports.
+    Supervisor,
+    /// `message_staff`: a Manager or Chief to one of its staff.
+    Staff,
+    /// `message_peer`: Lead to Lead, Manager to Manager.
+    Peer,
+}
+
+/// A message between sessions along a direct edge, as the bridges see it
+/// (`edge_message`): supervisor and staff edges that touch a Manager or a Chief.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EdgeMessage {
+    pub kind: EdgeKind,
+    pub from_id: SessionId,
+    pub from_name: String,
+    pub from_role: Role,
+    pub to_id: SessionId,
+    pub to_name: String,
+    pub to_role: Role,
+    pub text: String,
+    pub message_id: MessageId,
+    pub created_at: Millis,
+}
+
+/// What `inspect_staff` returns: a bounded view of what a staff session did recently,
+/// built from its session file by the supervisor view builder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StaffView {
+    pub session_id: SessionId,
+    pub session_name: String,
+    /// The rendered view (at most 16 KiB).
+    pub text: String,
+    /// Session-file entries it covers.
+    pub entries: u32,
 }
 
 /// Why a message is in a session's mailbox.
@@ -180,6 +307,18 @@ pub enum DeliveryKind {
     /// The human interrupting the session: abort its current run, then (when `text` is
     /// not empty) steer it with `text`.
     Interrupt,
+    /// To a Manager or Chief: an ask addressed to its role (`ask_id`, `question`); answer
+    /// it with `answer`. Starts a turn.
+    Ask,
+    /// To a Manager or Chief: `message_supervisor` from a session that reports to it.
+    SupervisorMessage,
+    /// To a Lead or Manager: `message_staff` from its Manager or the Chief; a steer.
+    StaffMessage,
+    /// `message_peer` from a Lead to a Lead or a Manager to a Manager.
+    PeerMessage,
+    /// Information that must not start a turn (an ask addressed to this session's role
+    /// was answered by someone else; the session's role changed).
+    Notice,
 }
 
 /// Who sent a delivery, stamped by the core from the sender's connection.

@@ -3,11 +3,11 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::protocol::{Ask, AskId, AskState, SessionId};
+use crate::protocol::{Ask, AskId, AskState, AskTo, SessionId};
 
 const SELECT: &str = "SELECT a.id, a.session_id, COALESCE(s.name, substr(a.session_id, 1, 8)),
     a.question, a.options, a.details, a.state, a.answer, a.answered_by, a.created_at,
-    a.answered_at
+    a.answered_at, a.to_role, a.to_repo, a.to_project, a.to_session, a.to_name
     FROM asks a LEFT JOIN sessions s ON s.id = a.session_id";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<Ask> {
@@ -29,6 +29,18 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Ask> {
         answered_by: row.get(8)?,
         created_at: row.get(9)?,
         answered_at: row.get(10)?,
+        to: row
+            .get::<_, Option<String>>(11)?
+            .map(|role| -> rusqlite::Result<AskTo> {
+                Ok(AskTo {
+                    role: super::sessions::parse_role(&role),
+                    repo_id: row.get(12)?,
+                    project: row.get(13)?,
+                    session_id: row.get(14)?,
+                    session_name: row.get(15)?,
+                })
+            })
+            .transpose()?,
     })
 }
 
@@ -49,6 +61,36 @@ pub fn insert(
     )?
     .execute(params![session_id, question, options, details, now, key])?;
     Ok(AskId::new(conn.last_insert_rowid() as u64))
+}
+
+/// Address an ask to a role (`ask_supervisor`), or hand it over to the role's new holder.
+pub fn address(conn: &Connection, id: AskId, to: &AskTo) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE asks SET to_role = ?2, to_repo = ?3, to_project = ?4, to_session = ?5,
+            to_name = ?6 WHERE id = ?1",
+    )?
+    .execute(params![
+        id,
+        to.role.as_str(),
+        to.repo_id,
+        to.project,
+        to.session_id,
+        to.session_name
+    ])?;
+    Ok(())
+}
+
+/// Open asks addressed to `role` (with `repo_id` for a Manager), oldest first.
+pub fn open_addressed(
+    conn: &Connection,
+    role: crate::protocol::Role,
+    repo_id: Option<&str>,
+) -> rusqlite::Result<Vec<Ask>> {
+    conn.prepare_cached(&format!(
+        "{SELECT} WHERE a.state = 'open' AND a.to_role = ?1 AND a.to_repo IS ?2 ORDER BY a.id"
+    ))?
+    .query_map(params![role.as_str(), repo_id], from_row)?
+    .collect()
 }
 
 /// The ask `session_id` made with idempotency key `key`, if it made one.

@@ -16,6 +16,11 @@ fn kind_str(kind: DeliveryKind) -> &'static str {
         DeliveryKind::View => "view",
         DeliveryKind::Brief => "brief",
         DeliveryKind::Interrupt => "interrupt",
+        DeliveryKind::Ask => "ask",
+        DeliveryKind::SupervisorMessage => "supervisor_message",
+        DeliveryKind::StaffMessage => "staff_message",
+        DeliveryKind::PeerMessage => "peer_message",
+        DeliveryKind::Notice => "notice",
     }
 }
 
@@ -38,6 +43,11 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Delivery> {
             "view" => DeliveryKind::View,
             "brief" => DeliveryKind::Brief,
             "interrupt" => DeliveryKind::Interrupt,
+            "ask" => DeliveryKind::Ask,
+            "supervisor_message" => DeliveryKind::SupervisorMessage,
+            "staff_message" => DeliveryKind::StaffMessage,
+            "peer_message" => DeliveryKind::PeerMessage,
+            "notice" => DeliveryKind::Notice,
             _ => DeliveryKind::Steer,
         },
         text: row.get(2)?,
@@ -71,7 +81,28 @@ pub struct NewMessage<'a> {
     pub created_at: u64,
 }
 
-impl NewMessage<'_> {
+impl<'a> NewMessage<'a> {
+    /// A message of `kind` from `from` to `recipient`, stamped now, with no ask or
+    /// pairing; set those with struct update syntax.
+    pub fn plain(
+        recipient: &'a SessionId,
+        kind: DeliveryKind,
+        text: &'a str,
+        from: &'a Sender,
+    ) -> NewMessage<'a> {
+        NewMessage {
+            recipient,
+            kind,
+            text,
+            from,
+            ask_id: None,
+            question: None,
+            pairing_id: None,
+            look: None,
+            created_at: crate::clock::now_ms(),
+        }
+    }
+
     /// The message as it is delivered once it has `id`.
     pub fn delivery(&self, id: MessageId) -> Delivery {
         Delivery {

@@ -11,6 +11,7 @@
 
 pub mod asks;
 mod checkpoint;
+pub mod leases;
 pub mod messages;
 pub mod pairings;
 pub mod reports;
@@ -160,6 +161,28 @@ ALTER TABLE reports ADD COLUMN asks_seen INTEGER;
 UPDATE reports SET asks_seen = (SELECT COALESCE(MAX(a.id), 0) FROM asks a
     WHERE a.session_id = reports.session_id AND a.created_at <= reports.created_at)
     WHERE kind = 'result';
+"#,
+    r#"
+-- Roles the core grants: one Manager per repository (scope: its repo_id), one Chief
+-- (scope ''). A lease outlives its holder's connection; another session may take it
+-- while the holder is away.
+CREATE TABLE leases (
+    role TEXT NOT NULL CHECK (role IN ('manager', 'chief')),
+    scope TEXT NOT NULL,
+    project TEXT,
+    session_id TEXT NOT NULL,
+    since INTEGER NOT NULL,
+    PRIMARY KEY (role, scope)
+);
+CREATE INDEX leases_session ON leases(session_id);
+ALTER TABLE sessions ADD COLUMN repo_id TEXT;
+ALTER TABLE sessions ADD COLUMN project TEXT;
+-- An ask_supervisor ask is addressed to a role (and the session that held it).
+ALTER TABLE asks ADD COLUMN to_role TEXT;
+ALTER TABLE asks ADD COLUMN to_repo TEXT;
+ALTER TABLE asks ADD COLUMN to_project TEXT;
+ALTER TABLE asks ADD COLUMN to_session TEXT;
+ALTER TABLE asks ADD COLUMN to_name TEXT;
 "#,
 ];
 

@@ -11,7 +11,7 @@ const SELECT: &str = "SELECT id, name, cwd, pid, model, status, role, context_to
     first_seen, last_seen,
     (SELECT COUNT(*) FROM asks a WHERE a.session_id = s.id AND a.state = 'open'),
     (SELECT COUNT(*) FROM messages m WHERE m.recipient = s.id AND m.acked_at IS NULL),
-    subagent
+    subagent, repo_id, project
     FROM sessions s";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
@@ -38,10 +38,13 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
         open_asks: row.get(17)?,
         pending_messages: row.get(18)?,
         subagent: row.get(19)?,
+        repo_id: row.get(20)?,
+        project: row.get(21)?,
     })
 }
 
-fn parse_role(role: &str) -> Role {
+/// A role's stored spelling (anything unknown reads as `lead`).
+pub fn parse_role(role: &str) -> Role {
     match role {
         "manager" => Role::Manager,
         "chief" => Role::Chief,
@@ -63,12 +66,13 @@ pub fn upsert(conn: &Connection, s: &SessionInfo) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO sessions (id, name, cwd, pid, model, status, role, context_tokens,
             context_window, context_percent, repo, branch, head, worktree, session_file,
-            first_seen, last_seen, subagent)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+            first_seen, last_seen, subagent, repo_id, project)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
+            ?19, ?20)
          ON CONFLICT (id) DO UPDATE SET name = ?2, cwd = ?3, pid = ?4, model = ?5,
             status = ?6, role = ?7, context_tokens = ?8, context_window = ?9,
             context_percent = ?10, repo = ?11, branch = ?12, head = ?13, worktree = ?14,
-            session_file = ?15, last_seen = ?17, subagent = ?18",
+            session_file = ?15, last_seen = ?17, subagent = ?18, repo_id = ?19, project = ?20",
     )?
     .execute(params![
         s.id,
@@ -89,6 +93,8 @@ pub fn upsert(conn: &Connection, s: &SessionInfo) -> rusqlite::Result<()> {
         s.first_seen,
         s.last_seen,
         s.subagent,
+        s.repo_id,
+        s.project,
     ])?;
     Ok(())
 }
