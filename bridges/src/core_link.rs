@@ -20,7 +20,7 @@ use shepherd_core::client::{Client, ClientError, Request};
 pub use shepherd_core::client::{Interrupted, Sent, Unanswered};
 use shepherd_core::protocol::{
     Ask, AskId, AskState, ClientKind, CoreStatus, ErrorCode, Pairing, Report, ServerMsg, SessionId,
-    SessionInfo, requests,
+    SessionInfo, StaffMember, requests,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -103,6 +103,12 @@ impl CoreLink {
     /// `list_sessions`: the connected sessions, or (`all`) every known one.
     pub async fn sessions(&mut self, all: bool) -> Reply<Vec<SessionInfo>> {
         self.call(requests::ListSessions { id: 0, all }).await
+    }
+
+    /// `list_staff` as a bridge: every connected session and every lease holder, each
+    /// with whom it reports to.
+    pub async fn staff(&mut self) -> Reply<Vec<StaffMember>> {
+        self.call(requests::ListStaff::default()).await
     }
 
     /// `list_asks`: the open asks, or (`all`) the answered ones too.

@@ -14,6 +14,7 @@ pub mod install;
 pub mod lifecycle;
 pub mod pairings;
 pub mod reports;
+pub mod roles;
 pub mod send;
 pub mod sessions;
 pub mod status;
@@ -121,6 +122,19 @@ pub enum Command {
     /// Install the Pi extension: write it to <agent dir>/shepherd/pi-ext and add it to
     /// Pi's settings.json `packages`. Safe to run again (it updates an old copy).
     Install,
+    /// List the role leases: the Manager of each repository and the Chief, who holds
+    /// each, and whether the holder is connected or away.
+    ///
+    /// A Pi session takes a role with `/manager` (in a repository's primary checkout) or
+    /// `/chief`, and leaves it with `/manager leave` or `/chief leave`. A lease whose holder
+    /// is away may be taken by another session.
+    Roles,
+    /// Show who reports to whom: the Chief, each Manager with the Leads of its repository,
+    /// then the sessions that report to you; with state, branch, open asks and id.
+    ///
+    /// Lists every connected session and every lease holder. Steer one with
+    /// `shepherd send <id> <text>`.
+    Staff,
     /// List what sessions reported and the results of their runs (each run's final text),
     /// newest last: all sessions, or one.
     Reports(ReportsArgs),
@@ -324,6 +338,8 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Stop(_) => lifecycle::stop(ctx).await,
         Command::Restart(args) => lifecycle::restart(ctx, &args).await,
         Command::Reports(args) => reports::run(ctx, &args).await,
+        Command::Roles => roles::roles(ctx).await,
+        Command::Staff => roles::staff(ctx).await,
     }
 }
 

@@ -44,7 +44,7 @@ pub struct CommandSpec {
 }
 
 /// Every command, in the order the help lists them.
-pub const COMMANDS: [CommandSpec; 11] = [
+pub const COMMANDS: [CommandSpec; 12] = [
     CommandSpec {
         name: "sessions",
         args: "",
@@ -64,6 +64,11 @@ pub const COMMANDS: [CommandSpec; 11] = [
         name: "answer",
         args: "<ask> <text>",
         about: "answer an open question (a number picks that option)",
+    },
+    CommandSpec {
+        name: "staff",
+        args: "",
+        about: "who reports to whom: chief, managers, leads (reply to a line to steer it)",
     },
     CommandSpec {
         name: "steer",
@@ -111,6 +116,8 @@ pub enum ChatCommand {
     Status(Option<String>),
     /// List the open asks.
     Asks,
+    /// The staff tree: the Chief, the Managers, the Leads, each with whom it reports to.
+    Staff,
     /// Send `text` to `session` as a steer.
     Steer { session: String, text: String },
     /// Answer ask `ask` with `text` (an option's number picks that option).
@@ -340,6 +347,7 @@ pub fn parse(text: &str, prefix: char, bot_username: Option<&str>) -> Option<Cha
         "sessions" => ChatCommand::Sessions,
         "status" => ChatCommand::Status(Some(unquote(args)).filter(|s| !s.is_empty())),
         "asks" => ChatCommand::Asks,
+        "staff" => ChatCommand::Staff,
         "steer" => steer(args),
         "answer" => answer(args),
         "supervise" => supervise(args),

@@ -16,6 +16,8 @@
 //!   and stop, in the worker's topic or thread, and the replies to the pairing commands.
 //! - [`session_news`]: a session's start and ending in its topic or thread, its ask cards
 //!   once it is gone, `/stop`'s confirmation and `/status` in its topic.
+//! - [`roles`]: Manager and Chief topic names, whom an ask is for, edge messages, role
+//!   changes and the `/staff` tree.
 //! - [`access`]: the allowlist of users and chats, with reasons for the audit log.
 //! - [`replies`]: the short replies for failed requests and session picking.
 //! - [`typed`]: text typed in a session's place: the answer it gave and its undo, or
@@ -33,6 +35,7 @@ pub mod html;
 pub mod pairing;
 pub mod render;
 pub mod replies;
+pub mod roles;
 pub mod session_news;
 pub mod split;
 mod tokens;

@@ -79,7 +79,8 @@ impl AskCard {
     }
 }
 
-/// The card for an open ask: `❓ name (repo@branch)`, the question, the details, the
+/// The card for an open ask: `❓ name (repo@branch)` (with `→ manager of app` when it is
+/// addressed to a role), the question, the details, the
 /// numbered options, and a hint that a reply answers it. With `session`, its current
 /// name and repository are shown; without, the ask's session name.
 pub fn ask_card(ask: &Ask, session: Option<&SessionInfo>) -> AskCard {
@@ -133,6 +134,10 @@ pub fn answered_card_with(ask: &Ask, session: Option<&SessionInfo>) -> Rendered 
 pub(super) fn card(ask: &Ask, session: Option<&SessionInfo>) -> Html {
     let name = session.map_or(ask.session_name.as_str(), |s| s.name.as_str());
     let mut h = header("❓", name, session);
+    // An `ask_supervisor` ask says whom it is for; the human may answer it too.
+    if let Some(to) = &ask.to {
+        h.text(" ").italic(&super::roles::ask_to(to));
+    }
     h.line().bold(&truncate(ask.question.trim(), CARD_QUESTION));
     if let Some(details) = ask
         .details
@@ -200,7 +205,7 @@ pub fn earlier_reports(name: &str, earlier: usize) -> Rendered {
 }
 
 /// An icon for a session's state: offline, idle, thinking, running a tool.
-fn status_icon(s: &SessionInfo) -> &'static str {
+pub(super) fn status_icon(s: &SessionInfo) -> &'static str {
     match &s.status {
         _ if !s.connected => "⚪",
         SessionStatus::Idle => "🟢",
@@ -224,12 +229,12 @@ fn session_line(h: &mut Html, s: &SessionInfo) {
 }
 
 /// The first 8 characters of a session id.
-fn short_id(id: &str) -> &str {
+pub(super) fn short_id(id: &str) -> &str {
     id.char_indices().nth(8).map_or(id, |(end, _)| &id[..end])
 }
 
 /// Where a session is: `app@main`, or its directory outside a repository.
-fn place(s: &SessionInfo) -> String {
+pub(super) fn place(s: &SessionInfo) -> String {
     repo_branch(s).unwrap_or_else(|| base_name(&s.cwd).to_string())
 }
 
@@ -456,9 +461,14 @@ pub fn usage(prefix: char, error: &UsageError) -> Rendered {
 }
 
 /// A forum topic or thread title for a session: `name (repo@branch)` (just the name when it
-/// starts with `repo@branch`, as default names do), one line, at most
+/// starts with `repo@branch`, as default names do; a role holder's is its role,
+/// `🧭 manager · app` or `👑 chief`), one line, at most
 /// [`TOPIC_NAME_MAX`] UTF-16 units (the name is shortened first), never empty.
 pub fn topic_name(s: &SessionInfo) -> String {
+    // A Manager's and the Chief's topic is named after the role: `🧭 manager · app`.
+    if let Some(title) = super::roles::role_title(s) {
+        return title;
+    }
     let mut name = one_line(&s.name);
     if name.is_empty() {
         name = short_id(&s.id).to_string();

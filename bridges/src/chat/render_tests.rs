@@ -261,6 +261,7 @@ fn help_for_both_prefixes() {
          /status [session] — one session in detail, or shepherd itself\n\
          /asks — the open questions\n\
          /answer <ask> <text> — answer an open question (a number picks that option)\n\
+         /staff — who reports to whom: chief, managers, leads (reply to a line to steer it)\n\
          /steer <session> <text> — tell a session what to do\n\
          /supervise <session> <goal> — pair a free supervisor session with a session, toward a goal\n\
          /goal [session] <goal> — change the goal of a session's pairing\n\
@@ -306,6 +307,55 @@ fn unknown_commands_and_usage_errors_answer_helpfully() {
          Example: /steer fix-login run the tests again, then commit"
     );
     consistent(&r);
+}
+
+#[test]
+fn role_holders_topics_are_named_after_the_role() {
+    let s = SessionInfo {
+        role: shepherd_core::protocol::Role::Manager,
+        project: Some("app".into()),
+        ..examples::session_info()
+    };
+    assert_eq!(topic_name(&s), "🧭 manager · app");
+    let s = SessionInfo {
+        role: shepherd_core::protocol::Role::Chief,
+        ..s
+    };
+    assert_eq!(topic_name(&s), "👑 chief");
+}
+
+#[test]
+fn a_card_for_a_role_says_whom_it_is_for() {
+    let ask = Ask {
+        to: Some(shepherd_core::protocol::AskTo {
+            role: shepherd_core::protocol::Role::Manager,
+            repo_id: Some("/src/app/.git".into()),
+            project: Some("app".into()),
+            session_id: Some("m".into()),
+            session_name: Some("mara".into()),
+        }),
+        ..examples::ask()
+    };
+    let card = ask_card(&ask, None);
+    assert!(
+        card.plain
+            .starts_with("❓ fix-login → manager of app\nDeploy?"),
+        "{}",
+        card.plain
+    );
+    let answered = Ask {
+        state: AskState::Answered,
+        answer: Some("yes".into()),
+        answered_by: Some("manager of app mara".into()),
+        ..ask
+    };
+    assert!(
+        answered_card(&answered)
+            .plain
+            .ends_with("✅ answered by manager of app mara: yes"),
+        "{}",
+        answered_card(&answered).plain
+    );
 }
 
 #[test]

@@ -125,6 +125,27 @@ impl Platform for Matrix {
         }
     }
 
+    /// One message in `place`'s thread (or the main timeline); a reply to it steers
+    /// `session`. It never becomes a thread's root.
+    async fn post_line(&mut self, place: Option<String>, line: Rendered, session: &str) {
+        let mut thread = place.and_then(|root| self.in_thread(&root));
+        let op = MatrixOp::Message {
+            html: line.html,
+            plain: line.plain,
+            thread: thread.clone(),
+        };
+        match self.outbox.send(op).await {
+            Ok(id) => {
+                if let Some(t) = thread.as_mut() {
+                    t.latest = id.clone();
+                    self.latest.insert(t.root.to_string(), id.clone());
+                }
+                self.remember(self.store.set_about(id.as_str(), session));
+            }
+            Err(e) => tracing::error!(error = %e, "matrix: could not post a line"),
+        }
+    }
+
     async fn post_card(&mut self, place: Option<String>, home: &str, ask: &Ask, card: AskCard) {
         let mut thread = place.and_then(|root| self.in_thread(&root));
         let op = MatrixOp::Message {

@@ -6,8 +6,9 @@
 //! session) give one [`Action`]. The rules, in order: the bot's own events are ignored;
 //! senders not in `allowed_users` and rooms other than the bridge's are refused (audit
 //! log); edits are ignored; a `!command` is a command; a reply to a card answers its ask;
-//! a message in a session's thread is typed text for that session (`relay::typed`: its
-//! one open ask's answer, else a steer); in a thread of no session it answers the thread's
+//! a reply to a message about another session than the thread's steers that one (a
+//! `!staff` line); a message in a session's thread is typed text for that session
+//! (`relay::typed`: its one open ask's answer, else a steer); in a thread of no session it answers the thread's
 //! newest open card; a reply to anything else about a session steers it; any other
 //! message gets the help. A reaction on a card answers it with that option; ↩️ on the
 //! bot's "answered ask N" takes that typed answer back.
@@ -146,7 +147,20 @@ pub fn decide(
                 };
             }
             if let Some(root) = thread_root.as_deref() {
-                if let Some(session) = known.session_of_thread(root) {
+                let of_thread = known.session_of_thread(root);
+                // A reply to a line about another session (a `!staff` line) steers that one.
+                if let Some(session) = reply_to
+                    .as_deref()
+                    .and_then(|r| known.about(r))
+                    .filter(|s| of_thread.as_ref() != Some(s))
+                {
+                    return Action::Steer {
+                        session,
+                        text,
+                        thread,
+                    };
+                }
+                if let Some(session) = of_thread {
                     return Action::Typed {
                         session,
                         text,

@@ -10,15 +10,17 @@
 //! Written in a session's topic or thread they may leave out the session
 //! ([`SessionArgs::target`]); the core's refusals (`no_candidate`, `already_paired`,
 //! `not_paired`, …) are shown in its own words, which say what to do. Nothing here knows
-//! the platform: the relay posts the [`CommandReply`].
+//! the platform: the relay posts the [`CommandReply`]. `staff` is `list_staff` as a
+//! bridge (every connected session and lease holder), drawn as a tree.
 
-use shepherd_core::protocol::{Millis, Pairing};
+use shepherd_core::protocol::{Millis, Pairing, SessionId};
 
 use super::pairings::Here;
 use crate::chat::commands::{ChatCommand, SessionArgs, UsageError};
 use crate::chat::pairing;
 use crate::chat::render::{self, Rendered};
 use crate::chat::replies::{failure, pick, plain, refused};
+use crate::chat::roles;
 use crate::chat::session_news;
 use crate::core_link::{CoreLink, Reply};
 
@@ -30,6 +32,12 @@ pub enum CommandReply {
     Steer { session: String, text: String },
     /// Answer an ask, as a reply to its card does.
     Answer { ask: u64, text: String },
+    /// `staff`: the tree's header, then one line per session, each posted about its
+    /// session so that a reply to it steers that session.
+    Staff {
+        head: Rendered,
+        lines: Vec<(SessionId, Rendered)>,
+    },
     /// `status` in a session's topic or thread: that session, with what the relay knows
     /// of it (its open asks, its last report).
     SessionStatus(String),
@@ -61,6 +69,13 @@ pub async fn answer(
         },
         ChatCommand::Asks => match link.asks(false).await {
             Ok(asks) => render::asks_list_at(&asks, now),
+            Err(e) => failure(e),
+        },
+        ChatCommand::Staff => match link.staff().await {
+            Ok(members) => {
+                let (head, lines) = roles::staff_tree(&members, prefix);
+                return CommandReply::Staff { head, lines };
+            }
             Err(e) => failure(e),
         },
         ChatCommand::Status(None) => match here.session {

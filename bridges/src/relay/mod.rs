@@ -5,7 +5,9 @@
 //! Matrix). It handles the core's events (asks become cards, answers close them, reports
 //! and a pairing's news go to the session's place, renames reach the topic, a new session
 //! gets its place at once, an ending is said once and leaves its cards without buttons
-//! until the session returns), resyncs after
+//! until the session returns; a role change renames the session's topic and is said in
+//! it; a message along a supervisor or staff edge is said in the receiver's place),
+//! resyncs after
 //! a reconnect, and carries the human's commands, answers and steers back to the core,
 //! the same way for every platform. A platform's own input (Telegram's updates, Matrix's
 //! room events) is read in its own module, as `impl Relay<Telegram>` / `impl Relay<Matrix>`,
@@ -30,7 +32,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use shepherd_core::protocol::{
-    Ask, AskId, ErrorCode, LeaveReason, Pairing, PairingChange, Report, ServerMsg, SessionId,
+    Ask, AskId, ErrorCode, LeaveReason, Pairing, PairingChange, Report, Role, ServerMsg, SessionId,
     SessionInfo, SessionStatus, Verdict,
 };
 
@@ -38,6 +40,7 @@ use crate::chat::commands::{self as chat_commands, ChatCommand};
 use crate::chat::pairing;
 use crate::chat::render::{self, Rendered};
 use crate::chat::replies::{already_answered_text, failure, plain, steer_error};
+use crate::chat::roles;
 use crate::chat::session_news;
 use crate::core_link::{CoreEvent, CoreLink};
 use commands::CommandReply;
@@ -120,6 +123,16 @@ impl<P: Platform> Relay<P> {
                     if let Some(reason) = reason {
                         self.ended(&session, reason, last_status.as_ref()).await;
                     }
+                }
+                ServerMsg::RoleChanged { session, previous } => {
+                    self.role_changed(session, previous).await
+                }
+                ServerMsg::EdgeMessaged { message } => {
+                    // Said in the receiver's place: a staff edge in the Lead's, a supervisor
+                    // edge in the Manager's or Chief's.
+                    let rendered = roles::edge_message(&message);
+                    self.post_about(message.to_id.as_str(), rendered, "message")
+                        .await;
                 }
                 ServerMsg::PairingEvent {
                     change,
@@ -239,6 +252,15 @@ impl<P: Platform> Relay<P> {
         session_news::status_here(info, &mine, self.last_reports.get(&info.id), now)
     }
 
+    /// A session took or left a role: its topic is renamed after the role (Telegram; a
+    /// Matrix thread keeps its root) and a short line says so in its place.
+    async fn role_changed(&mut self, session: SessionInfo, previous: Role) {
+        let old = self.sessions.insert(session.id.clone(), session.clone());
+        self.platform.session_changed(old.as_ref(), &session).await;
+        let rendered = roles::role_changed(&session, previous);
+        self.post_about(&session.id, rendered, "role").await;
+    }
+
     /// A pairing changed: remember who supervises whom, and post what the human wants to
     /// see in the worker's place.
     async fn on_pairing(
@@ -287,6 +309,12 @@ impl<P: Platform> Relay<P> {
             CommandReply::Say(reply) => self.say(place, reply).await,
             CommandReply::Steer { session, text } => self.steer(&session, &text, by, place).await,
             CommandReply::Answer { ask, text } => self.reply_to_ask(ask, &text, by, place).await,
+            CommandReply::Staff { head, lines } => {
+                self.say(place.clone(), head).await;
+                for (session, line) in lines {
+                    self.platform.post_line(place.clone(), line, &session).await;
+                }
+            }
             CommandReply::SessionStatus(session) => {
                 let reply = self.session_status(&session).await;
                 self.say(place, reply).await;

@@ -56,6 +56,15 @@ pub trait Platform: Send {
         what: &str,
     ) -> impl Future<Output = ()> + Send;
 
+    /// Post one short message at `place` about `session` (a reply to it steers that
+    /// session), never starting a topic or thread: a line of the `/staff` tree.
+    fn post_line(
+        &mut self,
+        place: Option<Self::Place>,
+        line: Rendered,
+        session: &str,
+    ) -> impl Future<Output = ()> + Send;
+
     /// Post an open ask's card at `place` (the place of `home`, the session the ask is
     /// shown with) with its options as buttons or reactions, and remember it.
     fn post_card(

@@ -132,6 +132,14 @@ impl Platform for Telegram {
         }
     }
 
+    /// One message in `thread`; a reply to it steers `session`.
+    async fn post_line(&mut self, thread: Option<i32>, line: Rendered, session: &str) {
+        match self.send(thread, line.html, line.plain, None).await {
+            Ok(id) => self.remember(self.store.set_about(self.chat_id, id, session)),
+            Err(e) => tracing::error!(error = %e, "telegram: could not post a line"),
+        }
+    }
+
     async fn post_card(&mut self, thread: Option<i32>, _home: &str, ask: &Ask, card: AskCard) {
         let keyboard = option_keyboard(ask);
         match self.send(thread, card.html, card.plain, keyboard).await {

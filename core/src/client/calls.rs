@@ -84,6 +84,9 @@ macro_rules! replies {
     };
 }
 
+// Used by `roles.rs` for the role requests' replies.
+pub(super) use replies;
+
 replies! {
     Hello => Welcome: ServerMsg::Welcome { protocol, core_version, store_id, pid, .. } =>
         Welcome { protocol, core_version, store_id, pid },

@@ -7,8 +7,10 @@
 //! not dropped.
 
 mod calls;
+mod roles;
 
 pub use calls::{Interrupted, Registered, Request, Sent, Unanswered, VerdictAccepted};
+pub use roles::{RoleSet, Routed};
 
 use std::collections::VecDeque;
 use std::path::Path;
