@@ -38,9 +38,15 @@ fn doing(status: &SessionStatus) -> String {
 }
 
 /// The first message about a session that just registered (a new topic's or thread's
-/// first message): where it works, and what can be done here.
+/// first message): its role's title when it holds one (`🧭 manager · app`), where it
+/// works, and what can be done here.
 pub fn started(s: &SessionInfo, prefix: char) -> Rendered {
     let mut h = Html::new();
+    // A Manager's or the Chief's thread is titled with its role (Matrix threads have no
+    // name of their own; on Telegram the topic is named so too).
+    if let Some(title) = super::roles::role_title(s) {
+        h.bold(&title).line();
+    }
     named(&mut h, "▶️", s);
     h.text(" started");
     h.line().text("cwd: ").code(&s.cwd);
