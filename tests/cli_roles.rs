@@ -1,0 +1,167 @@
+//! `shepherd roles` and `shepherd staff` against the real core, one core for the file:
+//! with no role held both say what to do; with a Manager (in a temp git repository's
+//! primary checkout), a Lead beside it and a Chief, `roles` lists both leases with their
+//! holders (connected, then away once the Manager's session is gone), `staff` draws chief →
+//! manager → lead with whom each reports to, their `--json` forms are the protocol's
+//! `Lease` and `StaffMember` objects, and `sessions` shows each session's role.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use shepherd_core::protocol::Role;
+use shepherd_harness::{Core, Pi, eventually};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `shepherd <args>` with a wide table; fails the test on a non-zero exit.
+fn run(core: &Core, args: &[&str]) -> String {
+    let out = core
+        .command()
+        .env("COLUMNS", "200")
+        .args(args)
+        .output()
+        .expect("running shepherd");
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// A git repository named `app` (one commit) under `dir`.
+fn git_repo(dir: &Path) -> Result<std::path::PathBuf> {
+    let repo = dir.join("app");
+    std::fs::create_dir_all(&repo)?;
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.org",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ],
+    ] {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .status()?;
+        anyhow::ensure!(status.success(), "git {args:?} failed");
+    }
+    Ok(repo)
+}
+
+#[tokio::test]
+async fn roles_and_staff_list_leases_and_the_tree() -> Result<()> {
+    let core = Core::start().await?;
+    let none = run(&core, &["roles"]);
+    assert!(
+        none.starts_with("no roles held: `/manager`"),
+        "says how to take one: {none}"
+    );
+    assert_eq!(core.cli_json(&["roles"])?, serde_json::json!([]));
+    let empty = run(&core, &["staff"]);
+    assert!(empty.starts_with("no staff"), "{empty}");
+
+    let work = tempfile::tempdir()?;
+    let repo = git_repo(work.path())?;
+    let notes = work.path().join("notes");
+    std::fs::create_dir_all(&notes)?;
+    let mut mara = Pi::register(&core.socket(), "cr-mara-0001", "mara", &repo).await?;
+    let _lead = Pi::register(&core.socket(), "cr-lead-0001", "fix-login", &repo).await?;
+    let mut cleo = Pi::register(&core.socket(), "cr-cleo-0001", "cleo", &notes).await?;
+    mara.client.set_role(Role::Manager).await?;
+    cleo.client.set_role(Role::Chief).await?;
+
+    let roles = run(&core, &["roles"]);
+    let lines: Vec<&str> = roles.lines().collect();
+    assert!(
+        lines[0].starts_with("ROLE     REPOSITORY  HOLDER  ID        STATE"),
+        "{roles}"
+    );
+    let manager = lines
+        .iter()
+        .find(|l| l.starts_with("manager"))
+        .context(roles.clone())?;
+    assert!(
+        manager.contains("  app  ") && manager.contains("mara"),
+        "{roles}"
+    );
+    assert!(manager.contains("connected"), "{roles}");
+    let chief = lines
+        .iter()
+        .find(|l| l.starts_with("chief"))
+        .context(roles.clone())?;
+    assert!(
+        chief.contains("cleo") && chief.contains("connected"),
+        "{roles}"
+    );
+    let json = core.cli_json(&["roles"])?;
+    let leases = json.as_array().context("an array")?;
+    assert_eq!(leases.len(), 2, "{json}");
+    let m = leases
+        .iter()
+        .find(|l| l["role"] == "manager")
+        .context("manager")?;
+    assert_eq!(m["session_name"], "mara");
+    assert_eq!(m["project"], "app");
+
+    let staff = run(&core, &["staff"]);
+    let lines: Vec<&str> = staff.lines().collect();
+    assert!(lines[0].starts_with("ROLE"), "{staff}");
+    assert!(
+        lines[1].starts_with("chief ") && lines[1].contains("cleo"),
+        "{staff}"
+    );
+    assert!(
+        lines[1].contains(" you "),
+        "the chief reports to you: {staff}"
+    );
+    assert!(
+        lines[2].starts_with("└ manager of app") && lines[2].contains("chief cleo"),
+        "{staff}"
+    );
+    assert!(
+        lines[3].starts_with("  └ lead") && lines[3].contains("manager mara"),
+        "{staff}"
+    );
+    assert!(
+        lines[3].contains("app@main") && lines[3].contains("cr-lead-"),
+        "{staff}"
+    );
+    let json = core.cli_json(&["staff"])?;
+    let lead = json
+        .as_array()
+        .context("an array")?
+        .iter()
+        .find(|m| m["session"]["name"] == "fix-login")
+        .context("the lead is staff")?;
+    assert_eq!(lead["reports_to"]["to"], "manager");
+    assert_eq!(lead["reports_to"]["session_name"], "mara");
+
+    let sessions = run(&core, &["sessions"]);
+    let mara_row = sessions
+        .lines()
+        .find(|l| l.contains("mara"))
+        .context(sessions.clone())?;
+    assert!(mara_row.contains("manager"), "{sessions}");
+
+    // The Manager's session goes away: its lease stays, held by a session that is away.
+    drop(mara);
+    let away = eventually(WAIT, "the Manager shown away", || {
+        let roles = run(&core, &["roles"]);
+        roles
+            .lines()
+            .any(|l| l.starts_with("manager") && l.contains("away"))
+            .then_some(roles)
+    })
+    .await?;
+    assert!(away.contains("mara"), "{away}");
+    Ok(())
+}
