@@ -150,7 +150,13 @@ impl<P: Platform> Relay<P> {
     /// results announced meanwhile.
     async fn resync(&mut self) -> Result<(), ClientError> {
         let snapshot = self.core.snapshot().await?;
-        self.sessions = snapshot.sessions;
+        let old = std::mem::replace(&mut self.sessions, snapshot.sessions);
+        // A rename or role change missed while away renames the topic now.
+        for session in self.sessions.values() {
+            self.platform
+                .session_changed(old.get(&session.id), session)
+                .await;
+        }
         self.pairings.reset(snapshot.pairings);
         for ask_id in self.platform.open_cards() {
             if let Some(ask) = snapshot.answered.get(&AskId::from(ask_id)) {

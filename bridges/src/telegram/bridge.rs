@@ -256,10 +256,12 @@ impl Platform for Telegram {
         }
     }
 
-    /// A renamed session renames its topic.
-    async fn session_changed(&mut self, old: Option<&SessionInfo>, session: &SessionInfo) {
-        let renamed = old.is_some_and(|old| render::topic_name(old) != render::topic_name(session));
-        if !renamed || self.forum != Some(true) {
+    /// A session whose topic name changed (renamed, took or left a role) renames its
+    /// topic; compared with the name the topic was given, so a change missed while the
+    /// bridge was away is caught at the resync.
+    async fn session_changed(&mut self, _old: Option<&SessionInfo>, session: &SessionInfo) {
+        // A stored topic means a forum, also before this run has learned it.
+        if self.forum == Some(false) {
             return;
         }
         if let Ok(Some((thread, name))) = self.store.topic(&session.id, self.chat_id) {
