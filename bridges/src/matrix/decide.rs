@@ -386,6 +386,41 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_in_a_thread_to_a_line_about_another_session_steers_that_one() {
+        let mut k = known();
+        // `$line` (a `!staff` line about s2) was posted in s1's thread.
+        k.about.insert("$line".into(), "s2".into());
+        k.about.insert("$mine".into(), "s1".into());
+        assert_eq!(
+            decide(
+                &text("@ada:hs", "go on", Some("$root"), Some("$line")),
+                ME,
+                &allow(),
+                &k
+            ),
+            Action::Steer {
+                session: "s2".into(),
+                text: "go on".into(),
+                thread: Some("$root".into()),
+            }
+        );
+        // A reply to a message about the thread's own session is typed text, as before.
+        assert_eq!(
+            decide(
+                &text("@ada:hs", "go on", Some("$root"), Some("$mine")),
+                ME,
+                &allow(),
+                &k
+            ),
+            Action::Typed {
+                session: "s1".into(),
+                text: "go on".into(),
+                thread: Some("$root".into()),
+            }
+        );
+    }
+
+    #[test]
     fn edits_and_reactions() {
         let k = known();
         let mut edit = text("@ada:hs", "2", Some("$root"), None);
