@@ -3,7 +3,8 @@
 //! primary checkout), a Lead beside it and a Chief, `roles` lists both leases with their
 //! holders (connected, then away once the Manager's session is gone), `staff` draws chief →
 //! manager → lead with whom each reports to, their `--json` forms are the protocol's
-//! `Lease` and `StaffMember` objects, and `sessions` shows each session's role.
+//! `Lease` and `StaffMember` objects, `sessions` shows each session's role, and
+//! `sessions --follow` prints a line when a session takes one.
 
 use std::path::Path;
 use std::time::Duration;
@@ -11,6 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use shepherd_core::protocol::Role;
 use shepherd_harness::{Core, Pi, eventually};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -76,8 +78,36 @@ async fn roles_and_staff_list_leases_and_the_tree() -> Result<()> {
     let mut mara = Pi::register(&core.socket(), "cr-mara-0001", "mara", &repo).await?;
     let _lead = Pi::register(&core.socket(), "cr-lead-0001", "fix-login", &repo).await?;
     let mut cleo = Pi::register(&core.socket(), "cr-cleo-0001", "cleo", &notes).await?;
+    // `sessions --follow` prints a line when a session takes a role.
+    let mut follow = tokio::process::Command::from(core.command())
+        .env("COLUMNS", "200")
+        .args(["sessions", "--follow"])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut followed = BufReader::new(follow.stdout.take().context("stdout")?).lines();
+    // The list comes after the subscription: once it shows, no event is missed.
+    let header = tokio::time::timeout(WAIT, followed.next_line())
+        .await
+        .context("no list from --follow")??
+        .context("--follow ended")?;
+    assert!(header.starts_with("ID "), "{header}");
     mara.client.set_role(Role::Manager).await?;
     cleo.client.set_role(Role::Chief).await?;
+    let role_line = loop {
+        let line = tokio::time::timeout(WAIT, followed.next_line())
+            .await
+            .context("no role line from --follow")??
+            .context("--follow ended")?;
+        if line.contains("  role  ") {
+            break line;
+        }
+    };
+    assert!(
+        role_line.ends_with("cr-mara-  mara  manager (was lead)"),
+        "{role_line}"
+    );
+    follow.kill().await?;
 
     let roles = run(&core, &["roles"]);
     let lines: Vec<&str> = roles.lines().collect();

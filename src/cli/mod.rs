@@ -167,8 +167,8 @@ pub struct SessionsArgs {
     /// Also list sessions that are not connected.
     #[arg(long)]
     pub all: bool,
-    /// After the list, print a line for every session that joins, changes or leaves,
-    /// until Ctrl-C.
+    /// After the list, print a line for every session that joins, changes, takes or
+    /// leaves a role, or leaves, until Ctrl-C.
     #[arg(long, short)]
     pub follow: bool,
 }

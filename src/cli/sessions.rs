@@ -4,7 +4,7 @@
 //! model, context fill, role, repository@branch, cwd, and when it was last seen), or with
 //! `--json` the protocol's `SessionInfo` objects unchanged. `--follow` subscribes
 //! *before* listing (so no change between the list and the subscription is missed) and
-//! then prints one line per join, change or leave until Ctrl-C.
+//! then prints one line per join, change, role change or leave until Ctrl-C.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -76,7 +76,8 @@ async fn follow(ctx: &Ctx, conn: &mut Connection) -> anyhow::Result<()> {
         let line = match &event {
             ServerMsg::SessionJoined { session }
             | ServerMsg::SessionChanged { session }
-            | ServerMsg::SessionLeft { session, .. } => {
+            | ServerMsg::SessionLeft { session, .. }
+            | ServerMsg::RoleChanged { session, .. } => {
                 if ctx.json {
                     serde_json::to_string(&event)?
                 } else {
@@ -117,6 +118,12 @@ fn event_line(event: &ServerMsg, s: &SessionInfo, now: u64) -> String {
             };
             format!("{time}  left     {id}  {}{how}", s.name)
         }
+        ServerMsg::RoleChanged { previous, .. } => format!(
+            "{time}  role     {id}  {}  {} (was {})",
+            s.name,
+            s.role.as_str(),
+            previous.as_str()
+        ),
         _ => {
             let verb = if matches!(event, ServerMsg::SessionJoined { .. }) {
                 "joined "
@@ -248,6 +255,23 @@ mod tests {
         );
         assert!(left(Some(LeaveReason::Lost), "idle").ends_with("fix-login (exited)"));
         assert!(left(None, "idle").ends_with("fix-login"));
+    }
+
+    #[test]
+    fn a_watched_role_change_says_from_what() {
+        let s = SessionInfo {
+            role: shepherd_core::protocol::Role::Manager,
+            ..session("0193a5c2-7d1e", "mara")
+        };
+        let event = ServerMsg::RoleChanged {
+            session: s.clone(),
+            previous: shepherd_core::protocol::Role::Lead,
+        };
+        assert!(
+            event_line(&event, &s, 0).ends_with("role     0193a5c2  mara  manager (was lead)"),
+            "{}",
+            event_line(&event, &s, 0)
+        );
     }
 
     #[test]
