@@ -253,7 +253,7 @@ async fn asks_and_answering_twice() -> Result<()> {
     let table = text(&run(&core, &["asks"]).stdout);
     let lines: Vec<&str> = table.lines().collect();
     for header in [
-        "ID", "SESSION", "STATE", "QUESTION", "OPTIONS", "ANSWER", "BY",
+        "ID", "SESSION", "STATE", "QUESTION", "OPTIONS", "ANSWER", "BY", "FOR",
     ] {
         assert!(lines[0].contains(header), "{header} missing:\n{table}");
     }
@@ -307,7 +307,11 @@ async fn asks_and_answering_twice() -> Result<()> {
     assert_eq!(all[0]["answered_by"], "cli");
     let table = text(&run(&core, &["asks", "--all"]).stdout);
     assert!(
-        table.lines().nth(1).unwrap().ends_with("squash them  cli"),
+        table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with("squash them  cli  you"),
         "{table}"
     );
 

@@ -4,7 +4,8 @@
 //! holders (connected, then away once the Manager's session is gone), `staff` draws chief →
 //! manager → lead with whom each reports to, their `--json` forms are the protocol's
 //! `Lease` and `StaffMember` objects, `sessions` shows each session's role, and
-//! `sessions --follow` prints a line when a session takes one.
+//! `sessions --follow` prints a line when a session takes one; `asks` says whom an ask
+//! is for.
 
 use std::path::Path;
 use std::time::Duration;
@@ -76,7 +77,7 @@ async fn roles_and_staff_list_leases_and_the_tree() -> Result<()> {
     let notes = work.path().join("notes");
     std::fs::create_dir_all(&notes)?;
     let mut mara = Pi::register(&core.socket(), "cr-mara-0001", "mara", &repo).await?;
-    let _lead = Pi::register(&core.socket(), "cr-lead-0001", "fix-login", &repo).await?;
+    let mut lead = Pi::register(&core.socket(), "cr-lead-0001", "fix-login", &repo).await?;
     let mut cleo = Pi::register(&core.socket(), "cr-cleo-0001", "cleo", &notes).await?;
     // `sessions --follow` prints a line when a session takes a role.
     let mut follow = tokio::process::Command::from(core.command())
@@ -166,14 +167,25 @@ async fn roles_and_staff_list_leases_and_the_tree() -> Result<()> {
         "{staff}"
     );
     let json = core.cli_json(&["staff"])?;
-    let lead = json
+    let member = json
         .as_array()
         .context("an array")?
         .iter()
         .find(|m| m["session"]["name"] == "fix-login")
         .context("the lead is staff")?;
-    assert_eq!(lead["reports_to"]["to"], "manager");
-    assert_eq!(lead["reports_to"]["session_name"], "mara");
+    assert_eq!(member["reports_to"]["to"], "manager");
+    assert_eq!(member["reports_to"]["session_name"], "mara");
+
+    // An ask for the Manager says so in `shepherd asks`.
+    lead.client
+        .ask_supervisor("Merge the login fix?", vec![])
+        .await?;
+    let asks = run(&core, &["asks"]);
+    let row = asks.lines().nth(1).context(asks.clone())?;
+    assert!(
+        row.contains("Merge the login fix?") && row.ends_with("manager of app"),
+        "{asks}"
+    );
 
     let sessions = run(&core, &["sessions"]);
     let mara_row = sessions

@@ -79,7 +79,8 @@ pub fn render(asks: &[Ask], width: usize) -> String {
         .flexible("QUESTION", 12)
         .flexible("OPTIONS", 7)
         .flexible("ANSWER", 10)
-        .flexible("BY", 6);
+        .flexible("BY", 6)
+        .column("FOR", Align::Left);
     for ask in asks {
         let options = if ask.options.is_empty() {
             "-".to_string()
@@ -103,9 +104,22 @@ pub fn render(asks: &[Ask], width: usize) -> String {
             options,
             ask.answer.clone().unwrap_or_else(|| "-".into()),
             ask.answered_by.clone().unwrap_or_else(|| "-".into()),
+            addressee(ask),
         ]);
     }
     table.render(width)
+}
+
+/// Whom an ask is for: `you`, or the role it was addressed to (`manager of app`,
+/// `chief`), which you may answer in its place.
+fn addressee(ask: &Ask) -> String {
+    match &ask.to {
+        None => "you".to_string(),
+        Some(to) => match (to.role, to.project.as_deref()) {
+            (shepherd_core::protocol::Role::Manager, Some(p)) => format!("manager of {p}"),
+            (role, _) => role.as_str().to_string(),
+        },
+    }
 }
 
 /// One ask in full: who asks and since when, the question wrapped to `width`, its
@@ -125,6 +139,16 @@ pub fn render_one(ask: &Ask, width: usize, now: u64) -> String {
         utc(ask.created_at),
         ago(ask.created_at, now)
     ));
+    if let Some(to) = &ask.to {
+        let holder = to
+            .session_name
+            .as_deref()
+            .map_or(String::new(), |n| format!(" ({n})"));
+        out.push(format!(
+            "for the {}{holder}; you may answer it too",
+            addressee(ask)
+        ));
+    }
     out.push(String::new());
     out.extend(wrap(&ask.question, width, ""));
     if !ask.options.is_empty() {
@@ -190,6 +214,28 @@ mod tests {
     }
 
     #[test]
+    fn an_ask_for_a_role_says_whom_it_is_for() {
+        let mut a = ask(3, "Merge?");
+        a.to = Some(shepherd_core::protocol::AskTo {
+            role: shepherd_core::protocol::Role::Manager,
+            repo_id: Some("/src/app/.git".into()),
+            project: Some("app".into()),
+            session_id: Some("m".into()),
+            session_name: Some("mara".into()),
+        });
+        let out = render(&[a.clone(), ask(4, "Tag?")], 200);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].ends_with("BY  FOR"), "{out}");
+        assert!(lines[1].ends_with("manager of app"), "{out}");
+        assert!(lines[2].ends_with("you"), "{out}");
+        let one = render_one(&a, 80, 0);
+        assert!(
+            one.contains("\nfor the manager of app (mara); you may answer it too\n"),
+            "{one}"
+        );
+    }
+
+    #[test]
     fn long_questions_are_cut_to_the_terminal() {
         let mut answered = ask(12, "Short?");
         answered.state = AskState::Answered;
@@ -211,7 +257,7 @@ mod tests {
             "{out}"
         );
         assert!(lines[1].contains('…'), "{out}");
-        assert!(lines[2].ends_with("squash  cli"), "{out}");
+        assert!(lines[2].ends_with("squash  cli  you"), "{out}");
     }
 
     #[test]

@@ -255,6 +255,9 @@ pub fn sessions_list_at(sessions: &[SessionInfo], now: Millis) -> Rendered {
         h.line().line();
         session_line(&mut h, s);
         let mut parts = vec![place(s)];
+        if let Some(title) = super::roles::role_title(s) {
+            parts.insert(0, title);
+        }
         if let Some(p) = percent(s.context_percent) {
             parts.push(format!("ctx {p}"));
         }
@@ -341,6 +344,9 @@ pub fn asks_list_at(asks: &[Ask], now: Millis) -> Rendered {
             truncate(&one_line(&ask.session_name), NAME),
             ago(ask.created_at, now)
         ));
+        if let Some(to) = &ask.to {
+            h.text(&format!(" · {}", super::roles::ask_to(to)));
+        }
         h.line()
             .text(&truncate(&one_line(&ask.question), LIST_QUESTION));
         if ask.state == AskState::Answered {

@@ -138,6 +138,37 @@ fn a_report_keeps_code() {
 }
 
 #[test]
+fn lists_show_roles_and_whom_asks_are_for() {
+    let mut m = session("mara");
+    m.role = shepherd_core::protocol::Role::Manager;
+    m.project = Some("app".into());
+    let r = sessions_list_at(&[m], NOW);
+    assert!(
+        r.plain
+            .ends_with("\n🧭 manager · app · app@main · ctx 21% · connected"),
+        "{}",
+        r.plain
+    );
+    let ask = Ask {
+        to: Some(shepherd_core::protocol::AskTo {
+            role: shepherd_core::protocol::Role::Chief,
+            repo_id: None,
+            project: None,
+            session_id: None,
+            session_name: None,
+        }),
+        created_at: NOW,
+        ..examples::ask()
+    };
+    let r = asks_list_at(&[ask], NOW);
+    assert!(
+        r.plain.contains("#7 · fix-login · just now · → chief\n"),
+        "{}",
+        r.plain
+    );
+}
+
+#[test]
 fn the_sessions_list() {
     let a = session("fix-login");
     let mut b = session("<docs> & 📚");
