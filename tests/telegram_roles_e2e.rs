@@ -251,3 +251,57 @@ async fn roles_get_topics_tagged_cards_edges_and_staff_on_telegram() -> Result<(
     .context("the leaving is said")?;
     Ok(())
 }
+
+/// A role taken while the bridge was down (`shepherd bot` killed) renames the session's
+/// topic once the bridge is back: the resync compares each topic with its session.
+#[tokio::test]
+async fn a_role_taken_while_the_bridge_was_away_renames_the_topic_on_its_return() -> Result<()> {
+    let ada = FakeUser::new(ADA, "Ada").with_username("ada");
+    let tg = FakeTelegram::start(
+        FakeTelegramOptions::default()
+            .user(ada)
+            .forum(FORUM, "shepherd"),
+    )
+    .await?;
+    let core = Core::start().await?;
+    let api = tg.api_url();
+    let chat = FORUM.to_string();
+    let env = [
+        ("SHEPHERD_TELEGRAM_TOKEN", tg.token()),
+        ("SHEPHERD_TELEGRAM__ALLOWED_USERS", "[4242]"),
+        ("SHEPHERD_TELEGRAM__CHAT_ID", chat.as_str()),
+        ("SHEPHERD_TELEGRAM__API_URL", api.as_str()),
+    ];
+    let mut bot = core.spawn_bot(&env)?;
+    tg.wait_for("the bot's first long poll", WAIT, |tg| {
+        tg.long_poll_waiting().then_some(())
+    })
+    .await?;
+    let work = tempfile::tempdir()?;
+    let repo = git_repo(work.path())?;
+    let mut mara = Pi::register(&core.socket(), "tw-mara", "mara", &repo).await?;
+    let topic = tg
+        .wait_for("mara's topic", WAIT, |tg| {
+            tg.topics(FORUM)
+                .into_iter()
+                .find(|t| t.name.contains("mara"))
+        })
+        .await?;
+    // The start is posted once the bridge has stored the topic.
+    tg.wait_for_message(FORUM, WAIT, |m| {
+        m.thread_id == Some(topic.thread_id) && m.text.contains("started")
+    })
+    .await?;
+    bot.kill9();
+    mara.client.set_role(Role::Manager).await?;
+    let bot = core.spawn_bot(&env)?;
+    tg.wait_for("the topic renamed after the bridge's return", WAIT, |tg| {
+        tg.topics(FORUM)
+            .into_iter()
+            .find(|t| t.thread_id == topic.thread_id && t.name == "🧭 manager · app")
+    })
+    .await
+    .with_context(|| bot.log())?;
+    assert_eq!(tg.topics(FORUM).len(), 1, "no second topic");
+    Ok(())
+}
