@@ -111,7 +111,7 @@ async fn pi_sender(socket: PathBuf, name: String, to: &'static str) -> Result<Se
     let mut sent = Vec::new();
     for seq in 0.. {
         let text = format!("{name}#{seq}");
-        match pi.client.send_to(to, text).await {
+        match pi.client.message_peer(to, text).await {
             Ok(Sent { message_id, .. }) => sent.push((seq, message_id)),
             Err(e) if is_gone(&e) => break,
             Err(e) => bail!("{name}: {e}"),
@@ -369,7 +369,7 @@ async fn kill9_mid_flight_loses_nothing_that_was_accepted() -> Result<()> {
         for d in &conn.deliveries {
             raw_deliveries += 1;
             assert_eq!(
-                d.kind == DeliveryKind::Message,
+                d.kind == DeliveryKind::PeerMessage,
                 d.from.kind == ClientKind::Pi
             );
             match handled.get(&d.id) {
@@ -391,7 +391,10 @@ async fn kill9_mid_flight_loses_nothing_that_was_accepted() -> Result<()> {
     // covering everything it was told was sent, plus at most the one in flight.
     let mut seqs_of: HashMap<&str, Vec<u64>> = HashMap::new();
     for id in &first_seen {
-        let text = &handled[id];
+        // A peer message reads `Peer message from <name> (<id>): <name>#<seq>`.
+        let text = handled[id]
+            .rsplit_once("): ")
+            .map_or(handled[id].as_str(), |(_, t)| t);
         let (name, seq) = text.rsplit_once('#').context("sender#seq")?;
         seqs_of.entry(name).or_default().push(seq.parse()?);
     }

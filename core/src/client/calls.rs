@@ -238,6 +238,20 @@ impl Client {
         .await
     }
 
+    /// A Pi session: `message_peer` to the peer with exact id `session`.
+    pub async fn message_peer(
+        &mut self,
+        session: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Result<Sent, ClientError> {
+        self.call(requests::MessagePeer {
+            session: session.into(),
+            text: text.into(),
+            ..Default::default()
+        })
+        .await
+    }
+
     /// Send text to a session: a steer from the CLI or a bridge, a message from Pi.
     pub async fn send_to(
         &mut self,
