@@ -302,7 +302,11 @@ async fn sessions_json_shows_the_registration_the_peer_pid_and_the_repository() 
     assert_eq!(s["branch"], "feature");
     assert_eq!(s["head"], head.as_str());
     assert_eq!(s["worktree"], true);
-    assert_eq!(s["repo_id"], repo_id.to_str().unwrap(), "one repository, one id");
+    assert_eq!(
+        s["repo_id"],
+        repo_id.to_str().unwrap(),
+        "one repository, one id"
+    );
     assert_eq!(s["context_percent"], Value::Null);
 
     let s = find(&sessions, "plain-1")?;

@@ -20,6 +20,7 @@
 
 pub mod fake_model;
 pub mod fake_telegram;
+pub mod git_repo;
 pub mod matrix_user;
 pub mod pi_process;
 pub mod synapse;
