@@ -617,16 +617,7 @@ impl State {
             me.id
         );
         let mailed = self.edge_mail(EdgeKind::Staff, &me, &target, &body, &text, db, out)?;
-        out.send(
-            cx.conn,
-            &ServerMsg::Sent {
-                id: cx.id,
-                message_id: mailed.id,
-                session_id: target.id,
-                session_name: target.name,
-                connected: mailed.connected,
-            },
-        );
+        sent(cx, target, mailed, out);
         Ok(())
     }
 
@@ -738,18 +729,23 @@ impl State {
         let target = self.my_peer(&me, &req.session, db)?;
         let body = format!("Peer message from {} ({}): {text}", me.name, me.id);
         let mailed = self.edge_mail(EdgeKind::Peer, &me, &target, &body, &text, db, out)?;
-        out.send(
-            cx.conn,
-            &ServerMsg::Sent {
-                id: cx.id,
-                message_id: mailed.id,
-                session_id: target.id,
-                session_name: target.name,
-                connected: mailed.connected,
-            },
-        );
+        sent(cx, target, mailed, out);
         Ok(())
     }
+}
+
+/// Answer a request with `sent` for mail to `target`.
+fn sent(cx: Cx, target: SessionInfo, mailed: super::mail::Mailed, out: &mut Out) {
+    out.send(
+        cx.conn,
+        &ServerMsg::Sent {
+            id: cx.id,
+            message_id: mailed.id,
+            session_id: target.id,
+            session_name: target.name,
+            connected: mailed.connected,
+        },
+    );
 }
 
 fn nonempty(text: String, what: &str) -> HubResult<String> {
