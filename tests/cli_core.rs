@@ -102,8 +102,12 @@ async fn sessions_json_and_table() -> Result<()> {
         Role::Lead,
     )
     .await?;
-    // The core grants the Manager role (registration only carries a hint).
-    one.set_role(Role::Manager).await?;
+    // The core grants the Manager role (from the repository's primary worktree).
+    one.call(shepherd_core::protocol::requests::SetRole {
+        id: 0,
+        role: Role::Manager,
+    })
+    .await?;
     let two = register(
         &core,
         "sess-aaaa-2222",

@@ -1,17 +1,17 @@
 //! `shepherd roles` and `shepherd staff` against the real core, one core for the file:
 //! with no role held both say what to do; with a Manager (in a temp git repository's
-//! primary checkout), a Lead beside it and a Chief, `roles` lists both leases with their
+//! primary checkout), a Lead in a linked worktree and a Chief, `roles` lists both leases with their
 //! holders (connected, then away once the Manager's session is gone), `staff` draws chief →
 //! manager → lead with whom each reports to, their `--json` forms are the protocol's
 //! `Lease` and `StaffMember` objects, `sessions` shows each session's role, and
 //! `sessions --follow` prints a line when a session takes one; `asks` says whom an ask
 //! is for.
 
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use shepherd_core::protocol::Role;
+use shepherd_harness::git_repo::repo_with_worktree;
 use shepherd_harness::{Core, Pi, eventually};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -33,33 +33,6 @@ fn run(core: &Core, args: &[&str]) -> String {
     text(&out.stdout)
 }
 
-/// A git repository named `app` (one commit) under `dir`.
-fn git_repo(dir: &Path) -> Result<std::path::PathBuf> {
-    let repo = dir.join("app");
-    std::fs::create_dir_all(&repo)?;
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.org",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "init",
-        ],
-    ] {
-        let status = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&repo)
-            .status()?;
-        anyhow::ensure!(status.success(), "git {args:?} failed");
-    }
-    Ok(repo)
-}
-
 #[tokio::test]
 async fn roles_and_staff_list_leases_and_the_tree() -> Result<()> {
     let core = Core::start().await?;
@@ -73,11 +46,11 @@ async fn roles_and_staff_list_leases_and_the_tree() -> Result<()> {
     assert!(empty.starts_with("no staff"), "{empty}");
 
     let work = tempfile::tempdir()?;
-    let repo = git_repo(work.path())?;
+    let (repo, linked) = repo_with_worktree(work.path(), "app", "fix-login")?;
     let notes = work.path().join("notes");
     std::fs::create_dir_all(&notes)?;
     let mut mara = Pi::register(&core.socket(), "cr-mara-0001", "mara", &repo).await?;
-    let mut lead = Pi::register(&core.socket(), "cr-lead-0001", "fix-login", &repo).await?;
+    let mut lead = Pi::register(&core.socket(), "cr-lead-0001", "fix-login", &linked).await?;
     let mut cleo = Pi::register(&core.socket(), "cr-cleo-0001", "cleo", &notes).await?;
     // `sessions --follow` prints a line when a session takes a role.
     let mut follow = tokio::process::Command::from(core.command())
@@ -163,7 +136,7 @@ async fn roles_and_staff_list_leases_and_the_tree() -> Result<()> {
         "{staff}"
     );
     assert!(
-        lines[3].contains("app@main") && lines[3].contains("cr-lead-"),
+        lines[3].contains("@fix-login") && lines[3].contains("cr-lead-"),
         "{staff}"
     );
     let json = core.cli_json(&["staff"])?;

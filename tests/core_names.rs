@@ -4,54 +4,17 @@
 //! selectors, `shepherd sessions` and events use the name, the ids stay shown.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use shepherd_core::protocol::{ClientKind, ServerMsg};
 use shepherd_harness::{Core, Pi, next_event_where, registration};
 
 const WAIT: Duration = Duration::from_secs(10);
 
-fn git(dir: &Path, args: &[&str]) -> Result<()> {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(["-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .output()
-        .context("running git (is it installed?)")?;
-    if !out.status.success() {
-        bail!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(())
-}
-
-/// `<base>/webapp` on `main` with a linked worktree `<base>/webapp-login` on `fix-login`.
+/// `<base>/webapp` on `main` with a linked worktree `<base>/webapp-fix-login` on `fix-login`.
 fn webapp(base: &Path) -> Result<(PathBuf, PathBuf)> {
-    let repo = base.join("webapp");
-    std::fs::create_dir_all(&repo)?;
-    git(&repo, &["init", "-q", "-b", "main"])?;
-    std::fs::write(repo.join("README"), "x\n")?;
-    git(&repo, &["add", "."])?;
-    git(&repo, &["commit", "-q", "-m", "init"])?;
-    git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "fix-login",
-            "../webapp-login",
-        ],
-    )?;
-    Ok((
-        repo.canonicalize()?,
-        base.join("webapp-login").canonicalize()?,
-    ))
+    shepherd_harness::git_repo::repo_with_worktree(base, "webapp", "fix-login")
 }
 
 /// Register `id` without a name in `cwd`; the name the core gave it.

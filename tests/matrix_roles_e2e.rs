@@ -1,6 +1,6 @@
 //! Roles on Matrix, end to end: the real `shepherd up` (core + bridge) against a real
 //! Synapse with a matrix-sdk client playing the human, and protocol-level Pi sessions in a
-//! temp git repository (a Manager in its primary checkout, a Lead beside it) and a Chief
+//! temp git repository (a Manager in its primary checkout, a Lead in a linked worktree) and a Chief
 //! outside it. One core for the whole scenario: a role change said in the session's
 //! thread (a thread has no name to change: it keeps its root), an ask addressed to the
 //! Manager tagged on its card and answered with a reaction (the Manager gets a notice,
@@ -8,11 +8,11 @@
 //! and supervisor edges in the receiver's thread, and `!staff` with a reply to a line
 //! steering that session.
 
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
 use shepherd_core::protocol::{DeliveryKind, Role};
+use shepherd_harness::git_repo::repo_with_worktree;
 use shepherd_harness::matrix_user::{MatrixUser, Message};
 use shepherd_harness::synapse::{Synapse, skip_e2e};
 use shepherd_harness::{Core, Pi};
@@ -21,33 +21,6 @@ const WAIT: Duration = Duration::from_secs(45);
 const BOT: &str = "@bot:localhost";
 const ADA: &str = "@ada:localhost";
 const KEY1: &str = "1\u{fe0f}\u{20e3}";
-
-/// A git repository named `app` (one commit) under `dir`.
-fn git_repo(dir: &Path) -> Result<std::path::PathBuf> {
-    let repo = dir.join("app");
-    std::fs::create_dir_all(&repo)?;
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.org",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "init",
-        ],
-    ] {
-        let status = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&repo)
-            .status()?;
-        anyhow::ensure!(status.success(), "git {args:?} failed");
-    }
-    Ok(repo)
-}
 
 /// Wait for a message from the bot for which `pred` holds.
 async fn bot_says(
@@ -85,11 +58,11 @@ async fn roles_get_threads_tagged_cards_edges_and_staff_on_matrix() -> Result<()
     ada.wait_for_member(&room, BOT, WAIT).await?;
 
     let work = tempfile::tempdir()?;
-    let repo = git_repo(work.path())?;
+    let (repo, linked) = repo_with_worktree(work.path(), "app", "fix-login")?;
     let elsewhere = work.path().join("notes");
     std::fs::create_dir_all(&elsewhere)?;
     let mut mara = Pi::register(&core.socket(), "mr-mara", "mara", &repo).await?;
-    let mut lead = Pi::register(&core.socket(), "mr-lead", "fix-login", &repo).await?;
+    let mut lead = Pi::register(&core.socket(), "mr-lead", "fix-login", &linked).await?;
     let mut cleo = Pi::register(&core.socket(), "mr-cleo", "cleo", &elsewhere).await?;
     let started = |name: &'static str| {
         move |m: &Message| m.body().contains(&format!("▶️ {name}")) && m.body().contains("started")

@@ -1,50 +1,23 @@
 //! Roles on Telegram, end to end: the real `shepherd up` (core + bridge) against the
 //! strict fake Bot API in a forum, with protocol-level Pi sessions in a temp git
-//! repository (a Manager in its primary checkout, a Lead beside it) and a Chief outside
+//! repository (a Manager in its primary checkout, a Lead in a linked worktree) and a Chief outside
 //! it. One core for the whole scenario: the role topics renamed (`🧭 manager · app`,
 //! `👑 chief`) with a line saying so, an ask addressed to the Manager tagged on its card
 //! and answered from the phone (the Manager gets a notice, the Lead the answer once), one
 //! the Manager answers first (the card says who), staff and supervisor edges shown in the
 //! receiver's topic, and `/staff` with a reply to a line steering that session.
 
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use shepherd_core::protocol::{DeliveryKind, Role};
 use shepherd_harness::fake_telegram::{FakeTelegram, FakeTelegramOptions, FakeUser, UserMessage};
+use shepherd_harness::git_repo::repo_with_worktree;
 use shepherd_harness::{Core, Pi};
 
 const WAIT: Duration = Duration::from_secs(30);
 const ADA: i64 = 4242;
 const FORUM: i64 = -1_001_234_567;
-
-/// A git repository named `app` (one commit) under `dir`.
-fn git_repo(dir: &Path) -> Result<std::path::PathBuf> {
-    let repo = dir.join("app");
-    std::fs::create_dir_all(&repo)?;
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.org",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "init",
-        ],
-    ] {
-        let status = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&repo)
-            .status()?;
-        anyhow::ensure!(status.success(), "git {args:?} failed");
-    }
-    Ok(repo)
-}
 
 #[tokio::test]
 async fn roles_get_topics_tagged_cards_edges_and_staff_on_telegram() -> Result<()> {
@@ -72,13 +45,13 @@ async fn roles_get_topics_tagged_cards_edges_and_staff_on_telegram() -> Result<(
     })
     .await?;
     let work = tempfile::tempdir()?;
-    let repo = git_repo(work.path())?;
+    let (repo, linked) = repo_with_worktree(work.path(), "app", "fix-login")?;
     let elsewhere = work.path().join("notes");
     std::fs::create_dir_all(&elsewhere)?;
 
     // Each session gets its topic when it registers.
     let mut mara = Pi::register(&core.socket(), "tr-mara", "mara", &repo).await?;
-    let mut lead = Pi::register(&core.socket(), "tr-lead", "fix-login", &repo).await?;
+    let mut lead = Pi::register(&core.socket(), "tr-lead", "fix-login", &linked).await?;
     let mut cleo = Pi::register(&core.socket(), "tr-cleo", "cleo", &elsewhere).await?;
     let topic_of = |tg: &FakeTelegram, name: &str| {
         tg.topics(FORUM).into_iter().find(|t| t.name.contains(name))
@@ -281,7 +254,7 @@ async fn a_role_taken_while_the_bridge_was_away_renames_the_topic_on_its_return(
     })
     .await?;
     let work = tempfile::tempdir()?;
-    let repo = git_repo(work.path())?;
+    let (repo, _linked) = repo_with_worktree(work.path(), "app", "fix-login")?;
     let mut mara = Pi::register(&core.socket(), "tw-mara", "mara", &repo).await?;
     let topic = tg
         .wait_for("mara's topic", WAIT, |tg| {

@@ -9,8 +9,9 @@
 mod calls;
 mod roles;
 
-pub use calls::{Interrupted, Registered, Request, Sent, Unanswered, VerdictAccepted};
-pub use roles::{RoleSet, Routed};
+pub use calls::{
+    Interrupted, Registered, Request, RoleSet, Routed, Sent, Unanswered, VerdictAccepted,
+};
 
 use std::collections::VecDeque;
 use std::path::Path;

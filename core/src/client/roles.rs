@@ -1,51 +1,10 @@
-//! Typed calls for the role requests (protocol 2): `set_role`, `list_roles`,
-//! `message_supervisor`, `ask_supervisor`, `list_staff`, `inspect_staff`, `message_staff`,
-//! `list_peers` and `message_peer`, each tied to the reply the core answers it with, plus
-//! named helpers for the ones the CLI, the bridges and the tests use most.
+//! Named helpers for the role requests (protocol 2) that the CLI, the bridges and the
+//! tests use most: `set_role`, `list_roles`, `list_staff`, `message_supervisor`,
+//! `ask_supervisor` and `message_staff` (their replies are tied to them in
+//! [`super::calls`]).
 
-use super::calls::replies;
-use super::{Client, ClientError, Request, Sent};
-use crate::protocol::{
-    Ask, ClientMsg, Lease, MessageId, ReportsTo, Role, ServerMsg, SessionInfo, StaffMember,
-    StaffView, requests,
-};
-
-/// The core's answer to `set_role`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RoleSet {
-    /// The session with its new role.
-    pub session: SessionInfo,
-    pub previous: Role,
-    /// The lease it now holds (none after leaving a role).
-    pub lease: Option<Lease>,
-}
-
-/// The core's answer to `message_supervisor`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Routed {
-    pub to: ReportsTo,
-    /// Set when it went to a session's mailbox.
-    pub message_id: Option<MessageId>,
-    /// Set when it went to the human as a report.
-    pub report_id: Option<u64>,
-    pub connected: bool,
-}
-
-replies! {
-    SetRole => RoleSet: ServerMsg::RoleSet { session, previous, lease, .. } =>
-        RoleSet { session, previous, lease },
-    ListRoles => Vec<Lease>: ServerMsg::Roles { leases, .. } => leases,
-    MessageSupervisor => Routed: ServerMsg::Routed { to, message_id, report_id, connected, .. } =>
-        Routed { to, message_id, report_id, connected },
-    AskSupervisor => Ask: ServerMsg::Asked { ask, .. } => ask,
-    ListStaff => Vec<StaffMember>: ServerMsg::Staff { members, .. } => members,
-    InspectStaff => StaffView: ServerMsg::StaffViewed { view, .. } => view,
-    MessageStaff => Sent: ServerMsg::Sent { message_id, session_id, session_name, connected, .. } =>
-        Sent { message_id, session_id, session_name, connected },
-    ListPeers => Vec<SessionInfo>: ServerMsg::Sessions { sessions, .. } => sessions,
-    MessagePeer => Sent: ServerMsg::Sent { message_id, session_id, session_name, connected, .. } =>
-        Sent { message_id, session_id, session_name, connected },
-}
+use super::{Client, ClientError, RoleSet, Routed, Sent};
+use crate::protocol::{Ask, Lease, Role, StaffMember, requests};
 
 impl Client {
     /// Pi: take a role (`manager`, `chief`) or leave it (`lead`).

@@ -43,6 +43,35 @@ pub(super) fn human_label(kind: ClientKind, client_name: &str, by: Option<String
 }
 
 impl State {
+    /// The label of the human acting on connection `conn` (`cli`, or the bridge's `by`).
+    pub(super) fn human_label(
+        &self,
+        conn: super::ConnId,
+        kind: ClientKind,
+        by: Option<String>,
+    ) -> String {
+        let client_name = self
+            .conns
+            .get(&conn)
+            .map(|c| c.handle.client_name.clone())
+            .unwrap_or_default();
+        human_label(kind, &client_name, by)
+    }
+
+    /// The human on connection `conn` as the sender of mail.
+    pub(super) fn human_sender(
+        &self,
+        conn: super::ConnId,
+        kind: ClientKind,
+        by: Option<String>,
+    ) -> Sender {
+        Sender {
+            kind,
+            session_id: None,
+            name: self.human_label(conn, kind, by),
+        }
+    }
+
     pub(super) fn ask(
         &mut self,
         cx: Cx,
@@ -50,20 +79,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let requests::Ask {
-            question,
-            options,
-            details,
-            key,
-            ..
-        } = req;
-        let new = NewAsk {
-            question,
-            options,
-            details,
-            key,
-        };
-        self.open_ask(cx, new, false, db, out)
+        self.open_ask(cx, req, false, db, out)
     }
 
     /// `ask_supervisor`: an ask addressed to whom the session reports (the human when
@@ -75,20 +91,22 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        // The same fields as `ask`, addressed.
         let requests::AskSupervisor {
+            id,
             question,
             options,
             details,
             key,
-            ..
         } = req;
-        let new = NewAsk {
+        let req = requests::Ask {
+            id,
             question,
             options,
             details,
             key,
         };
-        self.open_ask(cx, new, true, db, out)
+        self.open_ask(cx, req, true, db, out)
     }
 
     /// Store and announce an ask; `to_supervisor`: address it to the session's effective
@@ -96,18 +114,19 @@ impl State {
     fn open_ask(
         &mut self,
         cx: Cx,
-        new: NewAsk,
+        req: requests::Ask,
         to_supervisor: bool,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
         let Cx { conn, id, .. } = cx;
-        let NewAsk {
+        let requests::Ask {
             question,
             options,
             details,
             key,
-        } = new;
+            ..
+        } = req;
         let session_id = self.registered(conn)?.clone();
         check_key(key.as_deref())?;
         // Sent again (a queued ask resent after a lost reply): the ask made then.
@@ -215,12 +234,7 @@ impl State {
             )
         })?;
         let (label, answerer) = if kind.is_human() {
-            let client_name = self
-                .conns
-                .get(&conn)
-                .map(|c| c.handle.client_name.clone())
-                .unwrap_or_default();
-            (human_label(kind, &client_name, by), None)
+            (self.human_label(conn, kind, by), None)
         } else {
             let me = self.registered(conn)?.clone();
             let me = self.session_info(db, &me)?;
@@ -249,15 +263,10 @@ impl State {
             }
             let mailed = self.mail(
                 NewMessage {
-                    recipient: &ask.session_id,
-                    kind: DeliveryKind::Answer,
-                    text: &text,
-                    from: &from,
                     ask_id: Some(ask_id),
                     question: Some(&ask.question),
-                    pairing_id: None,
-                    look: None,
                     created_at: now,
+                    ..NewMessage::plain(&ask.session_id, DeliveryKind::Answer, &text, &from)
                 },
                 db,
                 out,
@@ -353,14 +362,6 @@ impl State {
         )?;
         Ok(())
     }
-}
-
-/// What an ask is made of, from `ask` or `ask_supervisor`.
-struct NewAsk {
-    question: String,
-    options: Vec<String>,
-    details: Option<String>,
-    key: Option<String>,
 }
 
 fn already_answered(ask: &crate::protocol::Ask) -> HubError {

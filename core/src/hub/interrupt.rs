@@ -5,11 +5,9 @@
 
 use rusqlite::Connection;
 
-use super::asks::human_label;
 use super::{Cx, HubError, HubResult, Out, State};
-use crate::clock::now_ms;
 use crate::protocol::requests::Interrupt;
-use crate::protocol::{ClientKind, DeliveryKind, ErrorCode, Sender, ServerMsg, SessionStatus};
+use crate::protocol::{ClientKind, DeliveryKind, ErrorCode, ServerMsg, SessionStatus};
 use crate::store::{self, messages::NewMessage};
 
 impl State {
@@ -26,21 +24,12 @@ impl State {
         if kind == ClientKind::Pi {
             return Err(HubError::new(
                 ErrorCode::Forbidden,
-                "only the human interrupts a session (the CLI's `shepherd stop <session>` or a chat's /stop); a session writes to another with `send`",
+                "only the human interrupts a session (the CLI's `shepherd stop <session>` or a chat's /stop); a session reaches others along its edges (message_supervisor, message_staff, message_peer)",
             ));
         }
         let then = req.then.map(|t| t.trim().to_string()).unwrap_or_default();
         let target = self.resolve(&req.session, db)?;
-        let client_name = self
-            .conns
-            .get(&conn)
-            .map(|c| c.handle.client_name.clone())
-            .unwrap_or_default();
-        let from = Sender {
-            kind,
-            session_id: None,
-            name: human_label(kind, &client_name, req.by),
-        };
+        let from = self.human_sender(conn, kind, req.by);
         let connected = self.live.contains_key(&target.id);
         let was = if connected {
             store::sessions::get(db, &target.id)?.map_or(SessionStatus::Idle, |s| s.status)
@@ -48,17 +37,7 @@ impl State {
             SessionStatus::Idle
         };
         let mailed = self.mail(
-            NewMessage {
-                recipient: &target.id,
-                kind: DeliveryKind::Interrupt,
-                text: &then,
-                from: &from,
-                ask_id: None,
-                question: None,
-                pairing_id: None,
-                look: None,
-                created_at: now_ms(),
-            },
+            NewMessage::plain(&target.id, DeliveryKind::Interrupt, &then, &from),
             db,
             out,
         )?;

@@ -4,11 +4,10 @@
 
 use rusqlite::Connection;
 
-use super::asks::human_label;
 use super::{Cx, HubError, HubResult, Out, State};
 use crate::clock::now_ms;
 use crate::protocol::requests::{Ack, Send};
-use crate::protocol::{ClientKind, Delivery, DeliveryKind, ErrorCode, Sender, ServerMsg, frame};
+use crate::protocol::{ClientKind, Delivery, DeliveryKind, ErrorCode, ServerMsg, frame};
 use crate::protocol::{MessageId, SessionId};
 use crate::store::{self, messages::NewMessage};
 
@@ -41,16 +40,7 @@ impl State {
             )
             .with_details(serde_json::json!({ "reason": "direct_edges_only" })));
         }
-        let client_name = self
-            .conns
-            .get(&conn)
-            .map(|c| c.handle.client_name.clone())
-            .unwrap_or_default();
-        let from = Sender {
-            kind,
-            session_id: None,
-            name: human_label(kind, &client_name, by),
-        };
+        let from = self.human_sender(conn, kind, by);
         let target = self.resolve(&to, db)?;
         let delivery = self.mail(
             NewMessage::plain(&target.id, DeliveryKind::Steer, &text, &from),

@@ -9,7 +9,6 @@
 
 use rusqlite::Connection;
 
-use super::asks::human_label;
 use super::{Cx, HubError, HubResult, Out, State, atomically};
 use crate::clock::now_ms;
 use crate::protocol::{AskState, DeliveryKind, ErrorCode, Sender, ServerMsg, requests};
@@ -61,12 +60,7 @@ impl State {
             )
             .with_details(serde_json::json!({ "session": ask.session_id, "answer": answer })));
         };
-        let client_name = self
-            .conns
-            .get(&conn)
-            .map(|c| c.handle.client_name.clone())
-            .unwrap_or_default();
-        let label = human_label(kind, &client_name, req.by);
+        let label = self.human_label(conn, kind, req.by);
         let from = Sender {
             kind,
             session_id: None,
@@ -82,15 +76,8 @@ impl State {
             }
             self.mail(
                 NewMessage {
-                    recipient: &ask.session_id,
-                    kind: DeliveryKind::Steer,
-                    text: &answer,
-                    from: &from,
-                    ask_id: None,
-                    question: None,
-                    pairing_id: None,
-                    look: None,
                     created_at: now,
+                    ..NewMessage::plain(&ask.session_id, DeliveryKind::Steer, &answer, &from)
                 },
                 db,
                 out,

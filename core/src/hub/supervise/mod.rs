@@ -12,7 +12,6 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use super::asks::human_label;
 use super::session_change::SessionChange;
 use super::{ConnId, Cx, HubError, HubResult, Out, State, atomically};
 use crate::clock::now_ms;
@@ -269,12 +268,7 @@ impl State {
                 .get(id)
                 .map_or_else(|| id.to_string(), |l| l.name.clone());
         }
-        let client_name = self
-            .conns
-            .get(&conn)
-            .map(|c| c.handle.client_name.clone())
-            .unwrap_or_default();
-        human_label(kind, &client_name, by)
+        self.human_label(conn, kind, by)
     }
 
     /// The active pairing a request is about: the Pi session's own, or the one of the
