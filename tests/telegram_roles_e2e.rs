@@ -5,7 +5,8 @@
 //! `👑 chief`) with a line saying so, an ask addressed to the Manager tagged on its card
 //! and answered from the phone (the Manager gets a notice, the Lead the answer once), one
 //! the Manager answers first (the card says who), staff and supervisor edges shown in the
-//! receiver's topic, and `/staff` with a reply to a line steering that session.
+//! receiver's topic, and `/staff` with a reply to a line (or to what its ✍️ button asks)
+//! steering that session.
 
 use std::time::Duration;
 
@@ -211,6 +212,33 @@ async fn roles_get_topics_tagged_cards_edges_and_staff_on_telegram() -> Result<(
         (DeliveryKind::Steer, "add a test for the SSO path")
     );
     lead.ack(&[steer.id]).await?;
+
+    // One tap: a line's ✍️ button asks what to say (a forced reply); the reply steers.
+    let button = lines[1].buttons();
+    assert_eq!(button.len(), 1, "{button:?}");
+    assert_eq!(button[0].0, "✍️ steer");
+    let press = tg.press_button(FORUM, lines[1].message_id, ADA, &button[0].1)?;
+    tg.wait_for_callback_answer(&press.query_id, WAIT).await?;
+    let prompt = tg
+        .wait_for_message(FORUM, WAIT, |m| m.text.contains("What should mara do?"))
+        .await?;
+    assert_eq!(
+        prompt
+            .reply_markup
+            .as_ref()
+            .map(|m| m["force_reply"].clone()),
+        Some(serde_json::json!(true)),
+        "the app opens the reply at once"
+    );
+    tg.inject_message(
+        UserMessage::new(FORUM, ADA, "hold merges until 5pm").reply_to(prompt.message_id),
+    )?;
+    let steer = mara.next_delivery(WAIT).await?;
+    assert_eq!(
+        (steer.kind, steer.text.as_str()),
+        (DeliveryKind::Steer, "hold merges until 5pm")
+    );
+    mara.ack(&[steer.id]).await?;
 
     // Leaving the role renames the topic back after the session.
     mara.client.set_role(Role::Lead).await?;

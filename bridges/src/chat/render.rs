@@ -191,6 +191,15 @@ pub fn report(report: &Report, session: Option<&SessionInfo>) -> Rendered {
     h.into()
 }
 
+/// What a tap on a `/staff` line's button asks: the reply steers that session.
+pub fn steer_prompt(name: &str) -> Rendered {
+    let mut h = Html::new();
+    h.text("✍️ What should ")
+        .bold(&truncate(&one_line(name), NAME))
+        .text(" do? Reply to this message.");
+    h.into()
+}
+
 /// Said before the newest reports a bridge posts after being away, when there were more:
 /// `… and 3 earlier (shepherd reports fix-login)`.
 pub fn earlier_reports(name: &str, earlier: usize) -> Rendered {

@@ -8,7 +8,10 @@
 use teloxide::Bot;
 use teloxide::payloads::EditForumTopicSetters;
 use teloxide::prelude::Requester;
-use teloxide::types::{ChatId, InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ThreadId};
+use teloxide::types::{
+    ChatId, ForceReply, InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ReplyMarkup,
+    ThreadId,
+};
 
 use shepherd_core::protocol::{Ask, SessionInfo};
 
@@ -132,9 +135,14 @@ impl Platform for Telegram {
         }
     }
 
-    /// One message in `thread`; a reply to it steers `session`.
+    /// One message in `thread`; a reply to it steers `session`, and so does a reply to
+    /// what its button (`s:<session>`) asks.
     async fn post_line(&mut self, thread: Option<i32>, line: Rendered, session: &str) {
-        match self.send(thread, line.html, line.plain, None).await {
+        let data = format!("s:{session}");
+        let keyboard = (data.len() <= 64).then(|| {
+            InlineKeyboardMarkup::new([[InlineKeyboardButton::callback(STEER_LABEL, data)]])
+        });
+        match self.send(thread, line.html, line.plain, keyboard).await {
             Ok(id) => self.remember(self.store.set_about(self.chat_id, id, session)),
             Err(e) => tracing::error!(error = %e, "telegram: could not post a line"),
         }
@@ -301,9 +309,31 @@ impl Telegram {
             thread,
             html,
             plain,
-            keyboard,
+            keyboard: keyboard.map(ReplyMarkup::InlineKeyboard),
         };
         self.outbox.send(op).await
+    }
+
+    /// A `/staff` line's button was tapped: ask what to tell `session`, with a forced
+    /// reply (the app opens the reply at once); the reply steers it.
+    pub(super) async fn ask_for_steer(&mut self, thread: Option<i32>, session: &str, name: &str) {
+        let prompt = render::steer_prompt(name);
+        let op = OutboxOp::Send {
+            chat: self.chat_id,
+            thread,
+            html: prompt.html,
+            plain: prompt.plain,
+            keyboard: Some(ReplyMarkup::ForceReply(
+                ForceReply::new().input_field_placeholder(Some(format!(
+                    "what {} should do",
+                    crate::chat::format::truncate(name, 40)
+                ))),
+            )),
+        };
+        match self.outbox.send(op).await {
+            Ok(id) => self.remember(self.store.set_about(self.chat_id, id, session)),
+            Err(e) => tracing::error!(error = %e, "telegram: could not ask what to steer with"),
+        }
     }
 
     pub(super) fn remember(&self, result: rusqlite::Result<()>) {
@@ -327,6 +357,14 @@ fn option_keyboard(ask: &Ask) -> Option<InlineKeyboardMarkup> {
     Some(InlineKeyboardMarkup::new(
         buttons.chunks(2).map(<[_]>::to_vec),
     ))
+}
+
+/// The label of a `/staff` line's button.
+pub const STEER_LABEL: &str = "✍️ steer";
+
+/// The session of a `/staff` line's button (`s:<session>`).
+pub(super) fn parse_steer(data: &str) -> Option<&str> {
+    data.strip_prefix("s:").filter(|s| !s.is_empty())
 }
 
 /// The ask of an undo button's callback data (`u:<ask>`).
@@ -356,5 +394,8 @@ mod tests {
         assert_eq!(parse_undo("u:12"), Some(12));
         assert_eq!(parse_callback("u:12"), None);
         assert_eq!(parse_undo("a:12:1"), None);
+        assert_eq!(parse_steer("s:3f2a-77"), Some("3f2a-77"));
+        assert_eq!(parse_steer("s:"), None);
+        assert_eq!(parse_callback("s:12"), None);
     }
 }

@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use teloxide::payloads::{EditMessageTextSetters, SendDocumentSetters, SendMessageSetters};
 use teloxide::prelude::Requester;
-use teloxide::types::{ChatId, InlineKeyboardMarkup, InputFile, MessageId, ParseMode, ThreadId};
+use teloxide::types::{
+    ChatId, InlineKeyboardMarkup, InputFile, MessageId, ParseMode, ReplyMarkup, ThreadId,
+};
 use teloxide::{ApiError, Bot, RequestError};
 
 use crate::outbox::{Courier, Outbox, Window};
@@ -39,7 +41,8 @@ pub enum OutboxOp {
         thread: Option<i32>,
         html: String,
         plain: String,
-        keyboard: Option<InlineKeyboardMarkup>,
+        /// Inline buttons, or a forced reply (the app opens a reply to the message).
+        keyboard: Option<ReplyMarkup>,
     },
     /// Replace a message's text (and buttons; `None` removes them).
     Edit {

@@ -1,7 +1,8 @@
 //! What the human does in Telegram, read by the relay: a command, a reply to a card (an
 //! answer), a reply to anything about a session (a steer), plain text in a session's topic
 //! (its one open ask's answer, else a steer: `relay::typed`), a button press (an option,
-//! or the undo of a typed answer). Senders and chats are checked against the allowlist
+//! the undo of a typed answer, or a `/staff` line's ✍️ steer, which asks what to say with
+//! a forced reply). Senders and chats are checked against the allowlist
 //! first; refusals go to the audit log. Each update ends in one of the relay's calls
 //! ([`Relay::on_command`], [`Relay::reply_to_ask`], [`Relay::typed`], [`Relay::steer`],
 //! [`Relay::undo`]).
@@ -12,7 +13,7 @@ use teloxide::types::{CallbackQuery, Message, Update, UpdateKind, User};
 
 use shepherd_core::protocol::ErrorCode;
 
-use super::bridge::{Telegram, parse_callback, parse_undo};
+use super::bridge::{Telegram, parse_callback, parse_steer, parse_undo};
 use super::outbox::OutboxOp;
 use crate::chat::access::{Decision, Refusal};
 use crate::chat::commands;
@@ -115,6 +116,22 @@ impl Relay<Telegram> {
             return;
         }
         let by = who(Some(&query.from));
+        if let Some(session) = query.data.as_deref().and_then(parse_steer) {
+            // A `/staff` line: ask what to tell the session; the reply steers it.
+            let thread = query
+                .message
+                .as_ref()
+                .and_then(|m| m.regular_message())
+                .and_then(|m| m.thread_id)
+                .map(|t| t.0.0);
+            let name = self
+                .sessions
+                .get(session)
+                .map_or(session.to_string(), |s| s.name.clone());
+            let _ = bot.answer_callback_query(query.id.clone()).await;
+            self.platform.ask_for_steer(thread, session, &name).await;
+            return;
+        }
         if let Some(ask_id) = query.data.as_deref().and_then(parse_undo) {
             let said = self.undo(ask_id, &by).await;
             // The offer becomes what happened, without its button.
