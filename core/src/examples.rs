@@ -46,6 +46,7 @@ pub fn ask() -> Ask {
         answered_by: None,
         created_at: 0,
         answered_at: None,
+        to: None,
     }
 }
 
@@ -68,6 +69,8 @@ pub fn session_info() -> SessionInfo {
         branch: Some("main".into()),
         head: Some("9f3c2b1d0e".into()),
         worktree: false,
+        repo_id: Some("/home/ada/src/app/.git".into()),
+        project: Some("app".into()),
         session_file: None,
         subagent: false,
         open_asks: 0,
