@@ -58,12 +58,12 @@ async function until(predicate: () => boolean, timeoutMs = 3000): Promise<void> 
 }
 
 describe("CoreClient", () => {
-  test("says hello with protocol 1 as a pi client, then registers", async () => {
+  test("says hello with protocol 2 as a pi client, then registers", async () => {
     const h = await harness();
     h.client.start();
     await until(() => h.client.ready);
     const [hello, register] = h.core.all;
-    assert.deepEqual(hello, { type: "hello", id: 1, protocol: 1, client: "pi", client_name: "shepherd-pi-ext test" });
+    assert.deepEqual(hello, { type: "hello", id: 1, protocol: 2, client: "pi", client_name: "shepherd-pi-ext test" });
     assert.deepEqual(register, {
       type: "register",
       id: 2,
@@ -205,7 +205,7 @@ describe("CoreClient", () => {
 
   test("protocol mismatch: reported, retried slowly, never registers", async () => {
     const h = await harness();
-    h.core.protocol = 2;
+    h.core.protocol = 3;
     h.client.start();
     await until(() => h.problems.some((p) => p.kind === "protocol_mismatch"));
     await new Promise((r) => setTimeout(r, 100));
