@@ -1,0 +1,399 @@
+//! Roles end to end with REAL Pi processes (the pinned Pi on Node 22, each loading the
+//! shepherd extension and talking to its own scripted fake model), the real core and CLI,
+//! in a temporary git repository with a commit and a linked worktree. One core serves the
+//! whole binary's scenarios; the Pi processes of independent scenarios run concurrently.
+//!
+//! (a) a Pi in the primary worktree takes `/manager` and is granted it; a Lead in the
+//!     linked worktree calls `ask_supervisor`; the Manager's model receives the ask and
+//!     calls `answer_staff`; the Lead's model receives the answer exactly once;
+//! (b) `/manager` in the linked worktree is refused, and the refusal (naming the linked
+//!     worktree) is shown to the user; the session stays a Lead;
+//! (c) the tools the model is offered follow the role (a Lead never sees staff tools; a
+//!     Manager has its role's tools and no writing tools) and `/manager leave` restores the
+//!     exact list from before.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use shepherd_harness::Core;
+use shepherd_harness::eventually;
+use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
+use shepherd_harness::pi_process::{PiOptions, PiSession, user_messages_containing};
+
+const LONG: Duration = Duration::from_secs(60);
+
+const STAFF_TOOLS: [&str; 4] = [
+    "list_staff",
+    "inspect_staff",
+    "message_staff",
+    "answer_staff",
+];
+const LEAD_EDGE_TOOLS: [&str; 4] = [
+    "message_supervisor",
+    "ask_supervisor",
+    "list_peers",
+    "message_peer",
+];
+const WRITING_TOOLS: [&str; 3] = ["bash", "edit", "write"];
+
+fn git(dir: &Path, args: &[&str]) -> Result<()> {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.invalid",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .output()
+        .context("running git")?;
+    if !out.status.success() {
+        bail!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// A repository `<root>/<name>` with one commit, and its linked worktree
+/// `<root>/<name>-feature` on branch `feature`.
+fn repo_with_worktree(root: &Path, name: &str) -> Result<(PathBuf, PathBuf)> {
+    let primary = root.join(name);
+    std::fs::create_dir_all(&primary)?;
+    git(&primary, &["init", "-q", "-b", "main"])?;
+    std::fs::write(primary.join("README.md"), "roles e2e\n")?;
+    git(&primary, &["add", "README.md"])?;
+    git(&primary, &["commit", "-q", "-m", "first"])?;
+    let linked = root.join(format!("{name}-feature"));
+    git(
+        &primary,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "feature",
+            linked.to_str().context("utf-8 path")?,
+        ],
+    )?;
+    Ok((primary, linked))
+}
+
+/// The tools offered, as a set (Pi orders a restored list its own way).
+fn tool_set(req: &ModelRequest) -> Vec<String> {
+    let mut names = req.tool_names();
+    names.sort();
+    names
+}
+
+fn offered(req: &ModelRequest, tool: &str) -> bool {
+    req.tool_names().iter().any(|t| t == tool)
+}
+
+fn last_is_tool_result(req: &ModelRequest) -> bool {
+    req.messages().last().is_some_and(|m| m["role"] == "tool")
+}
+
+/// The ask id in a delivery that says `answer_staff {ask: N, …`.
+fn ask_id_in(text: &str) -> Option<u64> {
+    let rest = &text[text.find("answer_staff {ask: ")? + "answer_staff {ask: ".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// A Pi in `cwd` with its own agent dir and model, connected to `core`.
+async fn spawn_pi(
+    core: &Core,
+    model: &FakeModel,
+    agent: &Path,
+    cwd: &Path,
+    name: &str,
+) -> Result<PiSession> {
+    let mut opts = PiOptions::new(agent);
+    opts.cwd = cwd.to_path_buf();
+    opts.name = Some(name.into());
+    opts.env.push((
+        "SHEPHERD_SOCKET".into(),
+        core.socket().display().to_string(),
+    ));
+    let pi = PiSession::spawn(model, opts).await?;
+    core.connected_session(name, LONG).await?;
+    Ok(pi)
+}
+
+/// Prompt `pi` and return the model request that carries `text`.
+async fn prompt_seen(pi: &mut PiSession, model: &FakeModel, text: &str) -> Result<ModelRequest> {
+    pi.prompt(text).await?;
+    let req = eventually(LONG, &format!("a model request with {text:?}"), || {
+        model
+            .requests()
+            .into_iter()
+            .find(|r| r.last().1.contains(text))
+    })
+    .await?;
+    pi.wait_settled(LONG).await?;
+    Ok(req)
+}
+
+/// The notices the extension showed (`ctx.ui.notify` in RPC mode).
+fn notices(pi: &PiSession) -> Vec<String> {
+    pi.records()
+        .into_iter()
+        .filter(|r| r["type"] == "extension_ui_request" && r["method"] == "notify")
+        .filter_map(|r| r["message"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The newest footer text under `key` (`ctx.ui.setStatus`), None when cleared or never set.
+fn footer(pi: &PiSession, key: &str) -> Option<String> {
+    pi.records()
+        .into_iter()
+        .filter(|r| {
+            r["type"] == "extension_ui_request"
+                && r["method"] == "setStatus"
+                && r["statusKey"] == key
+        })
+        .last()
+        .and_then(|r| r["statusText"].as_str().map(str::to_string))
+}
+
+fn role_of(core: &Core, name: &str) -> Option<String> {
+    core.session_named(name)
+        .and_then(|s| s["role"].as_str().map(str::to_string))
+}
+
+async fn role_becomes(core: &Core, name: &str, role: &str) -> Result<Value> {
+    eventually(LONG, &format!("{name} to be {role}"), || {
+        core.session_named(name).filter(|s| s["role"] == role)
+    })
+    .await
+}
+
+/// (a) and (c): the Manager in the primary worktree answers the Lead's ask; its tools
+/// follow the role and come back on leave.
+async fn manager_answers_a_leads_ask(core: &Core, root: &Path) -> Result<()> {
+    let (primary, linked) = repo_with_worktree(root, "app")?;
+    let manager_model = FakeModel::start(|req| {
+        if last_is_tool_result(req) {
+            return Reply::text("Answered.");
+        }
+        let (_, last) = req.last();
+        match ask_id_in(&last) {
+            Some(ask) if offered(req, "answer_staff") => Reply::tool(
+                "answer_staff",
+                json!({"ask": ask, "answer": "ANSWER-rebase: rebase on main"}),
+            ),
+            _ => Reply::text("Nothing to do."),
+        }
+    })
+    .await?;
+    let lead_model = FakeModel::start(|req| {
+        let (role, last) = req.last();
+        if role == "tool" {
+            Reply::text("Waiting.")
+        } else if last.contains("ANSWER-rebase") {
+            Reply::text("LEAD-GOT-ANSWER")
+        } else if last.contains("ASK-SUP") {
+            Reply::tool(
+                "ask_supervisor",
+                json!({"question": "Q-ROLES: rebase on main or merge?", "options": ["rebase", "merge"]}),
+            )
+        } else {
+            Reply::text("ok")
+        }
+    })
+    .await?;
+    let (agent_mgr, agent_lead) = (root.join("agent-mgr"), root.join("agent-lead"));
+    let (mut manager, mut lead) = tokio::try_join!(
+        spawn_pi(core, &manager_model, &agent_mgr, &primary, "app-mgr"),
+        spawn_pi(core, &lead_model, &agent_lead, &linked, "app-lead"),
+    )?;
+
+    // (c) As a Lead: the edge tools and the writing tools, never a staff tool.
+    let before = prompt_seen(&mut manager, &manager_model, "TOOLS-as-lead").await?;
+    for tool in LEAD_EDGE_TOOLS
+        .iter()
+        .chain(&WRITING_TOOLS)
+        .chain(&["ask_human", "report", "read"])
+    {
+        assert!(offered(&before, tool), "{tool}: {:?}", before.tool_names());
+    }
+    for tool in STAFF_TOOLS {
+        assert!(!offered(&before, tool), "{tool}: {:?}", before.tool_names());
+    }
+
+    // (a) /manager in the primary worktree is granted; the footer says so.
+    manager.prompt("/manager").await?;
+    let session = role_becomes(core, "app-mgr", "manager").await?;
+    assert_eq!(session["project"], "app");
+    eventually(LONG, "the manager footer", || {
+        footer(&manager, "shepherd-role").filter(|t| t == "manager · app")
+    })
+    .await?;
+    assert!(
+        notices(&manager)
+            .iter()
+            .any(|n| n.contains("now the manager of app")),
+        "{:?}",
+        notices(&manager)
+    );
+
+    // (c) As the Manager: its role's tools and the read-only ones, no writing tools.
+    let as_manager = prompt_seen(&mut manager, &manager_model, "TOOLS-as-manager").await?;
+    for tool in STAFF_TOOLS
+        .iter()
+        .chain(&LEAD_EDGE_TOOLS)
+        .chain(&["read", "grep", "find", "ls"])
+    {
+        assert!(
+            offered(&as_manager, tool) || !offered(&before, tool),
+            "{tool}: {:?}",
+            as_manager.tool_names()
+        );
+    }
+    for tool in STAFF_TOOLS.iter().chain(&["read"]) {
+        assert!(
+            offered(&as_manager, tool),
+            "{tool}: {:?}",
+            as_manager.tool_names()
+        );
+    }
+    for tool in WRITING_TOOLS {
+        assert!(
+            !offered(&as_manager, tool),
+            "{tool}: {:?}",
+            as_manager.tool_names()
+        );
+    }
+
+    // (b) runs concurrently in another repository; here the Lead asks its supervisor.
+    let requests_before = manager_model.requests().len();
+    lead.prompt("ASK-SUP: ask your supervisor how to integrate")
+        .await?;
+    lead.wait_settled(LONG).await?;
+    let ask = eventually(LONG, "the ask addressed to the manager", || {
+        let asks = core.cli_json(&["asks", "--all"]).ok()?;
+        asks.as_array()?
+            .iter()
+            .find(|a| {
+                a["question"]
+                    .as_str()
+                    .is_some_and(|q| q.contains("Q-ROLES"))
+            })
+            .cloned()
+    })
+    .await?;
+    assert_eq!(ask["to"]["role"], "manager", "{ask}");
+    assert_eq!(ask["to"]["project"], "app", "{ask}");
+
+    // The Manager's model receives the ask as a turn of its own and answers it.
+    let delivered = eventually(LONG, "the ask to reach the manager's model", || {
+        manager_model.requests()[requests_before..]
+            .iter()
+            .find(|r| r.last().1.contains("Q-ROLES"))
+            .cloned()
+    })
+    .await?;
+    assert_eq!(ask_id_in(&delivered.last().1), ask["id"].as_u64());
+    eventually(LONG, "the ask to be answered", || {
+        core.cli_json(&["asks", "--all"])
+            .ok()?
+            .as_array()?
+            .iter()
+            .find(|a| a["id"] == ask["id"] && a["state"] == "answered")
+            .cloned()
+    })
+    .await?;
+
+    // The Lead's model receives the answer, once.
+    let answered = eventually(LONG, "the answer to reach the lead's model", || {
+        lead_model
+            .requests()
+            .into_iter()
+            .find(|r| r.last().1.contains("ANSWER-rebase"))
+    })
+    .await?;
+    assert!(
+        answered.last().1.contains("Q-ROLES"),
+        "{}",
+        answered.last().1
+    );
+    lead.wait_settled(LONG).await?;
+    manager.wait_settled(LONG).await?;
+    // A later turn proves nothing more was on its way: the answer is in the session once.
+    prompt_seen(&mut lead, &lead_model, "AFTER-answer").await?;
+    let lead_file = lead.session_file().await?;
+    assert_eq!(user_messages_containing(&lead_file, "ANSWER-rebase")?, 1);
+    assert_eq!(
+        lead_model
+            .requests()
+            .iter()
+            .filter(|r| r.last().1.contains("ANSWER-rebase"))
+            .count(),
+        1
+    );
+
+    // (c) /manager leave: a Lead again, with exactly the tools it had before.
+    manager.prompt("/manager leave").await?;
+    role_becomes(core, "app-mgr", "lead").await?;
+    let after = prompt_seen(&mut manager, &manager_model, "TOOLS-after-leave").await?;
+    assert_eq!(tool_set(&after), tool_set(&before));
+    eventually(LONG, "the manager footer cleared", || {
+        footer(&manager, "shepherd-role").is_none().then_some(())
+    })
+    .await?;
+    Ok(())
+}
+
+/// (b): `/manager` in a linked worktree is refused with the reason, and nothing changes.
+async fn manager_refused_in_a_linked_worktree(core: &Core, root: &Path) -> Result<()> {
+    let (_primary, linked) = repo_with_worktree(root, "lib")?;
+    let model = FakeModel::start(|_| Reply::text("ok")).await?;
+    let mut pi = spawn_pi(core, &model, &root.join("agent-wt"), &linked, "lib-wt").await?;
+    let before = prompt_seen(&mut pi, &model, "TOOLS-before-refusal").await?;
+    pi.prompt("/manager").await?;
+    let refusal = eventually(LONG, "the refusal notice", || {
+        notices(&pi)
+            .into_iter()
+            .find(|n| n.contains("linked worktree"))
+    })
+    .await?;
+    assert!(refusal.contains("primary worktree"), "{refusal}");
+    assert_eq!(role_of(core, "lib-wt").as_deref(), Some("lead"));
+    let after = prompt_seen(&mut pi, &model, "TOOLS-after-refusal").await?;
+    assert_eq!(tool_set(&after), tool_set(&before));
+    for tool in STAFF_TOOLS {
+        assert!(!offered(&after, tool), "{tool}: {:?}", after.tool_names());
+    }
+    assert!(footer(&pi, "shepherd-role").is_none());
+    Ok(())
+}
+
+#[tokio::test]
+async fn roles_with_real_pi() -> Result<()> {
+    let core = Core::start().await?;
+    let root = tempfile::tempdir()?;
+    let (dir_a, dir_b) = (root.path().join("a"), root.path().join("b"));
+    let (a, b) = tokio::join!(
+        manager_answers_a_leads_ask(&core, &dir_a),
+        manager_refused_in_a_linked_worktree(&core, &dir_b),
+    );
+    if a.is_err() || b.is_err() {
+        eprintln!("--- core log ---\n{}", core.log());
+        bail!(
+            "(a)/(c): {:?}\n(b): {:?}",
+            a.err().map(|e| format!("{e:#}")),
+            b.err().map(|e| format!("{e:#}"))
+        );
+    }
+    assert!(!core.log_has_panic(), "{}", core.log());
+    Ok(())
+}
