@@ -10,7 +10,10 @@
 //!     worktree) is shown to the user; the session stays a Lead;
 //! (c) the tools the model is offered follow the role (a Lead never sees staff tools; a
 //!     Manager has its role's tools and no writing tools) and `/manager leave` restores the
-//!     exact list from before.
+//!     exact list from before;
+//! (d) the role is kept in the session: a Manager that crashed and lost its lease to another
+//!     session meanwhile is refused when resumed, stays a Lead with its tools and is told by
+//!     whom; a Manager resumed with its lease still held is the Manager again at once.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -117,7 +120,20 @@ async fn spawn_pi(
     cwd: &Path,
     name: &str,
 ) -> Result<PiSession> {
+    spawn_pi_with(core, model, agent, cwd, name, &[]).await
+}
+
+/// As [`spawn_pi`], with more `pi` arguments (`--session <file>` resumes a session).
+async fn spawn_pi_with(
+    core: &Core,
+    model: &FakeModel,
+    agent: &Path,
+    cwd: &Path,
+    name: &str,
+    args: &[&str],
+) -> Result<PiSession> {
     let mut opts = PiOptions::new(agent);
+    opts.args = args.iter().map(|a| a.to_string()).collect();
     opts.cwd = cwd.to_path_buf();
     opts.name = Some(name.into());
     opts.env.push((
@@ -165,8 +181,13 @@ fn footer(pi: &PiSession, key: &str) -> Option<String> {
         .and_then(|r| r["statusText"].as_str().map(str::to_string))
 }
 
+/// The role of the session named `name`, connected or not.
 fn role_of(core: &Core, name: &str) -> Option<String> {
-    core.session_named(name)
+    core.cli_json(&["sessions", "--all"])
+        .ok()?
+        .as_array()?
+        .iter()
+        .find(|s| s["name"] == name)
         .and_then(|s| s["role"].as_str().map(str::to_string))
 }
 
@@ -377,21 +398,128 @@ async fn manager_refused_in_a_linked_worktree(core: &Core, root: &Path) -> Resul
     Ok(())
 }
 
+/// The newest `shepherd-role` entry's role in a session file.
+fn role_entry(file: &Path) -> Result<Option<String>> {
+    let text = std::fs::read_to_string(file)?;
+    let mut role = None;
+    for line in text.lines() {
+        let entry: Value = serde_json::from_str(line)?;
+        if entry["type"] == "custom" && entry["customType"] == "shepherd-role" {
+            role = entry["data"]["role"].as_str().map(str::to_string);
+        }
+    }
+    Ok(role)
+}
+
+/// (d): the role is kept in the session. A Manager that crashed loses its lease to another
+/// session; resumed, it claims the role again, is refused, stays a Lead with its tools and
+/// is told by whom. The new Manager, resumed after a crash of its own, is the Manager again
+/// with the role's tools at once.
+async fn a_resumed_manager_claims_its_role_again(core: &Core, root: &Path) -> Result<()> {
+    let (primary, _linked) = repo_with_worktree(root, "svc")?;
+    let model_one = FakeModel::start(|_| Reply::text("ok")).await?;
+    let model_two = FakeModel::start(|_| Reply::text("ok")).await?;
+    let (agent_one, agent_two) = (root.join("agent-one"), root.join("agent-two"));
+    let mut one = spawn_pi(core, &model_one, &agent_one, &primary, "svc-one").await?;
+    let lead_tools = prompt_seen(&mut one, &model_one, "TOOLS-one-as-lead").await?;
+    one.prompt("/manager").await?;
+    role_becomes(core, "svc-one", "manager").await?;
+    prompt_seen(&mut one, &model_one, "TOOLS-one-as-manager").await?;
+    let file_one = one.session_file().await?;
+    assert_eq!(role_entry(&file_one)?.as_deref(), Some("manager"));
+    one.kill().await?;
+    eventually(LONG, "svc-one to be away", || {
+        core.cli_json(&["sessions", "--all"])
+            .ok()?
+            .as_array()?
+            .iter()
+            .find(|s| s["name"] == "svc-one" && s["connected"] == false)
+            .cloned()
+    })
+    .await?;
+
+    // Another session in the primary worktree takes the lease of the one that is away.
+    let mut two = spawn_pi(core, &model_two, &agent_two, &primary, "svc-two").await?;
+    prompt_seen(&mut two, &model_two, "TOOLS-two-as-lead").await?;
+    two.prompt("/manager").await?;
+    role_becomes(core, "svc-two", "manager").await?;
+    assert_eq!(role_of(core, "svc-one").as_deref(), Some("lead"));
+
+    // svc-one comes back (resumed): refused, told by whom, a Lead with its tools.
+    let file_arg = file_one.display().to_string();
+    let one = spawn_pi_with(
+        core,
+        &model_one,
+        &agent_one,
+        &primary,
+        "svc-one",
+        &["--session", &file_arg],
+    )
+    .await?;
+    let mut one = one;
+    let told = eventually(LONG, "svc-one told who holds the lease", || {
+        notices(&one)
+            .into_iter()
+            .find(|n| n.contains("no longer the manager of svc"))
+    })
+    .await?;
+    assert!(told.contains("svc-two"), "{told}");
+    assert_eq!(role_of(core, "svc-one").as_deref(), Some("lead"));
+    assert_eq!(role_of(core, "svc-two").as_deref(), Some("manager"));
+    let back = prompt_seen(&mut one, &model_one, "TOOLS-one-resumed").await?;
+    assert_eq!(tool_set(&back), tool_set(&lead_tools));
+    assert_eq!(role_entry(&file_one)?.as_deref(), Some("lead"));
+
+    // svc-two crashes and is resumed: still the Manager, with the role's tools at once.
+    prompt_seen(&mut two, &model_two, "TOOLS-two-as-manager").await?;
+    let file_two = two.session_file().await?;
+    two.kill().await?;
+    let file_arg = file_two.display().to_string();
+    let mut two = spawn_pi_with(
+        core,
+        &model_two,
+        &agent_two,
+        &primary,
+        "svc-two",
+        &["--session", &file_arg],
+    )
+    .await?;
+    let resumed = prompt_seen(&mut two, &model_two, "TOOLS-two-resumed").await?;
+    assert!(
+        offered(&resumed, "list_staff"),
+        "{:?}",
+        resumed.tool_names()
+    );
+    assert!(!offered(&resumed, "bash"), "{:?}", resumed.tool_names());
+    assert_eq!(role_of(core, "svc-two").as_deref(), Some("manager"));
+    eventually(LONG, "the resumed manager's footer", || {
+        footer(&two, "shepherd-role").filter(|t| t == "manager · svc")
+    })
+    .await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn roles_with_real_pi() -> Result<()> {
     let core = Core::start().await?;
     let root = tempfile::tempdir()?;
-    let (dir_a, dir_b) = (root.path().join("a"), root.path().join("b"));
-    let (a, b) = tokio::join!(
+    let (dir_a, dir_b, dir_d) = (
+        root.path().join("a"),
+        root.path().join("b"),
+        root.path().join("d"),
+    );
+    let (a, b, d) = tokio::join!(
         manager_answers_a_leads_ask(&core, &dir_a),
         manager_refused_in_a_linked_worktree(&core, &dir_b),
+        a_resumed_manager_claims_its_role_again(&core, &dir_d),
     );
-    if a.is_err() || b.is_err() {
+    if a.is_err() || b.is_err() || d.is_err() {
         eprintln!("--- core log ---\n{}", core.log());
         bail!(
-            "(a)/(c): {:?}\n(b): {:?}",
+            "(a)/(c): {:?}\n(b): {:?}\n(d): {:?}",
             a.err().map(|e| format!("{e:#}")),
-            b.err().map(|e| format!("{e:#}"))
+            b.err().map(|e| format!("{e:#}")),
+            d.err().map(|e| format!("{e:#}"))
         );
     }
     assert!(!core.log_has_panic(), "{}", core.log());
