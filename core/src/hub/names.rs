@@ -79,6 +79,7 @@ mod tests {
             head: Some("0123456789abcdef".into()),
             worktree: false,
             project: Some(project.into()),
+            repo_id: None,
         }
     }
 
