@@ -172,12 +172,12 @@ fn notices(pi: &PiSession) -> Vec<String> {
 fn footer(pi: &PiSession, key: &str) -> Option<String> {
     pi.records()
         .into_iter()
-        .filter(|r| {
+        .rev()
+        .find(|r| {
             r["type"] == "extension_ui_request"
                 && r["method"] == "setStatus"
                 && r["statusKey"] == key
         })
-        .last()
         .and_then(|r| r["statusText"].as_str().map(str::to_string))
 }
 
