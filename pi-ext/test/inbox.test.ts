@@ -1,8 +1,8 @@
 // The inbox against a fake Pi: each delivery reaches the session once, by the right path
 // (a new run when idle, a turn boundary when busy, no run after an abort; a supervisor's
-// views start runs, its briefs and notices never do; role deliveries render their edge), and is
-// acked only once it is in the session and on
-// disk; duplicates are acked without a second copy.
+// views start runs, its briefs and notices never do; role deliveries name their edge), and is
+// acked only once it is in the session and on disk; duplicates are acked without a second
+// copy.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
