@@ -229,6 +229,7 @@ class ShepherdSession {
   stop(bye?: { returning: boolean }): void {
     if (this.#stopped) return;
     this.#stopped = true;
+    this.#guard("roles stop", () => this.roles.stop());
     if (this.#updateTimer !== null) clearTimeout(this.#updateTimer);
     if (this.#reconcileTimer !== null) clearInterval(this.#reconcileTimer);
     this.client.stop(bye);

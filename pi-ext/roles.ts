@@ -165,6 +165,18 @@ export class Roles {
   }
 
   /**
+   * Pi is closing this session (/new, /resume of another, /reload, quit): give Pi back the
+   * Lead's tools without recording anything, so a session that starts next in this process
+   * does not inherit this role's tools; the entry keeps the role, and the session's next
+   * start (a reload or a resume) takes the role's tools again.
+   */
+  stop(): void {
+    if (this.#role === "lead") return;
+    const saved = latestRoleEntry(this.#host.entries())?.leadTools ?? null;
+    if (saved !== null) this.#apply(saved);
+  }
+
+  /**
    * Registered (again) with the core, which says which role the session holds. A role the
    * session file says it had and the core does not is claimed again; a refusal (the lease
    * was taken meanwhile) leaves it a Lead and says by whom. Otherwise the core's word

@@ -13,7 +13,9 @@
 //!     exact list from before;
 //! (d) the role is kept in the session: a Manager that crashed and lost its lease to another
 //!     session meanwhile is refused when resumed, stays a Lead with its tools and is told by
-//!     whom; a Manager resumed with its lease still held is the Manager again at once.
+//!     whom; a Manager resumed with its lease still held is the Manager again at once;
+//! (e) the Chief, with two Leads in two repositories and no Manager, receives one Lead's
+//!     `message_supervisor` and steers the other with `message_staff`; Leads are peers.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -499,28 +501,176 @@ async fn a_resumed_manager_claims_its_role_again(core: &Core, root: &Path) -> Re
     Ok(())
 }
 
+/// The exact id on the line of a staff or peer list that names `name`
+/// (`- <id> · "<name>" · …`).
+fn id_of(list: &str, name: &str) -> Option<String> {
+    let line = list.lines().find(|l| l.contains(&format!("\"{name}\"")))?;
+    let id = line.strip_prefix("- ")?.split(" · ").next()?;
+    Some(id.to_string())
+}
+
+/// The text of the last tool result in a request, if it is the last message.
+fn tool_result(req: &ModelRequest) -> Option<String> {
+    let (role, text) = req.last();
+    (role == "tool").then_some(text)
+}
+
+/// (e): the Chief, with two Leads in two repositories and no Manager, receives one Lead's
+/// `message_supervisor`, finds the other with `list_staff` and steers it with
+/// `message_staff`; a Lead reaches the other as a peer (`list_peers`, `message_peer`). The
+/// Chief's model has the staff tools and neither the writing nor the supervisor tools.
+async fn chief_hears_a_lead_and_steers_another(core: &Core, root: &Path) -> Result<()> {
+    let (x, _) = repo_with_worktree(root, "xrepo")?;
+    let (y, _) = repo_with_worktree(root, "yrepo")?;
+    let hq = root.join("hq");
+    std::fs::create_dir_all(&hq)?;
+    let chief_model = FakeModel::start(|req| {
+        if let Some(result) = tool_result(req) {
+            return match id_of(&result, "y-lead") {
+                Some(id) if result.starts_with("Your staff") => Reply::tool(
+                    "message_staff",
+                    json!({"session": id, "message": "STAFF-STEER: rebase yrepo on main"}),
+                ),
+                _ => Reply::text("Done."),
+            };
+        }
+        if req.last().1.contains("CHIEF-PING") {
+            Reply::tool("list_staff", json!({}))
+        } else {
+            Reply::text("ok")
+        }
+    })
+    .await?;
+    let x_model = FakeModel::start(|req| {
+        if let Some(result) = tool_result(req) {
+            return match id_of(&result, "y-lead") {
+                Some(id) if result.starts_with("Your peers") => Reply::tool(
+                    "message_peer",
+                    json!({"session": id, "message": "PEER-NOTE: I touch the shared schema"}),
+                ),
+                _ => Reply::text("Sent."),
+            };
+        }
+        let last = req.last().1;
+        if last.contains("PING-CHIEF") {
+            Reply::tool(
+                "message_supervisor",
+                json!({"message": "CHIEF-PING: xrepo is done"}),
+            )
+        } else if last.contains("PING-PEER") {
+            Reply::tool("list_peers", json!({}))
+        } else {
+            Reply::text("ok")
+        }
+    })
+    .await?;
+    let y_model = FakeModel::start(|_| Reply::text("ok")).await?;
+    let (agent_c, agent_x, agent_y) = (
+        root.join("agent-chief"),
+        root.join("agent-x"),
+        root.join("agent-y"),
+    );
+    let (mut chief, mut x_lead, mut y_lead) = tokio::try_join!(
+        spawn_pi(core, &chief_model, &agent_c, &hq, "hq-chief"),
+        spawn_pi(core, &x_model, &agent_x, &x, "x-lead"),
+        spawn_pi(core, &y_model, &agent_y, &y, "y-lead"),
+    )?;
+    chief.prompt("/chief").await?;
+    role_becomes(core, "hq-chief", "chief").await?;
+    eventually(LONG, "the chief footer", || {
+        footer(&chief, "shepherd-role").filter(|t| t == "chief")
+    })
+    .await?;
+    let tools = prompt_seen(&mut chief, &chief_model, "TOOLS-as-chief").await?;
+    for tool in STAFF_TOOLS.iter().chain(&["ask_human", "report", "read"]) {
+        assert!(offered(&tools, tool), "{tool}: {:?}", tools.tool_names());
+    }
+    for tool in LEAD_EDGE_TOOLS.iter().chain(&WRITING_TOOLS) {
+        assert!(!offered(&tools, tool), "{tool}: {:?}", tools.tool_names());
+    }
+
+    // x-lead tells its supervisor (the Chief: no Manager in xrepo); the Chief steers y-lead.
+    x_lead.prompt("PING-CHIEF: tell your supervisor").await?;
+    let heard = eventually(LONG, "the chief's model to hear x-lead", || {
+        chief_model
+            .requests()
+            .into_iter()
+            .find(|r| r.last().1.contains("CHIEF-PING"))
+    })
+    .await?;
+    assert!(
+        heard
+            .last()
+            .1
+            .contains("as their supervisor, from session \"x-lead\""),
+        "{}",
+        heard.last().1
+    );
+    let steered = eventually(LONG, "y-lead's model to get the steer", || {
+        y_model
+            .requests()
+            .into_iter()
+            .find(|r| r.last().1.contains("STAFF-STEER"))
+    })
+    .await?;
+    assert!(
+        steered
+            .last()
+            .1
+            .contains("Steer from your supervisor, session \"hq-chief\""),
+        "{}",
+        steered.last().1
+    );
+    x_lead.wait_settled(LONG).await?;
+    chief.wait_settled(LONG).await?;
+    y_lead.wait_settled(LONG).await?;
+
+    // Peers: x-lead finds y-lead with list_peers and messages it.
+    x_lead.prompt("PING-PEER: warn your peer").await?;
+    let noted = eventually(LONG, "y-lead's model to get the peer note", || {
+        y_model
+            .requests()
+            .into_iter()
+            .find(|r| r.last().1.contains("PEER-NOTE"))
+    })
+    .await?;
+    assert!(
+        noted
+            .last()
+            .1
+            .contains("Peer message from session \"x-lead\""),
+        "{}",
+        noted.last().1
+    );
+    y_lead.wait_settled(LONG).await?;
+    let y_file = y_lead.session_file().await?;
+    assert_eq!(user_messages_containing(&y_file, "STAFF-STEER")?, 1);
+    assert_eq!(user_messages_containing(&y_file, "PEER-NOTE")?, 1);
+
+    chief.prompt("/chief leave").await?;
+    role_becomes(core, "hq-chief", "lead").await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn roles_with_real_pi() -> Result<()> {
     let core = Core::start().await?;
     let root = tempfile::tempdir()?;
-    let (dir_a, dir_b, dir_d) = (
-        root.path().join("a"),
-        root.path().join("b"),
-        root.path().join("d"),
-    );
-    let (a, b, d) = tokio::join!(
+    let dir = |d: &str| root.path().join(d);
+    let (dir_a, dir_b, dir_d, dir_e) = (dir("a"), dir("b"), dir("d"), dir("e"));
+    let (a, b, d, e) = tokio::join!(
         manager_answers_a_leads_ask(&core, &dir_a),
         manager_refused_in_a_linked_worktree(&core, &dir_b),
         a_resumed_manager_claims_its_role_again(&core, &dir_d),
+        chief_hears_a_lead_and_steers_another(&core, &dir_e),
     );
-    if a.is_err() || b.is_err() || d.is_err() {
+    let failed: Vec<String> = [("(a)/(c)", a), ("(b)", b), ("(d)", d), ("(e)", e)]
+        .into_iter()
+        .filter_map(|(what, r)| r.err().map(|e| format!("{what}: {e:#}")))
+        .collect();
+    if !failed.is_empty() {
         eprintln!("--- core log ---\n{}", core.log());
-        bail!(
-            "(a)/(c): {:?}\n(b): {:?}\n(d): {:?}",
-            a.err().map(|e| format!("{e:#}")),
-            b.err().map(|e| format!("{e:#}")),
-            d.err().map(|e| format!("{e:#}"))
-        );
+        bail!("{}", failed.join("\n"));
     }
     assert!(!core.log_has_panic(), "{}", core.log());
     Ok(())

@@ -222,6 +222,23 @@ describe("Roles", () => {
     assert.deepEqual(host.active, LEAD);
   });
 
+  test("closing the session gives Pi back the Lead's tools and records nothing (a /new starts clean)", async () => {
+    const host = new FakeHost();
+    const roles = new Roles(host);
+    roles.start();
+    await roles.command("chief", false);
+    assert.deepEqual(host.active, roleTools("chief", LEAD));
+    const entries = host.entries_.length;
+    roles.stop();
+    assert.deepEqual(host.active, LEAD);
+    assert.equal(host.entries_.length, entries);
+    assert.deepEqual(host.entry(), { role: "chief", leadTools: LEAD });
+    // The same session started again (a reload): the role's tools at once.
+    const again = new Roles(host);
+    again.start();
+    assert.deepEqual(host.active, roleTools("chief", LEAD));
+  });
+
   test("the lease was taken meanwhile: a Lead again, told by whom, entry updated", async () => {
     const host = new FakeHost();
     host.entries_.push({ type: "custom", customType: ROLE_ENTRY, data: { role: "manager", leadTools: LEAD } });
