@@ -550,7 +550,7 @@ async fn a_second_hello_is_refused_and_the_connection_kept() -> Result<()> {
     let core = Core::start().await?;
     let mut by = bystander(&core).await?;
     let mut raw = greeted(&core, "cli").await?;
-    raw.send(&json!({"type": "hello", "id": 2, "protocol": 1, "client": "pi"}))
+    raw.send(&json!({"type": "hello", "id": 2, "protocol": PROTOCOL_VERSION, "client": "pi"}))
         .await?;
     expect_error(&mut raw, "already_greeted", Some(2)).await?;
     expect_usable(&mut raw, 3).await?;

@@ -111,7 +111,7 @@ async fn pi_sender(socket: PathBuf, name: String, to: &'static str) -> Result<Se
     let mut sent = Vec::new();
     for seq in 0.. {
         let text = format!("{name}#{seq}");
-        match pi.client.send_to(to, text).await {
+        match pi.client.message_peer(to, text).await {
             Ok(Sent { message_id, .. }) => sent.push((seq, message_id)),
             Err(e) if is_gone(&e) => break,
             Err(e) => bail!("{name}: {e}"),
@@ -369,13 +369,14 @@ async fn kill9_mid_flight_loses_nothing_that_was_accepted() -> Result<()> {
         for d in &conn.deliveries {
             raw_deliveries += 1;
             assert_eq!(
-                d.kind == DeliveryKind::Message,
+                d.kind == DeliveryKind::PeerMessage,
                 d.from.kind == ClientKind::Pi
             );
+            let text = sent_text(&d.text).to_string();
             match handled.get(&d.id) {
-                Some(text) => assert_eq!(text, &d.text, "a redelivery is the same message"),
+                Some(seen) => assert_eq!(seen, &text, "a redelivery is the same message"),
                 None => {
-                    handled.insert(d.id, d.text.clone());
+                    handled.insert(d.id, text);
                     first_seen.push(d.id);
                 }
             }
@@ -561,4 +562,12 @@ async fn kill9_mid_flight_loses_nothing_that_was_accepted() -> Result<()> {
         started.elapsed()
     );
     Ok(())
+}
+
+/// What the sender wrote: a peer message reads `Peer message from <name> (<id>): <text>`.
+fn sent_text(delivered: &str) -> &str {
+    delivered
+        .strip_prefix("Peer message from ")
+        .and_then(|t| t.split_once("): "))
+        .map_or(delivered, |(_, text)| text)
 }

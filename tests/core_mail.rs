@@ -97,8 +97,13 @@ async fn steers_and_messages_arrive_in_order_stamped_by_the_core() -> Result<()>
     ids.push(send(&mut cli, "reader", "three", Some("telegram:@mallory")).await?);
     // A bridge without `by` is named by its client name.
     ids.push(send(&mut matrix, "mail-reader", "four", None).await?);
-    // A Pi session sends a message; its `by` is ignored too.
-    ids.push(send(&mut peer.client, "reader", "five", Some("cli")).await?);
+    // A Pi session reaches a peer along its edge, by exact id.
+    ids.push(
+        peer.client
+            .message_peer("mail-reader", "five")
+            .await?
+            .message_id,
+    );
     ids.push(send(&mut telegram, "mail-r", "six", Some("  ")).await?);
 
     let got = deliveries(&mut reader, 6).await?;
@@ -135,8 +140,8 @@ async fn steers_and_messages_arrive_in_order_stamped_by_the_core() -> Result<()>
             ),
             (
                 ids[4],
-                "five",
-                DeliveryKind::Message,
+                "Peer message from peer (mail-peer): five",
+                DeliveryKind::PeerMessage,
                 sender(ClientKind::Pi, Some("mail-peer"), "peer")
             ),
             (
@@ -300,10 +305,14 @@ async fn pi_messages_carry_the_registered_sender_and_never_go_to_self() -> Resul
     let mut alice = core.pi("pi-alice-0001", "alice").await?;
     let mut bob = core.pi("pi-bob-0002", "bob").await?;
 
-    let id = send(&mut alice.client, "bob", "hi bob", Some("mallory")).await?;
+    let id = alice
+        .client
+        .message_peer("pi-bob-0002", "hi bob")
+        .await?
+        .message_id;
     let d = bob.next_delivery(WAIT).await?;
     assert_eq!(d.id, id);
-    assert_eq!(d.kind, DeliveryKind::Message);
+    assert_eq!(d.kind, DeliveryKind::PeerMessage);
     assert_eq!(
         d.from,
         sender(ClientKind::Pi, Some("pi-alice-0001"), "alice")
@@ -317,43 +326,51 @@ async fn pi_messages_carry_the_registered_sender_and_never_go_to_self() -> Resul
             ..Default::default()
         })
         .await?;
-    send(&mut alice.client, "pi-bob", "again", None).await?;
+    alice.client.message_peer("pi-bob-0002", "again").await?;
     let d = bob.next_delivery(WAIT).await?;
     assert_eq!(
         d.from,
         sender(ClientKind::Pi, Some("pi-alice-0001"), "alice-renamed")
     );
+    assert_eq!(
+        d.text,
+        "Peer message from alice-renamed (pi-alice-0001): again"
+    );
 
-    // And back, by the new name.
-    send(&mut bob.client, "alice-renamed", "hello alice", None).await?;
-    let d = alice.next_delivery(WAIT).await?;
-    assert_eq!(d.from, sender(ClientKind::Pi, Some("pi-bob-0002"), "bob"));
-    assert_eq!(d.text, "hello alice");
-
-    // Not to itself, however it is named; nothing is stored.
-    for selector in ["pi-alice-0001", "pi-alice", "alice-renamed"] {
-        let err = send(&mut alice.client, selector, "me?", None)
+    // A session names its peer by exact id only: not by name or prefix, and not itself.
+    for selector in ["bob", "pi-bob", "pi-alice-0001"] {
+        let err = alice
+            .client
+            .message_peer(selector, "you?")
             .await
             .unwrap_err();
-        let code = err
-            .downcast_ref::<ClientError>()
-            .and_then(ClientError::code);
         assert_eq!(
-            code,
-            Some(ErrorCode::InvalidArgument),
-            "{selector}: {err:#}"
+            err.code(),
+            Some(ErrorCode::UnknownSession),
+            "{selector}: {err}"
         );
     }
+    // The human's `send` (any selector) is not for sessions.
+    let err = send(&mut alice.client, "bob", "psst", None)
+        .await
+        .unwrap_err();
+    let code = err
+        .downcast_ref::<ClientError>()
+        .and_then(ClientError::code);
+    assert_eq!(code, Some(ErrorCode::Forbidden), "{err:#}");
     alice.sync().await?;
-    // The next thing alice receives is the next real message.
+    // The next thing bob receives is the next real message.
     let mut cli = core.client(ClientKind::Cli).await?;
-    let id = send(&mut cli, "alice-renamed", "from the human", None).await?;
-    let d = alice.next_delivery(WAIT).await?;
+    let id = send(&mut cli, "bob", "from the human", None).await?;
+    let d = bob.next_delivery(WAIT).await?;
     assert_eq!((d.id, d.text.as_str()), (id, "from the human"));
 
-    // A Pi connection that has not registered cannot send.
+    // A Pi connection that has not registered cannot message anyone.
     let mut anon = core.client(ClientKind::Pi).await?;
-    let err = send_reply(&mut anon, "bob", "who am I").await.unwrap_err();
+    let err = anon
+        .message_peer("pi-bob-0002", "who am I")
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::NotRegistered), "{err}");
 
     // Empty text and unknown receivers are refused.
@@ -379,8 +396,8 @@ async fn pi_messages_carry_the_registered_sender_and_never_go_to_self() -> Resul
     assert_eq!(
         pending,
         [
-            ("pi-alice-0001".to_string(), 2),
-            ("pi-bob-0002".to_string(), 2)
+            ("pi-alice-0001".to_string(), 0),
+            ("pi-bob-0002".to_string(), 3)
         ]
     );
     Ok(())

@@ -278,8 +278,14 @@ async fn sessions_json_shows_the_registration_the_peer_pid_and_the_repository() 
     assert_eq!(s["context_tokens"], 41234);
     assert_eq!(s["context_window"], 200000);
     assert_eq!(s["context_percent"], 20.6);
-    assert_eq!(s["role"], "manager");
+    assert_eq!(
+        s["role"], "lead",
+        "registering cannot claim a role the core grants (set_role does)"
+    );
     assert_eq!(s["connected"], true);
+    let repo_id = std::fs::canonicalize(repo.join(".git"))?;
+    assert_eq!(s["repo_id"], repo_id.to_str().unwrap());
+    assert_eq!(s["project"], repo.file_name().unwrap().to_str().unwrap());
     assert_eq!(s["repo"], repo.to_str().unwrap());
     assert_eq!(s["branch"], "main");
     assert_eq!(s["head"], head.as_str());
@@ -296,6 +302,11 @@ async fn sessions_json_shows_the_registration_the_peer_pid_and_the_repository() 
     assert_eq!(s["branch"], "feature");
     assert_eq!(s["head"], head.as_str());
     assert_eq!(s["worktree"], true);
+    assert_eq!(
+        s["repo_id"],
+        repo_id.to_str().unwrap(),
+        "one repository, one id"
+    );
     assert_eq!(s["context_percent"], Value::Null);
 
     let s = find(&sessions, "plain-1")?;
@@ -436,7 +447,7 @@ async fn subscribers_see_join_change_and_leave_in_order() -> Result<()> {
             }),
             status: Some("tool:edit".into()),
             cwd: None,
-            role: Some(Role::Chief),
+            role: Some(Role::Supervisor),
             session_file: None,
         })
         .await?;
@@ -465,7 +476,7 @@ async fn subscribers_see_join_change_and_leave_in_order() -> Result<()> {
         assert_eq!(session.status, "tool:edit");
         assert_eq!(session.context_percent, Some(75.0));
         assert_eq!(session.context_tokens, Some(150000));
-        assert_eq!(session.role, Role::Chief);
+        assert_eq!(session.role, Role::Supervisor);
         assert!(session.connected);
 
         let left = sub.next_event().await?;
@@ -483,7 +494,7 @@ async fn subscribers_see_join_change_and_leave_in_order() -> Result<()> {
     let s = find(&all, "ev-1")?;
     assert_eq!(s["connected"], false);
     assert_eq!(s["name"], "renamed");
-    assert_eq!(s["role"], "chief");
+    assert_eq!(s["role"], "supervisor");
     assert!(sessions_json(&core, false)?.is_empty());
     Ok(())
 }

@@ -43,7 +43,7 @@ async fn one_session(
     for seq in 0..PER_PEER {
         let reply = pi
             .client
-            .send_to(next.clone(), format!("{me}->{next} #{seq}"))
+            .message_peer(next.clone(), format!("{me}->{next} #{seq}"))
             .await?;
         let Sent {
             message_id,
@@ -63,7 +63,7 @@ async fn one_session(
             .next_delivery(WAIT)
             .await
             .with_context(|| format!("{me}: delivery {seq} of {PER_PEER}"))?;
-        ensure!(d.kind == DeliveryKind::Message, "{me}: {d:?}");
+        ensure!(d.kind == DeliveryKind::PeerMessage, "{me}: {d:?}");
         ensure!(d.from.kind == ClientKind::Pi);
         ensure!(
             d.from.session_id.as_deref() == Some(prev.as_str()),
@@ -71,7 +71,7 @@ async fn one_session(
         );
         ensure!(d.from.name == prev);
         ensure!(
-            d.text == format!("{prev}->{me} #{seq}"),
+            d.text == format!("Peer message from {prev} ({prev}): {prev}->{me} #{seq}"),
             "{me}: out of order: {d:?}"
         );
         ensure!(seen.insert(d.id), "{me}: {} twice", d.id);

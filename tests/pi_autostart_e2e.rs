@@ -52,7 +52,7 @@ async fn a_core_that_cannot_start_is_explained_once() -> Result<()> {
         format!(
             "shepherd: the core did not start: {}: `core.no_such_setting`: unknown field \
              `no_such_setting`, expected one of `state_dir`, `socket`, `durability`, \
-             `hello_timeout_ms`, `limits`, `supervise` — fix it; config/shepherd.example.toml \
+             `hello_timeout_ms`, `limits`, `supervise`, `results` — fix it; config/shepherd.example.toml \
              documents every setting (`shepherd doctor` checks the rest) (see {})",
             state.join("config.toml").display(),
             log.display()

@@ -27,12 +27,13 @@ pub fn push_frame(buf: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>)) {
     buf[start..start + 4].copy_from_slice(&len.to_be_bytes());
 }
 
-/// A `send` whose text carries the sender's sequence number and a timestamp.
+/// A `message_peer` (Pi sessions reach each other along the peer edge) whose text carries
+/// the sender's sequence number and a timestamp.
 pub fn push_send(buf: &mut Vec<u8>, id: u64, to: &str, seq: u64, t_ns: u64) {
     push_frame(buf, |b| {
         let _ = write!(
             b,
-            r#"{{"type":"send","id":{id},"to":"{to}","text":"{seq} {t_ns} {PAD}"}}"#
+            r#"{{"type":"message_peer","id":{id},"session":"{to}","text":"{seq} {t_ns} {PAD}"}}"#
         );
     });
 }
@@ -50,8 +51,13 @@ pub fn push_ack(buf: &mut Vec<u8>, ids: &[u64]) {
     });
 }
 
-/// (sequence number, send timestamp) from a bench message's text.
+/// (sequence number, send timestamp) from a bench message's text (after the core's
+/// `Peer message from <name> (<id>): ` prefix, which the relay does not add).
 pub fn stamp(text: &str) -> (u64, u64) {
+    let text = text
+        .strip_prefix("Peer message from ")
+        .and_then(|t| t.split_once("): ").map(|(_, rest)| rest))
+        .unwrap_or(text);
     let mut parts = text.split(' ');
     let seq = parts
         .next()
@@ -124,8 +130,8 @@ pub fn parse(body: &[u8]) -> Result<In<'_>> {
         "deliver".into()
     } else if body.starts_with(br#"{"type":"sent""#) {
         "sent".into()
-    } else if body.starts_with(br#"{"type":"send""#) {
-        "send".into()
+    } else if body.starts_with(br#"{"type":"message_peer""#) {
+        "message_peer".into()
     } else {
         let any: AnyFrame = serde_json::from_slice(body)
             .with_context(|| format!("bad frame {}", String::from_utf8_lossy(body)))?;
@@ -155,7 +161,7 @@ pub fn parse(body: &[u8]) -> Result<In<'_>> {
                 message_id: f.message_id,
             }
         }
-        "send" => {
+        "message_peer" => {
             let f: PeerFrame<'_> = serde_json::from_slice(body)?;
             In::Peer { text: f.text }
         }

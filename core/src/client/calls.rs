@@ -5,8 +5,9 @@
 
 use super::{Client, ClientError, Welcome};
 use crate::protocol::{
-    Ask, AskId, ClientMsg, CoreStatus, MessageId, Pairing, Registration, Report, ServerMsg,
-    SessionId, SessionInfo, SessionStatus, Verdict, View, requests,
+    Ask, AskId, ClientMsg, CoreStatus, Lease, MessageId, Pairing, Registration, Report, ReportsTo,
+    Role, ServerMsg, SessionId, SessionInfo, SessionStatus, StaffMember, StaffView, Verdict, View,
+    requests,
 };
 
 /// A request the core answers with one reply of type [`Request::Reply`].
@@ -115,6 +116,36 @@ replies! {
     } => Interrupted { message_id, session_id, session_name, connected, was },
     RunResult => Report: ServerMsg::Reported { report, .. } => report,
     ListReports => Vec<Report>: ServerMsg::Reports { reports, .. } => reports,
+    SetRole => RoleSet: ServerMsg::RoleSet { session, previous, lease, .. } =>
+        RoleSet { session, previous, lease },
+    ListRoles => Vec<Lease>: ServerMsg::Roles { leases, .. } => leases,
+    MessageSupervisor => Routed: ServerMsg::Routed { to, message_id, report_id, connected, .. } =>
+        Routed { to, message_id, report_id, connected },
+    AskSupervisor => Ask: ServerMsg::Asked { ask, .. } => ask,
+    ListStaff => Vec<StaffMember>: ServerMsg::Staff { members, .. } => members,
+    InspectStaff => StaffView: ServerMsg::StaffViewed { view, .. } => view,
+    MessageStaff => Sent: ServerMsg::Sent { message_id, session_id, session_name, connected, .. } =>
+        Sent { message_id, session_id, session_name, connected },
+    ListPeers => Vec<SessionInfo>: ServerMsg::Sessions { sessions, .. } => sessions,
+    MessagePeer => Sent: ServerMsg::Sent { message_id, session_id, session_name, connected, .. } =>
+        Sent { message_id, session_id, session_name, connected },
+}
+
+/// `set_role`'s reply: the session with its new role, the one it had, and its lease.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoleSet {
+    pub session: SessionInfo,
+    pub previous: Role,
+    pub lease: Option<Lease>,
+}
+
+/// `message_supervisor`'s reply: whom it went to, and as what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Routed {
+    pub to: ReportsTo,
+    pub message_id: Option<MessageId>,
+    pub report_id: Option<u64>,
+    pub connected: bool,
 }
 
 /// `unanswer`'s reply: the reopened ask and the steer its former answer became.
@@ -202,6 +233,20 @@ impl Client {
         self.call(requests::Answer {
             ask: ask.into(),
             text,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// A Pi session: `message_peer` to the peer with exact id `session`.
+    pub async fn message_peer(
+        &mut self,
+        session: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Result<Sent, ClientError> {
+        self.call(requests::MessagePeer {
+            session: session.into(),
+            text: text.into(),
             ..Default::default()
         })
         .await

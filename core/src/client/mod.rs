@@ -8,7 +8,9 @@
 
 mod calls;
 
-pub use calls::{Interrupted, Registered, Request, Sent, Unanswered, VerdictAccepted};
+pub use calls::{
+    Interrupted, Registered, Request, RoleSet, Routed, Sent, Unanswered, VerdictAccepted,
+};
 
 use std::collections::VecDeque;
 use std::path::Path;

@@ -249,15 +249,10 @@ impl State {
             }
             let mailed = self.mail(
                 NewMessage {
-                    recipient: &ask.session_id,
-                    kind: DeliveryKind::Answer,
-                    text: &text,
-                    from: &from,
                     ask_id: Some(ask_id),
                     question: Some(&ask.question),
-                    pairing_id: None,
-                    look: None,
                     created_at: now,
+                    ..NewMessage::plain(&ask.session_id, DeliveryKind::Answer, &text, &from)
                 },
                 db,
                 out,

@@ -7,7 +7,6 @@ use rusqlite::Connection;
 
 use super::asks::human_label;
 use super::{Cx, HubError, HubResult, Out, State};
-use crate::clock::now_ms;
 use crate::protocol::requests::Interrupt;
 use crate::protocol::{ClientKind, DeliveryKind, ErrorCode, Sender, ServerMsg, SessionStatus};
 use crate::store::{self, messages::NewMessage};
@@ -48,17 +47,7 @@ impl State {
             SessionStatus::Idle
         };
         let mailed = self.mail(
-            NewMessage {
-                recipient: &target.id,
-                kind: DeliveryKind::Interrupt,
-                text: &then,
-                from: &from,
-                ask_id: None,
-                question: None,
-                pairing_id: None,
-                look: None,
-                created_at: now_ms(),
-            },
+            NewMessage::plain(&target.id, DeliveryKind::Interrupt, &then, &from),
             db,
             out,
         )?;

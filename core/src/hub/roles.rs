@@ -655,17 +655,43 @@ impl State {
         Ok(())
     }
 
-    /// The sessions `me` may message as peers: Leads for a Lead, Managers for a Manager.
+    /// The sessions `me` may message as peers: connected Leads for a Lead, Managers for a
+    /// Manager.
     fn peers_of(&self, me: &SessionInfo, db: &Connection) -> HubResult<Vec<SessionInfo>> {
-        let mine = |r: Role| match me.role {
-            Role::Manager => r == Role::Manager,
-            _ => is_lead(r),
+        let mut peers = Vec::new();
+        for id in self.live.keys() {
+            if let Ok(peer) = self.my_peer(me, id.as_str(), db) {
+                peers.push(peer);
+            }
+        }
+        peers.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(peers)
+    }
+
+    /// One connected peer of `me` by exact id; anyone else is unknown to it.
+    fn my_peer(&self, me: &SessionInfo, id: &str, db: &Connection) -> HubResult<SessionInfo> {
+        let id = SessionId::from(id);
+        let target = match self.live.contains_key(&id) && id != me.id {
+            true => store::sessions::get(db, &id)?,
+            false => None,
         };
-        Ok(self
-            .staff_candidates(db)?
-            .into_iter()
-            .filter(|s| s.id != me.id && s.connected && mine(s.role))
-            .collect())
+        let peer = |s: &SessionInfo| {
+            !s.subagent
+                && match me.role {
+                    Role::Manager => s.role == Role::Manager,
+                    _ => is_lead(s.role),
+                }
+        };
+        match target {
+            Some(mut t) if peer(&t) => {
+                t.connected = true;
+                Ok(t)
+            }
+            _ => Err(HubError::new(
+                ErrorCode::UnknownSession,
+                format!("no connected peer {id:?}; list_peers shows their exact ids"),
+            )),
+        }
     }
 
     fn peer_caller(&self, cx: Cx, db: &Connection) -> HubResult<SessionInfo> {
@@ -709,19 +735,7 @@ impl State {
     ) -> HubResult<()> {
         let me = self.peer_caller(cx, db)?;
         let text = nonempty(req.text, "message")?;
-        let target = self
-            .peers_of(&me, db)?
-            .into_iter()
-            .find(|s| s.id.as_str() == req.session)
-            .ok_or_else(|| {
-                HubError::new(
-                    ErrorCode::UnknownSession,
-                    format!(
-                        "no connected peer {:?}; list_peers shows their exact ids",
-                        req.session
-                    ),
-                )
-            })?;
+        let target = self.my_peer(&me, &req.session, db)?;
         let body = format!("Peer message from {} ({}): {text}", me.name, me.id);
         let mailed = self.edge_mail(EdgeKind::Peer, &me, &target, &body, &text, db, out)?;
         out.send(

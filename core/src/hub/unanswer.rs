@@ -82,15 +82,8 @@ impl State {
             }
             self.mail(
                 NewMessage {
-                    recipient: &ask.session_id,
-                    kind: DeliveryKind::Steer,
-                    text: &answer,
-                    from: &from,
-                    ask_id: None,
-                    question: None,
-                    pairing_id: None,
-                    look: None,
                     created_at: now,
+                    ..NewMessage::plain(&ask.session_id, DeliveryKind::Steer, &answer, &from)
                 },
                 db,
                 out,

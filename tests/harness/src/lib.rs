@@ -20,6 +20,7 @@
 
 pub mod fake_model;
 pub mod fake_telegram;
+pub mod git_repo;
 pub mod matrix_user;
 pub mod pi_process;
 pub mod synapse;
@@ -372,7 +373,7 @@ impl Raw {
 
     /// Say hello as `kind` and return the welcome.
     pub async fn hello(&mut self, kind: &str) -> Result<Value> {
-        self.send(&serde_json::json!({"type": "hello", "id": 1, "protocol": 1, "client": kind}))
+        self.send(&serde_json::json!({"type": "hello", "id": 1, "protocol": shepherd_core::protocol::PROTOCOL_VERSION, "client": kind}))
             .await?;
         self.read(Duration::from_secs(5))
             .await?
