@@ -15,17 +15,19 @@
 //!     session meanwhile is refused when resumed, stays a Lead with its tools and is told by
 //!     whom; a Manager resumed with its lease still held is the Manager again at once;
 //! (e) the Chief, with two Leads in two repositories and no Manager, receives one Lead's
-//!     `message_supervisor` and steers the other with `message_staff`; Leads are peers.
+//!     `message_supervisor` and steers the other with `message_staff`; Leads are peers;
+//! (f) the Manager is away when its Lead asks and the human answers from the CLI: the Lead
+//!     gets that answer once; the Manager, back, is told, and its late answer is refused.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde_json::{Value, json};
 use shepherd_harness::Core;
 use shepherd_harness::eventually;
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
+use shepherd_harness::git_repo::repo_with_worktree;
 use shepherd_harness::pi_process::{PiOptions, PiSession, user_messages_containing};
 
 const LONG: Duration = Duration::from_secs(60);
@@ -43,54 +45,6 @@ const LEAD_EDGE_TOOLS: [&str; 4] = [
     "message_peer",
 ];
 const WRITING_TOOLS: [&str; 3] = ["bash", "edit", "write"];
-
-fn git(dir: &Path, args: &[&str]) -> Result<()> {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=Test",
-            "-c",
-            "user.email=test@example.invalid",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .output()
-        .context("running git")?;
-    if !out.status.success() {
-        bail!(
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(())
-}
-
-/// A repository `<root>/<name>` with one commit, and its linked worktree
-/// `<root>/<name>-feature` on branch `feature`.
-fn repo_with_worktree(root: &Path, name: &str) -> Result<(PathBuf, PathBuf)> {
-    let primary = root.join(name);
-    std::fs::create_dir_all(&primary)?;
-    git(&primary, &["init", "-q", "-b", "main"])?;
-    std::fs::write(primary.join("README.md"), "roles e2e\n")?;
-    git(&primary, &["add", "README.md"])?;
-    git(&primary, &["commit", "-q", "-m", "first"])?;
-    let linked = root.join(format!("{name}-feature"));
-    git(
-        &primary,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "feature",
-            linked.to_str().context("utf-8 path")?,
-        ],
-    )?;
-    Ok((primary, linked))
-}
 
 /// The tools offered, as a set (Pi orders a restored list its own way).
 fn tool_set(req: &ModelRequest) -> Vec<String> {
@@ -203,7 +157,7 @@ async fn role_becomes(core: &Core, name: &str, role: &str) -> Result<Value> {
 /// (a) and (c): the Manager in the primary worktree answers the Lead's ask; its tools
 /// follow the role and come back on leave.
 async fn manager_answers_a_leads_ask(core: &Core, root: &Path) -> Result<()> {
-    let (primary, linked) = repo_with_worktree(root, "app")?;
+    let (primary, linked) = repo_with_worktree(root, "app", "feature")?;
     let manager_model = FakeModel::start(|req| {
         if last_is_tool_result(req) {
             return Reply::text("Answered.");
@@ -378,7 +332,7 @@ async fn manager_answers_a_leads_ask(core: &Core, root: &Path) -> Result<()> {
 
 /// (b): `/manager` in a linked worktree is refused with the reason, and nothing changes.
 async fn manager_refused_in_a_linked_worktree(core: &Core, root: &Path) -> Result<()> {
-    let (_primary, linked) = repo_with_worktree(root, "lib")?;
+    let (_primary, linked) = repo_with_worktree(root, "lib", "feature")?;
     let model = FakeModel::start(|_| Reply::text("ok")).await?;
     let mut pi = spawn_pi(core, &model, &root.join("agent-wt"), &linked, "lib-wt").await?;
     let before = prompt_seen(&mut pi, &model, "TOOLS-before-refusal").await?;
@@ -418,7 +372,7 @@ fn role_entry(file: &Path) -> Result<Option<String>> {
 /// is told by whom. The new Manager, resumed after a crash of its own, is the Manager again
 /// with the role's tools at once.
 async fn a_resumed_manager_claims_its_role_again(core: &Core, root: &Path) -> Result<()> {
-    let (primary, _linked) = repo_with_worktree(root, "svc")?;
+    let (primary, _linked) = repo_with_worktree(root, "svc", "feature")?;
     let model_one = FakeModel::start(|_| Reply::text("ok")).await?;
     let model_two = FakeModel::start(|_| Reply::text("ok")).await?;
     let (agent_one, agent_two) = (root.join("agent-one"), root.join("agent-two"));
@@ -520,8 +474,8 @@ fn tool_result(req: &ModelRequest) -> Option<String> {
 /// `message_staff`; a Lead reaches the other as a peer (`list_peers`, `message_peer`). The
 /// Chief's model has the staff tools and neither the writing nor the supervisor tools.
 async fn chief_hears_a_lead_and_steers_another(core: &Core, root: &Path) -> Result<()> {
-    let (x, _) = repo_with_worktree(root, "xrepo")?;
-    let (y, _) = repo_with_worktree(root, "yrepo")?;
+    let (x, _) = repo_with_worktree(root, "xrepo", "feature")?;
+    let (y, _) = repo_with_worktree(root, "yrepo", "feature")?;
     let hq = root.join("hq");
     std::fs::create_dir_all(&hq)?;
     let chief_model = FakeModel::start(|req| {
@@ -652,22 +606,147 @@ async fn chief_hears_a_lead_and_steers_another(core: &Core, root: &Path) -> Resu
     Ok(())
 }
 
+/// (f): the Manager is away when its Lead asks; the human answers from the CLI. The Lead's
+/// model gets that answer once; the Manager, back (resumed), is told it was answered, and
+/// its own late answer_staff is refused saying by whom, so the Lead hears nothing more.
+async fn the_human_answers_while_the_manager_is_away(core: &Core, root: &Path) -> Result<()> {
+    let (primary, linked) = repo_with_worktree(root, "ops", "feature")?;
+    let manager_model = FakeModel::start(|req| {
+        if last_is_tool_result(req) {
+            return Reply::text("Understood.");
+        }
+        match ask_id_in(&req.last().1) {
+            Some(ask) if offered(req, "answer_staff") => Reply::tool(
+                "answer_staff",
+                json!({"ask": ask, "answer": "LATE-manager-answer"}),
+            ),
+            _ => Reply::text("ok"),
+        }
+    })
+    .await?;
+    let lead_model = FakeModel::start(|req| {
+        let (role, last) = req.last();
+        if role == "tool" {
+            Reply::text("Waiting.")
+        } else if last.contains("ASK-OPS") {
+            Reply::tool(
+                "ask_supervisor",
+                json!({"question": "Q-OPS: deploy the canary?", "options": ["yes", "no"]}),
+            )
+        } else {
+            Reply::text("ok")
+        }
+    })
+    .await?;
+    let (agent_m, agent_l) = (root.join("agent-ops-mgr"), root.join("agent-ops-lead"));
+    let mut manager = spawn_pi(core, &manager_model, &agent_m, &primary, "ops-mgr").await?;
+    prompt_seen(&mut manager, &manager_model, "TOOLS-ops-lead").await?;
+    manager.prompt("/manager").await?;
+    role_becomes(core, "ops-mgr", "manager").await?;
+    prompt_seen(&mut manager, &manager_model, "TOOLS-ops-manager").await?;
+    let manager_file = manager.session_file().await?;
+    manager.kill().await?;
+
+    let mut lead = spawn_pi(core, &lead_model, &agent_l, &linked, "ops-lead").await?;
+    lead.prompt("ASK-OPS: ask your supervisor").await?;
+    lead.wait_settled(LONG).await?;
+    let ask = eventually(LONG, "the ask for the away manager", || {
+        core.cli_json(&["asks"])
+            .ok()?
+            .as_array()?
+            .iter()
+            .find(|a| a["question"].as_str().is_some_and(|q| q.contains("Q-OPS")))
+            .cloned()
+    })
+    .await?;
+    assert_eq!(ask["to"]["role"], "manager", "{ask}");
+    assert_eq!(ask["to"]["session_name"], "ops-mgr", "{ask}");
+    let out = core.cli(&["answer", &ask["id"].to_string(), "PHONE-yes"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eventually(LONG, "the lead's model to get the human's answer", || {
+        lead_model
+            .requests()
+            .into_iter()
+            .find(|r| r.last().1.contains("PHONE-yes"))
+    })
+    .await?;
+    lead.wait_settled(LONG).await?;
+
+    // The Manager comes back: the ask and a notice that it was answered reach it; its late
+    // answer is refused with who answered.
+    let file_arg = manager_file.display().to_string();
+    let manager = spawn_pi_with(
+        core,
+        &manager_model,
+        &agent_m,
+        &primary,
+        "ops-mgr",
+        &["--session", &file_arg],
+    )
+    .await?;
+    let refusal = eventually(LONG, "the late answer_staff to be refused", || {
+        manager_model.requests().into_iter().find_map(|r| {
+            r.messages()
+                .iter()
+                .find(|m| m["role"] == "tool" && m.to_string().contains("Not answered"))
+                .map(shepherd_harness::fake_model::message_text)
+        })
+    })
+    .await?;
+    assert!(
+        refusal.contains("was already answered by") && refusal.contains("PHONE-yes"),
+        "{refusal}"
+    );
+    let told = eventually(LONG, "the manager told who answered", || {
+        manager_model
+            .requests()
+            .into_iter()
+            .find(|r| r.transcript().contains("[shepherd] Notice"))
+    })
+    .await?;
+    assert!(
+        told.transcript().contains("PHONE-yes"),
+        "{}",
+        told.transcript()
+    );
+    drop(manager);
+    prompt_seen(&mut lead, &lead_model, "AFTER-ops").await?;
+    let lead_file = lead.session_file().await?;
+    assert_eq!(user_messages_containing(&lead_file, "PHONE-yes")?, 1);
+    assert_eq!(
+        user_messages_containing(&lead_file, "LATE-manager-answer")?,
+        0
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn roles_with_real_pi() -> Result<()> {
     let core = Core::start().await?;
     let root = tempfile::tempdir()?;
     let dir = |d: &str| root.path().join(d);
-    let (dir_a, dir_b, dir_d, dir_e) = (dir("a"), dir("b"), dir("d"), dir("e"));
-    let (a, b, d, e) = tokio::join!(
+    let (dir_a, dir_b, dir_d, dir_e, dir_f) = (dir("a"), dir("b"), dir("d"), dir("e"), dir("f"));
+    let (a, b, d, e, f) = tokio::join!(
         manager_answers_a_leads_ask(&core, &dir_a),
         manager_refused_in_a_linked_worktree(&core, &dir_b),
         a_resumed_manager_claims_its_role_again(&core, &dir_d),
         chief_hears_a_lead_and_steers_another(&core, &dir_e),
+        the_human_answers_while_the_manager_is_away(&core, &dir_f),
     );
-    let failed: Vec<String> = [("(a)/(c)", a), ("(b)", b), ("(d)", d), ("(e)", e)]
-        .into_iter()
-        .filter_map(|(what, r)| r.err().map(|e| format!("{what}: {e:#}")))
-        .collect();
+    let failed: Vec<String> = [
+        ("(a)/(c)", a),
+        ("(b)", b),
+        ("(d)", d),
+        ("(e)", e),
+        ("(f)", f),
+    ]
+    .into_iter()
+    .filter_map(|(what, r)| r.err().map(|e| format!("{what}: {e:#}")))
+    .collect();
     if !failed.is_empty() {
         eprintln!("--- core log ---\n{}", core.log());
         bail!("{}", failed.join("\n"));
