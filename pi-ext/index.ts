@@ -122,7 +122,12 @@ class ShepherdSession {
     this.outbox = new Outbox({
       entries: () => this.ctx.sessionManager.getEntries(),
       appendEntry: (customType, data) => this.#pi.appendEntry(customType, data),
-      sendAsk: (item) => this.#sendQueued(() => this.client.ask(item.question, item.options, item.details, item.key)),
+      sendAsk: (item) =>
+        this.#sendQueued(() =>
+          item.supervisor === true
+            ? this.client.askSupervisor(item.question, item.options, item.details, item.key)
+            : this.client.ask(item.question, item.options, item.details, item.key),
+        ),
       sendReport: (item) => this.#sendQueued(() => this.client.report(item.text, item.key)),
       delivered: (item, outcome) => this.#queuedDelivered(item, outcome),
       log: (line) => this.log(line),

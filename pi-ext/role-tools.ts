@@ -11,6 +11,7 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import { Type } from "typebox";
 
 import { CoreError, type CoreClient } from "./client.ts";
+import { newKey, type OutboxItem } from "./outbox.ts";
 import type { Roles, StaffRole } from "./roles.ts";
 import type { Ask, Json, ReportsTo, SessionInfo, StaffMember } from "./wire.ts";
 
@@ -22,6 +23,8 @@ export interface RoleSession {
   readonly client: CoreClient;
   readonly roles: Roles;
   readonly openAsks: Map<number, Ask>;
+  /** Send now, or queue in the session while the core is away (outbox.ts). */
+  sendOrQueue<T>(item: OutboxItem, send: () => Promise<T>): Promise<{ sent: T } | { queued: true }>;
   log(line: string): void;
   recordError(context: string, e: unknown): void;
   refreshStatusLine(): void;
@@ -125,6 +128,13 @@ function refusal(what: string, e: unknown): ToolText {
   return result(`${what}: ${message(e)}`, { refused: code }, true);
 }
 
+/** ask_supervisor while the core is away: queued in the session, sent once when it is back. */
+export const QUEUED_ASK =
+  "Queued, will be sent when shepherd is back: the shepherd core is not reachable right now " +
+  "(starting or restarting), so the question waits in this session and goes to your supervisor " +
+  "exactly once when it reconnects. The answer will arrive as a new message beginning with " +
+  "\"[shepherd] Answer to your question\". End your turn now; do not wait or poll for it.";
+
 const EXACT_ID = "The exact session id, as list_staff shows it (no names or prefixes).";
 const EXACT_PEER_ID = "The exact session id, as list_peers shows it (no names or prefixes).";
 
@@ -208,8 +218,25 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       const s = current();
       if (s === null) return NOT_RUNNING;
       s.ctx = ctx;
+      const item: OutboxItem = {
+        kind: "ask",
+        key: newKey("ask"),
+        question: params.question,
+        options: params.options ?? [],
+        details: params.details ?? null,
+        queuedAt: Date.now(),
+        supervisor: true,
+      };
       try {
-        const ask = await s.client.askSupervisor(params.question, params.options ?? [], params.details ?? null);
+        const sent = await s.sendOrQueue(item, () => s.client.askSupervisor(item.question, item.options, item.details, item.key));
+        if ("queued" in sent) {
+          s.log(`ask_supervisor ${item.key} queued`);
+          return {
+            ...result(QUEUED_ASK, { askId: null, queued: item.key }),
+            terminate: true,
+          };
+        }
+        const ask = sent.sent;
         s.openAsks.set(ask.id, ask);
         s.refreshStatusLine();
         s.log(`ask_supervisor: ask ${ask.id} to ${ask.to?.role ?? "the human"}`);
