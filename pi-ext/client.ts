@@ -5,7 +5,7 @@
 // registration built fresh each time. It also carries the supervision requests (supervise,
 // unpair, set_goal, look, worker_view, verdict, list_pairings) and hands `pairing_event`s,
 // which the core sends to both sessions of a pairing, to the extension, and the role requests
-// (set_role and the direct edges: message_supervisor, ask_supervisor, list_staff,
+// (set_role, list_roles and the direct edges: message_supervisor, ask_supervisor, list_staff,
 // inspect_staff, message_staff, list_peers, message_peer, and `answer` for answer_staff). It never throws at its caller for connection trouble:
 // requests made while not connected fail with NotConnectedError, and everything else is
 // reported through callbacks. Its socket and timers are unref'd, so it never keeps a
@@ -25,6 +25,7 @@ import {
   type ContextUsage,
   type Delivery,
   type Json,
+  type Lease,
   type Pairing,
   type PairingEventMsg,
   type Registration,
@@ -363,6 +364,12 @@ export class CoreClient {
     const res = await this.#request((id) => ({ type: "set_role", id, role }), "role_set");
     this.#session = res.session;
     return { session: res.session, previous: res.previous };
+  }
+
+  /** Every lease the core holds: who is the Manager of which repository, who is the Chief. */
+  async listRoles(): Promise<Lease[]> {
+    const res = await this.#request((id) => ({ type: "list_roles", id }), "roles");
+    return res.leases;
   }
 
   /** Mail to whom this session reports (the human gets it as a report). */
