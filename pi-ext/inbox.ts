@@ -113,7 +113,11 @@ export function formatDelivery(d: Delivery): string {
     case "answer": {
       const ask = d.ask_id === null ? "your question" : `your question #${d.ask_id}`;
       const question = d.question === null ? "" : `\nQuestion: ${d.question}`;
-      return `[shepherd] Answer to ${ask}, from ${who(d.from)}:${question}\nAnswer: ${d.text}`;
+      // A session answers only an ask_supervisor addressed to its role: the core names it
+      // by that role (`manager of app <name>`).
+      const id = d.from.session_id === null ? "" : ` (${d.from.session_id})`;
+      const from = d.from.kind === "pi" ? `your supervisor, the ${d.from.name}${id}` : who(d.from);
+      return `[shepherd] Answer to ${ask}, from ${from}:${question}\nAnswer: ${d.text}`;
     }
     case "steer":
       return `[shepherd] Steer from ${who(d.from)}:\n${d.text}`;

@@ -402,6 +402,19 @@ describe("role deliveries", () => {
     );
   });
 
+  test("an answer from the role an ask_supervisor went to names that supervisor", () => {
+    const d = delivery(60, "rebase", {
+      kind: "answer",
+      from: { kind: "pi", session_id: "mgr-1", name: "manager of app app-mgr" },
+      ask_id: 12,
+      question: "Rebase or merge?",
+    });
+    assert.equal(
+      formatDelivery(d),
+      '[shepherd] Answer to your question #12, from your supervisor, the manager of app app-mgr (mgr-1):\nQuestion: Rebase or merge?\nAnswer: rebase',
+    );
+  });
+
   test("supervisor, staff and peer messages name their edge and sender", () => {
     assert.match(
       formatDelivery(delivery(1, "tests need a db", { kind: "supervisor_message", from: lead })),
