@@ -94,13 +94,19 @@ async fn sessions_json_and_table() -> Result<()> {
     let core = Core::start().await?;
     let tmp = tempfile::tempdir()?;
     let app = git_repo(tmp.path())?;
-    let _one = register(
+    let mut one = register(
         &core,
         "sess-aaaa-1111",
         "fix-login",
         &app.join("sub"),
-        Role::Manager,
+        Role::Lead,
     )
+    .await?;
+    // The core grants the Manager role (from the repository's primary worktree).
+    one.call(shepherd_core::protocol::requests::SetRole {
+        id: 0,
+        role: Role::Manager,
+    })
     .await?;
     let two = register(
         &core,
@@ -197,7 +203,7 @@ async fn status_shows_the_counts() -> Result<()> {
     assert_eq!(status["sessions_connected"], 1);
     assert_eq!(status["sessions_known"], 1);
     assert_eq!(status["open_asks"], 0);
-    assert_eq!(status["protocol"], 1);
+    assert_eq!(status["protocol"], shepherd_core::protocol::PROTOCOL_VERSION);
     assert_eq!(status["pid"], core.pid().unwrap());
     assert_eq!(status["core_version"], env!("CARGO_PKG_VERSION"));
 
@@ -206,7 +212,7 @@ async fn status_shows_the_counts() -> Result<()> {
     let block = text(&out.stdout);
     for line in [
         format!("core       shepherd {}", env!("CARGO_PKG_VERSION")),
-        "protocol   1".to_string(),
+        format!("protocol   {}", shepherd_core::protocol::PROTOCOL_VERSION),
         format!("pid        {}", core.pid().unwrap()),
         "sessions   1 connected, 1 known".to_string(),
         "open asks  0".to_string(),

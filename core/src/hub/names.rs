@@ -79,7 +79,7 @@ mod tests {
             head: Some("0123456789abcdef".into()),
             worktree: false,
             project: Some(project.into()),
-            repo_id: None,
+            repo_id: Some(format!("{cwd}/.git")),
         }
     }
 
