@@ -203,7 +203,10 @@ async fn status_shows_the_counts() -> Result<()> {
     assert_eq!(status["sessions_connected"], 1);
     assert_eq!(status["sessions_known"], 1);
     assert_eq!(status["open_asks"], 0);
-    assert_eq!(status["protocol"], shepherd_core::protocol::PROTOCOL_VERSION);
+    assert_eq!(
+        status["protocol"],
+        shepherd_core::protocol::PROTOCOL_VERSION
+    );
     assert_eq!(status["pid"], core.pid().unwrap());
     assert_eq!(status["core_version"], env!("CARGO_PKG_VERSION"));
 
