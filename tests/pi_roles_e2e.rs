@@ -17,7 +17,7 @@
 //! (e) the Chief, with two Leads in two repositories and no Manager, receives one Lead's
 //!     `message_supervisor` and steers the other with `message_staff`; Leads are peers;
 //! (f) the Manager is away when its Lead asks and the human answers from the CLI: the Lead
-//!     gets that answer once; the Manager, back, is told, and its late answer is refused.
+//!     gets that answer once; the Manager, back, is told by a notice and not asked again.
 
 use std::path::Path;
 use std::time::Duration;
@@ -607,8 +607,8 @@ async fn chief_hears_a_lead_and_steers_another(core: &Core, root: &Path) -> Resu
 }
 
 /// (f): the Manager is away when its Lead asks; the human answers from the CLI. The Lead's
-/// model gets that answer once; the Manager, back (resumed), is told it was answered, and
-/// its own late answer_staff is refused saying by whom, so the Lead hears nothing more.
+/// model gets that answer once; the Manager, back (resumed), is told it was answered and
+/// is not asked again (the core withdrew the ask from its unread mail).
 async fn the_human_answers_while_the_manager_is_away(core: &Core, root: &Path) -> Result<()> {
     let (primary, linked) = repo_with_worktree(root, "ops", "feature")?;
     let manager_model = FakeModel::start(|req| {
@@ -676,10 +676,12 @@ async fn the_human_answers_while_the_manager_is_away(core: &Core, root: &Path) -
     .await?;
     lead.wait_settled(LONG).await?;
 
-    // The Manager comes back: the ask and a notice that it was answered reach it; its late
-    // answer is refused with who answered.
+    // The Manager comes back: the answered ask was withdrawn from its mail, so no turn starts
+    // for it; a notice (which starts no turn) tells it who answered, and it reads it with
+    // its next prompt.
     let file_arg = manager_file.display().to_string();
-    let manager = spawn_pi_with(
+    let before = manager_model.requests().len();
+    let mut manager = spawn_pi_with(
         core,
         &manager_model,
         &agent_m,
@@ -688,30 +690,19 @@ async fn the_human_answers_while_the_manager_is_away(core: &Core, root: &Path) -
         &["--session", &file_arg],
     )
     .await?;
-    let refusal = eventually(LONG, "the late answer_staff to be refused", || {
-        manager_model.requests().into_iter().find_map(|r| {
-            r.messages()
-                .iter()
-                .find(|m| m["role"] == "tool" && m.to_string().contains("Not answered"))
-                .map(shepherd_harness::fake_model::message_text)
-        })
-    })
-    .await?;
+    role_becomes(core, "ops-mgr", "manager").await?;
+    let told = prompt_seen(&mut manager, &manager_model, "AFTER-ops-mgr").await?;
+    let since: Vec<_> = manager_model.requests().into_iter().skip(before).collect();
     assert!(
-        refusal.contains("was already answered by") && refusal.contains("PHONE-yes"),
-        "{refusal}"
-    );
-    let told = eventually(LONG, "the manager told who answered", || {
-        manager_model
-            .requests()
-            .into_iter()
-            .find(|r| r.transcript().contains("[shepherd] Notice"))
-    })
-    .await?;
-    assert!(
-        told.transcript().contains("PHONE-yes"),
+        told.transcript().contains("[shepherd] Notice") && told.transcript().contains("PHONE-yes"),
         "{}",
         told.transcript()
+    );
+    assert!(
+        since
+            .iter()
+            .all(|r| !r.transcript().contains("LATE-manager-answer")),
+        "no turn answered the ask again"
     );
     drop(manager);
     prompt_seen(&mut lead, &lead_model, "AFTER-ops").await?;
