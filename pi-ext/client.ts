@@ -1,10 +1,12 @@
 // The connection to the shepherd core: a Unix socket carrying wire.ts frames. It says hello
-// (protocol 1, client "pi"), registers the session, matches responses to requests by id,
+// (protocol 2, client "pi"), registers the session, matches responses to requests by id,
 // hands `deliver` events to the extension, and when the connection drops (core restart,
 // crash, slow_consumer) reconnects with exponential backoff and registers again, with the
 // registration built fresh each time. It also carries the supervision requests (supervise,
 // unpair, set_goal, look, worker_view, verdict, list_pairings) and hands `pairing_event`s,
-// which the core sends to both sessions of a pairing, to the extension. It never throws at its caller for connection trouble:
+// which the core sends to both sessions of a pairing, to the extension, and the role requests
+// (set_role, list_roles and the direct edges: message_supervisor, ask_supervisor, list_staff,
+// inspect_staff, message_staff, list_peers, message_peer, and `answer` for answer_staff). It never throws at its caller for connection trouble:
 // requests made while not connected fail with NotConnectedError, and everything else is
 // reported through callbacks. Its socket and timers are unref'd, so it never keeps a
 // finished `pi -p` process alive.
@@ -23,15 +25,20 @@ import {
   type ContextUsage,
   type Delivery,
   type Json,
+  type Lease,
   type Pairing,
   type PairingEventMsg,
   type Registration,
   type RegisteredMsg,
   type Report,
+  type ReportsTo,
   type ResultsMode,
   type Role,
+  type SentMsg,
   type ServerMsg,
   type SessionInfo,
+  type StaffMember,
+  type StaffView,
   type Verdict,
   type VerdictKind,
   type View,
@@ -348,6 +355,79 @@ export class CoreClient {
   async listPairings(): Promise<Pairing[]> {
     const res = await this.#request((id) => ({ type: "list_pairings", id, all: false }), "pairings");
     return res.pairings;
+  }
+
+  // ---- roles and direct edges ------------------------------------------------------------
+
+  /** Take a role (`manager`, `chief`) or leave the one held (`lead`): the session as it is now. */
+  async setRole(role: Role): Promise<{ session: SessionInfo; previous: Role }> {
+    const res = await this.#request((id) => ({ type: "set_role", id, role }), "role_set");
+    this.#session = res.session;
+    return { session: res.session, previous: res.previous };
+  }
+
+  /** Every lease the core holds: who is the Manager of which repository, who is the Chief. */
+  async listRoles(): Promise<Lease[]> {
+    const res = await this.#request((id) => ({ type: "list_roles", id }), "roles");
+    return res.leases;
+  }
+
+  /** Mail to whom this session reports (the human gets it as a report). */
+  async messageSupervisor(text: string): Promise<{ to: ReportsTo; messageId: number | null; reportId: number | null; connected: boolean }> {
+    const res = await this.#request((id) => ({ type: "message_supervisor", id, text }), "routed");
+    return { to: res.to, messageId: res.message_id, reportId: res.report_id, connected: res.connected };
+  }
+
+  /** An ask addressed to whom this session reports (`ask.to`; absent: the human). */
+  async askSupervisor(question: string, options: string[], details: string | null, key?: string): Promise<Ask> {
+    const res = await this.#request(
+      (id) => ({
+        type: "ask_supervisor",
+        id,
+        question,
+        ...(options.length > 0 ? { options } : {}),
+        ...(details !== null ? { details } : {}),
+        ...(key !== undefined ? { key } : {}),
+      }),
+      "asked",
+    );
+    return res.ask;
+  }
+
+  /** A Manager's or the Chief's direct staff. */
+  async listStaff(): Promise<StaffMember[]> {
+    const res = await this.#request((id) => ({ type: "list_staff", id }), "staff");
+    return res.members;
+  }
+
+  /** What one of this session's staff did recently (exact session id). */
+  async inspectStaff(session: string): Promise<StaffView> {
+    const res = await this.#request((id) => ({ type: "inspect_staff", id, session }), "staff_view");
+    return res.view;
+  }
+
+  /** Steer one of this session's staff (exact session id). */
+  async messageStaff(session: string, text: string): Promise<Omit<SentMsg, "type" | "id">> {
+    const res = await this.#request((id) => ({ type: "message_staff", id, session, text }), "sent");
+    return { message_id: res.message_id, session_id: res.session_id, session_name: res.session_name, connected: res.connected };
+  }
+
+  /** The connected sessions this one may message as peers. */
+  async listPeers(): Promise<SessionInfo[]> {
+    const res = await this.#request((id) => ({ type: "list_peers", id }), "sessions");
+    return res.sessions;
+  }
+
+  /** Mail to a peer (exact session id). */
+  async messagePeer(session: string, text: string): Promise<Omit<SentMsg, "type" | "id">> {
+    const res = await this.#request((id) => ({ type: "message_peer", id, session, text }), "sent");
+    return { message_id: res.message_id, session_id: res.session_id, session_name: res.session_name, connected: res.connected };
+  }
+
+  /** Answer an ask addressed to the role this session holds (answer_staff). */
+  async answer(ask: number, text: string): Promise<Ask> {
+    const res = await this.#request((id) => ({ type: "answer", id, ask, text }), "answered");
+    return res.ask;
   }
 
   /**

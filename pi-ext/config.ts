@@ -1,6 +1,6 @@
 // Settings the extension reads from its environment, resolved once per session start: where
-// the core's socket is, whether to start `shepherd up` when no core answers, which role this
-// session registers with (lead, manager, chief or supervisor), whether it is a pi-subagents
+// the core's socket is, whether to start `shepherd up` when no core answers, which role hint this
+// session registers with (lead or supervisor; Manager and Chief are granted by the core), whether it is a pi-subagents
 // child, whether a supervisor's old looks are pruned from its context, where Pi's agent dir
 // is (for SUPERVISOR.md), where an autostarted core logs, which runs' results go to the phone, and where to write a debug log. Pure functions over an env object,
 // so tests can pass their own.
@@ -26,7 +26,7 @@ export interface ShepherdConfig {
   autostart: boolean;
   /** The `shepherd` binary found on PATH, if any. */
   shepherdBin: string | null;
-  /** Role this session registers with (SHEPHERD_ROLE, default lead). */
+  /** Role hint this session registers with (SHEPHERD_ROLE: lead or supervisor, default lead). */
   role: Role;
   /** Set when SHEPHERD_ROLE held something that is not a role. */
   roleProblem: string | null;
@@ -106,7 +106,9 @@ export function loadConfig(env: Env, home: string = homedir()): ShepherdConfig {
   if (rawRole !== undefined && rawRole !== "") {
     const found = ROLES.find((r) => r === rawRole.trim().toLowerCase());
     if (found === undefined) roleProblem = `SHEPHERD_ROLE=${rawRole} is not one of ${ROLES.join(", ")}; using lead`;
-    else role = found;
+    else if (found === "manager" || found === "chief") {
+      roleProblem = `SHEPHERD_ROLE=${rawRole}: the core grants the ${found} role, not the environment; this session starts as a Lead (run /${found} in it)`;
+    } else role = found;
   }
   const autostart = !isOff(env["SHEPHERD_AUTOSTART"]);
   const logFile = env["SHEPHERD_EXT_LOG"];

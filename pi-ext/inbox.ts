@@ -3,9 +3,12 @@
 // is in the session. Pi-free: the glue in index.ts supplies an InboxHost over the real
 // ExtensionAPI, tests a fake.
 //
-// Every kind starts a turn except `brief`: a brief is context for the supervisor's next turn,
-// so when idle it is appended without a run, and at a turn boundary it is added without
-// asking Pi to continue. An `interrupt` (index.ts aborts the run first) starts a turn with
+// Every kind starts a turn except `brief` and `notice`: a brief is context for the
+// supervisor's next turn, a notice information (an ask addressed to this session's role was
+// answered by someone else), so when idle they are appended without a run, and at a turn
+// boundary added without asking Pi to continue. The role kinds (`ask` for a Manager or
+// Chief to answer with answer_staff, `supervisor_message`, `staff_message`, `peer_message`)
+// start a turn like a steer. An `interrupt` (index.ts aborts the run first) starts a turn with
 // its steer even after the aborted run, and without a steer only records the stop. Views and briefs are custom messages of their own types
 // ("shepherd-view", "shepherd-brief") so the supervisor's context can be pruned by look.
 //
@@ -90,7 +93,7 @@ function who(from: Sender): string {
  */
 export function startsTurn(kind: DeliveryKind, text?: string): boolean {
   if (kind === "interrupt") return text === undefined || text.trim() !== "";
-  return kind !== "brief";
+  return kind !== "brief" && kind !== "notice";
 }
 
 /** Whether boundary drafts should make Pi continue (one of them starts a turn). */
@@ -110,7 +113,11 @@ export function formatDelivery(d: Delivery): string {
     case "answer": {
       const ask = d.ask_id === null ? "your question" : `your question #${d.ask_id}`;
       const question = d.question === null ? "" : `\nQuestion: ${d.question}`;
-      return `[shepherd] Answer to ${ask}, from ${who(d.from)}:${question}\nAnswer: ${d.text}`;
+      // A session answers only an ask_supervisor addressed to its role: the core names it
+      // by that role (`manager of app <name>`).
+      const id = d.from.session_id === null ? "" : ` (${d.from.session_id})`;
+      const from = d.from.kind === "pi" ? `your supervisor, the ${d.from.name}${id}` : who(d.from);
+      return `[shepherd] Answer to ${ask}, from ${from}:${question}\nAnswer: ${d.text}`;
     }
     case "steer":
       return `[shepherd] Steer from ${who(d.from)}:\n${d.text}`;
@@ -129,6 +136,22 @@ export function formatDelivery(d: Delivery): string {
       return d.text.trim() === ""
         ? `[shepherd] ${who(d.from)} stopped your run. Wait for their next message.`
         : `[shepherd] ${who(d.from)} stopped your run. Do this instead:\n${d.text}`;
+    case "ask": {
+      const ask = d.ask_id === null ? "" : ` #${d.ask_id}`;
+      const how = d.ask_id === null ? "answer_staff" : `answer_staff {ask: ${d.ask_id}, answer}`;
+      return (
+        `[shepherd] Question${ask} for you, as their supervisor, from ${who(d.from)}. ` +
+        `Decide and answer it with ${how}:\n${d.text}`
+      );
+    }
+    case "supervisor_message":
+      return `[shepherd] Message for you, as their supervisor, from ${who(d.from)} (no answer needed unless you choose to steer them with message_staff):\n${d.text}`;
+    case "staff_message":
+      return `[shepherd] Steer from your supervisor, ${who(d.from)}:\n${d.text}`;
+    case "peer_message":
+      return `[shepherd] Peer message from ${who(d.from)} (reply with message_peer if needed):\n${d.text}`;
+    case "notice":
+      return `[shepherd] Notice (information only, nothing to do):\n${d.text}`;
   }
 }
 

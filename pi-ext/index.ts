@@ -5,7 +5,9 @@
 // what the core delivers (inbox.ts), queues asks and reports made while the core is away and
 // sends them once it is back, each exactly once (outbox.ts), and shows connection and open
 // asks in the footer and in `/shepherd`. Supervisor mode (`/supervise`, the verdict tools, pruning) is wired in from
-// supervise-pi.ts, and this session's place in a pairing is followed by supervision.ts.
+// supervise-pi.ts, and this session's place in a pairing is followed by supervision.ts. Roles
+// (`/manager`, `/chief`, the direct-edge tools) are wired in from role-tools.ts, and the role
+// this session holds, with its tools and footer, is followed by roles.ts.
 // Every handler catches its own failures: the extension reports trouble in one line and
 // never throws into Pi. UI calls are guarded so print, json and rpc modes work.
 
@@ -24,6 +26,8 @@ import { draftsWantTurn, Inbox, type DeliveryDraft } from "./inbox.ts";
 import { newKey, Outbox, type OutboxItem, type SendOutcome } from "./outbox.ts";
 import { loadPolicy } from "./policy.ts";
 import { parseResultsMode, ResultSender, RESULTS_USAGE } from "./result.ts";
+import { registerRoles } from "./role-tools.ts";
+import { ROLE_STATUS_KEY, Roles } from "./roles.ts";
 import { registerSupervisor } from "./supervise-pi.ts";
 import { Supervision, SUPERVISE_STATUS_KEY, type PolicyBriefMessage } from "./supervision.ts";
 import type { Ask, ContextUsage, Delivery, Registration, ResultsMode } from "./wire.ts";
@@ -70,6 +74,8 @@ class ShepherdSession {
   readonly inbox: Inbox;
   readonly outbox: Outbox;
   readonly supervision: Supervision;
+  /** The role this session holds (Lead, Manager, Chief), its tools and footer. */
+  readonly roles: Roles;
   /** Sends each run's final text to the core as its result. */
   readonly results: ResultSender;
   /** This session's `results` setting (SHEPHERD_RESULTS, `/shepherd results`); null: the core's. */
@@ -116,7 +122,12 @@ class ShepherdSession {
     this.outbox = new Outbox({
       entries: () => this.ctx.sessionManager.getEntries(),
       appendEntry: (customType, data) => this.#pi.appendEntry(customType, data),
-      sendAsk: (item) => this.#sendQueued(() => this.client.ask(item.question, item.options, item.details, item.key)),
+      sendAsk: (item) =>
+        this.#sendQueued(() =>
+          item.supervisor === true
+            ? this.client.askSupervisor(item.question, item.options, item.details, item.key)
+            : this.client.ask(item.question, item.options, item.details, item.key),
+        ),
       sendReport: (item) => this.#sendQueued(() => this.client.report(item.text, item.key)),
       delivered: (item, outcome) => this.#queuedDelivered(item, outcome),
       log: (line) => this.log(line),
@@ -140,6 +151,26 @@ class ShepherdSession {
         }
       },
       policy: () => loadPolicy(this.ctx.cwd, this.config.agentDir),
+      notify: (text, level) => this.notify(text, level),
+      log: (line) => this.log(line),
+    });
+    this.roles = new Roles({
+      entries: () => this.ctx.sessionManager.getEntries(),
+      appendEntry: (customType, data) => this.#pi.appendEntry(customType, data),
+      activeTools: () => this.#pi.getActiveTools(),
+      setActiveTools: (names) => {
+        this.log(`active tools: ${names.join(", ")}`);
+        this.#pi.setActiveTools(names);
+      },
+      setFooter: (text) => {
+        try {
+          if (this.ctx.hasUI) this.ctx.ui.setStatus(ROLE_STATUS_KEY, text ?? undefined);
+        } catch (e) {
+          this.log(`setStatus failed: ${message(e)}`);
+        }
+      },
+      setRole: async (role) => (await this.client.setRole(role)).session,
+      supervising: () => this.supervision.supervising !== null,
       notify: (text, level) => this.notify(text, level),
       log: (line) => this.log(line),
     });
@@ -171,6 +202,7 @@ class ShepherdSession {
         this.#lastError = null;
         this.#everConnected = true;
         this.#guard("pairings", () => this.supervision.sync(pairings, "registered"));
+        this.roles.registered(session).catch((e: unknown) => this.recordError("roles", e));
         void this.outbox.flush();
         this.#refreshOpenAsks();
         this.refreshStatusLine();
@@ -193,6 +225,7 @@ class ShepherdSession {
     this.inbox.restore();
     this.#guard("outbox restore", () => this.outbox.restore());
     this.#guard("supervision start", () => this.supervision.start());
+    this.#guard("roles start", () => this.roles.start());
     this.client.start();
     this.refreshStatusLine();
   }
@@ -201,6 +234,7 @@ class ShepherdSession {
   stop(bye?: { returning: boolean }): void {
     if (this.#stopped) return;
     this.#stopped = true;
+    this.#guard("roles stop", () => this.roles.stop());
     if (this.#updateTimer !== null) clearTimeout(this.#updateTimer);
     if (this.#reconcileTimer !== null) clearInterval(this.#reconcileTimer);
     this.client.stop(bye);
@@ -319,7 +353,8 @@ class ShepherdSession {
       cwd: ctx.cwd,
       pid: process.pid,
       status: this.#status,
-      role: this.config.role,
+      // Only a hint: the core grants Manager and Chief from its leases (roles.ts claims them).
+      role: this.config.role === "supervisor" ? "supervisor" : "lead",
     };
     const name = this.#pi.getSessionName();
     if (name !== undefined && name !== "") reg.name = name;
@@ -587,7 +622,7 @@ class ShepherdSession {
     }
     const sm = this.ctx.sessionManager;
     const name = c.session?.name ?? this.#pi.getSessionName() ?? "(no name)";
-    lines.push(`session: ${sm.getSessionId()} "${name}", role ${this.config.role}, status ${this.#status}`);
+    lines.push(`session: ${sm.getSessionId()} "${name}", role ${this.roles.label}, status ${this.#status}`);
     if (this.openAsks.size === 0) {
       lines.push("open asks: none");
     } else {
@@ -859,6 +894,7 @@ export default function shepherd(pi: ExtensionAPI): void {
   });
 
   registerSupervisor(pi, () => current);
+  registerRoles(pi, () => current);
 
   pi.registerCommand("shepherd", {
     description:

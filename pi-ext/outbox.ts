@@ -1,5 +1,5 @@
-// What the session said while the core was away: `ask_human` and `report` calls made while
-// the extension is not connected (the core starting or restarting) are queued here and sent
+// What the session said while the core was away: `ask_human`, `ask_supervisor` and `report`
+// calls made while the extension is not connected (the core starting or restarting) are queued here and sent
 // when the connection is back, each exactly once. Pi-free: index.ts supplies an OutboxHost
 // over the real ExtensionAPI and CoreClient, tests a fake.
 //
@@ -17,8 +17,9 @@ import type { Ask, Report } from "./wire.ts";
 
 export const OUTBOX_ENTRY = "shepherd-outbox";
 
+/** `supervisor`: an `ask_supervisor` (addressed by the core when sent), else an `ask_human`. */
 export type OutboxItem =
-  | { kind: "ask"; key: string; question: string; options: string[]; details: string | null; queuedAt: number }
+  | { kind: "ask"; key: string; question: string; options: string[]; details: string | null; queuedAt: number; supervisor?: true }
   | { kind: "report"; key: string; text: string; queuedAt: number };
 
 /** What an outbox entry's `data` holds. */
@@ -64,7 +65,8 @@ export function outboxRecordOf(entry: unknown): OutboxRecord | null {
         const options = Array.isArray(item["options"]) ? item["options"].filter((o) => typeof o === "string") : [];
         const details = typeof item["details"] === "string" ? item["details"] : null;
         const queuedAt = typeof item["queuedAt"] === "number" ? item["queuedAt"] : 0;
-        return { op: "queued", item: { kind: "ask", key: item["key"], question: item["question"], options, details, queuedAt } };
+        const supervisor = item["supervisor"] === true ? { supervisor: true as const } : {};
+        return { op: "queued", item: { kind: "ask", key: item["key"], question: item["question"], options, details, queuedAt, ...supervisor } };
       }
       if (item["kind"] === "report" && typeof item["text"] === "string") {
         const queuedAt = typeof item["queuedAt"] === "number" ? item["queuedAt"] : 0;

@@ -2,7 +2,7 @@
 // extension imports from here, the parts live in wire/:
 // - wire/records.ts: the records inside messages (sessions, asks, deliveries, pairings, …),
 //   their closed sets of names, the error codes and the field conventions;
-// - wire/messages.ts: ClientMsg and ServerMsg, every message type of protocol 1;
+// - wire/messages.ts: ClientMsg and ServerMsg, every message type of protocol 2;
 // - wire/decode.ts: checked decoders that turn an untrusted frame body into a message (or
 //   say which field is wrong), written over the field readers of wire/fields.ts;
 // - wire/frame.ts: the framing, a 4-byte big-endian body length then one UTF-8 JSON object.

@@ -539,3 +539,32 @@ async fn the_phone_and_the_manager_race_to_answer_and_both_sides_hear_the_winner
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn a_holder_that_was_away_gets_the_answer_as_a_notice_not_the_answered_ask() -> Result<()> {
+    let core = Core::start().await?;
+    let (app, linked) = repo_with_worktree(core.agent_dir(), "app", "fix-login")?;
+    let mut mgr = pi_in(&core, "mgr", &app).await?;
+    set_role(&mut mgr, Role::Manager).await?;
+    drop(mgr);
+    let mut lead = pi_in(&core, "lead", &linked).await?;
+    let ask = ask_supervisor(&mut lead, "Squash?").await?;
+    assert_eq!(
+        ask.to.as_ref().and_then(|t| t.session_id.as_deref()),
+        Some("mgr")
+    );
+    let mut phone = core.client(ClientKind::Bridge).await?;
+    answer(&mut phone, ask.id, "yes, squash").await?;
+
+    let (mut back, info) = Pi::register_full(
+        &core.socket(),
+        shepherd_harness::registration("mgr", "mgr", &app),
+    )
+    .await?;
+    assert_eq!(info.role, Role::Manager);
+    assert_eq!(back.pending, 1, "only the notice waits");
+    let d = back.next_delivery(WAIT).await?;
+    assert_eq!((d.kind, d.ask_id), (DeliveryKind::Notice, Some(ask.id)));
+    assert!(d.text.contains("yes, squash"), "{}", d.text);
+    Ok(())
+}

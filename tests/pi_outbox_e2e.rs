@@ -20,7 +20,8 @@ fn reports(core: &Core) -> Result<Vec<String>> {
         core.state_dir().join("shepherd.db"),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
     )?;
-    let mut stmt = db.prepare("SELECT text FROM reports ORDER BY id")?;
+    // Reports only: the run after the answer ends with a result ("Going."), kept beside them.
+    let mut stmt = db.prepare("SELECT text FROM reports WHERE kind = 'report' ORDER BY id")?;
     let texts = stmt
         .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?;

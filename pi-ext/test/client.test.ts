@@ -1,13 +1,13 @@
 // The core connection against a fake core on a real Unix socket: handshake, registration,
-// requests, deliveries arriving in the same chunk as `registered`, reconnect and
+// requests (the role requests too), deliveries arriving in the same chunk as `registered`, reconnect and
 // re-registration after the core goes away, and the refusals that stop or slow retries.
 
 import assert from "node:assert/strict";
 import { afterEach, describe, test } from "node:test";
 
 import { CoreClient, CoreError, NotConnectedError, type CoreClientOptions, type Phase, type Problem } from "../client.ts";
-import type { Delivery, Pairing, PairingEventMsg, Registration } from "../wire.ts";
-import { delivery, FakeCore } from "./fake-core.ts";
+import type { Delivery, Pairing, PairingEventMsg, Registration, ServerMsg } from "../wire.ts";
+import { delivery, FakeCore, sessionInfo } from "./fake-core.ts";
 import { ended, pairing } from "./pairings.ts";
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -58,12 +58,12 @@ async function until(predicate: () => boolean, timeoutMs = 3000): Promise<void> 
 }
 
 describe("CoreClient", () => {
-  test("says hello with protocol 1 as a pi client, then registers", async () => {
+  test("says hello with protocol 2 as a pi client, then registers", async () => {
     const h = await harness();
     h.client.start();
     await until(() => h.client.ready);
     const [hello, register] = h.core.all;
-    assert.deepEqual(hello, { type: "hello", id: 1, protocol: 1, client: "pi", client_name: "shepherd-pi-ext test" });
+    assert.deepEqual(hello, { type: "hello", id: 1, protocol: 2, client: "pi", client_name: "shepherd-pi-ext test" });
     assert.deepEqual(register, {
       type: "register",
       id: 2,
@@ -137,6 +137,67 @@ describe("CoreClient", () => {
     assert.ok(h.client.ready, "a refused request keeps the connection");
   });
 
+  test("role requests: each one's frame, and its reply read back", async () => {
+    const h = await harness();
+    h.client.start();
+    await until(() => h.client.ready);
+    const me = sessionInfo("sess-1", "fix-login");
+    const lease = { role: "manager" as const, repo_id: "/src/app/.git", project: "app", session_id: "sess-1", session_name: "app", connected: true, since: 1 };
+    const boss = { to: "manager" as const, session_id: "mgr-1", session_name: "app" };
+    const sent = { message_id: 9, session_id: "peer-1", session_name: "peer", connected: false };
+    const opened = { id: 12, session_id: "sess-1", session_name: "fix-login", question: "Rebase?", options: [], details: null, state: "open" as const, answer: null, answered_by: null, created_at: 1, answered_at: null };
+    h.core.responder = (msg): ServerMsg[] | undefined => {
+      switch (msg.type) {
+        case "set_role":
+          return [{ type: "role_set", id: msg.id, session: { ...me, role: msg.role }, previous: "lead", lease }];
+        case "list_roles":
+          return [{ type: "roles", id: msg.id, leases: [lease] }];
+        case "message_supervisor":
+          return [{ type: "routed", id: msg.id, to: boss, message_id: 52, report_id: null, connected: true }];
+        case "ask_supervisor":
+          return [{ type: "asked", id: msg.id, ask: { ...opened, to: { role: "manager", repo_id: "/src/app/.git", project: "app", session_id: "mgr-1", session_name: "app" } } }];
+        case "list_staff":
+          return [{ type: "staff", id: msg.id, members: [{ session: me, reports_to: boss }] }];
+        case "inspect_staff":
+          return [{ type: "staff_view", id: msg.id, view: { session_id: msg.session, session_name: "w", text: "did things", entries: 3 } }];
+        case "list_peers":
+          return [{ type: "sessions", id: msg.id, sessions: [me] }];
+        case "message_staff":
+        case "message_peer":
+          return [{ type: "sent", id: msg.id, ...sent }];
+        case "answer":
+          return [{ type: "answered", id: msg.id, ask: { ...opened, state: "answered", answer: msg.text } }];
+        default:
+          return undefined;
+      }
+    };
+    const set = await h.client.setRole("manager");
+    assert.equal(set.session.role, "manager");
+    assert.equal(h.client.session?.role, "manager", "the client's picture of the session follows");
+    assert.deepEqual(h.core.all.at(-1), { type: "set_role", id: 3, role: "manager" });
+    assert.deepEqual(await h.client.listRoles(), [lease]);
+    assert.deepEqual(await h.client.messageSupervisor("db needed"), { to: boss, messageId: 52, reportId: null, connected: true });
+    assert.deepEqual(h.core.all.at(-1), { type: "message_supervisor", id: 5, text: "db needed" });
+    const ask = await h.client.askSupervisor("Rebase?", [], null, "ask:k1");
+    assert.equal(ask.to?.session_id, "mgr-1");
+    assert.deepEqual(h.core.all.at(-1), { type: "ask_supervisor", id: 6, question: "Rebase?", key: "ask:k1" });
+    assert.equal((await h.client.listStaff())[0]?.reports_to.to, "manager");
+    assert.equal((await h.client.inspectStaff("w-1")).text, "did things");
+    assert.deepEqual(h.core.all.at(-1), { type: "inspect_staff", id: 8, session: "w-1" });
+    assert.deepEqual(await h.client.messageStaff("w-1", "stop"), sent);
+    assert.deepEqual(h.core.all.at(-1), { type: "message_staff", id: 9, session: "w-1", text: "stop" });
+    assert.equal((await h.client.listPeers()).length, 1);
+    assert.deepEqual(await h.client.messagePeer("peer-1", "hi"), sent);
+    assert.deepEqual(h.core.all.at(-1), { type: "message_peer", id: 11, session: "peer-1", text: "hi" });
+    assert.equal((await h.client.answer(12, "rebase")).answer, "rebase");
+    assert.deepEqual(h.core.all.at(-1), { type: "answer", id: 12, ask: 12, text: "rebase" });
+    h.core.responder = (msg) =>
+      msg.type === "set_role"
+        ? [{ type: "error", id: msg.id, code: "role_refused", message: "held by x", details: { reason: "held", holder: { id: "x", name: "x" } } }]
+        : undefined;
+    await assert.rejects(h.client.setRole("chief"), (e: unknown) => e instanceof CoreError && e.code === "role_refused" && e.coreMessage === "held by x");
+  });
+
   test("acks go only to a registered connection of the same store", async () => {
     const h = await harness();
     assert.equal(h.client.ack("store-1", [1]), false, "not connected");
@@ -205,7 +266,7 @@ describe("CoreClient", () => {
 
   test("protocol mismatch: reported, retried slowly, never registers", async () => {
     const h = await harness();
-    h.core.protocol = 2;
+    h.core.protocol = 3;
     h.client.start();
     await until(() => h.problems.some((p) => p.kind === "protocol_mismatch"));
     await new Promise((r) => setTimeout(r, 100));

@@ -35,7 +35,10 @@ describe("loadConfig", () => {
   });
   test("role defaults to lead; SHEPHERD_ROLE overrides; nonsense is reported and ignored", () => {
     assert.equal(loadConfig({}, home).role, "lead");
-    assert.equal(loadConfig({ SHEPHERD_ROLE: "manager" }, home).role, "manager");
+    // Manager and Chief are granted by the core (/manager, /chief), never by the environment.
+    const manager = loadConfig({ SHEPHERD_ROLE: "manager" }, home);
+    assert.equal(manager.role, "lead");
+    assert.match(manager.roleProblem ?? "", /\/manager/);
     const bad = loadConfig({ SHEPHERD_ROLE: "boss" }, home);
     assert.equal(bad.role, "lead");
     assert.match(bad.roleProblem ?? "", /boss/);

@@ -12,6 +12,7 @@ import {
   decodeClientMsg,
   encodeFrame,
   FrameDecoder,
+  PROTOCOL_VERSION,
   type Ask,
   type ClientMsg,
   type Delivery,
@@ -46,6 +47,8 @@ export function sessionInfo(id: string, name: string | null): SessionInfo {
     branch: null,
     head: null,
     worktree: false,
+    repo_id: null,
+    project: null,
     session_file: null,
     subagent: false,
     open_asks: 0,
@@ -74,7 +77,7 @@ export class FakeCore {
   readonly dir: string;
   readonly socketPath: string;
   storeId = "store-1";
-  protocol = 1;
+  protocol = PROTOCOL_VERSION;
   readonly connections: FakeConnection[] = [];
   /** Deliveries sent after every `registered` (the core's pending list). */
   pending: Delivery[] = [];

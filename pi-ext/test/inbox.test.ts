@@ -1,7 +1,8 @@
 // The inbox against a fake Pi: each delivery reaches the session once, by the right path
 // (a new run when idle, a turn boundary when busy, no run after an abort; a supervisor's
-// views start runs, its briefs never do), and is acked only once it is in the session and on
-// disk; duplicates are acked without a second copy.
+// views start runs, its briefs and notices never do; role deliveries name their edge), and is
+// acked only once it is in the session and on disk; duplicates are acked without a second
+// copy.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -380,5 +381,75 @@ describe("a supervisor's deliveries", () => {
       pi.sends[0]?.message.content,
       '[shepherd] Steer from session "watch-login" (0193a5c2-aaaa):\nRun the SSO tests before refactoring further.',
     );
+  });
+});
+
+describe("role deliveries", () => {
+  const lead = { kind: "pi" as const, session_id: "lead-1", name: "fix-login" };
+  const manager = { kind: "pi" as const, session_id: "mgr-1", name: "app" };
+
+  test("an ask addressed to this session's role says how to answer it", () => {
+    const d = delivery(54, "fix-login (lead-1) asks you (ask 12): Rebase on main or merge?", {
+      kind: "ask",
+      from: lead,
+      ask_id: 12,
+      question: "Rebase on main or merge?",
+    });
+    assert.equal(
+      formatDelivery(d),
+      '[shepherd] Question #12 for you, as their supervisor, from session "fix-login" (lead-1). ' +
+        "Decide and answer it with answer_staff {ask: 12, answer}:\nfix-login (lead-1) asks you (ask 12): Rebase on main or merge?",
+    );
+  });
+
+  test("an answer from the role an ask_supervisor went to names that supervisor", () => {
+    const d = delivery(60, "rebase", {
+      kind: "answer",
+      from: { kind: "pi", session_id: "mgr-1", name: "manager of app app-mgr" },
+      ask_id: 12,
+      question: "Rebase or merge?",
+    });
+    assert.equal(
+      formatDelivery(d),
+      '[shepherd] Answer to your question #12, from your supervisor, the manager of app app-mgr (mgr-1):\nQuestion: Rebase or merge?\nAnswer: rebase',
+    );
+  });
+
+  test("supervisor, staff and peer messages name their edge and sender", () => {
+    assert.match(
+      formatDelivery(delivery(1, "tests need a db", { kind: "supervisor_message", from: lead })),
+      /^\[shepherd\] Message for you, as their supervisor, from session "fix-login" \(lead-1\).*message_staff.*\ntests need a db$/,
+    );
+    assert.equal(
+      formatDelivery(delivery(2, "Stop after the tests pass.", { kind: "staff_message", from: manager })),
+      '[shepherd] Steer from your supervisor, session "app" (mgr-1):\nStop after the tests pass.',
+    );
+    assert.match(
+      formatDelivery(delivery(3, "hold off on migrations", { kind: "peer_message", from: lead })),
+      /^\[shepherd\] Peer message from session "fix-login" \(lead-1\).*message_peer.*\nhold off on migrations$/,
+    );
+    assert.equal(
+      formatDelivery(delivery(4, "Ask 12 from fix-login was answered by telegram:@ada: rebase", { kind: "notice" })),
+      "[shepherd] Notice (information only, nothing to do):\nAsk 12 from fix-login was answered by telegram:@ada: rebase",
+    );
+  });
+
+  test("asks and edge messages start a turn; a notice never does", () => {
+    for (const kind of ["ask", "supervisor_message", "staff_message", "peer_message"] as const) {
+      const pi = new FakePi();
+      new Inbox(pi).receive("s1", delivery(1, "x", { kind, from: lead }));
+      assert.deepEqual(pi.sends.map((x) => x.triggerTurn), [true], kind);
+    }
+    const pi = new FakePi();
+    const inbox = new Inbox(pi);
+    inbox.receive("s1", delivery(5, "answered elsewhere", { kind: "notice" }));
+    assert.deepEqual(pi.sends.map((x) => [x.message.details.kind, x.triggerTurn]), [["notice", false]]);
+    assert.equal(pi.isIdle, true);
+    assert.deepEqual(pi.ackedIds(), [5]);
+    pi.isIdle = false;
+    inbox.receive("s1", delivery(6, "another", { kind: "notice" }));
+    const drafts = inbox.takeBoundaryDrafts();
+    assert.equal(drafts.length, 1);
+    assert.equal(draftsWantTurn(drafts), false, "a notice at a boundary does not make Pi continue");
   });
 });

@@ -158,6 +158,16 @@ describe("outbox", () => {
     assert.deepEqual(again.pending, []);
   });
 
+  test("an ask_supervisor keeps its flag through the session (so it is sent as ask_supervisor)", () => {
+    const item: OutboxItem = { kind: "ask", key: newKey("ask"), question: "Rebase?", options: [], details: null, queuedAt: 3, supervisor: true };
+    const entry = { type: "custom", customType: OUTBOX_ENTRY, data: { op: "queued", item } };
+    assert.deepEqual(outboxRecordOf(JSON.parse(JSON.stringify(entry))), { op: "queued", item });
+    const plain = { type: "custom", customType: OUTBOX_ENTRY, data: { op: "queued", item: ask("Deploy?") } };
+    const read = outboxRecordOf(plain);
+    assert.ok(read !== null && read.op === "queued" && read.item.kind === "ask");
+    assert.equal("supervisor" in read.item, false);
+  });
+
   test("entries that are not the outbox's are ignored", () => {
     assert.equal(outboxRecordOf({ type: "custom", customType: "other", data: { op: "queued" } }), null);
     assert.equal(outboxRecordOf({ type: "custom", customType: OUTBOX_ENTRY, data: { op: "queued", item: {} } }), null);

@@ -28,25 +28,33 @@ import {
   ASK_STATES,
   CLIENT_KINDS,
   DELIVERY_KINDS,
+  EDGE_KINDS,
   LEAVE_REASONS,
   PAIRING_CHANGES,
   PAIRING_STATES,
   REPORT_KINDS,
   RESULTS_MODES,
   ROLES,
+  SUPERIORS,
   VERDICT_KINDS,
   VIEW_REASONS,
   type Ask,
+  type AskTo,
   type BridgeInfo,
   type ContextUsage,
   type CoreStatus,
   type Delivery,
+  type EdgeMessage,
+  type Lease,
   type Pairing,
   type Registration,
   type Report,
   type ReportKind,
+  type ReportsTo,
   type Sender,
   type SessionInfo,
+  type StaffMember,
+  type StaffView,
   type Verdict,
   type View,
 } from "./records.ts";
@@ -107,12 +115,22 @@ const sessionInfo: Conv<SessionInfo> = record({
   branch: nullable(str),
   head: nullable(str),
   worktree: req(bool),
+  repo_id: nullable(str),
+  project: nullable(str),
   session_file: nullable(str),
   subagent: withDefault(bool, () => false),
   open_asks: req(u32),
   pending_messages: req(u32),
   first_seen: req(u64),
   last_seen: req(u64),
+});
+
+const askTo: Conv<AskTo> = record({
+  role: req(role),
+  repo_id: nullable(str),
+  project: nullable(str),
+  session_id: nullable(str),
+  session_name: nullable(str),
 });
 
 const ask: Conv<Ask> = record({
@@ -127,6 +145,46 @@ const ask: Conv<Ask> = record({
   answered_by: nullable(str),
   created_at: req(u64),
   answered_at: nullable(u64),
+  // Absent (not null) for an ask to the human: the core leaves it out.
+  to: maybe(askTo),
+});
+
+const lease: Conv<Lease> = record({
+  role: req(role),
+  repo_id: nullable(str),
+  project: nullable(str),
+  session_id: req(str),
+  session_name: req(str),
+  connected: req(bool),
+  since: req(u64),
+});
+
+const reportsTo: Conv<ReportsTo> = record({
+  to: req(oneOf(SUPERIORS)),
+  session_id: nullable(str),
+  session_name: nullable(str),
+});
+
+const staffMember: Conv<StaffMember> = record({ session: req(sessionInfo), reports_to: req(reportsTo) });
+
+const edgeMessage: Conv<EdgeMessage> = record({
+  kind: req(oneOf(EDGE_KINDS)),
+  from_id: req(str),
+  from_name: req(str),
+  from_role: req(role),
+  to_id: req(str),
+  to_name: req(str),
+  to_role: req(role),
+  text: req(str),
+  message_id: req(u64),
+  created_at: req(u64),
+});
+
+const staffView: Conv<StaffView> = record({
+  session_id: req(str),
+  session_name: req(str),
+  text: req(str),
+  entries: req(u32),
 });
 
 const sender: Conv<Sender> = record({ kind: req(clientKind), session_id: nullable(str), name: req(str) });
@@ -269,6 +327,21 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
   bye: record({ returning: maybe(bool) }),
   result: record({ id: req(u64), text: req(str), results: maybeNull(oneOf(RESULTS_MODES)) }),
   list_reports: record({ id: req(u64), session: maybeNull(str), limit: maybeNull(u32), after: maybeNull(u64) }),
+  set_role: record({ id: req(u64), role: req(role) }),
+  list_roles: idOnly,
+  message_supervisor: record({ id: req(u64), text: req(str) }),
+  ask_supervisor: record({
+    id: req(u64),
+    question: req(str),
+    options: maybe(arrayOf(str)),
+    details: maybeNull(str),
+    key: maybe(str),
+  }),
+  list_staff: idOnly,
+  inspect_staff: record({ id: req(u64), session: req(str) }),
+  message_staff: record({ id: req(u64), session: req(str), text: req(str) }),
+  list_peers: idOnly,
+  message_peer: record({ id: req(u64), session: req(str), text: req(str) }),
 };
 
 const askReply = record<{ id: number; ask: Ask }>({ id: req(u64), ask: req(ask) });
@@ -331,6 +404,19 @@ const SERVER_BODIES: Bodies<ServerMsg> = {
     by: nullable(str),
   }),
   reports: record({ id: req(u64), reports: req(arrayOf(report)) }),
+  role_set: record({ id: req(u64), session: req(sessionInfo), previous: req(role), lease: nullable(lease) }),
+  roles: record({ id: req(u64), leases: req(arrayOf(lease)) }),
+  routed: record({
+    id: req(u64),
+    to: req(reportsTo),
+    message_id: nullable(u64),
+    report_id: nullable(u64),
+    connected: req(bool),
+  }),
+  staff: record({ id: req(u64), members: req(arrayOf(staffMember)) }),
+  staff_view: record({ id: req(u64), view: req(staffView) }),
+  role_changed: record({ session: req(sessionInfo), previous: req(role) }),
+  edge_message: record({ message: req(edgeMessage) }),
 };
 
 // ---------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// The messages of protocol 1 (core/src/protocol/messages.rs): every request a client sends
+// The messages of protocol 2 (core/src/protocol/messages.rs): every request a client sends
 // (ClientMsg) and every response and event the core sends (ServerMsg), as strict
 // discriminated unions on `type` over the records of wire/records.ts, with the list of each
 // side's type names.
@@ -9,22 +9,27 @@ import type {
   ContextUsage,
   CoreStatus,
   Delivery,
+  EdgeMessage,
   Json,
+  Lease,
   LeaveReason,
   Pairing,
   PairingChange,
   Registration,
   Report,
+  ReportsTo,
   ResultsMode,
   Role,
   SessionInfo,
+  StaffMember,
+  StaffView,
   Verdict,
   VerdictKind,
   View,
   WireErrorCode,
 } from "./records.ts";
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 export type HelloMsg = { type: "hello"; id: number; protocol: number; client: ClientKind; client_name?: string | null };
 export type RegisterMsg = { type: "register"; id: number; session: Registration };
@@ -93,6 +98,26 @@ export type ListReportsMsg = {
   limit?: number | null;
   after?: number | null;
 };
+/** Take a role (`manager`, `chief`) or leave the one held (`lead`); the core grants it. */
+export type SetRoleMsg = { type: "set_role"; id: number; role: Role };
+export type ListRolesMsg = { type: "list_roles"; id: number };
+/** A Lead or Manager: non-blocking mail to whom it reports (the human gets a report). */
+export type MessageSupervisorMsg = { type: "message_supervisor"; id: number; text: string };
+/** A Lead or Manager: an ask addressed to whom it reports (the human when nobody). */
+export type AskSupervisorMsg = {
+  type: "ask_supervisor";
+  id: number;
+  question: string;
+  options?: string[];
+  details?: string | null;
+  key?: string;
+};
+export type ListStaffMsg = { type: "list_staff"; id: number };
+/** `session`: an exact session id among the caller's staff. */
+export type InspectStaffMsg = { type: "inspect_staff"; id: number; session: string };
+export type MessageStaffMsg = { type: "message_staff"; id: number; session: string; text: string };
+export type ListPeersMsg = { type: "list_peers"; id: number };
+export type MessagePeerMsg = { type: "message_peer"; id: number; session: string; text: string };
 
 /** Client → core. */
 export type ClientMsg =
@@ -120,7 +145,16 @@ export type ClientMsg =
   | InterruptMsg
   | ByeMsg
   | ResultMsg
-  | ListReportsMsg;
+  | ListReportsMsg
+  | SetRoleMsg
+  | ListRolesMsg
+  | MessageSupervisorMsg
+  | AskSupervisorMsg
+  | ListStaffMsg
+  | InspectStaffMsg
+  | MessageStaffMsg
+  | ListPeersMsg
+  | MessagePeerMsg;
 
 export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "hello",
@@ -148,6 +182,15 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "bye",
   "result",
   "list_reports",
+  "set_role",
+  "list_roles",
+  "message_supervisor",
+  "ask_supervisor",
+  "list_staff",
+  "inspect_staff",
+  "message_staff",
+  "list_peers",
+  "message_peer",
 ];
 
 export type WelcomeMsg = { type: "welcome"; id: number; protocol: number; core_version: string; store_id: string; pid: number };
@@ -224,6 +267,24 @@ export type PairingEventMsg = {
   verdict: Verdict | null;
   by: string | null;
 };
+/** `set_role`'s reply: the session with its new role, the role it had, the lease it holds now. */
+export type RoleSetMsg = { type: "role_set"; id: number; session: SessionInfo; previous: Role; lease: Lease | null };
+export type RolesMsg = { type: "roles"; id: number; leases: Lease[] };
+/** `message_supervisor`'s reply: whom it went to (`message_id` to a session, `report_id` to the human). */
+export type RoutedMsg = {
+  type: "routed";
+  id: number;
+  to: ReportsTo;
+  message_id: number | null;
+  report_id: number | null;
+  connected: boolean;
+};
+export type StaffMsg = { type: "staff"; id: number; members: StaffMember[] };
+export type StaffViewMsg = { type: "staff_view"; id: number; view: StaffView };
+/** Event to subscribers: a session took or left a role. */
+export type RoleChangedMsg = { type: "role_changed"; session: SessionInfo; previous: Role };
+/** Event to subscribers: a supervisor or staff edge message touching a Manager or the Chief. */
+export type EdgeMessageMsg = { type: "edge_message"; message: EdgeMessage };
 
 /** Core → client: responses (with the request's id) and events (without). */
 export type ServerMsg =
@@ -257,7 +318,14 @@ export type ServerMsg =
   | PairingEventMsg
   | UnansweredMsg
   | InterruptedMsg
-  | ReportsMsg;
+  | ReportsMsg
+  | RoleSetMsg
+  | RolesMsg
+  | RoutedMsg
+  | StaffMsg
+  | StaffViewMsg
+  | RoleChangedMsg
+  | EdgeMessageMsg;
 
 export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "welcome",
@@ -291,6 +359,13 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "unanswered",
   "interrupted",
   "reports",
+  "role_set",
+  "roles",
+  "routed",
+  "staff",
+  "staff_view",
+  "role_changed",
+  "edge_message",
 ];
 
 /** The id of the request a server message answers; null for events and connection errors. */

@@ -1,6 +1,7 @@
-// The records of protocol 1 as TypeScript types (core/src/protocol/types.rs): sessions,
-// asks, deliveries, reports, pairings, verdicts, views, the core's status, the closed sets of
-// names they use (roles, kinds, states, error codes) and JSON itself. Types and constant
+// The records of protocol 2 as TypeScript types (core/src/protocol/types.rs): sessions,
+// asks, deliveries, reports, pairings, verdicts, views, the core's status, role leases and
+// the direct edges between roles (whom a session reports to, staff, edge messages), the
+// closed sets of names they use (roles, kinds, states, error codes) and JSON itself. Types and constant
 // lists only; wire/decode.ts checks untrusted JSON against them.
 //
 // Field conventions, following serde on the Rust side:
@@ -18,6 +19,10 @@ export type JsonObject = { [key: string]: Json };
 export type ClientKind = "pi" | "bridge" | "cli";
 export const CLIENT_KINDS: readonly ClientKind[] = ["pi", "bridge", "cli"];
 
+/**
+ * `manager` and `chief` are granted by the core (set_role, from durable leases); a session
+ * registers only with the hint `lead` or `supervisor` (free to supervise).
+ */
 export type Role = "lead" | "manager" | "chief" | "supervisor";
 export const ROLES: readonly Role[] = ["lead", "manager", "chief", "supervisor"];
 
@@ -61,6 +66,10 @@ export interface SessionInfo {
   branch: string | null;
   head: string | null;
   worktree: boolean;
+  /** The repository's identity (its canonical common git dir), shared by its worktrees. */
+  repo_id: string | null;
+  /** The repository's name, for display (`manager · app`). */
+  project: string | null;
   session_file: string | null;
   subagent: boolean;
   open_asks: number;
@@ -84,14 +93,107 @@ export interface Ask {
   answered_by: string | null;
   created_at: number;
   answered_at: number | null;
+  /** For `ask_supervisor`: the role it is addressed to; absent for an ask to the human. */
+  to?: AskTo;
+}
+
+/** Whom an `ask_supervisor` ask is addressed to: a role, and who held it then. */
+export interface AskTo {
+  role: Role;
+  repo_id: string | null;
+  project: string | null;
+  session_id: string | null;
+  session_name: string | null;
+}
+
+/** A role lease the core granted: the Manager of a repository, or the Chief. */
+export interface Lease {
+  role: Role;
+  repo_id: string | null;
+  project: string | null;
+  session_id: string;
+  session_name: string;
+  /** Whether the holder is connected now (a lease whose holder is away may be taken). */
+  connected: boolean;
+  since: number;
+}
+
+/** Whom a supervisor edge leads to. */
+export type Superior = "manager" | "chief" | "human";
+export const SUPERIORS: readonly Superior[] = ["manager", "chief", "human"];
+
+/** A session's effective supervisor, computed by the core from the leases. */
+export interface ReportsTo {
+  to: Superior;
+  session_id: string | null;
+  session_name: string | null;
+}
+
+/** One session in a staff list (`list_staff`), with whom it reports to. */
+export interface StaffMember {
+  session: SessionInfo;
+  reports_to: ReportsTo;
+}
+
+/** Which direct edge a message travelled. */
+export type EdgeKind = "supervisor" | "staff" | "peer";
+export const EDGE_KINDS: readonly EdgeKind[] = ["supervisor", "staff", "peer"];
+
+/** A message along a direct edge that touches a Manager or the Chief (`edge_message`). */
+export interface EdgeMessage {
+  kind: EdgeKind;
+  from_id: string;
+  from_name: string;
+  from_role: Role;
+  to_id: string;
+  to_name: string;
+  to_role: Role;
+  text: string;
+  message_id: number;
+  created_at: number;
+}
+
+/** `inspect_staff`: a bounded view (≤ 16 KiB) of what a staff session did recently. */
+export interface StaffView {
+  session_id: string;
+  session_name: string;
+  text: string;
+  entries: number;
 }
 
 /**
  * `view` and `brief` go to supervisors (docs/PROTOCOL.md, Supervision); `interrupt` aborts
- * the current run, then steers with its text when that is not empty.
+ * the current run, then steers with its text when that is not empty. Roles (protocol 2):
+ * `ask` (an ask addressed to this session's role, answered with `answer`),
+ * `supervisor_message` (from a session reporting to this one), `staff_message` (a steer
+ * from this session's Manager or Chief), `peer_message`; `notice` is information that
+ * must not start a turn.
  */
-export type DeliveryKind = "steer" | "message" | "answer" | "view" | "brief" | "interrupt";
-export const DELIVERY_KINDS: readonly DeliveryKind[] = ["steer", "message", "answer", "view", "brief", "interrupt"];
+export type DeliveryKind =
+  | "steer"
+  | "message"
+  | "answer"
+  | "view"
+  | "brief"
+  | "interrupt"
+  | "ask"
+  | "supervisor_message"
+  | "staff_message"
+  | "peer_message"
+  | "notice";
+export const DELIVERY_KINDS: readonly DeliveryKind[] = [
+  "steer",
+  "message",
+  "answer",
+  "view",
+  "brief",
+  "interrupt",
+  "ask",
+  "supervisor_message",
+  "staff_message",
+  "peer_message",
+  "notice",
+];
 
 /** Why a session left (`session_left.reason`): it said `bye`, or its connection was lost. */
 export type LeaveReason = "closed" | "lost";
@@ -247,6 +349,7 @@ export const ERROR_CODES = [
   "already_served",
   "internal",
   "already_delivered",
+  "role_refused",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 /** A code this client may not know yet: new codes are a compatible protocol change. */

@@ -62,6 +62,8 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("toolset.ts", include_str!("../../pi-ext/toolset.ts")),
     ("policy.ts", include_str!("../../pi-ext/policy.ts")),
     ("prune.ts", include_str!("../../pi-ext/prune.ts")),
+    ("roles.ts", include_str!("../../pi-ext/roles.ts")),
+    ("role-tools.ts", include_str!("../../pi-ext/role-tools.ts")),
     ("README.md", include_str!("../../pi-ext/README.md")),
 ];
 

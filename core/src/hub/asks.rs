@@ -337,6 +337,8 @@ impl State {
         let Some(to) = &ask.to else {
             return Ok(());
         };
+        // Answered: a holder that has not read the ask yet does not get it at all.
+        store::messages::withdraw_asks(db, ask.id)?;
         let Some(holder) = store::leases::get(db, to.role, to.repo_id.as_deref())? else {
             return Ok(());
         };

@@ -142,6 +142,15 @@ pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery
     Ok(m.delivery(MessageId::from(conn.last_insert_rowid() as u64)))
 }
 
+/// Withdraw the `ask` deliveries of an ask that were not acknowledged yet (it has its
+/// answer: the role's holder need not start a turn for it). Returns how many.
+pub fn withdraw_asks(conn: &Connection, ask_id: AskId) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "DELETE FROM messages WHERE ask_id = ?1 AND kind = 'ask' AND acked_at IS NULL",
+    )?
+    .execute([ask_id])
+}
+
 /// Up to `limit` unacknowledged messages for `recipient` with ids above `after`, in order.
 pub fn pending_after(
     conn: &Connection,

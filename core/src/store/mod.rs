@@ -183,6 +183,8 @@ ALTER TABLE asks ADD COLUMN to_repo TEXT;
 ALTER TABLE asks ADD COLUMN to_project TEXT;
 ALTER TABLE asks ADD COLUMN to_session TEXT;
 ALTER TABLE asks ADD COLUMN to_name TEXT;
+-- An ask's deliveries (its answer, its copies to a role holder) by ask.
+CREATE INDEX messages_ask ON messages(ask_id) WHERE ask_id IS NOT NULL;
 "#,
 ];
 

@@ -102,6 +102,8 @@ pub struct PiOptions {
     /// Load the checkout's extension with `-e` (false: only what Pi's settings load,
     /// e.g. after `shepherd install`).
     pub extension_flag: bool,
+    /// More arguments for `pi` (e.g. `--session <file>` to resume a session).
+    pub args: Vec<String>,
 }
 
 impl PiOptions {
@@ -114,6 +116,7 @@ impl PiOptions {
             path_prepend: Vec::new(),
             name: None,
             extension_flag: true,
+            args: Vec::new(),
         }
     }
 }
@@ -163,6 +166,7 @@ impl PiSession {
         if let Some(name) = &opts.name {
             cmd.arg("--name").arg(name);
         }
+        cmd.args(&opts.args);
         cmd.current_dir(&opts.cwd)
             .env_clear()
             .env("HOME", &opts.agent_dir)
