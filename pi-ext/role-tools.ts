@@ -128,6 +128,29 @@ function refusal(what: string, e: unknown): ToolText {
   return result(`${what}: ${message(e)}`, { refused: code }, true);
 }
 
+/**
+ * A tool's `execute`: the live session (or NOT_RUNNING), its ctx refreshed, and any failure
+ * recorded and returned to the model as `<what>: <the core's reason>`.
+ */
+function guarded<P>(
+  current: () => RoleSession | null,
+  tool: string,
+  what: string,
+  run: (s: RoleSession, params: P) => Promise<ToolText>,
+): (toolCallId: string, params: P, signal: unknown, onUpdate: unknown, ctx: ExtensionContext) => Promise<ToolText> {
+  return async (_toolCallId, params, _signal, _onUpdate, ctx) => {
+    const s = current();
+    if (s === null) return NOT_RUNNING;
+    s.ctx = ctx;
+    try {
+      return await run(s, params);
+    } catch (e) {
+      s.recordError(tool, e);
+      return refusal(what, e);
+    }
+  };
+}
+
 /** ask_supervisor while the core is away: queued in the session, sent once when it is back. */
 export const QUEUED_ASK =
   "Queued, will be sent when shepherd is back: the shepherd core is not reachable right now " +
@@ -180,18 +203,10 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       "Use ask_supervisor when you need a decision.",
     promptSnippet: "Tell your supervisor (Manager, Chief or the human) something, without asking",
     parameters: Type.Object({ message: Type.String({ minLength: 1, description: "What to tell your supervisor." }) }),
-    async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
-      const s = current();
-      if (s === null) return NOT_RUNNING;
-      s.ctx = ctx;
-      try {
-        const routed = await s.client.messageSupervisor(params.message);
-        return result(routedText(routed), { to: routed.to.to, message_id: routed.messageId, report_id: routed.reportId });
-      } catch (e) {
-        s.recordError("message_supervisor", e);
-        return refusal("Not sent", e);
-      }
-    },
+    execute: guarded(current, "message_supervisor", "Not sent", async (s, params) => {
+      const routed = await s.client.messageSupervisor(params.message);
+      return result(routedText(routed), { to: routed.to.to, message_id: routed.messageId, report_id: routed.reportId });
+    }),
   });
 
   pi.registerTool({
@@ -256,18 +271,10 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       "List the connected sessions you may message as peers (Leads for a Lead, Managers for a Manager), each " +
       "with its exact session id, name, branch and state.",
     parameters: Type.Object({}),
-    async execute(_toolCallId, _params, _signal, _onUpdate, ctx) {
-      const s = current();
-      if (s === null) return NOT_RUNNING;
-      s.ctx = ctx;
-      try {
-        const peers = await s.client.listPeers();
-        return result(peersText(peers, Date.now()), { peers: peers.map((p) => p.id) });
-      } catch (e) {
-        s.recordError("list_peers", e);
-        return refusal("No list", e);
-      }
-    },
+    execute: guarded(current, "list_peers", "No list", async (s, _params) => {
+      const peers = await s.client.listPeers();
+      return result(peersText(peers, Date.now()), { peers: peers.map((p) => p.id) });
+    }),
   });
 
   pi.registerTool({
@@ -281,19 +288,11 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       session: Type.String({ minLength: 1, description: EXACT_PEER_ID }),
       message: Type.String({ minLength: 1, description: "What to tell them." }),
     }),
-    async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
-      const s = current();
-      if (s === null) return NOT_RUNNING;
-      s.ctx = ctx;
-      try {
-        const sent = await s.client.messagePeer(params.session, params.message);
-        const away = sent.connected ? "" : " (not connected right now; it gets it when it returns)";
-        return result(`Sent to "${sent.session_name}" (${sent.session_id})${away}.`, { message_id: sent.message_id });
-      } catch (e) {
-        s.recordError("message_peer", e);
-        return refusal("Not sent", e);
-      }
-    },
+    execute: guarded(current, "message_peer", "Not sent", async (s, params) => {
+      const sent = await s.client.messagePeer(params.session, params.message);
+      const away = sent.connected ? "" : " (not connected right now; it gets it when it returns)";
+      return result(`Sent to "${sent.session_name}" (${sent.session_id})${away}.`, { message_id: sent.message_id });
+    }),
   });
 
   pi.registerTool({
@@ -305,18 +304,10 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       "branch, state, last activity, open asks and context fill.",
     parameters: Type.Object({}),
     defaultActive: false,
-    async execute(_toolCallId, _params, _signal, _onUpdate, ctx) {
-      const s = current();
-      if (s === null) return NOT_RUNNING;
-      s.ctx = ctx;
-      try {
-        const members = await s.client.listStaff();
-        return result(staffText(members, Date.now()), { staff: members.map((m) => m.session.id) });
-      } catch (e) {
-        s.recordError("list_staff", e);
-        return refusal("No list", e);
-      }
-    },
+    execute: guarded(current, "list_staff", "No list", async (s, _params) => {
+      const members = await s.client.listStaff();
+      return result(staffText(members, Date.now()), { staff: members.map((m) => m.session.id) });
+    }),
   });
 
   pi.registerTool({
@@ -327,18 +318,10 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       "messages, tool calls and results, errors, files and commits. The target is an exact session id from list_staff.",
     parameters: Type.Object({ session: Type.String({ minLength: 1, description: EXACT_ID }) }),
     defaultActive: false,
-    async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
-      const s = current();
-      if (s === null) return NOT_RUNNING;
-      s.ctx = ctx;
-      try {
-        const view = await s.client.inspectStaff(params.session);
-        return result(view.text, { session_id: view.session_id, entries: view.entries });
-      } catch (e) {
-        s.recordError("inspect_staff", e);
-        return refusal("No view", e);
-      }
-    },
+    execute: guarded(current, "inspect_staff", "No view", async (s, params) => {
+      const view = await s.client.inspectStaff(params.session);
+      return result(view.text, { session_id: view.session_id, entries: view.entries });
+    }),
   });
 
   pi.registerTool({
@@ -352,19 +335,11 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       message: Type.String({ minLength: 1, description: "The instruction, as you would say it to them." }),
     }),
     defaultActive: false,
-    async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
-      const s = current();
-      if (s === null) return NOT_RUNNING;
-      s.ctx = ctx;
-      try {
-        const sent = await s.client.messageStaff(params.session, params.message);
-        const away = sent.connected ? "" : " It is not connected right now; it gets the message when it returns.";
-        return result(`Sent to "${sent.session_name}" (${sent.session_id}).${away}`, { message_id: sent.message_id });
-      } catch (e) {
-        s.recordError("message_staff", e);
-        return refusal("Not sent", e);
-      }
-    },
+    execute: guarded(current, "message_staff", "Not sent", async (s, params) => {
+      const sent = await s.client.messageStaff(params.session, params.message);
+      const away = sent.connected ? "" : " It is not connected right now; it gets the message when it returns.";
+      return result(`Sent to "${sent.session_name}" (${sent.session_id}).${away}`, { message_id: sent.message_id });
+    }),
   });
 
   pi.registerTool({
@@ -379,17 +354,9 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       answer: Type.String({ minLength: 1, description: "Your answer, as they should read it." }),
     }),
     defaultActive: false,
-    async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
-      const s = current();
-      if (s === null) return NOT_RUNNING;
-      s.ctx = ctx;
-      try {
-        const ask = await s.client.answer(params.ask, params.answer);
-        return result(`Answered question #${ask.id} from "${ask.session_name}"; they get your answer as a message.`, { ask: ask.id });
-      } catch (e) {
-        s.recordError("answer_staff", e);
-        return refusal("Not answered", e);
-      }
-    },
+    execute: guarded(current, "answer_staff", "Not answered", async (s, params) => {
+      const ask = await s.client.answer(params.ask, params.answer);
+      return result(`Answered question #${ask.id} from "${ask.session_name}"; they get your answer as a message.`, { ask: ask.id });
+    }),
   });
 }
