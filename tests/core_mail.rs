@@ -602,3 +602,59 @@ async fn an_answer_the_core_accepts_is_delivered_within_the_frame_limit() -> Res
     }
     Ok(())
 }
+
+/// One absent session cannot grow the store without bound: beyond
+/// `core.limits.max_pending_per_session` unread messages, mail to it is refused with a
+/// reason; each message it acknowledges makes room again, and the count holds across a
+/// restart of the core.
+#[tokio::test]
+async fn an_absent_sessions_backlog_is_bounded_and_acks_make_room() -> Result<()> {
+    let mut core =
+        Core::start_with(&[("SHEPHERD_CORE__LIMITS__MAX_PENDING_PER_SESSION", "3")]).await?;
+    let away = core.pi("away-0001", "away").await?;
+    drop(away);
+    let mut cli = core.client(ClientKind::Cli).await?;
+    for i in 0..3 {
+        send(&mut cli, "away-0001", &format!("steer {i}"), None).await?;
+    }
+    let refused = send_reply(&mut cli, "away-0001", "one too many")
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(ErrorCode::LimitExceeded), "{refused}");
+    assert!(
+        refused.to_string().contains("max_pending_per_session"),
+        "{refused}"
+    );
+    // A peer's message counts the same.
+    let mut peer = core.pi("peer-0002", "peer").await?;
+    let back = core.pi("away-0001", "away").await?;
+    let err = peer
+        .client
+        .message_peer("away-0001", "hi")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::LimitExceeded), "{err}");
+    drop(back);
+
+    // Counted again after a restart: still full.
+    core.restart().await?;
+    let mut cli = core.client(ClientKind::Cli).await?;
+    let err = send_reply(&mut cli, "away-0001", "still?")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::LimitExceeded), "{err}");
+
+    // It comes back and reads two: room for two more, not three.
+    let mut back = core.pi("away-0001", "away").await?;
+    let first = back.next_delivery(WAIT).await?;
+    let second = back.next_delivery(WAIT).await?;
+    back.ack(&[first.id, second.id]).await?;
+    back.sync().await?;
+    send(&mut cli, "away-0001", "room 1", None).await?;
+    send(&mut cli, "away-0001", "room 2", None).await?;
+    let err = send_reply(&mut cli, "away-0001", "full again")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::LimitExceeded), "{err}");
+    Ok(())
+}

@@ -269,6 +269,10 @@ pub struct Limits {
     pub max_open_asks_per_session: usize,
     /// Frames queued for one client before it is disconnected as too slow.
     pub max_outbound_frames: usize,
+    /// Most messages one session may have waiting unread (it is away, or not reading):
+    /// more mail to it is refused with `limit_exceeded`, so one absent session cannot
+    /// grow the store without bound.
+    pub max_pending_per_session: usize,
 }
 
 impl Default for Limits {
@@ -278,6 +282,7 @@ impl Default for Limits {
             max_sessions: 1024,
             max_open_asks_per_session: 16,
             max_outbound_frames: 4096,
+            max_pending_per_session: 10_000,
         }
     }
 }

@@ -338,7 +338,9 @@ impl State {
             return Ok(());
         };
         // Answered: a holder that has not read the ask yet does not get it at all.
-        store::messages::withdraw_asks(db, ask.id)?;
+        if store::messages::withdraw_asks(db, ask.id)? > 0 {
+            self.backlog.forget_all();
+        }
         let Some(holder) = store::leases::get(db, to.role, to.repo_id.as_deref())? else {
             return Ok(());
         };

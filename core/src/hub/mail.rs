@@ -11,6 +11,35 @@ use crate::protocol::{ClientKind, Delivery, DeliveryKind, ErrorCode, ServerMsg, 
 use crate::protocol::{MessageId, SessionId};
 use crate::store::{self, messages::NewMessage};
 
+/// Each session's unread mail, counted from the store the first time it is needed and
+/// then kept by the hub as mail is stored and acknowledged, so checking the bound
+/// (`core.limits.max_pending_per_session`) costs the same whatever the backlog. Forgotten
+/// (and counted again) after anything that removes mail in bulk or a failed commit.
+#[derive(Default)]
+pub(super) struct Backlog(std::cell::RefCell<std::collections::HashMap<SessionId, u64>>);
+
+impl Backlog {
+    fn get(&self, session: &SessionId, db: &Connection) -> rusqlite::Result<u64> {
+        if let Some(n) = self.0.borrow().get(session) {
+            return Ok(*n);
+        }
+        let n = store::messages::pending_count(db, session)?;
+        self.0.borrow_mut().insert(session.clone(), n);
+        Ok(n)
+    }
+
+    fn add(&self, session: &SessionId, n: i64) {
+        if let Some(count) = self.0.borrow_mut().get_mut(session) {
+            *count = count.saturating_add_signed(n);
+        }
+    }
+
+    /// Count every session again when next needed.
+    pub(super) fn forget_all(&self) {
+        self.0.borrow_mut().clear();
+    }
+}
+
 /// Mail that is stored: its delivery id, and whether its recipient is connected now.
 pub(super) struct Mailed {
     pub id: MessageId,
@@ -72,7 +101,21 @@ impl State {
     ) -> HubResult<Mailed> {
         self.check_fits(&message)?;
         let recipient = message.recipient;
+        let max = self.facts.limits.max_pending_per_session as u64;
+        let pending = self.backlog.get(recipient, db)?;
+        if pending >= max {
+            return Err(HubError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "{recipient} already has {pending} messages it has not read, the most allowed (core.limits.max_pending_per_session); it reads them when it is back, then there is room again"
+                ),
+            )
+            .with_details(serde_json::json!({
+                "limit": "max_pending_per_session", "max": max, "session": recipient,
+            })));
+        }
         let delivery = store::messages::insert(db, message)?;
+        self.backlog.add(recipient, 1);
         let id = delivery.id;
         let connected = self.deliver(recipient, delivery, out);
         Ok(Mailed { id, connected })
@@ -140,7 +183,8 @@ impl State {
 
     pub(super) fn ack(&mut self, cx: Cx, req: Ack, db: &Connection) -> HubResult<()> {
         let session_id = self.registered(cx.conn)?;
-        store::messages::ack(db, session_id, &req.ids, now_ms())?;
+        let acked = store::messages::ack(db, session_id, &req.ids, now_ms())?;
+        self.backlog.add(session_id, -(acked as i64));
         Ok(())
     }
 }

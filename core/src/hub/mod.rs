@@ -143,6 +143,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             timer,
             self_tx: tx.downgrade(),
             stopping: false,
+            backlog: mail::Backlog::default(),
         },
     };
     let task = tokio::spawn(hub.run(rx));
@@ -198,6 +199,8 @@ struct State {
     self_tx: mpsc::WeakSender<HubCommand>,
     /// The core is shutting down ([`HubCommand::Stopping`]): disconnects are no endings.
     stopping: bool,
+    /// How much unread mail each session has, counted once and kept up to date.
+    backlog: mail::Backlog,
 }
 
 struct Live {
@@ -393,6 +396,7 @@ impl Hub {
             Err(e) => {
                 tracing::error!(error = %e, "group commit failed; failing the batch");
                 let _ = self.db.execute_batch("ROLLBACK");
+                self.state.backlog.forget_all();
                 let mut failed = Out::default();
                 for (conn, id) in out.requests {
                     let err = HubError::new(

@@ -5,8 +5,8 @@
 use rusqlite::Connection;
 
 use super::{HubError, HubResult, State};
-use crate::protocol::{ErrorCode, SessionId, SessionInfo};
-use crate::store;
+use crate::protocol::{ErrorCode, SessionId};
+use crate::store::{self, sessions::Named};
 
 /// A resolved session.
 pub(super) struct Target {
@@ -29,13 +29,13 @@ impl State {
                 name: live.name.clone(),
             });
         }
-        if let Some(info) = store::sessions::get(db, &SessionId::from(selector))? {
+        if let Some(info) = store::sessions::named_by_id(db, &SessionId::from(selector))? {
             return Ok(Target {
                 id: info.id,
                 name: info.name,
             });
         }
-        let by_prefix = store::sessions::by_id_prefix(db, selector)?;
+        let by_prefix = store::sessions::named_by_id_prefix(db, selector)?;
         if by_prefix.len() == 1 {
             let s = &by_prefix[0];
             return Ok(Target {
@@ -46,8 +46,8 @@ impl State {
         if by_prefix.len() > 1 {
             return Err(self.ambiguous(selector, "id prefix", by_prefix));
         }
-        let by_name = store::sessions::by_name(db, selector)?;
-        let connected: Vec<&SessionInfo> = by_name
+        let by_name = store::sessions::named_by_name(db, selector)?;
+        let connected: Vec<&Named> = by_name
             .iter()
             .filter(|s| self.live.contains_key(&s.id))
             .collect();
@@ -69,7 +69,7 @@ impl State {
         }
     }
 
-    fn ambiguous(&self, selector: &str, what: &str, matches: Vec<SessionInfo>) -> HubError {
+    fn ambiguous(&self, selector: &str, what: &str, matches: Vec<Named>) -> HubError {
         let candidates: Vec<serde_json::Value> = matches
             .iter()
             .map(|s| serde_json::json!({ "id": s.id, "name": s.name, "connected": self.live.contains_key(&s.id) }))

@@ -147,6 +147,16 @@ impl State {
         self.session_info(db, &id)
     }
 
+    /// [`State::caller`] without its counts (open asks, unread mail): for mail along an
+    /// edge, whose cost must not grow with the sender's own backlog.
+    fn sender_of(&self, cx: Cx, db: &Connection) -> HubResult<SessionInfo> {
+        let id = self.registered(cx.conn)?.clone();
+        let mut info = store::sessions::get_uncounted(db, &id)?
+            .ok_or_else(|| HubError::new(ErrorCode::Internal, format!("session {id} vanished")))?;
+        info.connected = true;
+        Ok(info)
+    }
+
     fn sender(info: &SessionInfo) -> Sender {
         Sender {
             kind: ClientKind::Pi,
@@ -413,7 +423,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let me = self.caller(cx, db)?;
+        let me = self.sender_of(cx, db)?;
         if me.role == Role::Chief {
             return Err(forbidden(
                 "chief",
@@ -449,7 +459,10 @@ impl State {
                 (None, Some(report_id), !self.subscribers.is_empty())
             }
             Some(sup) => {
-                let target = self.session_info(db, sup)?;
+                let mut target = store::sessions::get_uncounted(db, sup)?.ok_or_else(|| {
+                    HubError::new(ErrorCode::Internal, format!("session {sup} vanished"))
+                })?;
+                target.connected = self.live.contains_key(sup);
                 let body = format!(
                     "Message from {} {} ({}): {text}",
                     me.role.as_str(),
@@ -569,7 +582,7 @@ impl State {
 
     /// The caller, if it is a Manager or the Chief.
     fn staff_holder(&self, cx: Cx, db: &Connection) -> HubResult<SessionInfo> {
-        let me = self.caller(cx, db)?;
+        let me = self.sender_of(cx, db)?;
         if !matches!(me.role, Role::Manager | Role::Chief) {
             return Err(forbidden(
                 "not_manager_or_chief",
@@ -590,7 +603,8 @@ impl State {
                 format!("no session {id:?} among your staff; list_staff shows their exact ids"),
             )
         };
-        let mut target = store::sessions::get(db, &SessionId::from(id))?.ok_or_else(not_found)?;
+        let mut target =
+            store::sessions::get_uncounted(db, &SessionId::from(id))?.ok_or_else(not_found)?;
         target.connected = self.live.contains_key(&target.id);
         let reports_to = self.reports_to(&target, db)?;
         if reports_to.session_id.as_ref() != Some(&me.id) {
@@ -651,8 +665,9 @@ impl State {
     fn peers_of(&self, me: &SessionInfo, db: &Connection) -> HubResult<Vec<SessionInfo>> {
         let mut peers = Vec::new();
         for id in self.live.keys() {
-            if let Ok(peer) = self.my_peer(me, id.as_str(), db) {
-                peers.push(peer);
+            if self.my_peer(me, id.as_str(), db).is_ok() {
+                // With its counts (open asks), which my_peer does not read.
+                peers.push(self.session_info(db, id)?);
             }
         }
         peers.sort_by(|a, b| a.name.cmp(&b.name));
@@ -663,7 +678,7 @@ impl State {
     fn my_peer(&self, me: &SessionInfo, id: &str, db: &Connection) -> HubResult<SessionInfo> {
         let id = SessionId::from(id);
         let target = match self.live.contains_key(&id) && id != me.id {
-            true => store::sessions::get(db, &id)?,
+            true => store::sessions::get_uncounted(db, &id)?,
             false => None,
         };
         let peer = |s: &SessionInfo| {
@@ -686,7 +701,7 @@ impl State {
     }
 
     fn peer_caller(&self, cx: Cx, db: &Connection) -> HubResult<SessionInfo> {
-        let me = self.caller(cx, db)?;
+        let me = self.sender_of(cx, db)?;
         if me.role == Role::Chief {
             return Err(forbidden(
                 "chief",

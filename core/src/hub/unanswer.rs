@@ -68,6 +68,7 @@ impl State {
         };
         let now = now_ms();
         let mailed = atomically(db, || {
+            self.backlog.forget_all();
             if !store::messages::retract(db, row.id)? || !store::asks::reopen(db, ask_id)? {
                 return Err(HubError::new(
                     ErrorCode::Internal,

@@ -142,6 +142,13 @@ pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery
     Ok(m.delivery(MessageId::from(conn.last_insert_rowid() as u64)))
 }
 
+/// How many messages wait unacknowledged for `recipient` (walks its pending index: the
+/// hub asks once per session and keeps the count, see `hub/mail.rs`).
+pub fn pending_count(conn: &Connection, recipient: &SessionId) -> rusqlite::Result<u64> {
+    conn.prepare_cached("SELECT COUNT(*) FROM messages WHERE recipient = ?1 AND acked_at IS NULL")?
+        .query_row([recipient], |r| r.get(0))
+}
+
 /// Withdraw the `ask` deliveries of an ask that were not acknowledged yet (it has its
 /// answer: the role's holder need not start a turn for it). Returns how many.
 pub fn withdraw_asks(conn: &Connection, ask_id: AskId) -> rusqlite::Result<usize> {

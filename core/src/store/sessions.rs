@@ -14,6 +14,12 @@ const SELECT: &str = "SELECT id, name, cwd, pid, model, status, role, context_to
     subagent, repo_id, project
     FROM sessions s";
 
+/// [`SELECT`] with zeros for the two counts.
+const SELECT_UNCOUNTED: &str = "SELECT id, name, cwd, pid, model, status, role, context_tokens,
+    context_window, context_percent, repo, branch, head, worktree, session_file,
+    first_seen, last_seen, 0, 0, subagent, repo_id, project
+    FROM sessions s";
+
 fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
     let role: String = row.get(6)?;
     Ok(SessionInfo {
@@ -99,6 +105,14 @@ pub fn upsert(conn: &Connection, s: &SessionInfo) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// One session by exact id without its counts (`open_asks` and `pending_messages` read 0):
+/// for the paths that decide who may mail whom, whose cost must not grow with a backlog.
+pub fn get_uncounted(conn: &Connection, id: &SessionId) -> rusqlite::Result<Option<SessionInfo>> {
+    conn.prepare_cached(&format!("{SELECT_UNCOUNTED} WHERE id = ?1"))?
+        .query_row([id], from_row)
+        .optional()
+}
+
 /// One session by exact id (`connected` is false: the hub knows who is connected).
 pub fn get(conn: &Connection, id: &SessionId) -> rusqlite::Result<Option<SessionInfo>> {
     conn.prepare_cached(&format!("{SELECT} WHERE id = ?1"))?
@@ -113,21 +127,44 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionInfo>> {
         .collect()
 }
 
-/// Sessions whose id starts with `prefix`.
-pub fn by_id_prefix(conn: &Connection, prefix: &str) -> rusqlite::Result<Vec<SessionInfo>> {
-    conn.prepare_cached(&format!(
-        "{SELECT} WHERE substr(id, 1, length(?1)) = ?1 ORDER BY last_seen DESC LIMIT 20"
-    ))?
-    .query_map([prefix], from_row)?
+/// A session's id and name: what a selector needs, read without the counts
+/// [`get`] adds (which walk the session's asks and mailbox).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Named {
+    pub id: SessionId,
+    pub name: String,
+}
+
+fn named(row: &Row<'_>) -> rusqlite::Result<Named> {
+    Ok(Named {
+        id: row.get(0)?,
+        name: row.get(1)?,
+    })
+}
+
+/// The session with exact id `id`, by id and name.
+pub fn named_by_id(conn: &Connection, id: &SessionId) -> rusqlite::Result<Option<Named>> {
+    conn.prepare_cached("SELECT id, name FROM sessions WHERE id = ?1")?
+        .query_row([id], named)
+        .optional()
+}
+
+/// Sessions whose id starts with `prefix` (at most 20), by id and name.
+pub fn named_by_id_prefix(conn: &Connection, prefix: &str) -> rusqlite::Result<Vec<Named>> {
+    conn.prepare_cached(
+        "SELECT id, name FROM sessions WHERE substr(id, 1, length(?1)) = ?1
+         ORDER BY last_seen DESC LIMIT 20",
+    )?
+    .query_map([prefix], named)?
     .collect()
 }
 
-/// Sessions named exactly `name`.
-pub fn by_name(conn: &Connection, name: &str) -> rusqlite::Result<Vec<SessionInfo>> {
-    conn.prepare_cached(&format!(
-        "{SELECT} WHERE name = ?1 ORDER BY last_seen DESC LIMIT 20"
-    ))?
-    .query_map([name], from_row)?
+/// Sessions named exactly `name` (at most 20), by id and name.
+pub fn named_by_name(conn: &Connection, name: &str) -> rusqlite::Result<Vec<Named>> {
+    conn.prepare_cached(
+        "SELECT id, name FROM sessions WHERE name = ?1 ORDER BY last_seen DESC LIMIT 20",
+    )?
+    .query_map([name], named)?
     .collect()
 }
 
