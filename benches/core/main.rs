@@ -13,7 +13,8 @@
 //! 6. time from spawning `shepherd up` to the first `welcome`;
 //! 7. the size of its database and WAL after those 10k messages, and after the history
 //!    run and 2 s without writes;
-//! 8. its wake-ups (context switches of all its threads) and CPU over 10 s idle.
+//! 8. its wake-ups (context switches of all its threads) and CPU over 10 s idle;
+//! 9. steers to a session that is away, early and near its backlog bound.
 //!
 //! It prints a table with each target next to the measured number. `--quick` (or
 //! `SHEPHERD_BENCH_QUICK=1`, or running it without cargo bench's `--bench` flag, as
@@ -33,10 +34,11 @@
 //!
 //! One file per measure: `startup.rs` (6), `latency.rs` (1, against the relay baseline in
 //! `relay.rs`), `throughput.rs` (2), `paced.rs` (3), `cpu_and_rss.rs` (4, 5, 7),
-//! `idle.rs` (8); shared: `daemon.rs` (the core
+//! `idle.rs` (8), `backlog.rs` (9); shared: `daemon.rs` (the core
 //! under test and `/proc`), `wire.rs` (frames), `ring.rs` (rings of sending sessions),
 //! `report.rs` (the table).
 
+mod backlog;
 mod cpu_and_rss;
 mod daemon;
 mod idle;
@@ -140,6 +142,9 @@ async fn run_all(s: &Settings) -> Result<Report> {
     }
     if on("8") {
         idle::idle(s, &mut report)?;
+    }
+    if on("9") {
+        backlog::backlog(s, &mut report).await?;
     }
     Ok(report)
 }
