@@ -242,6 +242,19 @@ impl State {
         Ok(info)
     }
 
+    /// [`State::session_info`] without its counts (open asks and unread mail read 0): for
+    /// mail along an edge, whose cost must not grow with anyone's backlog.
+    pub(super) fn session_uncounted(
+        &self,
+        db: &Connection,
+        id: &SessionId,
+    ) -> HubResult<SessionInfo> {
+        let mut info = store::sessions::get_uncounted(db, id)?
+            .ok_or_else(|| HubError::new(ErrorCode::Internal, format!("session {id} vanished")))?;
+        info.connected = self.live.contains_key(id);
+        Ok(info)
+    }
+
     /// The session registered on `conn`, or `not_registered`.
     pub(super) fn registered(&self, conn: ConnId) -> HubResult<&SessionId> {
         let entry = self.conns.get(&conn);

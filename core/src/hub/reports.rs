@@ -12,10 +12,10 @@ use crate::store::{self, reports::NewReport};
 
 /// What a session posted: its text, whether it is a report or a run's result, and the
 /// session's idempotency key.
-struct Posted {
-    text: String,
-    kind: ReportKind,
-    key: Option<String>,
+pub(super) struct Posted {
+    pub text: String,
+    pub kind: ReportKind,
+    pub key: Option<String>,
 }
 
 impl State {
@@ -51,6 +51,22 @@ impl State {
             return Ok(());
         }
         let announced = announce(db, &session_id)?;
+        let posted = Posted { text, kind, key };
+        let report = self.store_report(session_id, posted, announced, db, out)?;
+        out.send(cx.conn, &ServerMsg::Reported { id: cx.id, report });
+        Ok(())
+    }
+
+    /// Keep a report or result of `session_id` and, when `announced`, tell the
+    /// subscribers (`report_posted`); returns it as kept.
+    pub(super) fn store_report(
+        &self,
+        session_id: crate::protocol::SessionId,
+        Posted { text, kind, key }: Posted,
+        announced: bool,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<Report> {
         let now = now_ms();
         let report_id = store::reports::insert(
             db,
@@ -75,17 +91,15 @@ impl State {
             kind,
             announced,
         };
-        out.send(
-            cx.conn,
-            &ServerMsg::Reported {
-                id: cx.id,
-                report: report.clone(),
-            },
-        );
         if announced {
-            self.broadcast(&ServerMsg::ReportPosted { report }, out);
+            self.broadcast(
+                &ServerMsg::ReportPosted {
+                    report: report.clone(),
+                },
+                out,
+            );
         }
-        Ok(())
+        Ok(report)
     }
 
     pub(super) fn report(

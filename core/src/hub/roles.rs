@@ -8,6 +8,7 @@
 
 use rusqlite::Connection;
 
+use super::reports::Posted;
 use super::{Cx, HubCommand, HubError, HubResult, Out, State, atomically};
 use crate::clock::now_ms;
 use crate::protocol::requests::{
@@ -19,7 +20,7 @@ use crate::protocol::{
     ReportsTo, Role, Sender, ServerMsg, SessionId, SessionInfo, StaffMember, StaffView, Superior,
     ViewReason,
 };
-use crate::store::{self, messages::NewMessage, reports::NewReport};
+use crate::store::{self, messages::NewMessage};
 use crate::supervise::view;
 
 /// Upper bound of an `inspect_staff` view, in bytes.
@@ -151,10 +152,7 @@ impl State {
     /// edge, whose cost must not grow with the sender's own backlog.
     fn sender_of(&self, cx: Cx, db: &Connection) -> HubResult<SessionInfo> {
         let id = self.registered(cx.conn)?.clone();
-        let mut info = store::sessions::get_uncounted(db, &id)?
-            .ok_or_else(|| HubError::new(ErrorCode::Internal, format!("session {id} vanished")))?;
-        info.connected = true;
-        Ok(info)
+        self.session_uncounted(db, &id)
     }
 
     fn sender(info: &SessionInfo) -> Sender {
@@ -434,35 +432,16 @@ impl State {
         let to = self.reports_to(&me, db)?;
         let (message_id, report_id, connected) = match &to.session_id {
             None => {
-                let now = now_ms();
-                let report_id = store::reports::insert(
-                    db,
-                    &NewReport {
-                        session_id: &me.id,
-                        text: &text,
-                        kind: ReportKind::Report,
-                        announced: true,
-                        created_at: now,
-                        key: None,
-                    },
-                )?;
-                let report = crate::protocol::Report {
-                    id: report_id,
-                    session_id: me.id.clone(),
-                    session_name: me.name.clone(),
+                let posted = Posted {
                     text: text.clone(),
-                    created_at: now,
                     kind: ReportKind::Report,
-                    announced: true,
+                    key: None,
                 };
-                self.broadcast(&ServerMsg::ReportPosted { report }, out);
-                (None, Some(report_id), !self.subscribers.is_empty())
+                let report = self.store_report(me.id.clone(), posted, true, db, out)?;
+                (None, Some(report.id), !self.subscribers.is_empty())
             }
             Some(sup) => {
-                let mut target = store::sessions::get_uncounted(db, sup)?.ok_or_else(|| {
-                    HubError::new(ErrorCode::Internal, format!("session {sup} vanished"))
-                })?;
-                target.connected = self.live.contains_key(sup);
+                let target = self.session_uncounted(db, sup)?;
                 let body = format!(
                     "Message from {} {} ({}): {text}",
                     me.role.as_str(),
