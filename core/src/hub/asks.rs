@@ -190,6 +190,7 @@ impl State {
                         project,
                         session_id: Some(holder.id.clone()),
                         session_name: Some(holder.name.clone()),
+                        worker: None,
                     };
                     store::asks::address(db, ask_id, &to)?;
                     let ask = store::asks::get(db, ask_id)?.expect("just inserted");
@@ -217,7 +218,21 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let Cx { conn, kind, id } = cx;
+        let ask = self.answer_quietly(cx, req, db, out)?;
+        out.send(cx.conn, &ServerMsg::Answered { id: cx.id, ask });
+        Ok(())
+    }
+
+    /// Answer an ask (first answer wins), mail the answer to the asking session, tell its
+    /// addressee and the subscribers; the caller replies.
+    pub(super) fn answer_quietly(
+        &mut self,
+        cx: Cx,
+        req: requests::Answer,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<crate::protocol::Ask> {
+        let Cx { conn, kind, .. } = cx;
         let requests::Answer {
             ask: ask_id,
             text,
@@ -240,11 +255,14 @@ impl State {
             let me = self.session_info(db, &me)?;
             self.check_addressee(&ask, &me, db)?;
             let to = ask.to.as_ref().expect("checked");
-            let label = format!(
-                "{} {}",
-                super::roles::role_label(to.role, to.project.as_deref()),
-                me.name
-            );
+            let label = match to.worker {
+                Some(_) => format!("owner {}", me.name),
+                None => format!(
+                    "{} {}",
+                    super::roles::role_label(to.role, to.project.as_deref()),
+                    me.name
+                ),
+            };
             (label, Some(me.id))
         };
         if ask.state == AskState::Answered {
@@ -280,15 +298,9 @@ impl State {
         let ask = store::asks::get(db, ask_id)?.expect("exists");
         tracing::info!(ask = %ask.id, by = %label, "ask answered");
         self.tell_addressee(&ask, answerer.as_ref(), db, out)?;
-        out.send(
-            conn,
-            &ServerMsg::Answered {
-                id,
-                ask: ask.clone(),
-            },
-        );
-        self.broadcast(&ServerMsg::AskAnswered { ask }, out);
-        Ok(())
+        self.worker_ask_answered(&ask, db, out)?;
+        self.broadcast(&ServerMsg::AskAnswered { ask: ask.clone() }, out);
+        Ok(ask)
     }
 }
 
@@ -310,6 +322,20 @@ impl State {
             )
             .with_details(serde_json::json!({ "reason": "not_addressee" })));
         };
+        if to.worker.is_some() {
+            if to.session_id.as_ref() != Some(&me.id) {
+                return Err(HubError::new(
+                    ErrorCode::Forbidden,
+                    format!(
+                        "ask {} is a managed worker's question for its owner {}; only that session (or the human) answers it",
+                        ask.id,
+                        to.session_name.as_deref().unwrap_or("?")
+                    ),
+                )
+                .with_details(serde_json::json!({ "reason": "not_direct_owner" })));
+            }
+            return Ok(());
+        }
         let holder = store::leases::get(db, to.role, to.repo_id.as_deref())?;
         if holder.as_ref().map(|l| &l.session_id) != Some(&me.id) {
             let whom = super::roles::role_label(to.role, to.project.as_deref());
@@ -341,10 +367,15 @@ impl State {
         if store::messages::withdraw_asks(db, ask.id)? > 0 {
             self.backlog.forget_all();
         }
-        let Some(holder) = store::leases::get(db, to.role, to.repo_id.as_deref())? else {
+        let holder = match to.worker {
+            // A worker's question: its owner, whatever role it holds.
+            Some(_) => to.session_id.clone(),
+            None => store::leases::get(db, to.role, to.repo_id.as_deref())?.map(|l| l.session_id),
+        };
+        let Some(holder) = holder else {
             return Ok(());
         };
-        if Some(&holder.session_id) == answerer {
+        if Some(&holder) == answerer {
             return Ok(());
         }
         let text = format!(
@@ -359,7 +390,7 @@ impl State {
             NewMessage {
                 ask_id: Some(ask.id),
                 question: Some(&ask.question),
-                ..NewMessage::plain(&holder.session_id, DeliveryKind::Notice, &text, &from)
+                ..NewMessage::plain(&holder, DeliveryKind::Notice, &text, &from)
             },
             db,
             out,

@@ -181,10 +181,10 @@ impl State {
         Ok(())
     }
 
-    pub(super) fn ack(&mut self, cx: Cx, req: Ack, db: &Connection) -> HubResult<()> {
-        let session_id = self.registered(cx.conn)?;
-        let acked = store::messages::ack(db, session_id, &req.ids, now_ms())?;
-        self.backlog.add(session_id, -(acked as i64));
-        Ok(())
+    pub(super) fn ack(&mut self, cx: Cx, req: Ack, db: &Connection, out: &mut Out) -> HubResult<()> {
+        let session_id = self.registered(cx.conn)?.clone();
+        let acked = store::messages::ack(db, &session_id, &req.ids, now_ms())?;
+        self.backlog.add(&session_id, -(acked as i64));
+        self.worker_results_acked(&session_id, &req.ids, db, out)
     }
 }

@@ -14,13 +14,14 @@ mod asks;
 mod interrupt;
 mod mail;
 mod names;
-mod presence;
+pub(crate) mod presence;
 mod reports;
 mod resolve;
-mod roles;
+pub(crate) mod roles;
 mod session_change;
 mod supervise;
 mod unanswer;
+mod workers;
 
 pub use supervise::ViewDone;
 
@@ -86,6 +87,15 @@ pub enum HubCommand {
     Respond { conn: ConnId, msg: Box<ServerMsg> },
     /// Once a second: start timer views that are due.
     Tick,
+    /// A worker's process started (or failed to), or was found again after a restart.
+    WorkerLaunched(Box<workers::host_ops::LaunchDone>),
+    /// A worker's process ended (`code`: its exit code; none when killed by a signal).
+    WorkerExited {
+        worker: crate::protocol::WorkerId,
+        code: Option<i32>,
+    },
+    /// Sent once at start: adopt or relaunch the workers a previous core left.
+    RecoverWorkers,
     /// The core is about to close every connection: sessions that drop from now on are
     /// not ending (they come back to the next core), so their leaving has no reason.
     Stopping,
@@ -132,6 +142,9 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
     if facts.supervise.look_interval_secs > 0 {
         tokio::spawn(tick(tx.downgrade(), armed));
     }
+    let host = workers::host_ops::start_host(&facts, tx.downgrade());
+    // First of all: adopt or relaunch the workers a previous core left.
+    let _ = tx.try_send(HubCommand::RecoverWorkers);
     let hub = Hub {
         db: store.conn,
         state: State {
@@ -144,6 +157,8 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             self_tx: tx.downgrade(),
             stopping: false,
             backlog: mail::Backlog::default(),
+            workers: workers::Workers::default(),
+            host,
         },
     };
     let task = tokio::spawn(hub.run(rx));
@@ -201,6 +216,11 @@ struct State {
     stopping: bool,
     /// How much unread mail each session has, counted once and kept up to date.
     backlog: mail::Backlog,
+    /// Managed workers: what the hot paths must not query for.
+    workers: workers::Workers,
+    /// Starts and stops workers' processes; `None` when it could not start (delegating is
+    /// then refused with the reason).
+    host: Option<crate::workers::host::Host>,
 }
 
 struct Live {
@@ -240,6 +260,8 @@ struct Out {
     /// Requests handled in this batch, to fail them if the commit fails.
     requests: Vec<(ConnId, u64)>,
     closes: Vec<(ConnId, ErrorCode)>,
+    /// Process work for the worker host, started after the commit.
+    host: Vec<workers::HostOp>,
 }
 
 impl Out {
@@ -376,6 +398,19 @@ impl Hub {
                     }
                     // The next tick tries again.
                     HubCommand::Tick => {}
+                    // Without a store nothing about workers can change: say so, retry later.
+                    HubCommand::WorkerLaunched(done) => {
+                        tracing::error!(worker = done.worker, "a worker launch finished while the store failed");
+                        if let Some((conn, id)) = done.reply {
+                            failed.error(conn, Some(id), HubError::new(ErrorCode::StoreFailed, format!("the database failed ({e}); the worker was started but could not be recorded: close it with `shepherd close {}`", done.worker)));
+                        }
+                    }
+                    HubCommand::WorkerExited { worker, .. } => {
+                        tracing::error!(worker, "a worker exited while the store failed; it shows its last state");
+                    }
+                    HubCommand::RecoverWorkers => {
+                        tracing::error!("cannot recover workers: the store failed");
+                    }
                 }
             }
             self.state.flush(failed);
@@ -444,6 +479,17 @@ impl State {
             HubCommand::ViewBuilt(done) => self.view_built(*done, db, out),
             HubCommand::Respond { conn, msg } => out.send(conn, &msg),
             HubCommand::Tick => self.tick(db),
+            HubCommand::WorkerLaunched(done) => self.worker_launched(*done, db, out),
+            HubCommand::WorkerExited { worker, code } => {
+                if let Err(err) = self.worker_exited(worker, code, db, out) {
+                    tracing::error!(worker, "handling a worker's exit failed: {}", err.message);
+                }
+            }
+            HubCommand::RecoverWorkers => {
+                if let Err(err) = self.recover_workers(db, out) {
+                    tracing::error!("recovering workers failed: {}", err.message);
+                }
+            }
             HubCommand::Stopping => self.stopping = true,
             HubCommand::Shutdown => {}
         }
@@ -478,7 +524,7 @@ impl State {
             ClientMsg::Report(req) => self.report(cx, req, db, out),
             ClientMsg::Answer(req) => self.answer(cx, req, db, out),
             ClientMsg::Send(req) => self.send_text(cx, req, db, out),
-            ClientMsg::Ack(req) => self.ack(cx, req, db),
+            ClientMsg::Ack(req) => self.ack(cx, req, db, out),
             ClientMsg::ListSessions(req) => self.list_sessions(cx, req, db, out),
             ClientMsg::ListAsks(req) => self.list_asks(cx, req, db, out),
             ClientMsg::Status(_) => self.status(cx, db, out),
@@ -505,6 +551,16 @@ impl State {
             ClientMsg::MessageStaff(req) => self.message_staff(cx, req, db, out),
             ClientMsg::ListPeers(req) => self.list_peers(cx, req, db, out),
             ClientMsg::MessagePeer(req) => self.message_peer(cx, req, db, out),
+            ClientMsg::DelegateAgent(req) => self.delegate_agent(cx, req, db, out),
+            ClientMsg::ContinueAgent(req) => self.continue_agent(cx, req, db, out),
+            ClientMsg::ListWorkers(req) => self.list_workers(cx, req, db, out),
+            ClientMsg::SteerAgent(req) => self.steer_agent(cx, req, db, out),
+            ClientMsg::InterruptAgent(req) => self.interrupt_agent(cx, req, db, out),
+            ClientMsg::ReplyAgent(req) => self.reply_agent(cx, req, db, out),
+            ClientMsg::CloseAgent(req) => self.close_agent(cx, req, db, out),
+            ClientMsg::InspectAgent(req) => self.inspect_agent(cx, req, db),
+            ClientMsg::ReadAgentTranscript(req) => self.read_agent_transcript(cx, req, db),
+            ClientMsg::AskOwner(req) => self.ask_owner(cx, req, db, out),
         }
     }
 
@@ -586,7 +642,13 @@ impl State {
     /// Hand frames to connection writers. A delivery that finds the outbox full waits in
     /// the store (the session switches to replay); any other frame that finds it full
     /// closes that connection as a slow consumer.
-    fn flush(&mut self, out: Out) {
+    fn flush(&mut self, mut out: Out) {
+        let host_ops = std::mem::take(&mut out.host);
+        if !host_ops.is_empty()
+            && let Some(host) = &self.host
+        {
+            workers::host_ops::run(host, host_ops, &self.self_tx);
+        }
         for (conn, code) in out.closes {
             if let Some(close) = self.conns.get_mut(&conn).and_then(|c| c.close.take()) {
                 let _ = close.send(code);

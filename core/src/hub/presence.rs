@@ -88,7 +88,7 @@ fn apply_repo(info: &mut SessionInfo, repo: RepoContext) {
 }
 
 /// Whether a process exists (Linux: its /proc entry).
-fn process_alive(pid: u32) -> bool {
+pub(in crate::hub) fn process_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
@@ -292,6 +292,8 @@ impl State {
         // Manager and Chief come from the leases, never from what the session says.
         reg.role = self.registered_role(db, &reg.session_id, reg.role)?;
         let pid = self.conns.get(&conn).and_then(|c| c.handle.pid);
+        // A managed worker's session registers only from the process launched for it.
+        let worker = self.check_worker_launch(&reg, pid, db)?;
         let takeover = self.takeover(conn, &reg, pid)?;
         let previous = store::sessions::get(db, &reg.session_id)?;
         let name = registration_name(&reg, &previous, &repo, |name| {
@@ -299,9 +301,14 @@ impl State {
                 .iter()
                 .any(|(id, live)| *id != reg.session_id && live.name == name)
         });
+        let session_file = reg.session_file.clone();
         let info = store_registration(reg, name, pid, &previous, repo, db)?;
+        let worker = match worker {
+            Some(row) => Some(self.bind_worker(&row, pid, session_file.as_deref(), db, out)?),
+            None => None,
+        };
         let rejoined = self.bind_session(conn, &info, takeover, out);
-        self.announce_registration(cx, info, rejoined, &previous, db, out)
+        self.announce_registration(cx, info, rejoined, &previous, worker, db, out)
     }
 
     /// Only a Pi connection registers, with valid fields, and only one session per connection.
@@ -413,6 +420,7 @@ impl State {
         info: SessionInfo,
         rejoined: bool,
         previous: &Option<SessionInfo>,
+        worker: Option<crate::store::workers::WorkerRow>,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
@@ -427,6 +435,7 @@ impl State {
                 session: info.clone(),
                 pending: info.pending_messages,
                 pairings: pairing.iter().map(|p| self.pairing_record(p)).collect(),
+                worker: worker.map(|w| w.worker),
             },
         );
         self.replay(&info.id, db, out)?;

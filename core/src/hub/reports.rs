@@ -126,7 +126,13 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let mode = req.results.unwrap_or(self.facts.results);
+        // A managed worker's run: its result is its owner's (mailed once), not the phone's.
+        let session = self.registered(cx.conn)?.clone();
+        let worker = self.worker_run_result(&session, &req.text, db, out)?;
+        let mode = match worker {
+            true => ResultsMode::Off,
+            false => req.results.unwrap_or(self.facts.results),
+        };
         let announce = move |db: &Connection, session: &crate::protocol::SessionId| {
             Ok(match mode {
                 ResultsMode::All => true,

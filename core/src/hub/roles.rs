@@ -351,6 +351,7 @@ impl State {
                 project: project.map(str::to_string),
                 session_id: Some(holder.id.clone()),
                 session_name: Some(holder.name.clone()),
+                worker: None,
             };
             store::asks::address(db, ask.id, &to)?;
             self.deliver_ask(&ask, holder, db, out)?;
@@ -753,7 +754,7 @@ fn nonempty(text: String, what: &str) -> HubResult<String> {
 }
 
 /// Build a staff session's recent view (blocking: reads its session file and git).
-fn staff_view(target: &SessionInfo) -> StaffView {
+pub(in crate::hub) fn staff_view(target: &SessionInfo) -> StaffView {
     let cursor = view::Cursor::default();
     let input = view::ViewInput {
         cursor: &cursor,

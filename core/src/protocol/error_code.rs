@@ -75,6 +75,11 @@ pub enum ErrorCode {
     /// `set_role`: the role was not granted; `details.reason` says why
     /// (`not_a_repository`, `linked_worktree`, `held` with `details.holder`, `wrong_role`).
     RoleRefused,
+    /// A managed-worker request was refused; `details.reason` says why (`not_direct_owner`,
+    /// `no_pending_ask`, `agent_busy`, `agent_label_exists`, `agent_not_found`,
+    /// `unknown_definition`, `definition_disabled`, `not_allowed_to_delegate`, `ask_pending`,
+    /// `not_a_worker`, `bad_label`, `launch_failed`, `launch_mismatch`).
+    WorkerRefused,
 }
 
 impl ErrorCode {
@@ -138,6 +143,7 @@ const ALL: &[(ErrorCode, &str)] = &[
     (ErrorCode::Internal, "internal"),
     (ErrorCode::AlreadyDelivered, "already_delivered"),
     (ErrorCode::RoleRefused, "role_refused"),
+    (ErrorCode::WorkerRefused, "worker_refused"),
 ];
 
 impl std::fmt::Display for ErrorCode {

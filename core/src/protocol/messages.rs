@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     Ask, CoreStatus, Delivery, EdgeMessage, ErrorCode, Lease, LeaveReason, MessageId, Pairing,
     PairingChange, Report, ReportsTo, Role, SessionId, SessionInfo, SessionStatus, StaffMember,
-    StaffView, Verdict, View, frame, requests,
+    StaffView, Verdict, View, Worker, frame, requests,
 };
 
 /// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`): the
@@ -137,6 +137,16 @@ client_messages! {
         "message_staff" => MessageStaff,
         "list_peers" => ListPeers,
         "message_peer" => MessagePeer,
+        "delegate_agent" => DelegateAgent,
+        "continue_agent" => ContinueAgent,
+        "list_workers" => ListWorkers,
+        "steer_agent" => SteerAgent,
+        "interrupt_agent" => InterruptAgent,
+        "reply_agent" => ReplyAgent,
+        "close_agent" => CloseAgent,
+        "inspect_agent" => InspectAgent,
+        "read_agent_transcript" => ReadAgentTranscript,
+        "ask_owner" => AskOwner,
     }
     notices {
         "ack" => Ack,
@@ -247,6 +257,10 @@ server_messages! {
             /// the other side is connected.
             #[serde(default)]
             pairings: Vec<Pairing>,
+            /// Set when this session is a managed worker the core launched (bound by its
+            /// launch nonce): its record, so the extension offers `ask_owner`.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            worker: Option<Worker>,
         },
         /// Response to `update`.
         "updated" => Updated { id: u64, session: SessionInfo },
@@ -342,6 +356,13 @@ server_messages! {
         "staff" => Staff { id: u64, members: Vec<StaffMember> },
         /// Response to `inspect_staff`.
         "staff_view" => StaffViewed { id: u64, view: StaffView },
+        /// Response to `delegate_agent`, `continue_agent`, `steer_agent`,
+        /// `interrupt_agent`, `reply_agent` and `close_agent`: the worker as it is now.
+        "worker" => WorkerIs { id: u64, worker: Worker },
+        /// Response to `list_workers`: by owner, then id.
+        "workers" => Workers { id: u64, workers: Vec<Worker> },
+        /// Response to `inspect_agent` and `read_agent_transcript`.
+        "agent_text" => AgentText { id: u64, worker: Worker, text: String },
     }
     errors {
         /// A request failed, or (without `id`) the connection did.
@@ -384,6 +405,8 @@ server_messages! {
         /// Event to subscribers: a message along a supervisor or staff edge that touches a
         /// Manager or the Chief.
         "edge_message" => EdgeMessaged { message: EdgeMessage },
+        /// Event to subscribers: a managed worker was started, changed state or ended.
+        "worker_changed" => WorkerChanged { worker: Worker },
         /// Event to subscribers and to both sessions of the pairing: something changed.
         "pairing_event" => PairingEvent {
             change: PairingChange,

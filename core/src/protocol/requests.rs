@@ -375,3 +375,100 @@ pub struct MessagePeer {
     pub session: String,
     pub text: String,
 }
+
+/// Pi only: hand bounded work to a new managed worker running `definition` (an agent
+/// definition; `list_agents` names them). Returns once the worker is recorded, its task
+/// stored in its mailbox and its process started, never after the work: the result comes
+/// back later as an `agent_result` delivery. `label` (`^[a-z][a-z0-9_-]{0,31}$`, unique
+/// among this session's live workers) defaults to the definition's name with a number;
+/// `fork` starts from a copy of a saved session (its file path or id). Answered by `worker`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct DelegateAgent {
+    pub id: u64,
+    pub definition: String,
+    pub task: String,
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub fork: Option<String>,
+}
+
+/// Pi only: a new generation on a saved worker session (its file path or id), with a new
+/// task, in the session's own directory and with its definition read again. Refused while
+/// the session has a live generation. Answered by `worker`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ContinueAgent {
+    pub id: u64,
+    pub session: String,
+    pub task: String,
+}
+
+/// The workers a caller may see: for a Pi session its own tree (its workers and theirs);
+/// for the CLI and bridges every live worker. `all`: ended ones too. Answered by
+/// `workers`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListWorkers {
+    pub id: u64,
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// Steer a worker's current assignment (at-least-once; no second result). `agent`: the
+/// label (a Pi owner: one of its direct workers) or, for the human, a worker id or a
+/// label that names one live worker. Answered by `worker`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SteerAgent {
+    pub id: u64,
+    pub agent: String,
+    pub message: String,
+}
+
+/// Abort what a worker is doing and continue the same assignment with `message`.
+/// Answered by `worker`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InterruptAgent {
+    pub id: u64,
+    pub agent: String,
+    pub message: String,
+}
+
+/// Answer a worker's pending `ask_owner`; the same assignment continues. Answered by
+/// `worker`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ReplyAgent {
+    pub id: u64,
+    pub agent: String,
+    pub answer: String,
+}
+
+/// Close a worker (its own workers first): the process stops, a pending ask is abandoned,
+/// the Pi session file is kept. Answered by `worker`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CloseAgent {
+    pub id: u64,
+    pub agent: String,
+}
+
+/// A bounded live view (≤ 16 KiB) of what a worker did recently. Answered by
+/// `agent_text`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InspectAgent {
+    pub id: u64,
+    pub agent: String,
+}
+
+/// A worker's saved conversation (≤ 16 KiB, newest kept). Answered by `agent_text`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ReadAgentTranscript {
+    pub id: u64,
+    pub agent: String,
+}
+
+/// A managed worker only: ask its owner a question. The only and last tool call of its
+/// turn; one pending at a time; no timeout. Answered by `asked`; the reply arrives as an
+/// `answer` delivery.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AskOwner {
+    pub id: u64,
+    pub question: String,
+}

@@ -96,6 +96,10 @@ pub struct Registration {
     /// A pi-subagents child (`PI_SUBAGENT_CHILD` set): never offered as a worker.
     #[serde(default)]
     pub subagent: bool,
+    /// A managed worker's one-time launch nonce (`SHEPHERD_LAUNCH`): the core binds the
+    /// session to its worker record only with it (and the launched process's pid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<String>,
 }
 
 /// A session as the core knows it; the records of `shepherd sessions --json`.
@@ -190,6 +194,10 @@ pub struct AskTo {
     pub session_id: Option<SessionId>,
     #[serde(default)]
     pub session_name: Option<String>,
+    /// For a managed worker's `ask_owner`: the worker. The ask is then for its owner
+    /// (`session_id`) alone; `role` is the owner's role, for display.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<super::WorkerId>,
 }
 
 /// One role lease the core granted: the Manager of a repository, or the Chief.
@@ -319,6 +327,14 @@ pub enum DeliveryKind {
     /// Information that must not start a turn (an ask addressed to this session's role
     /// was answered by someone else; the session's role changed).
     Notice,
+    /// To a managed worker: its assignment. Starts a turn.
+    Task,
+    /// To a worker's owner: the worker's one final result
+    /// (`Agent result · agent=… · definition=… · session=…`). Starts a turn.
+    AgentResult,
+    /// To a worker's owner: the worker's `ask_owner` (`ask_id`, `question`); answer it with
+    /// `reply_agent`. Starts a turn.
+    AgentAsk,
 }
 
 /// Who sent a delivery, stamped by the core from the sender's connection.

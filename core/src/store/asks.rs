@@ -7,7 +7,8 @@ use crate::protocol::{Ask, AskId, AskState, AskTo, SessionId};
 
 const SELECT: &str = "SELECT a.id, a.session_id, COALESCE(s.name, substr(a.session_id, 1, 8)),
     a.question, a.options, a.details, a.state, a.answer, a.answered_by, a.created_at,
-    a.answered_at, a.to_role, a.to_repo, a.to_project, a.to_session, a.to_name
+    a.answered_at, a.to_role, a.to_repo, a.to_project, a.to_session, a.to_name,
+    a.to_worker
     FROM asks a LEFT JOIN sessions s ON s.id = a.session_id";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<Ask> {
@@ -38,6 +39,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Ask> {
                     project: row.get(13)?,
                     session_id: row.get(14)?,
                     session_name: row.get(15)?,
+                    worker: row.get(16)?,
                 })
             })
             .transpose()?,
@@ -67,7 +69,7 @@ pub fn insert(
 pub fn address(conn: &Connection, id: AskId, to: &AskTo) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "UPDATE asks SET to_role = ?2, to_repo = ?3, to_project = ?4, to_session = ?5,
-            to_name = ?6 WHERE id = ?1",
+            to_name = ?6, to_worker = ?7 WHERE id = ?1",
     )?
     .execute(params![
         id,
@@ -75,7 +77,8 @@ pub fn address(conn: &Connection, id: AskId, to: &AskTo) -> rusqlite::Result<()>
         to.repo_id,
         to.project,
         to.session_id,
-        to.session_name
+        to.session_name,
+        to.worker
     ])?;
     Ok(())
 }
@@ -87,7 +90,8 @@ pub fn open_addressed(
     repo_id: Option<&str>,
 ) -> rusqlite::Result<Vec<Ask>> {
     conn.prepare_cached(&format!(
-        "{SELECT} WHERE a.state = 'open' AND a.to_role = ?1 AND a.to_repo IS ?2 ORDER BY a.id"
+        "{SELECT} WHERE a.state = 'open' AND a.to_role = ?1 AND a.to_repo IS ?2
+            AND a.to_worker IS NULL ORDER BY a.id"
     ))?
     .query_map(params![role.as_str(), repo_id], from_row)?
     .collect()

@@ -21,6 +21,9 @@ fn kind_str(kind: DeliveryKind) -> &'static str {
         DeliveryKind::StaffMessage => "staff_message",
         DeliveryKind::PeerMessage => "peer_message",
         DeliveryKind::Notice => "notice",
+        DeliveryKind::Task => "task",
+        DeliveryKind::AgentResult => "agent_result",
+        DeliveryKind::AgentAsk => "agent_ask",
     }
 }
 
@@ -48,6 +51,9 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Delivery> {
             "staff_message" => DeliveryKind::StaffMessage,
             "peer_message" => DeliveryKind::PeerMessage,
             "notice" => DeliveryKind::Notice,
+            "task" => DeliveryKind::Task,
+            "agent_result" => DeliveryKind::AgentResult,
+            "agent_ask" => DeliveryKind::AgentAsk,
             _ => DeliveryKind::Steer,
         },
         text: row.get(2)?,
@@ -153,9 +159,16 @@ pub fn pending_count(conn: &Connection, recipient: &SessionId) -> rusqlite::Resu
 /// answer: the role's holder need not start a turn for it). Returns how many.
 pub fn withdraw_asks(conn: &Connection, ask_id: AskId) -> rusqlite::Result<usize> {
     conn.prepare_cached(
-        "DELETE FROM messages WHERE ask_id = ?1 AND kind = 'ask' AND acked_at IS NULL",
+        "DELETE FROM messages WHERE ask_id = ?1 AND kind IN ('ask', 'agent_ask') AND acked_at IS NULL",
     )?
     .execute([ask_id])
+}
+
+/// Drop every message still waiting for `recipient` (a closed worker will never read
+/// them). Returns how many.
+pub fn drop_pending(conn: &Connection, recipient: &SessionId) -> rusqlite::Result<usize> {
+    conn.prepare_cached("DELETE FROM messages WHERE recipient = ?1 AND acked_at IS NULL")?
+        .execute([recipient])
 }
 
 /// Up to `limit` unacknowledged messages for `recipient` with ids above `after`, in order.

@@ -17,6 +17,7 @@ pub mod pairings;
 pub mod reports;
 pub mod sessions;
 mod sql_ids;
+pub mod workers;
 
 use std::path::Path;
 
@@ -185,6 +186,45 @@ ALTER TABLE asks ADD COLUMN to_session TEXT;
 ALTER TABLE asks ADD COLUMN to_name TEXT;
 -- An ask's deliveries (its answer, its copies to a role holder) by ask.
 CREATE INDEX messages_ask ON messages(ask_id) WHERE ask_id IS NOT NULL;
+"#,
+    r#"
+-- Managed workers: one row per generation (one assignment). Written before the process
+-- is spawned; the nonce binds the registering Pi session to it. The result is stored once
+-- (result_message set with it) and the row ends when the owner acks that delivery.
+CREATE TABLE workers (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    label TEXT NOT NULL,
+    definition TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    parent_worker INTEGER,
+    session_id TEXT NOT NULL,
+    session_file TEXT,
+    cwd TEXT NOT NULL,
+    backend TEXT NOT NULL CHECK (backend IN ('tmux', 'headless')),
+    state TEXT NOT NULL,
+    nonce TEXT NOT NULL,
+    pid INTEGER,
+    pane TEXT,
+    bound_pid INTEGER,
+    task TEXT NOT NULL,
+    launch TEXT NOT NULL,
+    delegates INTEGER NOT NULL DEFAULT 0,
+    pending_ask INTEGER,
+    result_message INTEGER,
+    told_lost INTEGER NOT NULL DEFAULT 0,
+    restarts INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    ended_at INTEGER
+);
+CREATE UNIQUE INDEX workers_live_label ON workers(owner, label)
+    WHERE state NOT IN ('done', 'closed');
+CREATE UNIQUE INDEX workers_live_session ON workers(session_id)
+    WHERE state NOT IN ('done', 'closed');
+CREATE INDEX workers_live ON workers(state) WHERE state NOT IN ('done', 'closed');
+CREATE INDEX workers_result ON workers(result_message) WHERE result_message IS NOT NULL;
+-- An ask_owner ask is for its worker's owner alone.
+ALTER TABLE asks ADD COLUMN to_worker INTEGER;
 "#,
 ];
 

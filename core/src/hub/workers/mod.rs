@@ -1,0 +1,33 @@
+//! # Managed workers
+//!
+//! A Pi session (the owner) hands bounded work to a worker: another Pi session the core
+//! launches, binds (by a one-time launch nonce and the launched pid), watches and stops.
+//! The task travels as durable mail (`task`), the worker's one final result comes back as
+//! durable mail (`agent_result`) to its exact owner, and the process is stopped only after
+//! the owner acknowledged that result. The worker's questions (`ask_owner`) go to the
+//! owner (`agent_ask`), who answers with `reply_agent`; the human may answer too.
+//!
+//! - [`requests`](self): the owner's and the human's requests (`delegate_agent`, `steer_agent`,
+//!   `reply_agent`, `close_agent`, …) and the worker's `ask_owner`.
+//! - [`lifecycle`]: what happens to a worker without a request: its registration binds it,
+//!   its run's result settles it, its owner's ack ends it, its process exiting loses it,
+//!   and a core restart adopts or relaunches it.
+//! - [`host_ops`]: the process work the hub hands to the host after its commit.
+
+mod lifecycle;
+pub(super) mod host_ops;
+mod requests;
+
+pub(super) use host_ops::HostOp;
+
+use std::collections::HashMap;
+
+use crate::protocol::{MessageId, WorkerId};
+
+/// The hub's own state about workers (the rows are the truth; this is what the hot paths
+/// must not query for).
+#[derive(Default)]
+pub(super) struct Workers {
+    /// Result deliveries not yet acknowledged by their owner → the worker they end.
+    pub(super) awaiting_ack: HashMap<MessageId, WorkerId>,
+}

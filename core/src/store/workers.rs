@@ -1,0 +1,363 @@
+//! Managed workers' records: one row per generation, written before its process starts.
+//! The hub is the only writer and decides every transition; this keeps the rows and
+//! answers the lookups the transitions need (by label under an owner, by session, by the
+//! result delivery an owner acknowledged).
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::protocol::{
+    AskId, MessageId, SessionId, Worker, WorkerBackend, WorkerId, WorkerState,
+};
+
+/// How the worker's process is started again (a restart, `continue_agent`): the agent
+/// definition's settings as they were resolved at launch. Stored as JSON.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LaunchSettings {
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub thinking: Option<String>,
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    #[serde(default)]
+    pub exclude_tools: Vec<String>,
+    /// The definition's body, appended to the worker's system prompt.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// The definitions this worker may delegate to (empty: a leaf).
+    #[serde(default)]
+    pub agents: Vec<String>,
+    /// `fork` source session file, for the first launch only.
+    #[serde(default)]
+    pub fork: Option<String>,
+}
+
+/// A worker row with what only the core needs (nonce, pids, pane, launch settings).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerRow {
+    pub worker: Worker,
+    pub nonce: String,
+    /// The launched process (headless: the child; tmux: the pane's process).
+    pub pid: Option<u32>,
+    pub pane: Option<String>,
+    /// The pid of the Pi session that registered with the nonce.
+    pub bound_pid: Option<u32>,
+    pub launch: LaunchSettings,
+    pub result_message: Option<MessageId>,
+    pub told_lost: bool,
+    pub restarts: u32,
+    /// The whole task (the record carries its first 200 characters).
+    pub task: String,
+}
+
+const SELECT: &str = "SELECT w.id, w.label, w.definition, w.owner,
+    COALESCE(s.name, substr(w.owner, 1, 8)), w.parent_worker, w.session_id, w.session_file,
+    w.cwd, w.backend, w.state, w.pending_ask, w.task, w.delegates, w.created_at,
+    w.updated_at, w.nonce, w.pid, w.pane, w.bound_pid, w.launch, w.result_message,
+    w.told_lost, w.restarts
+    FROM workers w LEFT JOIN sessions s ON s.id = w.owner";
+
+/// The task as a record shows it.
+pub fn task_preview(task: &str) -> String {
+    let mut out: String = task.chars().take(200).collect();
+    if task.chars().count() > 200 {
+        out.push('…');
+    }
+    out
+}
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<WorkerRow> {
+    let backend: String = row.get(9)?;
+    let state = WorkerState::parse(&row.get::<_, String>(10)?);
+    let task: String = row.get(12)?;
+    let launch: String = row.get(20)?;
+    Ok(WorkerRow {
+        worker: Worker {
+            id: row.get(0)?,
+            label: row.get(1)?,
+            definition: row.get(2)?,
+            owner_id: row.get(3)?,
+            owner_name: row.get(4)?,
+            parent_worker: row.get(5)?,
+            session_id: row.get(6)?,
+            session_file: row.get(7)?,
+            cwd: row.get(8)?,
+            backend: WorkerBackend::parse(&backend).unwrap_or(WorkerBackend::Headless),
+            state,
+            available_actions: state.actions(),
+            pending_ask: row.get(11)?,
+            task: task_preview(&task),
+            delegates: row.get(13)?,
+            created_at: row.get(14)?,
+            updated_at: row.get(15)?,
+        },
+        nonce: row.get(16)?,
+        pid: row.get(17)?,
+        pane: row.get(18)?,
+        bound_pid: row.get(19)?,
+        launch: serde_json::from_str(&launch).unwrap_or_default(),
+        result_message: row.get(21)?,
+        told_lost: row.get(22)?,
+        restarts: row.get(23)?,
+        task,
+    })
+}
+
+/// A new worker, before its process starts.
+pub struct NewWorker<'a> {
+    pub label: &'a str,
+    pub definition: &'a str,
+    pub owner: &'a SessionId,
+    pub parent_worker: Option<WorkerId>,
+    pub session_id: &'a SessionId,
+    pub session_file: Option<&'a str>,
+    pub cwd: &'a str,
+    pub backend: WorkerBackend,
+    pub nonce: &'a str,
+    pub task: &'a str,
+    pub launch: &'a LaunchSettings,
+    pub delegates: bool,
+    pub now: u64,
+}
+
+/// Record a worker in state `starting`; returns its id. Fails on a live label or session
+/// already taken (the unique indexes), which the hub checks first.
+pub fn insert(conn: &Connection, w: &NewWorker<'_>) -> rusqlite::Result<WorkerId> {
+    let launch = serde_json::to_string(w.launch).expect("settings serialize");
+    conn.prepare_cached(
+        "INSERT INTO workers (label, definition, owner, parent_worker, session_id, session_file,
+            cwd, backend, state, nonce, task, launch, delegates, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'starting', ?9, ?10, ?11, ?12, ?13, ?13)",
+    )?
+    .execute(params![
+        w.label,
+        w.definition,
+        w.owner,
+        w.parent_worker,
+        w.session_id,
+        w.session_file,
+        w.cwd,
+        w.backend.as_str(),
+        w.nonce,
+        w.task,
+        launch,
+        w.delegates,
+        w.now
+    ])?;
+    Ok(conn.last_insert_rowid() as WorkerId)
+}
+
+pub fn get(conn: &Connection, id: WorkerId) -> rusqlite::Result<Option<WorkerRow>> {
+    conn.prepare_cached(&format!("{SELECT} WHERE w.id = ?1"))?
+        .query_row([id], from_row)
+        .optional()
+}
+
+/// The live worker (not done or closed) whose Pi session is `session`.
+pub fn live_by_session(
+    conn: &Connection,
+    session: &SessionId,
+) -> rusqlite::Result<Option<WorkerRow>> {
+    conn.prepare_cached(&format!(
+        "{SELECT} WHERE w.session_id = ?1 AND w.state NOT IN ('done', 'closed')"
+    ))?
+    .query_row([session], from_row)
+    .optional()
+}
+
+/// The newest generation on `session` (live or ended), for `continue_agent`.
+pub fn newest_by_session(
+    conn: &Connection,
+    session: &SessionId,
+) -> rusqlite::Result<Option<WorkerRow>> {
+    conn.prepare_cached(&format!(
+        "{SELECT} WHERE w.session_id = ?1 ORDER BY w.id DESC LIMIT 1"
+    ))?
+    .query_row([session], from_row)
+    .optional()
+}
+
+/// The newest generation whose session file is `file`.
+pub fn newest_by_file(conn: &Connection, file: &str) -> rusqlite::Result<Option<WorkerRow>> {
+    conn.prepare_cached(&format!(
+        "{SELECT} WHERE w.session_file = ?1 ORDER BY w.id DESC LIMIT 1"
+    ))?
+    .query_row([file], from_row)
+    .optional()
+}
+
+/// `owner`'s live worker labelled `label`.
+pub fn live_by_label(
+    conn: &Connection,
+    owner: &SessionId,
+    label: &str,
+) -> rusqlite::Result<Option<WorkerRow>> {
+    conn.prepare_cached(&format!(
+        "{SELECT} WHERE w.owner = ?1 AND w.label = ?2 AND w.state NOT IN ('done', 'closed')"
+    ))?
+    .query_row(params![owner, label], from_row)
+    .optional()
+}
+
+/// Every live worker labelled `label` (any owner), for the human's name resolution.
+pub fn live_labelled(conn: &Connection, label: &str) -> rusqlite::Result<Vec<WorkerRow>> {
+    conn.prepare_cached(&format!(
+        "{SELECT} WHERE w.label = ?1 AND w.state NOT IN ('done', 'closed') ORDER BY w.id"
+    ))?
+    .query_map([label], from_row)?
+    .collect()
+}
+
+/// `owner`'s workers (live only unless `all`), oldest first.
+pub fn owned_by(
+    conn: &Connection,
+    owner: &SessionId,
+    all: bool,
+) -> rusqlite::Result<Vec<WorkerRow>> {
+    let live = if all {
+        ""
+    } else {
+        " AND w.state NOT IN ('done', 'closed')"
+    };
+    conn.prepare_cached(&format!("{SELECT} WHERE w.owner = ?1{live} ORDER BY w.id"))?
+        .query_map([owner], from_row)?
+        .collect()
+}
+
+/// Every worker (live only unless `all`), by owner then id.
+pub fn list(conn: &Connection, all: bool) -> rusqlite::Result<Vec<WorkerRow>> {
+    let live = if all {
+        ""
+    } else {
+        " WHERE w.state NOT IN ('done', 'closed')"
+    };
+    conn.prepare_cached(&format!("{SELECT}{live} ORDER BY w.owner, w.id"))?
+        .query_map([], from_row)?
+        .collect()
+}
+
+/// The worker whose result went out as delivery `message`.
+pub fn by_result_message(
+    conn: &Connection,
+    message: MessageId,
+) -> rusqlite::Result<Option<WorkerRow>> {
+    conn.prepare_cached(&format!("{SELECT} WHERE w.result_message = ?1"))?
+        .query_row([message], from_row)
+        .optional()
+}
+
+/// Move a worker to `state` (an ended state also stamps `ended_at`).
+pub fn set_state(
+    conn: &Connection,
+    id: WorkerId,
+    state: WorkerState,
+    now: u64,
+) -> rusqlite::Result<()> {
+    let ended = state.is_ended().then_some(now);
+    conn.prepare_cached(
+        "UPDATE workers SET state = ?2, updated_at = ?3, ended_at = COALESCE(?4, ended_at)
+         WHERE id = ?1",
+    )?
+    .execute(params![id, state.as_str(), now, ended])?;
+    Ok(())
+}
+
+/// The process was started: its pid (and tmux pane).
+pub fn set_process(
+    conn: &Connection,
+    id: WorkerId,
+    pid: u32,
+    pane: Option<&str>,
+    now: u64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE workers SET pid = ?2, pane = ?3, updated_at = ?4 WHERE id = ?1")?
+        .execute(params![id, pid, pane, now])?;
+    Ok(())
+}
+
+/// A new launch of the same generation (a restart relaunched it): a fresh nonce, no
+/// process yet, one more restart counted.
+pub fn relaunching(
+    conn: &Connection,
+    id: WorkerId,
+    nonce: &str,
+    now: u64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE workers SET nonce = ?2, pid = NULL, pane = NULL, bound_pid = NULL,
+            restarts = restarts + 1, updated_at = ?3 WHERE id = ?1",
+    )?
+    .execute(params![id, nonce, now])?;
+    Ok(())
+}
+
+/// The worker's Pi session registered with the nonce: bound to `pid`.
+pub fn bind(
+    conn: &Connection,
+    id: WorkerId,
+    pid: Option<u32>,
+    session_file: Option<&str>,
+    now: u64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE workers SET bound_pid = ?2, session_file = COALESCE(?3, session_file),
+            updated_at = ?4 WHERE id = ?1",
+    )?
+    .execute(params![id, pid, session_file, now])?;
+    Ok(())
+}
+
+pub fn set_pending_ask(
+    conn: &Connection,
+    id: WorkerId,
+    ask: Option<AskId>,
+    now: u64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE workers SET pending_ask = ?2, updated_at = ?3 WHERE id = ?1")?
+        .execute(params![id, ask, now])?;
+    Ok(())
+}
+
+/// Record the result's delivery, once: false when the worker already has one.
+pub fn set_result(
+    conn: &Connection,
+    id: WorkerId,
+    message: MessageId,
+    now: u64,
+) -> rusqlite::Result<bool> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE workers SET result_message = ?2, state = 'settling', updated_at = ?3
+             WHERE id = ?1 AND result_message IS NULL",
+        )?
+        .execute(params![id, message, now])?;
+    Ok(n == 1)
+}
+
+pub fn set_told_lost(conn: &Connection, id: WorkerId) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE workers SET told_lost = 1 WHERE id = ?1")?
+        .execute([id])?;
+    Ok(())
+}
+
+/// Live workers whose owner is worker `parent`.
+pub fn children(conn: &Connection, parent: WorkerId) -> rusqlite::Result<Vec<WorkerRow>> {
+    conn.prepare_cached(&format!(
+        "{SELECT} WHERE w.parent_worker = ?1 AND w.state NOT IN ('done', 'closed') ORDER BY w.id"
+    ))?
+    .query_map([parent], from_row)?
+    .collect()
+}
+
+/// How many live workers `owner` has labelled `<prefix><n>`, to number a default label.
+pub fn labels_like(
+    conn: &Connection,
+    owner: &SessionId,
+    prefix: &str,
+) -> rusqlite::Result<Vec<String>> {
+    conn.prepare_cached(
+        "SELECT label FROM workers WHERE owner = ?1 AND substr(label, 1, length(?2)) = ?2",
+    )?
+    .query_map(params![owner, prefix], |r| r.get(0))?
+    .collect()
+}
