@@ -10,6 +10,7 @@
 //! before it is durable, and under load one commit covers hundreds of messages. If the
 //! commit fails, every request of the batch gets `store_failed` and nothing is sent.
 
+mod agents;
 mod asks;
 mod interrupt;
 mod mail;
@@ -82,7 +83,7 @@ pub enum HubCommand {
     Disconnect { conn: ConnId },
     /// A supervisor view finished building (on a blocking thread).
     ViewBuilt(Box<ViewDone>),
-    /// Work done off the hub (a staff view) is ready: send this response to `conn`.
+    /// Work done off the hub (a staff view, the agent definitions) is ready: send this response to `conn`.
     Respond { conn: ConnId, msg: Box<ServerMsg> },
     /// Once a second: start timer views that are due.
     Tick,
@@ -505,6 +506,7 @@ impl State {
             ClientMsg::MessageStaff(req) => self.message_staff(cx, req, db, out),
             ClientMsg::ListPeers(req) => self.list_peers(cx, req, db, out),
             ClientMsg::MessagePeer(req) => self.message_peer(cx, req, db, out),
+            ClientMsg::ListAgents(req) => self.list_agents(cx, req, db),
         }
     }
 

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Ask, CoreStatus, Delivery, EdgeMessage, ErrorCode, Lease, LeaveReason, MessageId, Pairing,
+    AgentDef, Ask, CoreStatus, Delivery, EdgeMessage, ErrorCode, Lease, LeaveReason, MessageId, Pairing,
     PairingChange, Report, ReportsTo, Role, SessionId, SessionInfo, SessionStatus, StaffMember,
     StaffView, Verdict, View, frame, requests,
 };
@@ -137,6 +137,7 @@ client_messages! {
         "message_staff" => MessageStaff,
         "list_peers" => ListPeers,
         "message_peer" => MessagePeer,
+        "list_agents" => ListAgents,
     }
     notices {
         "ack" => Ack,
@@ -342,6 +343,8 @@ server_messages! {
         "staff" => Staff { id: u64, members: Vec<StaffMember> },
         /// Response to `inspect_staff`.
         "staff_view" => StaffViewed { id: u64, view: StaffView },
+        /// Response to `list_agents`: the effective definitions by name, then the broken files.
+        "agents" => Agents { id: u64, agents: Vec<AgentDef> },
     }
     errors {
         /// A request failed, or (without `id`) the connection did.
