@@ -26,7 +26,10 @@ use crate::protocol::{AgentDef, DefSource};
 /// The bundled definitions: (file name, text).
 const BUNDLED: [(&str, &str); 3] = [
     ("scout.md", include_str!("../../agents/scout.md")),
-    ("implementer.md", include_str!("../../agents/implementer.md")),
+    (
+        "implementer.md",
+        include_str!("../../agents/implementer.md"),
+    ),
     ("reviewer.md", include_str!("../../agents/reviewer.md")),
 ];
 

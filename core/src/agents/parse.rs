@@ -138,9 +138,11 @@ fn split(text: &str) -> Result<(&str, &str), String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let first_end = text.find('\n').unwrap_or(text.len());
     if text[..first_end].trim_end() != "---" {
-        return Err("no YAML frontmatter: the file must start with a line `---`, then the \
+        return Err(
+            "no YAML frontmatter: the file must start with a line `---`, then the \
                     fields (`name`, `description`, …), then a line `---`, then the prompt"
-            .into());
+                .into(),
+        );
     }
     let rest = &text[(first_end + 1).min(text.len())..];
     let mut at = 0;
@@ -208,7 +210,17 @@ mod tests {
         for ok in ["a", "scout", "x1", "a_b-c", &"a".repeat(32)] {
             assert!(valid_name(ok), "{ok}");
         }
-        for bad in ["", "1a", "A", "Scout", "a b", "a.b", "é", &"a".repeat(33), "-a"] {
+        for bad in [
+            "",
+            "1a",
+            "A",
+            "Scout",
+            "a b",
+            "a.b",
+            "é",
+            &"a".repeat(33),
+            "-a",
+        ] {
             assert!(!valid_name(bad), "{bad}");
         }
     }
@@ -243,17 +255,38 @@ mod tests {
     #[test]
     fn every_mistake_names_its_field() {
         let cases = [
-            ("name: a\ndescription: d\ncolour: red", "unknown field `colour`"),
+            (
+                "name: a\ndescription: d\ncolour: red",
+                "unknown field `colour`",
+            ),
             ("description: d", "missing field `name`"),
             ("name: a", "missing field `description`"),
-            ("name: a\ndescription: d\nthinking: huge", "thinking: unknown variant `huge`"),
-            ("name: a\ndescription: d\nenabled: maybe", "enabled: invalid type"),
+            (
+                "name: a\ndescription: d\nthinking: huge",
+                "thinking: unknown variant `huge`",
+            ),
+            (
+                "name: a\ndescription: d\nenabled: maybe",
+                "enabled: invalid type",
+            ),
             ("name: a\ndescription: d\ntools: 3", "tools: invalid type"),
-            ("name: a\ndescription: d\ntools: [read, 'a b']", "tools: \"a b\" is not a tool"),
-            ("name: a\ndescription: d\nagents: [Bad]", "agents: \"Bad\" is not a definition"),
+            (
+                "name: a\ndescription: d\ntools: [read, 'a b']",
+                "tools: \"a b\" is not a tool",
+            ),
+            (
+                "name: a\ndescription: d\nagents: [Bad]",
+                "agents: \"Bad\" is not a definition",
+            ),
             ("name: Bad\ndescription: d", "name: \"Bad\" must match"),
-            ("name: a\ndescription: d\nmodel: ''", "model: must not be empty"),
-            ("name: a\ndescription: ' '", "description: must not be empty"),
+            (
+                "name: a\ndescription: d\nmodel: ''",
+                "model: must not be empty",
+            ),
+            (
+                "name: a\ndescription: ' '",
+                "description: must not be empty",
+            ),
             ("name: chief\ndescription: d", "`chief` is reserved"),
             ("name: a\ndescription: [d", "frontmatter"),
         ];
@@ -276,7 +309,12 @@ mod tests {
 
     #[test]
     fn the_frontmatter_must_open_and_close() {
-        assert!(parse("name: a\n").unwrap_err().error.contains("no YAML frontmatter"));
+        assert!(
+            parse("name: a\n")
+                .unwrap_err()
+                .error
+                .contains("no YAML frontmatter")
+        );
         assert!(
             parse("---\nname: a\ndescription: d\n")
                 .unwrap_err()
@@ -284,7 +322,8 @@ mod tests {
                 .contains("not closed")
         );
         assert!(parse("---\n---\nbody").unwrap_err().error.contains("empty"));
-        let (fm, body) = parse("\u{feff}---\r\nname: a\r\ndescription: d\r\n---\r\nhi\r\n").unwrap();
+        let (fm, body) =
+            parse("\u{feff}---\r\nname: a\r\ndescription: d\r\n---\r\nhi\r\n").unwrap();
         assert_eq!((fm.name.as_str(), body.as_str()), ("a", "hi"));
     }
 }

@@ -67,12 +67,21 @@ fn with_no_files_the_bundled_ones_are_in_effect() {
         assert!(d.enabled && !d.description.is_empty());
         assert!(d.agents.is_empty(), "bundled ones are leaves");
     }
-    let read_only = Some(vec!["read", "grep", "find", "ls"].into_iter().map(String::from).collect());
+    let read_only = Some(
+        vec!["read", "grep", "find", "ls"]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+    );
     assert_eq!(named(&defs, "scout")[0].tools, read_only);
     assert_eq!(named(&defs, "reviewer")[0].tools, read_only);
     assert_eq!(named(&defs, "implementer")[0].tools, None, "full tools");
     let scout = p.resolve("scout").unwrap();
-    assert!(scout.prompt.starts_with("You are a scout"), "{}", scout.prompt);
+    assert!(
+        scout.prompt.starts_with("You are a scout"),
+        "{}",
+        scout.prompt
+    );
 }
 
 #[test]
@@ -136,7 +145,10 @@ fn a_broken_file_is_listed_with_its_error_naming_file_and_field() {
     let docs = named(&defs, "docs");
     assert_eq!(docs.len(), 1, "{defs:?}");
     let error = docs[0].error.as_deref().unwrap();
-    assert!(error.starts_with(&format!("{}: ", path.display())), "{error}");
+    assert!(
+        error.starts_with(&format!("{}: ", path.display())),
+        "{error}"
+    );
     assert!(error.contains("unknown field `colour`"), "{error}");
     assert_eq!(docs[0].source, DefSource::Global);
     // Broken files come after the usable ones.
@@ -144,7 +156,10 @@ fn a_broken_file_is_listed_with_its_error_naming_file_and_field() {
     match p.resolve("docs") {
         Err(e @ DefError::Broken { .. }) => {
             let text = e.to_string();
-            assert!(text.contains("colour") && text.contains("docs.md"), "{text}");
+            assert!(
+                text.contains("colour") && text.contains("docs.md"),
+                "{text}"
+            );
             assert_eq!(e.reason(), "unknown_definition");
         }
         other => panic!("{other:?}"),
@@ -159,7 +174,11 @@ fn a_broken_file_without_a_readable_name_is_listed_under_its_file_name() {
     let defs = p.effective();
     let notes = named(&defs, "notes");
     assert!(
-        notes[0].error.as_deref().unwrap().contains("no YAML frontmatter"),
+        notes[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("no YAML frontmatter"),
         "{notes:?}"
     );
     assert!(named(&defs, "bad-yaml")[0].error.is_some(), "{defs:?}");
@@ -168,12 +187,25 @@ fn a_broken_file_without_a_readable_name_is_listed_under_its_file_name() {
 #[test]
 fn a_broken_higher_file_hides_the_lower_definition() {
     let p = Places::new();
-    p.project("scout.md", "---\nname: scout\ndescription: d\nthinking: huge\n---\n");
+    p.project(
+        "scout.md",
+        "---\nname: scout\ndescription: d\nthinking: huge\n---\n",
+    );
     let defs = p.effective();
     let scouts = named(&defs, "scout");
-    assert_eq!(scouts.len(), 1, "the bundled scout is not offered: {defs:?}");
+    assert_eq!(
+        scouts.len(),
+        1,
+        "the bundled scout is not offered: {defs:?}"
+    );
     assert_eq!(scouts[0].source, DefSource::Project);
-    assert!(scouts[0].error.as_deref().unwrap().contains("thinking: unknown variant"));
+    assert!(
+        scouts[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("thinking: unknown variant")
+    );
     assert!(matches!(p.resolve("scout"), Err(DefError::Broken { .. })));
 }
 
@@ -193,7 +225,10 @@ fn a_disabled_definition_is_listed_and_refused() {
         Err(e @ DefError::Disabled { .. }) => {
             assert_eq!(e.reason(), "definition_disabled");
             let text = e.to_string();
-            assert!(text.contains("project") && text.contains("reviewer.md"), "{text}");
+            assert!(
+                text.contains("project") && text.contains("reviewer.md"),
+                "{text}"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -205,7 +240,10 @@ fn an_unknown_name_is_refused_saying_where_it_looked() {
     match p.resolve("ghost") {
         Err(e @ DefError::Unknown { .. }) => {
             let text = e.to_string();
-            assert!(text.contains(".pi/agents") && text.contains("list_agents"), "{text}");
+            assert!(
+                text.contains(".pi/agents") && text.contains("list_agents"),
+                "{text}"
+            );
             assert_eq!(e.reason(), "unknown_definition");
         }
         other => panic!("{other:?}"),
@@ -221,7 +259,10 @@ fn reserved_names_are_refused_as_definitions() {
     for name in ["manager", "managed-lead"] {
         let found = named(&defs, name);
         assert_eq!(found.len(), 1, "{defs:?}");
-        assert!(found[0].error.as_deref().unwrap().contains("is reserved"), "{found:?}");
+        assert!(
+            found[0].error.as_deref().unwrap().contains("is reserved"),
+            "{found:?}"
+        );
     }
     for name in ["manager", "chief", "managed-lead"] {
         match p.resolve(name) {
@@ -277,7 +318,10 @@ fn unreadable_text_and_unreadable_places_are_listed() {
     assert!(error_of("bin").contains("not UTF-8"), "{defs:?}");
     assert!(error_of("big").contains("too large"), "{defs:?}");
     assert!(error_of("sub").contains("not a regular file"), "{defs:?}");
-    assert!(error_of("agents").contains("cannot read the directory"), "{defs:?}");
+    assert!(
+        error_of("agents").contains("cannot read the directory"),
+        "{defs:?}"
+    );
     assert!(matches!(p.resolve("big"), Err(DefError::Broken { .. })));
     // The bundled ones are still there.
     assert_eq!(p.resolve("scout").unwrap().def.source, DefSource::Bundled);

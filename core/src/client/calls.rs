@@ -5,9 +5,9 @@
 
 use super::{Client, ClientError, Welcome};
 use crate::protocol::{
-    AgentDef, Ask, AskId, ClientMsg, CoreStatus, Lease, MessageId, Pairing, Registration, Report, ReportsTo,
-    Role, ServerMsg, SessionId, SessionInfo, SessionStatus, StaffMember, StaffView, Verdict, View,
-    requests,
+    AgentDef, Ask, AskId, ClientMsg, CoreStatus, Lease, MessageId, Pairing, Registration, Report,
+    ReportsTo, Role, ServerMsg, SessionId, SessionInfo, SessionStatus, StaffMember, StaffView,
+    Verdict, View, requests,
 };
 
 /// A request the core answers with one reply of type [`Request::Reply`].

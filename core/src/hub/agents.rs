@@ -16,7 +16,12 @@ use crate::{agents, config};
 
 impl State {
     /// `list_agents`: answered with `agents` from a blocking thread.
-    pub(super) fn list_agents(&mut self, cx: Cx, req: ListAgents, db: &Connection) -> HubResult<()> {
+    pub(super) fn list_agents(
+        &mut self,
+        cx: Cx,
+        req: ListAgents,
+        db: &Connection,
+    ) -> HubResult<()> {
         let cwd = match req.cwd {
             Some(cwd) => {
                 let path = PathBuf::from(&cwd);

@@ -6,9 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentDef, Ask, CoreStatus, Delivery, EdgeMessage, ErrorCode, Lease, LeaveReason, MessageId, Pairing,
-    PairingChange, Report, ReportsTo, Role, SessionId, SessionInfo, SessionStatus, StaffMember,
-    StaffView, Verdict, View, frame, requests,
+    AgentDef, Ask, CoreStatus, Delivery, EdgeMessage, ErrorCode, Lease, LeaveReason, MessageId,
+    Pairing, PairingChange, Report, ReportsTo, Role, SessionId, SessionInfo, SessionStatus,
+    StaffMember, StaffView, Verdict, View, frame, requests,
 };
 
 /// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`): the
