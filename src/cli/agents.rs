@@ -138,7 +138,8 @@ fn tools(a: &AgentDef) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shepherd_core::protocol::{DefSource, Thinking};
+    use shepherd_core::examples;
+    use shepherd_core::protocol::DefSource;
 
     fn def(name: &str, source: DefSource) -> AgentDef {
         AgentDef {
@@ -151,8 +152,7 @@ mod tests {
             tools: None,
             exclude_tools: Vec::new(),
             agents: Vec::new(),
-            enabled: true,
-            error: None,
+            ..examples::agent_def()
         }
     }
 
@@ -160,10 +160,9 @@ mod tests {
     fn rows_then_broken_files() {
         let agents = vec![
             AgentDef {
-                model: Some("m1".into()),
-                thinking: Some(Thinking::High),
-                tools: Some(vec!["read".into(), "grep".into()]),
-                ..def("docs", DefSource::Project)
+                exclude_tools: Vec::new(),
+                description: "The docs.".into(),
+                ..examples::agent_def()
             },
             AgentDef {
                 exclude_tools: vec!["bash".into()],
