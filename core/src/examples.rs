@@ -1,10 +1,13 @@
-//! Example records for tests: one [`Pairing`], [`Ask`] and [`SessionInfo`] with every
+//! Example records for tests: one [`Pairing`], [`Ask`], [`SessionInfo`] and [`AgentDef`] with every
 //! field filled, so a test names only the fields it cares about with struct update syntax
 //! (`Pairing { goal: None, ..examples::pairing() }`). Compiled for shepherd-core's own tests
 //! and, through the `test-support` feature, for the dev-dependencies of the other crates;
 //! never part of a release build.
 
-use crate::protocol::{Ask, AskState, Pairing, PairingId, PairingState, Role, SessionInfo};
+use crate::protocol::{
+    AgentDef, Ask, AskState, DefSource, Pairing, PairingId, PairingState, Role, SessionInfo,
+    Thinking,
+};
 
 /// An active pairing: `watch-login` (`sup-1`) supervises `fix-login` (`w-1`) in
 /// `/src/app` with the goal "SSO works", after 3 looks and 1 steer; both sides connected.
@@ -77,5 +80,23 @@ pub fn session_info() -> SessionInfo {
         pending_messages: 0,
         first_seen: 1_000_000_000,
         last_seen: 1_000_000_000,
+    }
+}
+
+/// A usable project definition `docs` in `/src/app/.pi/agents/docs.md`: model `m1` at
+/// thinking `high`, tools `read` and `grep` without `bash`, may delegate to `scout`.
+pub fn agent_def() -> AgentDef {
+    AgentDef {
+        name: "docs".into(),
+        description: "Writes the docs.".into(),
+        source: DefSource::Project,
+        path: Some("/src/app/.pi/agents/docs.md".into()),
+        model: Some("m1".into()),
+        thinking: Some(Thinking::High),
+        tools: Some(vec!["read".into(), "grep".into()]),
+        exclude_tools: vec!["bash".into()],
+        agents: vec!["scout".into()],
+        enabled: true,
+        error: None,
     }
 }

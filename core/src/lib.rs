@@ -6,6 +6,7 @@
 //!
 //! # Layout
 //!
+//! - [`agents`]: agent definitions (Markdown + YAML frontmatter) for managed workers.
 //! - [`protocol`]: the wire contract (serde types, framing, error codes). No I/O.
 //! - [`config`]: typed settings from defaults, TOML file and `SHEPHERD_*` environment.
 //! - [`store`]: the SQLite database (schema, queries); owned by the hub task.
@@ -20,6 +21,7 @@
 //! - [`daemon`]: `shepherd up`: lock the state dir, open the store, start and stop the core.
 //! - `examples`: filled-in records for tests (`test-support` feature, or shepherd-core's own tests).
 
+pub mod agents;
 pub mod client;
 pub mod clock;
 pub mod config;

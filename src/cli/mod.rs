@@ -6,6 +6,7 @@
 //! `--json`, a message that says what happened and what to do. Each command lives in its
 //! own module; `main` only parses, dispatches and turns the outcome into an exit code.
 
+pub mod agents;
 pub mod answer;
 pub mod asks;
 pub mod doctor;
@@ -138,6 +139,21 @@ pub enum Command {
     /// List what sessions reported and the results of their runs (each run's final text),
     /// newest last: all sessions, or one.
     Reports(ReportsArgs),
+    /// List the agent definitions a managed worker can be started from, and where each
+    /// came from.
+    ///
+    /// `<dir>/.pi/agents/*.md` (project) overrides `<agent dir>/agents/*.md` (global),
+    /// which overrides the bundled scout, implementer and reviewer. A file that cannot be
+    /// used is listed at the end with its error (the file and the field).
+    Agents(AgentsArgs),
+}
+
+/// `shepherd agents`.
+#[derive(Debug, Args)]
+pub struct AgentsArgs {
+    /// The directory whose project definitions (`DIR/.pi/agents`) count; default: this one.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
 }
 
 /// `shepherd reports`.
@@ -340,6 +356,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Reports(args) => reports::run(ctx, &args).await,
         Command::Roles => roles::roles(ctx).await,
         Command::Staff => roles::staff(ctx).await,
+        Command::Agents(args) => agents::run(ctx, &args).await,
     }
 }
 

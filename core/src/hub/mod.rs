@@ -10,6 +10,7 @@
 //! before it is durable, and under load one commit covers hundreds of messages. If the
 //! commit fails, every request of the batch gets `store_failed` and nothing is sent.
 
+mod agents;
 mod asks;
 mod interrupt;
 mod mail;
@@ -83,7 +84,7 @@ pub enum HubCommand {
     Disconnect { conn: ConnId },
     /// A supervisor view finished building (on a blocking thread).
     ViewBuilt(Box<ViewDone>),
-    /// Work done off the hub (a staff view) is ready: send this response to `conn`.
+    /// Work done off the hub (a staff view, the agent definitions) is ready: send this response to `conn`.
     Respond { conn: ConnId, msg: Box<ServerMsg> },
     /// Once a second: start timer views that are due.
     Tick,
@@ -561,6 +562,7 @@ impl State {
             ClientMsg::InspectAgent(req) => self.inspect_agent(cx, req, db),
             ClientMsg::ReadAgentTranscript(req) => self.read_agent_transcript(cx, req, db),
             ClientMsg::AskOwner(req) => self.ask_owner(cx, req, db, out),
+            ClientMsg::ListAgents(req) => self.list_agents(cx, req, db),
         }
     }
 

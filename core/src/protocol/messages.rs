@@ -6,9 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Ask, CoreStatus, Delivery, EdgeMessage, ErrorCode, Lease, LeaveReason, MessageId, Pairing,
-    PairingChange, Report, ReportsTo, Role, SessionId, SessionInfo, SessionStatus, StaffMember,
-    StaffView, Verdict, View, Worker, frame, requests,
+    AgentDef, Ask, CoreStatus, Delivery, EdgeMessage, ErrorCode, Lease, LeaveReason, MessageId,
+    Pairing, PairingChange, Report, ReportsTo, Role, SessionId, SessionInfo, SessionStatus,
+    StaffMember, StaffView, Verdict, View, Worker, frame, requests,
 };
 
 /// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`): the
@@ -147,6 +147,7 @@ client_messages! {
         "inspect_agent" => InspectAgent,
         "read_agent_transcript" => ReadAgentTranscript,
         "ask_owner" => AskOwner,
+        "list_agents" => ListAgents,
     }
     notices {
         "ack" => Ack,
@@ -363,6 +364,8 @@ server_messages! {
         "workers" => Workers { id: u64, workers: Vec<Worker> },
         /// Response to `inspect_agent` and `read_agent_transcript`.
         "agent_text" => AgentText { id: u64, worker: Worker, text: String },
+        /// Response to `list_agents`: the effective definitions by name, then the broken files.
+        "agents" => Agents { id: u64, agents: Vec<AgentDef> },
     }
     errors {
         /// A request failed, or (without `id`) the connection did.

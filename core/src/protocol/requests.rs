@@ -361,6 +361,18 @@ pub struct MessageStaff {
     pub text: String,
 }
 
+/// Any client: the agent definitions a managed worker can be started from, as they are
+/// in effect for `cwd` (`<cwd>/.pi/agents/` over `<agent dir>/agents/` over the bundled
+/// ones), broken files included with their error. `cwd` is an absolute path; a Pi
+/// session leaves it out for its own cwd; the CLI passes its own; without one (a bridge)
+/// only the global and bundled definitions count. Answered by `agents`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListAgents {
+    pub id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
 /// Pi only (a Lead or a Manager): the connected sessions it may message as peers (Leads
 /// for a Lead, Managers for a Manager). Answered by `sessions`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -296,6 +296,94 @@ pub struct StaffView {
     pub entries: u32,
 }
 
+/// Where an agent definition came from (`list_agents`), highest precedence first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DefSource {
+    /// `<cwd>/.pi/agents/*.md`: overrides the global and bundled ones of the same name.
+    Project,
+    /// `<agent dir>/agents/*.md`: overrides the bundled ones.
+    Global,
+    /// Shipped inside shepherd (`scout`, `implementer`, `reviewer`).
+    Bundled,
+}
+
+impl DefSource {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DefSource::Project => "project",
+            DefSource::Global => "global",
+            DefSource::Bundled => "bundled",
+        }
+    }
+}
+
+/// A Pi thinking level, as Pi's `--thinking` takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Thinking {
+    Off,
+    Minimal,
+    Low,
+    Medium,
+    High,
+    Xhigh,
+}
+
+impl Thinking {
+    /// The wire name, which is also Pi's `--thinking` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Thinking::Off => "off",
+            Thinking::Minimal => "minimal",
+            Thinking::Low => "low",
+            Thinking::Medium => "medium",
+            Thinking::High => "high",
+            Thinking::Xhigh => "xhigh",
+        }
+    }
+}
+
+/// One agent definition as `list_agents` lists it: what a managed worker started from it
+/// runs with, and where it was read. A broken file is listed too, with `error` set (what
+/// is wrong and in which file); its `name` is the frontmatter's when readable, else the
+/// file name without `.md`, and the other fields are then their defaults. The prompt (the
+/// file's body) is not sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentDef {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub source: DefSource,
+    /// The file it was read from; null for a bundled definition.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Pi's `--model`; null: the worker gets Pi's default.
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub thinking: Option<Thinking>,
+    /// The tools the worker may use; null: Pi's default set; empty: none.
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// Tools taken away from the set above.
+    #[serde(default)]
+    pub exclude_tools: Vec<String>,
+    /// The definitions a worker of this one may delegate to; empty: a leaf.
+    #[serde(default)]
+    pub agents: Vec<String>,
+    #[serde(default = "enabled_default")]
+    pub enabled: bool,
+    /// Why the file cannot be used (it names the file and the field); null when it can.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+fn enabled_default() -> bool {
+    true
+}
+
 /// Why a message is in a session's mailbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
