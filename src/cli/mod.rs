@@ -22,6 +22,7 @@ pub mod status;
 pub mod supervise;
 pub mod table;
 pub mod up;
+pub mod workers;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -146,6 +147,31 @@ pub enum Command {
     /// which overrides the bundled scout, implementer and reviewer. A file that cannot be
     /// used is listed at the end with its error (the file and the field).
     Agents(AgentsArgs),
+    /// List the managed workers: each owner's workers (and theirs) with label, id,
+    /// definition, state, age and task. `--all`: ended ones too.
+    ///
+    /// A Pi session starts a worker with its `delegate_agent` tool; the worker's result
+    /// comes back to that session once.
+    Workers(WorkersArgs),
+    /// Close a managed worker (its own workers first): its process stops, a question it
+    /// asked is abandoned, its Pi session file is kept. WORKER: its label or #id.
+    Close {
+        #[arg(value_name = "WORKER")]
+        worker: String,
+    },
+    /// Open a tmux-hosted worker's window in this terminal (detach with the tmux prefix, then d).
+    Attach {
+        #[arg(value_name = "WORKER")]
+        worker: String,
+    },
+}
+
+/// `shepherd workers`.
+#[derive(Debug, Args)]
+pub struct WorkersArgs {
+    /// Also list workers that ended (done or closed).
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// `shepherd agents`.
@@ -357,6 +383,9 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Roles => roles::roles(ctx).await,
         Command::Staff => roles::staff(ctx).await,
         Command::Agents(args) => agents::run(ctx, &args).await,
+        Command::Workers(args) => workers::list(ctx, args.all).await,
+        Command::Close { worker } => workers::close(ctx, &worker).await,
+        Command::Attach { worker } => workers::attach(ctx, &worker).await,
     }
 }
 

@@ -7,7 +7,7 @@ use super::{Client, ClientError, Welcome};
 use crate::protocol::{
     AgentDef, Ask, AskId, ClientMsg, CoreStatus, Lease, MessageId, Pairing, Registration, Report,
     ReportsTo, Role, ServerMsg, SessionId, SessionInfo, SessionStatus, StaffMember, StaffView,
-    Verdict, View, requests,
+    Verdict, View, Worker, requests,
 };
 
 /// A request the core answers with one reply of type [`Request::Reply`].
@@ -130,6 +130,16 @@ replies! {
     MessagePeer => Sent: ServerMsg::Sent { message_id, session_id, session_name, connected, .. } =>
         Sent { message_id, session_id, session_name, connected },
     ListAgents => Vec<AgentDef>: ServerMsg::Agents { agents, .. } => agents,
+    DelegateAgent => Worker: ServerMsg::WorkerIs { worker, .. } => worker,
+    ContinueAgent => Worker: ServerMsg::WorkerIs { worker, .. } => worker,
+    ListWorkers => Vec<Worker>: ServerMsg::Workers { workers, .. } => workers,
+    SteerAgent => Worker: ServerMsg::WorkerIs { worker, .. } => worker,
+    InterruptAgent => Worker: ServerMsg::WorkerIs { worker, .. } => worker,
+    ReplyAgent => Worker: ServerMsg::WorkerIs { worker, .. } => worker,
+    CloseAgent => Worker: ServerMsg::WorkerIs { worker, .. } => worker,
+    InspectAgent => (Worker, String): ServerMsg::AgentText { worker, text, .. } => (worker, text),
+    ReadAgentTranscript => (Worker, String): ServerMsg::AgentText { worker, text, .. } => (worker, text),
+    AskOwner => Ask: ServerMsg::Asked { ask, .. } => ask,
 }
 
 /// `set_role`'s reply: the session with its new role, the one it had, and its lease.

@@ -824,17 +824,17 @@ impl State {
         let agent_dir = crate::config::agent_dir().map_err(|e| {
             HubError::new(ErrorCode::Internal, format!("cannot find Pi's agent directory: {e}"))
         })?;
-        let def = crate::agents::resolve(name, cwd, &agent_dir).map_err(|e| {
-            refused(e.reason(), e.to_string())
-        })?;
+        let found = crate::agents::resolve(name, cwd, &agent_dir)
+            .map_err(|e| refused(e.reason(), e.to_string()))?;
+        let def = found.def;
         Ok(Resolved {
-            name: def.name.clone(),
-            model: def.model.clone(),
-            thinking: def.thinking.clone(),
-            tools: def.tools.clone(),
-            exclude_tools: def.exclude_tools.clone(),
-            agents: def.agents.clone(),
-            prompt: (!def.body.trim().is_empty()).then(|| def.body.clone()),
+            name: def.name,
+            model: def.model,
+            thinking: def.thinking.map(|t| t.as_str().to_string()),
+            tools: def.tools,
+            exclude_tools: def.exclude_tools,
+            agents: def.agents,
+            prompt: (!found.prompt.trim().is_empty()).then_some(found.prompt),
         })
     }
 

@@ -1,0 +1,154 @@
+//! # `shepherd workers`, `shepherd close` and `shepherd attach`
+//!
+//! `workers`: every live managed worker (with `--all` the ended ones too) as a tree under
+//! its owner: label, definition, state, what may be done, age and the task's start. With
+//! `--json`, the protocol's `Worker` objects unchanged. `close <worker>` closes one (its
+//! own workers first) as the human; `attach <worker>` opens a tmux worker's window.
+
+use std::process::ExitCode;
+
+use shepherd_core::protocol::{Worker, WorkerBackend, requests};
+
+use super::format::{ago, now_ms};
+use super::table::{Align, Table};
+use super::{Ctx, Failure, print, print_json, terminal_width};
+
+/// Run `shepherd workers`.
+pub async fn list(ctx: &Ctx, all: bool) -> anyhow::Result<ExitCode> {
+    let mut conn = ctx.connect().await?;
+    let workers = conn
+        .call(requests::ListWorkers {
+            all,
+            ..Default::default()
+        })
+        .await?;
+    if ctx.json {
+        print_json(&workers)?;
+    } else if workers.is_empty() {
+        print(if all {
+            "no workers yet: a Pi session starts one with its delegate_agent tool\n"
+        } else {
+            "no live workers (`shepherd workers --all` lists ended ones too)\n"
+        })?;
+    } else {
+        print(&render(&workers, now_ms(), terminal_width()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Run `shepherd close <worker>`.
+pub async fn close(ctx: &Ctx, agent: &str) -> anyhow::Result<ExitCode> {
+    let mut conn = ctx.connect().await?;
+    let worker = conn
+        .call(requests::CloseAgent {
+            agent: agent.to_string(),
+            ..Default::default()
+        })
+        .await?;
+    if ctx.json {
+        print_json(&worker)?;
+    } else {
+        print(&format!(
+            "closed worker {} (#{}) of {}; its Pi session is kept: {}\n",
+            worker.label,
+            worker.id,
+            worker.owner_name,
+            worker.session_file.as_deref().unwrap_or(worker.session_id.as_str())
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Run `shepherd attach <worker>`: replace this process with tmux, on the worker's window.
+pub async fn attach(ctx: &Ctx, agent: &str) -> anyhow::Result<ExitCode> {
+    let mut conn = ctx.connect().await?;
+    let workers = conn
+        .call(requests::ListWorkers::default())
+        .await?;
+    let found: Vec<&Worker> = workers
+        .iter()
+        .filter(|w| w.label == agent || w.id.to_string() == agent.trim_start_matches('#'))
+        .collect();
+    let worker = match found.as_slice() {
+        [one] => *one,
+        [] => {
+            return Err(Failure::new(
+                "unknown_worker",
+                format!("no live worker {agent:?}; `shepherd workers` lists them"),
+            )
+            .into());
+        }
+        many => {
+            return Err(Failure::new(
+                "ambiguous",
+                format!(
+                    "{} live workers are labelled {agent:?}; attach by id: {}",
+                    many.len(),
+                    many.iter()
+                        .map(|w| format!("#{} (of {})", w.id, w.owner_name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .into());
+        }
+    };
+    if worker.backend != WorkerBackend::Tmux {
+        return Err(Failure::new(
+            "not_attachable",
+            format!(
+                "worker {} runs headless (no terminal to attach to); `shepherd workers` shows its state, its session file is {}",
+                worker.label,
+                worker.session_file.as_deref().unwrap_or("not written yet")
+            ),
+        )
+        .into());
+    }
+    let loaded = ctx.load_config()?;
+    let state_dir = loaded.config.state_dir().map_err(|e| Failure::new("config", e.to_string()))?;
+    let socket = state_dir.join("tmux.sock");
+    let target = format!("{}:{}", shepherd_core::workers::host::TMUX_SESSION, worker.label);
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new("tmux")
+        .arg("-S")
+        .arg(&socket)
+        .args(["attach-session", "-t", &target])
+        .exec();
+    Err(Failure::new("tmux", format!("cannot run tmux: {err}; is it installed?")).into())
+}
+
+/// The workers as a tree: each owner, then its workers (a worker's own workers indented).
+pub fn render(workers: &[Worker], now: u64, width: usize) -> String {
+    let mut table = Table::new()
+        .column("WORKER", Align::Left)
+        .column("ID", Align::Right)
+        .column("DEFINITION", Align::Left)
+        .column("STATE", Align::Left)
+        .column("AGE", Align::Right)
+        .middle("OWNER", 8)
+        .flexible("TASK", 10);
+    let depth = |w: &Worker| {
+        let mut d = 0;
+        let mut parent = w.parent_worker;
+        while let Some(p) = parent {
+            d += 1;
+            parent = workers.iter().find(|x| x.id == p).and_then(|x| x.parent_worker);
+            if d > 8 {
+                break;
+            }
+        }
+        d
+    };
+    for w in workers {
+        table.row(vec![
+            format!("{}{}", "  ".repeat(depth(w)), w.label),
+            format!("#{}", w.id),
+            w.definition.clone(),
+            w.state.to_string(),
+            ago(w.created_at, now),
+            w.owner_name.clone(),
+            w.task.replace('\n', " "),
+        ]);
+    }
+    table.render(width)
+}
