@@ -27,6 +27,7 @@ import { CLIENT_TYPES, SERVER_TYPES, type ClientMsg, type ServerMsg } from "./me
 import {
   ASK_STATES,
   CLIENT_KINDS,
+  DEF_SOURCES,
   DELIVERY_KINDS,
   EDGE_KINDS,
   LEAVE_REASONS,
@@ -36,8 +37,10 @@ import {
   RESULTS_MODES,
   ROLES,
   SUPERIORS,
+  THINKING_LEVELS,
   VERDICT_KINDS,
   VIEW_REASONS,
+  type AgentDef,
   type Ask,
   type AskTo,
   type BridgeInfo,
@@ -185,6 +188,20 @@ const staffView: Conv<StaffView> = record({
   session_name: req(str),
   text: req(str),
   entries: req(u32),
+});
+
+const agentDef: Conv<AgentDef> = record({
+  name: req(str),
+  description: withDefault(str, () => ""),
+  source: req(oneOf(DEF_SOURCES)),
+  path: nullable(str),
+  model: nullable(str),
+  thinking: nullable(oneOf(THINKING_LEVELS)),
+  tools: nullable(arrayOf(str)),
+  exclude_tools: withDefault(arrayOf(str), () => []),
+  agents: withDefault(arrayOf(str), () => []),
+  enabled: withDefault(bool, () => true),
+  error: nullable(str),
 });
 
 const sender: Conv<Sender> = record({ kind: req(clientKind), session_id: nullable(str), name: req(str) });
@@ -342,6 +359,7 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
   message_staff: record({ id: req(u64), session: req(str), text: req(str) }),
   list_peers: idOnly,
   message_peer: record({ id: req(u64), session: req(str), text: req(str) }),
+  list_agents: record({ id: req(u64), cwd: maybeNull(str) }),
 };
 
 const askReply = record<{ id: number; ask: Ask }>({ id: req(u64), ask: req(ask) });
@@ -415,6 +433,7 @@ const SERVER_BODIES: Bodies<ServerMsg> = {
   }),
   staff: record({ id: req(u64), members: req(arrayOf(staffMember)) }),
   staff_view: record({ id: req(u64), view: req(staffView) }),
+  agents: record({ id: req(u64), agents: req(arrayOf(agentDef)) }),
   role_changed: record({ session: req(sessionInfo), previous: req(role) }),
   edge_message: record({ message: req(edgeMessage) }),
 };

@@ -4,6 +4,7 @@
 // side's type names.
 
 import type {
+  AgentDef,
   Ask,
   ClientKind,
   ContextUsage,
@@ -118,6 +119,8 @@ export type InspectStaffMsg = { type: "inspect_staff"; id: number; session: stri
 export type MessageStaffMsg = { type: "message_staff"; id: number; session: string; text: string };
 export type ListPeersMsg = { type: "list_peers"; id: number };
 export type MessagePeerMsg = { type: "message_peer"; id: number; session: string; text: string };
+/** The agent definitions in effect for `cwd` (absolute; a Pi session leaves it out for its own). */
+export type ListAgentsMsg = { type: "list_agents"; id: number; cwd?: string | null };
 
 /** Client → core. */
 export type ClientMsg =
@@ -154,7 +157,8 @@ export type ClientMsg =
   | InspectStaffMsg
   | MessageStaffMsg
   | ListPeersMsg
-  | MessagePeerMsg;
+  | MessagePeerMsg
+  | ListAgentsMsg;
 
 export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "hello",
@@ -191,6 +195,7 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "message_staff",
   "list_peers",
   "message_peer",
+  "list_agents",
 ];
 
 export type WelcomeMsg = { type: "welcome"; id: number; protocol: number; core_version: string; store_id: string; pid: number };
@@ -281,6 +286,8 @@ export type RoutedMsg = {
 };
 export type StaffMsg = { type: "staff"; id: number; members: StaffMember[] };
 export type StaffViewMsg = { type: "staff_view"; id: number; view: StaffView };
+/** `list_agents`' reply: the effective definitions by name, then the broken files. */
+export type AgentsMsg = { type: "agents"; id: number; agents: AgentDef[] };
 /** Event to subscribers: a session took or left a role. */
 export type RoleChangedMsg = { type: "role_changed"; session: SessionInfo; previous: Role };
 /** Event to subscribers: a supervisor or staff edge message touching a Manager or the Chief. */
@@ -324,6 +331,7 @@ export type ServerMsg =
   | RoutedMsg
   | StaffMsg
   | StaffViewMsg
+  | AgentsMsg
   | RoleChangedMsg
   | EdgeMessageMsg;
 
@@ -364,6 +372,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "routed",
   "staff",
   "staff_view",
+  "agents",
   "role_changed",
   "edge_message",
 ];

@@ -161,6 +161,34 @@ export interface StaffView {
   entries: number;
 }
 
+/** Where an agent definition came from (`list_agents`), highest precedence first. */
+export type DefSource = "project" | "global" | "bundled";
+export const DEF_SOURCES: readonly DefSource[] = ["project", "global", "bundled"];
+
+/** A Pi thinking level, as Pi's `--thinking` takes it. */
+export type Thinking = "off" | "minimal" | "low" | "medium" | "high" | "xhigh";
+export const THINKING_LEVELS: readonly Thinking[] = ["off", "minimal", "low", "medium", "high", "xhigh"];
+
+/**
+ * An agent definition as `list_agents` lists it. `tools` null: Pi's default set; empty: none.
+ * `agents`: the definitions a worker of it may delegate to (empty: a leaf). A broken file
+ * has `error` set (it names the file and the field) and is listed under its file name when
+ * its `name` cannot be read.
+ */
+export interface AgentDef {
+  name: string;
+  description: string;
+  source: DefSource;
+  path: string | null;
+  model: string | null;
+  thinking: Thinking | null;
+  tools: string[] | null;
+  exclude_tools: string[];
+  agents: string[];
+  enabled: boolean;
+  error: string | null;
+}
+
 /**
  * `view` and `brief` go to supervisors (docs/PROTOCOL.md, Supervision); `interrupt` aborts
  * the current run, then steers with its text when that is not empty. Roles (protocol 2):
