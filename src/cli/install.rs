@@ -48,6 +48,10 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ),
     ("wire/frame.ts", include_str!("../../pi-ext/wire/frame.ts")),
     (
+        "wire/workers.ts",
+        include_str!("../../pi-ext/wire/workers.ts"),
+    ),
+    (
         "supervise-pi.ts",
         include_str!("../../pi-ext/supervise-pi.ts"),
     ),
