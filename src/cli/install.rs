@@ -68,6 +68,11 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("prune.ts", include_str!("../../pi-ext/prune.ts")),
     ("roles.ts", include_str!("../../pi-ext/roles.ts")),
     ("role-tools.ts", include_str!("../../pi-ext/role-tools.ts")),
+    ("workers.ts", include_str!("../../pi-ext/workers.ts")),
+    (
+        "worker-tools.ts",
+        include_str!("../../pi-ext/worker-tools.ts"),
+    ),
     ("README.md", include_str!("../../pi-ext/README.md")),
 ];
 
