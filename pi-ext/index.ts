@@ -34,7 +34,7 @@ import { ROLE_STATUS_KEY, Roles } from "./roles.ts";
 import { registerSupervisor } from "./supervise-pi.ts";
 import { Supervision, SUPERVISE_STATUS_KEY, type PolicyBriefMessage } from "./supervision.ts";
 import { registerWorkerTools } from "./worker-tools.ts";
-import { launchFromEnv, Workers } from "./workers.ts";
+import { launchFromEnv, WORKER_STATUS_KEY, Workers } from "./workers.ts";
 import type { Ask, ContextUsage, Delivery, Registration, ResultsMode } from "./wire.ts";
 
 const STATUS_KEY = "shepherd";
@@ -190,6 +190,13 @@ class ShepherdSession {
           this.#pi.setActiveTools(names);
         },
         allTools: () => this.#pi.getAllTools().map((t) => t.name),
+        setFooter: (text) => {
+          try {
+            if (this.ctx.hasUI) this.ctx.ui.setStatus(WORKER_STATUS_KEY, text ?? undefined);
+          } catch (e) {
+            this.log(`setStatus failed: ${message(e)}`);
+          }
+        },
         log: (line) => this.log(line),
       },
       launchFromEnv(process.env),

@@ -13,6 +13,9 @@
 
 import type { Worker } from "./wire.ts";
 
+/** Key of the footer status this module owns (`worker scout-1 · owner app`). */
+export const WORKER_STATUS_KEY = "shepherd-worker";
+
 /** The tools of an owner (every session but a leaf worker): registered active. */
 export const OWNER_TOOLS: readonly string[] = [
   "list_agents",
@@ -109,7 +112,15 @@ export interface WorkersHost {
   setActiveTools(names: string[]): void;
   /** The names of pi.getAllTools(): what exists in this session. */
   allTools(): string[];
+  /** ctx.ui.setStatus(WORKER_STATUS_KEY, text); null clears it. */
+  setFooter(text: string | null): void;
   log(line: string): void;
+}
+
+/** The footer of a worker: `worker scout-1 · owner app`; nothing for an owner. */
+export function workerFooter(launch: string | null, record: Worker | null): string | null {
+  if (launch === null) return null;
+  return record === null ? "worker (not bound yet)" : `worker ${record.label} · owner ${record.owner_name}`;
 }
 
 export class Workers {
@@ -146,6 +157,7 @@ export class Workers {
   /** At session start: the tools of a worker (until its record says whether it delegates) or an owner. */
   start(): void {
     this.#apply();
+    if (this.isWorker) this.#host.setFooter(workerFooter(this.launch, this.#record));
     if (this.isWorker) this.#host.log("workers: launched as a managed worker; registering with the launch nonce");
   }
 
@@ -158,6 +170,7 @@ export class Workers {
       this.#host.log("workers: launched as a worker but the core sent no worker record");
     }
     this.#apply();
+    if (this.isWorker) this.#host.setFooter(workerFooter(this.launch, this.#record));
   }
 
   /** message_end: remember an assistant message's tool calls (for ask_owner's rule). */

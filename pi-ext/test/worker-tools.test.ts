@@ -125,7 +125,7 @@ function harness(launch: string | null = null): Harness {
     sessionManager: { getSessionId: () => OWNER_ID },
   } as unknown as ExtensionContext;
   const workers = new Workers(
-    { activeTools: () => [], setActiveTools: () => undefined, allTools: () => [], log: () => undefined },
+    { activeTools: () => [], setActiveTools: () => undefined, allTools: () => [], setFooter: () => undefined, log: () => undefined },
     launch,
   );
   const session: WorkerSession = {

@@ -135,6 +135,7 @@ class FakeTools implements WorkersHost {
   active: string[];
   all: string[];
   sets = 0;
+  footers: Array<string | null> = [];
   constructor(active: string[] = [...LEAD], all: string[] = [...ALL]) {
     this.active = active;
     this.all = all;
@@ -148,6 +149,9 @@ class FakeTools implements WorkersHost {
   }
   allTools(): string[] {
     return [...this.all];
+  }
+  setFooter(text: string | null): void {
+    this.footers.push(text);
   }
   log(): void {}
 }
@@ -163,6 +167,7 @@ describe("Workers", () => {
     assert.equal(w.record, null);
     assert.equal(w.describe(), null);
     assert.deepEqual(pi.active, LEAD);
+    assert.deepEqual(pi.footers, [], "an owner's footer is left alone");
   });
 
   test("launched: a leaf until the record says it delegates; the record is kept", () => {
@@ -176,6 +181,7 @@ describe("Workers", () => {
     assert.equal(w.record?.label, "scout-1");
     assert.deepEqual(pi.active, ["read", "bash", "edit", "write", "grep", "ask_owner", ...OWNER_TOOLS]);
     assert.equal(w.describe(), 'managed worker scout-1 (definition scout, owner "fix-login", blocked, may delegate)');
+    assert.deepEqual(pi.footers.slice(0, 2), ["worker (not bound yet)", "worker scout-1 · owner fix-login"]);
     // Registering again with the same record changes nothing.
     const sets = pi.sets;
     w.registered(workerRecord({ delegates: true }));
