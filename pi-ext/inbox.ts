@@ -90,6 +90,14 @@ function who(from: Sender): string {
   return `the human (via ${from.name})`;
 }
 
+/** Who sent it, as a worker reads it: its owner is `your owner "app" (id)`. */
+function whoFor(from: Sender, worker: Worker | null): string {
+  if (worker !== null && from.kind === "pi" && from.session_id === worker.owner_id) {
+    return `your owner "${from.name}" (${worker.owner_id})`;
+  }
+  return who(from);
+}
+
 /**
  * Whether a delivery of this kind starts a turn (everything but a brief). An interrupt
  * starts one only when it carries a steer (`text`); without text it only tells the model
@@ -128,9 +136,9 @@ export function formatDelivery(d: Delivery, worker: Worker | null = null): strin
       return `[shepherd] Answer to ${ask}, from ${from}:${question}\nAnswer: ${d.text}`;
     }
     case "steer":
-      return `[shepherd] Steer from ${who(d.from)}:\n${d.text}`;
+      return `[shepherd] Steer from ${whoFor(d.from, worker)}:\n${d.text}`;
     case "message":
-      return `[shepherd] Message from ${who(d.from)}:\n${d.text}`;
+      return `[shepherd] Message from ${whoFor(d.from, worker)}:\n${d.text}`;
     case "view": {
       const look = d.look === null ? "" : ` ${d.look}`;
       return (
@@ -140,10 +148,13 @@ export function formatDelivery(d: Delivery, worker: Worker | null = null): strin
     }
     case "brief":
       return `[shepherd] Supervision brief (context only; no verdict needed now):\n${d.text}`;
-    case "interrupt":
+    case "interrupt": {
+      const by = whoFor(d.from, worker);
+      const first = by.startsWith("your ") ? `Y${by.slice(1)}` : by;
       return d.text.trim() === ""
-        ? `[shepherd] ${who(d.from)} stopped your run. Wait for their next message.`
-        : `[shepherd] ${who(d.from)} stopped your run. Do this instead:\n${d.text}`;
+        ? `[shepherd] ${first} stopped your run. Wait for their next message.`
+        : `[shepherd] ${first} stopped your run. Do this instead:\n${d.text}`;
+    }
     case "ask": {
       const ask = d.ask_id === null ? "" : ` #${d.ask_id}`;
       const how = d.ask_id === null ? "answer_staff" : `answer_staff {ask: ${d.ask_id}, answer}`;

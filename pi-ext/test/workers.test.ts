@@ -258,6 +258,21 @@ describe("worker deliveries, as the model reads them", () => {
     assert.match(formatDelivery(d), /from your supervisor, the fix-login/);
   });
 
+  test("a steer or interrupt from the owner says so; from the human as before", () => {
+    const w = workerRecord({ owner_id: owner.session_id });
+    assert.equal(
+      formatDelivery(delivery(901, "skip tests/", { kind: "steer", from: owner }), w),
+      `[shepherd] Steer from your owner "fix-login" (${owner.session_id}):\nskip tests/`,
+    );
+    assert.equal(
+      formatDelivery(delivery(902, "src/ only", { kind: "interrupt", from: owner }), w),
+      `[shepherd] Your owner "fix-login" (${owner.session_id}) stopped your run. Do this instead:\nsrc/ only`,
+    );
+    const human = { kind: "bridge" as const, session_id: null, name: "telegram" };
+    assert.equal(formatDelivery(delivery(903, "stop", { kind: "steer", from: human }), w), "[shepherd] Steer from the human (via telegram):\nstop");
+    assert.match(formatDelivery(delivery(904, "x", { kind: "steer", from: owner })), /^\[shepherd\] Steer from session "fix-login"/);
+  });
+
   test("the inbox heads a task with the session's worker record", () => {
     const sent: DeliveryMessage[] = [];
     const host: InboxHost = {
