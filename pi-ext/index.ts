@@ -206,6 +206,7 @@ class ShepherdSession {
       send: (text, results) => this.client.result(text, results),
       mode: () => this.resultsMode,
       supervising: () => this.supervision.supervising !== null,
+      keepUnsent: () => this.workers.isWorker,
       log: (line) => this.log(line),
     });
     this.autostart = new Autostart(
@@ -227,6 +228,7 @@ class ShepherdSession {
           `registered as ${session.id} "${session.name}" with core ${info.coreVersion} (store ${info.storeId}), ${pending} pending, ${pairings.length} pairings`,
         );
         this.#guard("workers", () => this.workers.registered(worker));
+        void this.results.resend();
         this.#lastError = null;
         this.#everConnected = true;
         this.#guard("pairings", () => this.supervision.sync(pairings, "registered"));

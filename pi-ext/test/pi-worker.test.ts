@@ -47,7 +47,8 @@ function deps(): { pi: string; nodeBinDir: string } {
   return { pi, nodeBinDir };
 }
 
-type Reply = { text: string } | { tools: Array<[string, Record<string, unknown>]> };
+/** A reply, optionally held back `delayMs` after the request arrived. */
+type Reply = ({ text: string } | { tools: Array<[string, Record<string, unknown>]> }) & { delayMs?: number };
 
 interface ModelRequest {
   tools?: Array<{ function: { name: string } }>;
@@ -80,8 +81,10 @@ class FakeModel {
           out += chunk({ content: reply.text }, null) + chunk({}, "stop");
         }
         out += `data: ${JSON.stringify({ id: `c${n}`, object: "chat.completion.chunk", created: 0, model: "fake-model", choices: [], usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 } })}\n\ndata: [DONE]\n\n`;
-        res.writeHead(200, { "content-type": "text/event-stream" });
-        res.end(out);
+        setTimeout(() => {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          res.end(out);
+        }, reply.delayMs ?? 0);
       });
     });
   }
@@ -285,6 +288,27 @@ describe("a real Pi with the extension", { timeout: 4 * LONG }, () => {
     });
     await until("the listed worker's first request", () => listed.model.requests.length === 1);
     assert.deepEqual(listed.model.toolsOffered(0), ["ask_owner", "read"]);
+  });
+
+  test("a worker's result made while the core was away reaches it once the core is back, once", async () => {
+    const results: string[] = [];
+    const run = await startPi({
+      launch: "nonce-4",
+      script: [{ text: "Three callers skip the limiter.", delayMs: 1500 }],
+      respond: workerCore((id) => workerRecord({ session_id: id, state: "working", pending_ask: null }), results),
+    });
+    const { core, model } = run;
+    await until("the task's model request", () => model.requests.length === 1);
+    await core.kill();
+    // The run settles while nothing listens; the extension keeps the result.
+    await new Promise((r) => setTimeout(r, 2500));
+    await core.listen();
+    await until("the result, after registering again", () => results.length === 1);
+    assert.deepEqual(results, ["Three callers skip the limiter."]);
+    assert.equal(core.all.filter((m) => m.type === "register").length, 2);
+    assert.equal(model.requests.length, 1, "the task delivered again is recognised, not run twice");
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(results.length, 1);
   });
 
   test("as an owner: no ask_owner; a worker's question starts a turn; reply_agent and delegate_agent reach the core", async () => {
