@@ -6,7 +6,10 @@
 // unpair, set_goal, look, worker_view, verdict, list_pairings) and hands `pairing_event`s,
 // which the core sends to both sessions of a pairing, to the extension, and the role requests
 // (set_role, list_roles and the direct edges: message_supervisor, ask_supervisor, list_staff,
-// inspect_staff, message_staff, list_peers, message_peer, and `answer` for answer_staff). It never throws at its caller for connection trouble:
+// inspect_staff, message_staff, list_peers, message_peer, and `answer` for answer_staff), and
+// the managed-worker requests (list_agents, delegate_agent, continue_agent, list_workers,
+// steer/interrupt/reply/close_agent, inspect_agent, read_agent_transcript, and a worker's
+// ask_owner). It never throws at its caller for connection trouble:
 // requests made while not connected fail with NotConnectedError, and everything else is
 // reported through callbacks. Its socket and timers are unref'd, so it never keeps a
 // finished `pi -p` process alive.
@@ -20,6 +23,7 @@ import {
   FrameDecoder,
   PROTOCOL_VERSION,
   WireDecodeError,
+  type AgentDef,
   type Ask,
   type ClientMsg,
   type ContextUsage,
@@ -44,6 +48,7 @@ import {
   type View,
   type WelcomeMsg,
   type WireErrorCode,
+  type Worker,
 } from "./wire.ts";
 
 /** Where the connection is. */
@@ -104,10 +109,10 @@ export interface CoreClientOptions {
   /** A `deliver` event, with the store the delivery id belongs to. */
   onDeliver: (storeId: string, delivery: Delivery) => void;
   /**
-   * Registered (again): the session as the core stores it, how many deliveries follow, and
-   * the active pairings it is in.
+   * Registered (again): the session as the core stores it, how many deliveries follow, the
+   * active pairings it is in and, for a managed worker the core bound, its worker record.
    */
-  onRegistered?: (info: CoreInfo, session: SessionInfo, pending: number, pairings: Pairing[]) => void;
+  onRegistered?: (info: CoreInfo, session: SessionInfo, pending: number, pairings: Pairing[], worker: Worker | undefined) => void;
   /** A `pairing_event` about a pairing this session is in. */
   onPairingEvent?: (event: PairingEventMsg) => void;
   /**
@@ -430,6 +435,78 @@ export class CoreClient {
     return res.ask;
   }
 
+  // ---- managed workers ------------------------------------------------------------------
+
+  /** The agent definitions in effect for this session's cwd (broken files with their error). */
+  async listAgents(): Promise<AgentDef[]> {
+    const res = await this.#request((id) => ({ type: "list_agents", id }), "agents");
+    return res.agents;
+  }
+
+  /** Start a worker on `task`; resolves once the core accepted it (never after the work). */
+  async delegateAgent(definition: string, task: string, label: string | null, fork: string | null): Promise<Worker> {
+    const res = await this.#request(
+      (id) => ({
+        type: "delegate_agent",
+        id,
+        definition,
+        task,
+        ...(label !== null ? { label } : {}),
+        ...(fork !== null ? { fork } : {}),
+      }),
+      "worker",
+    );
+    return res.worker;
+  }
+
+  /** A new generation on a saved worker session (its file path or id). */
+  async continueAgent(session: string, task: string): Promise<Worker> {
+    const res = await this.#request((id) => ({ type: "continue_agent", id, session, task }), "worker");
+    return res.worker;
+  }
+
+  /** This session's tree of workers (`all`: ended ones too). */
+  async listWorkers(all = false): Promise<Worker[]> {
+    const res = await this.#request((id) => ({ type: "list_workers", id, all }), "workers");
+    return res.workers;
+  }
+
+  /** steer_agent, interrupt_agent, reply_agent, close_agent: the worker as it is now. */
+  async workerAction(
+    action: "steer" | "interrupt" | "reply" | "close",
+    agent: string,
+    text: string,
+  ): Promise<Worker> {
+    const res = await this.#request((id) => {
+      switch (action) {
+        case "steer":
+          return { type: "steer_agent", id, agent, message: text };
+        case "interrupt":
+          return { type: "interrupt_agent", id, agent, message: text };
+        case "reply":
+          return { type: "reply_agent", id, agent, answer: text };
+        case "close":
+          return { type: "close_agent", id, agent };
+      }
+    }, "worker");
+    return res.worker;
+  }
+
+  /** inspect_agent (a live view) or read_agent_transcript (the saved conversation), ≤ 16 KiB. */
+  async agentText(what: "inspect" | "transcript", agent: string): Promise<{ worker: Worker; text: string }> {
+    const res = await this.#request(
+      (id) => (what === "inspect" ? { type: "inspect_agent", id, agent } : { type: "read_agent_transcript", id, agent }),
+      "agent_text",
+    );
+    return { worker: res.worker, text: res.text };
+  }
+
+  /** A managed worker's question to its owner (`ask.to.worker` set); the reply comes as an answer. */
+  async askOwner(question: string): Promise<Ask> {
+    const res = await this.#request((id) => ({ type: "ask_owner", id, question }), "asked");
+    return res.ask;
+  }
+
   /**
    * Acknowledge deliveries of `storeId`. Sent only on a registered connection to that same
    * store: an ack that cannot be sent is harmless (the core delivers again, and the
@@ -519,6 +596,10 @@ export class CoreClient {
           kind: "session_taken",
           message: `another live Pi process holds this session on the shepherd core (${e.message})`,
         });
+      } else if (e instanceof CoreError && e.code === "worker_refused") {
+        // A launch nonce the core does not accept (launch_mismatch): retrying soon will not fix it.
+        this.#slowRetry = true;
+        this.#problem({ kind: "error", message: `the shepherd core refused this managed worker's registration: ${e.coreMessage}` });
       } else if (!(e instanceof NotConnectedError)) {
         this.#problem({ kind: "error", message: `could not register with the shepherd core: ${e.message}` });
       }
@@ -534,7 +615,7 @@ export class CoreClient {
       this.#connectedAt = Date.now();
       this.#setPhase("ready");
       try {
-        this.#opts.onRegistered?.(info, res.session, res.pending, res.pairings);
+        this.#opts.onRegistered?.(info, res.session, res.pending, res.pairings, res.worker);
       } catch (e) {
         this.#log(`onRegistered failed: ${String(e)}`);
       }

@@ -8,7 +8,9 @@
 // answered by someone else), so when idle they are appended without a run, and at a turn
 // boundary added without asking Pi to continue. The role kinds (`ask` for a Manager or
 // Chief to answer with answer_staff, `supervisor_message`, `staff_message`, `peer_message`)
-// start a turn like a steer. An `interrupt` (index.ts aborts the run first) starts a turn with
+// start a turn like a steer. So do the managed-worker kinds: `task` (a worker's assignment,
+// headed with who it is working for), `agent_result` and `agent_ask` (to an owner, from one of
+// its workers). An `interrupt` (index.ts aborts the run first) starts a turn with
 // its steer even after the aborted run, and without a steer only records the stop. Views and briefs are custom messages of their own types
 // ("shepherd-view", "shepherd-brief") so the supervisor's context can be pruned by look.
 //
@@ -30,7 +32,7 @@
 // run could not start) is sent again after `retryAfterMs` of idleness.
 
 import { BRIEF_CUSTOM_TYPE, DELIVERY_CUSTOM_TYPE, DeliveryLedger, VIEW_CUSTOM_TYPE } from "./dedupe.ts";
-import type { Delivery, DeliveryKind, Sender } from "./wire.ts";
+import type { Delivery, DeliveryKind, Sender, Worker } from "./wire.ts";
 
 /**
  * What a delivery's custom message carries in `details` (not shown to the model): the
@@ -66,6 +68,8 @@ export interface InboxHost {
   /** Acknowledge to the core, if still connected to the store these ids belong to. */
   ack(storeId: string, ids: number[]): void;
   now(): number;
+  /** This session's managed-worker record, when it is one (headers of `task` and `answer`). */
+  worker?(): Worker | null;
 }
 
 /** How a received delivery was handled. */
@@ -84,6 +88,14 @@ function who(from: Sender): string {
     return from.session_id === null ? `session "${from.name}"` : `session "${from.name}" (${from.session_id})`;
   }
   return `the human (via ${from.name})`;
+}
+
+/** Who sent it, as a worker reads it: its owner is `your owner "app" (id)`. */
+function whoFor(from: Sender, worker: Worker | null): string {
+  if (worker !== null && from.kind === "pi" && from.session_id === worker.owner_id) {
+    return `your owner "${from.name}" (${worker.owner_id})`;
+  }
+  return who(from);
 }
 
 /**
@@ -107,22 +119,26 @@ function customTypeOf(kind: DeliveryKind): DeliveryMessage["customType"] {
   return DELIVERY_CUSTOM_TYPE;
 }
 
-/** The text the model reads for one delivery: who sent it, and what it answers. */
-export function formatDelivery(d: Delivery): string {
+/**
+ * The text the model reads for one delivery: who sent it, and what it answers. `worker`: this
+ * session's managed-worker record, when it is one (its task and its owner's answers say so).
+ */
+export function formatDelivery(d: Delivery, worker: Worker | null = null): string {
   switch (d.kind) {
     case "answer": {
       const ask = d.ask_id === null ? "your question" : `your question #${d.ask_id}`;
       const question = d.question === null ? "" : `\nQuestion: ${d.question}`;
-      // A session answers only an ask_supervisor addressed to its role: the core names it
-      // by that role (`manager of app <name>`).
+      // A session answers only an ask addressed to it: an ask_supervisor to its role (the
+      // core names it by that role, `manager of app <name>`), or a worker's ask_owner.
       const id = d.from.session_id === null ? "" : ` (${d.from.session_id})`;
-      const from = d.from.kind === "pi" ? `your supervisor, the ${d.from.name}${id}` : who(d.from);
+      const pi = worker !== null ? `your owner "${d.from.name}"${id}` : `your supervisor, the ${d.from.name}${id}`;
+      const from = d.from.kind === "pi" ? pi : who(d.from);
       return `[shepherd] Answer to ${ask}, from ${from}:${question}\nAnswer: ${d.text}`;
     }
     case "steer":
-      return `[shepherd] Steer from ${who(d.from)}:\n${d.text}`;
+      return `[shepherd] Steer from ${whoFor(d.from, worker)}:\n${d.text}`;
     case "message":
-      return `[shepherd] Message from ${who(d.from)}:\n${d.text}`;
+      return `[shepherd] Message from ${whoFor(d.from, worker)}:\n${d.text}`;
     case "view": {
       const look = d.look === null ? "" : ` ${d.look}`;
       return (
@@ -132,10 +148,13 @@ export function formatDelivery(d: Delivery): string {
     }
     case "brief":
       return `[shepherd] Supervision brief (context only; no verdict needed now):\n${d.text}`;
-    case "interrupt":
+    case "interrupt": {
+      const by = whoFor(d.from, worker);
+      const first = by.startsWith("your ") ? `Y${by.slice(1)}` : by;
       return d.text.trim() === ""
-        ? `[shepherd] ${who(d.from)} stopped your run. Wait for their next message.`
-        : `[shepherd] ${who(d.from)} stopped your run. Do this instead:\n${d.text}`;
+        ? `[shepherd] ${first} stopped your run. Wait for their next message.`
+        : `[shepherd] ${first} stopped your run. Do this instead:\n${d.text}`;
+    }
     case "ask": {
       const ask = d.ask_id === null ? "" : ` #${d.ask_id}`;
       const how = d.ask_id === null ? "answer_staff" : `answer_staff {ask: ${d.ask_id}, answer}`;
@@ -152,13 +171,37 @@ export function formatDelivery(d: Delivery): string {
       return `[shepherd] Peer message from ${who(d.from)} (reply with message_peer if needed):\n${d.text}`;
     case "notice":
       return `[shepherd] Notice (information only, nothing to do):\n${d.text}`;
+    case "task":
+      return `${taskHeader(d.from, worker)}\n\n${d.text}`;
+    case "agent_result":
+      return (
+        `[shepherd] Result from your managed worker "${d.from.name}" (it comes once; nothing to poll). ` +
+        `Use it in your work:\n${d.text}`
+      );
+    case "agent_ask": {
+      const ask = d.ask_id === null ? "" : ` #${d.ask_id}`;
+      return (
+        `[shepherd] Question${ask} from your managed worker "${d.from.name}", which waits until you answer. ` +
+        `Answer it with reply_agent {agent: "${d.from.name}", answer}:\n${d.text}`
+      );
+    }
   }
 }
 
-export function deliveryMessage(storeId: string, d: Delivery): DeliveryMessage {
+/** How a worker's assignment is introduced: whose it is, what the worker is, how it ends. */
+export function taskHeader(from: Sender, worker: Worker | null): string {
+  const owner = from.kind === "pi" ? `"${from.name}"` : who(from);
+  const me = worker === null ? "you are a managed worker" : `you are managed worker ${worker.label}, definition ${worker.definition}`;
+  return (
+    `[shepherd] Task from ${owner} (${me}). Work on it; your final answer (plain text, no tool call) ` +
+    `is your result and goes to your owner. If you must ask, call ask_owner as the only tool call of your turn.`
+  );
+}
+
+export function deliveryMessage(storeId: string, d: Delivery, worker: Worker | null = null): DeliveryMessage {
   return {
     customType: customTypeOf(d.kind),
-    content: formatDelivery(d),
+    content: formatDelivery(d, worker),
     display: true,
     details: {
       store_id: storeId,
@@ -270,7 +313,7 @@ export class Inbox {
       if (t.delivery.kind === "interrupt") continue;
       t.state = "sent";
       t.sentAt = now;
-      drafts.push({ type: "custom_message", ...deliveryMessage(t.storeId, t.delivery) });
+      drafts.push({ type: "custom_message", ...deliveryMessage(t.storeId, t.delivery, this.#worker()) });
     }
     return drafts;
   }
@@ -325,7 +368,11 @@ export class Inbox {
   #send(t: Tracked, triggerTurn: boolean, now: number): void {
     t.state = "sent";
     t.sentAt = now;
-    this.#host.send(deliveryMessage(t.storeId, t.delivery), triggerTurn);
+    this.#host.send(deliveryMessage(t.storeId, t.delivery, this.#worker()), triggerTurn);
+  }
+
+  #worker(): Worker | null {
+    return this.#host.worker?.() ?? null;
   }
 
   #ackLanded(): void {

@@ -7,7 +7,10 @@
 // asks in the footer and in `/shepherd`. Supervisor mode (`/supervise`, the verdict tools, pruning) is wired in from
 // supervise-pi.ts, and this session's place in a pairing is followed by supervision.ts. Roles
 // (`/manager`, `/chief`, the direct-edge tools) are wired in from role-tools.ts, and the role
-// this session holds, with its tools and footer, is followed by roles.ts.
+// this session holds, with its tools and footer, is followed by roles.ts. Managed workers (the
+// owner tools, a worker's ask_owner, `/agents`) are wired in from worker-tools.ts, and whether
+// this session is a worker the core launched (env SHEPHERD_LAUNCH), with its record and tools,
+// is followed by workers.ts.
 // Every handler catches its own failures: the extension reports trouble in one line and
 // never throws into Pi. UI calls are guarded so print, json and rpc modes work.
 
@@ -30,6 +33,8 @@ import { registerRoles } from "./role-tools.ts";
 import { ROLE_STATUS_KEY, Roles } from "./roles.ts";
 import { registerSupervisor } from "./supervise-pi.ts";
 import { Supervision, SUPERVISE_STATUS_KEY, type PolicyBriefMessage } from "./supervision.ts";
+import { registerWorkerTools } from "./worker-tools.ts";
+import { launchFromEnv, WORKER_STATUS_KEY, Workers } from "./workers.ts";
 import type { Ask, ContextUsage, Delivery, Registration, ResultsMode } from "./wire.ts";
 
 const STATUS_KEY = "shepherd";
@@ -76,6 +81,8 @@ class ShepherdSession {
   readonly supervision: Supervision;
   /** The role this session holds (Lead, Manager, Chief), its tools and footer. */
   readonly roles: Roles;
+  /** Whether this session is a managed worker (its record, its tools, ask_owner's rule). */
+  readonly workers: Workers;
   /** Sends each run's final text to the core as its result. */
   readonly results: ResultSender;
   /** This session's `results` setting (SHEPHERD_RESULTS, `/shepherd results`); null: the core's. */
@@ -118,6 +125,7 @@ class ShepherdSession {
         this.log(`ack ${ids.join(",")} ${sent ? "sent" : "not sent (not connected to that store)"}`);
       },
       now: () => Date.now(),
+      worker: () => this.workers.record,
     });
     this.outbox = new Outbox({
       entries: () => this.ctx.sessionManager.getEntries(),
@@ -174,11 +182,31 @@ class ShepherdSession {
       notify: (text, level) => this.notify(text, level),
       log: (line) => this.log(line),
     });
+    this.workers = new Workers(
+      {
+        activeTools: () => this.#pi.getActiveTools(),
+        setActiveTools: (names) => {
+          this.log(`active tools: ${names.join(", ")}`);
+          this.#pi.setActiveTools(names);
+        },
+        allTools: () => this.#pi.getAllTools().map((t) => t.name),
+        setFooter: (text) => {
+          try {
+            if (this.ctx.hasUI) this.ctx.ui.setStatus(WORKER_STATUS_KEY, text ?? undefined);
+          } catch (e) {
+            this.log(`setStatus failed: ${message(e)}`);
+          }
+        },
+        log: (line) => this.log(line),
+      },
+      launchFromEnv(process.env),
+    );
     this.resultsMode = config.results;
     this.results = new ResultSender({
       send: (text, results) => this.client.result(text, results),
       mode: () => this.resultsMode,
       supervising: () => this.supervision.supervising !== null,
+      keepUnsent: () => this.workers.isWorker,
       log: (line) => this.log(line),
     });
     this.autostart = new Autostart(
@@ -195,10 +223,12 @@ class ShepherdSession {
       clientName: CLIENT_NAME,
       registration: () => this.registration(),
       onDeliver: (storeId, delivery) => this.#onDeliver(storeId, delivery),
-      onRegistered: (info, session, pending, pairings) => {
+      onRegistered: (info, session, pending, pairings, worker) => {
         this.log(
           `registered as ${session.id} "${session.name}" with core ${info.coreVersion} (store ${info.storeId}), ${pending} pending, ${pairings.length} pairings`,
         );
+        this.#guard("workers", () => this.workers.registered(worker));
+        void this.results.resend();
         this.#lastError = null;
         this.#everConnected = true;
         this.#guard("pairings", () => this.supervision.sync(pairings, "registered"));
@@ -226,6 +256,7 @@ class ShepherdSession {
     this.#guard("outbox restore", () => this.outbox.restore());
     this.#guard("supervision start", () => this.supervision.start());
     this.#guard("roles start", () => this.roles.start());
+    this.#guard("workers start", () => this.workers.start());
     this.client.start();
     this.refreshStatusLine();
   }
@@ -365,6 +396,7 @@ class ShepherdSession {
     const file = sm.getSessionFile();
     if (file !== undefined) reg.session_file = file;
     reg.subagent = this.config.subagent;
+    if (this.workers.launch !== null) reg.launch = this.workers.launch;
     return reg;
   }
 
@@ -623,6 +655,8 @@ class ShepherdSession {
     const sm = this.ctx.sessionManager;
     const name = c.session?.name ?? this.#pi.getSessionName() ?? "(no name)";
     lines.push(`session: ${sm.getSessionId()} "${name}", role ${this.roles.label}, status ${this.#status}`);
+    const worker = this.workers.describe();
+    if (worker !== null) lines.push(`this session is a ${worker}`);
     if (this.openAsks.size === 0) {
       lines.push("open asks: none");
     } else {
@@ -746,6 +780,7 @@ export default function shepherd(pi: ExtensionAPI): void {
     withSession(ctx, "message_end", (s) => {
       const m = event.message;
       s.results.message(m);
+      s.workers.message(m);
       if (m.role === "custom" && DELIVERY_CUSTOM_TYPES.has(m.customType)) s.reconcile();
     });
   });
@@ -895,6 +930,7 @@ export default function shepherd(pi: ExtensionAPI): void {
 
   registerSupervisor(pi, () => current);
   registerRoles(pi, () => current);
+  registerWorkerTools(pi, () => current);
 
   pi.registerCommand("shepherd", {
     description:

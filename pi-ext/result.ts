@@ -4,7 +4,11 @@
 // A run that ended with only tool calls (ask_human ends the run on its tool result), that
 // was aborted or that failed has no result. Also reads the session's `results` setting
 // (SHEPHERD_RESULTS, `/shepherd results <mode>`); the core applies it (it knows the asks).
+// A managed worker's result is its one answer to its owner, so one that could not be sent
+// (the core was away) is kept and sent again once registered; the core stores a worker's
+// result once, so sending it twice after a lost reply is harmless.
 
+import { NotConnectedError } from "./client.ts";
 import { RESULTS_MODES, type Report, type ResultsMode } from "./wire.ts";
 
 /** The parts of a Pi message this reads (AgentMessage is wider). */
@@ -71,6 +75,8 @@ export interface ResultHost {
   mode(): ResultsMode | null;
   /** Whether this session supervises another now: its runs answer looks, and the verdicts already reach the phone. */
   supervising(): boolean;
+  /** Whether a result the core did not get must be sent again once registered (a managed worker's). */
+  keepUnsent?(): boolean;
   log(line: string): void;
 }
 
@@ -78,6 +84,8 @@ export interface ResultHost {
 export class ResultSender {
   readonly #host: ResultHost;
   readonly #run = new RunResult();
+  /** A worker's result that found the core away, sent again by resend(). */
+  #unsent: string | null = null;
 
   constructor(host: ResultHost) {
     this.#host = host;
@@ -102,12 +110,29 @@ export class ResultSender {
       this.#host.log("run ended while supervising: its verdicts are the result");
       return;
     }
+    await this.#send(text);
+  }
+
+  /** Registered again: send a worker's result that found the core away. */
+  async resend(): Promise<void> {
+    const text = this.#unsent;
+    if (text === null) return;
+    this.#unsent = null;
+    this.#host.log("sending the result the core did not get");
+    await this.#send(text);
+  }
+
+  async #send(text: string): Promise<void> {
     try {
       // The core applies the mode (asks_only needs the asks it keeps) and keeps the result either way.
       const report = await this.#host.send(text, this.#host.mode());
       this.#host.log(`result ${report.id} sent (${report.announced ? "announced" : "kept, not announced"})`);
     } catch (e) {
       this.#host.log(`result not sent: ${e instanceof Error ? e.message : String(e)}`);
+      if (e instanceof NotConnectedError && this.#host.keepUnsent?.() === true) {
+        this.#unsent = text;
+        this.#host.log("result kept: a worker's result goes to the core once it is back");
+      }
     }
   }
 }

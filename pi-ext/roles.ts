@@ -11,6 +11,7 @@
 
 import { CoreError, NotConnectedError } from "./client.ts";
 import { READ_ONLY_TOOLS } from "./toolset.ts";
+import { OWNER_TOOLS } from "./workers.ts";
 import type { Role, SessionInfo } from "./wire.ts";
 
 /** customType of the pi.appendEntry records of this session's role. */
@@ -35,10 +36,13 @@ export const STAFF_TOOLS: readonly string[] = ["list_staff", "inspect_staff", "m
 /** The human stays reachable directly from every role. */
 const HUMAN_TOOLS: readonly string[] = ["ask_human", "report"];
 
-/** Each granted role's tools, besides the read-only tools it had as a Lead. */
+/**
+ * Each granted role's tools, besides the read-only tools it had as a Lead. Every role may own
+ * managed workers, so each keeps the owner tools (workers.ts).
+ */
 export const ROLE_TOOLS: Readonly<Record<StaffRole, readonly string[]>> = {
-  manager: ["message_supervisor", "ask_supervisor", ...STAFF_TOOLS, "list_peers", "message_peer", ...HUMAN_TOOLS],
-  chief: [...STAFF_TOOLS, ...HUMAN_TOOLS],
+  manager: ["message_supervisor", "ask_supervisor", ...STAFF_TOOLS, "list_peers", "message_peer", ...HUMAN_TOOLS, ...OWNER_TOOLS],
+  chief: [...STAFF_TOOLS, ...HUMAN_TOOLS, ...OWNER_TOOLS],
 };
 
 function isRecord(value: unknown): value is Record<string, unknown> {

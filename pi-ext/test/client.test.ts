@@ -6,9 +6,10 @@ import assert from "node:assert/strict";
 import { afterEach, describe, test } from "node:test";
 
 import { CoreClient, CoreError, NotConnectedError, type CoreClientOptions, type Phase, type Problem } from "../client.ts";
-import type { Delivery, Pairing, PairingEventMsg, Registration, ServerMsg } from "../wire.ts";
+import type { Delivery, Pairing, PairingEventMsg, Registration, ServerMsg, Worker } from "../wire.ts";
 import { delivery, FakeCore, sessionInfo } from "./fake-core.ts";
 import { ended, pairing } from "./pairings.ts";
+import { workerRecord as workerRecordFromFixture } from "./worker-fixtures.ts";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -196,6 +197,83 @@ describe("CoreClient", () => {
         ? [{ type: "error", id: msg.id, code: "role_refused", message: "held by x", details: { reason: "held", holder: { id: "x", name: "x" } } }]
         : undefined;
     await assert.rejects(h.client.setRole("chief"), (e: unknown) => e instanceof CoreError && e.code === "role_refused" && e.coreMessage === "held by x");
+  });
+
+  test("managed workers: register with the launch nonce, the worker record handed over, each request's frame and reply", async () => {
+    const w = workerRecordFromFixture();
+    let registeredWorker: Worker | undefined;
+    const h = await harness({
+      registration: () => ({ session_id: w.session_id, cwd: "/tmp", launch: "nonce-1" }),
+      client: { onRegistered: (_info, _session, _pending, _pairings, worker) => (registeredWorker = worker) },
+    });
+    const me = sessionInfo(w.session_id, "scout-1");
+    const ask = { id: 12, session_id: w.session_id, session_name: "scout-1", question: "CLI?", options: [], details: null, state: "open" as const, answer: null, answered_by: null, created_at: 1, answered_at: null, to: { role: "lead" as const, repo_id: null, project: null, session_id: "owner", session_name: "app", worker: 7 } };
+    const def = { name: "scout", description: "", source: "bundled" as const, path: null, model: null, thinking: null, tools: null, exclude_tools: [], agents: [], enabled: true, error: null };
+    h.core.responder = (msg): ServerMsg[] | undefined => {
+      switch (msg.type) {
+        case "register":
+          return [{ type: "registered", id: msg.id, session: me, pending: 0, pairings: [], worker: w }];
+        case "list_agents":
+          return [{ type: "agents", id: msg.id, agents: [def] }];
+        case "list_workers":
+          return [{ type: "workers", id: msg.id, workers: [w] }];
+        case "delegate_agent":
+        case "continue_agent":
+        case "steer_agent":
+        case "interrupt_agent":
+        case "reply_agent":
+        case "close_agent":
+          return [{ type: "worker", id: msg.id, worker: w }];
+        case "inspect_agent":
+        case "read_agent_transcript":
+          return [{ type: "agent_text", id: msg.id, worker: w, text: msg.type }];
+        case "ask_owner":
+          return [{ type: "asked", id: msg.id, ask }];
+        default:
+          return undefined;
+      }
+    };
+    h.client.start();
+    await until(() => h.client.ready);
+    assert.deepEqual(h.core.all[1], { type: "register", id: 2, session: { session_id: w.session_id, cwd: "/tmp", launch: "nonce-1" } });
+    assert.deepEqual(registeredWorker, w);
+    assert.deepEqual(await h.client.listAgents(), [def]);
+    assert.deepEqual(h.core.all.at(-1), { type: "list_agents", id: 3 });
+    assert.deepEqual(await h.client.listWorkers(true), [w]);
+    assert.deepEqual(h.core.all.at(-1), { type: "list_workers", id: 4, all: true });
+    assert.deepEqual(await h.client.delegateAgent("scout", "find", null, null), w);
+    assert.deepEqual(h.core.all.at(-1), { type: "delegate_agent", id: 5, definition: "scout", task: "find" });
+    await h.client.delegateAgent("scout", "find", "s-2", "/s.jsonl");
+    assert.deepEqual(h.core.all.at(-1), { type: "delegate_agent", id: 6, definition: "scout", task: "find", label: "s-2", fork: "/s.jsonl" });
+    await h.client.continueAgent("/s.jsonl", "more");
+    assert.deepEqual(h.core.all.at(-1), { type: "continue_agent", id: 7, session: "/s.jsonl", task: "more" });
+    await h.client.workerAction("steer", "scout-1", "a");
+    await h.client.workerAction("interrupt", "scout-1", "b");
+    await h.client.workerAction("reply", "scout-1", "c");
+    await h.client.workerAction("close", "scout-1", "");
+    assert.deepEqual(h.core.all.slice(-4), [
+      { type: "steer_agent", id: 8, agent: "scout-1", message: "a" },
+      { type: "interrupt_agent", id: 9, agent: "scout-1", message: "b" },
+      { type: "reply_agent", id: 10, agent: "scout-1", answer: "c" },
+      { type: "close_agent", id: 11, agent: "scout-1" },
+    ]);
+    assert.deepEqual(await h.client.agentText("inspect", "scout-1"), { worker: w, text: "inspect_agent" });
+    assert.deepEqual(await h.client.agentText("transcript", "scout-1"), { worker: w, text: "read_agent_transcript" });
+    assert.deepEqual((await h.client.askOwner("CLI?")).to?.worker, 7);
+    assert.deepEqual(h.core.all.at(-1), { type: "ask_owner", id: 14, question: "CLI?" });
+  });
+
+  test("a worker registration the core refuses (launch_mismatch): reported, retried slowly", async () => {
+    const h = await harness({ client: { slowRetryMs: 60_000 } });
+    h.core.responder = (msg) =>
+      msg.type === "register"
+        ? [{ type: "error", id: msg.id, code: "worker_refused", message: "no managed worker waits for session sess-1", details: { reason: "launch_mismatch" } }]
+        : undefined;
+    h.client.start();
+    await until(() => h.problems.length > 0 && h.client.phase === "waiting");
+    assert.equal(h.problems[0]?.message, "the shepherd core refused this managed worker's registration: no managed worker waits for session sess-1");
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(h.registrations, 1, "not retried at the fast backoff");
   });
 
   test("acks go only to a registered connection of the same store", async () => {

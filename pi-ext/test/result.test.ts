@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { afterEach, describe, test } from "node:test";
 
-import { CoreClient } from "../client.ts";
+import { CoreClient, CoreError, NotConnectedError } from "../client.ts";
 import { loadConfig } from "../config.ts";
 import { assistantText, parseResultsMode, ResultSender, RunResult, type RunMessage } from "../result.ts";
 import type { Report, ResultsMode } from "../wire.ts";
@@ -164,5 +164,49 @@ describe("ResultSender", () => {
     await sender.settled(false);
     assert.equal(calls, 1);
     assert.equal(log.at(-1), "result not sent: not connected to the shepherd core");
+  });
+
+  test("a worker's result that found the core away is sent once registered again; nobody else's is kept", async () => {
+    for (const worker of [true, false]) {
+      let up = false;
+      const sent: string[] = [];
+      const sender = new ResultSender({
+        send: async (text) => {
+          if (!up) throw new NotConnectedError("the connection to the shepherd core closed");
+          sent.push(text);
+          return { id: 8, session_id: "s", session_name: "n", text, created_at: 1, kind: "result", announced: false };
+        },
+        mode: () => null,
+        supervising: () => false,
+        keepUnsent: () => worker,
+        log: () => undefined,
+      });
+      sender.started();
+      sender.message(assistant("Three callers skip the limiter."));
+      await sender.settled(false);
+      assert.deepEqual(sent, []);
+      up = true;
+      await sender.resend();
+      await sender.resend();
+      assert.deepEqual(sent, worker ? ["Three callers skip the limiter."] : [], `worker: ${worker}`);
+    }
+  });
+
+  test("a result the core refused is not sent again", async () => {
+    let calls = 0;
+    const sender = new ResultSender({
+      send: async () => {
+        calls++;
+        throw new CoreError("invalid_argument", "text too long", null);
+      },
+      mode: () => null,
+      supervising: () => false,
+      keepUnsent: () => true,
+      log: () => undefined,
+    });
+    sender.message(assistant("done"));
+    await sender.settled(false);
+    await sender.resend();
+    assert.equal(calls, 1);
   });
 });

@@ -61,6 +61,7 @@ import {
   type Verdict,
   type View,
 } from "./records.ts";
+import { workerRecord, WORKER_CLIENT_BODIES, WORKER_SERVER_BODIES } from "./workers.ts";
 
 export type DecodeErrorCode = "malformed_frame" | "unknown_type" | "invalid_message";
 
@@ -100,6 +101,7 @@ const registration: Conv<Registration> = record({
   role: maybe(role),
   session_file: maybeNull(str),
   subagent: maybe(bool),
+  launch: maybeNull(str),
 });
 
 const sessionInfo: Conv<SessionInfo> = record({
@@ -134,6 +136,8 @@ const askTo: Conv<AskTo> = record({
   project: nullable(str),
   session_id: nullable(str),
   session_name: nullable(str),
+  // Only on a managed worker's ask_owner; absent otherwise (the core leaves it out).
+  worker: maybe(u64),
 });
 
 const ask: Conv<Ask> = record({
@@ -297,6 +301,7 @@ const sessionBy = record<{ id: number; session?: string | null; by?: string | nu
 const listAll = record<{ id: number; all?: boolean }>({ id: req(u64), all: maybe(bool) });
 
 const CLIENT_BODIES: Bodies<ClientMsg> = {
+  ...WORKER_CLIENT_BODIES,
   hello: record({ id: req(u64), protocol: req(u32), client: req(clientKind), client_name: maybeNull(str) }),
   register: record({ id: req(u64), session: req(registration) }),
   update: record({
@@ -368,12 +373,15 @@ const sessionEvent = record<{ session: SessionInfo }>({ session: req(sessionInfo
 const askEvent = record<{ ask: Ask }>({ ask: req(ask) });
 
 const SERVER_BODIES: Bodies<ServerMsg> = {
+  ...WORKER_SERVER_BODIES,
   welcome: record({ id: req(u64), protocol: req(u32), core_version: req(str), store_id: req(str), pid: req(u32) }),
   registered: record({
     id: req(u64),
     session: req(sessionInfo),
     pending: req(u32),
     pairings: withDefault(arrayOf(pairing), () => []),
+    // Absent (not null) unless this session is a bound managed worker.
+    worker: maybe(workerRecord),
   }),
   updated: record({ id: req(u64), session: req(sessionInfo) }),
   asked: askReply,

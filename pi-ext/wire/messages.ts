@@ -29,6 +29,13 @@ import type {
   View,
   WireErrorCode,
 } from "./records.ts";
+import {
+  WORKER_CLIENT_TYPES,
+  WORKER_SERVER_TYPES,
+  type Worker,
+  type WorkerClientMsg,
+  type WorkerServerMsg,
+} from "./workers.ts";
 
 export const PROTOCOL_VERSION = 2;
 
@@ -122,8 +129,9 @@ export type MessagePeerMsg = { type: "message_peer"; id: number; session: string
 /** The agent definitions in effect for `cwd` (absolute; a Pi session leaves it out for its own). */
 export type ListAgentsMsg = { type: "list_agents"; id: number; cwd?: string | null };
 
-/** Client → core. */
+/** Client → core (the managed-worker requests are in wire/workers.ts). */
 export type ClientMsg =
+  | WorkerClientMsg
   | HelloMsg
   | RegisterMsg
   | UpdateMsg
@@ -161,6 +169,7 @@ export type ClientMsg =
   | ListAgentsMsg;
 
 export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
+  ...WORKER_CLIENT_TYPES,
   "hello",
   "register",
   "update",
@@ -206,6 +215,8 @@ export type RegisteredMsg = {
   pending: number;
   /** Active pairings this session is in, on either side. */
   pairings: Pairing[];
+  /** Set when this session is a managed worker the core launched and bound (by its launch nonce). */
+  worker?: Worker;
 };
 export type UpdatedMsg = { type: "updated"; id: number; session: SessionInfo };
 export type AskedMsg = { type: "asked"; id: number; ask: Ask };
@@ -293,8 +304,9 @@ export type RoleChangedMsg = { type: "role_changed"; session: SessionInfo; previ
 /** Event to subscribers: a supervisor or staff edge message touching a Manager or the Chief. */
 export type EdgeMessageMsg = { type: "edge_message"; message: EdgeMessage };
 
-/** Core → client: responses (with the request's id) and events (without). */
+/** Core → client: responses (with the request's id) and events (without); the worker replies are in wire/workers.ts. */
 export type ServerMsg =
+  | WorkerServerMsg
   | WelcomeMsg
   | RegisteredMsg
   | UpdatedMsg
@@ -336,6 +348,7 @@ export type ServerMsg =
   | EdgeMessageMsg;
 
 export const SERVER_TYPES: readonly ServerMsg["type"][] = [
+  ...WORKER_SERVER_TYPES,
   "welcome",
   "registered",
   "updated",

@@ -47,6 +47,8 @@ export interface Registration {
   session_file?: string | null;
   /** A pi-subagents child (`PI_SUBAGENT_CHILD` set): never offered as a worker. */
   subagent?: boolean;
+  /** A managed worker's one-time launch nonce (env `SHEPHERD_LAUNCH`); left out otherwise. */
+  launch?: string | null;
 }
 
 /** A session as the core knows it. */
@@ -104,6 +106,8 @@ export interface AskTo {
   project: string | null;
   session_id: string | null;
   session_name: string | null;
+  /** For a managed worker's `ask_owner`: the worker's id; the ask is for its owner (`session_id`). */
+  worker?: number;
 }
 
 /** A role lease the core granted: the Manager of a repository, or the Chief. */
@@ -208,7 +212,10 @@ export type DeliveryKind =
   | "supervisor_message"
   | "staff_message"
   | "peer_message"
-  | "notice";
+  | "notice"
+  | "task"
+  | "agent_result"
+  | "agent_ask";
 export const DELIVERY_KINDS: readonly DeliveryKind[] = [
   "steer",
   "message",
@@ -221,6 +228,9 @@ export const DELIVERY_KINDS: readonly DeliveryKind[] = [
   "staff_message",
   "peer_message",
   "notice",
+  "task",
+  "agent_result",
+  "agent_ask",
 ];
 
 /** Why a session left (`session_left.reason`): it said `bye`, or its connection was lost. */
@@ -378,6 +388,7 @@ export const ERROR_CODES = [
   "internal",
   "already_delivered",
   "role_refused",
+  "worker_refused",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 /** A code this client may not know yet: new codes are a compatible protocol change. */

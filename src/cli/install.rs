@@ -48,6 +48,10 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ),
     ("wire/frame.ts", include_str!("../../pi-ext/wire/frame.ts")),
     (
+        "wire/workers.ts",
+        include_str!("../../pi-ext/wire/workers.ts"),
+    ),
+    (
         "supervise-pi.ts",
         include_str!("../../pi-ext/supervise-pi.ts"),
     ),
@@ -64,6 +68,11 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("prune.ts", include_str!("../../pi-ext/prune.ts")),
     ("roles.ts", include_str!("../../pi-ext/roles.ts")),
     ("role-tools.ts", include_str!("../../pi-ext/role-tools.ts")),
+    ("workers.ts", include_str!("../../pi-ext/workers.ts")),
+    (
+        "worker-tools.ts",
+        include_str!("../../pi-ext/worker-tools.ts"),
+    ),
     ("README.md", include_str!("../../pi-ext/README.md")),
 ];
 
