@@ -40,8 +40,11 @@ pub(super) struct Pane {
     pub id: String,
     pub pid: u32,
     /// `Some(status)` when the pane's process has exited (`None` inside: killed by a
-    /// signal); `None` while it runs.
+    /// signal, or not known); `None` while it runs.
     pub dead: Option<Option<i32>>,
+    /// Dead, but tmux has not collected the exit status or signal yet (it marks a pane
+    /// dead when its pty closes, and reads the status when SIGCHLD arrives).
+    pub settling: bool,
 }
 
 /// The private tmux server.
@@ -187,6 +190,7 @@ impl Tmux {
             id,
             pid,
             dead: None,
+            settling: false,
         })
     }
 
@@ -199,8 +203,22 @@ impl Tmux {
         }
     }
 
-    /// Every pane of the `shepherd` session; none when no server or session runs.
-    pub async fn list_panes(&self) -> Result<Vec<Pane>, HostError> {
+    /// Every pane of the `shepherd` session, none when no server or session runs. While
+    /// one of the `watched` panes is dead with its status not collected yet, asked again
+    /// (up to ~0.5 s; a process that exits within moments of its fork can lose the race
+    /// with tmux recording its pid, and then its status is never known).
+    pub async fn list_panes(&self, watched: &[String]) -> Result<Vec<Pane>, HostError> {
+        for _ in 0..10 {
+            let panes = self.list_panes_once().await?;
+            if !panes.iter().any(|p| p.settling && watched.contains(&p.id)) {
+                return Ok(panes);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        self.list_panes_once().await
+    }
+
+    async fn list_panes_once(&self) -> Result<Vec<Pane>, HostError> {
         if !self.socket.exists() || !self.has_session().await {
             return Ok(Vec::new());
         }
@@ -210,7 +228,7 @@ impl Tmux {
             "-t",
             &format!("={SESSION}"),
             "-F",
-            "#{pane_id} #{pane_pid} #{pane_dead} #{pane_dead_status}",
+            "#{pane_id} #{pane_pid} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}",
         ]);
         match self.run("list-panes", &args).await {
             Ok(out) => Ok(out.lines().filter_map(parse_pane).collect()),
@@ -254,18 +272,21 @@ fn parse_created(out: &str) -> Option<(String, u32)> {
     Some((id.to_string(), pid))
 }
 
-/// `%3 12345 1 2` (`#{pane_id} #{pane_pid} #{pane_dead} #{pane_dead_status}`); the
-/// status is empty for a live pane and for one a signal ended.
+/// `%3 12345 1 2 ` (`#{pane_id} #{pane_pid} #{pane_dead} #{pane_dead_status}
+/// #{pane_dead_signal}`): a status for a pane that exited, a signal for one a signal
+/// ended, neither for a live one (or a dead one whose status tmux has not read yet).
 fn parse_pane(line: &str) -> Option<Pane> {
     let mut parts = line.split(' ');
     let id = parts.next().filter(|id| id.starts_with('%'))?.to_string();
     let pid = parts.next()?.parse().ok()?;
     let dead = parts.next()? == "1";
-    let status = parts.next().and_then(|s| s.trim().parse().ok());
+    let status: Option<i32> = parts.next().and_then(|s| s.trim().parse().ok());
+    let signal: Option<i32> = parts.next().and_then(|s| s.trim().parse().ok());
     Some(Pane {
         id,
         pid,
         dead: dead.then_some(status),
+        settling: dead && status.is_none() && signal.is_none(),
     })
 }
 
@@ -289,15 +310,20 @@ mod tests {
     #[test]
     fn panes_parse_live_exited_and_killed() {
         assert_eq!(
-            parse_pane("%3 123 0 "),
+            parse_pane("%3 123 0  "),
             Some(Pane {
                 id: "%3".into(),
                 pid: 123,
-                dead: None
+                dead: None,
+                settling: false,
             })
         );
-        assert_eq!(parse_pane("%4 9 1 3").unwrap().dead, Some(Some(3)));
-        assert_eq!(parse_pane("%5 9 1 ").unwrap().dead, Some(None));
+        let exited = parse_pane("%4 9 1 3 ").unwrap();
+        assert_eq!((exited.dead, exited.settling), (Some(Some(3)), false));
+        let killed = parse_pane("%5 9 1  9").unwrap();
+        assert_eq!((killed.dead, killed.settling), (Some(None), false));
+        let unread = parse_pane("%6 9 1  ").unwrap();
+        assert_eq!((unread.dead, unread.settling), (Some(None), true));
         assert_eq!(parse_pane("garbage"), None);
         assert_eq!(parse_created("%7 4242\n"), Some(("%7".into(), 4242)));
         assert_eq!(parse_created("oops"), None);
