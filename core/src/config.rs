@@ -715,6 +715,42 @@ mod tests {
     }
 
     #[test]
+    fn the_workers_section_parses_and_defaults() {
+        let config = Config::from_toml(
+            "[workers]\nbackend = \"headless\"\npi = [\"node\", \"/opt/pi/cli.js\"]\n\
+             extension = \"/opt/ext/index.ts\"\nask_card_after_secs = 60\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            config.workers,
+            WorkersConfig {
+                backend: WorkerBackend::Headless,
+                pi: vec!["node".into(), "/opt/pi/cli.js".into()],
+                extension: Some("/opt/ext/index.ts".into()),
+                ask_card_after_secs: 60,
+            }
+        );
+        assert_eq!(
+            config.worker_extension().unwrap(),
+            Path::new("/opt/ext/index.ts")
+        );
+        let err = Config::from_toml("[workers]\nbackend = \"screen\"\n", "x.toml").unwrap_err();
+        assert!(err.to_string().contains("workers.backend"), "{err}");
+
+        let mut table = toml::Table::new();
+        let vars = env(&[
+            ("SHEPHERD_WORKERS__BACKEND", "tmux"),
+            ("SHEPHERD_WORKERS__PI", "[\"pi\", \"--offline\"]"),
+        ]);
+        let from_env = apply_env(&mut table, vars).unwrap();
+        let config = from_table(table, "t", &from_env).unwrap();
+        assert_eq!(config.workers.backend, WorkerBackend::Tmux);
+        assert_eq!(config.workers.pi, ["pi", "--offline"]);
+        assert_eq!(config.workers.ask_card_after_secs, 300);
+    }
+
+    #[test]
     fn token_never_shows_in_debug_output() {
         let config = Config::from_toml("[telegram]\ntoken = \"123:secret\"\n", "t").unwrap();
         let telegram = config.telegram.unwrap();
