@@ -66,6 +66,21 @@ impl Backend {
     }
 }
 
+impl std::str::FromStr for Backend {
+    type Err = String;
+
+    /// `"headless"` or `"tmux"` (as [`Backend::as_str`] wrote it, e.g. in the store).
+    fn from_str(s: &str) -> Result<Backend, String> {
+        match s {
+            "headless" => Ok(Backend::Headless),
+            "tmux" => Ok(Backend::Tmux),
+            other => Err(format!(
+                "unknown worker backend {other:?}: expected \"headless\" or \"tmux\""
+            )),
+        }
+    }
+}
+
 /// What the host needs to know.
 #[derive(Debug, Clone)]
 pub struct HostConfig {
@@ -591,6 +606,14 @@ mod tests {
         assert_eq!(tail_bytes("one\ntwo\nthree", 9), "three");
         assert_eq!(tail_bytes("ééé", 3), "é");
         assert_eq!(tail_bytes("abcdef", 3), "def");
+    }
+
+    #[test]
+    fn backends_read_back_what_they_write() {
+        for backend in [Backend::Headless, Backend::Tmux] {
+            assert_eq!(backend.as_str().parse::<Backend>(), Ok(backend));
+        }
+        assert!("screen".parse::<Backend>().unwrap_err().contains("screen"));
     }
 
     #[test]
