@@ -382,6 +382,19 @@ async fn tmux_windows_dead_panes_captures_and_stop() {
     ]);
     assert_eq!(windows, format!("scout-1 {pane_a}\nreview {pane_b}\n"));
     assert_eq!(mode(&fx.state().join("tmux.sock")), 0o600);
+    assert_eq!(
+        fx.tmux(&["show-options", "-p", "-t", &pane_a, "remain-on-exit"]),
+        "remain-on-exit on\n"
+    );
+    assert_eq!(
+        fx.tmux(&["show-options", "-w", "-t", &pane_a, "automatic-rename"]),
+        "automatic-rename off\n"
+    );
+    assert_eq!(
+        fx.tmux(&["show-options", "-s", "extended-keys"]),
+        "extended-keys on\n",
+        "interactive Pi warns without it"
+    );
 
     assert_eq!(
         wait_for_capture(&host, 11, "fake pi 11 ready").await,

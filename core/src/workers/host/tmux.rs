@@ -94,6 +94,12 @@ impl Tmux {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// Whether this tmux has the `extended-keys` option (3.2 and later).
+    async fn extended_keys(&self) -> bool {
+        let out = Command::new("tmux").arg("-V").output().await;
+        out.is_ok_and(|o| has_extended_keys(&String::from_utf8_lossy(&o.stdout)))
+    }
+
     async fn has_session(&self) -> bool {
         self.run(
             "has-session",
@@ -112,7 +118,8 @@ impl Tmux {
         })?;
         let mut args: Vec<OsString> = Vec::new();
         let fresh = !self.has_session().await;
-        // Set before the window exists, so even a worker that dies at once keeps its pane.
+        // Set before the window exists, so even a worker that dies at once keeps its pane;
+        // extended keys, or interactive Pi warns that modified Enter keys may not work.
         args.extend(os(&[
             "start-server",
             ";",
@@ -122,6 +129,9 @@ impl Tmux {
             "on",
             ";",
         ]));
+        if self.extended_keys().await {
+            args.extend(os(&["set-option", "-s", "extended-keys", "on", ";"]));
+        }
         if fresh {
             args.extend(os(&[
                 "new-session",
@@ -260,6 +270,22 @@ impl Tmux {
     }
 }
 
+/// `tmux 3.3a` (or `tmux next-3.4`) is 3.2 or later.
+fn has_extended_keys(version: &str) -> bool {
+    let number = version
+        .trim()
+        .trim_start_matches("tmux ")
+        .trim_start_matches("next-");
+    let mut parts = number.split('.');
+    let major: u32 = parts.next().and_then(|m| m.parse().ok()).unwrap_or(0);
+    let minor: u32 = parts
+        .next()
+        .map(|m| m.trim_end_matches(|c: char| !c.is_ascii_digit()))
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    (major, minor) >= (3, 2)
+}
+
 fn os(args: &[&str]) -> Vec<OsString> {
     args.iter().map(OsString::from).collect()
 }
@@ -290,10 +316,10 @@ fn parse_pane(line: &str) -> Option<Pane> {
     })
 }
 
-/// The last `n` lines of `text` without the blank lines below them, at most
-/// [`CAPTURE_MAX_BYTES`].
+/// The last `n` lines of `text` without the blank lines below them and without trailing
+/// spaces (a joined capture keeps the pane's padding), at most [`CAPTURE_MAX_BYTES`].
 fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
     let end = lines
         .iter()
         .rposition(|l| !l.trim().is_empty())
@@ -330,6 +356,16 @@ mod tests {
     }
 
     #[test]
+    fn extended_keys_from_tmux_3_2() {
+        assert!(has_extended_keys("tmux 3.3a\n"));
+        assert!(has_extended_keys("tmux 3.2"));
+        assert!(has_extended_keys("tmux next-3.6"));
+        assert!(!has_extended_keys("tmux 3.1c"));
+        assert!(!has_extended_keys("tmux 2.9a"));
+        assert!(!has_extended_keys("garbage"));
+    }
+
+    #[test]
     fn captures_keep_the_last_lines_without_trailing_blanks() {
         let text: String =
             (1..=100).map(|i| format!("line {i}\n")).collect::<String>() + "\n\n  \n";
@@ -338,6 +374,7 @@ mod tests {
             got.starts_with("line 21\n") && got.ends_with("line 100"),
             "{got}"
         );
+        assert_eq!(last_lines("a   \n  b  \n", 80), "a\n  b");
         assert_eq!(last_lines("\n\n", 80), "");
     }
 }
