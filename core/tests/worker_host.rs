@@ -516,3 +516,49 @@ async fn tmux_workers_outlive_the_host_and_are_adopted_again() {
     host.stop(21).await;
     no_event(&mut events, Duration::from_millis(300)).await;
 }
+
+#[tokio::test]
+async fn launches_that_cannot_start_say_why() {
+    let fx = Fixture::new();
+    for backend in [Backend::Headless, Backend::Tmux] {
+        let (tx, mut events) = mpsc::channel(16);
+        let host = Host::start(fx.config(backend, "rpc"), tx);
+        let nowhere = LaunchSpec {
+            cwd: fx.dir.path().join("missing"),
+            ..fx.spec(1, "lost")
+        };
+        let err = host.launch(nowhere).await.unwrap_err();
+        assert!(matches!(err, HostError::NoCwd { .. }), "{backend:?}: {err}");
+        assert!(err.to_string().contains("missing"), "{err}");
+
+        let no_pi = Host::start(
+            HostConfig {
+                pi: Vec::new(),
+                ..fx.config(backend, "rpc")
+            },
+            mpsc::channel(1).0,
+        );
+        let err = no_pi.launch(fx.spec(2, "two")).await.unwrap_err();
+        assert!(matches!(err, HostError::NoPi), "{err}");
+        assert!(err.to_string().contains("workers.pi"), "{err}");
+        no_event(&mut events, Duration::from_millis(100)).await;
+    }
+
+    let (tx, _events) = mpsc::channel(16);
+    let host = Host::start(
+        HostConfig {
+            pi: vec!["/nonexistent/pi".into()],
+            ..fx.config(Backend::Headless, "rpc")
+        },
+        tx,
+    );
+    let err = host.launch(fx.spec(3, "three")).await.unwrap_err();
+    assert!(matches!(err, HostError::Spawn { .. }), "{err}");
+    let said = err.to_string();
+    assert!(
+        said.contains("/nonexistent/pi") && said.contains("workers.pi"),
+        "{said}"
+    );
+    // Nothing half-started stays behind: the id can launch once the cause is fixed.
+    assert_eq!(host.capture(3).await, None);
+}

@@ -16,6 +16,10 @@
 //!   re-attaches to a pane that still runs. While any tmux worker lives, the actor polls
 //!   `list-panes` every 2 s for dead or vanished panes.
 //!
+//! Measured with the pinned Pi 1.6: interactive Pi runs in a detached pane (no client
+//! attached), and `#{pane_pid}` is the pid Pi's extension sees as `process.pid` (the
+//! wrapper script `exec`s node).
+//!
 //! Every exit is reported once as [`HostEvent::Exited`] on the channel given to
 //! [`Host::start`] (also the exits [`Host::stop`] causes). Events never block the actor:
 //! when the channel is full, a task sends them.
@@ -132,6 +136,10 @@ pub enum HostError {
     #[error("workers.pi is empty: set it to the command that runs Pi, e.g. [\"pi\"]")]
     NoPi,
     #[error(
+        "the worker's directory {cwd} is not a directory (tmux would start it elsewhere): create it, or delegate from an existing one"
+    )]
+    NoCwd { cwd: PathBuf },
+    #[error(
         "cannot start {program} in {cwd}: {source}; check workers.pi (the command that runs Pi) and that the directory exists"
     )]
     Spawn {
@@ -215,7 +223,9 @@ impl Host {
     /// Start `spec`'s worker on the configured backend: write its prompt file, spawn Pi
     /// (headless) or open its tmux window. Returns once the process exists (not once Pi
     /// has registered). A worker id with a process already gets
-    /// [`HostError::AlreadyRunning`].
+    /// [`HostError::AlreadyRunning`]; a missing cwd [`HostError::NoCwd`]. Headless, a Pi
+    /// command that cannot start is [`HostError::Spawn`]; in tmux it shows as the pane's
+    /// immediate exit ([`HostEvent::Exited`]), its error on the pane ([`Host::capture`]).
     pub async fn launch(&self, spec: LaunchSpec) -> Result<Launched, HostError> {
         self.ask(|tx| Cmd::Launch(Box::new(spec), tx))
             .await
@@ -345,6 +355,9 @@ impl Actor {
         }
         if self.cfg.pi.is_empty() {
             return Err(HostError::NoPi);
+        }
+        if !spec.cwd.is_dir() {
+            return Err(HostError::NoCwd { cwd: spec.cwd });
         }
         let backend = self.cfg.backend;
         let cmd = launch::build(
