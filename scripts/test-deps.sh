@@ -8,6 +8,8 @@
 #   - pi-ext's dev dependencies (typescript, @types/node, Pi's .d.ts) into pi-ext/node_modules;
 #   - Synapse (PyPI matrix-synapse, pinned in scripts/synapse-deps.sh) in a Python venv, for
 #     the Matrix end-to-end tests (needs python3 >= 3.10 with venv, and PyPI).
+#   - tmux, for the worker host's tmux backend tests: when it is missing, installed with
+#     apt-get when running as root on Debian/Ubuntu (as CI does), else an error saying so.
 #
 # The pins live in ONE place, pi-ext/package.json:
 #   devDependencies["@earendil-works/pi-coding-agent"]  the Pi version (exact)
@@ -78,6 +80,19 @@ mkdir -p "$deps_dir" "$log_dir"
 # One installer at a time (tests may call this script from several processes at once).
 exec 9>"$deps_dir/.lock"
 flock 9
+
+# ---- tmux (the worker host's tmux backend; core/tests/worker_host.rs runs it) ----
+if ! command -v tmux >/dev/null 2>&1; then
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    step_hint="is the Debian mirror reachable? ('apt-get update' checks it)"
+    step tmux-apt bash -c 'apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tmux'
+    step_hint="is the npm registry reachable? ('npm ping' checks it)"
+    command -v tmux >/dev/null 2>&1 || die "apt-get installed tmux but 'tmux' is not on PATH"
+  else
+    die "tmux is not installed, and it is installed here only as root with apt-get: install tmux (Debian/Ubuntu: 'sudo apt-get install tmux'); the worker host's tests run it"
+  fi
+fi
+tmux_version="$(tmux -V 2>&1)" || die "tmux does not run: $tmux_version"
 
 npm_flags=(--no-audit --no-fund --prefer-offline --loglevel=warn)
 
@@ -169,5 +184,6 @@ else
   echo "Pi package:      $pi_pkg_dir"
   echo "extension:       $ext_dir/index.ts"
   echo "Synapse $synapse_version: $synapse_python -m synapse.app.homeserver"
+  echo "tmux:            $tmux_version"
   printf 'export PATH=%q:"$PATH"\n' "$node_bin_dir"
 fi

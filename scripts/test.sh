@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this):
 #   1. formatting (cargo fmt --check);
-#   2. test dependencies: Node 22, the pinned Pi and Synapse into target/test-deps (cached);
+#   2. test dependencies: Node 22, the pinned Pi and Synapse into target/test-deps (cached),
+#      and tmux (apt-get, as root, when missing);
 #      then lints (clippy -D warnings, every target);
 #   3. the extension's TypeScript type check and node --test unit tests;
 #   4. every Rust test: unit, golden protocol fixtures, the real daemon over its socket,

@@ -27,6 +27,48 @@ pub struct Config {
     pub telegram: Option<TelegramConfig>,
     /// The Matrix bridge; absent: no Matrix.
     pub matrix: Option<MatrixConfig>,
+    /// Managed workers: how worker Pi processes are launched.
+    pub workers: WorkersConfig,
+}
+
+/// The `[workers]` section: how the core launches managed worker Pi processes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkersConfig {
+    /// Where workers run: `auto` (tmux when `tmux -V` runs, else headless), `tmux` (one
+    /// window per worker on a private tmux server; they outlive the core) or `headless`
+    /// (`pi --mode rpc` children of the core; they stop with it).
+    pub backend: WorkerBackend,
+    /// The command that runs Pi, as an argv prefix (`["pi"]`, or
+    /// `["node", "/opt/pi/dist/bundle/cli.js"]`).
+    pub pi: Vec<String>,
+    /// The shepherd extension every worker loads with `-e` (workers start with `-ne`).
+    /// Default: the installed one, `<agent dir>/shepherd/pi-ext/index.ts`.
+    pub extension: Option<PathBuf>,
+    /// Seconds a worker's question to its owner waits before it is also shown on the
+    /// phones as an ask card.
+    pub ask_card_after_secs: u64,
+}
+
+impl Default for WorkersConfig {
+    fn default() -> Self {
+        WorkersConfig {
+            backend: WorkerBackend::Auto,
+            pi: vec!["pi".into()],
+            extension: None,
+            ask_card_after_secs: 300,
+        }
+    }
+}
+
+/// `workers.backend`: which process host runs workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerBackend {
+    /// tmux when `tmux -V` runs, else headless.
+    Auto,
+    Tmux,
+    Headless,
 }
 
 /// The `[matrix]` section.
@@ -444,6 +486,18 @@ impl Config {
         }
     }
 
+    /// The extension workers load after defaults: `workers.extension`, else the installed
+    /// `<agent dir>/shepherd/pi-ext/index.ts`.
+    pub fn worker_extension(&self) -> Result<PathBuf, ConfigError> {
+        match &self.workers.extension {
+            Some(path) => Ok(expand_home(path)),
+            None => Ok(agent_dir()?
+                .join("shepherd")
+                .join("pi-ext")
+                .join("index.ts")),
+        }
+    }
+
     /// The socket path after defaults.
     pub fn socket_path(&self) -> Result<PathBuf, ConfigError> {
         match &self.core.socket {
@@ -625,6 +679,10 @@ mod tests {
         expected.core.state_dir = config.core.state_dir.clone();
         expected.core.socket = config.core.socket.clone();
         assert_eq!(config.core, expected.core);
+        // The example spells out the default extension path too.
+        expected.workers.extension = config.workers.extension.clone();
+        assert!(expected.workers.extension.is_some());
+        assert_eq!(config.workers, expected.workers);
         // Its bridge sections are commented out: the embedded default has none.
         assert_eq!(config.telegram, None);
         assert_eq!(config.matrix, None);
@@ -654,6 +712,42 @@ mod tests {
             matrix.homeserver.as_deref(),
             Some("https://matrix.example.org")
         );
+    }
+
+    #[test]
+    fn the_workers_section_parses_and_defaults() {
+        let config = Config::from_toml(
+            "[workers]\nbackend = \"headless\"\npi = [\"node\", \"/opt/pi/cli.js\"]\n\
+             extension = \"/opt/ext/index.ts\"\nask_card_after_secs = 60\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            config.workers,
+            WorkersConfig {
+                backend: WorkerBackend::Headless,
+                pi: vec!["node".into(), "/opt/pi/cli.js".into()],
+                extension: Some("/opt/ext/index.ts".into()),
+                ask_card_after_secs: 60,
+            }
+        );
+        assert_eq!(
+            config.worker_extension().unwrap(),
+            Path::new("/opt/ext/index.ts")
+        );
+        let err = Config::from_toml("[workers]\nbackend = \"screen\"\n", "x.toml").unwrap_err();
+        assert!(err.to_string().contains("workers.backend"), "{err}");
+
+        let mut table = toml::Table::new();
+        let vars = env(&[
+            ("SHEPHERD_WORKERS__BACKEND", "tmux"),
+            ("SHEPHERD_WORKERS__PI", "[\"pi\", \"--offline\"]"),
+        ]);
+        let from_env = apply_env(&mut table, vars).unwrap();
+        let config = from_table(table, "t", &from_env).unwrap();
+        assert_eq!(config.workers.backend, WorkerBackend::Tmux);
+        assert_eq!(config.workers.pi, ["pi", "--offline"]);
+        assert_eq!(config.workers.ask_card_after_secs, 300);
     }
 
     #[test]

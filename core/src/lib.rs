@@ -19,6 +19,8 @@
 //! - [`human`]: time spans as people read them (CLI, chat, views).
 //! - [`files`]: private (0600) files whatever the umask: databases, the lock.
 //! - [`daemon`]: `shepherd up`: lock the state dir, open the store, start and stop the core.
+//! - [`workers`]: managed workers' processes: launch lines, the process host (headless or
+//!   tmux), `/proc` ancestry.
 //! - `examples`: filled-in records for tests (`test-support` feature, or shepherd-core's own tests).
 
 pub mod agents;
@@ -37,3 +39,4 @@ pub mod protocol;
 pub mod server;
 pub mod store;
 pub mod supervise;
+pub mod workers;
