@@ -37,6 +37,7 @@ async fn register(core: &Core, id: &str, name: &str, cwd: &Path, role: Role) -> 
             role,
             session_file: None,
             subagent: false,
+            launch: None,
         })
         .await?;
     Ok(client)

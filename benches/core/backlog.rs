@@ -44,6 +44,7 @@ pub async fn backlog(s: &Settings, report: &mut Report) -> Result<()> {
         role: Default::default(),
         session_file: None,
         subagent: false,
+        launch: None,
     })
     .await?;
     drop(pi);

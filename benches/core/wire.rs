@@ -232,6 +232,7 @@ pub async fn connect(
                 role: Default::default(),
                 session_file: None,
                 subagent: false,
+                launch: None,
             })
             .await?;
     }

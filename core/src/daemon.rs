@@ -84,6 +84,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         limits: limits.clone(),
         supervise: config.core.supervise.clone(),
         results: config.core.results,
+        workers: worker_host(&config, &state_dir, &socket),
     };
     let checkpointer = Checkpointer::spawn(&db_path);
     store.on_commit(checkpointer.waker());
@@ -188,4 +189,28 @@ pub async fn wait_for_signal() {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
     }
+}
+
+/// How this core launches managed workers (`[workers]`); `None` (logged) when the
+/// extension's place cannot be found, and delegating is then refused with the reason.
+fn worker_host(
+    config: &crate::config::Config,
+    state_dir: &std::path::Path,
+    socket: &std::path::Path,
+) -> Option<crate::workers::host::HostConfig> {
+    let extension = match config.worker_extension() {
+        Ok(path) => path,
+        Err(e) => {
+            tracing::warn!("managed workers are unavailable: {e}");
+            return None;
+        }
+    };
+    Some(crate::workers::host::HostConfig {
+        backend: crate::workers::host::Backend::resolve(&config.workers),
+        pi: config.workers.pi.clone(),
+        extension,
+        state_dir: state_dir.to_path_buf(),
+        socket: socket.to_path_buf(),
+        extra_env: Vec::new(),
+    })
 }

@@ -222,6 +222,7 @@ mod tests {
             project: Some("app".into()),
             session_id: Some("m".into()),
             session_name: Some("mara".into()),
+            worker: None,
         });
         let out = render(&[a.clone(), ask(4, "Tag?")], 200);
         let lines: Vec<&str> = out.lines().collect();

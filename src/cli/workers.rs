@@ -53,7 +53,10 @@ pub async fn close(ctx: &Ctx, agent: &str) -> anyhow::Result<ExitCode> {
             worker.label,
             worker.id,
             worker.owner_name,
-            worker.session_file.as_deref().unwrap_or(worker.session_id.as_str())
+            worker
+                .session_file
+                .as_deref()
+                .unwrap_or(worker.session_id.as_str())
         ))?;
     }
     Ok(ExitCode::SUCCESS)
@@ -62,9 +65,7 @@ pub async fn close(ctx: &Ctx, agent: &str) -> anyhow::Result<ExitCode> {
 /// Run `shepherd attach <worker>`: replace this process with tmux, on the worker's window.
 pub async fn attach(ctx: &Ctx, agent: &str) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
-    let workers = conn
-        .call(requests::ListWorkers::default())
-        .await?;
+    let workers = conn.call(requests::ListWorkers::default()).await?;
     let found: Vec<&Worker> = workers
         .iter()
         .filter(|w| w.label == agent || w.id.to_string() == agent.trim_start_matches('#'))
@@ -105,9 +106,16 @@ pub async fn attach(ctx: &Ctx, agent: &str) -> anyhow::Result<ExitCode> {
         .into());
     }
     let loaded = ctx.load_config()?;
-    let state_dir = loaded.config.state_dir().map_err(|e| Failure::new("config", e.to_string()))?;
+    let state_dir = loaded
+        .config
+        .state_dir()
+        .map_err(|e| Failure::new("config", e.to_string()))?;
     let socket = state_dir.join("tmux.sock");
-    let target = format!("{}:{}", shepherd_core::workers::host::TMUX_SESSION, worker.label);
+    let target = format!(
+        "{}:{}",
+        shepherd_core::workers::host::TMUX_SESSION,
+        worker.label
+    );
     use std::os::unix::process::CommandExt;
     let err = std::process::Command::new("tmux")
         .arg("-S")
@@ -132,7 +140,10 @@ pub fn render(workers: &[Worker], now: u64, width: usize) -> String {
         let mut parent = w.parent_worker;
         while let Some(p) = parent {
             d += 1;
-            parent = workers.iter().find(|x| x.id == p).and_then(|x| x.parent_worker);
+            parent = workers
+                .iter()
+                .find(|x| x.id == p)
+                .and_then(|x| x.parent_worker);
             if d > 8 {
                 break;
             }

@@ -156,6 +156,7 @@ fn lists_show_roles_and_whom_asks_are_for() {
             project: None,
             session_id: None,
             session_name: None,
+            worker: None,
         }),
         created_at: NOW,
         ..examples::ask()
@@ -364,6 +365,7 @@ fn a_card_for_a_role_says_whom_it_is_for() {
             project: Some("app".into()),
             session_id: Some("m".into()),
             session_name: Some("mara".into()),
+            worker: None,
         }),
         ..examples::ask()
     };

@@ -181,7 +181,13 @@ impl State {
         Ok(())
     }
 
-    pub(super) fn ack(&mut self, cx: Cx, req: Ack, db: &Connection, out: &mut Out) -> HubResult<()> {
+    pub(super) fn ack(
+        &mut self,
+        cx: Cx,
+        req: Ack,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
         let session_id = self.registered(cx.conn)?.clone();
         let acked = store::messages::ack(db, &session_id, &req.ids, now_ms())?;
         self.backlog.add(&session_id, -(acked as i64));

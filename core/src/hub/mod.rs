@@ -127,6 +127,8 @@ pub struct CoreFacts {
     pub supervise: SuperviseConfig,
     /// `core.results`: which runs' results reach the bridges, unless a session says.
     pub results: ResultsMode,
+    /// How managed workers are launched (`[workers]`); `None`: this core launches none.
+    pub workers: Option<crate::workers::host::HostConfig>,
 }
 
 /// Start the hub task. The returned join handle ends after `Shutdown` (or when every
@@ -143,7 +145,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
     if facts.supervise.look_interval_secs > 0 {
         tokio::spawn(tick(tx.downgrade(), armed));
     }
-    let host = workers::host_ops::start_host(&facts, tx.downgrade());
+    let host = workers::host_ops::start_host(facts.workers.as_ref(), tx.downgrade());
     // First of all: adopt or relaunch the workers a previous core left.
     let _ = tx.try_send(HubCommand::RecoverWorkers);
     let hub = Hub {
@@ -221,7 +223,7 @@ struct State {
     workers: workers::Workers,
     /// Starts and stops workers' processes; `None` when it could not start (delegating is
     /// then refused with the reason).
-    host: Option<crate::workers::host::Host>,
+    host: Option<workers::host_ops::HostLink>,
 }
 
 struct Live {
@@ -401,13 +403,19 @@ impl Hub {
                     HubCommand::Tick => {}
                     // Without a store nothing about workers can change: say so, retry later.
                     HubCommand::WorkerLaunched(done) => {
-                        tracing::error!(worker = done.worker, "a worker launch finished while the store failed");
+                        tracing::error!(
+                            worker = done.worker,
+                            "a worker launch finished while the store failed"
+                        );
                         if let Some((conn, id)) = done.reply {
                             failed.error(conn, Some(id), HubError::new(ErrorCode::StoreFailed, format!("the database failed ({e}); the worker was started but could not be recorded: close it with `shepherd close {}`", done.worker)));
                         }
                     }
                     HubCommand::WorkerExited { worker, .. } => {
-                        tracing::error!(worker, "a worker exited while the store failed; it shows its last state");
+                        tracing::error!(
+                            worker,
+                            "a worker exited while the store failed; it shows its last state"
+                        );
                     }
                     HubCommand::RecoverWorkers => {
                         tracing::error!("cannot recover workers: the store failed");
@@ -649,7 +657,7 @@ impl State {
         if !host_ops.is_empty()
             && let Some(host) = &self.host
         {
-            workers::host_ops::run(host, host_ops, &self.self_tx);
+            workers::host_ops::run(&host.host, host_ops, &self.self_tx);
         }
         for (conn, code) in out.closes {
             if let Some(close) = self.conns.get_mut(&conn).and_then(|c| c.close.take()) {

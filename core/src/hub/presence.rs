@@ -308,7 +308,11 @@ impl State {
             None => None,
         };
         let rejoined = self.bind_session(conn, &info, takeover, out);
-        self.announce_registration(cx, info, rejoined, &previous, worker, db, out)
+        let arrived = Arrived {
+            info,
+            worker: worker.map(|w| w.worker),
+        };
+        self.announce_registration(cx, arrived, rejoined, &previous, db, out)
     }
 
     /// Only a Pi connection registers, with valid fields, and only one session per connection.
@@ -417,14 +421,14 @@ impl State {
     fn announce_registration(
         &mut self,
         cx: Cx,
-        info: SessionInfo,
+        arrived: Arrived,
         rejoined: bool,
         previous: &Option<SessionInfo>,
-        worker: Option<crate::store::workers::WorkerRow>,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
         let Cx { conn, id, .. } = cx;
+        let Arrived { info, worker } = arrived;
         let info = self.session_info(db, &info.id)?;
         let status_now = info.status.clone();
         let pairing = store::pairings::active_for(db, &info.id)?;
@@ -435,7 +439,7 @@ impl State {
                 session: info.clone(),
                 pending: info.pending_messages,
                 pairings: pairing.iter().map(|p| self.pairing_record(p)).collect(),
-                worker: worker.map(|w| w.worker),
+                worker,
             },
         );
         self.replay(&info.id, db, out)?;
@@ -585,4 +589,10 @@ impl State {
             bridges,
         })
     }
+}
+
+/// A session that just registered: its record and, for a managed worker, its worker.
+struct Arrived {
+    info: SessionInfo,
+    worker: Option<crate::protocol::Worker>,
 }

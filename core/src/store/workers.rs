@@ -5,9 +5,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::protocol::{
-    AskId, MessageId, SessionId, Worker, WorkerBackend, WorkerId, WorkerState,
-};
+use crate::protocol::{AskId, MessageId, SessionId, Worker, WorkerBackend, WorkerId, WorkerState};
 
 /// How the worker's process is started again (a restart, `continue_agent`): the agent
 /// definition's settings as they were resolved at launch. Stored as JSON.
@@ -277,12 +275,7 @@ pub fn set_process(
 
 /// A new launch of the same generation (a restart relaunched it): a fresh nonce, no
 /// process yet, one more restart counted.
-pub fn relaunching(
-    conn: &Connection,
-    id: WorkerId,
-    nonce: &str,
-    now: u64,
-) -> rusqlite::Result<()> {
+pub fn relaunching(conn: &Connection, id: WorkerId, nonce: &str, now: u64) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "UPDATE workers SET nonce = ?2, pid = NULL, pane = NULL, bound_pid = NULL,
             restarts = restarts + 1, updated_at = ?3 WHERE id = ?1",

@@ -36,6 +36,9 @@ use tokio::sync::{mpsc, oneshot};
 use crate::config::{WorkerBackend, WorkersConfig};
 use crate::workers::launch::{self, LaunchContext, LaunchSpec};
 
+/// The tmux session on shepherd's private server whose windows are the workers.
+pub const TMUX_SESSION: &str = tmux::SESSION;
+
 /// How often live tmux panes are checked.
 const TMUX_POLL: Duration = Duration::from_secs(2);
 

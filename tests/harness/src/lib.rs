@@ -399,6 +399,7 @@ pub fn registration(session_id: &str, name: &str, cwd: &Path) -> Registration {
         role: Default::default(),
         session_file: None,
         subagent: false,
+        launch: None,
     }
 }
 

@@ -7,7 +7,9 @@ use tokio::sync::mpsc;
 
 use crate::hub::{ConnId, HubCommand};
 use crate::protocol::WorkerId;
-use crate::workers::host::{Host, Launched};
+use std::path::PathBuf;
+
+use crate::workers::host::{Backend, Host, HostConfig, Launched};
 use crate::workers::launch::LaunchSpec;
 
 /// One thing to do to a worker's process.
@@ -38,12 +40,14 @@ pub(in crate::hub) fn run(host: &Host, ops: Vec<HostOp>, hub: &mpsc::WeakSender<
         tokio::spawn(async move {
             let (worker, reply, result) = match op {
                 HostOp::Launch { spec, reply } => {
-                    let worker = spec.worker;
+                    let worker = spec.worker as u64;
                     (worker, reply, host.launch(*spec).await)
                 }
-                HostOp::Adopt { worker, pane } => (worker, None, host.adopt(worker, &pane).await),
+                HostOp::Adopt { worker, pane } => {
+                    (worker, None, host.adopt(worker as i64, pane).await)
+                }
                 HostOp::Stop { worker } => {
-                    host.stop(worker).await;
+                    host.stop(worker as i64).await;
                     return;
                 }
             };
@@ -57,30 +61,40 @@ pub(in crate::hub) fn run(host: &Host, ops: Vec<HostOp>, hub: &mpsc::WeakSender<
     }
 }
 
+/// The hub's worker host: the actor's handle and what delegating needs to know.
+pub(in crate::hub) struct HostLink {
+    pub host: Host,
+    pub backend: Backend,
+    /// The shepherd extension every worker loads.
+    pub extension: PathBuf,
+}
+
 /// Start the worker host for this core; its exit reports become
-/// [`HubCommand::WorkerExited`]. `None` (logged) when it cannot start: delegating is then
-/// refused with the reason.
+/// [`HubCommand::WorkerExited`]. `None` when the core was started without one (tests of
+/// other parts): delegating is then refused with the reason.
 pub(in crate::hub) fn start_host(
-    facts: &crate::hub::CoreFacts,
+    cfg: Option<&HostConfig>,
     hub: mpsc::WeakSender<HubCommand>,
-) -> Option<Host> {
-    let cfg = match crate::workers::host::HostConfig::new(&facts.workers, &facts.state_dir, &facts.socket) {
-        Ok(cfg) => cfg,
-        Err(e) => {
-            tracing::warn!("managed workers are unavailable: {e}");
-            return None;
-        }
-    };
+) -> Option<HostLink> {
+    let cfg = cfg?.clone();
     let (events, mut rx) = mpsc::channel(256);
-    let host = Host::start(cfg, events);
+    let link = HostLink {
+        backend: cfg.backend,
+        extension: cfg.extension.clone(),
+        host: Host::start(cfg, events),
+    };
     tokio::spawn(async move {
         while let Some(event) = rx.recv().await {
             let Some(tx) = hub.upgrade() else { break };
             let crate::workers::host::HostEvent::Exited { worker, code } = event;
-            if tx.send(HubCommand::WorkerExited { worker: worker as u64, code }).await.is_err() {
+            let cmd = HubCommand::WorkerExited {
+                worker: worker as u64,
+                code,
+            };
+            if tx.send(cmd).await.is_err() {
                 break;
             }
         }
     });
-    Some(host)
+    Some(link)
 }

@@ -136,7 +136,10 @@ impl State {
         }
         // A delegating worker finishes only after its own workers have.
         if !store::workers::children(db, row.worker.id)?.is_empty() {
-            tracing::info!(worker = row.worker.id, "a delegating worker's run ended while its workers are live; not its result yet");
+            tracing::info!(
+                worker = row.worker.id,
+                "a delegating worker's run ended while its workers are live; not its result yet"
+            );
             return Ok(true);
         }
         let message = result_text(&row, "completed", text);
@@ -260,7 +263,12 @@ impl State {
     }
 
     /// A launch (or adoption) finished.
-    pub(in crate::hub) fn worker_launched(&mut self, done: LaunchDone, db: &Connection, out: &mut Out) {
+    pub(in crate::hub) fn worker_launched(
+        &mut self,
+        done: LaunchDone,
+        db: &Connection,
+        out: &mut Out,
+    ) {
         if let Err(err) = self.try_worker_launched(&done, db, out)
             && let Some((conn, id)) = done.reply
         {
@@ -285,9 +293,19 @@ impl State {
                     now_ms(),
                 )?;
                 let row = self.worker_record(db, row.worker.id)?;
-                tracing::info!(worker = row.worker.id, pid = launched.pid, "worker process started");
+                tracing::info!(
+                    worker = row.worker.id,
+                    pid = launched.pid,
+                    "worker process started"
+                );
                 if let Some((conn, id)) = done.reply {
-                    out.send(conn, &ServerMsg::WorkerIs { id, worker: row.worker.clone() });
+                    out.send(
+                        conn,
+                        &ServerMsg::WorkerIs {
+                            id,
+                            worker: row.worker.clone(),
+                        },
+                    );
                 }
                 self.worker_changed(row.worker, out);
                 Ok(())
@@ -303,12 +321,19 @@ impl State {
                 self.worker_changed(row.worker, out);
                 Err(refused(
                     "launch_failed",
-                    format!("the worker's Pi could not be started: {e} (check [workers] pi in the config)"),
+                    format!(
+                        "the worker's Pi could not be started: {e} (check [workers] pi in the config)"
+                    ),
                 ))
             }
             Err(e) => {
                 tracing::warn!(worker = row.worker.id, error = %e, "worker could not be restarted or found again");
-                self.worker_lost(&row, &format!("it could not be started again: {e}"), db, out)
+                self.worker_lost(
+                    &row,
+                    &format!("it could not be started again: {e}"),
+                    db,
+                    out,
+                )
             }
         }
     }
@@ -359,7 +384,12 @@ impl State {
                 ),
             );
             self.mail(
-                NewMessage::plain(&row.worker.owner_id, DeliveryKind::AgentResult, &text, &worker_sender(row)),
+                NewMessage::plain(
+                    &row.worker.owner_id,
+                    DeliveryKind::AgentResult,
+                    &text,
+                    &worker_sender(row),
+                ),
                 db,
                 out,
             )?;
@@ -372,7 +402,11 @@ impl State {
 
     /// At start-up: tmux workers are found again (they outlived the core); headless ones
     /// died with the previous core and are relaunched on their session, told why.
-    pub(in crate::hub) fn recover_workers(&mut self, db: &Connection, out: &mut Out) -> HubResult<()> {
+    pub(in crate::hub) fn recover_workers(
+        &mut self,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
         for row in store::workers::list(db, false)? {
             match row.worker.state {
                 WorkerState::Settling => {
@@ -421,7 +455,11 @@ impl State {
             )?;
         }
         let row = self.worker_record(db, row.worker.id)?;
-        tracing::info!(worker = row.worker.id, resume = file.is_some(), "relaunching a worker after a restart");
+        tracing::info!(
+            worker = row.worker.id,
+            resume = file.is_some(),
+            "relaunching a worker after a restart"
+        );
         out.host.push(HostOp::Launch {
             spec: Box::new(launch_spec(&row, start)),
             reply: None,

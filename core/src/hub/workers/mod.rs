@@ -14,8 +14,8 @@
 //!   and a core restart adopts or relaunches it.
 //! - [`host_ops`]: the process work the hub hands to the host after its commit.
 
-mod lifecycle;
 pub(super) mod host_ops;
+mod lifecycle;
 mod requests;
 
 pub(super) use host_ops::HostOp;

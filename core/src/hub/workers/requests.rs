@@ -12,12 +12,12 @@ use super::HostOp;
 use crate::clock::now_ms;
 use crate::hub::{Cx, HubCommand, HubError, HubResult, Out, State, atomically};
 use crate::protocol::requests::{
-    AskOwner, CloseAgent, ContinueAgent, DelegateAgent, InspectAgent, InterruptAgent,
-    ListWorkers, ReadAgentTranscript, ReplyAgent, SteerAgent,
+    AskOwner, CloseAgent, ContinueAgent, DelegateAgent, InspectAgent, InterruptAgent, ListWorkers,
+    ReadAgentTranscript, ReplyAgent, SteerAgent,
 };
 use crate::protocol::{
-    AskTo, ClientKind, DeliveryKind, ErrorCode, Role, Sender, ServerMsg, SessionId,
-    SessionInfo, Worker, WorkerAction, WorkerBackend, WorkerState,
+    AskTo, ClientKind, DeliveryKind, ErrorCode, Role, Sender, ServerMsg, SessionId, SessionInfo,
+    Worker, WorkerAction, WorkerBackend, WorkerState,
 };
 use crate::store::workers::{LaunchSettings, NewWorker, WorkerRow};
 use crate::store::{self, messages::NewMessage};
@@ -230,13 +230,12 @@ impl State {
         self.broadcast(&ServerMsg::WorkerChanged { worker }, out);
     }
 
-    pub(in crate::hub) fn worker_record(
-        &self,
-        db: &Connection,
-        id: u64,
-    ) -> HubResult<WorkerRow> {
+    pub(in crate::hub) fn worker_record(&self, db: &Connection, id: u64) -> HubResult<WorkerRow> {
         store::workers::get(db, id)?.ok_or_else(|| {
-            HubError::new(ErrorCode::Internal, format!("worker {id} vanished from the store"))
+            HubError::new(
+                ErrorCode::Internal,
+                format!("worker {id} vanished from the store"),
+            )
         })
     }
 
@@ -306,7 +305,11 @@ impl State {
             exclude_tools: def.exclude_tools.clone(),
             prompt: def.prompt.clone(),
             fork: fork.clone(),
-            agents: if parent.is_some() { Vec::new() } else { def.agents.clone() },
+            agents: if parent.is_some() {
+                Vec::new()
+            } else {
+                def.agents.clone()
+            },
         };
         let session_id = SessionId::from(new_session_id().as_str());
         let delegates = parent.is_none() && !def.agents.is_empty();
@@ -328,7 +331,7 @@ impl State {
         )?;
         let start = match fork {
             Some(source) => SessionStart::Fork {
-                source: source.into(),
+                source,
                 id: session_id.to_string(),
             },
             None => SessionStart::New {
@@ -367,11 +370,17 @@ impl State {
         }
         let file = self.session_file_of(&req.session, db)?;
         let previous = store::workers::newest_by_file(db, &file)?
-            .or(store::workers::newest_by_session(db, &SessionId::from(req.session.as_str()))?)
+            .or(store::workers::newest_by_session(
+                db,
+                &SessionId::from(req.session.as_str()),
+            )?)
             .ok_or_else(|| {
                 refused(
                     "agent_not_found",
-                    format!("{} is not a managed worker's session; only those can be continued", req.session),
+                    format!(
+                        "{} is not a managed worker's session; only those can be continued",
+                        req.session
+                    ),
                 )
             })?;
         if previous.worker.session_id == me.id {
@@ -389,12 +398,16 @@ impl State {
                 ),
             ));
         }
-        let def = self.resolve_definition(&previous.worker.definition, Path::new(&previous.worker.cwd))?;
+        let def =
+            self.resolve_definition(&previous.worker.definition, Path::new(&previous.worker.cwd))?;
         let label = previous.worker.label.clone();
         if let Some(taken) = store::workers::live_by_label(db, &me.id, &label)? {
             return Err(refused(
                 "agent_label_exists",
-                format!("this session already has a live worker {label:?} (#{}); close it first", taken.worker.id),
+                format!(
+                    "this session already has a live worker {label:?} (#{}); close it first",
+                    taken.worker.id
+                ),
             ));
         }
         let settings = LaunchSettings {
@@ -423,7 +436,10 @@ impl State {
             out,
         )?;
         out.host.push(HostOp::Launch {
-            spec: Box::new(launch_spec(&row, SessionStart::Resume { file: file.into() })),
+            spec: Box::new(launch_spec(
+                &row,
+                SessionStart::Resume { file: file.into() },
+            )),
             reply: Some((cx.conn, cx.id)),
         });
         Ok(())
@@ -470,7 +486,12 @@ impl State {
     }
 
     /// The smallest `<definition>-<n>` label this owner has not used for a live worker.
-    fn free_label(&self, owner: &SessionId, definition: &str, db: &Connection) -> HubResult<String> {
+    fn free_label(
+        &self,
+        owner: &SessionId,
+        definition: &str,
+        db: &Connection,
+    ) -> HubResult<String> {
         let base: String = definition.chars().take(28).collect();
         let used = store::workers::labels_like(db, owner, &format!("{base}-"))?;
         let live: Vec<String> = store::workers::owned_by(db, owner, false)?
@@ -554,12 +575,23 @@ impl State {
         Self::check_action(&row, WorkerAction::Steer)?;
         let from = self.worker_message_sender(cx, db)?;
         self.mail(
-            NewMessage::plain(&row.worker.session_id, DeliveryKind::Steer, &req.message, &from),
+            NewMessage::plain(
+                &row.worker.session_id,
+                DeliveryKind::Steer,
+                &req.message,
+                &from,
+            ),
             db,
             out,
         )?;
         tracing::info!(worker = row.worker.id, by = %from.name, "worker steered");
-        out.send(cx.conn, &ServerMsg::WorkerIs { id: cx.id, worker: row.worker });
+        out.send(
+            cx.conn,
+            &ServerMsg::WorkerIs {
+                id: cx.id,
+                worker: row.worker,
+            },
+        );
         Ok(())
     }
 
@@ -576,12 +608,23 @@ impl State {
         Self::check_action(&row, WorkerAction::Interrupt)?;
         let from = self.worker_message_sender(cx, db)?;
         self.mail(
-            NewMessage::plain(&row.worker.session_id, DeliveryKind::Interrupt, &req.message, &from),
+            NewMessage::plain(
+                &row.worker.session_id,
+                DeliveryKind::Interrupt,
+                &req.message,
+                &from,
+            ),
             db,
             out,
         )?;
         tracing::info!(worker = row.worker.id, by = %from.name, "worker interrupted");
-        out.send(cx.conn, &ServerMsg::WorkerIs { id: cx.id, worker: row.worker });
+        out.send(
+            cx.conn,
+            &ServerMsg::WorkerIs {
+                id: cx.id,
+                worker: row.worker,
+            },
+        );
         Ok(())
     }
 
@@ -607,7 +650,10 @@ impl State {
         let Some(ask_id) = row.worker.pending_ask else {
             return Err(refused(
                 "no_pending_ask",
-                format!("worker {} has not asked anything; steer it instead", row.worker.label),
+                format!(
+                    "worker {} has not asked anything; steer it instead",
+                    row.worker.label
+                ),
             ));
         };
         let answer = crate::protocol::requests::Answer {
@@ -620,7 +666,13 @@ impl State {
         // the worker's state follows (`lifecycle::worker_ask_answered`).
         self.answer_quietly(cx, answer, db, out)?;
         let row = self.worker_record(db, row.worker.id)?;
-        out.send(cx.conn, &ServerMsg::WorkerIs { id: cx.id, worker: row.worker });
+        out.send(
+            cx.conn,
+            &ServerMsg::WorkerIs {
+                id: cx.id,
+                worker: row.worker,
+            },
+        );
         Ok(())
     }
 
@@ -641,7 +693,13 @@ impl State {
         };
         atomically(db, || self.close_tree(&row, &by, db, out))?;
         let row = self.worker_record(db, row.worker.id)?;
-        out.send(cx.conn, &ServerMsg::WorkerIs { id: cx.id, worker: row.worker });
+        out.send(
+            cx.conn,
+            &ServerMsg::WorkerIs {
+                id: cx.id,
+                worker: row.worker,
+            },
+        );
         Ok(())
     }
 
@@ -735,7 +793,9 @@ impl State {
         if let Some(ask) = row.worker.pending_ask {
             return Err(refused(
                 "ask_pending",
-                format!("ask {ask} is still waiting for your owner's reply; end your turn and wait"),
+                format!(
+                    "ask {ask} is still waiting for your owner's reply; end your turn and wait"
+                ),
             ));
         }
         if row.worker.state != WorkerState::Working {
@@ -748,8 +808,7 @@ impl State {
         let owner_role = owner.as_ref().map_or(Role::Lead, |o| o.role);
         let now = now_ms();
         let ask = atomically(db, || {
-            let ask_id =
-                store::asks::insert(db, &me, &req.question, &[], None, None, now)?;
+            let ask_id = store::asks::insert(db, &me, &req.question, &[], None, None, now)?;
             let to = AskTo {
                 role: owner_role,
                 repo_id: None,
@@ -782,7 +841,13 @@ impl State {
             Ok(store::asks::get(db, ask_id)?.expect("just inserted"))
         })?;
         tracing::info!(worker = row.worker.id, ask = %ask.id, "worker asked its owner");
-        out.send(cx.conn, &ServerMsg::Asked { id: cx.id, ask: ask.clone() });
+        out.send(
+            cx.conn,
+            &ServerMsg::Asked {
+                id: cx.id,
+                ask: ask.clone(),
+            },
+        );
         // The phone shows what reaches a Manager or the Chief; a Lead's worker asks stay
         // between them (`shepherd asks` lists them all).
         if matches!(owner_role, Role::Manager | Role::Chief) {
@@ -822,7 +887,10 @@ impl State {
     /// Read `name`'s definition for a worker in `cwd` (project, then global, then bundled).
     fn resolve_definition(&self, name: &str, cwd: &Path) -> HubResult<Resolved> {
         let agent_dir = crate::config::agent_dir().map_err(|e| {
-            HubError::new(ErrorCode::Internal, format!("cannot find Pi's agent directory: {e}"))
+            HubError::new(
+                ErrorCode::Internal,
+                format!("cannot find Pi's agent directory: {e}"),
+            )
         })?;
         let found = crate::agents::resolve(name, cwd, &agent_dir)
             .map_err(|e| refused(e.reason(), e.to_string()))?;
@@ -838,13 +906,26 @@ impl State {
         })
     }
 
-    /// The backend new workers get.
+    /// The backend new workers get, once the host can launch them.
     fn host_backend(&self) -> HubResult<WorkerBackend> {
-        self.host.as_ref().map(|h| h.backend()).ok_or_else(|| {
-            refused(
+        let Some(link) = &self.host else {
+            return Err(refused(
                 "launch_failed",
-                "this core cannot launch workers (its worker host did not start; see the core's log)",
-            )
+                "this core launches no workers (it was started without a worker host)",
+            ));
+        };
+        if !link.extension.is_file() {
+            return Err(refused(
+                "launch_failed",
+                format!(
+                    "the shepherd extension workers load is not at {}: run `shepherd install`, or set [workers] extension",
+                    link.extension.display()
+                ),
+            ));
+        }
+        Ok(match link.backend {
+            crate::workers::host::Backend::Tmux => WorkerBackend::Tmux,
+            crate::workers::host::Backend::Headless => WorkerBackend::Headless,
         })
     }
 }
