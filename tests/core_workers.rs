@@ -1,0 +1,596 @@
+//! Managed workers against the real core and REAL worker Pi processes (the pinned Pi on
+//! Node 22 with the shepherd extension, launched by the core's worker host, talking to a
+//! scripted fake model). The owner is a harness client registered as a Pi session, so
+//! each step on the owner's side is exact: what it is mailed, when it acks.
+//!
+//! - a delegation answers at once (the worker is `starting`, its process runs); the result
+//!   reaches the owner once as `agent_result`; the process stays until the owner acks it,
+//!   then stops; the worker is `done` and its session file is kept;
+//! - `ask_owner` blocks the worker until `reply_agent`; the same assignment goes on to one
+//!   result; another owner cannot steer, reply to or close it (`not_direct_owner`);
+//! - a registration that claims a worker's session without the launch nonce (or with a
+//!   wrong one) is refused (`launch_mismatch`) and changes nothing;
+//! - the core killed (-9) after storing a result and before the owner's ack: the owner,
+//!   back, gets that same delivery once;
+//! - a headless worker in the middle of a tool when the core stops is relaunched on its
+//!   session file by the next core, told why, and delivers one result;
+//! - closing a delegating worker closes its own worker first; both processes end;
+//! - `continue_agent` starts a new generation on the saved session; `fork` starts from a
+//!   copy (`parentSession` in the new file's header).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+use shepherd_core::protocol::{
+    DeliveryKind, ErrorCode, Worker, WorkerState, requests,
+};
+use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
+use shepherd_harness::pi_process::pi_deps;
+use shepherd_harness::{Core, Pi, error_code, error_details, registration};
+
+const LONG: Duration = Duration::from_secs(90);
+
+/// What the workers' model does: answers by the marker in the newest user message.
+fn worker_script(req: &ModelRequest) -> Reply {
+    let all = req.transcript();
+    let (role, last) = req.last();
+    let has = |s: &str| all.contains(s);
+    if role == "tool" {
+        // A tool ran (a sleep that was not cut short, a delegation): say so and end.
+        if has("TASK-F ") {
+            return Reply::text("delegated the child; waiting for it");
+        }
+        return Reply::text(format!("tool done: {}", last.chars().take(40).collect::<String>()));
+    }
+    if last.contains("interrupted by a restart") {
+        return Reply::text("RESULT-E after the restart");
+    }
+    if last.contains("blue") {
+        return Reply::text("RESULT-B the colour is blue");
+    }
+    if last.contains("TASK-A") {
+        return Reply::text("RESULT-A three callers");
+    }
+    if last.contains("TASK-B") {
+        return Reply::tool("ask_owner", json!({"question": "Which colour, red or blue?"}));
+    }
+    if last.contains("TASK-E") || last.contains("TASK-F-CHILD") {
+        return Reply::tool("bash", json!({"command": "sleep 120"}));
+    }
+    if last.contains("TASK-F ") {
+        return Reply::tool(
+            "delegate_agent",
+            json!({"definition": "scout", "task": "TASK-F-CHILD look around", "label": "child"}),
+        );
+    }
+    if last.contains("TASK-H") {
+        return Reply::text("RESULT-H continued");
+    }
+    if last.contains("TASK-K") {
+        return Reply::text("RESULT-K forked");
+    }
+    Reply::text("nothing to do")
+}
+
+/// A core whose workers run headless (or `backend`) with the pinned Pi, the checkout's
+/// extension and the fake model, plus a `lead-scout` definition that may delegate.
+async fn worker_core(model: &FakeModel, backend: &str) -> Result<Core> {
+    let deps = pi_deps()?;
+    let pi = serde_json::to_string(&[deps.pi.display().to_string()])?;
+    let ext = deps.ext.display().to_string();
+    let core = Core::start_with(&[
+        ("SHEPHERD_WORKERS__BACKEND", backend),
+        ("SHEPHERD_WORKERS__PI", &pi),
+        ("SHEPHERD_WORKERS__EXTENSION", &ext),
+        ("PI_OFFLINE", "1"),
+    ])
+    .await?;
+    std::fs::write(
+        core.agent_dir().join("models.json"),
+        serde_json::to_vec_pretty(&model.models_json())?,
+    )?;
+    let agents = core.agent_dir().join("agents");
+    std::fs::create_dir_all(&agents)?;
+    std::fs::write(
+        agents.join("lead-scout.md"),
+        "---\nname: lead-scout\ndescription: scouts with a helper\nagents: [scout]\n---\nYou may hand parts to a scout.\n",
+    )?;
+    std::fs::create_dir_all(work_dir(&core))?;
+    Ok(core)
+}
+
+fn work_dir(core: &Core) -> PathBuf {
+    core.agent_dir().join("work")
+}
+
+async fn owner(core: &Core, id: &str, name: &str) -> Result<Pi> {
+    Pi::register(&core.socket(), id, name, &work_dir(core)).await
+}
+
+async fn delegate(owner: &mut Pi, definition: &str, task: &str, label: &str) -> Result<Worker> {
+    Ok(owner
+        .client
+        .call(requests::DelegateAgent {
+            definition: definition.into(),
+            task: task.into(),
+            label: Some(label.into()),
+            ..Default::default()
+        })
+        .await?)
+}
+
+/// The worker as the CLI lists it (every state).
+fn listed(core: &Core, id: u64) -> Result<Worker> {
+    let all: Vec<Worker> = serde_json::from_value(core.cli_json(&["workers", "--all"])?)?;
+    all.into_iter()
+        .find(|w| w.id == id)
+        .with_context(|| format!("worker {id} not listed"))
+}
+
+async fn wait_state(core: &Core, id: u64, state: WorkerState) -> Result<Worker> {
+    let deadline = tokio::time::Instant::now() + LONG;
+    loop {
+        let w = listed(core, id)?;
+        if w.state == state {
+            return Ok(w);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("worker {id} is {} not {state}:\n{}", w.state, core.log());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie is gone for our purpose: it no longer runs.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+async fn wait_gone(pid: u32) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while alive(pid) {
+        if tokio::time::Instant::now() > deadline {
+            bail!("process {pid} still runs");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+/// The launched pid the core recorded for a worker (from its log line).
+fn worker_pid(core: &Core, id: u64) -> Result<u32> {
+    let log = core.log();
+    let needle = format!("worker={id} pid=");
+    let line = log
+        .lines()
+        .rev()
+        .find(|l| l.contains(&needle) && l.contains("worker process started"))
+        .with_context(|| format!("no start line for worker {id}:\n{log}"))?;
+    let rest = &line[line.find(&needle).unwrap() + needle.len()..];
+    Ok(rest
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()?)
+}
+
+/// How many times `kind` reached `pi` (deliveries, skipping other events) within `wait`.
+async fn next_of_kind(pi: &mut Pi, kind: DeliveryKind) -> Result<shepherd_core::protocol::Delivery> {
+    let deadline = tokio::time::Instant::now() + LONG;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let d = pi
+            .next_delivery(left)
+            .await
+            .with_context(|| format!("waiting for a {kind:?} delivery"))?;
+        if d.kind == kind {
+            return Ok(d);
+        }
+    }
+}
+
+fn session_file(w: &Worker) -> Result<PathBuf> {
+    Ok(PathBuf::from(
+        w.session_file.clone().context("the worker has a session file")?,
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_reaches_its_owner_once_and_the_process_stops_after_the_ack() -> Result<()> {
+    let model = FakeModel::start(worker_script).await?;
+    let core = worker_core(&model, "headless").await?;
+    let mut app = owner(&core, "owner-a", "app").await?;
+    let started = std::time::Instant::now();
+    let w = delegate(&mut app, "scout", "TASK-A find the callers", "finder").await?;
+    let answered_in = started.elapsed();
+    assert_eq!(w.state, WorkerState::Starting, "{w:?}");
+    assert_eq!((w.label.as_str(), w.definition.as_str()), ("finder", "scout"));
+    assert!(answered_in < Duration::from_secs(5), "delegating waited {answered_in:?}");
+    let pid = worker_pid(&core, w.id)?;
+    assert!(alive(pid));
+
+    let result = next_of_kind(&mut app, DeliveryKind::AgentResult).await?;
+    assert!(
+        result.text.starts_with(&format!(
+            "Agent result · agent=finder · definition=scout · session={} · status=completed",
+            w.session_id
+        )),
+        "{}",
+        result.text
+    );
+    assert!(result.text.ends_with("RESULT-A three callers"), "{}", result.text);
+    let settling = listed(&core, w.id)?;
+    assert_eq!(settling.state, WorkerState::Settling);
+    assert!(alive(pid), "the process waits for the owner's ack");
+
+    app.ack(&[result.id]).await?;
+    let done = wait_state(&core, w.id, WorkerState::Done).await?;
+    wait_gone(pid).await?;
+    let file = session_file(&done)?;
+    let kept = std::fs::read_to_string(&file)?;
+    assert!(kept.contains("RESULT-A three callers"), "the session file is kept");
+
+    // Nothing is mailed twice: the owner, back on a new connection, has nothing pending.
+    drop(app);
+    let again = owner(&core, "owner-a", "app").await?;
+    assert_eq!(again.pending, 0);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_owner_blocks_until_its_owner_replies_and_only_its_owner_may() -> Result<()> {
+    let model = FakeModel::start(worker_script).await?;
+    let core = worker_core(&model, "headless").await?;
+    let mut app = owner(&core, "owner-b", "app").await?;
+    let mut other = owner(&core, "owner-b2", "other").await?;
+    let w = delegate(&mut app, "scout", "TASK-B pick a colour", "picker").await?;
+
+    let asked = next_of_kind(&mut app, DeliveryKind::AgentAsk).await?;
+    assert_eq!(asked.question.as_deref(), Some("Which colour, red or blue?"));
+    assert!(asked.text.contains("reply_agent"), "{}", asked.text);
+    let ask_id = asked.ask_id.context("agent_ask carries its ask")?;
+    app.ack(&[asked.id]).await?;
+    let blocked = wait_state(&core, w.id, WorkerState::Blocked).await?;
+    assert_eq!(blocked.pending_ask, Some(ask_id));
+    assert!(blocked.available_actions.contains(&shepherd_core::protocol::WorkerAction::Reply));
+
+    // Another session names it by its session id: not its owner.
+    for attempt in [
+        other
+            .client
+            .call(requests::SteerAgent {
+                agent: w.session_id.to_string(),
+                message: "stop".into(),
+                ..Default::default()
+            })
+            .await
+            .map(|_| ()),
+        other
+            .client
+            .call(requests::ReplyAgent {
+                agent: w.session_id.to_string(),
+                answer: "red".into(),
+                ..Default::default()
+            })
+            .await
+            .map(|_| ()),
+        other
+            .client
+            .call(requests::CloseAgent {
+                agent: w.session_id.to_string(),
+                ..Default::default()
+            })
+            .await
+            .map(|_| ()),
+    ] {
+        let err = anyhow::Error::from(attempt.expect_err("refused"));
+        assert_eq!(error_code(&err), Some(ErrorCode::WorkerRefused), "{err:#}");
+        assert_eq!(error_details(&err).unwrap()["reason"], "not_direct_owner");
+    }
+    // By label, the other session has no such worker.
+    let err = other
+        .client
+        .call(requests::SteerAgent {
+            agent: "picker".into(),
+            message: "stop".into(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("refused");
+    let err = anyhow::Error::from(err);
+    assert_eq!(error_details(&err).unwrap()["reason"], "agent_not_found");
+
+    let replied = app
+        .client
+        .call(requests::ReplyAgent {
+            agent: "picker".into(),
+            answer: "blue".into(),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(replied.state, WorkerState::Working);
+    assert_eq!(replied.pending_ask, None);
+    // A second reply has nothing to answer.
+    let err = anyhow::Error::from(
+        app.client
+            .call(requests::ReplyAgent {
+                agent: "picker".into(),
+                answer: "red".into(),
+                ..Default::default()
+            })
+            .await
+            .expect_err("nothing pending"),
+    );
+    assert_eq!(error_details(&err).unwrap()["reason"], "no_pending_ask");
+
+    let result = next_of_kind(&mut app, DeliveryKind::AgentResult).await?;
+    assert!(result.text.ends_with("RESULT-B the colour is blue"), "{}", result.text);
+    app.ack(&[result.id]).await?;
+    wait_state(&core, w.id, WorkerState::Done).await?;
+    // The worker's session holds the question's answer once, in the same assignment.
+    let text = std::fs::read_to_string(session_file(&listed(&core, w.id)?)?)?;
+    assert_eq!(text.matches("TASK-B pick a colour").count(), 1, "one assignment");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_registration_of_a_workers_session_gets_nothing() -> Result<()> {
+    let model = FakeModel::start(worker_script).await?;
+    let core = worker_core(&model, "headless").await?;
+    let mut app = owner(&core, "owner-c", "app").await?;
+    let w = delegate(&mut app, "scout", "TASK-E keep busy", "busy").await?;
+    wait_state(&core, w.id, WorkerState::Working).await?;
+    for launch in [None, Some("not-the-nonce".to_string())] {
+        let mut reg = registration(w.session_id.as_str(), "impostor", &work_dir(&core));
+        reg.launch = launch.clone();
+        let err = Pi::register_full(&core.socket(), reg)
+            .await
+            .err()
+            .with_context(|| format!("registered with launch {launch:?}"))?;
+        assert_eq!(error_code(&err), Some(ErrorCode::WorkerRefused), "{err:#}");
+        assert_eq!(error_details(&err).unwrap()["reason"], "launch_mismatch");
+    }
+    // A launch nonce for a session no worker waits for is refused too.
+    let mut reg = registration("not-a-worker", "x", &work_dir(&core));
+    reg.launch = Some("abc".into());
+    let err = Pi::register_full(&core.socket(), reg).await.err().context("refused")?;
+    assert_eq!(error_details(&err).unwrap()["reason"], "launch_mismatch");
+    // The worker is untouched and still its owner's.
+    let still = listed(&core, w.id)?;
+    assert_eq!(still.state, WorkerState::Working);
+    let closed = app
+        .client
+        .call(requests::CloseAgent {
+            agent: "busy".into(),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(closed.state, WorkerState::Closed);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_core_killed_between_result_and_ack_delivers_the_result_once() -> Result<()> {
+    let model = FakeModel::start(worker_script).await?;
+    let mut core = worker_core(&model, "headless").await?;
+    let mut app = owner(&core, "owner-d", "app").await?;
+    let w = delegate(&mut app, "scout", "TASK-A once more", "once").await?;
+    let first = next_of_kind(&mut app, DeliveryKind::AgentResult).await?;
+    drop(app);
+    core.kill9();
+    core.restart().await?;
+    let mut app = owner(&core, "owner-d", "app").await?;
+    assert_eq!(app.pending, 1, "the unacked result waits");
+    let again = next_of_kind(&mut app, DeliveryKind::AgentResult).await?;
+    assert_eq!(again.id, first.id, "the same delivery, not a second result");
+    assert_eq!(again.text, first.text);
+    app.ack(&[again.id]).await?;
+    wait_state(&core, w.id, WorkerState::Done).await?;
+    app.sync().await?;
+    drop(app);
+    let back = owner(&core, "owner-d", "app").await?;
+    assert_eq!(back.pending, 0);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_headless_worker_is_relaunched_after_a_restart_and_delivers_one_result() -> Result<()> {
+    let model = FakeModel::start(worker_script).await?;
+    let mut core = worker_core(&model, "headless").await?;
+    let mut app = owner(&core, "owner-e", "app").await?;
+    let w = delegate(&mut app, "scout", "TASK-E sleep on it", "sleeper").await?;
+    let pid = worker_pid(&core, w.id)?;
+    // Wait until the worker runs its sleep (the model asked for it).
+    let deadline = tokio::time::Instant::now() + LONG;
+    while !model
+        .requests()
+        .iter()
+        .any(|r| r.transcript().contains("TASK-E sleep on it"))
+    {
+        if tokio::time::Instant::now() > deadline {
+            bail!("the worker never asked its model:\n{}", core.log());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(app);
+    core.terminate()?;
+    wait_gone(pid).await?;
+    core.restart().await?;
+    let mut app = owner(&core, "owner-e", "app").await?;
+    let result = next_of_kind(&mut app, DeliveryKind::AgentResult).await?;
+    assert!(result.text.ends_with("RESULT-E after the restart"), "{}", result.text);
+    assert!(core.log().contains("relaunching a worker after a restart"));
+    app.ack(&[result.id]).await?;
+    let done = wait_state(&core, w.id, WorkerState::Done).await?;
+    assert_eq!(done.session_id, w.session_id, "the same session, resumed");
+    let text = std::fs::read_to_string(session_file(&done)?)?;
+    assert_eq!(text.matches("interrupted by a restart").count(), 1);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_a_delegating_worker_closes_its_worker_first() -> Result<()> {
+    let model = FakeModel::start(worker_script).await?;
+    let core = worker_core(&model, "headless").await?;
+    let mut app = owner(&core, "owner-f", "app").await?;
+    let parent = delegate(&mut app, "lead-scout", "TASK-F split the work", "boss").await?;
+    assert!(parent.delegates);
+    let deadline = tokio::time::Instant::now() + LONG;
+    let child = loop {
+        let all: Vec<Worker> = serde_json::from_value(core.cli_json(&["workers"])?)?;
+        if let Some(c) = all.into_iter().find(|c| c.parent_worker == Some(parent.id)) {
+            break c;
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("the parent never delegated:\n{}", core.log());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(child.label, "child");
+    assert!(!child.delegates, "a worker's worker is a leaf");
+    wait_state(&core, child.id, WorkerState::Working).await?;
+    let (ppid, cpid) = (worker_pid(&core, parent.id)?, worker_pid(&core, child.id)?);
+    let closed = app
+        .client
+        .call(requests::CloseAgent {
+            agent: "boss".into(),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(closed.state, WorkerState::Closed);
+    assert_eq!(listed(&core, child.id)?.state, WorkerState::Closed);
+    wait_gone(cpid).await?;
+    wait_gone(ppid).await?;
+    let log = core.log();
+    let closed_lines: Vec<&str> = log.lines().filter(|l| l.contains("worker closed")).collect();
+    assert_eq!(closed_lines.len(), 2, "{log}");
+    assert!(
+        closed_lines[0].contains(&format!("worker={}", child.id)),
+        "the child first: {closed_lines:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_and_fork_start_from_a_saved_worker_session() -> Result<()> {
+    let model = FakeModel::start(worker_script).await?;
+    let core = worker_core(&model, "headless").await?;
+    let mut app = owner(&core, "owner-h", "app").await?;
+    let w = delegate(&mut app, "scout", "TASK-A first", "keeper").await?;
+    let r = next_of_kind(&mut app, DeliveryKind::AgentResult).await?;
+    // While the first generation is live, continuing it is refused.
+    let err = anyhow::Error::from(
+        app.client
+            .call(requests::ContinueAgent {
+                session: w.session_id.to_string(),
+                task: "TASK-H".into(),
+                ..Default::default()
+            })
+            .await
+            .expect_err("live generation"),
+    );
+    assert_eq!(error_details(&err).unwrap()["reason"], "agent_busy", "{err:#}");
+    app.ack(&[r.id]).await?;
+    let done = wait_state(&core, w.id, WorkerState::Done).await?;
+    let file = session_file(&done)?;
+
+    let next = app
+        .client
+        .call(requests::ContinueAgent {
+            session: w.session_id.to_string(),
+            task: "TASK-H go on".into(),
+            ..Default::default()
+        })
+        .await?;
+    assert_ne!(next.id, w.id, "a new generation");
+    assert_eq!((next.session_id.clone(), next.label.clone()), (w.session_id.clone(), "keeper".into()));
+    let r = next_of_kind(&mut app, DeliveryKind::AgentResult).await?;
+    assert!(r.text.ends_with("RESULT-H continued"), "{}", r.text);
+    app.ack(&[r.id]).await?;
+    wait_state(&core, next.id, WorkerState::Done).await?;
+    let text = std::fs::read_to_string(&file)?;
+    assert!(text.contains("RESULT-A first") || text.contains("RESULT-A three callers"));
+    assert!(text.contains("RESULT-H continued"), "one file, both generations");
+
+    let fork = app
+        .client
+        .call(requests::DelegateAgent {
+            definition: "scout".into(),
+            task: "TASK-K from a copy".into(),
+            label: Some("copy".into()),
+            fork: Some(file.display().to_string()),
+            ..Default::default()
+        })
+        .await?;
+    assert_ne!(fork.session_id, w.session_id);
+    let r = next_of_kind(&mut app, DeliveryKind::AgentResult).await?;
+    assert!(r.text.ends_with("RESULT-K forked"), "{}", r.text);
+    app.ack(&[r.id]).await?;
+    let forked = wait_state(&core, fork.id, WorkerState::Done).await?;
+    let header = std::fs::read_to_string(session_file(&forked)?)?;
+    let first: serde_json::Value = serde_json::from_str(header.lines().next().unwrap())?;
+    assert_eq!(
+        first["parentSession"].as_str().map(Path::new),
+        Some(file.as_path()),
+        "{first}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_say_what_is_missing() -> Result<()> {
+    let model = FakeModel::start(worker_script).await?;
+    let core = worker_core(&model, "headless").await?;
+    let mut app = owner(&core, "owner-r", "app").await?;
+    let cases: Vec<(requests::DelegateAgent, &str)> = vec![
+        (
+            requests::DelegateAgent {
+                definition: "nope".into(),
+                task: "x".into(),
+                ..Default::default()
+            },
+            "unknown_definition",
+        ),
+        (
+            requests::DelegateAgent {
+                definition: "scout".into(),
+                task: "x".into(),
+                label: Some("Bad Label".into()),
+                ..Default::default()
+            },
+            "bad_label",
+        ),
+    ];
+    for (req, reason) in cases {
+        let err = anyhow::Error::from(app.client.call(req).await.expect_err("refused"));
+        assert_eq!(error_details(&err).unwrap()["reason"], reason, "{err:#}");
+    }
+    let w = delegate(&mut app, "scout", "TASK-E hold the label", "dup").await?;
+    let err = delegate(&mut app, "scout", "TASK-E again", "dup").await.expect_err("taken");
+    assert_eq!(error_details(&err).unwrap()["reason"], "agent_label_exists", "{err:#}");
+    assert!(err.to_string().contains(&format!("#{}", w.id)), "{err:#}");
+    // ask_owner from a session that is not a worker.
+    let err = anyhow::Error::from(
+        app.client
+            .call(requests::AskOwner {
+                question: "?".into(),
+                ..Default::default()
+            })
+            .await
+            .expect_err("not a worker"),
+    );
+    assert_eq!(error_details(&err).unwrap()["reason"], "not_a_worker");
+    // The human closes it by label.
+    let out = core.cli(&["close", "dup"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("closed worker dup"));
+    // And sees it in the list of ended workers.
+    let all: Vec<Worker> = serde_json::from_value(core.cli_json(&["workers", "--all"])?)?;
+    assert!(all.iter().any(|x| x.id == w.id && x.state == WorkerState::Closed));
+    Ok(())
+}
