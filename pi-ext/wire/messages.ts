@@ -23,6 +23,7 @@ import type {
   SessionInfo,
   StaffMember,
   StaffView,
+  UsageReport,
   Verdict,
   VerdictKind,
   View,
@@ -118,6 +119,8 @@ export type InspectStaffMsg = { type: "inspect_staff"; id: number; session: stri
 export type MessageStaffMsg = { type: "message_staff"; id: number; session: string; text: string };
 export type ListPeersMsg = { type: "list_peers"; id: number };
 export type MessagePeerMsg = { type: "message_peer"; id: number; session: string; text: string };
+/** Tokens and cost: a Pi session's own tree, or (`session`) one session of it and its tree. */
+export type UsageMsg = { type: "usage"; id: number; session?: string | null };
 
 /** Client → core. */
 export type ClientMsg =
@@ -154,7 +157,8 @@ export type ClientMsg =
   | InspectStaffMsg
   | MessageStaffMsg
   | ListPeersMsg
-  | MessagePeerMsg;
+  | MessagePeerMsg
+  | UsageMsg;
 
 export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "hello",
@@ -191,6 +195,7 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "message_staff",
   "list_peers",
   "message_peer",
+  "usage",
 ];
 
 export type WelcomeMsg = { type: "welcome"; id: number; protocol: number; core_version: string; store_id: string; pid: number };
@@ -281,6 +286,7 @@ export type RoutedMsg = {
 };
 export type StaffMsg = { type: "staff"; id: number; members: StaffMember[] };
 export type StaffViewMsg = { type: "staff_view"; id: number; view: StaffView };
+export type UsageReportMsg = { type: "usage"; id: number; report: UsageReport };
 /** Event to subscribers: a session took or left a role. */
 export type RoleChangedMsg = { type: "role_changed"; session: SessionInfo; previous: Role };
 /** Event to subscribers: a supervisor or staff edge message touching a Manager or the Chief. */
@@ -324,6 +330,7 @@ export type ServerMsg =
   | RoutedMsg
   | StaffMsg
   | StaffViewMsg
+  | UsageReportMsg
   | RoleChangedMsg
   | EdgeMessageMsg;
 
@@ -364,6 +371,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "routed",
   "staff",
   "staff_view",
+  "usage",
   "role_changed",
   "edge_message",
 ];

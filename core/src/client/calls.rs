@@ -6,8 +6,8 @@
 use super::{Client, ClientError, Welcome};
 use crate::protocol::{
     Ask, AskId, ClientMsg, CoreStatus, Lease, MessageId, Pairing, Registration, Report, ReportsTo,
-    Role, ServerMsg, SessionId, SessionInfo, SessionStatus, StaffMember, StaffView, Verdict, View,
-    requests,
+    Role, ServerMsg, SessionId, SessionInfo, SessionStatus, StaffMember, StaffView, UsageReport,
+    Verdict, View, requests,
 };
 
 /// A request the core answers with one reply of type [`Request::Reply`].
@@ -129,6 +129,7 @@ replies! {
     ListPeers => Vec<SessionInfo>: ServerMsg::Sessions { sessions, .. } => sessions,
     MessagePeer => Sent: ServerMsg::Sent { message_id, session_id, session_name, connected, .. } =>
         Sent { message_id, session_id, session_name, connected },
+    Usage => UsageReport: ServerMsg::UsageReported { report, .. } => report,
 }
 
 /// `set_role`'s reply: the session with its new role, the one it had, and its lease.

@@ -21,6 +21,7 @@ mod roles;
 mod session_change;
 mod supervise;
 mod unanswer;
+mod usage;
 
 pub use supervise::ViewDone;
 
@@ -82,7 +83,7 @@ pub enum HubCommand {
     Disconnect { conn: ConnId },
     /// A supervisor view finished building (on a blocking thread).
     ViewBuilt(Box<ViewDone>),
-    /// Work done off the hub (a staff view) is ready: send this response to `conn`.
+    /// Work done off the hub (a staff view, a usage report) is ready: send this response to `conn`.
     Respond { conn: ConnId, msg: Box<ServerMsg> },
     /// Once a second: start timer views that are due.
     Tick,
@@ -505,6 +506,7 @@ impl State {
             ClientMsg::MessageStaff(req) => self.message_staff(cx, req, db, out),
             ClientMsg::ListPeers(req) => self.list_peers(cx, req, db, out),
             ClientMsg::MessagePeer(req) => self.message_peer(cx, req, db, out),
+            ClientMsg::Usage(req) => self.usage(cx, req, db),
         }
     }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     Ask, CoreStatus, Delivery, EdgeMessage, ErrorCode, Lease, LeaveReason, MessageId, Pairing,
     PairingChange, Report, ReportsTo, Role, SessionId, SessionInfo, SessionStatus, StaffMember,
-    StaffView, Verdict, View, frame, requests,
+    StaffView, UsageReport, Verdict, View, frame, requests,
 };
 
 /// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`): the
@@ -137,6 +137,7 @@ client_messages! {
         "message_staff" => MessageStaff,
         "list_peers" => ListPeers,
         "message_peer" => MessagePeer,
+        "usage" => Usage,
     }
     notices {
         "ack" => Ack,
@@ -342,6 +343,8 @@ server_messages! {
         "staff" => Staff { id: u64, members: Vec<StaffMember> },
         /// Response to `inspect_staff`.
         "staff_view" => StaffViewed { id: u64, view: StaffView },
+        /// Response to `usage`.
+        "usage" => UsageReported { id: u64, report: UsageReport },
     }
     errors {
         /// A request failed, or (without `id`) the connection did.

@@ -14,6 +14,7 @@
 //! - [`ids`]: session, ask, pairing and message ids as newtypes.
 //! - [`status`]: domain values sent as strings (session status, pairing end reason, why a
 //!   session left).
+//! - [`usage`]: the usage report (tokens and cost from session files).
 //! - [`error_code`]: the stable error codes a client can match on.
 
 pub mod error_code;
@@ -23,12 +24,14 @@ pub mod messages;
 pub mod requests;
 pub mod status;
 pub mod types;
+pub mod usage;
 
 pub use error_code::ErrorCode;
 pub use ids::{AskId, IdError, MAX_ID, MessageId, PairingId, SessionId};
 pub use messages::{ClientMsg, ServerMsg};
 pub use status::{EndReason, LeaveReason, SessionStatus};
 pub use types::*;
+pub use usage::{MissingUsage, ModelUsage, SessionUsage, UsageReport, UsageTotals};
 
 /// Version of the intercom protocol. Client and core must agree exactly; `hello` with any
 /// other version is refused with [`ErrorCode::ProtocolMismatch`] naming both versions.
