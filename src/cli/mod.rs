@@ -21,6 +21,7 @@ pub mod status;
 pub mod supervise;
 pub mod table;
 pub mod up;
+pub mod usage;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -138,6 +139,21 @@ pub enum Command {
     /// List what sessions reported and the results of their runs (each run's final text),
     /// newest last: all sessions, or one.
     Reports(ReportsArgs),
+    /// Tokens and cost from the Pi session files: per session, per model (highest cost
+    /// first) and in total. Without a session, every session the core knows a session
+    /// file of; with one, that session and the workers it owns.
+    ///
+    /// Sessions whose file cannot be read are listed as not counted, with the reason
+    /// ("coverage incomplete"); nothing is estimated.
+    Usage(UsageArgs),
+}
+
+/// `shepherd usage`.
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    /// Only this session and its workers: exact id, unique id prefix, or unique name.
+    #[arg(value_name = "SESSION")]
+    pub session: Option<String>,
 }
 
 /// `shepherd reports`.
@@ -340,6 +356,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Reports(args) => reports::run(ctx, &args).await,
         Command::Roles => roles::roles(ctx).await,
         Command::Staff => roles::staff(ctx).await,
+        Command::Usage(args) => usage::run(ctx, &args).await,
     }
 }
 

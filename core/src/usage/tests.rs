@@ -77,7 +77,12 @@ fn a_recorded_real_session_sums_its_assistant_and_compaction_records() {
     assert_eq!(got.total, expected);
     // Seven assistant messages and one compaction in the recording.
     assert_eq!(got.total.records, 8);
-    assert_eq!((got.total.input, got.total.output), (5674, 90), "{:?}", got.total);
+    assert_eq!(
+        (got.total.input, got.total.output),
+        (5674, 90),
+        "{:?}",
+        got.total
+    );
     let named: Vec<_> = got.models.iter().map(|(m, _)| m.clone()).collect();
     assert_eq!(named, vec![Some("fake/fake-model".to_string()), None]);
     let compaction = &got.models[1].1;
