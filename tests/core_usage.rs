@@ -77,11 +77,12 @@ async fn a_pi_sees_its_own_tree_and_the_cli_sees_any_or_all() -> Result<()> {
     assert_eq!(mine.total.records, 8);
     let models: Vec<Option<&str>> = mine.models.iter().map(|m| m.model.as_deref()).collect();
     assert_eq!(models, [Some("fake/fake-model"), None]);
-    // Naming itself is the same; naming another session's tree is refused.
+    // Naming itself (by exact id, as sessions name targets) is the same; another
+    // session's tree does not exist for it.
     let named = pa
         .client
         .call(requests::Usage {
-            session: Some("usage-a".into()),
+            session: Some(a.into()),
             ..Default::default()
         })
         .await?;
@@ -94,7 +95,7 @@ async fn a_pi_sees_its_own_tree_and_the_cli_sees_any_or_all() -> Result<()> {
         })
         .await
         .unwrap_err();
-    assert_eq!(error_code(&err.into()), Some(ErrorCode::Forbidden));
+    assert_eq!(error_code(&err.into()), Some(ErrorCode::UnknownSession));
 
     // The CLI: everything with a session file, each once.
     let mut cli = core.client(ClientKind::Cli).await?;

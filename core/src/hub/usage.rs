@@ -30,21 +30,20 @@ impl State {
                 let me = self.registered(cx.conn)?.clone();
                 owned_sessions(db, &me)?
             }
-            (ClientKind::Pi, Some(selector)) => {
+            (ClientKind::Pi, Some(session)) => {
+                // From a session, targets are exact ids, and only its own tree exists.
                 let me = self.registered(cx.conn)?.clone();
-                let target = self.resolve(selector, db)?;
-                let mine = owned_sessions(db, &me)?;
-                if !mine.contains(&target.id) {
+                let target = SessionId::from(session);
+                if !owned_sessions(db, &me)?.contains(&target) {
                     return Err(HubError::new(
-                        ErrorCode::Forbidden,
+                        ErrorCode::UnknownSession,
                         format!(
-                            "{} ({}) is not this session or one of its workers: a session \
-                             sees the usage of its own tree; ask without `session` for it",
-                            target.name, target.id
+                            "no session {session:?} in your tree (you and the workers you \
+                             own, by exact id); ask without `session` for your whole tree"
                         ),
                     ));
                 }
-                owned_sessions(db, &target.id)?
+                owned_sessions(db, &target)?
             }
             (_, Some(selector)) => {
                 let target = self.resolve(selector, db)?;

@@ -377,7 +377,8 @@ pub struct MessagePeer {
 }
 
 /// Tokens and cost from Pi's session files. A Pi session: without `session`, itself and
-/// the workers it owns (their trees); with it, a session of that tree and its own tree.
+/// the workers it owns (their trees); with it, the exact id of a session of that tree, and
+/// that session's tree.
 /// The CLI and bridges: with `session` (exact id, unique id prefix or unique name) that
 /// session's tree; without, every session the core knows a session file of. Answered by
 /// `usage`.
