@@ -21,6 +21,22 @@ pub(crate) fn owned_sessions(
     Ok(vec![session.clone()])
 }
 
+/// Each session's name and file as the store knows them (a session it does not know is
+/// reported as such). A worker that never registered could take its file from the
+/// workers table here.
+fn scope_of(db: &Connection, ids: Vec<SessionId>) -> rusqlite::Result<Vec<Scoped>> {
+    let mut scope = Vec::with_capacity(ids.len());
+    for id in ids {
+        let known = store::sessions::get_uncounted(db, &id)?;
+        scope.push(Scoped {
+            name: known.as_ref().map(|s| s.name.clone()),
+            file: known.and_then(|s| s.session_file),
+            id,
+        });
+    }
+    Ok(scope)
+}
+
 impl State {
     /// `usage`: decide the scope, then build the report off the hub.
     pub(super) fn usage(&mut self, cx: Cx, req: Usage, db: &Connection) -> HubResult<()> {
@@ -61,15 +77,7 @@ impl State {
                 return self.report_off_hub(cx, scope);
             }
         };
-        let mut scope = Vec::with_capacity(ids.len());
-        for id in ids {
-            let known = store::sessions::get_uncounted(db, &id)?;
-            scope.push(Scoped {
-                name: known.as_ref().map(|s| s.name.clone()),
-                file: known.and_then(|s| s.session_file),
-                id,
-            });
-        }
+        let scope = scope_of(db, ids)?;
         self.report_off_hub(cx, scope)
     }
 
