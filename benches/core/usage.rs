@@ -70,8 +70,8 @@ pub async fn usage(s: &Settings, report: &mut Report) -> Result<()> {
         "10 usage",
         "parse, median",
         ms(median),
-        "≤ 200 ms".into(),
-        Some(median <= 200_000_000),
+        "≤ 100 ms".into(),
+        Some(median <= 100_000_000),
     );
     report.info(
         "10 usage",
