@@ -14,7 +14,8 @@
 //! 7. the size of its database and WAL after those 10k messages, and after the history
 //!    run and 2 s without writes;
 //! 8. its wake-ups (context switches of all its threads) and CPU over 10 s idle;
-//! 9. steers to a session that is away, early and near its backlog bound.
+//! 9. steers to a session that is away, early and near its backlog bound;
+//! 10. usage: parsing a 10 MB Pi session file, alone and as a `usage` request.
 //!
 //! It prints a table with each target next to the measured number. `--quick` (or
 //! `SHEPHERD_BENCH_QUICK=1`, or running it without cargo bench's `--bench` flag, as
@@ -34,7 +35,7 @@
 //!
 //! One file per measure: `startup.rs` (6), `latency.rs` (1, against the relay baseline in
 //! `relay.rs`), `throughput.rs` (2), `paced.rs` (3), `cpu_and_rss.rs` (4, 5, 7),
-//! `idle.rs` (8), `backlog.rs` (9); shared: `daemon.rs` (the core
+//! `idle.rs` (8), `backlog.rs` (9), `usage.rs` (10); shared: `daemon.rs` (the core
 //! under test and `/proc`), `wire.rs` (frames), `ring.rs` (rings of sending sessions),
 //! `report.rs` (the table).
 
@@ -49,6 +50,7 @@ mod report;
 mod ring;
 mod startup;
 mod throughput;
+mod usage;
 mod wire;
 
 use std::path::PathBuf;
@@ -145,6 +147,9 @@ async fn run_all(s: &Settings) -> Result<Report> {
     }
     if on("9") {
         backlog::backlog(s, &mut report).await?;
+    }
+    if on("10") {
+        usage::usage(s, &mut report).await?;
     }
     Ok(report)
 }

@@ -15,6 +15,7 @@
 //! - [`client`]: an async intercom client for the CLI, bridges, tests and benchmarks.
 //! - [`git`]: git2: the repository context of a session's cwd.
 //! - [`supervise`]: pairing rules and the views a supervisor session reads.
+//! - [`usage`]: tokens and cost summed from Pi session files.
 //! - [`clock`]: wall time in Unix milliseconds, which tests can stop and move.
 //! - [`human`]: time spans as people read them (CLI, chat, views).
 //! - [`files`]: private (0600) files whatever the umask: databases, the lock.
@@ -40,3 +41,4 @@ pub mod server;
 pub mod store;
 pub mod supervise;
 pub mod workers;
+pub mod usage;

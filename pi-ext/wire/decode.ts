@@ -58,6 +58,8 @@ import {
   type SessionInfo,
   type StaffMember,
   type StaffView,
+  type UsageReport,
+  type UsageTotals,
   type Verdict,
   type View,
 } from "./records.ts";
@@ -206,6 +208,37 @@ const agentDef: Conv<AgentDef> = record({
   agents: withDefault(arrayOf(str), () => []),
   enabled: withDefault(bool, () => true),
   error: nullable(str),
+});
+
+const usageFields = {
+  input: req(u64),
+  output: req(u64),
+  cache_read: req(u64),
+  cache_write: req(u64),
+  total_tokens: req(u64),
+  cost: req(f64),
+  records: req(u64),
+};
+
+const usageTotals: Conv<UsageTotals> = record(usageFields);
+
+const usageReport: Conv<UsageReport> = record({
+  sessions: req(
+    arrayOf(
+      record({
+        session_id: req(str),
+        name: req(str),
+        file: nullable(str),
+        ...usageFields,
+        // Absent (not null) when the session was counted: the core leaves it out.
+        error: maybe(str),
+      }),
+    ),
+  ),
+  models: req(arrayOf(record({ model: nullable(str), ...usageFields }))),
+  total: req(usageTotals),
+  complete: req(bool),
+  missing: req(arrayOf(record({ session_id: req(str), reason: req(str) }))),
 });
 
 const sender: Conv<Sender> = record({ kind: req(clientKind), session_id: nullable(str), name: req(str) });
@@ -365,6 +398,7 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
   list_peers: idOnly,
   message_peer: record({ id: req(u64), session: req(str), text: req(str) }),
   list_agents: record({ id: req(u64), cwd: maybeNull(str) }),
+  usage: record({ id: req(u64), session: maybeNull(str) }),
 };
 
 const askReply = record<{ id: number; ask: Ask }>({ id: req(u64), ask: req(ask) });
@@ -442,6 +476,7 @@ const SERVER_BODIES: Bodies<ServerMsg> = {
   staff: record({ id: req(u64), members: req(arrayOf(staffMember)) }),
   staff_view: record({ id: req(u64), view: req(staffView) }),
   agents: record({ id: req(u64), agents: req(arrayOf(agentDef)) }),
+  usage: record({ id: req(u64), report: req(usageReport) }),
   role_changed: record({ session: req(sessionInfo), previous: req(role) }),
   edge_message: record({ message: req(edgeMessage) }),
 };

@@ -24,6 +24,7 @@ import type {
   SessionInfo,
   StaffMember,
   StaffView,
+  UsageReport,
   Verdict,
   VerdictKind,
   View,
@@ -128,6 +129,8 @@ export type ListPeersMsg = { type: "list_peers"; id: number };
 export type MessagePeerMsg = { type: "message_peer"; id: number; session: string; text: string };
 /** The agent definitions in effect for `cwd` (absolute; a Pi session leaves it out for its own). */
 export type ListAgentsMsg = { type: "list_agents"; id: number; cwd?: string | null };
+/** Tokens and cost: a Pi session's own tree, or (`session`) one session of it and its tree. */
+export type UsageMsg = { type: "usage"; id: number; session?: string | null };
 
 /** Client → core (the managed-worker requests are in wire/workers.ts). */
 export type ClientMsg =
@@ -166,7 +169,8 @@ export type ClientMsg =
   | MessageStaffMsg
   | ListPeersMsg
   | MessagePeerMsg
-  | ListAgentsMsg;
+  | ListAgentsMsg
+  | UsageMsg;
 
 export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   ...WORKER_CLIENT_TYPES,
@@ -205,6 +209,7 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "list_peers",
   "message_peer",
   "list_agents",
+  "usage",
 ];
 
 export type WelcomeMsg = { type: "welcome"; id: number; protocol: number; core_version: string; store_id: string; pid: number };
@@ -299,6 +304,7 @@ export type StaffMsg = { type: "staff"; id: number; members: StaffMember[] };
 export type StaffViewMsg = { type: "staff_view"; id: number; view: StaffView };
 /** `list_agents`' reply: the effective definitions by name, then the broken files. */
 export type AgentsMsg = { type: "agents"; id: number; agents: AgentDef[] };
+export type UsageReportMsg = { type: "usage"; id: number; report: UsageReport };
 /** Event to subscribers: a session took or left a role. */
 export type RoleChangedMsg = { type: "role_changed"; session: SessionInfo; previous: Role };
 /** Event to subscribers: a supervisor or staff edge message touching a Manager or the Chief. */
@@ -344,6 +350,7 @@ export type ServerMsg =
   | StaffMsg
   | StaffViewMsg
   | AgentsMsg
+  | UsageReportMsg
   | RoleChangedMsg
   | EdgeMessageMsg;
 
@@ -386,6 +393,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "staff",
   "staff_view",
   "agents",
+  "usage",
   "role_changed",
   "edge_message",
 ];

@@ -157,6 +157,39 @@ export interface EdgeMessage {
   created_at: number;
 }
 
+/** Token counts and cost (US dollars) summed from Pi's usage records (core/src/protocol/usage.rs). */
+export interface UsageTotals {
+  input: number;
+  output: number;
+  cache_read: number;
+  cache_write: number;
+  total_tokens: number;
+  cost: number;
+  records: number;
+}
+
+/** One session of a usage report; all zero and `error` set when its file could not be counted. */
+export interface SessionUsage extends UsageTotals {
+  session_id: string;
+  name: string;
+  file: string | null;
+  error?: string;
+}
+
+/** One model's row (`provider/model`; null for usage Pi records without a model). */
+export interface ModelUsage extends UsageTotals {
+  model: string | null;
+}
+
+/** `usage`: each session once, per-model rows by cost, the total, and what could not be counted. */
+export interface UsageReport {
+  sessions: SessionUsage[];
+  models: ModelUsage[];
+  total: UsageTotals;
+  complete: boolean;
+  missing: { session_id: string; reason: string }[];
+}
+
 /** `inspect_staff`: a bounded view (≤ 16 KiB) of what a staff session did recently. */
 export interface StaffView {
   session_id: string;

@@ -23,6 +23,7 @@ pub mod supervise;
 pub mod table;
 pub mod up;
 pub mod workers;
+pub mod usage;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -180,6 +181,21 @@ pub struct AgentsArgs {
     /// The directory whose project definitions (`DIR/.pi/agents`) count; default: this one.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Tokens and cost from the Pi session files: per session, per model (highest cost
+    /// first) and in total. Without a session, every session the core knows a session
+    /// file of; with one, that session and the workers it owns.
+    ///
+    /// Sessions whose file cannot be read are listed as not counted, with the reason
+    /// ("coverage incomplete"); nothing is estimated.
+    Usage(UsageArgs),
+}
+
+/// `shepherd usage`.
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    /// Only this session and its workers: exact id, unique id prefix, or unique name.
+    #[arg(value_name = "SESSION")]
+    pub session: Option<String>,
 }
 
 /// `shepherd reports`.
@@ -386,6 +402,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Workers(args) => workers::list(ctx, args.all).await,
         Command::Close { worker } => workers::close(ctx, &worker).await,
         Command::Attach { worker } => workers::attach(ctx, &worker).await,
+        Command::Usage(args) => usage::run(ctx, &args).await,
     }
 }
 

@@ -7,7 +7,7 @@ use super::{Client, ClientError, Welcome};
 use crate::protocol::{
     AgentDef, Ask, AskId, ClientMsg, CoreStatus, Lease, MessageId, Pairing, Registration, Report,
     ReportsTo, Role, ServerMsg, SessionId, SessionInfo, SessionStatus, StaffMember, StaffView,
-    Verdict, View, Worker, requests,
+    UsageReport, Verdict, View, Worker, requests,
 };
 
 /// A request the core answers with one reply of type [`Request::Reply`].
@@ -140,6 +140,7 @@ replies! {
     InspectAgent => (Worker, String): ServerMsg::AgentText { worker, text, .. } => (worker, text),
     ReadAgentTranscript => (Worker, String): ServerMsg::AgentText { worker, text, .. } => (worker, text),
     AskOwner => Ask: ServerMsg::Asked { ask, .. } => ask,
+    Usage => UsageReport: ServerMsg::UsageReported { report, .. } => report,
 }
 
 /// `set_role`'s reply: the session with its new role, the one it had, and its lease.

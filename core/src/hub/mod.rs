@@ -23,6 +23,7 @@ mod session_change;
 mod supervise;
 mod unanswer;
 mod workers;
+mod usage;
 
 pub use supervise::ViewDone;
 
@@ -85,6 +86,7 @@ pub enum HubCommand {
     /// A supervisor view finished building (on a blocking thread).
     ViewBuilt(Box<ViewDone>),
     /// Work done off the hub (a staff view, the agent definitions) is ready: send this response to `conn`.
+    /// Work done off the hub (a staff view, a usage report) is ready: send this response to `conn`.
     Respond { conn: ConnId, msg: Box<ServerMsg> },
     /// Once a second: start timer views that are due.
     Tick,
@@ -571,6 +573,7 @@ impl State {
             ClientMsg::ReadAgentTranscript(req) => self.read_agent_transcript(cx, req, db),
             ClientMsg::AskOwner(req) => self.ask_owner(cx, req, db, out),
             ClientMsg::ListAgents(req) => self.list_agents(cx, req, db),
+            ClientMsg::Usage(req) => self.usage(cx, req, db),
         }
     }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     AgentDef, Ask, CoreStatus, Delivery, EdgeMessage, ErrorCode, Lease, LeaveReason, MessageId,
     Pairing, PairingChange, Report, ReportsTo, Role, SessionId, SessionInfo, SessionStatus,
-    StaffMember, StaffView, Verdict, View, Worker, frame, requests,
+    StaffMember, StaffView, UsageReport, Verdict, View, Worker, frame, requests,
 };
 
 /// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`): the
@@ -148,6 +148,7 @@ client_messages! {
         "read_agent_transcript" => ReadAgentTranscript,
         "ask_owner" => AskOwner,
         "list_agents" => ListAgents,
+        "usage" => Usage,
     }
     notices {
         "ack" => Ack,
@@ -366,6 +367,8 @@ server_messages! {
         "agent_text" => AgentText { id: u64, worker: Worker, text: String },
         /// Response to `list_agents`: the effective definitions by name, then the broken files.
         "agents" => Agents { id: u64, agents: Vec<AgentDef> },
+        /// Response to `usage`.
+        "usage" => UsageReported { id: u64, report: UsageReport },
     }
     errors {
         /// A request failed, or (without `id`) the connection did.

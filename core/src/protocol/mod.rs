@@ -15,6 +15,7 @@
 //! - [`status`]: domain values sent as strings (session status, pairing end reason, why a
 //!   session left).
 //! - [`workers`]: the managed worker record, its states and actions.
+//! - [`usage`]: the usage report (tokens and cost from session files).
 //! - [`error_code`]: the stable error codes a client can match on.
 
 pub mod error_code;
@@ -25,6 +26,7 @@ pub mod requests;
 pub mod status;
 pub mod types;
 pub mod workers;
+pub mod usage;
 
 pub use error_code::ErrorCode;
 pub use ids::{AskId, IdError, MAX_ID, MessageId, PairingId, SessionId};
@@ -32,6 +34,7 @@ pub use messages::{ClientMsg, ServerMsg};
 pub use status::{EndReason, LeaveReason, SessionStatus};
 pub use types::*;
 pub use workers::{Worker, WorkerAction, WorkerBackend, WorkerId, WorkerState};
+pub use usage::{MissingUsage, ModelUsage, SessionUsage, UsageReport, UsageTotals};
 
 /// Version of the intercom protocol. Client and core must agree exactly; `hello` with any
 /// other version is refused with [`ErrorCode::ProtocolMismatch`] naming both versions.

@@ -483,4 +483,15 @@ pub struct ReadAgentTranscript {
 pub struct AskOwner {
     pub id: u64,
     pub question: String,
+/// Tokens and cost from Pi's session files. A Pi session: without `session`, itself and
+/// the workers it owns (their trees); with it, the exact id of a session of that tree, and
+/// that session's tree.
+/// The CLI and bridges: with `session` (exact id, unique id prefix or unique name) that
+/// session's tree; without, every session the core knows a session file of. Answered by
+/// `usage`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }

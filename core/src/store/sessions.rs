@@ -173,3 +173,13 @@ pub fn count(conn: &Connection) -> rusqlite::Result<u32> {
     conn.prepare_cached("SELECT COUNT(*) FROM sessions")?
         .query_row([], |r| r.get(0))
 }
+
+/// Every session with a session file: id, name and file, most recently seen first.
+pub fn with_files(conn: &Connection) -> rusqlite::Result<Vec<(SessionId, String, String)>> {
+    conn.prepare_cached(
+        "SELECT id, name, session_file FROM sessions WHERE session_file IS NOT NULL
+         ORDER BY last_seen DESC",
+    )?
+    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+    .collect()
+}

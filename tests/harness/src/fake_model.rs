@@ -123,12 +123,17 @@ type Script = dyn Fn(&ModelRequest) -> Reply + Send + Sync;
 struct Shared {
     script: Box<Script>,
     requests: Mutex<Vec<ModelRequest>>,
+    /// Cache-read and cache-write tokens each usage chunk reports (`None`: no
+    /// `prompt_tokens_details`).
+    cache_tokens: Mutex<Option<(u64, u64)>>,
 }
 
 /// A running fake model server.
 pub struct FakeModel {
     pub addr: SocketAddr,
     shared: Arc<Shared>,
+    /// The model's prices in `models.json` (USD per million tokens), when set.
+    cost: Option<Value>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -140,6 +145,7 @@ impl FakeModel {
         let shared = Arc::new(Shared {
             script: Box::new(script),
             requests: Mutex::new(Vec::new()),
+            cache_tokens: Mutex::new(None),
         });
         let app = axum::Router::new()
             .route("/v1/chat/completions", axum::routing::post(completions))
@@ -149,7 +155,26 @@ impl FakeModel {
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Ok(FakeModel { addr, shared, task })
+        Ok(FakeModel {
+            addr,
+            shared,
+            cost: None,
+            task,
+        })
+    }
+
+    /// Give the model prices in `models.json` (USD per million input, output, cache-read
+    /// and cache-write tokens), so Pi records a cost for each response.
+    pub fn with_cost(mut self, input: f64, output: f64, cache_read: f64, cache_write: f64) -> Self {
+        self.cost = Some(json!({"input": input, "output": output,
+            "cacheRead": cache_read, "cacheWrite": cache_write}));
+        self
+    }
+
+    /// From now on, each usage chunk says that `read` of the prompt's tokens were read
+    /// from a cache and `write` were written to it (`prompt_tokens_details`).
+    pub fn set_cache_tokens(&self, read: u64, write: u64) {
+        *self.shared.cache_tokens.lock().unwrap() = Some((read, write));
     }
 
     /// Base URL for `models.json`.
@@ -159,12 +184,16 @@ impl FakeModel {
 
     /// The `models.json` that points Pi's provider `fake` at this server.
     pub fn models_json(&self) -> Value {
+        let mut model = json!({"id": "fake-model", "contextWindow": 100000, "maxTokens": 4096});
+        if let Some(cost) = &self.cost {
+            model["cost"] = cost.clone();
+        }
         json!({"providers": {"fake": {
             "baseUrl": self.base_url(),
             "api": "openai-completions",
             "apiKey": "fake-key",
             "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
-            "models": [{"id": "fake-model", "contextWindow": 100000, "maxTokens": 4096}]
+            "models": [model]
         }}})
     }
 
@@ -206,9 +235,10 @@ async fn completions(State(shared): State<Arc<Shared>>, body: axum::Json<Value>)
     let prompt_tokens = request.transcript().len() as u64 / 4 + 1;
     shared.requests.lock().unwrap().push(request);
     let n = shared.requests.lock().unwrap().len();
+    let cache = *shared.cache_tokens.lock().unwrap();
     (
         [(header::CONTENT_TYPE, "text/event-stream")],
-        sse_body(&reply, n, prompt_tokens),
+        sse_body(&reply, n, prompt_tokens, cache),
     )
         .into_response()
 }
@@ -221,14 +251,18 @@ fn chunk(id: &str, delta: Value, finish: Option<&str>) -> String {
     format!("data: {value}\n\n")
 }
 
-fn sse_body(reply: &Reply, n: usize, prompt_tokens: u64) -> String {
+fn sse_body(reply: &Reply, n: usize, prompt_tokens: u64, cache: Option<(u64, u64)>) -> String {
     let id = format!("chatcmpl-{n}");
     let mut out = chunk(&id, json!({"role": "assistant", "content": ""}), None);
     let finish = reply_chunks(reply, &id, n, &mut out);
     out.push_str(&chunk(&id, json!({}), Some(&finish)));
-    let usage = json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+    let mut usage = json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
         "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 10,
         "total_tokens": prompt_tokens + 10}});
+    if let Some((read, write)) = cache {
+        usage["usage"]["prompt_tokens_details"] =
+            json!({"cached_tokens": read, "cache_write_tokens": write});
+    }
     out.push_str(&format!("data: {usage}\n\ndata: [DONE]\n\n"));
     out
 }
