@@ -544,21 +544,24 @@ async fn launches_that_cannot_start_say_why() {
         no_event(&mut events, Duration::from_millis(100)).await;
     }
 
-    let (tx, _events) = mpsc::channel(16);
-    let host = Host::start(
-        HostConfig {
-            pi: vec!["/nonexistent/pi".into()],
-            ..fx.config(Backend::Headless, "rpc")
-        },
-        tx,
-    );
-    let err = host.launch(fx.spec(3, "three")).await.unwrap_err();
-    assert!(matches!(err, HostError::Spawn { .. }), "{err}");
-    let said = err.to_string();
-    assert!(
-        said.contains("/nonexistent/pi") && said.contains("workers.pi"),
-        "{said}"
-    );
-    // Nothing half-started stays behind: the id can launch once the cause is fixed.
-    assert_eq!(host.capture(3).await, None);
+    for backend in [Backend::Headless, Backend::Tmux] {
+        let (tx, mut events) = mpsc::channel(16);
+        let host = Host::start(
+            HostConfig {
+                pi: vec!["/nonexistent/pi".into()],
+                ..fx.config(backend, "rpc")
+            },
+            tx,
+        );
+        let err = host.launch(fx.spec(3, "three")).await.unwrap_err();
+        assert!(matches!(err, HostError::Spawn { .. }), "{backend:?}: {err}");
+        let said = err.to_string();
+        assert!(
+            said.contains("/nonexistent/pi") && said.contains("workers.pi"),
+            "{said}"
+        );
+        // Nothing half-started stays behind.
+        assert_eq!(host.capture(3).await, None);
+        no_event(&mut events, Duration::from_millis(100)).await;
+    }
 }

@@ -223,9 +223,9 @@ impl Host {
     /// Start `spec`'s worker on the configured backend: write its prompt file, spawn Pi
     /// (headless) or open its tmux window. Returns once the process exists (not once Pi
     /// has registered). A worker id with a process already gets
-    /// [`HostError::AlreadyRunning`]; a missing cwd [`HostError::NoCwd`]. Headless, a Pi
-    /// command that cannot start is [`HostError::Spawn`]; in tmux it shows as the pane's
-    /// immediate exit ([`HostEvent::Exited`]), its error on the pane ([`Host::capture`]).
+    /// [`HostError::AlreadyRunning`]; a missing cwd [`HostError::NoCwd`]; a Pi command
+    /// that is not found or not executable [`HostError::Spawn`] (checked before tmux
+    /// runs it: tmux would only show a dead pane with status 1).
     pub async fn launch(&self, spec: LaunchSpec) -> Result<Launched, HostError> {
         self.ask(|tx| Cmd::Launch(Box::new(spec), tx))
             .await
@@ -406,6 +406,14 @@ impl Actor {
                 })
             }
             Backend::Tmux => {
+                let program = &cmd.argv[0];
+                if let Err(source) = tmux::runnable(program) {
+                    return Err(HostError::Spawn {
+                        program: program.to_string_lossy().into_owned(),
+                        cwd: spec.cwd,
+                        source,
+                    });
+                }
                 let pane = self.tmux.open_window(&spec.label, &cmd).await?;
                 // An earlier, dead pane of this worker id is replaced.
                 if let Some(Entry::Tmux { pane: old, .. }) = self.workers.remove(&spec.worker) {
