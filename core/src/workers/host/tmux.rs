@@ -386,10 +386,13 @@ mod tests {
         assert!(runnable(OsStr::new("/bin/sh")).is_ok());
         assert!(runnable(OsStr::new("no-such-program-here")).is_err());
         assert!(runnable(OsStr::new("/nonexistent/pi")).is_err());
-        assert!(
-            runnable(OsStr::new("/etc/hostname")).is_err(),
-            "not executable"
-        );
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(runnable(plain.as_os_str()).is_err(), "not executable");
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(runnable(plain.as_os_str()).is_ok());
         assert!(runnable(OsStr::new("/tmp")).is_err(), "a directory");
     }
 
