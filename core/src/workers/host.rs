@@ -198,10 +198,13 @@ enum Notice {
 }
 
 impl Host {
-    /// Start the actor (on the current tokio runtime). Exits are reported on `events`.
+    /// Start the actor on the current tokio runtime (panics outside one). Exits are
+    /// reported on `events`.
     pub fn start(cfg: HostConfig, events: mpsc::Sender<HostEvent>) -> Host {
         let (tx, rx) = mpsc::channel(64);
-        let (notice_tx, notice_rx) = mpsc::channel(64);
+        // Unbounded: one notice per worker exit, and a worker task must never wait on the
+        // actor while the actor waits on it.
+        let (notice_tx, notice_rx) = mpsc::unbounded_channel();
         let actor = Actor {
             tmux: tmux::Tmux::new(&cfg.state_dir),
             cfg,
@@ -287,14 +290,18 @@ struct Actor {
     cfg: HostConfig,
     tmux: tmux::Tmux,
     events: mpsc::Sender<HostEvent>,
-    notices: mpsc::Sender<Notice>,
+    notices: mpsc::UnboundedSender<Notice>,
     workers: HashMap<i64, Entry>,
     /// Headless runs started (tells a stale exit notice from a relaunch's).
     runs: u64,
 }
 
 impl Actor {
-    async fn run(mut self, mut rx: mpsc::Receiver<Cmd>, mut notices: mpsc::Receiver<Notice>) {
+    async fn run(
+        mut self,
+        mut rx: mpsc::Receiver<Cmd>,
+        mut notices: mpsc::UnboundedReceiver<Notice>,
+    ) {
         let mut poll = tokio::time::interval(TMUX_POLL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
