@@ -25,6 +25,7 @@ echo "fake pi $SHEPHERD_WORKER_ID on stderr" >&2
 case "$FAKE_PI_MODE.$SHEPHERD_WORKER_ID" in
   *.3) sleep 0.5; exit 3 ;;
   ignore.*) exec sleep 600 ;;
+  stubborn.*) trap '' TERM; exec sleep 600 ;;
 esac
 case " $* " in
   *" --mode rpc "*) cat > /dev/null; echo "stdin closed" >&2; exit 0 ;;
@@ -323,26 +324,39 @@ async fn headless_exits_seen_from_outside_and_when_the_host_is_dropped() {
 }
 
 #[tokio::test]
-async fn headless_stop_escalates_to_sigterm_when_stdin_is_ignored() {
+async fn headless_stop_escalates_to_sigterm_then_sigkill() {
     let fx = Fixture::new();
+    // Ignores its closed stdin: SIGTERM after 5 s ends it.
     let (tx, mut events) = mpsc::channel(16);
     let host = Host::start(fx.config(Backend::Headless, "ignore"), tx);
-    host.launch(fx.spec(8, "stubborn")).await.unwrap();
+    host.launch(fx.spec(8, "deaf")).await.unwrap();
+    // Ignores SIGTERM too: SIGKILL 2 s later.
+    let (tx2, mut events2) = mpsc::channel(16);
+    let host2 = Host::start(fx.config(Backend::Headless, "stubborn"), tx2);
+    host2.launch(fx.spec(9, "stubborn")).await.unwrap();
     fx.recorded(8, "pid").await;
+    fx.recorded(9, "pid").await;
+
     let began = Instant::now();
-    host.stop(8).await;
-    let took = began.elapsed();
+    let timed = |host: Host, worker: i64| async move {
+        host.stop(worker).await;
+        began.elapsed()
+    };
+    let (deaf, stubborn) = tokio::join!(timed(host.clone(), 8), timed(host2.clone(), 9));
     assert!(
-        took >= Duration::from_secs(5) && took < Duration::from_secs(7),
-        "closed stdin, waited 5 s, then SIGTERM: {took:?}"
+        deaf >= Duration::from_secs(5) && deaf < Duration::from_secs(7),
+        "closed stdin, waited 5 s, then SIGTERM: {deaf:?}"
     );
-    assert_eq!(
-        next_event(&mut events, Duration::from_secs(1)).await,
-        HostEvent::Exited {
-            worker: 8,
-            code: None
-        }
+    assert!(
+        stubborn >= Duration::from_secs(7) && stubborn < Duration::from_secs(9),
+        "then SIGKILL 2 s after SIGTERM: {stubborn:?}"
     );
+    for (events, worker) in [(&mut events, 8), (&mut events2, 9)] {
+        assert_eq!(
+            next_event(events, Duration::from_secs(1)).await,
+            HostEvent::Exited { worker, code: None }
+        );
+    }
 }
 
 #[tokio::test]
@@ -544,21 +558,24 @@ async fn launches_that_cannot_start_say_why() {
         no_event(&mut events, Duration::from_millis(100)).await;
     }
 
-    let (tx, _events) = mpsc::channel(16);
-    let host = Host::start(
-        HostConfig {
-            pi: vec!["/nonexistent/pi".into()],
-            ..fx.config(Backend::Headless, "rpc")
-        },
-        tx,
-    );
-    let err = host.launch(fx.spec(3, "three")).await.unwrap_err();
-    assert!(matches!(err, HostError::Spawn { .. }), "{err}");
-    let said = err.to_string();
-    assert!(
-        said.contains("/nonexistent/pi") && said.contains("workers.pi"),
-        "{said}"
-    );
-    // Nothing half-started stays behind: the id can launch once the cause is fixed.
-    assert_eq!(host.capture(3).await, None);
+    for backend in [Backend::Headless, Backend::Tmux] {
+        let (tx, mut events) = mpsc::channel(16);
+        let host = Host::start(
+            HostConfig {
+                pi: vec!["/nonexistent/pi".into()],
+                ..fx.config(backend, "rpc")
+            },
+            tx,
+        );
+        let err = host.launch(fx.spec(3, "three")).await.unwrap_err();
+        assert!(matches!(err, HostError::Spawn { .. }), "{backend:?}: {err}");
+        let said = err.to_string();
+        assert!(
+            said.contains("/nonexistent/pi") && said.contains("workers.pi"),
+            "{said}"
+        );
+        // Nothing half-started stays behind.
+        assert_eq!(host.capture(3).await, None);
+        no_event(&mut events, Duration::from_millis(100)).await;
+    }
 }

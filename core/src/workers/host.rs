@@ -201,10 +201,13 @@ enum Notice {
 }
 
 impl Host {
-    /// Start the actor (on the current tokio runtime). Exits are reported on `events`.
+    /// Start the actor on the current tokio runtime (panics outside one). Exits are
+    /// reported on `events`.
     pub fn start(cfg: HostConfig, events: mpsc::Sender<HostEvent>) -> Host {
         let (tx, rx) = mpsc::channel(64);
-        let (notice_tx, notice_rx) = mpsc::channel(64);
+        // Unbounded: one notice per worker exit, and a worker task must never wait on the
+        // actor while the actor waits on it.
+        let (notice_tx, notice_rx) = mpsc::unbounded_channel();
         let actor = Actor {
             tmux: tmux::Tmux::new(&cfg.state_dir),
             cfg,
@@ -226,9 +229,9 @@ impl Host {
     /// Start `spec`'s worker on the configured backend: write its prompt file, spawn Pi
     /// (headless) or open its tmux window. Returns once the process exists (not once Pi
     /// has registered). A worker id with a process already gets
-    /// [`HostError::AlreadyRunning`]; a missing cwd [`HostError::NoCwd`]. Headless, a Pi
-    /// command that cannot start is [`HostError::Spawn`]; in tmux it shows as the pane's
-    /// immediate exit ([`HostEvent::Exited`]), its error on the pane ([`Host::capture`]).
+    /// [`HostError::AlreadyRunning`]; a missing cwd [`HostError::NoCwd`]; a Pi command
+    /// that is not found or not executable [`HostError::Spawn`] (checked before tmux
+    /// runs it: tmux would only show a dead pane with status 1).
     pub async fn launch(&self, spec: LaunchSpec) -> Result<Launched, HostError> {
         self.ask(|tx| Cmd::Launch(Box::new(spec), tx))
             .await
@@ -290,14 +293,18 @@ struct Actor {
     cfg: HostConfig,
     tmux: tmux::Tmux,
     events: mpsc::Sender<HostEvent>,
-    notices: mpsc::Sender<Notice>,
+    notices: mpsc::UnboundedSender<Notice>,
     workers: HashMap<i64, Entry>,
     /// Headless runs started (tells a stale exit notice from a relaunch's).
     runs: u64,
 }
 
 impl Actor {
-    async fn run(mut self, mut rx: mpsc::Receiver<Cmd>, mut notices: mpsc::Receiver<Notice>) {
+    async fn run(
+        mut self,
+        mut rx: mpsc::Receiver<Cmd>,
+        mut notices: mpsc::UnboundedReceiver<Notice>,
+    ) {
         let mut poll = tokio::time::interval(TMUX_POLL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -409,6 +416,14 @@ impl Actor {
                 })
             }
             Backend::Tmux => {
+                let program = &cmd.argv[0];
+                if let Err(source) = tmux::runnable(program) {
+                    return Err(HostError::Spawn {
+                        program: program.to_string_lossy().into_owned(),
+                        cwd: spec.cwd,
+                        source,
+                    });
+                }
                 let pane = self.tmux.open_window(&spec.label, &cmd).await?;
                 // An earlier, dead pane of this worker id is replaced.
                 if let Some(Entry::Tmux { pane: old, .. }) = self.workers.remove(&spec.worker) {

@@ -46,7 +46,7 @@ pub(super) struct Watch {
     pub worker: i64,
     pub run: u64,
     pub events: mpsc::Sender<HostEvent>,
-    pub notices: mpsc::Sender<Notice>,
+    pub notices: mpsc::UnboundedSender<Notice>,
 }
 
 pub(super) struct Spawned {
@@ -173,14 +173,11 @@ async fn watch_child(
             code,
         },
     );
-    let _ = watch
-        .notices
-        .send(Notice::HeadlessExited {
-            worker: watch.worker,
-            run: watch.run,
-            tail: render(&tail),
-        })
-        .await;
+    let _ = watch.notices.send(Notice::HeadlessExited {
+        worker: watch.worker,
+        run: watch.run,
+        tail: render(&tail),
+    });
     drop(waiters);
 }
 

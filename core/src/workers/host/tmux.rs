@@ -33,6 +33,30 @@ pub(super) fn available() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Whether `program` can be run: a path (with a `/`) to an executable file, or a name
+/// found executable on `PATH`. tmux would run a missing one into a dead pane (status 1)
+/// without saying why.
+pub(super) fn runnable(program: &std::ffi::OsStr) -> std::io::Result<()> {
+    let executable = |path: &Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let path = Path::new(program);
+    let found = if program.as_encoded_bytes().contains(&b'/') {
+        executable(path)
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|dirs| std::env::split_paths(&dirs).any(|dir| executable(&dir.join(path))))
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "not found, or not an executable file",
+        ))
+    }
+}
+
 /// A pane as `list-panes` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Pane {
@@ -353,6 +377,23 @@ mod tests {
         assert_eq!(parse_pane("garbage"), None);
         assert_eq!(parse_created("%7 4242\n"), Some(("%7".into(), 4242)));
         assert_eq!(parse_created("oops"), None);
+    }
+
+    #[test]
+    fn runnable_programs_by_path_or_on_path() {
+        use std::ffi::OsStr;
+        assert!(runnable(OsStr::new("sh")).is_ok());
+        assert!(runnable(OsStr::new("/bin/sh")).is_ok());
+        assert!(runnable(OsStr::new("no-such-program-here")).is_err());
+        assert!(runnable(OsStr::new("/nonexistent/pi")).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(runnable(plain.as_os_str()).is_err(), "not executable");
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(runnable(plain.as_os_str()).is_ok());
+        assert!(runnable(OsStr::new("/tmp")).is_err(), "a directory");
     }
 
     #[test]
