@@ -23,9 +23,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use shepherd_core::protocol::{
-    DeliveryKind, ErrorCode, Worker, WorkerState, requests,
-};
+use shepherd_core::protocol::{DeliveryKind, ErrorCode, Worker, WorkerState, requests};
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
 use shepherd_harness::pi_process::pi_deps;
 use shepherd_harness::{Core, Pi, error_code, error_details, registration};
@@ -42,7 +40,10 @@ fn worker_script(req: &ModelRequest) -> Reply {
         if has("TASK-F ") {
             return Reply::text("delegated the child; waiting for it");
         }
-        return Reply::text(format!("tool done: {}", last.chars().take(40).collect::<String>()));
+        return Reply::text(format!(
+            "tool done: {}",
+            last.chars().take(40).collect::<String>()
+        ));
     }
     if last.contains("interrupted by a restart") {
         return Reply::text("RESULT-E after the restart");
@@ -54,7 +55,10 @@ fn worker_script(req: &ModelRequest) -> Reply {
         return Reply::text("RESULT-A three callers");
     }
     if last.contains("TASK-B") {
-        return Reply::tool("ask_owner", json!({"question": "Which colour, red or blue?"}));
+        return Reply::tool(
+            "ask_owner",
+            json!({"question": "Which colour, red or blue?"}),
+        );
     }
     if last.contains("TASK-E") || last.contains("TASK-F-CHILD") {
         return Reply::tool("bash", json!({"command": "sleep 120"}));
@@ -146,7 +150,11 @@ async fn wait_state(core: &Core, id: u64, state: WorkerState) -> Result<Worker> 
 fn alive(pid: u32) -> bool {
     // A zombie is gone for our purpose: it no longer runs.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')))
+        .map(|s| {
+            !s.split(") ")
+                .nth(1)
+                .is_some_and(|rest| rest.starts_with('Z'))
+        })
         .unwrap_or(false)
 }
 
@@ -179,7 +187,10 @@ fn worker_pid(core: &Core, id: u64) -> Result<u32> {
 }
 
 /// How many times `kind` reached `pi` (deliveries, skipping other events) within `wait`.
-async fn next_of_kind(pi: &mut Pi, kind: DeliveryKind) -> Result<shepherd_core::protocol::Delivery> {
+async fn next_of_kind(
+    pi: &mut Pi,
+    kind: DeliveryKind,
+) -> Result<shepherd_core::protocol::Delivery> {
     let deadline = tokio::time::Instant::now() + LONG;
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -195,7 +206,9 @@ async fn next_of_kind(pi: &mut Pi, kind: DeliveryKind) -> Result<shepherd_core::
 
 fn session_file(w: &Worker) -> Result<PathBuf> {
     Ok(PathBuf::from(
-        w.session_file.clone().context("the worker has a session file")?,
+        w.session_file
+            .clone()
+            .context("the worker has a session file")?,
     ))
 }
 
@@ -208,8 +221,14 @@ async fn a_result_reaches_its_owner_once_and_the_process_stops_after_the_ack() -
     let w = delegate(&mut app, "scout", "TASK-A find the callers", "finder").await?;
     let answered_in = started.elapsed();
     assert_eq!(w.state, WorkerState::Starting, "{w:?}");
-    assert_eq!((w.label.as_str(), w.definition.as_str()), ("finder", "scout"));
-    assert!(answered_in < Duration::from_secs(5), "delegating waited {answered_in:?}");
+    assert_eq!(
+        (w.label.as_str(), w.definition.as_str()),
+        ("finder", "scout")
+    );
+    assert!(
+        answered_in < Duration::from_secs(5),
+        "delegating waited {answered_in:?}"
+    );
     let pid = worker_pid(&core, w.id)?;
     assert!(alive(pid));
 
@@ -222,7 +241,11 @@ async fn a_result_reaches_its_owner_once_and_the_process_stops_after_the_ack() -
         "{}",
         result.text
     );
-    assert!(result.text.ends_with("RESULT-A three callers"), "{}", result.text);
+    assert!(
+        result.text.ends_with("RESULT-A three callers"),
+        "{}",
+        result.text
+    );
     let settling = listed(&core, w.id)?;
     assert_eq!(settling.state, WorkerState::Settling);
     assert!(alive(pid), "the process waits for the owner's ack");
@@ -232,7 +255,10 @@ async fn a_result_reaches_its_owner_once_and_the_process_stops_after_the_ack() -
     wait_gone(pid).await?;
     let file = session_file(&done)?;
     let kept = std::fs::read_to_string(&file)?;
-    assert!(kept.contains("RESULT-A three callers"), "the session file is kept");
+    assert!(
+        kept.contains("RESULT-A three callers"),
+        "the session file is kept"
+    );
 
     // Nothing is mailed twice: the owner, back on a new connection, has nothing pending.
     drop(app);
@@ -250,13 +276,20 @@ async fn ask_owner_blocks_until_its_owner_replies_and_only_its_owner_may() -> Re
     let w = delegate(&mut app, "scout", "TASK-B pick a colour", "picker").await?;
 
     let asked = next_of_kind(&mut app, DeliveryKind::AgentAsk).await?;
-    assert_eq!(asked.question.as_deref(), Some("Which colour, red or blue?"));
+    assert_eq!(
+        asked.question.as_deref(),
+        Some("Which colour, red or blue?")
+    );
     assert!(asked.text.contains("reply_agent"), "{}", asked.text);
     let ask_id = asked.ask_id.context("agent_ask carries its ask")?;
     app.ack(&[asked.id]).await?;
     let blocked = wait_state(&core, w.id, WorkerState::Blocked).await?;
     assert_eq!(blocked.pending_ask, Some(ask_id));
-    assert!(blocked.available_actions.contains(&shepherd_core::protocol::WorkerAction::Reply));
+    assert!(
+        blocked
+            .available_actions
+            .contains(&shepherd_core::protocol::WorkerAction::Reply)
+    );
 
     // Another session names it by its session id: not its owner.
     for attempt in [
@@ -328,12 +361,20 @@ async fn ask_owner_blocks_until_its_owner_replies_and_only_its_owner_may() -> Re
     assert_eq!(error_details(&err).unwrap()["reason"], "no_pending_ask");
 
     let result = next_of_kind(&mut app, DeliveryKind::AgentResult).await?;
-    assert!(result.text.ends_with("RESULT-B the colour is blue"), "{}", result.text);
+    assert!(
+        result.text.ends_with("RESULT-B the colour is blue"),
+        "{}",
+        result.text
+    );
     app.ack(&[result.id]).await?;
     wait_state(&core, w.id, WorkerState::Done).await?;
     // The worker's session holds the question's answer once, in the same assignment.
     let text = std::fs::read_to_string(session_file(&listed(&core, w.id)?)?)?;
-    assert_eq!(text.matches("TASK-B pick a colour").count(), 1, "one assignment");
+    assert_eq!(
+        text.matches("TASK-B pick a colour").count(),
+        1,
+        "one assignment"
+    );
     Ok(())
 }
 
@@ -357,7 +398,10 @@ async fn a_foreign_registration_of_a_workers_session_gets_nothing() -> Result<()
     // A launch nonce for a session no worker waits for is refused too.
     let mut reg = registration("not-a-worker", "x", &work_dir(&core));
     reg.launch = Some("abc".into());
-    let err = Pi::register_full(&core.socket(), reg).await.err().context("refused")?;
+    let err = Pi::register_full(&core.socket(), reg)
+        .await
+        .err()
+        .context("refused")?;
     assert_eq!(error_details(&err).unwrap()["reason"], "launch_mismatch");
     // The worker is untouched and still its owner's.
     let still = listed(&core, w.id)?;
@@ -423,7 +467,11 @@ async fn a_headless_worker_is_relaunched_after_a_restart_and_delivers_one_result
     core.restart().await?;
     let mut app = owner(&core, "owner-e", "app").await?;
     let result = next_of_kind(&mut app, DeliveryKind::AgentResult).await?;
-    assert!(result.text.ends_with("RESULT-E after the restart"), "{}", result.text);
+    assert!(
+        result.text.ends_with("RESULT-E after the restart"),
+        "{}",
+        result.text
+    );
     assert!(core.log().contains("relaunching a worker after a restart"));
     app.ack(&[result.id]).await?;
     let done = wait_state(&core, w.id, WorkerState::Done).await?;
@@ -467,7 +515,10 @@ async fn closing_a_delegating_worker_closes_its_worker_first() -> Result<()> {
     wait_gone(cpid).await?;
     wait_gone(ppid).await?;
     let log = core.log();
-    let closed_lines: Vec<&str> = log.lines().filter(|l| l.contains("worker closed")).collect();
+    let closed_lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("worker closed"))
+        .collect();
     assert_eq!(closed_lines.len(), 2, "{log}");
     assert!(
         closed_lines[0].contains(&format!("worker={}", child.id)),
@@ -494,7 +545,11 @@ async fn continue_and_fork_start_from_a_saved_worker_session() -> Result<()> {
             .await
             .expect_err("live generation"),
     );
-    assert_eq!(error_details(&err).unwrap()["reason"], "agent_busy", "{err:#}");
+    assert_eq!(
+        error_details(&err).unwrap()["reason"],
+        "agent_busy",
+        "{err:#}"
+    );
     app.ack(&[r.id]).await?;
     let done = wait_state(&core, w.id, WorkerState::Done).await?;
     let file = session_file(&done)?;
@@ -508,14 +563,20 @@ async fn continue_and_fork_start_from_a_saved_worker_session() -> Result<()> {
         })
         .await?;
     assert_ne!(next.id, w.id, "a new generation");
-    assert_eq!((next.session_id.clone(), next.label.clone()), (w.session_id.clone(), "keeper".into()));
+    assert_eq!(
+        (next.session_id.clone(), next.label.clone()),
+        (w.session_id.clone(), "keeper".into())
+    );
     let r = next_of_kind(&mut app, DeliveryKind::AgentResult).await?;
     assert!(r.text.ends_with("RESULT-H continued"), "{}", r.text);
     app.ack(&[r.id]).await?;
     wait_state(&core, next.id, WorkerState::Done).await?;
     let text = std::fs::read_to_string(&file)?;
     assert!(text.contains("RESULT-A first") || text.contains("RESULT-A three callers"));
-    assert!(text.contains("RESULT-H continued"), "one file, both generations");
+    assert!(
+        text.contains("RESULT-H continued"),
+        "one file, both generations"
+    );
 
     let fork = app
         .client
@@ -571,8 +632,14 @@ async fn refusals_say_what_is_missing() -> Result<()> {
         assert_eq!(error_details(&err).unwrap()["reason"], reason, "{err:#}");
     }
     let w = delegate(&mut app, "scout", "TASK-E hold the label", "dup").await?;
-    let err = delegate(&mut app, "scout", "TASK-E again", "dup").await.expect_err("taken");
-    assert_eq!(error_details(&err).unwrap()["reason"], "agent_label_exists", "{err:#}");
+    let err = delegate(&mut app, "scout", "TASK-E again", "dup")
+        .await
+        .expect_err("taken");
+    assert_eq!(
+        error_details(&err).unwrap()["reason"],
+        "agent_label_exists",
+        "{err:#}"
+    );
     assert!(err.to_string().contains(&format!("#{}", w.id)), "{err:#}");
     // ask_owner from a session that is not a worker.
     let err = anyhow::Error::from(
@@ -587,10 +654,17 @@ async fn refusals_say_what_is_missing() -> Result<()> {
     assert_eq!(error_details(&err).unwrap()["reason"], "not_a_worker");
     // The human closes it by label.
     let out = core.cli(&["close", "dup"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("closed worker dup"));
     // And sees it in the list of ended workers.
     let all: Vec<Worker> = serde_json::from_value(core.cli_json(&["workers", "--all"])?)?;
-    assert!(all.iter().any(|x| x.id == w.id && x.state == WorkerState::Closed));
+    assert!(
+        all.iter()
+            .any(|x| x.id == w.id && x.state == WorkerState::Closed)
+    );
     Ok(())
 }

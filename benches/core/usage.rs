@@ -92,6 +92,7 @@ pub async fn usage(s: &Settings, report: &mut Report) -> Result<()> {
         role: Default::default(),
         session_file: Some(path.to_string_lossy().into_owned()),
         subagent: false,
+        launch: None,
     })
     .await?;
     let mut cli = Client::connect(&core.socket(), ClientKind::Cli, "bench").await?;

@@ -40,5 +40,5 @@ pub mod protocol;
 pub mod server;
 pub mod store;
 pub mod supervise;
-pub mod workers;
 pub mod usage;
+pub mod workers;

@@ -22,8 +22,8 @@ pub mod status;
 pub mod supervise;
 pub mod table;
 pub mod up;
-pub mod workers;
 pub mod usage;
+pub mod workers;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -165,6 +165,13 @@ pub enum Command {
         #[arg(value_name = "WORKER")]
         worker: String,
     },
+    /// Tokens and cost from the Pi session files: per session, per model (highest cost
+    /// first) and in total. Without a session, every session the core knows a session
+    /// file of; with one, that session and the workers it owns.
+    ///
+    /// Sessions whose file cannot be read are listed as not counted, with the reason
+    /// ("coverage incomplete"); nothing is estimated.
+    Usage(UsageArgs),
 }
 
 /// `shepherd workers`.
@@ -181,13 +188,6 @@ pub struct AgentsArgs {
     /// The directory whose project definitions (`DIR/.pi/agents`) count; default: this one.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Tokens and cost from the Pi session files: per session, per model (highest cost
-    /// first) and in total. Without a session, every session the core knows a session
-    /// file of; with one, that session and the workers it owns.
-    ///
-    /// Sessions whose file cannot be read are listed as not counted, with the reason
-    /// ("coverage incomplete"); nothing is estimated.
-    Usage(UsageArgs),
 }
 
 /// `shepherd usage`.

@@ -22,8 +22,8 @@ pub(crate) mod roles;
 mod session_change;
 mod supervise;
 mod unanswer;
-mod workers;
 mod usage;
+mod workers;
 
 pub use supervise::ViewDone;
 

@@ -13,24 +13,43 @@ use crate::usage::{self, Scoped};
 
 /// The sessions whose usage counts as `session`'s: the session itself first, then the
 /// sessions of the managed workers it owns, transitively (each at most once).
-/// The workers table joins it: today it is the session alone.
+/// Ended workers count too: their sessions' tokens were spent for this owner.
 pub(crate) fn owned_sessions(
-    _db: &Connection,
+    db: &Connection,
     session: &SessionId,
 ) -> rusqlite::Result<Vec<SessionId>> {
-    Ok(vec![session.clone()])
+    let mut tree = vec![session.clone()];
+    let mut i = 0;
+    while i < tree.len() {
+        for row in store::workers::owned_by(db, &tree[i], true)? {
+            if !tree.contains(&row.worker.session_id) {
+                tree.push(row.worker.session_id);
+            }
+        }
+        i += 1;
+    }
+    Ok(tree)
 }
 
 /// Each session's name and file as the store knows them (a session it does not know is
-/// reported as such). A worker that never registered could take its file from the
-/// workers table here.
+/// reported as such). A worker the sessions table does not know takes its name and file from
+/// the workers table.
 fn scope_of(db: &Connection, ids: Vec<SessionId>) -> rusqlite::Result<Vec<Scoped>> {
     let mut scope = Vec::with_capacity(ids.len());
     for id in ids {
         let known = store::sessions::get_uncounted(db, &id)?;
+        let worker = match &known {
+            Some(s) if s.session_file.is_some() => None,
+            _ => store::workers::newest_by_session(db, &id)?,
+        };
         scope.push(Scoped {
-            name: known.as_ref().map(|s| s.name.clone()),
-            file: known.and_then(|s| s.session_file),
+            name: known
+                .as_ref()
+                .map(|s| s.name.clone())
+                .or(worker.as_ref().map(|w| w.worker.label.clone())),
+            file: known
+                .and_then(|s| s.session_file)
+                .or(worker.and_then(|w| w.worker.session_file)),
             id,
         });
     }

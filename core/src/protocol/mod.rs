@@ -25,16 +25,16 @@ pub mod messages;
 pub mod requests;
 pub mod status;
 pub mod types;
-pub mod workers;
 pub mod usage;
+pub mod workers;
 
 pub use error_code::ErrorCode;
 pub use ids::{AskId, IdError, MAX_ID, MessageId, PairingId, SessionId};
 pub use messages::{ClientMsg, ServerMsg};
 pub use status::{EndReason, LeaveReason, SessionStatus};
 pub use types::*;
-pub use workers::{Worker, WorkerAction, WorkerBackend, WorkerId, WorkerState};
 pub use usage::{MissingUsage, ModelUsage, SessionUsage, UsageReport, UsageTotals};
+pub use workers::{Worker, WorkerAction, WorkerBackend, WorkerId, WorkerState};
 
 /// Version of the intercom protocol. Client and core must agree exactly; `hello` with any
 /// other version is refused with [`ErrorCode::ProtocolMismatch`] naming both versions.

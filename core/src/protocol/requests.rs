@@ -483,6 +483,8 @@ pub struct ReadAgentTranscript {
 pub struct AskOwner {
     pub id: u64,
     pub question: String,
+}
+
 /// Tokens and cost from Pi's session files. A Pi session: without `session`, itself and
 /// the workers it owns (their trees); with it, the exact id of a session of that tree, and
 /// that session's tree.
