@@ -66,7 +66,7 @@ fn worker_script(req: &ModelRequest) -> Reply {
     if last.contains("TASK-F ") {
         return Reply::tool(
             "delegate_agent",
-            json!({"definition": "scout", "task": "TASK-F-CHILD look around", "label": "child"}),
+            json!({"definition": "implementer", "task": "TASK-F-CHILD look around", "label": "child"}),
         );
     }
     if last.contains("TASK-H") {
@@ -99,7 +99,7 @@ async fn worker_core(model: &FakeModel, backend: &str) -> Result<Core> {
     std::fs::create_dir_all(&agents)?;
     std::fs::write(
         agents.join("lead-scout.md"),
-        "---\nname: lead-scout\ndescription: scouts with a helper\nagents: [scout]\n---\nYou may hand parts to a scout.\n",
+        "---\nname: lead-scout\ndescription: scouts with a helper\nagents: [implementer]\n---\nYou may hand parts to a scout.\n",
     )?;
     std::fs::create_dir_all(work_dir(&core))?;
     Ok(core)
@@ -383,7 +383,7 @@ async fn a_foreign_registration_of_a_workers_session_gets_nothing() -> Result<()
     let model = FakeModel::start(worker_script).await?;
     let core = worker_core(&model, "headless").await?;
     let mut app = owner(&core, "owner-c", "app").await?;
-    let w = delegate(&mut app, "scout", "TASK-E keep busy", "busy").await?;
+    let w = delegate(&mut app, "implementer", "TASK-E keep busy", "busy").await?;
     wait_state(&core, w.id, WorkerState::Working).await?;
     for launch in [None, Some("not-the-nonce".to_string())] {
         let mut reg = registration(w.session_id.as_str(), "impostor", &work_dir(&core));
@@ -446,7 +446,7 @@ async fn a_headless_worker_is_relaunched_after_a_restart_and_delivers_one_result
     let model = FakeModel::start(worker_script).await?;
     let mut core = worker_core(&model, "headless").await?;
     let mut app = owner(&core, "owner-e", "app").await?;
-    let w = delegate(&mut app, "scout", "TASK-E sleep on it", "sleeper").await?;
+    let w = delegate(&mut app, "implementer", "TASK-E sleep on it", "sleeper").await?;
     let pid = worker_pid(&core, w.id)?;
     // Wait until the worker runs its sleep (the model asked for it).
     let deadline = tokio::time::Instant::now() + LONG;
@@ -631,8 +631,8 @@ async fn refusals_say_what_is_missing() -> Result<()> {
         let err = anyhow::Error::from(app.client.call(req).await.expect_err("refused"));
         assert_eq!(error_details(&err).unwrap()["reason"], reason, "{err:#}");
     }
-    let w = delegate(&mut app, "scout", "TASK-E hold the label", "dup").await?;
-    let err = delegate(&mut app, "scout", "TASK-E again", "dup")
+    let w = delegate(&mut app, "implementer", "TASK-E hold the label", "dup").await?;
+    let err = delegate(&mut app, "implementer", "TASK-E again", "dup")
         .await
         .expect_err("taken");
     assert_eq!(
