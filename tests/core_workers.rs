@@ -15,6 +15,9 @@
 //! - a headless worker in the middle of a tool when the core stops is relaunched on its
 //!   session file by the next core, told why, and delivers one result;
 //! - closing a delegating worker closes its own worker first; both processes end;
+//! - a steer during a tool changes the assignment (one result); an interrupt cuts a long
+//!   tool short and the same assignment goes on with its message;
+//! - tmux workers keep running while the core restarts, bind again and deliver once;
 //! - `continue_agent` starts a new generation on the saved session; `fork` starts from a
 //!   copy (`parentSession` in the new file's header).
 
@@ -35,6 +38,9 @@ fn worker_script(req: &ModelRequest) -> Reply {
     let all = req.transcript();
     let (role, last) = req.last();
     let has = |s: &str| all.contains(s);
+    if role == "tool" && has("TASK-G") {
+        return Reply::text("RESULT-G slept through a restart");
+    }
     if role == "tool" {
         // A tool ran (a sleep that was not cut short, a delegation): say so and end.
         if has("TASK-F ") {
@@ -44,6 +50,21 @@ fn worker_script(req: &ModelRequest) -> Reply {
             "tool done: {}",
             last.chars().take(40).collect::<String>()
         ));
+    }
+    if last.contains("STEER-X") {
+        return Reply::text("RESULT-S steered to X");
+    }
+    if last.contains("INT-Y") {
+        return Reply::text("RESULT-I interrupted to Y");
+    }
+    if last.contains("TASK-G") {
+        return Reply::tool("bash", json!({"command": "sleep 6"}));
+    }
+    if last.contains("TASK-S") {
+        return Reply::tool("bash", json!({"command": "sleep 3"}));
+    }
+    if last.contains("TASK-I") {
+        return Reply::tool("bash", json!({"command": "sleep 120"}));
     }
     if last.contains("interrupted by a restart") {
         return Reply::text("RESULT-E after the restart");
@@ -666,5 +687,111 @@ async fn refusals_say_what_is_missing() -> Result<()> {
         all.iter()
             .any(|x| x.id == w.id && x.state == WorkerState::Closed)
     );
+    Ok(())
+}
+
+/// Wait until the workers' model has been asked about `marker`.
+async fn wait_model_saw(model: &FakeModel, core: &Core, marker: &str) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + LONG;
+    while !model
+        .requests()
+        .iter()
+        .any(|r| r.transcript().contains(marker))
+    {
+        if tokio::time::Instant::now() > deadline {
+            bail!("the model never saw {marker:?}:\n{}", core.log());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steer_during_a_tool_changes_the_assignment_and_an_interrupt_cuts_it_short() -> Result<()>
+{
+    let model = FakeModel::start(worker_script).await?;
+    let core = worker_core(&model, "headless").await?;
+    let mut app = owner(&core, "owner-s", "app").await?;
+    let s = delegate(&mut app, "implementer", "TASK-S sleep a little", "steered").await?;
+    let i = delegate(&mut app, "implementer", "TASK-I sleep long", "cut").await?;
+    wait_model_saw(&model, &core, "TASK-S sleep a little").await?;
+    wait_model_saw(&model, &core, "TASK-I sleep long").await?;
+    let steered = app
+        .client
+        .call(requests::SteerAgent {
+            agent: "steered".into(),
+            message: "STEER-X instead".into(),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(steered.id, s.id);
+    let started = std::time::Instant::now();
+    app.client
+        .call(requests::InterruptAgent {
+            agent: "cut".into(),
+            message: "INT-Y now".into(),
+            ..Default::default()
+        })
+        .await?;
+    let mut texts = Vec::new();
+    for _ in 0..2 {
+        let r = next_of_kind(&mut app, DeliveryKind::AgentResult).await?;
+        app.ack(&[r.id]).await?;
+        texts.push(r.text);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "the interrupt did not wait for the sleep"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("agent=steered") && t.ends_with("RESULT-S steered to X")),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("agent=cut") && t.ends_with("RESULT-I interrupted to Y")),
+        "{texts:?}"
+    );
+    wait_state(&core, s.id, WorkerState::Done).await?;
+    wait_state(&core, i.id, WorkerState::Done).await?;
+    // Each assignment produced its one result: the steer made no second one.
+    let file = std::fs::read_to_string(session_file(&listed(&core, s.id)?)?)?;
+    assert_eq!(file.matches("TASK-S sleep a little").count(), 1);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tmux_workers_keep_running_over_a_core_restart() -> Result<()> {
+    let model = FakeModel::start(worker_script).await?;
+    let mut core = worker_core(&model, "tmux").await?;
+    let mut app = owner(&core, "owner-g", "app").await?;
+    let w = delegate(&mut app, "implementer", "TASK-G sleep through it", "napper").await?;
+    assert_eq!(w.backend, shepherd_core::protocol::WorkerBackend::Tmux);
+    wait_state(&core, w.id, WorkerState::Working).await?;
+    let pid = worker_pid(&core, w.id)?;
+    wait_model_saw(&model, &core, "TASK-G sleep through it").await?;
+    drop(app);
+    core.terminate()?;
+    assert!(alive(pid), "a tmux worker outlives the core");
+    core.restart().await?;
+    let mut app = owner(&core, "owner-g", "app").await?;
+    let r = next_of_kind(&mut app, DeliveryKind::AgentResult).await?;
+    assert!(
+        r.text.ends_with("RESULT-G slept through a restart"),
+        "{}",
+        r.text
+    );
+    assert!(alive(pid), "the same process");
+    assert!(
+        !core.log().contains("relaunching a worker"),
+        "{}",
+        core.log()
+    );
+    app.ack(&[r.id]).await?;
+    wait_state(&core, w.id, WorkerState::Done).await?;
+    wait_gone(pid).await?;
     Ok(())
 }

@@ -281,6 +281,15 @@ impl Drop for Core {
             eprintln!("--- shepherd core log ---\n{}", self.log());
         }
         self.kill9();
+        // tmux-hosted workers outlive the core by design; not the test.
+        let tmux = self.state_dir().join("tmux.sock");
+        if tmux.exists() {
+            let _ = std::process::Command::new("tmux")
+                .arg("-S")
+                .arg(&tmux)
+                .arg("kill-server")
+                .output();
+        }
     }
 }
 
