@@ -28,7 +28,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::json;
 use shepherd_core::protocol::{DeliveryKind, ErrorCode, Worker, WorkerState, requests};
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
-use shepherd_harness::pi_process::pi_deps;
+use shepherd_harness::workers::{work_dir, worker_core};
 use shepherd_harness::{Core, Pi, error_code, error_details, registration};
 
 const LONG: Duration = Duration::from_secs(90);
@@ -97,37 +97,6 @@ fn worker_script(req: &ModelRequest) -> Reply {
         return Reply::text("RESULT-K forked");
     }
     Reply::text("nothing to do")
-}
-
-/// A core whose workers run headless (or `backend`) with the pinned Pi, the checkout's
-/// extension and the fake model, plus a `lead-scout` definition that may delegate.
-async fn worker_core(model: &FakeModel, backend: &str) -> Result<Core> {
-    let deps = pi_deps()?;
-    let pi = serde_json::to_string(&[deps.pi.display().to_string()])?;
-    let ext = deps.ext.display().to_string();
-    let core = Core::start_with(&[
-        ("SHEPHERD_WORKERS__BACKEND", backend),
-        ("SHEPHERD_WORKERS__PI", &pi),
-        ("SHEPHERD_WORKERS__EXTENSION", &ext),
-        ("PI_OFFLINE", "1"),
-    ])
-    .await?;
-    std::fs::write(
-        core.agent_dir().join("models.json"),
-        serde_json::to_vec_pretty(&model.models_json())?,
-    )?;
-    let agents = core.agent_dir().join("agents");
-    std::fs::create_dir_all(&agents)?;
-    std::fs::write(
-        agents.join("lead-scout.md"),
-        "---\nname: lead-scout\ndescription: scouts with a helper\nagents: [implementer]\n---\nYou may hand parts to a scout.\n",
-    )?;
-    std::fs::create_dir_all(work_dir(&core))?;
-    Ok(core)
-}
-
-fn work_dir(core: &Core) -> PathBuf {
-    core.agent_dir().join("work")
 }
 
 async fn owner(core: &Core, id: &str, name: &str) -> Result<Pi> {

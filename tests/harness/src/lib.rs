@@ -24,6 +24,7 @@ pub mod git_repo;
 pub mod matrix_user;
 pub mod pi_process;
 pub mod synapse;
+pub mod workers;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
