@@ -43,6 +43,7 @@ import {
   type SessionInfo,
   type StaffMember,
   type StaffView,
+  type UsageReport,
   type Verdict,
   type VerdictKind,
   type View,
@@ -436,6 +437,12 @@ export class CoreClient {
   }
 
   // ---- managed workers ------------------------------------------------------------------
+
+  /** Tokens and cost over this session and the workers it owns (each session once). */
+  async usage(): Promise<UsageReport> {
+    const res = await this.#request((id) => ({ type: "usage", id }), "usage");
+    return res.report;
+  }
 
   /** The agent definitions in effect for this session's cwd (broken files with their error). */
   async listAgents(): Promise<AgentDef[]> {

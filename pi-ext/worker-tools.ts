@@ -15,7 +15,7 @@ import { Type } from "typebox";
 
 import { CoreError, type CoreClient } from "./client.ts";
 import type { Workers } from "./workers.ts";
-import type { AgentDef, Ask, Json, Worker } from "./wire.ts";
+import type { AgentDef, Ask, Json, UsageReport, Worker } from "./wire.ts";
 
 type Level = "info" | "warning" | "error";
 
@@ -145,10 +145,30 @@ export function askedOwnerText(ask: Ask): string {
   );
 }
 
-/** What `/agents stats` says while the core has no usage request. */
-export const STATS_NOT_YET =
-  "shepherd: /agents stats is not available yet: this extension's protocol has no `usage` request to ask the core " +
-  "for token and cost totals. /agents lists your workers.";
+/** `/agents stats`: this session's and its workers' tokens and cost, per session and model. */
+export function statsText(report: UsageReport): string {
+  const tokens = (n: number) => (n >= 10_000 ? `${(n / 1000).toFixed(1)}k` : String(n));
+  const money = (c: number) => `$${c.toFixed(4)}`;
+  const lines = [
+    `Usage: ${tokens(report.total.total_tokens)} tokens, ${money(report.total.cost)} ` +
+      `(${report.sessions.length} session${report.sessions.length === 1 ? "" : "s"}: this one and its workers)`,
+  ];
+  for (const s of report.sessions) {
+    lines.push(
+      s.error !== undefined
+        ? `- ${s.name}: not counted (${s.error})`
+        : `- ${s.name}: ${tokens(s.total_tokens)} tokens, ${money(s.cost)}`,
+    );
+  }
+  if (report.models.length > 0) lines.push("By model:");
+  for (const m of report.models) {
+    lines.push(`- ${m.model ?? "(no model recorded)"}: ${tokens(m.total_tokens)} tokens, ${money(m.cost)}`);
+  }
+  if (!report.complete) {
+    lines.push(`Coverage incomplete: ${report.missing.map((m) => `${m.session_id.slice(0, 8)} (${m.reason})`).join("; ")}`);
+  }
+  return lines.join("\n");
+}
 
 export const AGENTS_USAGE = "usage: /agents (your workers), /agents all (ended ones too), /agents stats (usage totals)";
 
@@ -413,7 +433,12 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
       s.ctx = ctx;
       const word = args.trim().toLowerCase();
       if (word === "stats") {
-        show(ctx, STATS_NOT_YET, "warning");
+        try {
+          show(ctx, statsText(await s.client.usage()), "info");
+        } catch (e) {
+          s.recordError("/agents stats", e);
+          show(ctx, `shepherd: ${message(e)}`, "warning");
+        }
         return;
       }
       if (word !== "" && word !== "all") {

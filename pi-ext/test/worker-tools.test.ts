@@ -16,7 +16,7 @@ import {
   agentsText,
   askedOwnerText,
   registerWorkerTools,
-  STATS_NOT_YET,
+  statsText,
   workerLine,
   workersText,
   type WorkerSession,
@@ -89,6 +89,9 @@ class FakeClient {
   }
   listWorkers(all = false): Promise<Worker[]> {
     return this.#call("listWorkers", [all]);
+  }
+  usage(): Promise<unknown> {
+    return this.#call("usage", []);
   }
   delegateAgent(...args: unknown[]): Promise<Worker> {
     return this.#call("delegateAgent", args);
@@ -332,10 +335,26 @@ describe("/agents", () => {
     assert.deepEqual(h.client.calls.map((c) => c.args), [[false], [true]]);
   });
 
-  test("stats: says plainly that it is not available yet; anything else: usage", async () => {
+  test("stats: the core's usage over this session and its workers; anything else: usage", async () => {
     const h = harness();
-    assert.deepEqual(await command(h, "stats"), { text: STATS_NOT_YET, level: "warning" });
+    const totals = { input: 900, output: 100, cache_read: 0, cache_write: 0, total_tokens: 1000, cost: 0.0123, records: 2 };
+    const report = {
+      sessions: [
+        { session_id: "o", name: "app", file: "/s/o.jsonl", ...totals },
+        { session_id: "w1234567", name: "scout-1", file: null, ...totals, total_tokens: 0, cost: 0, error: "no session file yet" },
+      ],
+      models: [{ model: "fake/fake-model", ...totals }],
+      total: totals,
+      complete: false,
+      missing: [{ session_id: "w1234567", reason: "no session file yet" }],
+    };
+    h.client.answer = () => report;
+    const shown = await command(h, "stats");
+    assert.deepEqual(shown, { text: statsText(report), level: "info" });
+    assert.match(shown?.text ?? "", /^Usage: 1000 tokens, \$0\.0123 \(2 sessions/);
+    assert.match(shown?.text ?? "", /scout-1: not counted \(no session file yet\)/);
+    assert.match(shown?.text ?? "", /Coverage incomplete: w1234567 \(no session file yet\)/);
+    assert.deepEqual(h.client.calls.map((c) => c.method), ["usage"]);
     assert.match((await command(h, "bogus"))?.text ?? "", /^shepherd: usage: \/agents/);
-    assert.deepEqual(h.client.calls, []);
   });
 });
