@@ -15,6 +15,8 @@
 //! - a headless worker in the middle of a tool when the core stops is relaunched on its
 //!   session file by the next core, told why, and delivers one result;
 //! - closing a delegating worker closes its own worker first; both processes end;
+//! - a worker killed from outside is `lost` (close and transcript only) and its owner is
+//!   told once;
 //! - a steer during a tool changes the assignment (one result); an interrupt cuts a long
 //!   tool short and the same assignment goes on with its message;
 //! - tmux workers keep running while the core restarts, bind again and deliver once;
@@ -762,5 +764,58 @@ async fn tmux_workers_keep_running_over_a_core_restart() -> Result<()> {
     app.ack(&[r.id]).await?;
     wait_state(&core, w.id, WorkerState::Done).await?;
     wait_gone(pid).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_dies_on_its_own_is_lost_and_its_owner_is_told_once() -> Result<()> {
+    let model = FakeModel::start(worker_script).await?;
+    let core = worker_core(&model, "headless").await?;
+    let mut app = owner(&core, "owner-l", "app").await?;
+    let w = delegate(&mut app, "implementer", "TASK-I sleep long", "doomed").await?;
+    wait_model_saw(&model, &core, "TASK-I sleep long").await?;
+    let pid = worker_pid(&core, w.id)?;
+    // SIGKILL from outside: no goodbye, no result.
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()?;
+    let lost = wait_state(&core, w.id, WorkerState::Lost).await?;
+    assert_eq!(
+        lost.available_actions,
+        vec![
+            shepherd_core::protocol::WorkerAction::Close,
+            shepherd_core::protocol::WorkerAction::Transcript
+        ]
+    );
+    let told = next_of_kind(&mut app, DeliveryKind::AgentResult).await?;
+    assert!(told.text.contains("agent=doomed"), "{}", told.text);
+    assert!(told.text.contains("status=lost"), "{}", told.text);
+    assert!(told.text.contains("continue_agent"), "{}", told.text);
+    app.ack(&[told.id]).await?;
+    // Told once: nothing else arrives, and the owner, back, has nothing pending.
+    assert!(app.next_delivery(Duration::from_secs(2)).await.is_err());
+    drop(app);
+    assert_eq!(owner(&core, "owner-l", "app").await?.pending, 0);
+    // Steering a lost worker is refused with what it can do.
+    let mut app = owner(&core, "owner-l2", "app2").await?;
+    let err = anyhow::Error::from(
+        app.client
+            .call(requests::SteerAgent {
+                agent: w.session_id.to_string(),
+                message: "hello?".into(),
+                ..Default::default()
+            })
+            .await
+            .expect_err("not its owner"),
+    );
+    assert_eq!(error_details(&err).unwrap()["reason"], "not_direct_owner");
+    // The human closes it; the owner is not told twice.
+    let out = core.cli(&["close", "doomed"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(listed(&core, w.id)?.state, WorkerState::Closed);
     Ok(())
 }

@@ -162,13 +162,23 @@ async fn a_real_owner_delegates_and_reads_one_result() -> Result<()> {
     // Usage over the owner's tree: the owner and its worker, each once, summing to the total.
     let usage = core.cli_json(&["usage", "owner"])?;
     let sessions = usage["sessions"].as_array().context("sessions")?;
-    let ids: Vec<&str> = sessions.iter().filter_map(|s| s["session_id"].as_str()).collect();
+    let ids: Vec<&str> = sessions
+        .iter()
+        .filter_map(|s| s["session_id"].as_str())
+        .collect();
     assert_eq!(ids.len(), 2, "{usage}");
     assert!(ids.contains(&done.session_id.as_str()), "{usage}");
     assert_eq!(usage["complete"], true, "{usage}");
-    let sum: u64 = sessions.iter().map(|s| s["total_tokens"].as_u64().unwrap()).sum();
+    let sum: u64 = sessions
+        .iter()
+        .map(|s| s["total_tokens"].as_u64().unwrap())
+        .sum();
     assert!(sum > 0);
-    assert_eq!(usage["total"]["total_tokens"].as_u64(), Some(sum), "{usage}");
+    assert_eq!(
+        usage["total"]["total_tokens"].as_u64(),
+        Some(sum),
+        "{usage}"
+    );
     owner.shutdown().await?;
     Ok(())
 }
