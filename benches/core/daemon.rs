@@ -31,16 +31,24 @@ impl CoreProc {
     /// Spawn the daemon and wait for its first `welcome`; also returns how long that took
     /// from just before the spawn.
     pub fn start() -> Result<(CoreProc, Duration)> {
+        CoreProc::start_with(&[])
+    }
+
+    /// [`CoreProc::start`] with more environment for the daemon (its `SHEPHERD_*`
+    /// configuration, and what its workers inherit).
+    pub fn start_with(env: &[(&str, &str)]) -> Result<(CoreProc, Duration)> {
         let dir = tempfile::Builder::new().prefix("shpb").tempdir_in("/tmp")?;
         let log = std::fs::File::create(dir.path().join("core.log"))?;
         let begin = Instant::now();
-        let child = Command::new(shepherd_bin())
-            .arg("up")
+        let mut cmd = Command::new(shepherd_bin());
+        cmd.arg("up")
             .env("PI_CODING_AGENT_DIR", dir.path())
             .env("RUST_LOG", "info")
             .env_remove("SHEPHERD_SOCKET")
             .env_remove("SHEPHERD_CONFIG")
             .env_remove("SHEPHERD_STATE_DIR")
+            .envs(env.iter().copied());
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

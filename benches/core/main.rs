@@ -15,7 +15,12 @@
 //!    run and 2 s without writes;
 //! 8. its wake-ups (context switches of all its threads) and CPU over 10 s idle;
 //! 9. steers to a session that is away, early and near its backlog bound;
-//! 10. usage: parsing a 10 MB Pi session file, alone and as a `usage` request.
+//! 10. usage: parsing a 10 MB Pi session file, alone and as a `usage` request;
+//! 11. managed workers: `delegate_agent` → the worker `working` and → the reply, with a
+//!     fake worker instead of Pi (the bench binary itself), and the core's CPU per
+//!     delegation;
+//! 12. managed workers' state changes (working → settling → done): the core's CPU per
+//!     transition and the transitions a second.
 //!
 //! It prints a table with each target next to the measured number. `--quick` (or
 //! `SHEPHERD_BENCH_QUICK=1`, or running it without cargo bench's `--bench` flag, as
@@ -35,13 +40,15 @@
 //!
 //! One file per measure: `startup.rs` (6), `latency.rs` (1, against the relay baseline in
 //! `relay.rs`), `throughput.rs` (2), `paced.rs` (3), `cpu_and_rss.rs` (4, 5, 7),
-//! `idle.rs` (8), `backlog.rs` (9), `usage.rs` (10); shared: `daemon.rs` (the core
+//! `idle.rs` (8), `backlog.rs` (9), `usage.rs` (10), `workers.rs` (11, 12, with the
+//! fake worker in `fake_worker.rs`); shared: `daemon.rs` (the core
 //! under test and `/proc`), `wire.rs` (frames), `ring.rs` (rings of sending sessions),
 //! `report.rs` (the table).
 
 mod backlog;
 mod cpu_and_rss;
 mod daemon;
+mod fake_worker;
 mod idle;
 mod latency;
 mod paced;
@@ -52,6 +59,7 @@ mod startup;
 mod throughput;
 mod usage;
 mod wire;
+mod workers;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -151,10 +159,20 @@ async fn run_all(s: &Settings) -> Result<Report> {
     if on("10") {
         usage::usage(s, &mut report).await?;
     }
+    if on("11") {
+        workers::launch(s, &mut report).await?;
+    }
+    if on("12") {
+        workers::transitions(s, &mut report).await?;
+    }
     Ok(report)
 }
 
 fn main() -> ExitCode {
+    // Started by the core as `[workers] pi` (sections 11 and 12).
+    if std::env::var_os(fake_worker::FAKE_ENV).is_some() {
+        return fake_worker::fake_worker_main();
+    }
     if let Some(socket) = std::env::var_os(RELAY_ENV) {
         return relay_main(PathBuf::from(socket));
     }
