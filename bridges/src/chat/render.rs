@@ -477,6 +477,17 @@ fn help_into(h: &mut Html, prefix: char) {
         .text(&format!(
             "In a session's topic or thread, {prefix}status, {prefix}stop, {prefix}unpair, {prefix}goal and \
              {prefix}look need no session, and {prefix}supervise only the goal."
+        ))
+        .line()
+        .text(&format!(
+            "Reply to a worker's line in {prefix}workers to steer it; {} closes it. A worker's \
+             question to its owner shows as a card when the owner is a manager or the chief, or \
+             after it has waited a while; its ending is said in its owner's topic or thread.",
+            if prefix == '/' {
+                "its ✖ close button".to_string()
+            } else {
+                format!("a reply {prefix}close")
+            }
         ));
 }
 

@@ -222,6 +222,41 @@ pub fn ended(w: &Worker, ending: Ending) -> Rendered {
     h.into()
 }
 
+/// `close` done: `✖️ closed worker scout-1 (#5) of fix-login; its Pi session is kept`.
+pub fn closed(w: &Worker) -> Rendered {
+    let mut h = Html::new();
+    h.text("✖️ closed worker ")
+        .bold(&truncate(&w.label, NAME))
+        .text(&format!(
+            " (#{}) of {}; its Pi session is kept",
+            w.id,
+            truncate(&one_line(&w.owner_name), NAME)
+        ));
+    h.into()
+}
+
+/// A steer a worker was sent: `➡️ steered worker scout-1 (#5)`.
+pub fn steered(w: &Worker) -> Rendered {
+    let mut h = Html::new();
+    h.text("➡️ steered worker ")
+        .bold(&truncate(&w.label, NAME))
+        .text(&format!(
+            " (#{}) of {}",
+            w.id,
+            truncate(&one_line(&w.owner_name), NAME)
+        ));
+    h.into()
+}
+
+/// The worker a line is about, when `about` names one (`#5`): what a reply to a
+/// `/workers` line carries instead of a session id.
+pub fn worker_ref(about: &str) -> Option<WorkerId> {
+    let id = about.strip_prefix('#')?;
+    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| id.parse().ok())
+        .flatten()
+}
+
 /// Whom a worker's question is for, on its card: `→ owner fix-login · worker scout-1`
 /// (`label`: the worker's, when the bridge knows it; else its id).
 pub fn ask_to(owner: Option<&str>, worker: WorkerId, label: Option<&str>) -> String {
@@ -349,6 +384,23 @@ mod tests {
         assert_eq!(Ending::of(WorkerState::Lost), Some(Ending::Lost));
         assert_eq!(Ending::of(WorkerState::Blocked), None);
         assert_eq!(Ending::of(WorkerState::Closed), None);
+    }
+
+    #[test]
+    fn worker_lines_are_about_hash_ids() {
+        assert_eq!(worker_ref("#12"), Some(12));
+        assert_eq!(worker_ref("#"), None);
+        assert_eq!(worker_ref("#1a"), None);
+        assert_eq!(worker_ref("3f2a9c1b-session"), None);
+        let w = worker(5, "scout-1", "fix-login", None);
+        assert_eq!(
+            closed(&w).plain,
+            "✖️ closed worker scout-1 (#5) of fix-login; its Pi session is kept"
+        );
+        assert_eq!(
+            steered(&w).plain,
+            "➡️ steered worker scout-1 (#5) of fix-login"
+        );
     }
 
     #[test]

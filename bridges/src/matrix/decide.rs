@@ -5,7 +5,8 @@
 //! bridge knows about its own events ([`Known`]: cards, threads, what is about which
 //! session) give one [`Action`]. The rules, in order: the bot's own events are ignored;
 //! senders not in `allowed_users` and rooms other than the bridge's are refused (audit
-//! log); edits are ignored; a `!command` is a command; a reply to a card answers its ask;
+//! log); edits are ignored; a `!command` is a command (`!close` in reply to a `!workers`
+//! line names that line's worker); a reply to a card answers its ask;
 //! a reply to a message about another session than the thread's steers that one (a
 //! `!staff` line); a message in a session's thread is typed text for that session
 //! (`relay::typed`: its one open ask's answer, else a steer); in a thread of no session it answers the thread's
@@ -136,6 +137,16 @@ pub fn decide(
             }
             let thread = thread_root.clone();
             if let Some(command) = commands::parse(body, '!', None) {
+                // `!close` in reply to a `!workers` line closes that worker.
+                let command = match command {
+                    ChatCommand::Close(None) => ChatCommand::Close(
+                        reply_to
+                            .as_deref()
+                            .and_then(|r| known.about(r))
+                            .filter(|a| crate::chat::workers::worker_ref(a).is_some()),
+                    ),
+                    other => other,
+                };
                 return Action::Command { command, thread };
             }
             let text = body.trim().to_string();
