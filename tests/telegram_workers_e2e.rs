@@ -185,6 +185,10 @@ async fn workers_on_telegram_list_steer_close_ask_and_finish() -> Result<()> {
     wait_state(&core, steered.id, WorkerState::Done).await?;
 
     // Each finished worker was said once; the closed one not at all.
+    tg.wait_for_message(FORUM, WAIT, |m| {
+        m.text.contains("🧩 steered (implementer) finished")
+    })
+    .await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let said = |what: &str| {
         tg.messages(FORUM)
