@@ -80,12 +80,20 @@ async fn workers_on_matrix_list_steer_close_ask_and_finish() -> Result<()> {
     // A Lead's worker asks: after a second its card shows in the owner's thread.
     let asker = delegate(&mut boss, "TASK-B pick a colour", "asker").await?;
     let asked = next_of_kind(&mut boss, DeliveryKind::AgentAsk).await?;
+    let asked_at = std::time::Instant::now();
     boss.ack(&[asked.id]).await?;
     let card = bot_says(&ada, &room, |m| {
         m.edits == 0 && m.body().contains("Which colour, red or blue?")
     })
     .await
     .with_context(|| core.log())?;
+    // Not at once: the card waits `ask_card_after_secs` (1 s from the ask, which the
+    // owner's delivery followed).
+    let waited = asked_at.elapsed();
+    assert!(
+        waited >= Duration::from_millis(500),
+        "shown after {waited:?}"
+    );
     assert_eq!(thread_of(&card), boss_thread);
     assert!(
         card.body().contains("→ owner boss · worker asker"),

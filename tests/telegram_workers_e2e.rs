@@ -69,6 +69,7 @@ async fn workers_on_telegram_list_steer_close_ask_and_finish() -> Result<()> {
     // A Lead's worker asks: after a second its card shows in the owner's topic.
     let asker = delegate(&mut boss, "TASK-B pick a colour", "asker").await?;
     let asked = next_of_kind(&mut boss, DeliveryKind::AgentAsk).await?;
+    let asked_at = std::time::Instant::now();
     boss.ack(&[asked.id]).await?;
     let card = tg
         .wait_for_message(FORUM, WAIT, |m| {
@@ -76,6 +77,13 @@ async fn workers_on_telegram_list_steer_close_ask_and_finish() -> Result<()> {
         })
         .await
         .with_context(|| core.log())?;
+    // Not at once: the card waits `ask_card_after_secs` (1 s from the ask, which the
+    // owner's delivery followed).
+    let waited = asked_at.elapsed();
+    assert!(
+        waited >= Duration::from_millis(500),
+        "shown after {waited:?}"
+    );
     assert_eq!(card.thread_id, Some(boss_topic.thread_id), "{}", card.text);
     assert!(
         card.text.contains("→ owner boss · worker asker"),
