@@ -883,6 +883,25 @@ mod tests {
     }
 
     #[test]
+    fn workers_and_close_parse() {
+        assert_eq!(parse("/workers", '/', None), Some(ChatCommand::Workers));
+        assert_eq!(parse("!workers", '!', None), Some(ChatCommand::Workers));
+        assert_eq!(
+            parse("/close #5", '/', None),
+            Some(ChatCommand::Close(Some("#5".into())))
+        );
+        assert_eq!(
+            parse("!close \"scout-1\"", '!', None),
+            Some(ChatCommand::Close(Some("scout-1".into())))
+        );
+        assert_eq!(parse("/close", '/', None), Some(ChatCommand::Close(None)));
+        let usage = UsageError::CloseWithoutWorker;
+        assert_eq!(usage.command(), "close");
+        assert_eq!(usage.synopsis(), "close <worker>");
+        assert!(usage.problem().contains("reply"), "{}", usage.problem());
+    }
+
+    #[test]
     fn replies_choose_options_by_number_or_text() {
         let a = ask(&["Yes, deploy", "No", "Wait an hour"]);
         assert_eq!(answer_text(&a, "2").as_deref(), Some("No"));

@@ -288,6 +288,46 @@ mod tests {
     }
 
     #[test]
+    fn close_in_reply_to_a_workers_line_names_that_worker() {
+        let mut k = known();
+        k.about.insert("$line".into(), "#5".into());
+        let close = |reply: Option<&str>, body: &str| {
+            decide(&text("@ada:hs", body, None, reply), ME, &allow(), &k)
+        };
+        assert_eq!(
+            close(Some("$line"), "!close"),
+            Action::Command {
+                command: ChatCommand::Close(Some("#5".into())),
+                thread: None
+            }
+        );
+        // Named, the name wins; a reply to a session's message names no worker.
+        assert_eq!(
+            close(Some("$line"), "!close scout-1"),
+            Action::Command {
+                command: ChatCommand::Close(Some("scout-1".into())),
+                thread: None
+            }
+        );
+        assert_eq!(
+            close(Some("$report"), "!close"),
+            Action::Command {
+                command: ChatCommand::Close(None),
+                thread: None
+            }
+        );
+        // A plain reply to the line steers the worker.
+        assert_eq!(
+            close(Some("$line"), "look at the tests"),
+            Action::Steer {
+                session: "#5".into(),
+                text: "look at the tests".into(),
+                thread: None
+            }
+        );
+    }
+
+    #[test]
     fn own_events_are_ignored_and_strangers_refused() {
         let k = known();
         assert_eq!(
