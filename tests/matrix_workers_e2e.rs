@@ -11,7 +11,8 @@
 //! - `!workers`: the owner's heading, then a line per worker with label, definition,
 //!   state, age and its own tokens and cost; a reply to a worker's line steers it (its
 //!   next model turn sees the text, its result follows); `!close` in reply to a line
-//!   closes that worker.
+//!   closes that worker;
+//! - a worker killed (-9) before its result is said `lost` once in the owner's thread.
 
 mod workers_phone;
 
@@ -22,8 +23,8 @@ use shepherd_core::protocol::{DeliveryKind, WorkerState};
 use shepherd_harness::matrix_user::{MatrixUser, Message};
 use shepherd_harness::synapse::{Synapse, skip_e2e};
 use workers_phone::{
-    delegate, listed, model, next_of_kind, owner, usage_shown, wait_state, wait_usage_written,
-    worker_core,
+    delegate, listed, lose_a_worker, model, next_of_kind, owner, usage_shown, wait_state,
+    wait_usage_written, worker_core,
 };
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -196,5 +197,15 @@ async fn workers_on_matrix_list_steer_close_ask_and_finish() -> Result<()> {
     assert_eq!(said("🧩 asker (implementer) finished"), 1);
     assert_eq!(said("🧩 steered (implementer) finished"), 1);
     assert_eq!(said("🧩 sleeper (implementer) finished"), 0);
+
+    // A worker whose process dies before its result: said once in the owner's thread.
+    lose_a_worker(&core, &mut boss, "lostling").await?;
+    let lost = bot_says(&ada, &room, |m| {
+        m.body().contains("🧩 lostling (implementer) lost: ")
+    })
+    .await?;
+    assert_eq!(lost.thread_root(), Some(boss_thread.as_str()));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(said("🧩 lostling (implementer) lost"), 1);
     Ok(())
 }

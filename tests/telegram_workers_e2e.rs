@@ -11,7 +11,8 @@
 //! - `/workers`: the owner's heading, then a line per worker with label, definition,
 //!   state, age and its own tokens and cost (as the core's `usage` counts them); a reply
 //!   to a worker's line steers it (its next model turn sees the text, its result follows);
-//!   the line's `✖ close` button closes the worker.
+//!   the line's `✖ close` button closes the worker;
+//! - a worker killed (-9) before its result is said `lost` once in the owner's topic.
 
 mod workers_phone;
 
@@ -21,8 +22,8 @@ use anyhow::{Context, Result};
 use shepherd_core::protocol::{DeliveryKind, WorkerState};
 use shepherd_harness::fake_telegram::{FakeTelegram, FakeTelegramOptions, FakeUser, UserMessage};
 use workers_phone::{
-    delegate, listed, model, next_of_kind, owner, usage_shown, wait_state, wait_usage_written,
-    worker_core,
+    delegate, listed, lose_a_worker, model, next_of_kind, owner, usage_shown, wait_state,
+    wait_usage_written, worker_core,
 };
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -207,5 +208,16 @@ async fn workers_on_telegram_list_steer_close_ask_and_finish() -> Result<()> {
     assert_eq!(said("🧩 asker (implementer) finished"), 1);
     assert_eq!(said("🧩 steered (implementer) finished"), 1);
     assert_eq!(said("🧩 sleeper (implementer) finished"), 0);
+
+    // A worker whose process dies before its result: said once in the owner's topic.
+    lose_a_worker(&core, &mut boss, "lostling").await?;
+    let lost = tg
+        .wait_for_message(FORUM, WAIT, |m| {
+            m.text.contains("🧩 lostling (implementer) lost: ")
+        })
+        .await?;
+    assert_eq!(lost.thread_id, Some(boss_topic.thread_id));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(said("🧩 lostling (implementer) lost"), 1);
     Ok(())
 }

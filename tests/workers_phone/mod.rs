@@ -174,3 +174,40 @@ pub fn usage_shown(core: &Core, w: &Worker) -> Result<String> {
     }
     Ok(format!("{grouped} tokens · ${cost:.4}"))
 }
+
+/// The launched pid the core recorded for a worker (from its log line).
+pub fn worker_pid(core: &Core, id: u64) -> Result<u32> {
+    let log = core.log();
+    let needle = format!("worker={id} pid=");
+    let line = log
+        .lines()
+        .rev()
+        .find(|l| l.contains(&needle) && l.contains("worker process started"))
+        .with_context(|| format!("no start line for worker {id}:\n{log}"))?;
+    let rest = &line[line.find(&needle).unwrap() + needle.len()..];
+    Ok(rest
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()?)
+}
+
+/// A worker whose process is killed (-9) at work: the core finds it `lost`.
+pub async fn lose_a_worker(core: &Core, boss: &mut Pi, label: &str) -> Result<Worker> {
+    let w = delegate(boss, "TASK-E wait a long time", label).await?;
+    wait_usage_written(core, w.id).await?;
+    let pid = worker_pid(core, w.id)?;
+    let status = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()?;
+    anyhow::ensure!(status.success(), "kill -9 {pid} failed");
+    let lost = wait_state(core, w.id, WorkerState::Lost).await?;
+    let told = next_of_kind(boss, DeliveryKind::AgentResult).await?;
+    anyhow::ensure!(
+        told.text.contains(&format!("agent={label}")) && told.text.contains("status=lost"),
+        "{}",
+        told.text
+    );
+    boss.ack(&[told.id]).await?;
+    Ok(lost)
+}
