@@ -20,7 +20,7 @@ use shepherd_core::client::{Client, ClientError, Request};
 pub use shepherd_core::client::{Interrupted, Sent, Unanswered};
 use shepherd_core::protocol::{
     Ask, AskId, AskState, ClientKind, CoreStatus, ErrorCode, Pairing, Report, ServerMsg, SessionId,
-    SessionInfo, StaffMember, requests,
+    SessionInfo, StaffMember, UsageReport, Worker, requests,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -120,6 +120,39 @@ impl CoreLink {
     pub async fn ask(&mut self, ask: u64) -> Option<Ask> {
         let asks = self.asks(true).await.ok()?;
         asks.into_iter().find(|a| a.id == ask)
+    }
+
+    /// `list_workers` as a bridge: every live managed worker (`all`: ended ones too).
+    pub async fn workers(&mut self, all: bool) -> Reply<Vec<Worker>> {
+        self.call(requests::ListWorkers { id: 0, all }).await
+    }
+
+    /// `usage {session}`: tokens and cost of `session`'s tree (a worker's session id).
+    pub async fn usage(&mut self, session: &str) -> Reply<UsageReport> {
+        self.call(requests::Usage {
+            id: 0,
+            session: Some(session.to_string()),
+        })
+        .await
+    }
+
+    /// `steer_agent`: steer a managed worker (`#<id>` or a label naming one live worker).
+    pub async fn steer_agent(&mut self, agent: &str, message: &str) -> Reply<Worker> {
+        self.call(requests::SteerAgent {
+            id: 0,
+            agent: agent.to_string(),
+            message: message.to_string(),
+        })
+        .await
+    }
+
+    /// `close_agent`: close a managed worker (its own workers first).
+    pub async fn close_agent(&mut self, agent: &str) -> Reply<Worker> {
+        self.call(requests::CloseAgent {
+            id: 0,
+            agent: agent.to_string(),
+        })
+        .await
     }
 
     /// `list_pairings`: the active pairings, or (`all`) the ended ones too.

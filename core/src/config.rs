@@ -45,8 +45,8 @@ pub struct WorkersConfig {
     /// The shepherd extension every worker loads with `-e` (workers start with `-ne`).
     /// Default: the installed one, `<agent dir>/shepherd/pi-ext/index.ts`.
     pub extension: Option<PathBuf>,
-    /// Seconds a worker's question to its owner waits before it is also shown on the
-    /// phones as an ask card.
+    /// Seconds a Lead-owned worker's question to its owner waits before it is also shown
+    /// on the phones as an ask card (a Manager's or the Chief's workers' show at once).
     pub ask_card_after_secs: u64,
 }
 

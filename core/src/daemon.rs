@@ -85,6 +85,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         supervise: config.core.supervise.clone(),
         results: config.core.results,
         workers: worker_host(&config, &state_dir, &socket),
+        ask_card_after_secs: config.workers.ask_card_after_secs,
     };
     let checkpointer = Checkpointer::spawn(&db_path);
     store.on_commit(checkpointer.waker());

@@ -44,7 +44,7 @@ pub struct CommandSpec {
 }
 
 /// Every command, in the order the help lists them.
-pub const COMMANDS: [CommandSpec; 12] = [
+pub const COMMANDS: [CommandSpec; 14] = [
     CommandSpec {
         name: "sessions",
         args: "",
@@ -69,6 +69,16 @@ pub const COMMANDS: [CommandSpec; 12] = [
         name: "staff",
         args: "",
         about: "who reports to whom: chief, managers, leads (reply to a line to steer it)",
+    },
+    CommandSpec {
+        name: "workers",
+        args: "",
+        about: "the managed workers under each owner, with state, age, tokens and cost (reply to a line to steer it)",
+    },
+    CommandSpec {
+        name: "close",
+        args: "<worker>",
+        about: "close a managed worker (its label or #id; or reply to its line)",
     },
     CommandSpec {
         name: "steer",
@@ -118,6 +128,11 @@ pub enum ChatCommand {
     Asks,
     /// The staff tree: the Chief, the Managers, the Leads, each with whom it reports to.
     Staff,
+    /// The managed workers, as each owner's tree.
+    Workers,
+    /// Close a managed worker (its label or `#id`); `None`: the worker whose line the
+    /// command replies to.
+    Close(Option<String>),
     /// Send `text` to `session` as a steer.
     Steer { session: String, text: String },
     /// Answer ask `ask` with `text` (an option's number picks that option).
@@ -163,6 +178,8 @@ pub enum UsageError {
     AnswerWithoutAsk,
     /// `stop <session>` followed by something other than `then <text>`.
     StopWithoutThen { session: String },
+    /// `close` naming no worker and replying to no worker's line.
+    CloseWithoutWorker,
 }
 
 /// The arguments of a command that names a session and then gives text, where the
@@ -219,6 +236,7 @@ impl UsageError {
             UsageError::WithoutSession { command } => command,
             UsageError::AnswerWithoutAsk => "answer",
             UsageError::StopWithoutThen { .. } => "stop",
+            UsageError::CloseWithoutWorker => "close",
         }
     }
 
@@ -252,6 +270,9 @@ impl UsageError {
                 "After the session, stop takes only `then` and what to do next; {session:?} \
                  was read as the session (quote a name with spaces)."
             ),
+            UsageError::CloseWithoutWorker => "Close which worker? Name it (its label or #id), \
+                 or reply with the command to its line in the workers list."
+                .into(),
         }
     }
 
@@ -273,6 +294,7 @@ impl UsageError {
             UsageError::WithoutSession { command } => format!("{command} <session>"),
             UsageError::AnswerWithoutAsk => "answer <ask> <text>".into(),
             UsageError::StopWithoutThen { .. } => "stop [session] [then <text>]".into(),
+            UsageError::CloseWithoutWorker => "close <worker>".into(),
         }
     }
 
@@ -300,6 +322,7 @@ impl UsageError {
             UsageError::StopWithoutThen { .. } => {
                 format!("stop {session} then run the tests first")
             }
+            UsageError::CloseWithoutWorker => "close scout-1".into(),
         }
     }
 }
@@ -348,6 +371,8 @@ pub fn parse(text: &str, prefix: char, bot_username: Option<&str>) -> Option<Cha
         "status" => ChatCommand::Status(Some(unquote(args)).filter(|s| !s.is_empty())),
         "asks" => ChatCommand::Asks,
         "staff" => ChatCommand::Staff,
+        "workers" => ChatCommand::Workers,
+        "close" => ChatCommand::Close(Some(unquote(args)).filter(|s| !s.is_empty())),
         "steer" => steer(args),
         "answer" => answer(args),
         "supervise" => supervise(args),
@@ -855,6 +880,25 @@ mod tests {
             options: options.iter().map(|o| o.to_string()).collect(),
             ..examples::ask()
         }
+    }
+
+    #[test]
+    fn workers_and_close_parse() {
+        assert_eq!(parse("/workers", '/', None), Some(ChatCommand::Workers));
+        assert_eq!(parse("!workers", '!', None), Some(ChatCommand::Workers));
+        assert_eq!(
+            parse("/close #5", '/', None),
+            Some(ChatCommand::Close(Some("#5".into())))
+        );
+        assert_eq!(
+            parse("!close \"scout-1\"", '!', None),
+            Some(ChatCommand::Close(Some("scout-1".into())))
+        );
+        assert_eq!(parse("/close", '/', None), Some(ChatCommand::Close(None)));
+        let usage = UsageError::CloseWithoutWorker;
+        assert_eq!(usage.command(), "close");
+        assert_eq!(usage.synopsis(), "close <worker>");
+        assert!(usage.problem().contains("reply"), "{}", usage.problem());
     }
 
     #[test]

@@ -22,6 +22,8 @@
 //! - [`replies`]: the short replies for failed requests and session picking.
 //! - [`typed`]: text typed in a session's place: the answer it gave and its undo, or
 //!   which of several asks is meant.
+//! - [`workers`]: managed workers: `/workers` as each owner's tree, a worker's ending in
+//!   its owner's place, whom a worker's question is for.
 //! - [`format`](mod@format): small helpers (relative times, `repo@branch`, UTF-16 truncation).
 //!
 //! A bridge's path for a message: render, then [`split::split_html`] (or a document when
@@ -40,6 +42,7 @@ pub mod session_news;
 pub mod split;
 mod tokens;
 pub mod typed;
+pub mod workers;
 
 pub use access::{Allowlist, Decision};
 pub use commands::{ChatCommand, UsageError};

@@ -84,7 +84,13 @@ impl AskCard {
 /// numbered options, and a hint that a reply answers it. With `session`, its current
 /// name and repository are shown; without, the ask's session name.
 pub fn ask_card(ask: &Ask, session: Option<&SessionInfo>) -> AskCard {
-    let mut h = card(ask, session);
+    ask_card_for(ask, session, None)
+}
+
+/// [`ask_card`] of a managed worker's question, with the worker's `label` when known
+/// (`→ owner fix-login · worker scout-1`).
+pub fn ask_card_for(ask: &Ask, session: Option<&SessionInfo>, label: Option<&str>) -> AskCard {
+    let mut h = card_for(ask, session, label);
     let hint = if ask.options.is_empty() {
         "reply to this message to answer"
     } else {
@@ -120,7 +126,16 @@ pub fn answered_card(ask: &Ask) -> Rendered {
 
 /// [`answered_card`] with the session, for a header identical to the open card's.
 pub fn answered_card_with(ask: &Ask, session: Option<&SessionInfo>) -> Rendered {
-    let mut h = card(ask, session);
+    answered_card_for(ask, session, None)
+}
+
+/// [`answered_card_with`] of a managed worker's question, with the worker's `label`.
+pub fn answered_card_for(
+    ask: &Ask,
+    session: Option<&SessionInfo>,
+    label: Option<&str>,
+) -> Rendered {
+    let mut h = card_for(ask, session, label);
     let answer = ask.answer.as_deref().unwrap_or("");
     let by = match &ask.answered_by {
         Some(by) => format!("✅ answered by {}: ", truncate(&one_line(by), NAME)),
@@ -132,11 +147,26 @@ pub fn answered_card_with(ask: &Ask, session: Option<&SessionInfo>) -> Rendered 
 
 /// Header, question, details and options: what an open and an answered card share.
 pub(super) fn card(ask: &Ask, session: Option<&SessionInfo>) -> Html {
+    card_for(ask, session, None)
+}
+
+/// [`card`], with a worker's label for a managed worker's question.
+fn card_for(ask: &Ask, session: Option<&SessionInfo>, label: Option<&str>) -> Html {
     let name = session.map_or(ask.session_name.as_str(), |s| s.name.as_str());
     let mut h = header("❓", name, session);
-    // An `ask_supervisor` ask says whom it is for; the human may answer it too.
-    if let Some(to) = &ask.to {
-        h.text(" ").italic(&super::roles::ask_to(to));
+    // An `ask_supervisor` ask says whom it is for, a worker's `ask_owner` its owner and
+    // the worker; the human may answer either.
+    match ask.to.as_ref() {
+        Some(to) if to.worker.is_some() => {
+            let owner = to.session_name.as_deref();
+            let worker = to.worker.unwrap_or_default();
+            h.text(" ")
+                .italic(&super::workers::ask_to(owner, worker, label));
+        }
+        Some(to) => {
+            h.text(" ").italic(&super::roles::ask_to(to));
+        }
+        None => {}
     }
     h.line().bold(&truncate(ask.question.trim(), CARD_QUESTION));
     if let Some(details) = ask
@@ -447,6 +477,17 @@ fn help_into(h: &mut Html, prefix: char) {
         .text(&format!(
             "In a session's topic or thread, {prefix}status, {prefix}stop, {prefix}unpair, {prefix}goal and \
              {prefix}look need no session, and {prefix}supervise only the goal."
+        ))
+        .line()
+        .text(&format!(
+            "Reply to a worker's line in {prefix}workers to steer it; {} closes it. A worker's \
+             question to its owner shows as a card when the owner is a manager or the chief, or \
+             after it has waited a while; its ending is said in its owner's topic or thread.",
+            if prefix == '/' {
+                "its ✖ close button".to_string()
+            } else {
+                format!("a reply {prefix}close")
+            }
         ));
 }
 

@@ -294,6 +294,8 @@ fn help_for_both_prefixes() {
          /asks — the open questions\n\
          /answer <ask> <text> — answer an open question (a number picks that option)\n\
          /staff — who reports to whom: chief, managers, leads (reply to a line to steer it)\n\
+         /workers — the managed workers under each owner, with state, age, tokens and cost (reply to a line to steer it)\n\
+         /close <worker> — close a managed worker (its label or #id; or reply to its line)\n\
          /steer <session> <text> — tell a session what to do\n\
          /supervise <session> <goal> — pair a free supervisor session with a session, toward a goal\n\
          /goal [session] <goal> — change the goal of a session's pairing\n\
@@ -305,8 +307,12 @@ fn help_for_both_prefixes() {
          Text written in a session's topic or thread answers its question when it has just one open, else steers it.\n\
          /stop interrupts what a session is doing; /unpair (or /supervise stop) ends its supervision.\n\
          In a session's topic or thread, /status, /stop, /unpair, /goal and /look need no session, \
-         and /supervise only the goal."
+         and /supervise only the goal.\n\
+         Reply to a worker's line in /workers to steer it; its ✖ close button closes it. A worker's \
+         question to its owner shows as a card when the owner is a manager or the chief, or after it \
+         has waited a while; its ending is said in its owner's topic or thread."
     );
+    assert!(help('!').plain.contains("a reply !close closes it"));
     assert!(
         telegram
             .html

@@ -146,6 +146,11 @@ impl Platform for Matrix {
         }
     }
 
+    async fn post_worker_line(&mut self, place: Option<String>, line: Rendered, worker: u64) {
+        // About `#<id>`: a reply steers that worker, `!close` in reply closes it.
+        self.post_line(place, line, &format!("#{worker}")).await;
+    }
+
     async fn post_card(&mut self, place: Option<String>, home: &str, ask: &Ask, card: AskCard) {
         let mut thread = place.and_then(|root| self.in_thread(&root));
         let op = MatrixOp::Message {

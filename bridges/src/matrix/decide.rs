@@ -5,7 +5,8 @@
 //! bridge knows about its own events ([`Known`]: cards, threads, what is about which
 //! session) give one [`Action`]. The rules, in order: the bot's own events are ignored;
 //! senders not in `allowed_users` and rooms other than the bridge's are refused (audit
-//! log); edits are ignored; a `!command` is a command; a reply to a card answers its ask;
+//! log); edits are ignored; a `!command` is a command (`!close` in reply to a `!workers`
+//! line names that line's worker); a reply to a card answers its ask;
 //! a reply to a message about another session than the thread's steers that one (a
 //! `!staff` line); a message in a session's thread is typed text for that session
 //! (`relay::typed`: its one open ask's answer, else a steer); in a thread of no session it answers the thread's
@@ -136,6 +137,16 @@ pub fn decide(
             }
             let thread = thread_root.clone();
             if let Some(command) = commands::parse(body, '!', None) {
+                // `!close` in reply to a `!workers` line closes that worker.
+                let command = match command {
+                    ChatCommand::Close(None) => ChatCommand::Close(
+                        reply_to
+                            .as_deref()
+                            .and_then(|r| known.about(r))
+                            .filter(|a| crate::chat::workers::worker_ref(a).is_some()),
+                    ),
+                    other => other,
+                };
                 return Action::Command { command, thread };
             }
             let text = body.trim().to_string();
@@ -274,6 +285,46 @@ mod tests {
         k.cards.insert("$card".into(), (7, false, "$root".into()));
         k.about.insert("$report".into(), "s2".into());
         k
+    }
+
+    #[test]
+    fn close_in_reply_to_a_workers_line_names_that_worker() {
+        let mut k = known();
+        k.about.insert("$line".into(), "#5".into());
+        let close = |reply: Option<&str>, body: &str| {
+            decide(&text("@ada:hs", body, None, reply), ME, &allow(), &k)
+        };
+        assert_eq!(
+            close(Some("$line"), "!close"),
+            Action::Command {
+                command: ChatCommand::Close(Some("#5".into())),
+                thread: None
+            }
+        );
+        // Named, the name wins; a reply to a session's message names no worker.
+        assert_eq!(
+            close(Some("$line"), "!close scout-1"),
+            Action::Command {
+                command: ChatCommand::Close(Some("scout-1".into())),
+                thread: None
+            }
+        );
+        assert_eq!(
+            close(Some("$report"), "!close"),
+            Action::Command {
+                command: ChatCommand::Close(None),
+                thread: None
+            }
+        );
+        // A plain reply to the line steers the worker.
+        assert_eq!(
+            close(Some("$line"), "look at the tests"),
+            Action::Steer {
+                session: "#5".into(),
+                text: "look at the tests".into(),
+                thread: None
+            }
+        );
     }
 
     #[test]

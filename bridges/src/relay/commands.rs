@@ -11,9 +11,13 @@
 //! ([`SessionArgs::target`]); the core's refusals (`no_candidate`, `already_paired`,
 //! `not_paired`, …) are shown in its own words, which say what to do. Nothing here knows
 //! the platform: the relay posts the [`CommandReply`]. `staff` is `list_staff` as a
-//! bridge (every connected session and lease holder), drawn as a tree.
+//! bridge (every connected session and lease holder), drawn as a tree; `workers` is
+//! `list_workers` with each worker's `usage`, drawn as each owner's tree, and `close`
+//! is `close_agent` (the worker named, or the one whose line the command replies to).
 
-use shepherd_core::protocol::{Millis, Pairing, SessionId};
+use std::collections::HashMap;
+
+use shepherd_core::protocol::{Millis, Pairing, SessionId, Worker};
 
 use super::pairings::Here;
 use crate::chat::commands::{ChatCommand, SessionArgs, UsageError};
@@ -22,6 +26,7 @@ use crate::chat::render::{self, Rendered};
 use crate::chat::replies::{failure, pick, plain, refused};
 use crate::chat::roles;
 use crate::chat::session_news;
+use crate::chat::workers::{self, WorkersLine};
 use crate::core_link::{CoreLink, Reply};
 
 /// What to do about a chat command.
@@ -37,6 +42,12 @@ pub enum CommandReply {
     Staff {
         head: Rendered,
         lines: Vec<(SessionId, Rendered)>,
+    },
+    /// `workers`: the header, then each owner's heading and its workers' lines, each
+    /// worker's posted about it (`#<id>`) so that a reply to it steers that worker.
+    Workers {
+        head: Rendered,
+        lines: Vec<WorkersLine>,
     },
     /// `status` in a session's topic or thread: that session, with what the relay knows
     /// of it (its open asks, its last report).
@@ -78,6 +89,30 @@ pub async fn answer(
             }
             Err(e) => failure(e),
         },
+        ChatCommand::Workers => match link.workers(false).await {
+            Ok(list) => {
+                let usage = usage_of(link, &list).await;
+                let close = if prefix == '/' {
+                    "✖ close closes it".to_string()
+                } else {
+                    format!("reply {prefix}close to it to close it")
+                };
+                let (head, lines) = workers::workers_list(&list, &usage, now, prefix, &close);
+                return CommandReply::Workers { head, lines };
+            }
+            Err(e) => failure(e),
+        },
+        ChatCommand::Close(agent) => {
+            // Named, else the worker whose line the command replies to.
+            let here_worker = here.session.filter(|s| workers::worker_ref(s).is_some());
+            let Some(agent) = agent.or(here_worker.map(str::to_string)) else {
+                return usage(prefix, UsageError::CloseWithoutWorker);
+            };
+            match link.close_agent(&agent).await {
+                Ok(worker) => workers::closed(&worker),
+                Err(e) => refused(e),
+            }
+        }
         ChatCommand::Status(None) => match here.session {
             Some(session) => return CommandReply::SessionStatus(session.to_string()),
             None => match link.status().await {
@@ -108,6 +143,29 @@ pub async fn answer(
         ChatCommand::Unknown(name) => render::unknown_command(prefix, &name),
     };
     CommandReply::Say(reply)
+}
+
+/// Each worker's own tokens and cost, where the core could count them (`usage` of its
+/// session: the row of that session, without an error). A worker whose session file is
+/// not written yet, or that cannot be read, is left out (it shows `—`).
+async fn usage_of(
+    link: &mut CoreLink,
+    list: &[Worker],
+) -> HashMap<u64, shepherd_core::protocol::UsageTotals> {
+    let mut out = HashMap::new();
+    for w in list {
+        let Ok(report) = link.usage(w.session_id.as_str()).await else {
+            continue;
+        };
+        if let Some(row) = report
+            .sessions
+            .iter()
+            .find(|s| s.session_id == w.session_id && s.error.is_none())
+        {
+            out.insert(w.id, row.usage);
+        }
+    }
+    out
 }
 
 /// `supervise [session] [goal]`: pair a free supervisor with the session.

@@ -20,6 +20,11 @@
 //! - [`typed`]: plain text in a session's place: an answer to its one open ask (with an
 //!   undo), a question when there are several, else a steer.
 //! - [`reports`]: reports and results, once per chat, and catching up after being away.
+//!
+//! Managed workers: `worker_changed` keeps what the relay knows of each worker (its label
+//! for its question's card, which goes to its owner's place) and says a worker's ending
+//! (`settling`/`done`: finished, `lost`) once in its owner's place; a reply to a
+//! `/workers` line (about `#<id>`) steers that worker with `steer_agent`.
 
 pub mod commands;
 pub mod pairings;
@@ -27,13 +32,13 @@ pub mod platform;
 pub mod reports;
 pub mod typed;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use shepherd_core::protocol::{
     Ask, AskId, ErrorCode, LeaveReason, Pairing, PairingChange, Report, Role, ServerMsg, SessionId,
-    SessionInfo, SessionStatus, Verdict,
+    SessionInfo, SessionStatus, Verdict, Worker, WorkerId,
 };
 
 use crate::chat::commands::{self as chat_commands, ChatCommand};
@@ -42,6 +47,7 @@ use crate::chat::render::{self, Rendered};
 use crate::chat::replies::{already_answered_text, failure, plain, steer_error};
 use crate::chat::roles;
 use crate::chat::session_news;
+use crate::chat::workers::{self, Ending, WorkersLine};
 use crate::core_link::{CoreEvent, CoreLink};
 use commands::CommandReply;
 use pairings::{ActivePairings, Here};
@@ -64,6 +70,10 @@ pub struct Relay<P: Platform> {
     pub waiting: HashMap<SessionId, Vec<Ask>>,
     /// The last report posted in this chat (reports are posted once).
     pub reports: reports::ReportCursor,
+    /// The managed workers as the core last told them (labels for their asks' cards).
+    pub workers: HashMap<WorkerId, Worker>,
+    /// The workers whose ending was said, and which ending: said once each.
+    pub worker_endings: HashSet<(WorkerId, Ending)>,
 }
 
 impl<P: Platform> Relay<P> {
@@ -77,6 +87,8 @@ impl<P: Platform> Relay<P> {
             last_reports: HashMap::new(),
             waiting: HashMap::new(),
             reports: reports::ReportCursor::default(),
+            workers: HashMap::new(),
+            worker_endings: HashSet::new(),
         }
     }
 
@@ -140,6 +152,7 @@ impl<P: Platform> Relay<P> {
                     verdict,
                     by,
                 } => self.on_pairing(change, pairing, verdict, by).await,
+                ServerMsg::WorkerChanged { worker } => self.worker_changed(worker).await,
                 _ => {}
             },
         }
@@ -158,6 +171,12 @@ impl<P: Platform> Relay<P> {
                 .await;
         }
         self.pairings.reset(snapshot.pairings);
+        // Labels for the cards below; endings are said from live events only.
+        if let Ok(list) = self.core.workers(false).await {
+            for w in list {
+                self.workers.insert(w.id, w);
+            }
+        }
         for ask_id in self.platform.open_cards() {
             if let Some(ask) = snapshot.answered.get(&AskId::from(ask_id)) {
                 self.close_cards(ask).await;
@@ -182,16 +201,54 @@ impl<P: Platform> Relay<P> {
         if self.platform.has_card(ask.id.get()) {
             return; // Already shown (an event after a resync).
         }
-        let card = render::ask_card(ask, self.sessions.get(&ask.session_id));
-        let home = self.pairings.home_of(&ask.session_id).to_string();
+        let card = render::ask_card_for(
+            ask,
+            self.sessions.get(&ask.session_id),
+            self.worker_label(ask),
+        );
+        // A worker's question is for its owner: shown in the owner's place.
+        let home = match ask.to.as_ref().filter(|t| t.worker.is_some()) {
+            Some(to) => to
+                .session_id
+                .clone()
+                .unwrap_or_else(|| ask.session_id.clone())
+                .to_string(),
+            None => self.pairings.home_of(&ask.session_id).to_string(),
+        };
         let place = self.place_of(&home).await;
         self.platform.post_card(place, &home, ask, card).await;
     }
 
     /// Edit every card of an answered ask to show the answer and who gave it.
     async fn close_cards(&mut self, ask: &Ask) {
-        let answered = render::answered_card_with(ask, self.sessions.get(&ask.session_id));
+        let answered = render::answered_card_for(
+            ask,
+            self.sessions.get(&ask.session_id),
+            self.worker_label(ask),
+        );
         self.platform.close_cards(ask, answered).await;
+    }
+
+    /// The label of the worker whose question `ask` is, when the relay knows it.
+    fn worker_label(&self, ask: &Ask) -> Option<&str> {
+        let id = ask.to.as_ref()?.worker?;
+        self.workers.get(&id).map(|w| w.label.as_str())
+    }
+
+    /// A managed worker changed: remember it; a finished or lost one is said once in its
+    /// owner's place (with the start of its task; its result is mail for the owner).
+    async fn worker_changed(&mut self, worker: Worker) {
+        let ending = workers::Ending::of(worker.state);
+        self.workers.insert(worker.id, worker.clone());
+        let Some(ending) = ending else {
+            return;
+        };
+        if !self.worker_endings.insert((worker.id, ending)) {
+            return; // Said already (`done` after `settling`, an event seen again).
+        }
+        let rendered = workers::ended(&worker, ending);
+        self.post_about(worker.owner_id.as_str(), rendered, "worker")
+            .await;
     }
 
     /// A session registered on a new connection: it gets its topic or thread now (with a
@@ -203,7 +260,7 @@ impl<P: Platform> Relay<P> {
             self.post_about(&session.id, rendered, "start").await;
         }
         for ask in self.waiting.remove(&session.id).unwrap_or_default() {
-            let card = render::ask_card(&ask, Some(session));
+            let card = render::ask_card_for(&ask, Some(session), self.worker_label(&ask));
             self.platform.mark_cards(&ask, card.rendered(), true).await;
         }
     }
@@ -321,6 +378,17 @@ impl<P: Platform> Relay<P> {
                     self.platform.post_line(place.clone(), line, &session).await;
                 }
             }
+            CommandReply::Workers { head, lines } => {
+                self.say(place.clone(), head).await;
+                for line in lines {
+                    match line {
+                        WorkersLine::Owner(r) => self.say(place.clone(), r).await,
+                        WorkersLine::Worker(id, r) => {
+                            self.platform.post_worker_line(place.clone(), r, id).await
+                        }
+                    }
+                }
+            }
             CommandReply::SessionStatus(session) => {
                 let reply = self.session_status(&session).await;
                 self.say(place, reply).await;
@@ -375,6 +443,15 @@ impl<P: Platform> Relay<P> {
 
     /// Steer a session with what the human wrote at `place`.
     pub async fn steer(&mut self, session: &str, text: &str, by: &str, place: Option<P::Place>) {
+        // A `/workers` line is about `#<id>`: its worker is steered as the human.
+        if workers::worker_ref(session).is_some() {
+            let said = match self.core.steer_agent(session, text).await {
+                Ok(worker) => workers::steered(&worker),
+                Err(e) => plain(steer_error(&e)),
+            };
+            self.say(place, said).await;
+            return;
+        }
         match self.core.steer(session, text, by).await {
             Ok(steered) => {
                 let how = if steered.connected {

@@ -65,6 +65,16 @@ pub trait Platform: Send {
         session: &str,
     ) -> impl Future<Output = ()> + Send;
 
+    /// Post one line of `/workers` at `place` about managed worker `worker` (remembered as
+    /// about `#<id>`, so a reply to it steers that worker), never starting a topic or
+    /// thread; Telegram adds a `✖ close` button.
+    fn post_worker_line(
+        &mut self,
+        place: Option<Self::Place>,
+        line: Rendered,
+        worker: u64,
+    ) -> impl Future<Output = ()> + Send;
+
     /// Post an open ask's card at `place` (the place of `home`, the session the ask is
     /// shown with) with its options as buttons or reactions, and remember it.
     fn post_card(

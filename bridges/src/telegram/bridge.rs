@@ -148,6 +148,23 @@ impl Platform for Telegram {
         }
     }
 
+    async fn post_worker_line(&mut self, thread: Option<i32>, line: Rendered, worker: u64) {
+        let keyboard = InlineKeyboardMarkup::new([[InlineKeyboardButton::callback(
+            CLOSE_LABEL,
+            format!("x:{worker}"),
+        )]]);
+        match self
+            .send(thread, line.html, line.plain, Some(keyboard))
+            .await
+        {
+            Ok(id) => self.remember(
+                self.store
+                    .set_about(self.chat_id, id, &format!("#{worker}")),
+            ),
+            Err(e) => tracing::error!(error = %e, "telegram: could not post a worker's line"),
+        }
+    }
+
     async fn post_card(&mut self, thread: Option<i32>, _home: &str, ask: &Ask, card: AskCard) {
         let keyboard = option_keyboard(ask);
         match self.send(thread, card.html, card.plain, keyboard).await {
@@ -361,6 +378,14 @@ fn option_keyboard(ask: &Ask) -> Option<InlineKeyboardMarkup> {
 
 /// The label of a `/staff` line's button.
 pub const STEER_LABEL: &str = "✍️ steer";
+
+/// The button on a `/workers` line: closes that worker.
+pub const CLOSE_LABEL: &str = "✖ close";
+
+/// The worker of a `/workers` line's close button (`x:<id>`).
+pub(super) fn parse_close(data: &str) -> Option<u64> {
+    data.strip_prefix("x:")?.parse().ok()
+}
 
 /// The session of a `/staff` line's button (`s:<session>`).
 pub(super) fn parse_steer(data: &str) -> Option<&str> {

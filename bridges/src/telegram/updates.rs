@@ -1,7 +1,8 @@
 //! What the human does in Telegram, read by the relay: a command, a reply to a card (an
 //! answer), a reply to anything about a session (a steer), plain text in a session's topic
 //! (its one open ask's answer, else a steer: `relay::typed`), a button press (an option,
-//! the undo of a typed answer, or a `/staff` line's ✍️ steer, which asks what to say with
+//! the undo of a typed answer, a `/workers` line's ✖ close, or a `/staff` line's ✍️ steer,
+//! which asks what to say with
 //! a forced reply). Senders and chats are checked against the allowlist
 //! first; refusals go to the audit log. Each update ends in one of the relay's calls
 //! ([`Relay::on_command`], [`Relay::reply_to_ask`], [`Relay::typed`], [`Relay::steer`],
@@ -13,7 +14,7 @@ use teloxide::types::{CallbackQuery, Message, Update, UpdateKind, User};
 
 use shepherd_core::protocol::ErrorCode;
 
-use super::bridge::{Telegram, parse_callback, parse_steer, parse_undo};
+use super::bridge::{Telegram, parse_callback, parse_close, parse_steer, parse_undo};
 use super::outbox::OutboxOp;
 use crate::chat::access::{Decision, Refusal};
 use crate::chat::commands;
@@ -71,7 +72,11 @@ impl Relay<Telegram> {
                 .reply_to_message()
                 .filter(|r| r.id.0 != thread.unwrap_or(0))
                 .and_then(|r| store.about(chat, r.id.0).ok()?);
-            let here = topic.or(replied);
+            // `/close` replying to a `/workers` line closes that worker, even in a topic.
+            let here = match command {
+                commands::ChatCommand::Close(None) if replied.is_some() => replied,
+                _ => topic.or(replied),
+            };
             self.on_command(command, thread, here.as_deref(), &by).await;
             return;
         }
@@ -130,6 +135,26 @@ impl Relay<Telegram> {
                 .map_or(session.to_string(), |s| s.name.clone());
             let _ = bot.answer_callback_query(query.id.clone()).await;
             self.platform.ask_for_steer(thread, session, &name).await;
+            return;
+        }
+        if let Some(worker) = query.data.as_deref().and_then(parse_close) {
+            // A `/workers` line's ✖ close: close that worker as the human.
+            let thread = query
+                .message
+                .as_ref()
+                .and_then(|m| m.regular_message())
+                .and_then(|m| m.thread_id)
+                .map(|t| t.0.0);
+            let said = match self.core.close_agent(&format!("#{worker}")).await {
+                Ok(w) => crate::chat::workers::closed(&w),
+                Err(e) => crate::chat::replies::refused(e),
+            };
+            let short = crate::chat::format::truncate(&said.plain, 190);
+            let _ = bot
+                .answer_callback_query(query.id.clone())
+                .text(short)
+                .await;
+            self.say(thread, said).await;
             return;
         }
         if let Some(ask_id) = query.data.as_deref().and_then(parse_undo) {

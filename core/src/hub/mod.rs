@@ -99,6 +99,9 @@ pub enum HubCommand {
     },
     /// Sent once at start: adopt or relaunch the workers a previous core left.
     RecoverWorkers,
+    /// A Lead-owned worker's question has waited `workers.ask_card_after_secs`: announce
+    /// it to the bridges if it is still open.
+    AskCardDue { ask: crate::protocol::AskId },
     /// The core is about to close every connection: sessions that drop from now on are
     /// not ending (they come back to the next core), so their leaving has no reason.
     Stopping,
@@ -131,6 +134,9 @@ pub struct CoreFacts {
     pub results: ResultsMode,
     /// How managed workers are launched (`[workers]`); `None`: this core launches none.
     pub workers: Option<crate::workers::host::HostConfig>,
+    /// `workers.ask_card_after_secs`: a Lead-owned worker's `ask_owner` still open after
+    /// this long is announced to the bridges (`ask_opened`) as a card.
+    pub ask_card_after_secs: u64,
 }
 
 /// Start the hub task. The returned join handle ends after `Shutdown` (or when every
@@ -422,6 +428,9 @@ impl Hub {
                     HubCommand::RecoverWorkers => {
                         tracing::error!("cannot recover workers: the store failed");
                     }
+                    HubCommand::AskCardDue { ask } => {
+                        tracing::error!(%ask, "a worker's question was not shown on the phones: the store failed");
+                    }
                 }
             }
             self.state.flush(failed);
@@ -501,6 +510,7 @@ impl State {
                     tracing::error!("recovering workers failed: {}", err.message);
                 }
             }
+            HubCommand::AskCardDue { ask } => self.ask_card_due(ask, db, out),
             HubCommand::Stopping => self.stopping = true,
             HubCommand::Shutdown => {}
         }

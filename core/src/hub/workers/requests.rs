@@ -16,8 +16,8 @@ use crate::protocol::requests::{
     ReadAgentTranscript, ReplyAgent, SteerAgent,
 };
 use crate::protocol::{
-    AskTo, ClientKind, DeliveryKind, ErrorCode, Role, Sender, ServerMsg, SessionId, SessionInfo,
-    Worker, WorkerAction, WorkerBackend, WorkerState,
+    AskId, AskState, AskTo, ClientKind, DeliveryKind, ErrorCode, Role, Sender, ServerMsg,
+    SessionId, SessionInfo, Worker, WorkerAction, WorkerBackend, WorkerState,
 };
 use crate::store::workers::{LaunchSettings, NewWorker, WorkerRow};
 use crate::store::{self, messages::NewMessage};
@@ -848,10 +848,13 @@ impl State {
                 ask: ask.clone(),
             },
         );
-        // The phone shows what reaches a Manager or the Chief; a Lead's worker asks stay
-        // between them (`shepherd asks` lists them all).
+        // The phone shows at once what reaches a Manager or the Chief; a Lead's worker asks
+        // stay between them until `workers.ask_card_after_secs` has passed (`shepherd asks`
+        // lists them all).
         if matches!(owner_role, Role::Manager | Role::Chief) {
             self.broadcast(&ServerMsg::AskOpened { ask }, out);
+        } else {
+            self.ask_card_timer(ask.id);
         }
         let row = self.worker_record(db, row.worker.id)?;
         self.worker_changed(row.worker, out);
@@ -927,5 +930,32 @@ impl State {
             crate::workers::host::Backend::Tmux => WorkerBackend::Tmux,
             crate::workers::host::Backend::Headless => WorkerBackend::Headless,
         })
+    }
+
+    /// Wake the hub with [`HubCommand::AskCardDue`] once `workers.ask_card_after_secs`
+    /// has passed. A core restart loses the timer; the bridges' resync (which lists every
+    /// open ask) then shows the question.
+    fn ask_card_timer(&self, ask: AskId) {
+        let after = std::time::Duration::from_secs(self.facts.ask_card_after_secs);
+        let hub = self.self_tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            if let Some(tx) = hub.upgrade() {
+                let _ = tx.send(HubCommand::AskCardDue { ask }).await;
+            }
+        });
+    }
+
+    /// A Lead-owned worker's question waited long enough: shown on the phones as a card
+    /// (`ask_opened`) when it is still open.
+    pub(in crate::hub) fn ask_card_due(&mut self, ask: AskId, db: &Connection, out: &mut Out) {
+        match store::asks::get(db, ask) {
+            Ok(Some(ask)) if ask.state == AskState::Open => {
+                tracing::info!(ask = %ask.id, "a worker's question waited: shown on the phones");
+                self.broadcast(&ServerMsg::AskOpened { ask }, out);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(%ask, error = %e, "cannot read a worker's question"),
+        }
     }
 }

@@ -1,0 +1,213 @@
+//! What the phone tests of managed workers share (`telegram_workers_e2e`,
+//! `matrix_workers_e2e`): the workers' scripted model, a core whose workers are REAL Pi
+//! processes (the pinned Pi with the checkout's extension, headless, asks shown after
+//! one second: `workers.ask_card_after_secs = 1`), the owner (a harness client
+//! registered as a Pi session), delegating and waiting for a worker's state.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+use shepherd_core::protocol::{Delivery, DeliveryKind, Worker, WorkerState, requests};
+use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
+use shepherd_harness::pi_process::pi_deps;
+use shepherd_harness::{Core, Pi};
+
+pub const LONG: Duration = Duration::from_secs(90);
+
+/// What the workers' model does, by the marker in the newest user message.
+pub fn worker_script(req: &ModelRequest) -> Reply {
+    let (role, last) = req.last();
+    if role == "tool" {
+        return Reply::text(format!(
+            "tool done: {}",
+            last.chars().take(40).collect::<String>()
+        ));
+    }
+    if last.contains("STEER-NOW") {
+        return Reply::text("RESULT-S steered from the phone");
+    }
+    if last.contains("blue") {
+        return Reply::text("RESULT-B the colour is blue");
+    }
+    if last.contains("TASK-B") {
+        return Reply::tool(
+            "ask_owner",
+            json!({"question": "Which colour, red or blue?"}),
+        );
+    }
+    if last.contains("TASK-S") {
+        return Reply::tool("bash", json!({"command": "sleep 12"}));
+    }
+    if last.contains("TASK-E") {
+        return Reply::tool("bash", json!({"command": "sleep 120"}));
+    }
+    Reply::text("nothing to do")
+}
+
+/// The scripted model, with prices so that the workers' usage has a cost.
+pub async fn model() -> Result<FakeModel> {
+    Ok(FakeModel::start(worker_script)
+        .await?
+        .with_cost(3.0, 15.0, 0.0, 0.0))
+}
+
+/// A core with a bridge (`bridge_env`) whose workers run headless with the pinned Pi.
+pub async fn worker_core(model: &FakeModel, bridge_env: &[(&str, &str)]) -> Result<Core> {
+    let deps = pi_deps()?;
+    let pi = serde_json::to_string(&[deps.pi.display().to_string()])?;
+    let ext = deps.ext.display().to_string();
+    let mut env: Vec<(&str, &str)> = vec![
+        ("SHEPHERD_WORKERS__BACKEND", "headless"),
+        ("SHEPHERD_WORKERS__PI", &pi),
+        ("SHEPHERD_WORKERS__EXTENSION", &ext),
+        ("SHEPHERD_WORKERS__ASK_CARD_AFTER_SECS", "1"),
+        ("PI_OFFLINE", "1"),
+    ];
+    env.extend_from_slice(bridge_env);
+    let core = Core::start_with(&env).await?;
+    std::fs::write(
+        core.agent_dir().join("models.json"),
+        serde_json::to_vec_pretty(&model.models_json())?,
+    )?;
+    std::fs::create_dir_all(work_dir(&core))?;
+    Ok(core)
+}
+
+pub fn work_dir(core: &Core) -> PathBuf {
+    core.agent_dir().join("work")
+}
+
+/// The owner: a Lead (outside any repository), a harness client registered as Pi.
+pub async fn owner(core: &Core, id: &str, name: &str) -> Result<Pi> {
+    Pi::register(&core.socket(), id, name, &work_dir(core)).await
+}
+
+pub async fn delegate(owner: &mut Pi, task: &str, label: &str) -> Result<Worker> {
+    Ok(owner
+        .client
+        .call(requests::DelegateAgent {
+            definition: "implementer".into(),
+            task: task.into(),
+            label: Some(label.into()),
+            ..Default::default()
+        })
+        .await?)
+}
+
+/// The worker as the CLI lists it (every state).
+pub fn listed(core: &Core, id: u64) -> Result<Worker> {
+    let all: Vec<Worker> = serde_json::from_value(core.cli_json(&["workers", "--all"])?)?;
+    all.into_iter()
+        .find(|w| w.id == id)
+        .with_context(|| format!("worker {id} not listed"))
+}
+
+pub async fn wait_state(core: &Core, id: u64, state: WorkerState) -> Result<Worker> {
+    let deadline = tokio::time::Instant::now() + LONG;
+    loop {
+        let w = listed(core, id)?;
+        if w.state == state {
+            return Ok(w);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("worker {id} is {} not {state}:\n{}", w.state, core.log());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Wait until the worker's session file has a usage record (its first model reply).
+pub async fn wait_usage_written(core: &Core, id: u64) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + LONG;
+    loop {
+        let w = listed(core, id)?;
+        if let Some(file) = &w.session_file
+            && std::fs::read_to_string(file).is_ok_and(|t| t.contains("\"usage\""))
+        {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("worker {id}'s session file has no usage yet");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The next delivery of `kind` to `pi` (acking nothing; others are skipped and acked).
+pub async fn next_of_kind(pi: &mut Pi, kind: DeliveryKind) -> Result<Delivery> {
+    let deadline = tokio::time::Instant::now() + LONG;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let d = pi
+            .next_delivery(left)
+            .await
+            .with_context(|| format!("waiting for a {kind:?} delivery"))?;
+        if d.kind == kind {
+            return Ok(d);
+        }
+        pi.ack(&[d.id]).await?;
+    }
+}
+
+/// `12,345 tokens · $0.0123` as the phone shows a worker's own usage, read from the
+/// core as the CLI (`usage {session}`).
+pub fn usage_shown(core: &Core, w: &Worker) -> Result<String> {
+    let report = core.cli_json(&["usage", w.session_id.as_str()])?;
+    let row = report["sessions"]
+        .as_array()
+        .context("usage lists sessions")?
+        .iter()
+        .find(|s| s["session_id"] == w.session_id.as_str())
+        .context("the worker's row")?
+        .clone();
+    let tokens = row["total_tokens"].as_u64().context("total_tokens")?;
+    let cost = row["cost"].as_f64().context("cost")?;
+    let digits = tokens.to_string();
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    Ok(format!("{grouped} tokens · ${cost:.4}"))
+}
+
+/// The launched pid the core recorded for a worker (from its log line).
+pub fn worker_pid(core: &Core, id: u64) -> Result<u32> {
+    let log = core.log();
+    let needle = format!("worker={id} pid=");
+    let line = log
+        .lines()
+        .rev()
+        .find(|l| l.contains(&needle) && l.contains("worker process started"))
+        .with_context(|| format!("no start line for worker {id}:\n{log}"))?;
+    let rest = &line[line.find(&needle).unwrap() + needle.len()..];
+    Ok(rest
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()?)
+}
+
+/// A worker whose process is killed (-9) at work: the core finds it `lost`.
+pub async fn lose_a_worker(core: &Core, boss: &mut Pi, label: &str) -> Result<Worker> {
+    let w = delegate(boss, "TASK-E wait a long time", label).await?;
+    wait_usage_written(core, w.id).await?;
+    let pid = worker_pid(core, w.id)?;
+    let status = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()?;
+    anyhow::ensure!(status.success(), "kill -9 {pid} failed");
+    let lost = wait_state(core, w.id, WorkerState::Lost).await?;
+    let told = next_of_kind(boss, DeliveryKind::AgentResult).await?;
+    anyhow::ensure!(
+        told.text.contains(&format!("agent={label}")) && told.text.contains("status=lost"),
+        "{}",
+        told.text
+    );
+    boss.ack(&[told.id]).await?;
+    Ok(lost)
+}
