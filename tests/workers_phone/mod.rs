@@ -4,14 +4,12 @@
 //! one second: `workers.ask_card_after_secs = 1`), the owner (a harness client
 //! registered as a Pi session), delegating and waiting for a worker's state.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 use shepherd_core::protocol::{Delivery, DeliveryKind, Worker, WorkerState, requests};
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
-use shepherd_harness::pi_process::pi_deps;
 use shepherd_harness::{Core, Pi};
 
 pub const LONG: Duration = Duration::from_secs(90);
@@ -53,31 +51,15 @@ pub async fn model() -> Result<FakeModel> {
         .with_cost(3.0, 15.0, 0.0, 0.0))
 }
 
-/// A core with a bridge (`bridge_env`) whose workers run headless with the pinned Pi.
+/// A core with a bridge (`bridge_env`) whose workers run headless with the pinned Pi;
+/// a Lead's worker asks reach the phones after one second.
 pub async fn worker_core(model: &FakeModel, bridge_env: &[(&str, &str)]) -> Result<Core> {
-    let deps = pi_deps()?;
-    let pi = serde_json::to_string(&[deps.pi.display().to_string()])?;
-    let ext = deps.ext.display().to_string();
-    let mut env: Vec<(&str, &str)> = vec![
-        ("SHEPHERD_WORKERS__BACKEND", "headless"),
-        ("SHEPHERD_WORKERS__PI", &pi),
-        ("SHEPHERD_WORKERS__EXTENSION", &ext),
-        ("SHEPHERD_WORKERS__ASK_CARD_AFTER_SECS", "1"),
-        ("PI_OFFLINE", "1"),
-    ];
+    let mut env: Vec<(&str, &str)> = vec![("SHEPHERD_WORKERS__ASK_CARD_AFTER_SECS", "1")];
     env.extend_from_slice(bridge_env);
-    let core = Core::start_with(&env).await?;
-    std::fs::write(
-        core.agent_dir().join("models.json"),
-        serde_json::to_vec_pretty(&model.models_json())?,
-    )?;
-    std::fs::create_dir_all(work_dir(&core))?;
-    Ok(core)
+    shepherd_harness::workers::worker_core_with(model, "headless", &env).await
 }
 
-pub fn work_dir(core: &Core) -> PathBuf {
-    core.agent_dir().join("work")
-}
+pub use shepherd_harness::workers::work_dir;
 
 /// The owner: a Lead (outside any repository), a harness client registered as Pi.
 pub async fn owner(core: &Core, id: &str, name: &str) -> Result<Pi> {

@@ -7,14 +7,19 @@
 //! the owner acknowledged that result. The worker's questions (`ask_owner`) go to the
 //! owner (`agent_ask`), who answers with `reply_agent`; the human may answer too.
 //!
-//! - [`requests`](self): the owner's and the human's requests (`delegate_agent`, `steer_agent`,
-//!   `reply_agent`, `close_agent`, …) and the worker's `ask_owner`.
+//! - [`launching`]: a new worker (`delegate_agent`, `continue_agent`).
+//! - [`requests`]: what an owner or the human does with a worker (`steer_agent`,
+//!   `interrupt_agent`, `reply_agent`, `close_agent`, `list_workers`, views), and the
+//!   checks they share (who names which worker, what its state allows).
+//! - [`ask`]: the worker's `ask_owner`, and when the phones see it.
 //! - [`lifecycle`]: what happens to a worker without a request: its registration binds it,
 //!   its run's result settles it, its owner's ack ends it, its process exiting loses it,
 //!   and a core restart adopts or relaunches it.
 //! - [`host_ops`]: the process work the hub hands to the host after its commit.
 
+mod ask;
 pub(super) mod host_ops;
+mod launching;
 mod lifecycle;
 mod requests;
 

@@ -1,0 +1,390 @@
+//! A new worker: `delegate_agent` (a fresh session, or a fork of a saved one) and
+//! `continue_agent` (a new generation on a saved session). Both check who may start what,
+//! resolve the agent definition, record the worker with its launch nonce and its task as
+//! mail, and queue the launch; the reply waits for the process, never for the work.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use super::HostOp;
+use super::requests::{
+    check_label, check_text, launch_spec, new_nonce, new_session_id, owner_sender, refused,
+};
+use crate::clock::now_ms;
+use crate::hub::{Cx, HubError, HubResult, Out, State, atomically};
+use crate::protocol::requests::{ContinueAgent, DelegateAgent};
+use crate::protocol::{ClientKind, DeliveryKind, ErrorCode, SessionId, SessionInfo, WorkerBackend};
+use crate::store::workers::{LaunchSettings, NewWorker, WorkerRow};
+use crate::store::{self, messages::NewMessage};
+use crate::workers::launch::SessionStart;
+
+impl State {
+    /// `delegate_agent`: record the worker and its task, then launch it; the reply waits
+    /// for the launch (milliseconds), never for the work.
+    pub(in crate::hub) fn delegate_agent(
+        &mut self,
+        cx: Cx,
+        req: DelegateAgent,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        if cx.kind != ClientKind::Pi {
+            return Err(HubError::new(
+                ErrorCode::Forbidden,
+                "only a Pi session delegates to workers (it owns them and gets their results)",
+            ));
+        }
+        let me = self.me(cx, db)?;
+        check_text("task", &req.task)?;
+        let parent = store::workers::live_by_session(db, &me.id)?;
+        if let Some(parent) = &parent {
+            let allowed = &parent.launch.agents;
+            if !parent.worker.delegates || !allowed.iter().any(|a| a == &req.definition) {
+                return Err(refused(
+                    "not_allowed_to_delegate",
+                    if parent.worker.delegates {
+                        format!(
+                            "definition {:?} may delegate only to: {}",
+                            parent.worker.definition,
+                            allowed.join(", ")
+                        )
+                    } else {
+                        format!(
+                            "this worker ({}) is a leaf: its definition lists no agents it may delegate to",
+                            parent.worker.definition
+                        )
+                    },
+                ));
+            }
+        }
+        let def = self.resolve_definition(&req.definition, Path::new(&me.cwd))?;
+        let label = match &req.label {
+            Some(label) => {
+                check_label(label)?;
+                label.clone()
+            }
+            None => self.free_label(&me.id, &def.name, db)?,
+        };
+        if let Some(taken) = store::workers::live_by_label(db, &me.id, &label)? {
+            return Err(refused(
+                "agent_label_exists",
+                format!(
+                    "this session already has a live worker {label:?} (#{}, {}); choose another label or close it",
+                    taken.worker.id, taken.worker.state
+                ),
+            ));
+        }
+        let fork = match &req.fork {
+            Some(source) => Some(self.session_file_of(source, db)?),
+            None => None,
+        };
+        let settings = LaunchSettings {
+            model: def.model.clone().or_else(|| me.model.clone()),
+            thinking: def.thinking.clone(),
+            tools: def.tools.clone(),
+            exclude_tools: def.exclude_tools.clone(),
+            prompt: def.prompt.clone(),
+            fork: fork.clone(),
+            agents: if parent.is_some() {
+                Vec::new()
+            } else {
+                def.agents.clone()
+            },
+        };
+        let session_id = SessionId::from(new_session_id().as_str());
+        let delegates = parent.is_none() && !def.agents.is_empty();
+        let row = self.insert_worker(
+            &me,
+            &NewWorkerArgs {
+                label: &label,
+                definition: &def.name,
+                parent: parent.as_ref().map(|p| p.worker.id),
+                session_id: &session_id,
+                session_file: None,
+                cwd: &me.cwd,
+                task: &req.task,
+                settings: &settings,
+                delegates,
+            },
+            db,
+            out,
+        )?;
+        let start = match fork {
+            Some(source) => SessionStart::Fork {
+                source,
+                id: session_id.to_string(),
+            },
+            None => SessionStart::New {
+                id: session_id.to_string(),
+            },
+        };
+        out.host.push(HostOp::Launch {
+            spec: Box::new(launch_spec(&row, start)),
+            reply: Some((cx.conn, cx.id)),
+        });
+        tracing::info!(worker = row.worker.id, label = %label, owner = %me.id, definition = %def.name, "worker accepted");
+        Ok(())
+    }
+
+    /// `continue_agent`: a new generation on a saved worker session, in its own directory.
+    pub(in crate::hub) fn continue_agent(
+        &mut self,
+        cx: Cx,
+        req: ContinueAgent,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        if cx.kind != ClientKind::Pi {
+            return Err(HubError::new(
+                ErrorCode::Forbidden,
+                "only a Pi session continues a worker session (it becomes the owner)",
+            ));
+        }
+        let me = self.me(cx, db)?;
+        check_text("task", &req.task)?;
+        if store::workers::live_by_session(db, &me.id)?.is_some() {
+            return Err(refused(
+                "not_allowed_to_delegate",
+                "a worker cannot continue saved sessions; ask your owner",
+            ));
+        }
+        let file = self.session_file_of(&req.session, db)?;
+        let previous = store::workers::newest_by_file(db, &file)?
+            .or(store::workers::newest_by_session(
+                db,
+                &SessionId::from(req.session.as_str()),
+            )?)
+            .ok_or_else(|| {
+                refused(
+                    "agent_not_found",
+                    format!(
+                        "{} is not a managed worker's session; only those can be continued",
+                        req.session
+                    ),
+                )
+            })?;
+        if previous.worker.session_id == me.id {
+            return Err(refused("agent_busy", "a session cannot continue itself"));
+        }
+        if !previous.worker.state.is_ended() {
+            return Err(refused(
+                "agent_busy",
+                format!(
+                    "session {} has a live generation (worker {} #{}, {}); close it first or steer it",
+                    previous.worker.session_id,
+                    previous.worker.label,
+                    previous.worker.id,
+                    previous.worker.state
+                ),
+            ));
+        }
+        let def =
+            self.resolve_definition(&previous.worker.definition, Path::new(&previous.worker.cwd))?;
+        let label = previous.worker.label.clone();
+        if let Some(taken) = store::workers::live_by_label(db, &me.id, &label)? {
+            return Err(refused(
+                "agent_label_exists",
+                format!(
+                    "this session already has a live worker {label:?} (#{}); close it first",
+                    taken.worker.id
+                ),
+            ));
+        }
+        let settings = LaunchSettings {
+            model: def.model.clone().or(previous.launch.model.clone()),
+            thinking: def.thinking.clone().or(previous.launch.thinking.clone()),
+            tools: def.tools.clone(),
+            exclude_tools: def.exclude_tools.clone(),
+            prompt: def.prompt.clone(),
+            fork: None,
+            agents: def.agents.clone(),
+        };
+        let row = self.insert_worker(
+            &me,
+            &NewWorkerArgs {
+                label: &label,
+                definition: &def.name,
+                parent: None,
+                session_id: &previous.worker.session_id,
+                session_file: Some(&file),
+                cwd: &previous.worker.cwd,
+                task: &req.task,
+                settings: &settings,
+                delegates: !def.agents.is_empty(),
+            },
+            db,
+            out,
+        )?;
+        out.host.push(HostOp::Launch {
+            spec: Box::new(launch_spec(
+                &row,
+                SessionStart::Resume { file: file.into() },
+            )),
+            reply: Some((cx.conn, cx.id)),
+        });
+        Ok(())
+    }
+
+    /// Record a worker and queue its task; returns the row.
+    fn insert_worker(
+        &mut self,
+        me: &SessionInfo,
+        a: &NewWorkerArgs<'_>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<WorkerRow> {
+        let backend = self.host_backend()?;
+        let nonce = new_nonce();
+        let now = now_ms();
+        let from = owner_sender(me);
+        atomically(db, || {
+            let id = store::workers::insert(
+                db,
+                &NewWorker {
+                    label: a.label,
+                    definition: a.definition,
+                    owner: &me.id,
+                    parent_worker: a.parent,
+                    session_id: a.session_id,
+                    session_file: a.session_file,
+                    cwd: a.cwd,
+                    backend,
+                    nonce: &nonce,
+                    task: a.task,
+                    launch: a.settings,
+                    delegates: a.delegates,
+                    now,
+                },
+            )?;
+            self.mail(
+                NewMessage::plain(a.session_id, DeliveryKind::Task, a.task, &from),
+                db,
+                out,
+            )?;
+            self.worker_record(db, id)
+        })
+    }
+
+    /// The smallest `<definition>-<n>` label this owner has not used for a live worker.
+    fn free_label(
+        &self,
+        owner: &SessionId,
+        definition: &str,
+        db: &Connection,
+    ) -> HubResult<String> {
+        let base: String = definition.chars().take(28).collect();
+        let used = store::workers::labels_like(db, owner, &format!("{base}-"))?;
+        let live: Vec<String> = store::workers::owned_by(db, owner, false)?
+            .into_iter()
+            .map(|r| r.worker.label)
+            .collect();
+        let n = (1..)
+            .find(|n| {
+                let l = format!("{base}-{n}");
+                !live.contains(&l) && !used.contains(&l)
+            })
+            .expect("a free number");
+        Ok(format!("{base}-{n}"))
+    }
+
+    /// A session file named by its path or by a session id the core knows.
+    fn session_file_of(&self, source: &str, db: &Connection) -> HubResult<String> {
+        let path = Path::new(source);
+        if path.is_absolute() {
+            if path.is_file() {
+                return Ok(source.to_string());
+            }
+            return Err(HubError::new(
+                ErrorCode::InvalidArgument,
+                format!("{source} is not a readable session file"),
+            ));
+        }
+        let id = SessionId::from(source);
+        let known = store::sessions::get_uncounted(db, &id)?
+            .and_then(|s| s.session_file)
+            .or(store::workers::newest_by_session(db, &id)?.and_then(|w| w.worker.session_file));
+        match known {
+            Some(file) if Path::new(&file).is_file() => Ok(file),
+            Some(file) => Err(HubError::new(
+                ErrorCode::InvalidArgument,
+                format!("session {source}'s file {file} is gone"),
+            )),
+            None => Err(HubError::new(
+                ErrorCode::UnknownSession,
+                format!("no session {source:?} with a session file; give the file's path"),
+            )),
+        }
+    }
+}
+
+/// What a new worker row needs besides its owner.
+struct NewWorkerArgs<'a> {
+    label: &'a str,
+    definition: &'a str,
+    parent: Option<u64>,
+    session_id: &'a SessionId,
+    session_file: Option<&'a str>,
+    cwd: &'a str,
+    task: &'a str,
+    settings: &'a LaunchSettings,
+    delegates: bool,
+}
+
+/// A definition as a launch needs it.
+pub(in crate::hub) struct Resolved {
+    pub name: String,
+    pub model: Option<String>,
+    pub thinking: Option<String>,
+    pub tools: Option<Vec<String>>,
+    pub exclude_tools: Vec<String>,
+    pub agents: Vec<String>,
+    pub prompt: Option<String>,
+}
+
+impl State {
+    /// Read `name`'s definition for a worker in `cwd` (project, then global, then bundled).
+    fn resolve_definition(&self, name: &str, cwd: &Path) -> HubResult<Resolved> {
+        let agent_dir = crate::config::agent_dir().map_err(|e| {
+            HubError::new(
+                ErrorCode::Internal,
+                format!("cannot find Pi's agent directory: {e}"),
+            )
+        })?;
+        let found = crate::agents::resolve(name, cwd, &agent_dir)
+            .map_err(|e| refused(e.reason(), e.to_string()))?;
+        let def = found.def;
+        Ok(Resolved {
+            name: def.name,
+            model: def.model,
+            thinking: def.thinking.map(|t| t.as_str().to_string()),
+            tools: def.tools,
+            exclude_tools: def.exclude_tools,
+            agents: def.agents,
+            prompt: (!found.prompt.trim().is_empty()).then_some(found.prompt),
+        })
+    }
+
+    /// The backend new workers get, once the host can launch them.
+    fn host_backend(&self) -> HubResult<WorkerBackend> {
+        let Some(link) = &self.host else {
+            return Err(refused(
+                "launch_failed",
+                "this core launches no workers (it was started without a worker host)",
+            ));
+        };
+        if !link.extension.is_file() {
+            return Err(refused(
+                "launch_failed",
+                format!(
+                    "the shepherd extension workers load is not at {}: run `shepherd install`, or set [workers] extension",
+                    link.extension.display()
+                ),
+            ));
+        }
+        Ok(match link.backend {
+            crate::workers::host::Backend::Tmux => WorkerBackend::Tmux,
+            crate::workers::host::Backend::Headless => WorkerBackend::Headless,
+        })
+    }
+}
