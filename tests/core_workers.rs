@@ -30,7 +30,9 @@ use anyhow::{Context, Result, bail};
 use serde_json::json;
 use shepherd_core::protocol::{DeliveryKind, ErrorCode, Worker, WorkerState, requests};
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
-use shepherd_harness::workers::{work_dir, worker_core};
+use shepherd_harness::workers::{
+    listed, next_of_kind, owner, wait_state, work_dir, worker_core, worker_pid,
+};
 use shepherd_harness::{Core, Pi, error_code, error_details, registration};
 
 const LONG: Duration = Duration::from_secs(90);
@@ -101,10 +103,6 @@ fn worker_script(req: &ModelRequest) -> Reply {
     Reply::text("nothing to do")
 }
 
-async fn owner(core: &Core, id: &str, name: &str) -> Result<Pi> {
-    Pi::register(&core.socket(), id, name, &work_dir(core)).await
-}
-
 async fn delegate(owner: &mut Pi, definition: &str, task: &str, label: &str) -> Result<Worker> {
     Ok(owner
         .client
@@ -115,28 +113,6 @@ async fn delegate(owner: &mut Pi, definition: &str, task: &str, label: &str) -> 
             ..Default::default()
         })
         .await?)
-}
-
-/// The worker as the CLI lists it (every state).
-fn listed(core: &Core, id: u64) -> Result<Worker> {
-    let all: Vec<Worker> = serde_json::from_value(core.cli_json(&["workers", "--all"])?)?;
-    all.into_iter()
-        .find(|w| w.id == id)
-        .with_context(|| format!("worker {id} not listed"))
-}
-
-async fn wait_state(core: &Core, id: u64, state: WorkerState) -> Result<Worker> {
-    let deadline = tokio::time::Instant::now() + LONG;
-    loop {
-        let w = listed(core, id)?;
-        if w.state == state {
-            return Ok(w);
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("worker {id} is {} not {state}:\n{}", w.state, core.log());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 fn alive(pid: u32) -> bool {
@@ -159,41 +135,6 @@ async fn wait_gone(pid: u32) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     Ok(())
-}
-
-/// The launched pid the core recorded for a worker (from its log line).
-fn worker_pid(core: &Core, id: u64) -> Result<u32> {
-    let log = core.log();
-    let needle = format!("worker={id} pid=");
-    let line = log
-        .lines()
-        .rev()
-        .find(|l| l.contains(&needle) && l.contains("worker process started"))
-        .with_context(|| format!("no start line for worker {id}:\n{log}"))?;
-    let rest = &line[line.find(&needle).unwrap() + needle.len()..];
-    Ok(rest
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect::<String>()
-        .parse()?)
-}
-
-/// How many times `kind` reached `pi` (deliveries, skipping other events) within `wait`.
-async fn next_of_kind(
-    pi: &mut Pi,
-    kind: DeliveryKind,
-) -> Result<shepherd_core::protocol::Delivery> {
-    let deadline = tokio::time::Instant::now() + LONG;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let d = pi
-            .next_delivery(left)
-            .await
-            .with_context(|| format!("waiting for a {kind:?} delivery"))?;
-        if d.kind == kind {
-            return Ok(d);
-        }
-    }
 }
 
 fn session_file(w: &Worker) -> Result<PathBuf> {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use shepherd_core::protocol::{Delivery, DeliveryKind, Worker, WorkerState, requests};
+use shepherd_core::protocol::{DeliveryKind, Worker, WorkerState, requests};
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
 use shepherd_harness::{Core, Pi};
 
@@ -59,12 +59,7 @@ pub async fn worker_core(model: &FakeModel, bridge_env: &[(&str, &str)]) -> Resu
     shepherd_harness::workers::worker_core_with(model, "headless", &env).await
 }
 
-pub use shepherd_harness::workers::work_dir;
-
-/// The owner: a Lead (outside any repository), a harness client registered as Pi.
-pub async fn owner(core: &Core, id: &str, name: &str) -> Result<Pi> {
-    Pi::register(&core.socket(), id, name, &work_dir(core)).await
-}
+pub use shepherd_harness::workers::{listed, next_of_kind, owner, wait_state, worker_pid};
 
 pub async fn delegate(owner: &mut Pi, task: &str, label: &str) -> Result<Worker> {
     Ok(owner
@@ -76,28 +71,6 @@ pub async fn delegate(owner: &mut Pi, task: &str, label: &str) -> Result<Worker>
             ..Default::default()
         })
         .await?)
-}
-
-/// The worker as the CLI lists it (every state).
-pub fn listed(core: &Core, id: u64) -> Result<Worker> {
-    let all: Vec<Worker> = serde_json::from_value(core.cli_json(&["workers", "--all"])?)?;
-    all.into_iter()
-        .find(|w| w.id == id)
-        .with_context(|| format!("worker {id} not listed"))
-}
-
-pub async fn wait_state(core: &Core, id: u64, state: WorkerState) -> Result<Worker> {
-    let deadline = tokio::time::Instant::now() + LONG;
-    loop {
-        let w = listed(core, id)?;
-        if w.state == state {
-            return Ok(w);
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("worker {id} is {} not {state}:\n{}", w.state, core.log());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// Wait until the worker's session file has a usage record (its first model reply).
@@ -114,22 +87,6 @@ pub async fn wait_usage_written(core: &Core, id: u64) -> Result<()> {
             bail!("worker {id}'s session file has no usage yet");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// The next delivery of `kind` to `pi` (acking nothing; others are skipped and acked).
-pub async fn next_of_kind(pi: &mut Pi, kind: DeliveryKind) -> Result<Delivery> {
-    let deadline = tokio::time::Instant::now() + LONG;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let d = pi
-            .next_delivery(left)
-            .await
-            .with_context(|| format!("waiting for a {kind:?} delivery"))?;
-        if d.kind == kind {
-            return Ok(d);
-        }
-        pi.ack(&[d.id]).await?;
     }
 }
 
@@ -155,23 +112,6 @@ pub fn usage_shown(core: &Core, w: &Worker) -> Result<String> {
         grouped.push(c);
     }
     Ok(format!("{grouped} tokens · ${cost:.4}"))
-}
-
-/// The launched pid the core recorded for a worker (from its log line).
-pub fn worker_pid(core: &Core, id: u64) -> Result<u32> {
-    let log = core.log();
-    let needle = format!("worker={id} pid=");
-    let line = log
-        .lines()
-        .rev()
-        .find(|l| l.contains(&needle) && l.contains("worker process started"))
-        .with_context(|| format!("no start line for worker {id}:\n{log}"))?;
-    let rest = &line[line.find(&needle).unwrap() + needle.len()..];
-    Ok(rest
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect::<String>()
-        .parse()?)
 }
 
 /// A worker whose process is killed (-9) at work: the core finds it `lost`.

@@ -5,7 +5,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
+use shepherd_core::protocol::{Delivery, DeliveryKind, Worker, WorkerState};
 
 use crate::Core;
 use crate::fake_model::FakeModel;
@@ -50,4 +51,69 @@ pub async fn worker_core_with(
 /// The directory the tests' owners (and so their workers) work in.
 pub fn work_dir(core: &Core) -> PathBuf {
     core.agent_dir().join("work")
+}
+
+/// How long the helpers below wait.
+const LONG: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// An owner: a harness client registered as a Pi session (a Lead) in [`work_dir`].
+pub async fn owner(core: &Core, id: &str, name: &str) -> Result<crate::Pi> {
+    crate::Pi::register(&core.socket(), id, name, &work_dir(core)).await
+}
+
+/// The worker as `shepherd workers --all --json` lists it.
+pub fn listed(core: &Core, id: u64) -> Result<Worker> {
+    let all: Vec<Worker> = serde_json::from_value(core.cli_json(&["workers", "--all"])?)?;
+    all.into_iter()
+        .find(|w| w.id == id)
+        .with_context(|| format!("worker {id} not listed"))
+}
+
+/// Wait until the worker is in `state`.
+pub async fn wait_state(core: &Core, id: u64, state: WorkerState) -> Result<Worker> {
+    let deadline = tokio::time::Instant::now() + LONG;
+    loop {
+        let w = listed(core, id)?;
+        if w.state == state {
+            return Ok(w);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("worker {id} is {} not {state}:\n{}", w.state, core.log());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// The next delivery of `kind` to `pi` (not acked); deliveries of other kinds on the way
+/// are acked and skipped.
+pub async fn next_of_kind(pi: &mut crate::Pi, kind: DeliveryKind) -> Result<Delivery> {
+    let deadline = tokio::time::Instant::now() + LONG;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let d = pi
+            .next_delivery(left)
+            .await
+            .with_context(|| format!("waiting for a {kind:?} delivery"))?;
+        if d.kind == kind {
+            return Ok(d);
+        }
+        pi.ack(&[d.id]).await?;
+    }
+}
+
+/// The launched pid the core recorded for a worker (its "worker process started" log line).
+pub fn worker_pid(core: &Core, id: u64) -> Result<u32> {
+    let log = core.log();
+    let needle = format!("worker={id} pid=");
+    let line = log
+        .lines()
+        .rev()
+        .find(|l| l.contains(&needle) && l.contains("worker process started"))
+        .with_context(|| format!("no start line for worker {id}:\n{log}"))?;
+    let rest = &line[line.find(&needle).expect("found") + needle.len()..];
+    Ok(rest
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()?)
 }

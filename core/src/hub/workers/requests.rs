@@ -268,29 +268,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        check_text("message", &req.message)?;
-        let row = self.target_worker(cx, &req.agent, db)?;
-        Self::check_action(&row, WorkerAction::Steer)?;
-        let from = self.worker_message_sender(cx, db)?;
-        self.mail(
-            NewMessage::plain(
-                &row.worker.session_id,
-                DeliveryKind::Steer,
-                &req.message,
-                &from,
-            ),
-            db,
-            out,
-        )?;
-        tracing::info!(worker = row.worker.id, by = %from.name, "worker steered");
-        out.send(
-            cx.conn,
-            &ServerMsg::WorkerIs {
-                id: cx.id,
-                worker: row.worker,
-            },
-        );
-        Ok(())
+        self.mail_worker(cx, &req.agent, &req.message, WorkerAction::Steer, db, out)
     }
 
     /// `interrupt_agent`: abort what the worker does and continue with `message`.
@@ -301,28 +279,40 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        check_text("message", &req.message)?;
-        let row = self.target_worker(cx, &req.agent, db)?;
-        Self::check_action(&row, WorkerAction::Interrupt)?;
-        let from = self.worker_message_sender(cx, db)?;
-        self.mail(
-            NewMessage::plain(
-                &row.worker.session_id,
-                DeliveryKind::Interrupt,
-                &req.message,
-                &from,
-            ),
+        self.mail_worker(
+            cx,
+            &req.agent,
+            &req.message,
+            WorkerAction::Interrupt,
             db,
             out,
-        )?;
-        tracing::info!(worker = row.worker.id, by = %from.name, "worker interrupted");
-        out.send(
-            cx.conn,
-            &ServerMsg::WorkerIs {
-                id: cx.id,
-                worker: row.worker,
-            },
-        );
+        )
+    }
+
+    /// Mail `message` to the worker `agent` names as a steer or an interrupt, once its
+    /// state allows `action`, and answer with the worker.
+    fn mail_worker(
+        &mut self,
+        cx: Cx,
+        agent: &str,
+        message: &str,
+        action: WorkerAction,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        check_text("message", message)?;
+        let row = self.target_worker(cx, agent, db)?;
+        Self::check_action(&row, action)?;
+        let kind = match action {
+            WorkerAction::Interrupt => DeliveryKind::Interrupt,
+            _ => DeliveryKind::Steer,
+        };
+        let from = self.worker_message_sender(cx, db)?;
+        let mail = NewMessage::plain(&row.worker.session_id, kind, message, &from);
+        self.mail(mail, db, out)?;
+        tracing::info!(worker = row.worker.id, by = %from.name, action = action.as_str(), "worker mailed");
+        let worker = row.worker;
+        out.send(cx.conn, &ServerMsg::WorkerIs { id: cx.id, worker });
         Ok(())
     }
 
