@@ -584,6 +584,14 @@ impl State {
             ClientMsg::AskOwner(req) => self.ask_owner(cx, req, db, out),
             ClientMsg::ListAgents(req) => self.list_agents(cx, req, db),
             ClientMsg::Usage(req) => self.usage(cx, req, db),
+            ClientMsg::DelegateProject(_)
+            | ClientMsg::ResumeWork(_)
+            | ClientMsg::StopLead(_)
+            | ClientMsg::IntegrateBranch(_)
+            | ClientMsg::ListProjects(_) => Err(HubError::new(
+                ErrorCode::Internal,
+                "project work is not built into this core yet",
+            )),
         }
     }
 

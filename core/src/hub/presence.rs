@@ -440,6 +440,7 @@ impl State {
                 pending: info.pending_messages,
                 pairings: pairing.iter().map(|p| self.pairing_record(p)).collect(),
                 worker,
+                assignment: None,
             },
         );
         self.replay(&info.id, db, out)?;

@@ -556,7 +556,14 @@ impl State {
                 });
             }
         }
-        out.send(cx.conn, &ServerMsg::Staff { id: cx.id, members });
+        out.send(
+            cx.conn,
+            &ServerMsg::Staff {
+                id: cx.id,
+                members,
+                assignments: Vec::new(),
+            },
+        );
         Ok(())
     }
 

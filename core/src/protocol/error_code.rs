@@ -80,6 +80,11 @@ pub enum ErrorCode {
     /// `unknown_definition`, `definition_disabled`, `not_allowed_to_delegate`, `ask_pending`,
     /// `not_a_worker`, `bad_label`, `launch_failed`, `launch_mismatch`).
     WorkerRefused,
+    /// A project work request was refused; `details.reason` says why (`not_manager`,
+    /// `branch_assigned`, `checkout_occupied`, `no_assignment`, `retired`, `ambiguous`,
+    /// `git`, `sha_mismatch`, `not_fast_forward`, `dirty_primary`, `integrate_denied`,
+    /// `launch_failed`, `launch_mismatch`).
+    ProjectRefused,
 }
 
 impl ErrorCode {
@@ -144,6 +149,7 @@ const ALL: &[(ErrorCode, &str)] = &[
     (ErrorCode::AlreadyDelivered, "already_delivered"),
     (ErrorCode::RoleRefused, "role_refused"),
     (ErrorCode::WorkerRefused, "worker_refused"),
+    (ErrorCode::ProjectRefused, "project_refused"),
 ];
 
 impl std::fmt::Display for ErrorCode {

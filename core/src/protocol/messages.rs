@@ -6,9 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentDef, Ask, CoreStatus, Delivery, EdgeMessage, ErrorCode, Lease, LeaveReason, MessageId,
-    Pairing, PairingChange, Report, ReportsTo, Role, SessionId, SessionInfo, SessionStatus,
-    StaffMember, StaffView, UsageReport, Verdict, View, Worker, frame, requests,
+    AgentDef, Ask, Assignment, CoreStatus, Delivery, EdgeMessage, ErrorCode, Integration, Lease,
+    LeaveReason, MessageId, Pairing, PairingChange, Project, Report, ReportsTo, Role, SessionId,
+    SessionInfo, SessionStatus, StaffMember, StaffView, UsageReport, Verdict, View, Worker, frame,
+    requests,
 };
 
 /// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`): the
@@ -149,6 +150,11 @@ client_messages! {
         "ask_owner" => AskOwner,
         "list_agents" => ListAgents,
         "usage" => Usage,
+        "delegate_project" => DelegateProject,
+        "resume_work" => ResumeWork,
+        "stop_lead" => StopLead,
+        "integrate_branch" => IntegrateBranch,
+        "list_projects" => ListProjects,
     }
     notices {
         "ack" => Ack,
@@ -263,6 +269,10 @@ server_messages! {
             /// launch nonce): its record, so the extension offers `ask_owner`.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             worker: Option<Worker>,
+            /// Set when this session is the Lead the core launched for a work assignment
+            /// (bound by its launch nonce): its assignment.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            assignment: Option<Assignment>,
         },
         /// Response to `update`.
         "updated" => Updated { id: u64, session: SessionInfo },
@@ -355,7 +365,14 @@ server_messages! {
             connected: bool,
         },
         /// Response to `list_staff`.
-        "staff" => Staff { id: u64, members: Vec<StaffMember> },
+        "staff" => Staff {
+            id: u64,
+            members: Vec<StaffMember>,
+            /// A Manager: its repository's assignments (not retired); the CLI and bridges:
+            /// every one.
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            assignments: Vec<Assignment>,
+        },
         /// Response to `inspect_staff`.
         "staff_view" => StaffViewed { id: u64, view: StaffView },
         /// Response to `delegate_agent`, `continue_agent`, `steer_agent`,
@@ -369,6 +386,13 @@ server_messages! {
         "agents" => Agents { id: u64, agents: Vec<AgentDef> },
         /// Response to `usage`.
         "usage" => UsageReported { id: u64, report: UsageReport },
+        /// Response to `delegate_project`, `resume_work` and `stop_lead`: the assignment
+        /// as it is now.
+        "assignment" => AssignmentIs { id: u64, assignment: Assignment },
+        /// Response to `integrate_branch`.
+        "integration" => Integrated { id: u64, integration: Integration },
+        /// Response to `list_projects`: by repository name.
+        "projects" => Projects { id: u64, projects: Vec<Project> },
     }
     errors {
         /// A request failed, or (without `id`) the connection did.
@@ -413,6 +437,15 @@ server_messages! {
         "edge_message" => EdgeMessaged { message: EdgeMessage },
         /// Event to subscribers: a managed worker was started, changed state or ended.
         "worker_changed" => WorkerChanged { worker: Worker },
+        /// Event to subscribers: an assignment was created or changed (state, Lead, cleanup).
+        "assignment_changed" => AssignmentChanged { assignment: Assignment },
+        /// Event to subscribers: an assigned Lead finished a turn; `text` is its final text,
+        /// also mailed to the repository's Manager role as `assignment_update`.
+        "assignment_update" => AssignmentUpdated {
+            assignment: Assignment,
+            text: String,
+            message_id: MessageId,
+        },
         /// Event to subscribers and to both sessions of the pairing: something changed.
         "pairing_event" => PairingEvent {
             change: PairingChange,

@@ -15,6 +15,7 @@
 //! - [`status`]: domain values sent as strings (session status, pairing end reason, why a
 //!   session left).
 //! - [`workers`]: the managed worker record, its states and actions.
+//! - [`projects`]: project work: assignments, projects, integrations.
 //! - [`usage`]: the usage report (tokens and cost from session files).
 //! - [`error_code`]: the stable error codes a client can match on.
 
@@ -22,6 +23,7 @@ pub mod error_code;
 pub mod frame;
 pub mod ids;
 pub mod messages;
+pub mod projects;
 pub mod requests;
 pub mod status;
 pub mod types;
@@ -31,6 +33,9 @@ pub mod workers;
 pub use error_code::ErrorCode;
 pub use ids::{AskId, IdError, MAX_ID, MessageId, PairingId, SessionId};
 pub use messages::{ClientMsg, ServerMsg};
+pub use projects::{
+    Assignment, AssignmentId, AssignmentState, Integration, IntegrationStatus, LeadState, Project,
+};
 pub use status::{EndReason, LeaveReason, SessionStatus};
 pub use types::*;
 pub use usage::{MissingUsage, ModelUsage, SessionUsage, UsageReport, UsageTotals};

@@ -497,3 +497,63 @@ pub struct Usage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
 }
+
+/// A Manager (holding its repository's lease) only: hand a branch-sized task to a new Lead
+/// in its own linked worktree. `branch` (default: generated from the task) is created at
+/// `base` (a branch or sha; default the primary branch's HEAD) unless it exists; the
+/// worktree is created or an unoccupied one reused. Refused when the branch already has an
+/// assignment (`resume_work` it) or another live session works in that checkout. Answered
+/// by `assignment` once the Lead's process started; the task is its first message.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct DelegateProject {
+    pub id: u64,
+    pub task: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+}
+
+/// Relaunch an assignment's Lead: the same session in the same checkout, without switching
+/// branches; the running Lead when it already runs. A retired assignment is not revived. A
+/// Manager names its repository's `branch`; the CLI and bridges may add `repo` (name or
+/// path) when the branch is assigned in more than one repository. Answered by `assignment`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ResumeWork {
+    pub id: u64,
+    pub branch: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repo: Option<String>,
+}
+
+/// Stop an assignment's Lead and its workers, keeping the assignment (now `paused`), the
+/// session, the branch, the checkout and its git state. Answered by `assignment`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct StopLead {
+    pub id: u64,
+    pub branch: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repo: Option<String>,
+}
+
+/// Fast-forward the primary branch to `sha`, the assigned `branch`'s tip, then remove the
+/// checkout and retire the assignment. From a Manager, `[projects] integrate` decides:
+/// `ask` (the human approves on the phone or with `shepherd integrate`), `allow`, `deny`.
+/// From the CLI or a bridge (the human) it runs at once, and settles a pending approval.
+/// Answered by `integration`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct IntegrateBranch {
+    pub id: u64,
+    pub branch: String,
+    pub sha: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repo: Option<String>,
+}
+
+/// Repositories with assignments (not retired), each with its assignments, ahead/behind
+/// and the Leads' usage read from git and the session files. A Manager sees its own
+/// repository. Answered by `projects`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListProjects {
+    pub id: u64,
+}

@@ -423,6 +423,13 @@ pub enum DeliveryKind {
     /// To a worker's owner: the worker's `ask_owner` (`ask_id`, `question`); answer it with
     /// `reply_agent`. Starts a turn.
     AgentAsk,
+    /// To a repository's Manager role: an assigned Lead finished a turn
+    /// (`Assignment update · app@feat/a · head=…`, then its final text). Kept while no
+    /// Manager holds the lease; the next one gets it. Starts a turn.
+    AssignmentUpdate,
+    /// To a Manager: how an `integrate_branch` that waited for the human ended (approved
+    /// and integrated, or denied with the human's reason). Starts a turn.
+    Integration,
 }
 
 /// Who sent a delivery, stamped by the core from the sender's connection.

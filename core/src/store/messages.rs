@@ -24,6 +24,8 @@ fn kind_str(kind: DeliveryKind) -> &'static str {
         DeliveryKind::Task => "task",
         DeliveryKind::AgentResult => "agent_result",
         DeliveryKind::AgentAsk => "agent_ask",
+        DeliveryKind::AssignmentUpdate => "assignment_update",
+        DeliveryKind::Integration => "integration",
     }
 }
 
@@ -54,6 +56,8 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Delivery> {
             "task" => DeliveryKind::Task,
             "agent_result" => DeliveryKind::AgentResult,
             "agent_ask" => DeliveryKind::AgentAsk,
+            "assignment_update" => DeliveryKind::AssignmentUpdate,
+            "integration" => DeliveryKind::Integration,
             _ => DeliveryKind::Steer,
         },
         text: row.get(2)?,

@@ -14,6 +14,7 @@ mod checkpoint;
 pub mod leases;
 pub mod messages;
 pub mod pairings;
+pub mod projects;
 pub mod reports;
 pub mod sessions;
 mod sql_ids;
@@ -225,6 +226,53 @@ CREATE INDEX workers_live ON workers(state) WHERE state NOT IN ('done', 'closed'
 CREATE INDEX workers_result ON workers(result_message) WHERE result_message IS NOT NULL;
 -- An ask_owner ask is for its worker's owner alone.
 ALTER TABLE asks ADD COLUMN to_worker INTEGER;
+"#,
+    r#"
+-- Project work: one row per work assignment, written before its Lead's process starts.
+CREATE TABLE assignments (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    repo_id TEXT NOT NULL,
+    project TEXT NOT NULL,
+    primary_root TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    checkout TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('active', 'paused', 'retired')),
+    task TEXT NOT NULL,
+    created_by TEXT NOT NULL,
+    created_by_id TEXT,
+    backend TEXT NOT NULL CHECK (backend IN ('tmux', 'headless')),
+    nonce TEXT NOT NULL,
+    process TEXT NOT NULL DEFAULT 'none' CHECK (process IN ('none', 'starting', 'bound')),
+    pid INTEGER,
+    pane TEXT,
+    bound_pid INTEGER,
+    session_file TEXT,
+    model TEXT,
+    current_branch TEXT,
+    head TEXT,
+    last_update_at INTEGER,
+    last_update TEXT,
+    integrated_sha TEXT,
+    cleanup_pending INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+-- One open assignment per branch of a repository; a retired one frees the branch.
+CREATE UNIQUE INDEX assignments_open ON assignments(repo_id, branch) WHERE state != 'retired';
+CREATE INDEX assignments_session ON assignments(session_id) WHERE state != 'retired';
+-- An integrate_branch waiting for the human: the ask they answer.
+CREATE TABLE approvals (
+    ask_id INTEGER PRIMARY KEY,
+    assignment_id INTEGER NOT NULL,
+    sha TEXT NOT NULL,
+    manager_id TEXT NOT NULL
+);
+-- Project mail (updates, integrations) belongs to the repository's Manager role: kept for
+-- the next holder while no Manager reads it, dropped when its assignment retires.
+ALTER TABLE messages ADD COLUMN assignment_id INTEGER;
+ALTER TABLE messages ADD COLUMN role_repo TEXT;
+CREATE INDEX messages_role ON messages(role_repo) WHERE role_repo IS NOT NULL AND acked_at IS NULL;
 "#,
 ];
 
