@@ -423,6 +423,15 @@ mod tests {
         ));
         r.set_head("refs/heads/main").unwrap();
 
+        // An operation in progress.
+        std::fs::write(root.join(".git/MERGE_HEAD"), format!("{to}\n")).unwrap();
+        let err = refused("feat/a", &to);
+        assert!(
+            matches!(err, Refusal::PrimaryBusy { ref operation } if operation == "merge"),
+            "{err}"
+        );
+        std::fs::remove_file(root.join(".git/MERGE_HEAD")).unwrap();
+
         // The primary diverged.
         let diverged = commit_file(&r, "c.txt", "c\n", "primary moves on");
         let err = refused("feat/a", &to);

@@ -418,8 +418,9 @@ pub fn inventory(primary: &Path) -> Result<Vec<Entry>, WorktreeError> {
 
 /// Whether the checkout at `path` still exists: Absent only from a complete inventory in
 /// which no present entry has that path (a stale entry whose directory was deleted by hand
-/// counts as absent, and is pruned); Unknown on any failure, and for a locked entry whose
-/// directory is gone (git keeps those: they may be on a removable disk).
+/// counts as absent, and is pruned); Unknown on any failure, for a locked entry whose
+/// directory is gone (git keeps those: they may be on a removable disk), and for the
+/// primary checkout itself (never a linked worktree, so never proven absent).
 pub fn checkout_presence(primary: &Path, path: &Path) -> Presence {
     let entries = match inventory(primary) {
         Ok(e) => e,
@@ -433,6 +434,12 @@ pub fn checkout_presence(primary: &Path, path: &Path) -> Presence {
     let Ok(repo) = open_primary(primary) else {
         return Presence::Unknown("the repository could not be reopened".into());
     };
+    if root_of(&repo).is_ok_and(|root| same(&root)) {
+        return Presence::Unknown(format!(
+            "{} is the primary checkout, not a linked worktree",
+            path.display()
+        ));
+    }
     for stale in entries.iter().filter(|e| !e.present && same(&e.path)) {
         let Ok(wt) = repo.find_worktree(&stale.name) else {
             return Presence::Unknown(format!("worktree {} vanished while read", stale.name));
@@ -878,6 +885,35 @@ mod tests {
             checkout_presence(&nowhere, &a.path),
             Presence::Unknown(_)
         ));
+    }
+
+    #[test]
+    fn a_locked_missing_worktree_and_the_primary_are_never_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, r) = repo(dir.path());
+        let a = ensure_worktree(&root, "feat/a", None).unwrap();
+        r.find_worktree("feat-a")
+            .unwrap()
+            .lock(Some("on a usb disk"))
+            .unwrap();
+        std::fs::remove_dir_all(&a.path).unwrap();
+        assert!(
+            matches!(checkout_presence(&root, &a.path), Presence::Unknown(ref why) if why.contains("locked"))
+        );
+        assert_eq!(
+            inventory(&root).unwrap().len(),
+            1,
+            "a locked entry is not pruned"
+        );
+        assert!(matches!(
+            checkout_presence(&root, &root),
+            Presence::Unknown(_)
+        ));
+        // Never a linked worktree: absent.
+        assert_eq!(
+            checkout_presence(&root, &dir.path().join("elsewhere")),
+            Presence::Absent
+        );
     }
 
     #[test]
