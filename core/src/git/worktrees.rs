@@ -273,23 +273,18 @@ pub fn ensure_worktree(
     if dir.symlink_metadata().is_ok() {
         return Err(WorktreeError::PathTaken { path: dir });
     }
-    let created_branch = match existing {
-        Some(b) => {
-            drop(b);
-            false
-        }
-        None => {
-            let base_name = base.unwrap_or("HEAD");
-            let commit = repo
-                .revparse_single(base_name)
-                .and_then(|o| o.peel_to_commit())
-                .map_err(|_| WorktreeError::BaseNotFound {
-                    base: base_name.to_string(),
-                })?;
-            repo.branch(branch, &commit, false)?;
-            true
-        }
-    };
+    let created_branch = existing.is_none();
+    drop(existing);
+    if created_branch {
+        let base_name = base.unwrap_or("HEAD");
+        let commit = repo
+            .revparse_single(base_name)
+            .and_then(|o| o.peel_to_commit())
+            .map_err(|_| WorktreeError::BaseNotFound {
+                base: base_name.to_string(),
+            })?;
+        repo.branch(branch, &commit, false)?;
+    }
     let added = add_worktree(&repo, &refname, branch, &dir);
     if added.is_err() && created_branch {
         // Leave the repository as it was: the branch was made for this worktree only.
@@ -759,6 +754,20 @@ mod tests {
             primary_root(&dir.path().join("nothing")),
             Err(WorktreeError::NotARepository { .. })
         ));
+    }
+
+    #[test]
+    fn a_failed_add_leaves_no_new_branch() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, r) = repo(dir.path());
+        // The worktrees' parent directory cannot be made: a file is there.
+        std::fs::write(dir.path().join("proj.worktrees"), "a file").unwrap();
+        let before = super::fixture::snapshot(&root);
+        let err = ensure_worktree(&root, "feat/a", None).unwrap_err();
+        assert!(matches!(err, WorktreeError::Git(_)), "{err}");
+        assert_eq!(super::fixture::snapshot(&root), before);
+        assert!(r.find_branch("feat/a", BranchType::Local).is_err());
+        assert!(inventory(&root).unwrap().is_empty());
     }
 
     #[test]
