@@ -26,8 +26,8 @@ pub struct Checkout {
 /// Why a worktree could not be found, made or read.
 #[derive(Debug, thiserror::Error)]
 pub enum WorktreeError {
-    #[error("{} is not a git repository (or cannot be opened): {why}; give the repository's primary checkout", .path.display())]
-    NotARepository { path: PathBuf, why: String },
+    #[error("{} is not a git repository or cannot be opened; give the repository's primary checkout (its root directory)", .0.display())]
+    NotARepository(PathBuf),
     #[error(
         "the repository is bare and has no primary checkout to work from; use a repository with a work tree"
     )]
@@ -116,10 +116,7 @@ pub fn primary_root(repo_id: &Path) -> Result<PathBuf, WorktreeError> {
 /// The primary checkout's repository, whether `path` is its root, its common git dir or a
 /// linked worktree of it. Err for a bare repository.
 pub(crate) fn open_primary(path: &Path) -> Result<Repository, WorktreeError> {
-    let not_repo = |e: git2::Error| WorktreeError::NotARepository {
-        path: path.to_path_buf(),
-        why: e.message().to_string(),
-    };
+    let not_repo = |_| WorktreeError::NotARepository(path.to_path_buf());
     let mut repo = Repository::open(path).map_err(not_repo)?;
     if repo.is_worktree() {
         let common = repo.commondir().to_path_buf();
@@ -510,10 +507,8 @@ pub(crate) fn changed_files(
 
 /// (current branch or None when detached, HEAD full sha) of a checkout.
 pub fn head(checkout: &Path) -> Result<(Option<String>, String), WorktreeError> {
-    let repo = Repository::open(checkout).map_err(|e| WorktreeError::NotARepository {
-        path: checkout.to_path_buf(),
-        why: e.message().to_string(),
-    })?;
+    let repo = Repository::open(checkout)
+        .map_err(|_| WorktreeError::NotARepository(checkout.to_path_buf()))?;
     let head = repo.head()?;
     let branch = match head.is_branch() {
         true => Some(head.shorthand()?.to_string()),
@@ -752,7 +747,7 @@ mod tests {
         ));
         assert!(matches!(
             primary_root(&dir.path().join("nothing")),
-            Err(WorktreeError::NotARepository { .. })
+            Err(WorktreeError::NotARepository(_))
         ));
     }
 
