@@ -26,8 +26,8 @@ pub struct Checkout {
 /// Why a worktree could not be found, made or read.
 #[derive(Debug, thiserror::Error)]
 pub enum WorktreeError {
-    #[error("{} is not a git repository (or cannot be opened): {why}; give the repository's primary checkout", .path.display())]
-    NotARepository { path: PathBuf, why: String },
+    #[error("{} is not a git repository or cannot be opened; give the repository's primary checkout (its root directory)", .0.display())]
+    NotARepository(PathBuf),
     #[error(
         "the repository is bare and has no primary checkout to work from; use a repository with a work tree"
     )]
@@ -116,10 +116,7 @@ pub fn primary_root(repo_id: &Path) -> Result<PathBuf, WorktreeError> {
 /// The primary checkout's repository, whether `path` is its root, its common git dir or a
 /// linked worktree of it. Err for a bare repository.
 pub(crate) fn open_primary(path: &Path) -> Result<Repository, WorktreeError> {
-    let not_repo = |e: git2::Error| WorktreeError::NotARepository {
-        path: path.to_path_buf(),
-        why: e.message().to_string(),
-    };
+    let not_repo = |_| WorktreeError::NotARepository(path.to_path_buf());
     let mut repo = Repository::open(path).map_err(not_repo)?;
     if repo.is_worktree() {
         let common = repo.commondir().to_path_buf();
@@ -273,23 +270,18 @@ pub fn ensure_worktree(
     if dir.symlink_metadata().is_ok() {
         return Err(WorktreeError::PathTaken { path: dir });
     }
-    let created_branch = match existing {
-        Some(b) => {
-            drop(b);
-            false
-        }
-        None => {
-            let base_name = base.unwrap_or("HEAD");
-            let commit = repo
-                .revparse_single(base_name)
-                .and_then(|o| o.peel_to_commit())
-                .map_err(|_| WorktreeError::BaseNotFound {
-                    base: base_name.to_string(),
-                })?;
-            repo.branch(branch, &commit, false)?;
-            true
-        }
-    };
+    let created_branch = existing.is_none();
+    drop(existing);
+    if created_branch {
+        let base_name = base.unwrap_or("HEAD");
+        let commit = repo
+            .revparse_single(base_name)
+            .and_then(|o| o.peel_to_commit())
+            .map_err(|_| WorktreeError::BaseNotFound {
+                base: base_name.to_string(),
+            })?;
+        repo.branch(branch, &commit, false)?;
+    }
     let added = add_worktree(&repo, &refname, branch, &dir);
     if added.is_err() && created_branch {
         // Leave the repository as it was: the branch was made for this worktree only.
@@ -515,10 +507,8 @@ pub(crate) fn changed_files(
 
 /// (current branch or None when detached, HEAD full sha) of a checkout.
 pub fn head(checkout: &Path) -> Result<(Option<String>, String), WorktreeError> {
-    let repo = Repository::open(checkout).map_err(|e| WorktreeError::NotARepository {
-        path: checkout.to_path_buf(),
-        why: e.message().to_string(),
-    })?;
+    let repo = Repository::open(checkout)
+        .map_err(|_| WorktreeError::NotARepository(checkout.to_path_buf()))?;
     let head = repo.head()?;
     let branch = match head.is_branch() {
         true => Some(head.shorthand()?.to_string()),
@@ -757,8 +747,22 @@ mod tests {
         ));
         assert!(matches!(
             primary_root(&dir.path().join("nothing")),
-            Err(WorktreeError::NotARepository { .. })
+            Err(WorktreeError::NotARepository(_))
         ));
+    }
+
+    #[test]
+    fn a_failed_add_leaves_no_new_branch() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, r) = repo(dir.path());
+        // The worktrees' parent directory cannot be made: a file is there.
+        std::fs::write(dir.path().join("proj.worktrees"), "a file").unwrap();
+        let before = super::fixture::snapshot(&root);
+        let err = ensure_worktree(&root, "feat/a", None).unwrap_err();
+        assert!(matches!(err, WorktreeError::Git(_)), "{err}");
+        assert_eq!(super::fixture::snapshot(&root), before);
+        assert!(r.find_branch("feat/a", BranchType::Local).is_err());
+        assert!(inventory(&root).unwrap().is_empty());
     }
 
     #[test]
