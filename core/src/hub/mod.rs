@@ -15,8 +15,8 @@ mod asks;
 mod interrupt;
 mod mail;
 mod names;
-mod projects;
 pub(crate) mod presence;
+mod projects;
 mod reports;
 mod resolve;
 pub(crate) mod roles;
@@ -437,7 +437,10 @@ impl Hub {
                         if let Some((conn, id)) = done.reply {
                             let what = match done.key {
                                 ProcKey::Worker(w) => format!("close it with `shepherd close {w}`"),
-                                ProcKey::Lead(_) => "`shepherd projects` shows it once the database works".to_string(),
+                                ProcKey::Lead(_) => {
+                                    "`shepherd projects` shows it once the database works"
+                                        .to_string()
+                                }
                             };
                             failed.error(conn, Some(id), HubError::new(ErrorCode::StoreFailed, format!("the database failed ({e}); the process was started but could not be recorded: {what}")));
                         }

@@ -319,11 +319,11 @@ impl State {
         let rejoined = self.bind_session(conn, &info, takeover, out);
         let assignment = lead.map(|row| {
             self.assignment_changed(&row, out);
-            self.assignment_record(&row)
+            Box::new(self.assignment_record(&row))
         });
         let arrived = Arrived {
             info,
-            worker: worker.map(|w| w.worker),
+            worker: worker.map(|w| Box::new(w.worker)),
             assignment,
         };
         self.announce_registration(cx, arrived, rejoined, &previous, db, out)
@@ -613,6 +613,6 @@ impl State {
 /// A session that just registered: its record and, for a managed worker, its worker.
 struct Arrived {
     info: SessionInfo,
-    worker: Option<crate::protocol::Worker>,
-    assignment: Option<crate::protocol::Assignment>,
+    worker: Option<Box<crate::protocol::Worker>>,
+    assignment: Option<Box<crate::protocol::Assignment>>,
 }

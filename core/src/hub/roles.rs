@@ -448,9 +448,17 @@ impl State {
             None if to.to == Superior::Manager => {
                 // An assigned Lead with no Manager: the role's mailbox keeps it.
                 let lead = self.assigned_lead(&me.id, db)?.ok_or_else(|| {
-                    HubError::new(ErrorCode::Internal, "a Lead without a Manager is not assigned")
+                    HubError::new(
+                        ErrorCode::Internal,
+                        "a Lead without a Manager is not assigned",
+                    )
                 })?;
-                let body = format!("Message from {} {} ({}): {text}", me.role.as_str(), me.name, me.id);
+                let body = format!(
+                    "Message from {} {} ({}): {text}",
+                    me.role.as_str(),
+                    me.name,
+                    me.id
+                );
                 let mailed = self.project_mail(
                     &lead.assignment.repo_id,
                     Some(lead.assignment.id),

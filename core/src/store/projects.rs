@@ -21,14 +21,6 @@ pub enum Process {
 }
 
 impl Process {
-    fn as_str(self) -> &'static str {
-        match self {
-            Process::None => "none",
-            Process::Starting => "starting",
-            Process::Bound => "bound",
-        }
-    }
-
     fn parse(s: &str) -> Process {
         match s {
             "starting" => Process::Starting,

@@ -51,8 +51,15 @@ impl State {
         let (me, lease) = self.manager(cx, db)?;
         check_text("task", &req.task)?;
         self.host_backend()?;
-        let repo_id = lease.repo_id.clone().expect("a Manager lease names its repository");
-        let branch = req.branch.as_deref().map(str::trim).filter(|b| !b.is_empty());
+        let repo_id = lease
+            .repo_id
+            .clone()
+            .expect("a Manager lease names its repository");
+        let branch = req
+            .branch
+            .as_deref()
+            .map(str::trim)
+            .filter(|b| !b.is_empty());
         if let Some(branch) = branch
             && let Some(row) = store::projects::open_by_branch(db, &repo_id, branch)?
         {
@@ -99,7 +106,7 @@ impl State {
     ) -> HubResult<()> {
         let (primary, checkout) = made.map_err(|e| refused("git", e))?;
         let lease = store::leases::held_by(db, &d.manager)?;
-        if !lease.is_some_and(|l| l.repo_id.as_deref() == Some(d.repo_id.as_str())) {
+        if lease.is_none_or(|l| l.repo_id.as_deref() != Some(d.repo_id.as_str())) {
             return Err(refused(
                 "not_manager",
                 format!(
@@ -158,9 +165,12 @@ impl State {
         self.projects.first_launch.insert(row.assignment.id);
         self.assignment_changed(&row, out);
         out.host.push(HostOp::Launch {
-            spec: Box::new(self.lead_spec(&row, SessionStart::New {
-                id: session_id.to_string(),
-            })),
+            spec: Box::new(self.lead_spec(
+                &row,
+                SessionStart::New {
+                    id: session_id.to_string(),
+                },
+            )),
             reply: Some((d.cx.conn, d.cx.id)),
         });
         Ok(())
@@ -215,7 +225,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let actor = self.actor(cx, db)?;
+        let actor = self.project_actor(cx, db)?;
         let row = match self.assignment_for(&actor, &req.branch, req.repo.as_deref(), db) {
             Ok(row) => row,
             Err(e) => return Err(self.retired_or(e, &actor, &req.branch, db)?),
@@ -226,7 +236,7 @@ impl State {
                 cx.conn,
                 &ServerMsg::AssignmentIs {
                     id: cx.id,
-                    assignment: record,
+                    assignment: Box::new(record),
                 },
             );
             return Ok(());
@@ -241,7 +251,9 @@ impl State {
             let presence = worktrees::checkout_presence(&primary, &checkout);
             GitDone {
                 reply: Some((cx.conn, cx.id)),
-                then: Box::new(move |state, db, out| state.resume_checked(cx, id, presence, db, out)),
+                then: Box::new(move |state, db, out| {
+                    state.resume_checked(cx, id, presence, db, out)
+                }),
             }
         });
         out.git.push(job);
@@ -260,7 +272,12 @@ impl State {
         match presence {
             Presence::Present => {}
             Presence::Absent => {
-                self.retire(&row, "its checkout is gone (git no longer lists it)", db, out)?;
+                self.retire(
+                    &row,
+                    "its checkout is gone (git no longer lists it)",
+                    db,
+                    out,
+                )?;
                 return Err(refused(
                     "retired",
                     format!(
@@ -289,12 +306,16 @@ impl State {
                 cx.conn,
                 &ServerMsg::AssignmentIs {
                     id: cx.id,
-                    assignment: record,
+                    assignment: Box::new(record),
                 },
             );
             return Ok(());
         }
-        self.check_unoccupied(&row.assignment.checkout, Some(&row.assignment.session_id), db)?;
+        self.check_unoccupied(
+            &row.assignment.checkout,
+            Some(&row.assignment.session_id),
+            db,
+        )?;
         self.relaunch_lead(&row, Some((cx.conn, cx.id)), db, out)
     }
 
@@ -313,7 +334,11 @@ impl State {
             store::projects::set_state(db, row.assignment.id, AssignmentState::Active, now)?;
         }
         let row = self.assignment_row(db, row.assignment.id)?;
-        let start = match row.session_file.as_deref().filter(|f| Path::new(f).is_file()) {
+        let start = match row
+            .session_file
+            .as_deref()
+            .filter(|f| Path::new(f).is_file())
+        {
             Some(file) => SessionStart::Resume { file: file.into() },
             None => SessionStart::New {
                 id: row.assignment.session_id.to_string(),
@@ -336,7 +361,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let actor = self.actor(cx, db)?;
+        let actor = self.project_actor(cx, db)?;
         let row = self.assignment_for(&actor, &req.branch, req.repo.as_deref(), db)?;
         let by = match &actor {
             Actor::Manager { me, .. } => format!("the manager {}", me.name),
@@ -348,7 +373,13 @@ impl State {
         tracing::info!(assignment = row.assignment.id, tag = %tag(&row.assignment), by, "Lead stopped; assignment paused");
         self.assignment_changed(&row, out);
         let assignment = self.assignment_record(&row);
-        out.send(cx.conn, &ServerMsg::AssignmentIs { id: cx.id, assignment });
+        out.send(
+            cx.conn,
+            &ServerMsg::AssignmentIs {
+                id: cx.id,
+                assignment: Box::new(assignment),
+            },
+        );
         Ok(())
     }
 
@@ -395,7 +426,10 @@ impl State {
                     row.assignment
                         .integrated_sha
                         .as_deref()
-                        .map_or(String::new(), |s| format!(" (integrated at {})", &s[..s.len().min(7)])),
+                        .map_or(String::new(), |s| format!(
+                            " (integrated at {})",
+                            &s[..s.len().min(7)]
+                        )),
                     row.assignment.branch
                 ),
             ));

@@ -39,7 +39,10 @@ impl GitLane {
                 while let Ok(job) = rx.recv() {
                     let done = job();
                     let Some(hub) = hub.upgrade() else { break };
-                    if hub.blocking_send(HubCommand::GitDone(Box::new(done))).is_err() {
+                    if hub
+                        .blocking_send(HubCommand::GitDone(Box::new(done)))
+                        .is_err()
+                    {
                         break;
                     }
                 }

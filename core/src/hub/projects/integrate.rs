@@ -22,8 +22,8 @@ use crate::protocol::{
     AssignmentId, AssignmentState, ClientKind, DeliveryKind, ErrorCode, Integration,
     IntegrationStatus, Sender, ServerMsg,
 };
-use crate::store::projects::{Approval, AssignmentRow};
 use crate::store;
+use crate::store::projects::{Approval, AssignmentRow};
 
 /// The answers that approve an integration (anything else denies it).
 const APPROVALS: &[&str] = &["approve", "approved", "yes", "y", "ok", "👍"];
@@ -48,6 +48,7 @@ fn refusal_reason(r: &Refusal) -> &'static str {
         Refusal::NotFastForward { .. } => "not_fast_forward",
         Refusal::DirtyPrimary { .. } => "dirty_primary",
         Refusal::PrimaryDetached => "primary_detached",
+        Refusal::PrimaryBusy { .. } => "primary_busy",
         Refusal::BranchMissing { .. } => "branch_missing",
         Refusal::BadSha(_) => "bad_sha",
         _ => "git",
@@ -66,7 +67,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let actor = self.actor(cx, db)?;
+        let actor = self.project_actor(cx, db)?;
         let sha = req.sha.trim().to_ascii_lowercase();
         if sha.len() < 7 || sha.len() > 40 || !sha.chars().all(|c| c.is_ascii_hexdigit()) {
             return Err(HubError::new(
@@ -106,7 +107,11 @@ impl State {
                     ),
                 )),
                 IntegratePolicy::Allow => {
-                    self.queue_integration(&row, run(format!("the manager {}", me.name), false), out);
+                    self.queue_integration(
+                        &row,
+                        run(format!("the manager {}", me.name), false),
+                        out,
+                    );
                     Ok(())
                 }
                 IntegratePolicy::Ask => {
@@ -120,7 +125,8 @@ impl State {
             }
             Actor::Human => {
                 let by = self.human_label(cx.conn, cx.kind, None);
-                let waited = self.settle_approvals(&row, &format!("integrated by {by}"), db, out)?;
+                let waited =
+                    self.settle_approvals(&row, &format!("integrated by {by}"), db, out)?;
                 self.queue_integration(&row, run(by, waited), out);
                 Ok(())
             }
@@ -137,12 +143,18 @@ impl State {
         out: &mut Out,
     ) {
         let primary = PathBuf::from(&row.primary_root);
-        let (branch, sha, id) = (row.assignment.branch.clone(), sha.to_string(), row.assignment.id);
+        let (branch, sha, id) = (
+            row.assignment.branch.clone(),
+            sha.to_string(),
+            row.assignment.id,
+        );
         let job: GitJob = Box::new(move || {
             let plan = git_integrate::plan(&primary, &branch, &sha);
             GitDone {
                 reply: Some((cx.conn, cx.id)),
-                then: Box::new(move |state, db, out| state.ask_approval(cx, id, manager, plan, db, out)),
+                then: Box::new(move |state, db, out| {
+                    state.ask_approval(cx, id, manager, plan, db, out)
+                }),
             }
         });
         out.git.push(job);
@@ -158,7 +170,8 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let row = self.assignment_row(db, id)?;
-        let plan = plan.map_err(|r| refused(refusal_reason(&r), format!("{r}; nothing changed")))?;
+        let plan =
+            plan.map_err(|r| refused(refusal_reason(&r), format!("{r}; nothing changed")))?;
         let a = &row.assignment;
         let question = format!(
             "Integrate {} into {} at {}? {} commit{} · {}",
@@ -166,7 +179,11 @@ impl State {
             plan.primary_branch,
             short(&plan.to),
             plan.commits.len() + plan.more,
-            if plan.commits.len() + plan.more == 1 { "" } else { "s" },
+            if plan.commits.len() + plan.more == 1 {
+                ""
+            } else {
+                "s"
+            },
             plan.diffstat.trim()
         );
         let mut details = plan.commits.join("\n");
@@ -175,7 +192,15 @@ impl State {
         }
         details.push_str("\nApprove to fast-forward; reply with a reason to deny.");
         let options = vec!["approve".to_string(), "deny".to_string()];
-        let ask_id = store::asks::insert(db, &manager, &question, &options, Some(&details), None, now_ms())?;
+        let ask_id = store::asks::insert(
+            db,
+            &manager,
+            &question,
+            &options,
+            Some(&details),
+            None,
+            now_ms(),
+        )?;
         store::projects::add_approval(
             db,
             &Approval {
@@ -201,7 +226,13 @@ impl State {
                 plan.commits.len() + plan.more
             ),
         };
-        out.send(cx.conn, &ServerMsg::Integrated { id: cx.id, integration });
+        out.send(
+            cx.conn,
+            &ServerMsg::Integrated {
+                id: cx.id,
+                integration: Box::new(integration),
+            },
+        );
         Ok(())
     }
 
@@ -315,7 +346,11 @@ impl State {
         self.stop_lead_process(&row, &run.by, db, out)?;
         let row = self.assignment_row(db, run.id)?;
         self.assignment_changed(&row, out);
-        if let Err(e) = self.check_unoccupied(&row.assignment.checkout, Some(&row.assignment.session_id), db) {
+        if let Err(e) = self.check_unoccupied(
+            &row.assignment.checkout,
+            Some(&row.assignment.session_id),
+            db,
+        ) {
             return self.integration_outcome(&row, &plan, Err(e.message), &run, db, out);
         }
         let primary = PathBuf::from(&row.primary_root);
@@ -324,11 +359,17 @@ impl State {
             let removed = match worktrees::remove_worktree(&primary, &checkout) {
                 Ok(()) => Ok(()),
                 // Already gone: only a complete inventory proves it.
-                Err(RemoveError::NotAWorktree(_)) => match worktrees::checkout_presence(&primary, &checkout) {
-                    Presence::Absent => Ok(()),
-                    Presence::Present => Err("git does not list it as a linked worktree".to_string()),
-                    Presence::Unknown(why) => Err(format!("git could not list the worktrees: {why}")),
-                },
+                Err(RemoveError::NotAWorktree(_)) => {
+                    match worktrees::checkout_presence(&primary, &checkout) {
+                        Presence::Absent => Ok(()),
+                        Presence::Present => {
+                            Err("git does not list it as a linked worktree".to_string())
+                        }
+                        Presence::Unknown(why) => {
+                            Err(format!("git could not list the worktrees: {why}"))
+                        }
+                    }
+                }
                 Err(e) => Err(e.to_string()),
             };
             GitDone {
@@ -363,7 +404,11 @@ impl State {
                         "{} fast-forwarded to {}{}; the checkout {} was removed and the assignment retired (branch {} kept).",
                         plan.primary_branch,
                         short(&plan.to),
-                        if plan.already { " (it was already there)" } else { "" },
+                        if plan.already {
+                            " (it was already there)"
+                        } else {
+                            ""
+                        },
                         a.checkout,
                         a.branch
                     ),
@@ -386,7 +431,11 @@ impl State {
         };
         let row = self.assignment_row(db, a.id)?;
         if run.tell_manager {
-            let body = format!("Integration of {} approved by {}: {message}", tag(a), run.by);
+            let body = format!(
+                "Integration of {} approved by {}: {message}",
+                tag(a),
+                run.by
+            );
             self.tell_manager(&row, &body, &run.by, db, out)?;
         }
         if let Some((conn, id)) = run.reply {
@@ -398,7 +447,13 @@ impl State {
                 ask_id: None,
                 message,
             };
-            out.send(conn, &ServerMsg::Integrated { id, integration });
+            out.send(
+                conn,
+                &ServerMsg::Integrated {
+                    id,
+                    integration: Box::new(integration),
+                },
+            );
         }
         Ok(())
     }
@@ -418,7 +473,15 @@ impl State {
             session_id: None,
             name: by.to_string(),
         };
-        self.project_mail(&row.assignment.repo_id, None, DeliveryKind::Integration, body, &from, db, out)?;
+        self.project_mail(
+            &row.assignment.repo_id,
+            None,
+            DeliveryKind::Integration,
+            body,
+            &from,
+            db,
+            out,
+        )?;
         Ok(())
     }
 
@@ -430,7 +493,12 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        self.settle_approvals(row, &format!("(the assignment was retired: {why})"), db, out)?;
+        self.settle_approvals(
+            row,
+            &format!("(the assignment was retired: {why})"),
+            db,
+            out,
+        )?;
         if row.process != store::projects::Process::None {
             self.stop_lead_process(row, "shepherd", db, out)?;
         }

@@ -15,8 +15,8 @@ use crate::hub::workers::HostOp;
 use crate::hub::workers::host_ops::LaunchDone;
 use crate::hub::{HubError, HubResult, Out, State};
 use crate::protocol::{
-    AssignmentId, AssignmentState, ClientKind, DeliveryKind, ErrorCode, Registration, Role,
-    Sender, ServerMsg, SessionId, WorkerBackend,
+    AssignmentId, AssignmentState, ClientKind, DeliveryKind, ErrorCode, Registration, Role, Sender,
+    ServerMsg, SessionId, WorkerBackend,
 };
 use crate::store::projects::{AssignmentRow, Process};
 use crate::store::{self, messages::NewMessage};
@@ -45,7 +45,13 @@ fn lead_label(row: &AssignmentRow) -> String {
         .assignment
         .branch
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .take(26)
         .collect();
     format!("lead-{slug}")
@@ -99,13 +105,25 @@ impl State {
         let row = self.assignment_row(db, id)?;
         match &done.result {
             Ok(launched) => {
-                store::projects::set_process(db, id, launched.pid, launched.pane.as_deref(), now_ms())?;
+                store::projects::set_process(
+                    db,
+                    id,
+                    launched.pid,
+                    launched.pane.as_deref(),
+                    now_ms(),
+                )?;
                 let row = self.assignment_row(db, id)?;
                 tracing::info!(assignment = id, pid = launched.pid, "Lead process started");
                 self.assignment_changed(&row, out);
                 if let Some((conn, rid)) = done.reply {
                     let assignment = self.assignment_record(&row);
-                    out.send(conn, &ServerMsg::AssignmentIs { id: rid, assignment });
+                    out.send(
+                        conn,
+                        &ServerMsg::AssignmentIs {
+                            id: rid,
+                            assignment: Box::new(assignment),
+                        },
+                    );
                 }
                 Ok(())
             }
@@ -118,7 +136,12 @@ impl State {
                 }
                 let mut gone = self.assignment_record(&row);
                 gone.state = AssignmentState::Retired;
-                self.broadcast(&ServerMsg::AssignmentChanged { assignment: gone }, out);
+                self.broadcast(
+                    &ServerMsg::AssignmentChanged {
+                        assignment: Box::new(gone),
+                    },
+                    out,
+                );
                 Err(refused(
                     "launch_failed",
                     format!(
@@ -276,8 +299,13 @@ impl State {
         // The checkout's state as the connection read it when the run settled.
         let repo = repo.filter(|r| r.root.as_deref() == Some(a.checkout.as_str()));
         let current = repo.as_ref().and_then(|r| r.branch.clone());
-        let head = repo.as_ref().and_then(|r| r.head.clone()).or(a.head.clone());
-        let short = head.as_deref().map_or("?".to_string(), |h| h[..h.len().min(7)].to_string());
+        let head = repo
+            .as_ref()
+            .and_then(|r| r.head.clone())
+            .or(a.head.clone());
+        let short = head
+            .as_deref()
+            .map_or("?".to_string(), |h| h[..h.len().min(7)].to_string());
         let body = format!(
             "Assignment update · {} · branch {} · head {short}\n\n{text}",
             tag(a),
@@ -304,7 +332,7 @@ impl State {
         let assignment = self.assignment_record(&row);
         self.broadcast(
             &ServerMsg::AssignmentUpdated {
-                assignment,
+                assignment: Box::new(assignment),
                 text: text.to_string(),
                 message_id: mailed.id,
             },
@@ -362,7 +390,11 @@ impl State {
 
     /// At start-up: Leads a previous core left are found again (tmux) or relaunched on
     /// their session (headless, or a launch that never happened).
-    pub(in crate::hub) fn recover_leads(&mut self, db: &Connection, out: &mut Out) -> HubResult<()> {
+    pub(in crate::hub) fn recover_leads(
+        &mut self,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
         for row in store::projects::list_open(db, None)? {
             if row.assignment.state != AssignmentState::Active || row.process == Process::None {
                 continue;

@@ -32,7 +32,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let repo = match self.actor(cx, db)? {
+        let repo = match self.project_actor(cx, db)? {
             Actor::Manager { lease, .. } => lease.repo_id,
             Actor::Human => None,
         };
@@ -60,7 +60,9 @@ impl State {
             }
             GitDone {
                 reply: Some((cx.conn, cx.id)),
-                then: Box::new(move |state, db, out| state.projects_read(cx, repo, facts, primaries, db, out)),
+                then: Box::new(move |state, db, out| {
+                    state.projects_read(cx, repo, facts, primaries, db, out)
+                }),
             }
         });
         out.git.push(job);
@@ -80,9 +82,18 @@ impl State {
         let mut projects: BTreeMap<String, Project> = BTreeMap::new();
         for row in store::projects::list_open(db, repo.as_deref())? {
             let facts = by_id.remove(&row.assignment.id);
-            if let Some(Facts { presence: Presence::Absent, .. }) = &facts {
+            if let Some(Facts {
+                presence: Presence::Absent,
+                ..
+            }) = &facts
+            {
                 // Git's complete inventory no longer has the checkout.
-                self.retire(&row, "its checkout is gone (git no longer lists it)", db, out)?;
+                self.retire(
+                    &row,
+                    "its checkout is gone (git no longer lists it)",
+                    db,
+                    out,
+                )?;
                 continue;
             }
             let mut a: Assignment = self.assignment_record(&row);
@@ -93,26 +104,37 @@ impl State {
                 }
                 a.usage = f.usage;
             }
-            let project = projects.entry(row.assignment.repo_id.clone()).or_insert_with(|| Project {
-                repo_id: row.assignment.repo_id.clone(),
-                project: row.assignment.project.clone(),
-                primary: row.primary_root.clone(),
-                primary_branch: primaries.get(Path::new(&row.primary_root)).cloned().flatten(),
-                manager: None,
-                assignments: Vec::new(),
-            });
+            let project = projects
+                .entry(row.assignment.repo_id.clone())
+                .or_insert_with(|| Project {
+                    repo_id: row.assignment.repo_id.clone(),
+                    project: row.assignment.project.clone(),
+                    primary: row.primary_root.clone(),
+                    primary_branch: primaries
+                        .get(Path::new(&row.primary_root))
+                        .cloned()
+                        .flatten(),
+                    manager: None,
+                    assignments: Vec::new(),
+                });
             project.assignments.push(a);
         }
         for project in projects.values_mut() {
-            project.manager = store::leases::get(db, Role::Manager, Some(&project.repo_id))?
-                .map(|mut l| {
+            project.manager =
+                store::leases::get(db, Role::Manager, Some(&project.repo_id))?.map(|mut l| {
                     l.connected = self.live.contains_key(&l.session_id);
                     l
                 });
         }
         let mut projects: Vec<Project> = projects.into_values().collect();
         projects.sort_by(|a, b| a.project.cmp(&b.project).then(a.repo_id.cmp(&b.repo_id)));
-        out.send(cx.conn, &ServerMsg::Projects { id: cx.id, projects });
+        out.send(
+            cx.conn,
+            &ServerMsg::Projects {
+                id: cx.id,
+                projects,
+            },
+        );
         Ok(())
     }
 

@@ -54,7 +54,7 @@ pub(in crate::hub) fn tag(a: &Assignment) -> String {
 /// Who acts on an assignment request.
 pub(in crate::hub) enum Actor {
     /// A Pi session holding its repository's Manager lease.
-    Manager { me: SessionInfo, lease: Lease },
+    Manager { me: Box<SessionInfo>, lease: Lease },
     /// The CLI or a bridge.
     Human,
 }
@@ -70,15 +70,19 @@ impl State {
         db: &Connection,
         id: AssignmentId,
     ) -> HubResult<AssignmentRow> {
-        store::projects::get(db, id)?.ok_or_else(|| {
-            HubError::new(ErrorCode::Internal, format!("assignment {id} is gone"))
-        })
+        store::projects::get(db, id)?
+            .ok_or_else(|| HubError::new(ErrorCode::Internal, format!("assignment {id} is gone")))
     }
 
     /// Tell the subscribers an assignment changed.
     pub(in crate::hub) fn assignment_changed(&self, row: &AssignmentRow, out: &mut Out) {
         let assignment = self.assignment_record(row);
-        self.broadcast(&ServerMsg::AssignmentChanged { assignment }, out);
+        self.broadcast(
+            &ServerMsg::AssignmentChanged {
+                assignment: Box::new(assignment),
+            },
+            out,
+        );
     }
 
     /// The Pi session on `cx` with the Manager lease of its repository.
@@ -98,11 +102,14 @@ impl State {
 
     /// Who is asking: a Manager (Pi) or the human (CLI, bridge). Other Pi sessions are
     /// refused.
-    fn actor(&self, cx: Cx, db: &Connection) -> HubResult<Actor> {
+    fn project_actor(&self, cx: Cx, db: &Connection) -> HubResult<Actor> {
         match cx.kind {
             ClientKind::Pi => {
                 let (me, lease) = self.manager(cx, db)?;
-                Ok(Actor::Manager { me, lease })
+                Ok(Actor::Manager {
+                    me: Box::new(me),
+                    lease,
+                })
             }
             _ => Ok(Actor::Human),
         }
@@ -156,7 +163,8 @@ impl State {
                 ))
             }
             _ => {
-                let names: Vec<String> = rows.iter().map(|r| r.assignment.project.clone()).collect();
+                let names: Vec<String> =
+                    rows.iter().map(|r| r.assignment.project.clone()).collect();
                 Err(refused(
                     "ambiguous",
                     format!(
