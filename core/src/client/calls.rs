@@ -141,10 +141,10 @@ replies! {
     ReadAgentTranscript => (Worker, String): ServerMsg::AgentText { worker, text, .. } => (worker, text),
     AskOwner => Ask: ServerMsg::Asked { ask, .. } => ask,
     Usage => UsageReport: ServerMsg::UsageReported { report, .. } => report,
-    DelegateProject => Assignment: ServerMsg::AssignmentIs { assignment, .. } => assignment,
-    ResumeWork => Assignment: ServerMsg::AssignmentIs { assignment, .. } => assignment,
-    StopLead => Assignment: ServerMsg::AssignmentIs { assignment, .. } => assignment,
-    IntegrateBranch => Integration: ServerMsg::Integrated { integration, .. } => integration,
+    DelegateProject => Assignment: ServerMsg::AssignmentIs { assignment, .. } => *assignment,
+    ResumeWork => Assignment: ServerMsg::AssignmentIs { assignment, .. } => *assignment,
+    StopLead => Assignment: ServerMsg::AssignmentIs { assignment, .. } => *assignment,
+    IntegrateBranch => Integration: ServerMsg::Integrated { integration, .. } => *integration,
     ListProjects => Vec<Project>: ServerMsg::Projects { projects, .. } => projects,
 }
 
