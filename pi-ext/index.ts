@@ -35,7 +35,7 @@ import { ROLE_STATUS_KEY, Roles } from "./roles.ts";
 import { registerSupervisor } from "./supervise-pi.ts";
 import { Supervision, SUPERVISE_STATUS_KEY, type PolicyBriefMessage } from "./supervision.ts";
 import { registerWorkerTools } from "./worker-tools.ts";
-import { launchFromEnv, WORKER_STATUS_KEY, Workers } from "./workers.ts";
+import { assignedLeadFromEnv, launchFromEnv, WORKER_STATUS_KEY, Workers } from "./workers.ts";
 import type { Ask, ContextUsage, Delivery, Registration, ResultsMode } from "./wire.ts";
 
 const STATUS_KEY = "shepherd";
@@ -202,6 +202,7 @@ class ShepherdSession {
         log: (line) => this.log(line),
       },
       launchFromEnv(process.env),
+      assignedLeadFromEnv(process.env),
     );
     this.resultsMode = config.results;
     this.results = new ResultSender({

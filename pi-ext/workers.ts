@@ -11,12 +11,13 @@
 // `ask_owner` checks them. index.ts supplies a WorkersHost over the real ExtensionAPI, tests
 // a fake.
 //
-// The core also launches Leads for work assignments (project work) with a nonce. Such a
-// session is not a worker: the core answers with `registered.assignment` instead of a worker
-// record, and the session gets back the tools it had before it was held to a worker's set
-// while unbound (a Lead's, with the owner tools), its footer says `lead · app@feat/a`, and
-// (like a worker's result) its run results are kept when the core is away, since each is an
-// update its Manager waits for.
+// The core also launches Leads for work assignments (project work) with a nonce and
+// SHEPHERD_ASSIGNMENT=<id>. Such a session is not a worker: it keeps a Lead's tools (with the
+// owner tools) from the start, the core answers with `registered.assignment` instead of a
+// worker record, its footer says `lead · app@feat/a`, and (like a worker's result) its run
+// results are kept when the core is away, since each is an update its Manager waits for. A
+// launched session without SHEPHERD_ASSIGNMENT that the core binds as a Lead anyway gets back
+// the tools it had before it was held to a worker's set while unbound.
 
 import type { Assignment, Worker } from "./wire.ts";
 
@@ -65,6 +66,12 @@ export const NOT_FOR_WORKERS: readonly string[] = [
 export function launchFromEnv(env: NodeJS.ProcessEnv): string | null {
   const v = env["SHEPHERD_LAUNCH"];
   return v === undefined || v.trim() === "" ? null : v.trim();
+}
+
+/** SHEPHERD_ASSIGNMENT: set (to the assignment's id) when the core launched this session as an assignment's Lead. */
+export function assignedLeadFromEnv(env: NodeJS.ProcessEnv): boolean {
+  const v = env["SHEPHERD_ASSIGNMENT"];
+  return v !== undefined && v.trim() !== "";
 }
 
 /** An owner's active tools: whatever it has, never `ask_owner`. */
@@ -151,18 +158,22 @@ export class Workers {
   /** The tool calls of the last assistant message (message_end). */
   #lastCalls: ToolCallRef[] = [];
 
-  constructor(host: WorkersHost, launch: string | null) {
+  /** Launched as an assignment's Lead (SHEPHERD_ASSIGNMENT), before the core has said which. */
+  readonly #assignedLead: boolean;
+
+  constructor(host: WorkersHost, launch: string | null, assignedLead = false) {
     this.#host = host;
     this.launch = launch;
+    this.#assignedLead = launch !== null && assignedLead;
   }
 
   /**
    * Launched by the core as a managed worker (it registers with the nonce, or not at all).
-   * Until registered, a launched session counts as one; the Lead of a work assignment stops
-   * being one once the core says so (`registered.assignment`).
+   * A session launched as an assignment's Lead (SHEPHERD_ASSIGNMENT, or the core's
+   * `registered.assignment`) is not one.
    */
   get isWorker(): boolean {
-    return this.launch !== null && this.#assignment === null;
+    return this.launch !== null && !this.#assignedLead && this.#assignment === null;
   }
 
   /** Launched by the core (a worker, or an assignment's Lead): a result that found the core away is sent again. */
@@ -198,7 +209,11 @@ export class Workers {
     if (this.isWorker) this.#beforeLaunch = this.#host.activeTools();
     this.#apply();
     if (this.isWorker) this.#host.setFooter(workerFooter(this.launch, this.#record));
-    if (this.isWorker) this.#host.log("workers: launched by the core (a worker, or an assignment's Lead); registering with the launch nonce");
+    if (this.isWorker) this.#host.log("workers: launched as a managed worker; registering with the launch nonce");
+    if (this.#assignedLead) {
+      this.#host.setFooter("lead (assignment not bound yet)");
+      this.#host.log("workers: launched as an assignment's Lead; registering with the launch nonce");
+    }
   }
 
   /**
@@ -225,6 +240,8 @@ export class Workers {
     if (worker !== undefined) {
       this.#record = worker;
       this.#host.log(`workers: bound as worker ${worker.id} "${worker.label}" (${worker.definition}) of "${worker.owner_name}"`);
+    } else if (this.#assignedLead) {
+      this.#host.log("workers: launched as an assignment's Lead but the core sent no assignment");
     } else if (this.isWorker) {
       this.#host.log("workers: launched as a worker but the core sent neither a worker record nor an assignment");
     }

@@ -11,7 +11,7 @@ import { NotConnectedError } from "../client.ts";
 import { formatDelivery, leadTaskHeader, startsTurn } from "../inbox.ts";
 import { ResultSender } from "../result.ts";
 import { LEAD_TOOLS, leadTools, MANAGER_TOOLS, ROLE_TOOLS, roleTools, STAFF_TOOLS } from "../roles.ts";
-import { OWNER_TOOLS, WORKER_TOOLS, Workers, type WorkersHost } from "../workers.ts";
+import { assignedLeadFromEnv, OWNER_TOOLS, WORKER_TOOLS, Workers, type WorkersHost } from "../workers.ts";
 import { decodeClientMsg, decodeServerMsg, WireDecodeError, type Report } from "../wire.ts";
 import { assignmentRecord, fixture } from "./worker-fixtures.ts";
 
@@ -164,7 +164,25 @@ class FakeTools implements WorkersHost {
 }
 
 describe("an assigned Lead", () => {
-  test("launched with a nonce, bound by its assignment: not a worker, its Lead tools back, its footer", () => {
+  test("launched with SHEPHERD_ASSIGNMENT: a Lead from the start, bound by its assignment", () => {
+    assert.equal(assignedLeadFromEnv({ SHEPHERD_ASSIGNMENT: "3" }), true);
+    assert.equal(assignedLeadFromEnv({ SHEPHERD_ASSIGNMENT: "" }), false);
+    assert.equal(assignedLeadFromEnv({}), false);
+    const pi = new FakeTools([...LEAD]);
+    const w = new Workers(pi, "nonce-lead", true);
+    w.start();
+    assert.equal(w.isWorker, false);
+    assert.equal(w.launched, true);
+    assert.deepEqual(pi.active, LEAD, "never held to a worker's tools");
+    assert.equal(pi.footers.at(-1), "lead (assignment not bound yet)");
+    w.registered(undefined, assignmentRecord());
+    assert.deepEqual(pi.active, LEAD);
+    assert.equal(pi.footers.at(-1), "lead · app@feat/export");
+    // Without SHEPHERD_LAUNCH the variable means nothing.
+    assert.equal(new Workers(new FakeTools([...LEAD]), null, true).launched, false);
+  });
+
+  test("launched with a nonce only, bound by its assignment: not a worker, its Lead tools back, its footer", () => {
     const pi = new FakeTools([...LEAD]);
     const w = new Workers(pi, "nonce-lead");
     w.start();
