@@ -48,14 +48,22 @@ fn show(ctx: &Ctx, a: &Assignment) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `app@feat/a: Lead running (session …, pid 5150) in <checkout>; assignment active`.
+/// `app@feat/a: Lead running (session …, pid 5150) in <checkout>; assignment active`. A
+/// paused assignment whose Lead has not exited yet (`stop_lead` answers before the process
+/// is gone) reads `Lead stopping`.
 pub fn render(a: &Assignment) -> String {
     let pid = a.pid.map_or(String::new(), |p| format!(", pid {p}"));
+    let paused = a.state == AssignmentState::Paused;
+    let lead = if paused && a.lead != LeadState::Stopped {
+        "stopping".to_string()
+    } else {
+        a.lead.to_string()
+    };
     let mut line = format!(
-        "{}@{}: Lead {} (session {}{pid}) in {}; assignment {}\n",
-        a.project, a.branch, a.lead, a.session_id, a.checkout, a.state
+        "{}@{}: Lead {lead} (session {}{pid}) in {}; assignment {}\n",
+        a.project, a.branch, a.session_id, a.checkout, a.state
     );
-    if a.state == AssignmentState::Paused && a.lead == LeadState::Stopped {
+    if paused {
         line.push_str(&format!(
             "its session, branch and checkout are kept: `shepherd resume {}` starts it again\n",
             a.branch
@@ -79,8 +87,12 @@ mod tests {
              pid 5150) in /home/ada/src/app.worktrees/feat-export; assignment active\n"
         );
         a.state = AssignmentState::Paused;
+        a.lead = LeadState::Running;
+        assert!(render(&a).starts_with("app@feat/export: Lead stopping (session "));
         a.lead = LeadState::Stopped;
         a.pid = None;
-        assert!(render(&a).ends_with("`shepherd resume feat/export` starts it again\n"));
+        let text = render(&a);
+        assert!(text.starts_with("app@feat/export: Lead stopped (session "));
+        assert!(text.ends_with("`shepherd resume feat/export` starts it again\n"));
     }
 }
