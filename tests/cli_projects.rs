@@ -19,12 +19,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use shepherd_core::protocol::{
-    Assignment, AssignmentState, DeliveryKind, LeadState, Project, Role, requests,
+    Assignment, AssignmentState, DeliveryKind, LeadState, Project, requests,
 };
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
-use shepherd_harness::git_repo::git;
+use shepherd_harness::projects::{manager, repo as project_repo, rev as rev_parse};
 use shepherd_harness::workers::{next_of_kind, worker_core};
-use shepherd_harness::{Core, Pi, eventually};
+use shepherd_harness::{Core, eventually};
 
 const LONG: Duration = Duration::from_secs(90);
 
@@ -130,16 +130,6 @@ fn lead_model(req: &ModelRequest) -> Reply {
     Reply::text("LEAD: nothing to do")
 }
 
-fn rev_parse(repo: &Path, what: &str) -> Result<String> {
-    let out = std::process::Command::new("git")
-        .args(["rev-parse", what])
-        .current_dir(repo)
-        .env_remove("GIT_DIR")
-        .output()?;
-    anyhow::ensure!(out.status.success(), "git rev-parse {what}");
-    Ok(text(&out.stdout).trim().to_string())
-}
-
 fn projects(core: &Core) -> Result<Vec<Project>> {
     Ok(serde_json::from_value(core.cli_json(&["projects"])?)?)
 }
@@ -156,18 +146,9 @@ fn the_assignment(core: &Core) -> Result<Assignment> {
 async fn delegate_then_projects_resume_and_integrate_through_the_cli() -> Result<()> {
     let model = FakeModel::start(lead_model).await?;
     let core = worker_core(&model, "headless").await?;
-    let base = tempfile::tempdir()?;
-    let repo = base.path().join("app");
-    std::fs::create_dir_all(&repo)?;
-    git(&repo, &["init", "-q", "-b", "main"])?;
-    std::fs::write(repo.join("README"), "x\n")?;
-    git(&repo, &["add", "."])?;
-    git(&repo, &["commit", "-q", "-m", "init"])?;
-    let repo = repo.canonicalize()?;
+    let repo = project_repo(&core, "app")?;
     let start = rev_parse(&repo, "main")?;
-
-    let mut mgr = Pi::register(&core.socket(), "cp-mgr-0001", "app", &repo).await?;
-    mgr.client.set_role(Role::Manager).await?;
+    let mut mgr = manager(&core, &repo, "cp-mgr-0001").await?;
     let a = mgr
         .client
         .call(requests::DelegateProject {
@@ -206,11 +187,11 @@ async fn delegate_then_projects_resume_and_integrate_through_the_cli() -> Result
     assert_eq!(all[0].primary_branch.as_deref(), Some("main"));
     assert_eq!(
         all[0].manager.as_ref().map(|l| l.session_name.as_str()),
-        Some("app")
+        Some("app-manager")
     );
     let table = run(&core, &["projects"]);
     assert!(table.starts_with("app · "), "{table}");
-    assert!(table.contains("manager app (connected)"), "{table}");
+    assert!(table.contains("manager app-manager (connected)"), "{table}");
     let row = table
         .lines()
         .find(|l| l.starts_with("feat/a"))

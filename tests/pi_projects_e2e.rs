@@ -20,8 +20,8 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use shepherd_harness::eventually;
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
-use shepherd_harness::git_repo::git;
 use shepherd_harness::pi_process::{PiOptions, PiSession, user_messages_containing};
+use shepherd_harness::projects::{repo as project_repo, rev};
 use shepherd_harness::workers::worker_core;
 
 const LONG: Duration = Duration::from_secs(90);
@@ -38,15 +38,7 @@ fn offered(req: &ModelRequest, tool: &str) -> bool {
 }
 
 fn rev_parse(repo: &Path, what: &str) -> Option<String> {
-    let out = std::process::Command::new("git")
-        .args(["rev-parse", what])
-        .current_dir(repo)
-        .env_remove("GIT_DIR")
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    rev(repo, what).ok()
 }
 
 /// The Lead's model (the core's): commit a file, then end the turn.
@@ -71,13 +63,7 @@ async fn a_manager_delegates_hears_the_update_and_integrates_with_approval() -> 
     let lead = FakeModel::start(lead_model).await?;
     let core = worker_core(&lead, "headless").await?;
     let root = tempfile::tempdir()?;
-    let repo = root.path().join("app");
-    std::fs::create_dir_all(&repo)?;
-    git(&repo, &["init", "-q", "-b", "main"])?;
-    std::fs::write(repo.join("README"), "x\n")?;
-    git(&repo, &["add", "."])?;
-    git(&repo, &["commit", "-q", "-m", "init"])?;
-    let repo = repo.canonicalize()?;
+    let repo = project_repo(&core, "app")?;
     let start = rev_parse(&repo, "main").context("main")?;
 
     let repo_for_model = repo.clone();
@@ -216,7 +202,12 @@ async fn a_manager_delegates_hears_the_update_and_integrates_with_approval() -> 
     .await
     .with_context(|| core.log())?;
     assert!(
-        !root.path().join("app.worktrees").join("feat-a").exists(),
+        !repo
+            .parent()
+            .context("the repository's parent")?
+            .join("app.worktrees")
+            .join("feat-a")
+            .exists(),
         "the worktree was removed"
     );
 
