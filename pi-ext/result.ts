@@ -4,9 +4,10 @@
 // A run that ended with only tool calls (ask_human ends the run on its tool result), that
 // was aborted or that failed has no result. Also reads the session's `results` setting
 // (SHEPHERD_RESULTS, `/shepherd results <mode>`); the core applies it (it knows the asks).
-// A managed worker's result is its one answer to its owner, so one that could not be sent
-// (the core was away) is kept and sent again once registered; the core stores a worker's
-// result once, so sending it twice after a lost reply is harmless.
+// A managed worker's result is its one answer to its owner, and an assigned Lead's (a Lead the
+// core launched for a work assignment) is its Manager's assignment update, so one that could
+// not be sent (the core was away) is kept and sent again once registered; the core takes such
+// a result once, so sending it twice after a lost reply is harmless.
 
 import { NotConnectedError } from "./client.ts";
 import { RESULTS_MODES, type Report, type ResultsMode } from "./wire.ts";
@@ -75,7 +76,7 @@ export interface ResultHost {
   mode(): ResultsMode | null;
   /** Whether this session supervises another now: its runs answer looks, and the verdicts already reach the phone. */
   supervising(): boolean;
-  /** Whether a result the core did not get must be sent again once registered (a managed worker's). */
+  /** Whether a result the core did not get must be sent again once registered (a managed worker's, an assigned Lead's). */
   keepUnsent?(): boolean;
   log(line: string): void;
 }
@@ -131,7 +132,7 @@ export class ResultSender {
       this.#host.log(`result not sent: ${e instanceof Error ? e.message : String(e)}`);
       if (e instanceof NotConnectedError && this.#host.keepUnsent?.() === true) {
         this.#unsent = text;
-        this.#host.log("result kept: a worker's result goes to the core once it is back");
+        this.#host.log("result kept: it goes to the core once it is back");
       }
     }
   }
