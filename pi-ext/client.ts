@@ -311,9 +311,12 @@ export class CoreClient {
     return res.report;
   }
 
-  /** A run's final text; `results` is this session's own setting (null: the core's). */
-  async result(text: string, results: ResultsMode | null): Promise<Report> {
-    const res = await this.#request((id) => ({ type: "result", id, text, ...(results !== null ? { results } : {}) }), "reported");
+  /** A run's final text; `results` is this session's own setting (null: the core's); `key` makes a resend harmless. */
+  async result(text: string, results: ResultsMode | null, key: string | null = null): Promise<Report> {
+    const res = await this.#request(
+      (id) => ({ type: "result", id, text, ...(results !== null ? { results } : {}), ...(key !== null ? { key } : {}) }),
+      "reported",
+    );
     return res.report;
   }
 

@@ -206,7 +206,7 @@ class ShepherdSession {
     );
     this.resultsMode = config.results;
     this.results = new ResultSender({
-      send: (text, results) => this.client.result(text, results),
+      send: (text, results, key) => this.client.result(text, results, key),
       mode: () => this.resultsMode,
       supervising: () => this.supervision.supervising !== null,
       keepUnsent: () => this.workers.launched,

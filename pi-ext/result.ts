@@ -9,6 +9,8 @@
 // not be sent (the core was away) is kept and sent again once registered; the core takes such
 // a result once, so sending it twice after a lost reply is harmless.
 
+import { randomUUID } from "node:crypto";
+
 import { NotConnectedError } from "./client.ts";
 import { RESULTS_MODES, type Report, type ResultsMode } from "./wire.ts";
 
@@ -70,8 +72,8 @@ export const RESULTS_USAGE = `usage: /shepherd results ${RESULTS_MODES.join("|")
 
 /** What sending results needs from the session. */
 export interface ResultHost {
-  /** Send `result {text, results}` to the core. */
-  send(text: string, results: ResultsMode | null): Promise<Report>;
+  /** Send `result {text, results, key}` to the core (the key makes sending it again harmless). */
+  send(text: string, results: ResultsMode | null, key: string): Promise<Report>;
   /** This session's mode (null: the core's `core.results`). */
   mode(): ResultsMode | null;
   /** Whether this session supervises another now: its runs answer looks, and the verdicts already reach the phone. */
@@ -85,8 +87,8 @@ export interface ResultHost {
 export class ResultSender {
   readonly #host: ResultHost;
   readonly #run = new RunResult();
-  /** A worker's result that found the core away, sent again by resend(). */
-  #unsent: string | null = null;
+  /** A result that found the core away, sent again (with its key) by resend(). */
+  #unsent: { text: string; key: string } | null = null;
 
   constructor(host: ResultHost) {
     this.#host = host;
@@ -111,27 +113,27 @@ export class ResultSender {
       this.#host.log("run ended while supervising: its verdicts are the result");
       return;
     }
-    await this.#send(text);
+    await this.#send({ text, key: `result:${randomUUID()}` });
   }
 
   /** Registered again: send a worker's result that found the core away. */
   async resend(): Promise<void> {
-    const text = this.#unsent;
-    if (text === null) return;
+    const unsent = this.#unsent;
+    if (unsent === null) return;
     this.#unsent = null;
     this.#host.log("sending the result the core did not get");
-    await this.#send(text);
+    await this.#send(unsent);
   }
 
-  async #send(text: string): Promise<void> {
+  async #send(result: { text: string; key: string }): Promise<void> {
     try {
       // The core applies the mode (asks_only needs the asks it keeps) and keeps the result either way.
-      const report = await this.#host.send(text, this.#host.mode());
+      const report = await this.#host.send(result.text, this.#host.mode(), result.key);
       this.#host.log(`result ${report.id} sent (${report.announced ? "announced" : "kept, not announced"})`);
     } catch (e) {
       this.#host.log(`result not sent: ${e instanceof Error ? e.message : String(e)}`);
       if (e instanceof NotConnectedError && this.#host.keepUnsent?.() === true) {
-        this.#unsent = text;
+        this.#unsent = result;
         this.#host.log("result kept: it goes to the core once it is back");
       }
     }

@@ -359,7 +359,7 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
   unanswer: record({ id: req(u64), ask: req(u64), by: maybeNull(str) }),
   interrupt: record({ id: req(u64), session: req(str), then: maybeNull(str), by: maybeNull(str) }),
   bye: record({ returning: maybe(bool) }),
-  result: record({ id: req(u64), text: req(str), results: maybeNull(oneOf(RESULTS_MODES)) }),
+  result: record({ id: req(u64), text: req(str), results: maybeNull(oneOf(RESULTS_MODES)), key: maybe(str) }),
   list_reports: record({ id: req(u64), session: maybeNull(str), limit: maybeNull(u32), after: maybeNull(u64) }),
   set_role: record({ id: req(u64), role: req(role) }),
   list_roles: idOnly,

@@ -106,7 +106,7 @@ export type InterruptMsg = { type: "interrupt"; id: number; session: string; the
 /** The session closes this connection on purpose; `returning`: it comes straight back (/reload). */
 export type ByeMsg = { type: "bye"; returning?: boolean };
 /** A run's final assistant text; `results` is this session's own setting. */
-export type ResultMsg = { type: "result"; id: number; text: string; results?: ResultsMode | null };
+export type ResultMsg = { type: "result"; id: number; text: string; results?: ResultsMode | null; key?: string };
 export type ListReportsMsg = {
   type: "list_reports";
   id: number;
