@@ -11,7 +11,9 @@
 //! - the Lead's completed turn reaches the Manager's model exactly once as an assignment
 //!   update; the Manager calls integrate_branch with the branch tip, which waits for the
 //!   human (`[projects] integrate = "ask"`); `shepherd integrate` approves it, main is
-//!   fast-forwarded, the worktree removed, and the Manager's model reads the outcome once.
+//!   fast-forwarded, the worktree removed, and the Manager's model reads the outcome once;
+//! - with the Manager gone, two turns of the Lead wait for the role; a new Pi that runs
+//!   `/manager` gets both updates in ONE run (not a run per update), each once.
 
 use std::path::Path;
 use std::time::Duration;
@@ -54,6 +56,11 @@ fn lead_model(req: &ModelRequest) -> Reply {
                 git -c user.name=lead -c user.email=lead@example.invalid -c commit.gpgsign=false \
                 commit -q -m 'add feature.txt'"}),
         );
+    }
+    for turn in ["TURN-1", "TURN-2"] {
+        if last.contains(turn) {
+            return Reply::text(format!("UPDATE-{turn} done"));
+        }
     }
     Reply::text("LEAD: nothing to do")
 }
@@ -221,6 +228,103 @@ async fn a_manager_delegates_hears_the_update_and_integrates_with_approval() -> 
     assert_eq!(
         user_messages_containing(&file, "[shepherd] Integration outcome")?,
         1
+    );
+    assert!(!core.log_has_panic());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_new_manager_gets_the_backlog_in_one_run_each_update_once() -> Result<()> {
+    use shepherd_core::protocol::{DeliveryKind, ServerMsg, requests};
+    use shepherd_harness::projects::{manager as raw_manager, wait_assignment};
+    use shepherd_harness::workers::next_of_kind;
+
+    let lead = FakeModel::start(lead_model).await?;
+    let core = worker_core(&lead, "headless").await?;
+    let root = tempfile::tempdir()?;
+    let repo = project_repo(&core, "app")?;
+
+    // A first Manager delegates, reads the first update, and dies.
+    let mut first = raw_manager(&core, &repo, "0193a5c2-0000-7000-8000-0000000bac01").await?;
+    let a = first
+        .client
+        .call(requests::DelegateProject {
+            task: "TASK-P add a feature file".into(),
+            branch: Some("feat/b".into()),
+            ..Default::default()
+        })
+        .await?;
+    let d = next_of_kind(&mut first, DeliveryKind::AssignmentUpdate).await?;
+    first.ack(&[d.id]).await?;
+    drop(first);
+    wait_assignment(&core, "feat/b", "running", |a| {
+        a.lead == shepherd_core::protocol::LeadState::Running
+    })
+    .await?;
+
+    // Two turns of the Lead while no Manager reads them.
+    let mut events = core.subscriber().await?;
+    let mut cli = core
+        .client(shepherd_core::protocol::ClientKind::Cli)
+        .await?;
+    for turn in ["TURN-1", "TURN-2"] {
+        cli.call(requests::Send {
+            to: a.session_id.to_string(),
+            text: turn.into(),
+            ..Default::default()
+        })
+        .await?;
+        shepherd_harness::next_event_where(
+            &mut events,
+            LONG,
+            |m| matches!(m, ServerMsg::AssignmentUpdated { text, .. } if text.contains(turn)),
+        )
+        .await?;
+    }
+
+    // A new Manager: a real Pi in the primary worktree runs /manager.
+    let manager = FakeModel::start(|req: &ModelRequest| {
+        let seen = req.transcript();
+        let n = ["UPDATE-TURN-1", "UPDATE-TURN-2"]
+            .iter()
+            .filter(|u| seen.contains(*u))
+            .count();
+        Reply::text(format!("MANAGER-B read {n} updates"))
+    })
+    .await?;
+    let agent = root.path().join("agent-mgr-b");
+    let mut opts = PiOptions::new(&agent);
+    opts.cwd = repo.clone();
+    opts.name = Some("app-mgr-b".into());
+    opts.env.push((
+        "SHEPHERD_SOCKET".into(),
+        core.socket().display().to_string(),
+    ));
+    let mut pi = PiSession::spawn(&manager, opts).await?;
+    core.connected_session("app-mgr-b", LONG).await?;
+    let before = pi.records().len();
+    pi.prompt("/manager").await?;
+    eventually(LONG, "the new Manager's model reading both updates", || {
+        manager.requests().into_iter().find(|r| {
+            r.transcript().contains("UPDATE-TURN-1") && r.transcript().contains("UPDATE-TURN-2")
+        })
+    })
+    .await
+    .with_context(|| core.log())?;
+    pi.wait_settled(LONG).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let runs = pi.records()[before..]
+        .iter()
+        .filter(|r| r["type"] == "agent_start")
+        .count();
+    assert_eq!(runs, 1, "one run for the whole backlog");
+    let file = pi.session_file().await?;
+    assert_eq!(user_messages_containing(&file, "UPDATE-TURN-1")?, 1);
+    assert_eq!(user_messages_containing(&file, "UPDATE-TURN-2")?, 1);
+    assert_eq!(
+        user_messages_containing(&file, "LEAD-DONE")?,
+        0,
+        "the update the first Manager read is not delivered again"
     );
     assert!(!core.log_has_panic());
     Ok(())
