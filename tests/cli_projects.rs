@@ -218,6 +218,18 @@ async fn delegate_then_projects_resume_and_integrate_through_the_cli() -> Result
     })
     .await
     .with_context(|| core.log())?;
+    // Until its process has exited, resume says so.
+    eventually(LONG, "the Lead's process gone", || {
+        let sessions = core.cli_json(&["sessions", "--all"]).ok()?;
+        let lead = sessions
+            .as_array()?
+            .iter()
+            .find(|s| s["id"] == a.session_id.as_str())?
+            .clone();
+        (lead["connected"] == false).then_some(())
+    })
+    .await
+    .with_context(|| core.log())?;
     let resumed: Assignment =
         serde_json::from_value(core.cli_json(&["resume", "feat/a", "--repo", "app"])?)?;
     assert_eq!(resumed.session_id, a.session_id);

@@ -700,6 +700,16 @@ async fn a_checkout_deleted_by_hand_is_retired_after_the_inventory_and_refusals_
         })
         .await?;
     wait_assignment(&core, "feat/a", "stopped", |a| a.lead == LeadState::Stopped).await?;
+    shepherd_harness::eventually(Duration::from_secs(30), "the Lead's session gone", || {
+        let all = core.cli_json(&["sessions", "--all"]).ok()?;
+        let lead = all
+            .as_array()?
+            .iter()
+            .find(|s| s["id"] == a.session_id.as_str())?
+            .clone();
+        (lead["connected"] == false).then_some(())
+    })
+    .await?;
     std::fs::remove_dir_all(&a.checkout)?;
     let all = projects(&core).await?;
     assert!(

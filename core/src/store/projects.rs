@@ -52,6 +52,8 @@ impl AssignmentRow {
     pub fn record(&self, connected: bool) -> Assignment {
         let mut a = self.assignment.clone();
         a.lead = match (self.process, connected) {
+            // Stopped on purpose: it is going, even while its connection lingers.
+            (Process::None, _) => LeadState::Stopped,
             (_, true) => LeadState::Running,
             (Process::Starting, false) => LeadState::Starting,
             // Bound, away: its process may be reconnecting (a core restart).

@@ -311,6 +311,15 @@ impl State {
             );
             return Ok(());
         }
+        if self.live.contains_key(&row.assignment.session_id) {
+            return Err(refused(
+                "lead_stopping",
+                format!(
+                    "the Lead of {} is still stopping (its process has not exited yet); resume_work again in a few seconds",
+                    tag(&row.assignment)
+                ),
+            ));
+        }
         self.check_unoccupied(
             &row.assignment.checkout,
             Some(&row.assignment.session_id),
