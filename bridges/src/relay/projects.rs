@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use shepherd_core::protocol::{Assignment, AssignmentId, MessageId, Role};
+use shepherd_core::protocol::{Assignment, AssignmentId, MessageId, Role, SessionId, SessionInfo};
 
 use super::{Platform, Relay};
 use crate::chat::projects::{self, Change};
@@ -37,7 +37,7 @@ impl<P: Platform> Relay<P> {
         self.projects
             .assignments
             .insert(assignment.id, assignment.clone());
-        if !self.projects.updates.insert(message_id) {
+        if !self.projects.first_time(message_id) {
             return; // Said already.
         }
         let rendered = projects::update(&assignment, text);
@@ -77,14 +77,8 @@ impl<P: Platform> Relay<P> {
     /// The session whose place is the project's: the holder of the repository's Manager
     /// lease (a known session with that role, else the core's leases), else the Lead.
     async fn project_place(&mut self, a: &Assignment) -> String {
-        let mut managers: Vec<_> = self
-            .sessions
-            .values()
-            .filter(|s| s.role == Role::Manager && s.repo_id.as_deref() == Some(&a.repo_id))
-            .collect();
-        managers.sort_by_key(|s| (!s.connected, std::cmp::Reverse(s.last_seen)));
-        if let Some(m) = managers.first() {
-            return m.id.to_string();
+        if let Some(m) = manager_of(self.sessions.values(), &a.repo_id) {
+            return m.to_string();
         }
         if let Ok(leases) = self.core.roles().await
             && let Some(lease) = leases
@@ -94,5 +88,69 @@ impl<P: Platform> Relay<P> {
             return lease.session_id.to_string();
         }
         a.session_id.to_string()
+    }
+}
+
+/// The Manager of repository `repo_id` among known sessions: a connected one first, else
+/// the one seen last.
+pub fn manager_of<'a>(
+    sessions: impl Iterator<Item = &'a SessionInfo>,
+    repo_id: &str,
+) -> Option<&'a SessionId> {
+    sessions
+        .filter(|s| s.role == Role::Manager && s.repo_id.as_deref() == Some(repo_id))
+        .max_by_key(|s| (s.connected, s.last_seen))
+        .map(|s| &s.id)
+}
+
+impl ProjectsSeen {
+    /// Whether the update with mail id `message_id` is new here (and now seen).
+    pub fn first_time(&mut self, message_id: MessageId) -> bool {
+        self.updates.insert(message_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shepherd_core::examples;
+
+    fn session(id: &str, role: Role, repo: &str, connected: bool, seen: u64) -> SessionInfo {
+        SessionInfo {
+            id: id.into(),
+            role,
+            repo_id: Some(repo.into()),
+            connected,
+            last_seen: seen,
+            ..examples::session_info()
+        }
+    }
+
+    #[test]
+    fn the_project_is_its_repositorys_manager() {
+        let all = [
+            session("lead", Role::Lead, "/app/.git", true, 9),
+            session("other", Role::Manager, "/web/.git", true, 9),
+            session("old", Role::Manager, "/app/.git", false, 5),
+        ];
+        assert_eq!(
+            manager_of(all.iter(), "/app/.git").map(|s| s.as_str()),
+            Some("old")
+        );
+        let mut more = all.to_vec();
+        more.push(session("now", Role::Manager, "/app/.git", true, 1));
+        assert_eq!(
+            manager_of(more.iter(), "/app/.git").map(|s| s.as_str()),
+            Some("now")
+        );
+        assert_eq!(manager_of(all.iter(), "/none/.git"), None);
+    }
+
+    #[test]
+    fn an_update_is_said_once() {
+        let mut seen = ProjectsSeen::default();
+        assert!(seen.first_time(7.into()));
+        assert!(!seen.first_time(7.into()));
+        assert!(seen.first_time(8.into()));
     }
 }
