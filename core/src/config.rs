@@ -29,6 +29,28 @@ pub struct Config {
     pub matrix: Option<MatrixConfig>,
     /// Managed workers: how worker Pi processes are launched.
     pub workers: WorkersConfig,
+    /// Project work: what a Manager's `integrate_branch` may do.
+    pub projects: ProjectsConfig,
+}
+
+/// The `[projects]` section.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProjectsConfig {
+    /// Whether a Manager's `integrate_branch` fast-forwards the primary branch: `ask` (the
+    /// human approves each on the phone or with `shepherd integrate`), `allow` (at once) or
+    /// `deny` (only the human integrates).
+    pub integrate: IntegratePolicy,
+}
+
+/// `projects.integrate`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntegratePolicy {
+    #[default]
+    Ask,
+    Allow,
+    Deny,
 }
 
 /// The `[workers]` section: how the core launches managed worker Pi processes.

@@ -86,6 +86,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         results: config.core.results,
         workers: worker_host(&config, &state_dir, &socket),
         ask_card_after_secs: config.workers.ask_card_after_secs,
+        integrate: config.projects.integrate,
     };
     let checkpointer = Checkpointer::spawn(&db_path);
     store.on_commit(checkpointer.waker());

@@ -1,9 +1,20 @@
 //! # git
 //!
 //! Everything shepherd reads from or does to git repositories, with git2, always on a
-//! blocking thread and never on the hub: today the repository context of a session's cwd
-//! ([`repo`]); project work's worktrees and fast-forward integration belong here too.
+//! blocking thread and never on the hub: the repository context of a session's cwd
+//! ([`repo`]); project work's linked worktrees, made, reused, inventoried and removed
+//! ([`worktrees`]); and fast-forward integration of an assigned branch into the primary
+//! branch ([`integrate`]). These are plain synchronous functions: no hub, store or protocol
+//! types.
 
+pub mod integrate;
 pub mod repo;
+pub mod worktrees;
 
+pub use integrate::{Plan, Refusal, fast_forward, is_on_primary, plan};
 pub use repo::{RepoContext, discover};
+pub use worktrees::{
+    Checkout, Entry, Presence, RemoveError, WorktreeError, ahead_behind, checkout_dir,
+    checkout_presence, ensure_worktree, generate_branch, head, inventory, primary_root,
+    remove_worktree,
+};

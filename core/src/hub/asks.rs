@@ -177,7 +177,21 @@ impl State {
             if to_supervisor {
                 let me = self.session_info(db, &session_id)?;
                 let reports_to = self.reports_to(&me, db)?;
-                if let Some(holder) = &reports_to.session_id {
+                if reports_to.session_id.is_none()
+                    && let Some(lead) = self.assigned_lead(&me.id, db)?
+                {
+                    // An assigned Lead asks its repository's Manager role, never the
+                    // Chief: the next Manager gets it.
+                    let to = AskTo {
+                        role: Role::Manager,
+                        repo_id: Some(lead.assignment.repo_id.clone()),
+                        project: Some(lead.assignment.project.clone()),
+                        session_id: None,
+                        session_name: None,
+                        worker: None,
+                    };
+                    store::asks::address(db, ask_id, &to)?;
+                } else if let Some(holder) = &reports_to.session_id {
                     let holder = self.session_info(db, holder)?;
                     let repo_id = match holder.role {
                         Role::Manager => me.repo_id.clone(),
@@ -274,10 +288,15 @@ impl State {
             session_id: answerer.clone(),
             name: label.clone(),
         };
+        // An integration's approval: the Manager hears the outcome, not the answer.
+        let approval = store::projects::approval(db, ask_id)?;
         atomically(db, || {
             if !store::asks::answer(db, ask_id, &text, &label, now)? {
                 let ask = store::asks::get(db, ask_id)?.expect("exists");
                 return Err(already_answered(&ask));
+            }
+            if approval.is_some() {
+                return Ok(());
             }
             let mailed = self.mail(
                 NewMessage {
@@ -293,12 +312,15 @@ impl State {
             if mailed.connected {
                 store::sessions::touch(db, &ask.session_id, now)?;
             }
-            Ok(mailed)
+            Ok(())
         })?;
         let ask = store::asks::get(db, ask_id)?.expect("exists");
         tracing::info!(ask = %ask.id, by = %label, "ask answered");
         self.tell_addressee(&ask, answerer.as_ref(), db, out)?;
         self.worker_ask_answered(&ask, db, out)?;
+        if let Some(approval) = approval {
+            self.approval_answered(approval, &text, &label, db, out)?;
+        }
         self.broadcast(&ServerMsg::AskAnswered { ask: ask.clone() }, out);
         Ok(ask)
     }

@@ -16,6 +16,7 @@ mod interrupt;
 mod mail;
 mod names;
 pub(crate) mod presence;
+mod projects;
 mod reports;
 mod resolve;
 pub(crate) mod roles;
@@ -43,6 +44,7 @@ use crate::protocol::{
     ClientKind, ClientMsg, Delivery, ErrorCode, MessageId, ResultsMode, ServerMsg, SessionId, frame,
 };
 use crate::store::{self, Store};
+use crate::workers::launch::ProcKey;
 
 /// Most commands handled in one transaction.
 pub const MAX_BATCH: usize = 1024;
@@ -97,6 +99,13 @@ pub enum HubCommand {
         worker: crate::protocol::WorkerId,
         code: Option<i32>,
     },
+    /// An assignment's Lead process ended.
+    LeadExited {
+        assignment: crate::protocol::AssignmentId,
+        code: Option<i32>,
+    },
+    /// Project git work finished on the git lane: continue on the hub.
+    GitDone(Box<projects::GitDone>),
     /// Sent once at start: adopt or relaunch the workers a previous core left.
     RecoverWorkers,
     /// A Lead-owned worker's question has waited `workers.ask_card_after_secs`: announce
@@ -137,6 +146,8 @@ pub struct CoreFacts {
     /// `workers.ask_card_after_secs`: a Lead-owned worker's `ask_owner` still open after
     /// this long is announced to the bridges (`ask_opened`) as a card.
     pub ask_card_after_secs: u64,
+    /// `projects.integrate`: what a Manager's `integrate_branch` may do.
+    pub integrate: crate::config::IntegratePolicy,
 }
 
 /// Start the hub task. The returned join handle ends after `Shutdown` (or when every
@@ -170,6 +181,8 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             backlog: mail::Backlog::default(),
             workers: workers::Workers::default(),
             host,
+            git: projects::GitLane::start(tx.downgrade()),
+            projects: projects::Projects::default(),
         },
     };
     let task = tokio::spawn(hub.run(rx));
@@ -232,6 +245,10 @@ struct State {
     /// Starts and stops workers' processes; `None` when it could not start (delegating is
     /// then refused with the reason).
     host: Option<workers::host_ops::HostLink>,
+    /// Project work's git operations, one at a time off the hub.
+    git: projects::GitLane,
+    /// Project work: what the hot paths must not query for.
+    projects: projects::Projects,
 }
 
 struct Live {
@@ -273,6 +290,8 @@ struct Out {
     closes: Vec<(ConnId, ErrorCode)>,
     /// Process work for the worker host, started after the commit.
     host: Vec<workers::HostOp>,
+    /// Git work for the project lane, started after the commit.
+    git: Vec<projects::GitJob>,
 }
 
 impl Out {
@@ -412,11 +431,30 @@ impl Hub {
                     // Without a store nothing about workers can change: say so, retry later.
                     HubCommand::WorkerLaunched(done) => {
                         tracing::error!(
-                            worker = done.worker,
-                            "a worker launch finished while the store failed"
+                            key = ?done.key,
+                            "a launch finished while the store failed"
                         );
                         if let Some((conn, id)) = done.reply {
-                            failed.error(conn, Some(id), HubError::new(ErrorCode::StoreFailed, format!("the database failed ({e}); the worker was started but could not be recorded: close it with `shepherd close {}`", done.worker)));
+                            let what = match done.key {
+                                ProcKey::Worker(w) => format!("close it with `shepherd close {w}`"),
+                                ProcKey::Lead(_) => {
+                                    "`shepherd projects` shows it once the database works"
+                                        .to_string()
+                                }
+                            };
+                            failed.error(conn, Some(id), HubError::new(ErrorCode::StoreFailed, format!("the database failed ({e}); the process was started but could not be recorded: {what}")));
+                        }
+                    }
+                    HubCommand::LeadExited { assignment, .. } => {
+                        tracing::error!(
+                            assignment,
+                            "an assignment's Lead exited while the store failed"
+                        );
+                    }
+                    HubCommand::GitDone(done) => {
+                        tracing::error!("a git operation finished while the store failed");
+                        if let Some((conn, id)) = done.reply {
+                            failed.error(conn, Some(id), HubError::new(ErrorCode::StoreFailed, format!("the database failed ({e}); the git work was done but not recorded: retry")));
                         }
                     }
                     HubCommand::WorkerExited { worker, .. } => {
@@ -499,7 +537,16 @@ impl State {
             HubCommand::ViewBuilt(done) => self.view_built(*done, db, out),
             HubCommand::Respond { conn, msg } => out.send(conn, &msg),
             HubCommand::Tick => self.tick(db),
-            HubCommand::WorkerLaunched(done) => self.worker_launched(*done, db, out),
+            HubCommand::WorkerLaunched(done) => match done.key {
+                ProcKey::Worker(worker) => self.worker_launched(worker, *done, db, out),
+                ProcKey::Lead(assignment) => self.lead_launched(assignment, *done, db, out),
+            },
+            HubCommand::LeadExited { assignment, code } => {
+                if let Err(err) = self.lead_exited(assignment, code, db, out) {
+                    tracing::error!(assignment, "handling a Lead's exit failed: {}", err.message);
+                }
+            }
+            HubCommand::GitDone(done) => self.git_done(*done, db, out),
             HubCommand::WorkerExited { worker, code } => {
                 if let Err(err) = self.worker_exited(worker, code, db, out) {
                     tracing::error!(worker, "handling a worker's exit failed: {}", err.message);
@@ -508,6 +555,9 @@ impl State {
             HubCommand::RecoverWorkers => {
                 if let Err(err) = self.recover_workers(db, out) {
                     tracing::error!("recovering workers failed: {}", err.message);
+                }
+                if let Err(err) = self.recover_leads(db, out) {
+                    tracing::error!("recovering assignments' Leads failed: {}", err.message);
                 }
             }
             HubCommand::AskCardDue { ask } => self.ask_card_due(ask, db, out),
@@ -561,7 +611,7 @@ impl State {
             ClientMsg::Unanswer(req) => self.unanswer(cx, req, db, out),
             ClientMsg::Interrupt(req) => self.interrupt(cx, req, db, out),
             ClientMsg::Bye(req) => self.bye(cx, req),
-            ClientMsg::RunResult(req) => self.run_result(cx, req, db, out),
+            ClientMsg::RunResult(req) => self.run_result(cx, req, repo, db, out),
             ClientMsg::ListReports(req) => self.list_reports(cx, req, db, out),
             ClientMsg::SetRole(req) => self.set_role(cx, req, db, out),
             ClientMsg::ListRoles(req) => self.list_roles(cx, req, db, out),
@@ -584,14 +634,11 @@ impl State {
             ClientMsg::AskOwner(req) => self.ask_owner(cx, req, db, out),
             ClientMsg::ListAgents(req) => self.list_agents(cx, req, db),
             ClientMsg::Usage(req) => self.usage(cx, req, db),
-            ClientMsg::DelegateProject(_)
-            | ClientMsg::ResumeWork(_)
-            | ClientMsg::StopLead(_)
-            | ClientMsg::IntegrateBranch(_)
-            | ClientMsg::ListProjects(_) => Err(HubError::new(
-                ErrorCode::Internal,
-                "project work is not built into this core yet",
-            )),
+            ClientMsg::DelegateProject(req) => self.delegate_project(cx, req, db, out),
+            ClientMsg::ResumeWork(req) => self.resume_work(cx, req, db, out),
+            ClientMsg::StopLead(req) => self.stop_lead(cx, req, db, out),
+            ClientMsg::IntegrateBranch(req) => self.integrate_branch(cx, req, db, out),
+            ClientMsg::ListProjects(req) => self.list_projects(cx, req, db, out),
         }
     }
 
@@ -674,6 +721,10 @@ impl State {
     /// the store (the session switches to replay); any other frame that finds it full
     /// closes that connection as a slow consumer.
     fn flush(&mut self, mut out: Out) {
+        let git_jobs = std::mem::take(&mut out.git);
+        if !git_jobs.is_empty() {
+            self.git.run(git_jobs);
+        }
         let host_ops = std::mem::take(&mut out.host);
         if !host_ops.is_empty()
             && let Some(host) = &self.host

@@ -292,8 +292,13 @@ impl State {
         // Manager and Chief come from the leases, never from what the session says.
         reg.role = self.registered_role(db, &reg.session_id, reg.role)?;
         let pid = self.conns.get(&conn).and_then(|c| c.handle.pid);
-        // A managed worker's session registers only from the process launched for it.
-        let worker = self.check_worker_launch(&reg, pid, db)?;
+        // A managed worker's or an assigned Lead's session registers only from the process
+        // launched for it.
+        let lead = self.check_lead_launch(&reg, pid, db)?;
+        let worker = match lead {
+            Some(_) => None,
+            None => self.check_worker_launch(&reg, pid, db)?,
+        };
         let takeover = self.takeover(conn, &reg, pid)?;
         let previous = store::sessions::get(db, &reg.session_id)?;
         let name = registration_name(&reg, &previous, &repo, |name| {
@@ -307,10 +312,19 @@ impl State {
             Some(row) => Some(self.bind_worker(&row, pid, session_file.as_deref(), db, out)?),
             None => None,
         };
+        let lead = match lead {
+            Some(row) => Some(self.bind_lead(&row, pid, session_file.as_deref(), db)?),
+            None => None,
+        };
         let rejoined = self.bind_session(conn, &info, takeover, out);
+        let assignment = lead.map(|row| {
+            self.assignment_changed(&row, out);
+            Box::new(self.assignment_record(&row))
+        });
         let arrived = Arrived {
             info,
-            worker: worker.map(|w| w.worker),
+            worker: worker.map(|w| Box::new(w.worker)),
+            assignment,
         };
         self.announce_registration(cx, arrived, rejoined, &previous, db, out)
     }
@@ -428,7 +442,11 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let Cx { conn, id, .. } = cx;
-        let Arrived { info, worker } = arrived;
+        let Arrived {
+            info,
+            worker,
+            assignment,
+        } = arrived;
         let info = self.session_info(db, &info.id)?;
         let status_now = info.status.clone();
         let pairing = store::pairings::active_for(db, &info.id)?;
@@ -440,7 +458,7 @@ impl State {
                 pending: info.pending_messages,
                 pairings: pairing.iter().map(|p| self.pairing_record(p)).collect(),
                 worker,
-                assignment: None,
+                assignment,
             },
         );
         self.replay(&info.id, db, out)?;
@@ -595,5 +613,6 @@ impl State {
 /// A session that just registered: its record and, for a managed worker, its worker.
 struct Arrived {
     info: SessionInfo,
-    worker: Option<crate::protocol::Worker>,
+    worker: Option<Box<crate::protocol::Worker>>,
+    assignment: Option<Box<crate::protocol::Assignment>>,
 }

@@ -118,18 +118,23 @@ impl State {
         self.keep_report(cx, posted, announce, db, out)
     }
 
-    /// A run's final text. The session's own `results` setting wins over the core's.
+    /// A run's final text (`repo`: the session's repository as read when the run settled).
+    /// The session's own `results` setting wins over the core's.
     pub(super) fn run_result(
         &mut self,
         cx: Cx,
         req: requests::RunResult,
+        repo: Option<crate::git::RepoContext>,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
         // A managed worker's run: its result is its owner's (mailed once), not the phone's.
         let session = self.registered(cx.conn)?.clone();
         let worker = self.worker_run_result(&session, &req.text, db, out)?;
-        let mode = match worker {
+        // An assigned Lead's run: an update for its Manager role (the phones see it as
+        // `assignment_update`), not an ordinary result.
+        let lead = !worker && self.lead_run_result(&session, &req.text, repo, db, out)?;
+        let mode = match worker || lead {
             true => ResultsMode::Off,
             false => req.results.unwrap_or(self.facts.results),
         };

@@ -135,6 +135,13 @@ impl State {
                 };
                 match manager {
                     Some(m) => Some(m),
+                    // An assigned Lead stays under its repository's Manager role while no
+                    // Manager holds it: its mail and asks wait for the next one.
+                    None if self.assigned_lead(&s.id, db)?.is_some() => Some(ReportsTo {
+                        to: Superior::Manager,
+                        session_id: None,
+                        session_name: None,
+                    }),
                     None => chief()?,
                 }
             }
@@ -215,6 +222,12 @@ impl State {
             Role::Manager => self.take_manager(info, db, out),
             Role::Chief => self.take_chief(info, db, out),
         })?;
+        if let Some(lease) = &lease
+            && lease.role == Role::Manager
+            && let Some(repo_id) = &lease.repo_id
+        {
+            self.project_mail_to_holder(&info.id, repo_id, db, out)?;
+        }
         out.send(
             cx.conn,
             &ServerMsg::RoleSet {
@@ -432,6 +445,31 @@ impl State {
         let text = nonempty(req.text, "message")?;
         let to = self.reports_to(&me, db)?;
         let (message_id, report_id, connected) = match &to.session_id {
+            None if to.to == Superior::Manager => {
+                // An assigned Lead with no Manager: the role's mailbox keeps it.
+                let lead = self.assigned_lead(&me.id, db)?.ok_or_else(|| {
+                    HubError::new(
+                        ErrorCode::Internal,
+                        "a Lead without a Manager is not assigned",
+                    )
+                })?;
+                let body = format!(
+                    "Message from {} {} ({}): {text}",
+                    me.role.as_str(),
+                    me.name,
+                    me.id
+                );
+                let mailed = self.project_mail(
+                    &lead.assignment.repo_id,
+                    Some(lead.assignment.id),
+                    DeliveryKind::SupervisorMessage,
+                    &body,
+                    &Self::sender(&me),
+                    db,
+                    out,
+                )?;
+                (Some(mailed.id), None, false)
+            }
             None => {
                 let posted = Posted {
                     text: text.clone(),
@@ -556,12 +594,21 @@ impl State {
                 });
             }
         }
+        // A Manager's assignments (its repository's); the human's: all; the Chief's: none.
+        let assignments = match &me {
+            None => self.staff_assignments(None, db)?,
+            Some(me) if me.role == Role::Manager => match &me.repo_id {
+                Some(repo) => self.staff_assignments(Some(repo), db)?,
+                None => Vec::new(),
+            },
+            Some(_) => Vec::new(),
+        };
         out.send(
             cx.conn,
             &ServerMsg::Staff {
                 id: cx.id,
                 members,
-                assignments: Vec::new(),
+                assignments,
             },
         );
         Ok(())

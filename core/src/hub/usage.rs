@@ -34,7 +34,7 @@ pub(crate) fn owned_sessions(
 /// Each session's name and file as the store knows them (a session it does not know is
 /// reported as such). A worker the sessions table does not know takes its name and file from
 /// the workers table.
-fn scope_of(db: &Connection, ids: Vec<SessionId>) -> rusqlite::Result<Vec<Scoped>> {
+pub(super) fn scope_of(db: &Connection, ids: Vec<SessionId>) -> rusqlite::Result<Vec<Scoped>> {
     let mut scope = Vec::with_capacity(ids.len());
     for id in ids {
         let known = store::sessions::get_uncounted(db, &id)?;

@@ -82,8 +82,9 @@ pub enum ErrorCode {
     WorkerRefused,
     /// A project work request was refused; `details.reason` says why (`not_manager`,
     /// `branch_assigned`, `checkout_occupied`, `no_assignment`, `retired`, `ambiguous`,
-    /// `git`, `sha_mismatch`, `not_fast_forward`, `dirty_primary`, `integrate_denied`,
-    /// `launch_failed`, `launch_mismatch`).
+    /// `git`, `sha_mismatch`, `not_fast_forward`, `dirty_primary`, `primary_detached`,
+    /// `primary_busy`, `branch_missing`, `bad_sha`, `integrate_denied`, `launch_failed`,
+    /// `launch_mismatch`).
     ProjectRefused,
 }
 

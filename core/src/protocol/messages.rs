@@ -268,11 +268,11 @@ server_messages! {
             /// Set when this session is a managed worker the core launched (bound by its
             /// launch nonce): its record, so the extension offers `ask_owner`.
             #[serde(default, skip_serializing_if = "Option::is_none")]
-            worker: Option<Worker>,
+            worker: Option<Box<Worker>>,
             /// Set when this session is the Lead the core launched for a work assignment
             /// (bound by its launch nonce): its assignment.
             #[serde(default, skip_serializing_if = "Option::is_none")]
-            assignment: Option<Assignment>,
+            assignment: Option<Box<Assignment>>,
         },
         /// Response to `update`.
         "updated" => Updated { id: u64, session: SessionInfo },
@@ -388,9 +388,9 @@ server_messages! {
         "usage" => UsageReported { id: u64, report: UsageReport },
         /// Response to `delegate_project`, `resume_work` and `stop_lead`: the assignment
         /// as it is now.
-        "assignment" => AssignmentIs { id: u64, assignment: Assignment },
+        "assignment" => AssignmentIs { id: u64, assignment: Box<Assignment> },
         /// Response to `integrate_branch`.
-        "integration" => Integrated { id: u64, integration: Integration },
+        "integration" => Integrated { id: u64, integration: Box<Integration> },
         /// Response to `list_projects`: by repository name.
         "projects" => Projects { id: u64, projects: Vec<Project> },
     }
@@ -438,11 +438,11 @@ server_messages! {
         /// Event to subscribers: a managed worker was started, changed state or ended.
         "worker_changed" => WorkerChanged { worker: Worker },
         /// Event to subscribers: an assignment was created or changed (state, Lead, cleanup).
-        "assignment_changed" => AssignmentChanged { assignment: Assignment },
+        "assignment_changed" => AssignmentChanged { assignment: Box<Assignment> },
         /// Event to subscribers: an assigned Lead finished a turn; `text` is its final text,
         /// also mailed to the repository's Manager role as `assignment_update`.
         "assignment_update" => AssignmentUpdated {
-            assignment: Assignment,
+            assignment: Box<Assignment>,
             text: String,
             message_id: MessageId,
         },

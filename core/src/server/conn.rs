@@ -289,6 +289,8 @@ impl Reader {
                 status: Some(status),
                 ..
             }) if status.is_idle() => self.cwd.clone()?,
+            // A run settled: an assigned Lead's update names the checkout's HEAD.
+            ClientMsg::RunResult(_) => self.cwd.clone()?,
             _ => return None,
         };
         if !cwd.starts_with('/') {

@@ -21,14 +21,6 @@ pub enum Process {
 }
 
 impl Process {
-    fn as_str(self) -> &'static str {
-        match self {
-            Process::None => "none",
-            Process::Starting => "starting",
-            Process::Bound => "bound",
-        }
-    }
-
     fn parse(s: &str) -> Process {
         match s {
             "starting" => Process::Starting,
@@ -298,11 +290,11 @@ pub fn bind(
     Ok(())
 }
 
-/// The Lead has no process any more.
+/// The Lead has no process any more (its nonce is spent: nothing registers with it).
 pub fn stopped(conn: &Connection, id: AssignmentId, now: u64) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "UPDATE assignments SET process = 'none', pid = NULL, pane = NULL, bound_pid = NULL,
-            updated_at = ?2 WHERE id = ?1",
+            nonce = '', updated_at = ?2 WHERE id = ?1",
     )?
     .execute(params![id, now])?;
     Ok(())
@@ -361,7 +353,7 @@ pub fn retire(conn: &Connection, id: AssignmentId, now: u64) -> rusqlite::Result
 pub fn tag_mail(
     conn: &Connection,
     message: MessageId,
-    assignment: AssignmentId,
+    assignment: Option<AssignmentId>,
     repo_id: &str,
 ) -> rusqlite::Result<()> {
     conn.prepare_cached("UPDATE messages SET assignment_id = ?2, role_repo = ?3 WHERE id = ?1")?
@@ -440,4 +432,25 @@ pub fn drop_approval(conn: &Connection, ask: AskId) -> rusqlite::Result<()> {
     conn.prepare_cached("DELETE FROM approvals WHERE ask_id = ?1")?
         .execute([ask])?;
     Ok(())
+}
+
+/// The newest assignment of `branch` (in one repository, or any), whatever its state.
+pub fn newest_by_branch(
+    conn: &Connection,
+    repo_id: Option<&str>,
+    branch: &str,
+) -> rusqlite::Result<Option<AssignmentRow>> {
+    conn.prepare_cached(&format!(
+        "{SELECT} WHERE a.branch = ?2 AND (?1 IS NULL OR a.repo_id = ?1) ORDER BY a.id DESC LIMIT 1"
+    ))?
+    .query_row(params![repo_id, branch], from_row)
+    .optional()
+}
+
+/// Undo a delegation whose Lead never started: the row and the mail waiting for its
+/// session. Returns how many messages were dropped.
+pub fn delete(conn: &Connection, id: AssignmentId, session: &SessionId) -> rusqlite::Result<usize> {
+    conn.prepare_cached("DELETE FROM assignments WHERE id = ?1")?
+        .execute([id])?;
+    super::messages::drop_pending(conn, session)
 }

@@ -11,7 +11,8 @@
 //! ```
 //!
 //! with `SHEPHERD_LAUNCH=<nonce>`, `SHEPHERD_AUTOSTART=0`, `SHEPHERD_SOCKET=<core socket>`,
-//! `SHEPHERD_WORKER=1` and `SHEPHERD_WORKER_ID=<id>` added to the inherited environment.
+//! and `SHEPHERD_WORKER=1` with `SHEPHERD_WORKER_ID=<id>` (a worker) or
+//! `SHEPHERD_ASSIGNMENT=<id>` (an assignment's Lead) added to the inherited environment.
 //! The task is never on argv: it is a durable `task` delivery.
 //!
 //! ## Tool selection, as measured with the pinned Pi 1.6.0
@@ -49,6 +50,32 @@ use std::path::{Path, PathBuf};
 /// Tools every worker keeps whatever its definition says: a worker must be able to ask
 /// its owner.
 pub const MANDATORY_TOOLS: &[&str] = &["ask_owner"];
+
+/// What a host process is for. The host keys processes by an `i64` ([`LaunchSpec::worker`]):
+/// a worker's id as is, an assignment's Lead as the assignment id negated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProcKey {
+    Worker(u64),
+    Lead(u64),
+}
+
+impl ProcKey {
+    /// The key the host uses.
+    pub fn raw(self) -> i64 {
+        match self {
+            ProcKey::Worker(id) => id as i64,
+            ProcKey::Lead(id) => -(id as i64),
+        }
+    }
+
+    pub fn of(raw: i64) -> ProcKey {
+        if raw < 0 {
+            ProcKey::Lead(raw.unsigned_abs())
+        } else {
+            ProcKey::Worker(raw as u64)
+        }
+    }
+}
 
 /// Which Pi session the worker runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,9 +212,14 @@ pub fn build(spec: &LaunchSpec, cx: LaunchContext<'_>) -> Launch {
         ("SHEPHERD_LAUNCH".into(), spec.nonce.clone().into()),
         ("SHEPHERD_AUTOSTART".into(), "0".into()),
         ("SHEPHERD_SOCKET".into(), cx.socket.into()),
-        ("SHEPHERD_WORKER".into(), "1".into()),
-        ("SHEPHERD_WORKER_ID".into(), spec.worker.to_string().into()),
     ];
+    match ProcKey::of(spec.worker) {
+        ProcKey::Worker(id) => {
+            env.push(("SHEPHERD_WORKER".into(), "1".into()));
+            env.push(("SHEPHERD_WORKER_ID".into(), id.to_string().into()));
+        }
+        ProcKey::Lead(id) => env.push(("SHEPHERD_ASSIGNMENT".into(), id.to_string().into())),
+    }
     env.extend(cx.extra_env.iter().map(|(k, v)| (k.clone(), v.into())));
     Launch {
         argv,

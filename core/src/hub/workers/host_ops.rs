@@ -1,16 +1,16 @@
 //! Process work for the worker host, queued by the hub while it handles a batch and
 //! started only after the batch committed (a worker's row and task are durable before its
 //! process exists). Each operation runs on its own task and reports back to the hub as a
-//! [`HubCommand`], so the hub never waits for a process.
+//! [`HubCommand`], so the hub never waits for a process. The host keys processes by an
+//! `i64`: a worker's id, or an assignment's Lead ([`crate::workers::launch::ProcKey`]).
 
 use tokio::sync::mpsc;
 
 use crate::hub::{ConnId, HubCommand};
-use crate::protocol::WorkerId;
 use std::path::PathBuf;
 
 use crate::workers::host::{Backend, Host, HostConfig, Launched};
-use crate::workers::launch::LaunchSpec;
+use crate::workers::launch::{LaunchSpec, ProcKey};
 
 /// One thing to do to a worker's process.
 pub(in crate::hub) enum HostOp {
@@ -20,14 +20,14 @@ pub(in crate::hub) enum HostOp {
         reply: Option<(ConnId, u64)>,
     },
     /// Stop it (idempotent).
-    Stop { worker: WorkerId },
+    Stop { key: ProcKey },
     /// After a core restart: find its tmux pane again.
-    Adopt { worker: WorkerId, pane: String },
+    Adopt { key: ProcKey, pane: String },
 }
 
 /// How a launch or adoption ended, as the hub hears it.
 pub struct LaunchDone {
-    pub worker: WorkerId,
+    pub key: ProcKey,
     pub reply: Option<(ConnId, u64)>,
     pub result: Result<Launched, String>,
 }
@@ -38,21 +38,19 @@ pub(in crate::hub) fn run(host: &Host, ops: Vec<HostOp>, hub: &mpsc::WeakSender<
         let host = host.clone();
         let Some(tx) = hub.upgrade() else { return };
         tokio::spawn(async move {
-            let (worker, reply, result) = match op {
+            let (key, reply, result) = match op {
                 HostOp::Launch { spec, reply } => {
-                    let worker = spec.worker as u64;
-                    (worker, reply, host.launch(*spec).await)
+                    let key = ProcKey::of(spec.worker);
+                    (key, reply, host.launch(*spec).await)
                 }
-                HostOp::Adopt { worker, pane } => {
-                    (worker, None, host.adopt(worker as i64, pane).await)
-                }
-                HostOp::Stop { worker } => {
-                    host.stop(worker as i64).await;
+                HostOp::Adopt { key, pane } => (key, None, host.adopt(key.raw(), pane).await),
+                HostOp::Stop { key } => {
+                    host.stop(key.raw()).await;
                     return;
                 }
             };
             let done = LaunchDone {
-                worker,
+                key,
                 reply,
                 result: result.map_err(|e| e.to_string()),
             };
@@ -87,9 +85,9 @@ pub(in crate::hub) fn start_host(
         while let Some(event) = rx.recv().await {
             let Some(tx) = hub.upgrade() else { break };
             let crate::workers::host::HostEvent::Exited { worker, code } = event;
-            let cmd = HubCommand::WorkerExited {
-                worker: worker as u64,
-                code,
+            let cmd = match ProcKey::of(worker) {
+                ProcKey::Worker(worker) => HubCommand::WorkerExited { worker, code },
+                ProcKey::Lead(assignment) => HubCommand::LeadExited { assignment, code },
             };
             if tx.send(cmd).await.is_err() {
                 break;

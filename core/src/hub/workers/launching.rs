@@ -366,7 +366,7 @@ impl State {
     }
 
     /// The backend new workers get, once the host can launch them.
-    fn host_backend(&self) -> HubResult<WorkerBackend> {
+    pub(in crate::hub) fn host_backend(&self) -> HubResult<WorkerBackend> {
         let Some(link) = &self.host else {
             return Err(refused(
                 "launch_failed",

@@ -16,7 +16,7 @@ use crate::protocol::{
 };
 use crate::store::workers::WorkerRow;
 use crate::store::{self, messages::NewMessage};
-use crate::workers::launch::SessionStart;
+use crate::workers::launch::{ProcKey, SessionStart};
 
 /// How a worker's owner reads a result: the header line, then the text.
 fn result_text(row: &WorkerRow, status: &str, text: &str) -> String {
@@ -193,7 +193,9 @@ impl State {
             }
             self.workers.awaiting_ack.remove(id);
             store::workers::set_state(db, worker, WorkerState::Done, now_ms())?;
-            out.host.push(HostOp::Stop { worker });
+            out.host.push(HostOp::Stop {
+                key: ProcKey::Worker(worker),
+            });
             let row = self.worker_record(db, worker)?;
             tracing::info!(worker, label = %row.worker.label, "worker result acknowledged; stopping it");
             self.worker_changed(row.worker, out);
@@ -254,7 +256,7 @@ impl State {
         }
         store::workers::set_state(db, row.worker.id, WorkerState::Closed, now)?;
         out.host.push(HostOp::Stop {
-            worker: row.worker.id,
+            key: ProcKey::Worker(row.worker.id),
         });
         tracing::info!(worker = row.worker.id, label = %row.worker.label, by, "worker closed");
         let closed = self.worker_record(db, row.worker.id)?;
@@ -262,14 +264,15 @@ impl State {
         Ok(())
     }
 
-    /// A launch (or adoption) finished.
+    /// A launch (or adoption) of a worker (`worker`) finished.
     pub(in crate::hub) fn worker_launched(
         &mut self,
+        worker: WorkerId,
         done: LaunchDone,
         db: &Connection,
         out: &mut Out,
     ) {
-        if let Err(err) = self.try_worker_launched(&done, db, out)
+        if let Err(err) = self.try_worker_launched(worker, &done, db, out)
             && let Some((conn, id)) = done.reply
         {
             out.error(conn, Some(id), err);
@@ -278,11 +281,12 @@ impl State {
 
     fn try_worker_launched(
         &mut self,
+        worker: WorkerId,
         done: &LaunchDone,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let row = self.worker_record(db, done.worker)?;
+        let row = self.worker_record(db, worker)?;
         match &done.result {
             Ok(launched) => {
                 store::workers::set_process(
@@ -426,7 +430,7 @@ impl State {
             && let Some(pane) = &row.pane
         {
             out.host.push(HostOp::Adopt {
-                worker: row.worker.id,
+                key: ProcKey::Worker(row.worker.id),
                 pane: pane.clone(),
             });
             return Ok(());

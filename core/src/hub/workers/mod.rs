@@ -21,7 +21,7 @@ mod ask;
 pub(super) mod host_ops;
 mod launching;
 mod lifecycle;
-mod requests;
+pub(super) mod requests;
 
 pub(super) use host_ops::HostOp;
 

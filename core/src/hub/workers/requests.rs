@@ -35,7 +35,7 @@ fn random_hex(bytes: usize) -> String {
 }
 
 /// A fresh UUID (version 4) for a worker's Pi session.
-pub(super) fn new_session_id() -> String {
+pub(in crate::hub) fn new_session_id() -> String {
     let mut b = [0u8; 16];
     getrandom::fill(&mut b).expect("the OS random source works");
     b[6] = (b[6] & 0x0f) | 0x40;
@@ -74,7 +74,7 @@ pub(in crate::hub) fn check_label(label: &str) -> HubResult<()> {
     }
 }
 
-pub(super) fn check_text(what: &str, text: &str) -> HubResult<()> {
+pub(in crate::hub) fn check_text(what: &str, text: &str) -> HubResult<()> {
     if text.trim().is_empty() {
         return Err(HubError::new(
             ErrorCode::InvalidArgument,

@@ -1,0 +1,164 @@
+//! `list_projects`: the open assignments grouped by repository, with what only git and the
+//! session files know (the primary branch, ahead/behind, the Leads' usage) read on the git
+//! lane. The same pass is the inventory that retires an assignment whose checkout git
+//! proves gone; an inventory that fails keeps it. `list_staff` carries the assignments
+//! as the store has them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+
+use super::{Actor, GitDone, GitJob};
+use crate::git::worktrees::{self, Presence};
+use crate::hub::{Cx, HubResult, Out, State};
+use crate::protocol::requests::ListProjects;
+use crate::protocol::{Assignment, Project, Role, ServerMsg, UsageTotals};
+use crate::store;
+use crate::usage::{self, Scoped};
+
+/// What the git lane reads for one assignment.
+struct Facts {
+    presence: Presence,
+    ahead_behind: Option<(usize, usize)>,
+    usage: Option<UsageTotals>,
+}
+
+impl State {
+    pub(in crate::hub) fn list_projects(
+        &mut self,
+        cx: Cx,
+        _req: ListProjects,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let repo = match self.project_actor(cx, db)? {
+            Actor::Manager { lease, .. } => lease.repo_id,
+            Actor::Human => None,
+        };
+        let rows = store::projects::list_open(db, repo.as_deref())?;
+        let mut jobs = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let tree = crate::hub::usage::owned_sessions(db, &row.assignment.session_id)?;
+            let scope = crate::hub::usage::scope_of(db, tree)?;
+            jobs.push((
+                row.assignment.id,
+                PathBuf::from(&row.primary_root),
+                PathBuf::from(&row.assignment.checkout),
+                row.assignment.branch.clone(),
+                scope,
+            ));
+        }
+        let job: GitJob = Box::new(move || {
+            let mut facts = Vec::with_capacity(jobs.len());
+            let mut primaries: BTreeMap<PathBuf, Option<String>> = BTreeMap::new();
+            for (id, primary, checkout, branch, scope) in jobs {
+                primaries
+                    .entry(primary.clone())
+                    .or_insert_with(|| worktrees::head(&primary).ok().and_then(|(b, _)| b));
+                facts.push((id, read_facts(&primary, &checkout, &branch, &scope)));
+            }
+            GitDone {
+                reply: Some((cx.conn, cx.id)),
+                then: Box::new(move |state, db, out| {
+                    state.projects_read(cx, repo, facts, primaries, db, out)
+                }),
+            }
+        });
+        out.git.push(job);
+        Ok(())
+    }
+
+    fn projects_read(
+        &mut self,
+        cx: Cx,
+        repo: Option<String>,
+        facts: Vec<(u64, Facts)>,
+        primaries: BTreeMap<PathBuf, Option<String>>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let mut by_id: BTreeMap<u64, Facts> = facts.into_iter().collect();
+        let mut projects: BTreeMap<String, Project> = BTreeMap::new();
+        for row in store::projects::list_open(db, repo.as_deref())? {
+            let facts = by_id.remove(&row.assignment.id);
+            if let Some(Facts {
+                presence: Presence::Absent,
+                ..
+            }) = &facts
+            {
+                // Git's complete inventory no longer has the checkout.
+                self.retire(
+                    &row,
+                    "its checkout is gone (git no longer lists it)",
+                    db,
+                    out,
+                )?;
+                continue;
+            }
+            let mut a: Assignment = self.assignment_record(&row);
+            if let Some(f) = facts {
+                if let Some((ahead, behind)) = f.ahead_behind {
+                    a.ahead = Some(ahead as u32);
+                    a.behind = Some(behind as u32);
+                }
+                a.usage = f.usage;
+            }
+            let project = projects
+                .entry(row.assignment.repo_id.clone())
+                .or_insert_with(|| Project {
+                    repo_id: row.assignment.repo_id.clone(),
+                    project: row.assignment.project.clone(),
+                    primary: row.primary_root.clone(),
+                    primary_branch: primaries
+                        .get(Path::new(&row.primary_root))
+                        .cloned()
+                        .flatten(),
+                    manager: None,
+                    assignments: Vec::new(),
+                });
+            project.assignments.push(a);
+        }
+        for project in projects.values_mut() {
+            project.manager =
+                store::leases::get(db, Role::Manager, Some(&project.repo_id))?.map(|mut l| {
+                    l.connected = self.live.contains_key(&l.session_id);
+                    l
+                });
+        }
+        let mut projects: Vec<Project> = projects.into_values().collect();
+        projects.sort_by(|a, b| a.project.cmp(&b.project).then(a.repo_id.cmp(&b.repo_id)));
+        out.send(
+            cx.conn,
+            &ServerMsg::Projects {
+                id: cx.id,
+                projects,
+            },
+        );
+        Ok(())
+    }
+
+    /// The assignments `list_staff` shows: a Manager's repository's, or all (human).
+    pub(in crate::hub) fn staff_assignments(
+        &self,
+        manager_repo: Option<&str>,
+        db: &Connection,
+    ) -> HubResult<Vec<Assignment>> {
+        Ok(store::projects::list_open(db, manager_repo)?
+            .iter()
+            .map(|row| self.assignment_record(row))
+            .collect())
+    }
+}
+
+fn read_facts(primary: &Path, checkout: &Path, branch: &str, scope: &[Scoped]) -> Facts {
+    let presence = worktrees::checkout_presence(primary, checkout);
+    let ahead_behind = worktrees::ahead_behind(primary, branch).ok();
+    let report = usage::build(scope);
+    let usage = (report.total.records > 0).then_some(report.total);
+    Facts {
+        presence,
+        ahead_behind,
+        usage,
+    }
+}
