@@ -122,7 +122,7 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
     assert!(card.text.contains(&sha[..7]), "{}", card.text);
     assert!(card.text.contains(COMMIT), "the commits: {}", card.text);
     let labels: Vec<String> = card.buttons().into_iter().map(|b| b.0).collect();
-    assert_eq!(labels, ["1. approve", "2. deny"]);
+    assert_eq!(labels, ["approve", "deny"]);
 
     // A reply typed to the card denies it with that reason; main is unchanged.
     tg.inject_message(

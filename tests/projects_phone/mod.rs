@@ -93,7 +93,7 @@ impl Request for Delegate {
     }
     fn reply(msg: ServerMsg) -> Result<Assignment, &'static str> {
         match msg {
-            ServerMsg::AssignmentIs { assignment, .. } => Ok(assignment),
+            ServerMsg::AssignmentIs { assignment, .. } => Ok(*assignment),
             other => Err(other.kind()),
         }
     }
@@ -112,7 +112,7 @@ impl Request for Integrate {
     }
     fn reply(msg: ServerMsg) -> Result<Integration, &'static str> {
         match msg {
-            ServerMsg::Integrated { integration, .. } => Ok(integration),
+            ServerMsg::Integrated { integration, .. } => Ok(*integration),
             other => Err(other.kind()),
         }
     }

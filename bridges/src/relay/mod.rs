@@ -162,13 +162,13 @@ impl<P: Platform> Relay<P> {
                 } => self.on_pairing(change, pairing, verdict, by).await,
                 ServerMsg::WorkerChanged { worker } => self.worker_changed(worker).await,
                 ServerMsg::AssignmentChanged { assignment } => {
-                    self.assignment_changed(assignment).await
+                    self.assignment_changed(*assignment).await
                 }
                 ServerMsg::AssignmentUpdated {
                     assignment,
                     text,
                     message_id,
-                } => self.assignment_update(assignment, &text, message_id).await,
+                } => self.assignment_update(*assignment, &text, message_id).await,
                 _ => {}
             },
         }
