@@ -4,9 +4,9 @@
 //! process the core launches in the assignment's worktree (headless, the scripted fake
 //! model). One core for the whole scenario:
 //!
-//! - the Manager delegates `feat/a`; the Lead commits and ends its turn: the update is
-//!   posted once in the Manager's topic (`🧭 manager · app`), tagged `app@feat/a`, with
-//!   its text, and the Manager gets it as mail;
+//! - the Manager delegates `feat/a`; the Lead (its own topic `app@feat/a`) commits and
+//!   ends its turn: the update is posted once in the Manager's topic (`🧭 manager · app`),
+//!   tagged `app@feat/a`, with its text, and the Manager gets it as mail;
 //! - `/projects` lists the repository, its Manager and the assignment (state, Lead state,
 //!   1 ahead / 0 behind, the last update's first line, tokens and cost);
 //! - the Manager asks to integrate: the approval card (question, commits, approve/deny
@@ -91,6 +91,10 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
     assert_eq!(update.thread_id, Some(topic.thread_id), "{}", update.text);
     assert!(update.text.contains(UPDATE), "{}", update.text);
     assert!(update.text.contains(&sha[..7]), "{}", update.text);
+    // The Lead has its own topic, named after the repository and branch (not the
+    // worktree's directory).
+    let topics: Vec<String> = tg.topics(FORUM).into_iter().map(|t| t.name).collect();
+    assert!(topics.iter().any(|t| t == "app@feat/a"), "{topics:?}");
 
     // /projects: the repository, its Manager, the assignment with its numbers.
     tg.inject_message(UserMessage::new(FORUM, ADA, "/projects"))?;
