@@ -13,7 +13,9 @@
 //!   reactions) is in the Manager's thread; a reply typed to it denies it with that reason
 //!   (the Manager is told, `main` is unchanged); asked again, the 1️⃣ (approve) reaction
 //!   fast-forwards `main` to the branch's tip (checked with git2) and the retirement is
-//!   said in the thread.
+//!   said in the thread;
+//! - of the assignment's changes only the delegation, its Lead running and its retirement
+//!   are said, once each.
 
 mod projects_phone;
 
@@ -189,13 +191,24 @@ async fn project_work_on_matrix_lists_updates_and_approves() -> Result<()> {
     .with_context(|| core.log())?;
     assert_eq!(thread_of(&retired), mara_thread);
 
-    // The update was said once.
+    // The update was said once; of the assignment's changes, the delegation, its Lead
+    // running and its retirement, once each, in the Manager's thread.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let updates = ada
-        .messages(&room)
-        .iter()
-        .filter(|m| m.sender == BOT && m.body().contains("update from the Lead"))
-        .count();
-    assert_eq!(updates, 1);
+    let said = |what: &str| {
+        ada.messages(&room)
+            .iter()
+            .filter(|m| m.sender == BOT && m.body().contains(what))
+            .map(thread_of)
+            .collect::<Vec<_>>()
+    };
+    let here = vec![mara_thread.clone()];
+    assert_eq!(said("update from the Lead"), here);
+    assert_eq!(
+        said("🧭 app@feat/a assigned by mara: Lead starting in "),
+        here
+    );
+    assert_eq!(said("🟢 app@feat/a: Lead running"), here);
+    assert_eq!(said("✅ app@feat/a integrated at"), here);
+    assert!(said("app@feat/a: Lead stopped").is_empty());
     Ok(())
 }

@@ -12,7 +12,9 @@
 //! - the Manager asks to integrate: the approval card (question, commits, approve/deny
 //!   buttons) is in the Manager's topic; a reply typed to it denies it with that reason
 //!   (the Manager is told, `main` is unchanged); asked again, `approve` fast-forwards `main`
-//!   to the branch's tip (checked with git2) and the retirement is said in the topic.
+//!   to the branch's tip (checked with git2) and the retirement is said in the topic;
+//! - of the assignment's changes only the delegation, its Lead running and its retirement
+//!   are said, once each.
 
 mod projects_phone;
 
@@ -173,13 +175,24 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
         .with_context(|| core.log())?;
     assert_eq!(retired.thread_id, Some(topic.thread_id));
 
-    // The update was said once.
+    // The update was said once; of the assignment's changes, the delegation, its Lead
+    // running and its retirement, once each, in the Manager's topic.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let updates = tg
-        .messages(FORUM)
-        .iter()
-        .filter(|m| m.text.contains("update from the Lead"))
-        .count();
-    assert_eq!(updates, 1);
+    let said = |what: &str| {
+        tg.messages(FORUM)
+            .iter()
+            .filter(|m| m.text.contains(what))
+            .map(|m| m.thread_id)
+            .collect::<Vec<_>>()
+    };
+    let here = vec![Some(topic.thread_id)];
+    assert_eq!(said("update from the Lead"), here);
+    assert_eq!(
+        said("🧭 app@feat/a assigned by mara: Lead starting in "),
+        here
+    );
+    assert_eq!(said("🟢 app@feat/a: Lead running"), here);
+    assert_eq!(said("✅ app@feat/a integrated at"), here);
+    assert!(said("app@feat/a: Lead stopped").is_empty());
     Ok(())
 }

@@ -180,9 +180,12 @@ impl Change {
     /// A Lead `starting` again is not said (its `running` follows).
     pub fn between(old: Option<&Assignment>, new: &Assignment) -> Option<Change> {
         let Some(old) = old else {
+            // Never seen before: a new delegation, or one paused while this bridge was
+            // away; one retired before it was ever seen here is not news.
             return match new.state {
                 AssignmentState::Active => Some(Change::Assigned),
-                state => Some(Change::State(state)),
+                AssignmentState::Paused => Some(Change::State(AssignmentState::Paused)),
+                AssignmentState::Retired => None,
             };
         };
         if old.state != new.state {
@@ -233,7 +236,7 @@ pub fn changed(a: &Assignment, change: Change) -> Rendered {
             None => {
                 h.text("🏁 ")
                     .bold(&tag)
-                    .text(" retired: its checkout is gone (the branch is kept)");
+                    .text(" retired without integration: no longer assigned (the branch is kept)");
             }
         },
         Change::Lead(lead) => {
@@ -407,6 +410,15 @@ mod tests {
     fn changes_worth_a_line_are_state_and_lead() {
         let a = assignment("feat/a");
         assert_eq!(Change::between(None, &a), Some(Change::Assigned));
+        let gone = Assignment {
+            state: AssignmentState::Retired,
+            ..a.clone()
+        };
+        assert_eq!(Change::between(None, &gone), None, "never seen: no news");
+        assert_eq!(
+            Change::between(Some(&a), &gone),
+            Some(Change::State(AssignmentState::Retired))
+        );
         assert_eq!(Change::between(Some(&a), &a), None);
         let moved = Assignment {
             head: Some("ffff".into()),
@@ -470,7 +482,7 @@ mod tests {
         assert!(
             changed(&gone, Change::State(AssignmentState::Retired))
                 .plain
-                .contains("retired: its checkout is gone"),
+                .contains("retired without integration"),
         );
         assert_eq!(
             changed(&a, Change::Lead(LeadState::Stopped)).plain,
