@@ -5,9 +5,9 @@
 
 use super::{Client, ClientError, Welcome};
 use crate::protocol::{
-    AgentDef, Ask, AskId, ClientMsg, CoreStatus, Lease, MessageId, Pairing, Registration, Report,
-    ReportsTo, Role, ServerMsg, SessionId, SessionInfo, SessionStatus, StaffMember, StaffView,
-    UsageReport, Verdict, View, Worker, requests,
+    AgentDef, Ask, AskId, Assignment, ClientMsg, CoreStatus, Integration, Lease, MessageId,
+    Pairing, Project, Registration, Report, ReportsTo, Role, ServerMsg, SessionId, SessionInfo,
+    SessionStatus, StaffMember, StaffView, UsageReport, Verdict, View, Worker, requests,
 };
 
 /// A request the core answers with one reply of type [`Request::Reply`].
@@ -141,6 +141,11 @@ replies! {
     ReadAgentTranscript => (Worker, String): ServerMsg::AgentText { worker, text, .. } => (worker, text),
     AskOwner => Ask: ServerMsg::Asked { ask, .. } => ask,
     Usage => UsageReport: ServerMsg::UsageReported { report, .. } => report,
+    DelegateProject => Assignment: ServerMsg::AssignmentIs { assignment, .. } => *assignment,
+    ResumeWork => Assignment: ServerMsg::AssignmentIs { assignment, .. } => *assignment,
+    StopLead => Assignment: ServerMsg::AssignmentIs { assignment, .. } => *assignment,
+    IntegrateBranch => Integration: ServerMsg::Integrated { integration, .. } => *integration,
+    ListProjects => Vec<Project>: ServerMsg::Projects { projects, .. } => projects,
 }
 
 /// `set_role`'s reply: the session with its new role, the one it had, and its lease.

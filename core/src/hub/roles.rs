@@ -444,15 +444,15 @@ impl State {
         }
         let text = nonempty(req.text, "message")?;
         let to = self.reports_to(&me, db)?;
+        // An assigned Lead's messages belong to its repository's Manager role: tagged so
+        // the next Manager gets what this one never read (the role's mailbox when none).
+        let lead = match to.to {
+            Superior::Manager => self.assigned_lead(&me.id, db)?,
+            _ => None,
+        };
         let (message_id, report_id, connected) = match &to.session_id {
-            None if to.to == Superior::Manager => {
-                // An assigned Lead with no Manager: the role's mailbox keeps it.
-                let lead = self.assigned_lead(&me.id, db)?.ok_or_else(|| {
-                    HubError::new(
-                        ErrorCode::Internal,
-                        "a Lead without a Manager is not assigned",
-                    )
-                })?;
+            _ if lead.is_some() => {
+                let lead = lead.expect("checked");
                 let body = format!(
                     "Message from {} {} ({}): {text}",
                     me.role.as_str(),
@@ -468,7 +468,11 @@ impl State {
                     db,
                     out,
                 )?;
-                (Some(mailed.id), None, false)
+                if let Some(holder) = &to.session_id {
+                    let target = self.session_uncounted(db, holder)?;
+                    self.edge_shown(EdgeKind::Supervisor, &me, &target, &text, mailed.id, out);
+                }
+                (Some(mailed.id), None, mailed.connected)
             }
             None => {
                 let posted = Posted {
@@ -533,6 +537,20 @@ impl State {
             db,
             out,
         )?;
+        self.edge_shown(kind, from, to, text, mailed.id, out);
+        Ok(mailed)
+    }
+
+    /// Show mail along an edge to the bridges when it touches a Manager or the Chief.
+    fn edge_shown(
+        &self,
+        kind: EdgeKind,
+        from: &SessionInfo,
+        to: &SessionInfo,
+        text: &str,
+        message_id: crate::protocol::MessageId,
+        out: &mut Out,
+    ) {
         let staff_role = |r: Role| matches!(r, Role::Manager | Role::Chief);
         if kind != EdgeKind::Peer && (staff_role(from.role) || staff_role(to.role)) {
             let message = EdgeMessage {
@@ -544,12 +562,11 @@ impl State {
                 to_name: to.name.clone(),
                 to_role: to.role,
                 text: text.to_string(),
-                message_id: mailed.id,
-                created_at: now,
+                message_id,
+                created_at: now_ms(),
             };
             self.broadcast(&ServerMsg::EdgeMessaged { message }, out);
         }
-        Ok(mailed)
     }
 
     /// Sessions that may be someone's staff: the connected ones and every lease holder.

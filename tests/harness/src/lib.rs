@@ -23,6 +23,7 @@ pub mod fake_telegram;
 pub mod git_repo;
 pub mod matrix_user;
 pub mod pi_process;
+pub mod projects;
 pub mod synapse;
 pub mod workers;
 

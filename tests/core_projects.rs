@@ -1,0 +1,716 @@
+//! Project work against the real core and REAL Lead Pi processes (the pinned Pi with the
+//! shepherd extension, launched by the core's worker host in their own linked worktrees,
+//! talking to a scripted fake model). The Manager is a harness client registered in the
+//! repository's primary worktree, so each step on its side is exact: what it is mailed,
+//! when it acks.
+//!
+//! - `delegate_project` makes the branch and its linked worktree, and the Lead works
+//!   there; its completed turn reaches the Manager as exactly one `assignment_update`
+//!   (text, branch, HEAD); its question reaches the Manager and the answer comes back;
+//! - with the Manager gone, the Lead's updates wait for the role and the next Manager gets
+//!   the backlog once; the Lead's message_supervisor waits too, never going to the Chief;
+//! - `stop_lead` pauses it (process gone, everything kept); `resume_work` relaunches the
+//!   same session in the same checkout;
+//! - `integrate_branch` waits for the human's approval, then fast-forwards the primary
+//!   branch, removes the worktree, retires the assignment and keeps the branch; a denial's
+//!   reason reaches the Manager; a diverged primary, a wrong sha and a dirty primary are
+//!   refused with nothing changed; a dirty checkout leaves `cleanup_pending`, finished by
+//!   the same call;
+//! - a checkout deleted by hand is retired after git's inventory;
+//! - refusals say what is missing (not a Manager, branch already assigned, occupied
+//!   checkout, no assignment).
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+use serde_json::json;
+use shepherd_core::protocol::{
+    AssignmentState, ClientKind, DeliveryKind, ErrorCode, IntegrationStatus, LeadState, requests,
+};
+use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply, message_text};
+use shepherd_harness::git_repo::git;
+use shepherd_harness::projects::{assignment, manager, projects, repo, rev, wait_assignment};
+use shepherd_harness::workers::{next_of_kind, worker_core_with};
+use shepherd_harness::{Core, Pi, error_code, error_details};
+
+/// The newest user message (a delivery, or the task).
+fn last_user(req: &ModelRequest) -> String {
+    req.messages()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(message_text)
+        .unwrap_or_default()
+}
+
+/// What the Leads' model does, by the marker in the newest user message.
+fn lead_script(req: &ModelRequest) -> Reply {
+    let (role, _) = req.last();
+    let user = last_user(req);
+    let commit_cmd = |file: &str| {
+        format!(
+            "echo {file} > {file} && git add {file} && git -c user.name=lead -c user.email=lead@example.invalid -c commit.gpgsign=false commit -qm 'add {file}'"
+        )
+    };
+    if user.contains("TASK-A") {
+        return match role.as_str() {
+            "tool" => Reply::text("UPDATE-A committed a.txt"),
+            _ => Reply::tool("bash", json!({"command": commit_cmd("a.txt")})),
+        };
+    }
+    if user.contains("TASK-B") {
+        return match role.as_str() {
+            "tool" => Reply::text("UPDATE-B committed b.txt"),
+            _ => Reply::tool("bash", json!({"command": commit_cmd("b.txt")})),
+        };
+    }
+    if user.contains("[shepherd] Answer") && user.contains("blue") {
+        return Reply::text("UPDATE-Q the colour is blue");
+    }
+    if user.contains("TASK-Q") {
+        return match role.as_str() {
+            "tool" => Reply::text("asked the manager"),
+            _ => Reply::tool(
+                "ask_supervisor",
+                json!({"question": "Which colour, red or blue?"}),
+            ),
+        };
+    }
+    if user.contains("TASK-M") {
+        return match role.as_str() {
+            "tool" => Reply::text("UPDATE-M told the manager"),
+            _ => Reply::tool(
+                "message_supervisor",
+                json!({"message": "RISK-M the schema may change"}),
+            ),
+        };
+    }
+    for turn in ["TURN-1", "TURN-2"] {
+        if user.contains(turn) {
+            return Reply::text(format!("UPDATE-{turn} done"));
+        }
+    }
+    Reply::text("nothing to do")
+}
+
+async fn start(env: &[(&str, &str)]) -> Result<(FakeModel, Core)> {
+    let model = FakeModel::start(lead_script).await?;
+    let core = worker_core_with(&model, "headless", env).await?;
+    Ok((model, core))
+}
+
+async fn delegate(
+    mgr: &mut Pi,
+    task: &str,
+    branch: &str,
+) -> Result<shepherd_core::protocol::Assignment> {
+    Ok(mgr
+        .client
+        .call(requests::DelegateProject {
+            task: task.into(),
+            branch: Some(branch.into()),
+            ..Default::default()
+        })
+        .await?)
+}
+
+/// The next `assignment_update` to the Manager, acked.
+async fn update(mgr: &mut Pi) -> Result<String> {
+    let d = next_of_kind(mgr, DeliveryKind::AssignmentUpdate).await?;
+    mgr.ack(&[d.id]).await?;
+    Ok(d.text)
+}
+
+/// Nothing of `kind` reaches `pi` within `wait` (other deliveries are acked).
+async fn none_of_kind(pi: &mut Pi, kind: DeliveryKind, wait: Duration) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        match pi.next_delivery(left).await {
+            Ok(d) if d.kind == kind => anyhow::bail!("unexpected {kind:?}: {}", d.text),
+            Ok(d) => pi.ack(&[d.id]).await?,
+            Err(_) => return Ok(()),
+        }
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+async fn steer(core: &Core, session: &str, text: &str) -> Result<()> {
+    let mut cli = core.client(ClientKind::Cli).await?;
+    cli.call(requests::Send {
+        to: session.into(),
+        text: text.into(),
+        ..Default::default()
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_works_in_its_worktree_and_each_turn_is_one_update_for_the_manager() -> Result<()> {
+    let (model, core) = start(&[]).await?;
+    let app = repo(&core, "app")?;
+    let mut mgr = manager(&core, &app, "0193a5c2-0000-7000-8000-00000000a001").await?;
+
+    let a = delegate(&mut mgr, "TASK-A add a.txt and commit it", "feat/a").await?;
+    assert_eq!(a.branch, "feat/a");
+    assert_eq!(a.project, "app");
+    assert_eq!(a.state, AssignmentState::Active);
+    let checkout = Path::new(&a.checkout);
+    assert!(
+        checkout.join(".git").is_file(),
+        "a linked worktree at {}",
+        a.checkout
+    );
+    assert_eq!(
+        a.checkout,
+        app.parent()
+            .unwrap()
+            .join("app.worktrees/feat-a")
+            .display()
+            .to_string()
+    );
+
+    let text = update(&mut mgr).await?;
+    let head = rev(checkout, "HEAD")?;
+    assert!(text.contains("UPDATE-A committed a.txt"), "{text}");
+    assert!(text.contains("app@feat/a"), "{text}");
+    assert!(
+        text.contains(&format!("head {}", &head[..7])),
+        "{text} vs {head}"
+    );
+    assert_eq!(
+        rev(&app, "feat/a")?,
+        head,
+        "the Lead committed on its branch"
+    );
+    assert_ne!(rev(&app, "main")?, head, "not on the primary branch");
+    none_of_kind(
+        &mut mgr,
+        DeliveryKind::AssignmentUpdate,
+        Duration::from_secs(2),
+    )
+    .await?;
+
+    let listed = wait_assignment(&core, "feat/a", "running with its update", |a| {
+        a.lead == LeadState::Running && a.last_update.is_some()
+    })
+    .await?;
+    assert_eq!((listed.ahead, listed.behind), (Some(1), Some(0)));
+    assert!(listed.last_update.unwrap().contains("UPDATE-A"));
+    assert_eq!(listed.session_id, a.session_id);
+    let usage = listed.usage.expect("the Lead's usage");
+    assert!(usage.total_tokens > 0);
+
+    // The Lead asks its Manager; the Manager's answer comes back to it.
+    steer(&core, a.session_id.as_str(), "TASK-Q pick a colour").await?;
+    let ask = match next_of_kind(&mut mgr, DeliveryKind::Ask).await {
+        Ok(ask) => ask,
+        Err(e) => {
+            for r in model.requests().iter().rev().take(3) {
+                eprintln!("REQ last={:?} user={:?}", r.last(), last_user(r));
+            }
+            eprintln!("{}", core.log());
+            return Err(e);
+        }
+    };
+    assert!(ask.text.contains("Which colour"), "{}", ask.text);
+    mgr.ack(&[ask.id]).await?;
+    mgr.client
+        .call(requests::Answer {
+            ask: ask.ask_id.expect("an ask"),
+            text: "blue".into(),
+            ..Default::default()
+        })
+        .await?;
+    loop {
+        let text = update(&mut mgr).await?;
+        if text.contains("UPDATE-Q the colour is blue") {
+            break;
+        }
+        assert!(text.contains("asked the manager"), "{text}");
+    }
+    assert!(
+        model
+            .requests()
+            .iter()
+            .any(|r| last_user(r).contains("blue"))
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_manager_the_role_keeps_the_updates_and_the_next_manager_gets_them_once()
+-> Result<()> {
+    let (_model, core) = start(&[]).await?;
+    let app = repo(&core, "app")?;
+    let mut mgr = manager(&core, &app, "0193a5c2-0000-7000-8000-00000000b001").await?;
+    let a = delegate(&mut mgr, "TASK-A add a.txt", "feat/a").await?;
+    assert!(update(&mut mgr).await?.contains("UPDATE-A"));
+    // A Chief exists: an assigned Lead's mail must not go to it.
+    let mut chief = Pi::register(
+        &core.socket(),
+        "0193a5c2-0000-7000-8000-00000000b0c1",
+        "chief",
+        &shepherd_harness::workers::work_dir(&core),
+    )
+    .await?;
+    chief
+        .client
+        .call(requests::SetRole {
+            role: shepherd_core::protocol::Role::Chief,
+            ..Default::default()
+        })
+        .await?;
+    drop(mgr); // The Manager dies.
+
+    let mut events = core.subscriber().await?;
+    for turn in ["TURN-1", "TURN-2", "TASK-M"] {
+        steer(&core, a.session_id.as_str(), turn).await?;
+        shepherd_harness::next_event_where(&mut events, Duration::from_secs(90), |m| {
+            matches!(m, shepherd_core::protocol::ServerMsg::AssignmentUpdated { text, .. } if text.contains(if turn == "TASK-M" { "UPDATE-M" } else { turn }))
+        })
+        .await?;
+    }
+    none_of_kind(
+        &mut chief,
+        DeliveryKind::SupervisorMessage,
+        Duration::from_millis(500),
+    )
+    .await?;
+
+    // A new Manager session takes the lease from the one that is gone.
+    let mut next = manager(&core, &app, "0193a5c2-0000-7000-8000-00000000b002").await?;
+    let mut got = Vec::new();
+    while got.len() < 4 {
+        let d = next.next_delivery(Duration::from_secs(30)).await?;
+        next.ack(&[d.id]).await?;
+        got.push((d.kind, d.text));
+    }
+    let kinds: Vec<_> = got.iter().map(|(k, _)| *k).collect();
+    assert_eq!(
+        kinds,
+        [
+            DeliveryKind::AssignmentUpdate,
+            DeliveryKind::AssignmentUpdate,
+            DeliveryKind::SupervisorMessage,
+            DeliveryKind::AssignmentUpdate
+        ],
+        "{got:?}"
+    );
+    assert!(
+        got[0].1.contains("UPDATE-TURN-1") && got[1].1.contains("UPDATE-TURN-2"),
+        "{got:?}"
+    );
+    assert!(got[2].1.contains("RISK-M"), "{got:?}");
+    assert!(got[3].1.contains("UPDATE-M"), "{got:?}");
+    none_of_kind(
+        &mut next,
+        DeliveryKind::AssignmentUpdate,
+        Duration::from_secs(2),
+    )
+    .await?;
+    none_of_kind(
+        &mut chief,
+        DeliveryKind::SupervisorMessage,
+        Duration::from_millis(200),
+    )
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_lead_pauses_and_resume_work_relaunches_the_same_session_in_the_same_checkout()
+-> Result<()> {
+    let (_model, core) = start(&[]).await?;
+    let app = repo(&core, "app")?;
+    let mut mgr = manager(&core, &app, "0193a5c2-0000-7000-8000-00000000c001").await?;
+    let a = delegate(&mut mgr, "TASK-A add a.txt", "feat/a").await?;
+    update(&mut mgr).await?;
+    let running =
+        wait_assignment(&core, "feat/a", "running", |a| a.lead == LeadState::Running).await?;
+    let pid = running.pid.expect("a running Lead has a pid");
+    let file_before = core
+        .cli_json(&["sessions"])
+        .ok()
+        .and_then(|v| {
+            v.as_array()?
+                .iter()
+                .find(|s| s["id"] == a.session_id.as_str())
+                .cloned()
+        })
+        .and_then(|s| s["session_file"].as_str().map(str::to_string));
+
+    let stopped = mgr
+        .client
+        .call(requests::StopLead {
+            branch: "feat/a".into(),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(stopped.state, AssignmentState::Paused);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while alive(pid) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the Lead {pid} still runs"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let paused =
+        wait_assignment(&core, "feat/a", "stopped", |a| a.lead == LeadState::Stopped).await?;
+    assert_eq!(paused.state, AssignmentState::Paused);
+    assert!(Path::new(&a.checkout).is_dir(), "the checkout is kept");
+    assert!(rev(&app, "feat/a").is_ok(), "the branch is kept");
+
+    let resumed = mgr
+        .client
+        .call(requests::ResumeWork {
+            branch: "feat/a".into(),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(resumed.session_id, a.session_id);
+    assert_eq!(resumed.checkout, a.checkout);
+    assert_eq!(resumed.state, AssignmentState::Active);
+    let back = wait_assignment(&core, "feat/a", "running again", |a| {
+        a.lead == LeadState::Running
+    })
+    .await?;
+    assert_ne!(back.pid, Some(pid));
+    // It runs on the same session file, on the same branch.
+    let file_after = core
+        .cli_json(&["sessions"])?
+        .as_array()
+        .and_then(|v| v.iter().find(|s| s["id"] == a.session_id.as_str()).cloned())
+        .and_then(|s| s["session_file"].as_str().map(str::to_string));
+    assert!(file_after.is_some());
+    assert_eq!(file_before, file_after);
+    assert_eq!(back.current_branch.as_deref(), Some("feat/a"));
+    // Running already: resume_work returns it.
+    let again = mgr
+        .client
+        .call(requests::ResumeWork {
+            branch: "feat/a".into(),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(again.pid, back.pid);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn integration_waits_for_the_human_then_fast_forwards_removes_the_worktree_and_retires()
+-> Result<()> {
+    let (_model, core) = start(&[]).await?;
+    let app = repo(&core, "app")?;
+    let mut mgr = manager(&core, &app, "0193a5c2-0000-7000-8000-00000000d001").await?;
+    let a = delegate(&mut mgr, "TASK-A add a.txt", "feat/a").await?;
+    update(&mut mgr).await?;
+    let b = delegate(&mut mgr, "TASK-B add b.txt", "feat/b").await?;
+    update(&mut mgr).await?;
+    let main_before = rev(&app, "main")?;
+    let sha_a = rev(&app, "feat/a")?;
+
+    let waiting = mgr
+        .client
+        .call(requests::IntegrateBranch {
+            branch: "feat/a".into(),
+            sha: sha_a.clone(),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(waiting.status, IntegrationStatus::AwaitingApproval);
+    assert_eq!(waiting.primary_branch, "main");
+    let ask_id = waiting.ask_id.expect("an approval ask");
+    assert_eq!(
+        rev(&app, "main")?,
+        main_before,
+        "nothing happens before the approval"
+    );
+    let mut cli = core.client(ClientKind::Cli).await?;
+    let asks = cli.call(requests::ListAsks::default()).await?;
+    let ask = asks
+        .iter()
+        .find(|x| x.id == ask_id)
+        .expect("the approval ask is open");
+    assert_eq!(ask.options, ["approve", "deny"]);
+    assert!(
+        ask.question.contains("app@feat/a") && ask.question.contains(&sha_a[..7]),
+        "{}",
+        ask.question
+    );
+    assert!(
+        ask.details.as_deref().unwrap_or("").contains("add a.txt"),
+        "{:?}",
+        ask.details
+    );
+
+    cli.call(requests::Answer {
+        ask: ask_id,
+        text: "approve".into(),
+        ..Default::default()
+    })
+    .await?;
+    let told = next_of_kind(&mut mgr, DeliveryKind::Integration).await?;
+    mgr.ack(&[told.id]).await?;
+    assert!(
+        told.text.contains("approved") && told.text.contains("retired"),
+        "{}",
+        told.text
+    );
+    assert_eq!(rev(&app, "main")?, sha_a, "main fast-forwarded");
+    assert!(
+        app.join("a.txt").is_file(),
+        "the primary worktree has the work"
+    );
+    assert!(!Path::new(&a.checkout).exists(), "the worktree is removed");
+    assert_eq!(rev(&app, "feat/a")?, sha_a, "the branch is kept");
+    assert!(assignment(&core, "feat/a").await?.is_none(), "retired");
+    let refused = mgr
+        .client
+        .call(requests::ResumeWork {
+            branch: "feat/a".into(),
+            ..Default::default()
+        })
+        .await
+        .map_err(anyhow::Error::from)
+        .unwrap_err();
+    assert_eq!(
+        error_details(&refused).unwrap()["reason"],
+        "retired",
+        "{refused}"
+    );
+
+    // feat/b now diverged from main: its integration is refused before the human is asked.
+    let sha_b = rev(&app, "feat/b")?;
+    let err = mgr
+        .client
+        .call(requests::IntegrateBranch {
+            branch: "feat/b".into(),
+            sha: sha_b.clone(),
+            ..Default::default()
+        })
+        .await
+        .map_err(anyhow::Error::from)
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(ErrorCode::ProjectRefused));
+    assert_eq!(
+        error_details(&err).unwrap()["reason"],
+        "not_fast_forward",
+        "{err}"
+    );
+    assert_eq!(rev(&app, "main")?, sha_a, "nothing changed");
+
+    // Rebased on main, it may be proposed again; the human denies it with a reason.
+    git(Path::new(&b.checkout), &["rebase", "-q", "main"])?;
+    let sha_b = rev(&app, "feat/b")?;
+    let waiting = mgr
+        .client
+        .call(requests::IntegrateBranch {
+            branch: "feat/b".into(),
+            sha: sha_b.clone(),
+            ..Default::default()
+        })
+        .await?;
+    cli.call(requests::Answer {
+        ask: waiting.ask_id.unwrap(),
+        text: "needs tests first".into(),
+        ..Default::default()
+    })
+    .await?;
+    let told = next_of_kind(&mut mgr, DeliveryKind::Integration).await?;
+    mgr.ack(&[told.id]).await?;
+    assert!(
+        told.text.contains("denied") && told.text.contains("needs tests first"),
+        "{}",
+        told.text
+    );
+    assert_eq!(rev(&app, "main")?, sha_a, "a denial changes nothing");
+    assert!(Path::new(&b.checkout).is_dir());
+
+    // The human integrates it directly (`shepherd integrate`'s request).
+    let done = cli
+        .call(requests::IntegrateBranch {
+            branch: "feat/b".into(),
+            sha: sha_b.clone(),
+            repo: Some("app".into()),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(
+        done.status,
+        IntegrationStatus::Integrated,
+        "{}",
+        done.message
+    );
+    assert_eq!(rev(&app, "main")?, sha_b);
+    assert!(!Path::new(&b.checkout).exists());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn integration_refusals_change_nothing_and_a_dirty_checkout_leaves_cleanup_pending()
+-> Result<()> {
+    let (_model, core) = start(&[("SHEPHERD_PROJECTS__INTEGRATE", "allow")]).await?;
+    let app = repo(&core, "app")?;
+    let mut mgr = manager(&core, &app, "0193a5c2-0000-7000-8000-00000000e001").await?;
+    let a = delegate(&mut mgr, "TASK-A add a.txt", "feat/a").await?;
+    update(&mut mgr).await?;
+    let sha = rev(&app, "feat/a")?;
+    let main_before = rev(&app, "main")?;
+    let integrate = |sha: String| requests::IntegrateBranch {
+        branch: "feat/a".into(),
+        sha,
+        ..Default::default()
+    };
+    let reason = |e: &anyhow::Error| error_details(e).map(|d| d["reason"].clone());
+
+    let err = mgr
+        .client
+        .call(integrate(main_before.clone()))
+        .await
+        .map_err(anyhow::Error::from)
+        .unwrap_err();
+    assert_eq!(reason(&err), Some(json!("sha_mismatch")), "{err}");
+    std::fs::write(app.join("README"), "changed\n")?;
+    let err = mgr
+        .client
+        .call(integrate(sha.clone()))
+        .await
+        .map_err(anyhow::Error::from)
+        .unwrap_err();
+    assert_eq!(reason(&err), Some(json!("dirty_primary")), "{err}");
+    assert!(err.to_string().contains("README"), "{err}");
+    git(&app, &["checkout", "-q", "--", "README"])?;
+    assert_eq!(rev(&app, "main")?, main_before, "nothing changed");
+
+    // Allowed: it runs at once; an untracked file in the checkout keeps it there.
+    std::fs::write(Path::new(&a.checkout).join("notes.txt"), "mine\n")?;
+    let pending = mgr.client.call(integrate(sha.clone())).await?;
+    assert_eq!(
+        pending.status,
+        IntegrationStatus::CleanupPending,
+        "{}",
+        pending.message
+    );
+    assert!(pending.message.contains("notes.txt"), "{}", pending.message);
+    assert_eq!(rev(&app, "main")?, sha, "the primary branch advanced");
+    assert!(Path::new(&a.checkout).is_dir());
+    let listed = assignment(&core, "feat/a").await?.expect("still open");
+    assert!(listed.cleanup_pending);
+    std::fs::remove_file(Path::new(&a.checkout).join("notes.txt"))?;
+    let done = mgr.client.call(integrate(sha.clone())).await?;
+    assert_eq!(
+        done.status,
+        IntegrationStatus::Integrated,
+        "{}",
+        done.message
+    );
+    assert!(!Path::new(&a.checkout).exists());
+    assert!(assignment(&core, "feat/a").await?.is_none());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkout_deleted_by_hand_is_retired_after_the_inventory_and_refusals_say_why()
+-> Result<()> {
+    let (_model, core) = start(&[]).await?;
+    let app = repo(&core, "app")?;
+
+    // Not a Manager: a Lead in the repository may not delegate.
+    let mut lead = Pi::register(
+        &core.socket(),
+        "0193a5c2-0000-7000-8000-00000000f0aa",
+        "lead",
+        &app,
+    )
+    .await?;
+    let err = delegate(&mut lead, "TASK-A", "feat/x").await.unwrap_err();
+    assert_eq!(
+        error_details(&err).unwrap()["reason"],
+        "not_manager",
+        "{err}"
+    );
+    assert!(err.to_string().contains("/manager"), "{err}");
+    drop(lead);
+
+    let mut mgr = manager(&core, &app, "0193a5c2-0000-7000-8000-00000000f001").await?;
+    let a = delegate(&mut mgr, "TASK-A add a.txt", "feat/a").await?;
+    update(&mut mgr).await?;
+    let err = delegate(&mut mgr, "TASK-A again", "feat/a")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error_details(&err).unwrap()["reason"],
+        "branch_assigned",
+        "{err}"
+    );
+    assert!(err.to_string().contains("resume_work"), "{err}");
+    let err = mgr
+        .client
+        .call(requests::StopLead {
+            branch: "feat/none".into(),
+            ..Default::default()
+        })
+        .await
+        .map_err(anyhow::Error::from)
+        .unwrap_err();
+    assert_eq!(
+        error_details(&err).unwrap()["reason"],
+        "no_assignment",
+        "{err}"
+    );
+
+    // A worktree someone works in by hand is not handed to a second writer.
+    git(
+        &app,
+        &["worktree", "add", "-q", "-b", "feat/busy", "../busy"],
+    )?;
+    let busy = app.parent().unwrap().join("busy").canonicalize()?;
+    let _hand = Pi::register(
+        &core.socket(),
+        "0193a5c2-0000-7000-8000-00000000f0bb",
+        "by-hand",
+        &busy,
+    )
+    .await?;
+    let err = delegate(&mut mgr, "TASK-B", "feat/busy").await.unwrap_err();
+    assert_eq!(
+        error_details(&err).unwrap()["reason"],
+        "checkout_occupied",
+        "{err}"
+    );
+    assert!(err.to_string().contains("by-hand"), "{err}");
+
+    // Deleted by hand while paused: the next inventory retires it, the branch stays.
+    mgr.client
+        .call(requests::StopLead {
+            branch: "feat/a".into(),
+            ..Default::default()
+        })
+        .await?;
+    wait_assignment(&core, "feat/a", "stopped", |a| a.lead == LeadState::Stopped).await?;
+    std::fs::remove_dir_all(&a.checkout)?;
+    let all = projects(&core).await?;
+    assert!(
+        all.iter()
+            .all(|p| p.assignments.iter().all(|x| x.branch != "feat/a")),
+        "{all:?}"
+    );
+    assert!(rev(&app, "feat/a").is_ok(), "the branch is kept");
+    // A new delegation may reuse the branch.
+    let again = delegate(&mut mgr, "TASK-A once more", "feat/a").await?;
+    assert_ne!(again.session_id, a.session_id);
+    assert!(Path::new(&again.checkout).is_dir());
+    Ok(())
+}
