@@ -74,34 +74,33 @@ async fn project_work_on_matrix_lists_updates_and_approves() -> Result<()> {
     .await?;
     let room = ada.accept_invite(None, WAIT).await?;
     ada.wait_for_member(&room, BOT, WAIT).await?;
-    let work = tempfile::tempdir()?;
-    let repo = repo(work.path())?;
+    let repo = repo(&core, "app")?;
     let main_before = tip(&repo, "main")?;
 
     // The Manager's thread: its start, then its role said in it.
-    let mut mara = manager(&core, "mp-mara", "mara", &repo).await?;
+    let mut mgr = manager(&core, &repo, "mp-manager").await?;
     let line = bot_says(&ada, &room, |m| {
-        m.body().contains("mara is now the manager of app")
+        m.body().contains("app-manager is now the manager of app")
     })
     .await?;
-    let mara_thread = thread_of(&line);
+    let mgr_thread = thread_of(&line);
 
     // Delegated: the Lead commits and ends its turn; its update is said once, tagged, in
     // the Manager's thread, and mailed to the Manager.
-    let assignment = delegate(&mut mara, "TASK-A add a file", "feat/a").await?;
+    let assignment = delegate(&mut mgr, "TASK-A add a file", "feat/a").await?;
     assert_eq!(assignment.branch, "feat/a");
     let sha = wait_committed(&repo, "feat/a").await?;
-    let mail = next_of_kind(&mut mara, DeliveryKind::AssignmentUpdate)
+    let mail = next_of_kind(&mut mgr, DeliveryKind::AssignmentUpdate)
         .await
         .with_context(|| core.log())?;
     assert!(mail.text.contains(UPDATE), "{}", mail.text);
-    mara.ack(&[mail.id]).await?;
+    mgr.ack(&[mail.id]).await?;
     let update = bot_says(&ada, &room, |m| {
         m.body().contains("📬 app@feat/a · update from the Lead")
     })
     .await
     .with_context(|| core.log())?;
-    assert_eq!(thread_of(&update), mara_thread, "{}", update.body());
+    assert_eq!(thread_of(&update), mgr_thread, "{}", update.body());
     assert!(update.body().contains(UPDATE), "{}", update.body());
     assert!(update.body().contains(&sha[..7]), "{}", update.body());
 
@@ -112,7 +111,7 @@ async fn project_work_on_matrix_lists_updates_and_approves() -> Result<()> {
     })
     .await?;
     for part in [
-        "🗂 app · primary main · 🧭 manager mara",
+        "🗂 app · primary main · 🧭 manager app-manager",
         "app@feat/a · active · Lead running · 1 ahead, 0 behind",
         " tokens · $",
         "last update ",
@@ -127,14 +126,14 @@ async fn project_work_on_matrix_lists_updates_and_approves() -> Result<()> {
 
     // The Manager asks to integrate: the approval card is in its thread, with the two
     // options as reactions.
-    let asked = integrate(&mut mara, "feat/a", &sha).await?;
+    let asked = integrate(&mut mgr, "feat/a", &sha).await?;
     assert_eq!(asked.status, IntegrationStatus::AwaitingApproval);
     let card = bot_says(&ada, &room, |m| {
         m.edits == 0 && m.body().contains("Integrate app@feat/a into main at")
     })
     .await
     .with_context(|| core.log())?;
-    assert_eq!(thread_of(&card), mara_thread);
+    assert_eq!(thread_of(&card), mgr_thread);
     assert!(card.body().contains(&sha[..7]), "{}", card.body());
     assert!(card.body().contains(COMMIT), "the commits: {}", card.body());
     assert!(card.body().contains("1. approve"), "{}", card.body());
@@ -149,13 +148,13 @@ async fn project_work_on_matrix_lists_updates_and_approves() -> Result<()> {
     // A reply typed to the card denies it with that reason; main is unchanged.
     ada.send_reply(&room, &card.event_id, "not yet: add a test first")
         .await?;
-    let outcome = next_of_kind(&mut mara, DeliveryKind::Integration).await?;
+    let outcome = next_of_kind(&mut mgr, DeliveryKind::Integration).await?;
     assert!(
         outcome.text.contains("not yet: add a test first"),
         "{}",
         outcome.text
     );
-    mara.ack(&[outcome.id]).await?;
+    mgr.ack(&[outcome.id]).await?;
     bot_says(&ada, &room, |m| {
         m.event_id == card.event_id && m.body().contains("not yet: add a test first")
     })
@@ -163,7 +162,7 @@ async fn project_work_on_matrix_lists_updates_and_approves() -> Result<()> {
     assert_eq!(tip(&repo, "main")?, main_before, "denied: main unchanged");
 
     // Asked again and approved with 1️⃣: main is fast-forwarded to the tip.
-    let asked = integrate(&mut mara, "feat/a", &sha).await?;
+    let asked = integrate(&mut mgr, "feat/a", &sha).await?;
     assert_eq!(asked.status, IntegrationStatus::AwaitingApproval);
     let first = card.event_id.clone();
     let card = bot_says(&ada, &room, |m| {
@@ -177,8 +176,8 @@ async fn project_work_on_matrix_lists_updates_and_approves() -> Result<()> {
     })
     .await?;
     ada.react(&room, &card.event_id, KEY1).await?;
-    let outcome = next_of_kind(&mut mara, DeliveryKind::Integration).await?;
-    mara.ack(&[outcome.id]).await?;
+    let outcome = next_of_kind(&mut mgr, DeliveryKind::Integration).await?;
+    mgr.ack(&[outcome.id]).await?;
     assert_eq!(tip(&repo, "main")?, sha, "approved: main fast-forwarded");
     bot_says(&ada, &room, |m| {
         m.event_id == card.event_id && m.body().contains("answered by matrix:@ada:localhost")
@@ -189,7 +188,7 @@ async fn project_work_on_matrix_lists_updates_and_approves() -> Result<()> {
     })
     .await
     .with_context(|| core.log())?;
-    assert_eq!(thread_of(&retired), mara_thread);
+    assert_eq!(thread_of(&retired), mgr_thread);
 
     // The update was said once; of the assignment's changes, the delegation, its Lead
     // running and its retirement, once each, in the Manager's thread.
@@ -201,10 +200,10 @@ async fn project_work_on_matrix_lists_updates_and_approves() -> Result<()> {
             .map(thread_of)
             .collect::<Vec<_>>()
     };
-    let here = vec![mara_thread.clone()];
+    let here = vec![mgr_thread.clone()];
     assert_eq!(said("update from the Lead"), here);
     assert_eq!(
-        said("🧭 app@feat/a assigned by mara: Lead starting in "),
+        said("🧭 app@feat/a assigned by app-manager: Lead starting in "),
         here
     );
     assert_eq!(said("🟢 app@feat/a: Lead running"), here);

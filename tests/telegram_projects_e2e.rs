@@ -60,12 +60,11 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
         tg.long_poll_waiting().then_some(())
     })
     .await?;
-    let work = tempfile::tempdir()?;
-    let repo = repo(work.path())?;
+    let repo = repo(&core, "app")?;
     let main_before = tip(&repo, "main")?;
 
     // The Manager's topic is named after its role.
-    let mut mara = manager(&core, "tp-mara", "mara", &repo).await?;
+    let mut mgr = manager(&core, &repo, "tp-manager").await?;
     let topic = tg
         .wait_for("the manager's topic", WAIT, |tg| {
             tg.topics(FORUM)
@@ -76,14 +75,14 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
 
     // Delegated: the Lead commits and ends its turn; its update is said once, tagged, in
     // the Manager's topic, and mailed to the Manager.
-    let assignment = delegate(&mut mara, "TASK-A add a file", "feat/a").await?;
+    let assignment = delegate(&mut mgr, "TASK-A add a file", "feat/a").await?;
     assert_eq!(assignment.branch, "feat/a");
     let sha = wait_committed(&repo, "feat/a").await?;
-    let mail = next_of_kind(&mut mara, DeliveryKind::AssignmentUpdate)
+    let mail = next_of_kind(&mut mgr, DeliveryKind::AssignmentUpdate)
         .await
         .with_context(|| core.log())?;
     assert!(mail.text.contains(UPDATE), "{}", mail.text);
-    mara.ack(&[mail.id]).await?;
+    mgr.ack(&[mail.id]).await?;
     let update = tg
         .wait_for_message(FORUM, WAIT, |m| {
             m.text.contains("📬 app@feat/a · update from the Lead")
@@ -106,7 +105,7 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
         })
         .await?;
     for part in [
-        "🗂 app · primary main · 🧭 manager mara",
+        "🗂 app · primary main · 🧭 manager app-manager",
         "app@feat/a · active · Lead running · 1 ahead, 0 behind",
         " tokens · $",
         "last update ",
@@ -116,7 +115,7 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
     }
 
     // The Manager asks to integrate: the approval card is in its topic.
-    let asked = integrate(&mut mara, "feat/a", &sha).await?;
+    let asked = integrate(&mut mgr, "feat/a", &sha).await?;
     assert_eq!(asked.status, IntegrationStatus::AwaitingApproval);
     let card = tg
         .wait_for_message(FORUM, WAIT, |m| {
@@ -134,13 +133,13 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
     tg.inject_message(
         UserMessage::new(FORUM, ADA, "not yet: add a test first").reply_to(card.message_id),
     )?;
-    let outcome = next_of_kind(&mut mara, DeliveryKind::Integration).await?;
+    let outcome = next_of_kind(&mut mgr, DeliveryKind::Integration).await?;
     assert!(
         outcome.text.contains("not yet: add a test first"),
         "{}",
         outcome.text
     );
-    mara.ack(&[outcome.id]).await?;
+    mgr.ack(&[outcome.id]).await?;
     tg.wait_for_message(FORUM, WAIT, |m| {
         m.message_id == card.message_id && m.text.contains("not yet: add a test first")
     })
@@ -148,7 +147,7 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
     assert_eq!(tip(&repo, "main")?, main_before, "denied: main unchanged");
 
     // Asked again and approved with the button: main is fast-forwarded to the tip.
-    let asked = integrate(&mut mara, "feat/a", &sha).await?;
+    let asked = integrate(&mut mgr, "feat/a", &sha).await?;
     assert_eq!(asked.status, IntegrationStatus::AwaitingApproval);
     let card = tg
         .wait_for_message(FORUM, WAIT, |m| {
@@ -160,8 +159,8 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
     let approve = card.buttons()[0].1.clone();
     let press = tg.press_button(FORUM, card.message_id, ADA, &approve)?;
     tg.wait_for_callback_answer(&press.query_id, WAIT).await?;
-    let outcome = next_of_kind(&mut mara, DeliveryKind::Integration).await?;
-    mara.ack(&[outcome.id]).await?;
+    let outcome = next_of_kind(&mut mgr, DeliveryKind::Integration).await?;
+    mgr.ack(&[outcome.id]).await?;
     assert_eq!(tip(&repo, "main")?, sha, "approved: main fast-forwarded");
     tg.wait_for_message(FORUM, WAIT, |m| {
         m.message_id == card.message_id && m.text.contains("answered by telegram:@ada")
@@ -188,7 +187,7 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
     let here = vec![Some(topic.thread_id)];
     assert_eq!(said("update from the Lead"), here);
     assert_eq!(
-        said("🧭 app@feat/a assigned by mara: Lead starting in "),
+        said("🧭 app@feat/a assigned by app-manager: Lead starting in "),
         here
     );
     assert_eq!(said("🟢 app@feat/a: Lead running"), here);

@@ -19,8 +19,8 @@ use std::time::Duration;
 use shepherd_core::client::{Client, ClientError, Request};
 pub use shepherd_core::client::{Interrupted, Sent, Unanswered};
 use shepherd_core::protocol::{
-    Ask, AskId, AskState, ClientKind, ClientMsg, CoreStatus, ErrorCode, Lease, Pairing, Project,
-    Report, ServerMsg, SessionId, SessionInfo, StaffMember, UsageReport, Worker, requests,
+    Ask, AskId, AskState, ClientKind, CoreStatus, ErrorCode, Lease, Pairing, Project, Report,
+    ServerMsg, SessionId, SessionInfo, StaffMember, UsageReport, Worker, requests,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -158,7 +158,7 @@ impl CoreLink {
     /// `list_projects` as a bridge: every repository with assignments (not retired), with
     /// ahead/behind and the Leads' usage filled in.
     pub async fn projects(&mut self) -> Reply<Vec<Project>> {
-        self.call(ListProjects).await
+        self.call(requests::ListProjects::default()).await
     }
 
     /// `list_roles`: the Manager and Chief leases (held, whether or not connected).
@@ -321,26 +321,6 @@ impl CoreLink {
             answered,
             pairings,
         })
-    }
-}
-
-/// `list_projects`, answered by `projects`.
-#[derive(Debug, Clone, Copy)]
-struct ListProjects;
-
-impl Request for ListProjects {
-    type Reply = Vec<Project>;
-    const TYPE: &'static str = "list_projects";
-
-    fn with_id(self, id: u64) -> ClientMsg {
-        ClientMsg::ListProjects(requests::ListProjects { id })
-    }
-
-    fn reply(msg: ServerMsg) -> Result<Vec<Project>, &'static str> {
-        match msg {
-            ServerMsg::Projects { projects, .. } => Ok(projects),
-            other => Err(other.kind()),
-        }
     }
 }
 

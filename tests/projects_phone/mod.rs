@@ -1,22 +1,20 @@
 //! What the phone tests of project work share (`telegram_projects_e2e`,
-//! `matrix_projects_e2e`): a temp repository `app` on `main`, a core whose Leads are REAL
-//! Pi processes (the pinned Pi with the checkout's extension, headless, the scripted fake
-//! model below), the Manager (a harness client registered as a Pi session in the primary
-//! checkout, holding the Manager lease), delegating and integrating through it, and git2
-//! checks on the repository.
+//! `matrix_projects_e2e`): a core whose Leads are REAL Pi processes (the pinned Pi with
+//! the checkout's extension, headless, the scripted fake model below), the harness's
+//! repository `app` on `main` and its Manager (`app-manager`, a harness client registered
+//! in the primary checkout holding the Manager lease), delegating and integrating through
+//! it, and git2 checks on the repository.
 //!
 //! The Lead's model: given its assignment (`TASK-A`), it commits `a.txt` with bash, then
 //! ends its turn with `UPDATE-A a.txt committed on the branch`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use shepherd_core::client::Request;
-use shepherd_core::protocol::{Assignment, ClientMsg, Integration, Role, ServerMsg, requests};
+use shepherd_core::protocol::{Assignment, Integration, requests};
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
-use shepherd_harness::git_repo::git;
 use shepherd_harness::{Core, Pi};
 
 pub const LONG: Duration = Duration::from_secs(90);
@@ -62,72 +60,16 @@ pub async fn project_core(model: &FakeModel, bridge_env: &[(&str, &str)]) -> Res
     shepherd_harness::workers::worker_core_with(model, "headless", bridge_env).await
 }
 
-/// `<base>/app` on `main` with one commit; its canonical path.
-pub fn repo(base: &Path) -> Result<PathBuf> {
-    let repo = base.join("app");
-    std::fs::create_dir_all(&repo)?;
-    git(&repo, &["init", "-q", "-b", "main"])?;
-    std::fs::write(repo.join("README"), "x\n")?;
-    git(&repo, &["add", "."])?;
-    git(&repo, &["commit", "-q", "-m", "init"])?;
-    Ok(repo.canonicalize()?)
-}
-
-/// The Manager: a harness client registered in the primary checkout, holding the lease.
-pub async fn manager(core: &Core, id: &str, name: &str, repo: &Path) -> Result<Pi> {
-    let mut pi = Pi::register(&core.socket(), id, name, repo).await?;
-    pi.client.set_role(Role::Manager).await?;
-    Ok(pi)
-}
-
-/// `delegate_project`, answered by `assignment`.
-#[derive(Debug, Clone)]
-struct Delegate(requests::DelegateProject);
-
-impl Request for Delegate {
-    type Reply = Assignment;
-    const TYPE: &'static str = "delegate_project";
-    fn with_id(mut self, id: u64) -> ClientMsg {
-        self.0.id = id;
-        ClientMsg::DelegateProject(self.0)
-    }
-    fn reply(msg: ServerMsg) -> Result<Assignment, &'static str> {
-        match msg {
-            ServerMsg::AssignmentIs { assignment, .. } => Ok(*assignment),
-            other => Err(other.kind()),
-        }
-    }
-}
-
-/// `integrate_branch`, answered by `integration`.
-#[derive(Debug, Clone)]
-struct Integrate(requests::IntegrateBranch);
-
-impl Request for Integrate {
-    type Reply = Integration;
-    const TYPE: &'static str = "integrate_branch";
-    fn with_id(mut self, id: u64) -> ClientMsg {
-        self.0.id = id;
-        ClientMsg::IntegrateBranch(self.0)
-    }
-    fn reply(msg: ServerMsg) -> Result<Integration, &'static str> {
-        match msg {
-            ServerMsg::Integrated { integration, .. } => Ok(*integration),
-            other => Err(other.kind()),
-        }
-    }
-}
-
 /// The Manager hands `branch` to a new Lead with `task`.
 pub async fn delegate(manager: &mut Pi, task: &str, branch: &str) -> Result<Assignment> {
     Ok(manager
         .client
-        .call(Delegate(requests::DelegateProject {
+        .call(requests::DelegateProject {
             id: 0,
             task: task.into(),
             branch: Some(branch.into()),
             base: None,
-        }))
+        })
         .await?)
 }
 
@@ -135,12 +77,12 @@ pub async fn delegate(manager: &mut Pi, task: &str, branch: &str) -> Result<Assi
 pub async fn integrate(manager: &mut Pi, branch: &str, sha: &str) -> Result<Integration> {
     Ok(manager
         .client
-        .call(Integrate(requests::IntegrateBranch {
+        .call(requests::IntegrateBranch {
             id: 0,
             branch: branch.into(),
             sha: sha.into(),
             repo: None,
-        }))
+        })
         .await?)
 }
 
@@ -179,4 +121,5 @@ pub async fn wait_committed(repo: &Path, branch: &str) -> Result<String> {
     }
 }
 
+pub use shepherd_harness::projects::{manager, repo};
 pub use shepherd_harness::workers::next_of_kind;
