@@ -6,7 +6,7 @@
 //!
 //! - the Manager delegates `feat/a`; the Lead commits and ends its turn: the update is
 //!   posted once in the Manager's thread, tagged `app@feat/a`, with its text, and the
-//!   Manager gets it as mail;
+//!   Manager gets it as mail; a reply to it steers the Manager;
 //! - `!projects` lists the repository, its Manager and the assignment (state, Lead state,
 //!   1 ahead / 0 behind, the last update's first line, tokens and cost);
 //! - the Manager asks to integrate: the approval card (question, commits, approve/deny
@@ -103,6 +103,13 @@ async fn project_work_on_matrix_lists_updates_and_approves() -> Result<()> {
     assert_eq!(thread_of(&update), mgr_thread, "{}", update.body());
     assert!(update.body().contains(UPDATE), "{}", update.body());
     assert!(update.body().contains(&sha[..7]), "{}", update.body());
+
+    // A reply to the update steers the Manager.
+    ada.send_reply(&room, &update.event_id, "integrate it once it is green")
+        .await?;
+    let steer = next_of_kind(&mut mgr, DeliveryKind::Steer).await?;
+    assert_eq!(steer.text, "integrate it once it is green");
+    mgr.ack(&[steer.id]).await?;
 
     // !projects: the repository, its Manager, the assignment with its numbers.
     ada.send_text(&room, "!projects").await?;

@@ -6,7 +6,8 @@
 //!
 //! - the Manager delegates `feat/a`; the Lead (its own topic `app@feat/a`) commits and
 //!   ends its turn: the update is posted once in the Manager's topic (`🧭 manager · app`),
-//!   tagged `app@feat/a`, with its text, and the Manager gets it as mail;
+//!   tagged `app@feat/a`, with its text, and the Manager gets it as mail; a reply to it
+//!   steers the Manager;
 //! - `/projects` lists the repository, its Manager and the assignment (state, Lead state,
 //!   1 ahead / 0 behind, the last update's first line, tokens and cost);
 //! - the Manager asks to integrate: the approval card (question, commits, approve/deny
@@ -96,6 +97,14 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
     // worktree's directory).
     let topics: Vec<String> = tg.topics(FORUM).into_iter().map(|t| t.name).collect();
     assert!(topics.iter().any(|t| t == "app@feat/a"), "{topics:?}");
+
+    // A reply to the update steers the Manager.
+    tg.inject_message(
+        UserMessage::new(FORUM, ADA, "integrate it once it is green").reply_to(update.message_id),
+    )?;
+    let steer = next_of_kind(&mut mgr, DeliveryKind::Steer).await?;
+    assert_eq!(steer.text, "integrate it once it is green");
+    mgr.ack(&[steer.id]).await?;
 
     // /projects: the repository, its Manager, the assignment with its numbers.
     tg.inject_message(UserMessage::new(FORUM, ADA, "/projects"))?;
