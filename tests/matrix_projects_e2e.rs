@@ -14,8 +14,10 @@
 //!   (the Manager is told, `main` is unchanged); asked again, the 1️⃣ (approve) reaction
 //!   fast-forwards `main` to the branch's tip (checked with git2) and the retirement is
 //!   said in the thread;
-//! - of the assignment's changes only the delegation, its Lead running and its retirement
-//!   are said, once each.
+//! - the Manager stops the Lead and resumes it: `paused`, `active again` and its Lead
+//!   running are said in the thread;
+//! - of the assignment's changes only the delegation, the pause, the resumption, its Lead
+//!   running (twice) and its retirement are said, once each.
 
 mod projects_phone;
 
@@ -23,10 +25,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use projects_phone::{
-    COMMIT, UPDATE, delegate, integrate, manager, model, next_of_kind, project_core, repo, tip,
-    wait_committed,
+    COMMIT, UPDATE, delegate, integrate, manager, model, next_of_kind, project_core, repo,
+    resume_work, stop_lead, tip, wait_committed,
 };
-use shepherd_core::protocol::{DeliveryKind, IntegrationStatus};
+use shepherd_core::protocol::{AssignmentState, DeliveryKind, IntegrationStatus};
 use shepherd_harness::matrix_user::{MatrixUser, Message};
 use shepherd_harness::synapse::{Synapse, skip_e2e};
 
@@ -131,6 +133,45 @@ async fn project_work_on_matrix_lists_updates_and_approves() -> Result<()> {
         );
     }
 
+    // Stopped, then resumed: one line each in the Manager's thread, then its Lead running.
+    let paused = stop_lead(&mut mgr, "feat/a").await?;
+    assert_eq!(paused.state, AssignmentState::Paused);
+    let line = bot_says(&ada, &room, |m| {
+        m.body().contains("⏸️ app@feat/a paused: Lead stopped")
+    })
+    .await?;
+    assert_eq!(thread_of(&line), mgr_thread);
+    // Its session is gone (said in the Lead's own thread) before it is resumed.
+    bot_says(&ada, &room, |m| {
+        m.body().contains("⏹ app@feat/a (app@feat/a) closed")
+    })
+    .await?;
+    let resumed = resume_work(&mut mgr, "feat/a").await?;
+    assert_eq!(
+        resumed.session_id, assignment.session_id,
+        "the same session"
+    );
+    let line = bot_says(&ada, &room, |m| {
+        m.body().contains("app@feat/a active again: Lead ")
+    })
+    .await?;
+    assert_eq!(thread_of(&line), mgr_thread);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while ada
+        .messages(&room)
+        .iter()
+        .filter(|m| m.sender == BOT && m.body().contains("🟢 app@feat/a: Lead running"))
+        .count()
+        < 2
+    {
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the resumed Lead never ran:\n{}",
+            core.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     // The Manager asks to integrate: the approval card is in its thread, with the two
     // options as reactions.
     let asked = integrate(&mut mgr, "feat/a", &sha).await?;
@@ -213,7 +254,12 @@ async fn project_work_on_matrix_lists_updates_and_approves() -> Result<()> {
         said("🧭 app@feat/a assigned by app-manager: Lead starting in "),
         here
     );
-    assert_eq!(said("🟢 app@feat/a: Lead running"), here);
+    assert_eq!(
+        said("🟢 app@feat/a: Lead running"),
+        [here.clone(), here.clone()].concat(),
+        "delegated, then resumed"
+    );
+    assert_eq!(said("⏸️ app@feat/a paused: Lead stopped"), here);
     assert_eq!(said("✅ app@feat/a integrated at"), here);
     assert!(said("app@feat/a: Lead stopped").is_empty());
     Ok(())

@@ -14,8 +14,10 @@
 //!   buttons) is in the Manager's topic; a reply typed to it denies it with that reason
 //!   (the Manager is told, `main` is unchanged); asked again, `approve` fast-forwards `main`
 //!   to the branch's tip (checked with git2) and the retirement is said in the topic;
-//! - of the assignment's changes only the delegation, its Lead running and its retirement
-//!   are said, once each.
+//! - the Manager stops the Lead and resumes it: `paused`, `active again` and its Lead
+//!   running are said in the topic;
+//! - of the assignment's changes only the delegation, the pause, the resumption, its Lead
+//!   running (twice) and its retirement are said, once each.
 
 mod projects_phone;
 
@@ -23,10 +25,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use projects_phone::{
-    COMMIT, UPDATE, delegate, integrate, manager, model, next_of_kind, project_core, repo, tip,
-    wait_committed,
+    COMMIT, UPDATE, delegate, integrate, manager, model, next_of_kind, project_core, repo,
+    resume_work, stop_lead, tip, wait_committed,
 };
-use shepherd_core::protocol::{DeliveryKind, IntegrationStatus};
+use shepherd_core::protocol::{AssignmentState, DeliveryKind, IntegrationStatus};
 use shepherd_harness::fake_telegram::{FakeTelegram, FakeTelegramOptions, FakeUser, UserMessage};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -123,6 +125,43 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
         assert!(list.text.contains(part), "{part:?} not in {}", list.text);
     }
 
+    // Stopped, then resumed: one line each in the Manager's topic, then its Lead running.
+    let paused = stop_lead(&mut mgr, "feat/a").await?;
+    assert_eq!(paused.state, AssignmentState::Paused);
+    let line = tg
+        .wait_for_message(FORUM, WAIT, |m| {
+            m.text.contains("⏸️ app@feat/a paused: Lead stopped")
+        })
+        .await?;
+    assert_eq!(line.thread_id, Some(topic.thread_id));
+    // Its session is gone (said in the Lead's own topic) before it is resumed.
+    tg.wait_for_message(FORUM, WAIT, |m| {
+        m.text.contains("⏹ app@feat/a (app@feat/a) closed")
+    })
+    .await?;
+    let resumed = resume_work(&mut mgr, "feat/a").await?;
+    assert_eq!(
+        resumed.session_id, assignment.session_id,
+        "the same session"
+    );
+    let line = tg
+        .wait_for_message(FORUM, WAIT, |m| {
+            m.text.contains("app@feat/a active again: Lead ")
+        })
+        .await
+        .with_context(|| core.log())?;
+    assert_eq!(line.thread_id, Some(topic.thread_id));
+    tg.wait_for("the resumed Lead running", WAIT, |tg| {
+        (tg.messages(FORUM)
+            .iter()
+            .filter(|m| m.text.contains("🟢 app@feat/a: Lead running"))
+            .count()
+            == 2)
+            .then_some(())
+    })
+    .await
+    .with_context(|| core.log())?;
+
     // The Manager asks to integrate: the approval card is in its topic.
     let asked = integrate(&mut mgr, "feat/a", &sha).await?;
     assert_eq!(asked.status, IntegrationStatus::AwaitingApproval);
@@ -199,7 +238,12 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
         said("🧭 app@feat/a assigned by app-manager: Lead starting in "),
         here
     );
-    assert_eq!(said("🟢 app@feat/a: Lead running"), here);
+    assert_eq!(
+        said("🟢 app@feat/a: Lead running"),
+        [here.clone(), here.clone()].concat(),
+        "delegated, then resumed"
+    );
+    assert_eq!(said("⏸️ app@feat/a paused: Lead stopped"), here);
     assert_eq!(said("✅ app@feat/a integrated at"), here);
     assert!(said("app@feat/a: Lead stopped").is_empty());
     Ok(())

@@ -86,6 +86,30 @@ pub async fn integrate(manager: &mut Pi, branch: &str, sha: &str) -> Result<Inte
         .await?)
 }
 
+/// The Manager stops the Lead of `branch` (the assignment is paused).
+pub async fn stop_lead(manager: &mut Pi, branch: &str) -> Result<Assignment> {
+    Ok(manager
+        .client
+        .call(requests::StopLead {
+            id: 0,
+            branch: branch.into(),
+            repo: None,
+        })
+        .await?)
+}
+
+/// The Manager resumes the Lead of `branch` (the same session, in the same checkout).
+pub async fn resume_work(manager: &mut Pi, branch: &str) -> Result<Assignment> {
+    Ok(manager
+        .client
+        .call(requests::ResumeWork {
+            id: 0,
+            branch: branch.into(),
+            repo: None,
+        })
+        .await?)
+}
+
 /// The commit `branch` points at in `repo` (git2).
 pub fn tip(repo: &Path, branch: &str) -> Result<String> {
     let repo = git2::Repository::open(repo)?;

@@ -199,7 +199,7 @@ impl Change {
 }
 
 /// One short line about a [`Change`]: `🧭 app@feat/a assigned: Lead starting in
-/// …/app.worktrees/feat-a`, `⏸️ app@feat/a paused: Lead stopped`, `✅ app@feat/a
+/// …/app.worktrees/feat-a`, `⏸️ app@feat/a paused: Lead stopped; …`, `✅ app@feat/a
 /// integrated at 4b1d2c3, checkout removed`, `🟢 app@feat/a: Lead running`.
 pub fn changed(a: &Assignment, change: Change) -> Rendered {
     let mut h = Html::new();
@@ -218,7 +218,7 @@ pub fn changed(a: &Assignment, change: Change) -> Rendered {
         Change::State(AssignmentState::Paused) => {
             h.text("⏸️ ")
                 .bold(&tag)
-                .text(&format!(" paused: Lead {}", a.lead));
+                .text(" paused: Lead stopped; its session, branch and checkout are kept");
         }
         Change::State(AssignmentState::Active) => {
             h.text(&format!("{} ", state_icon(a)))
@@ -457,14 +457,11 @@ mod tests {
             changed(&a, Change::Assigned).plain,
             "🧭 app@feat/a assigned by mara: Lead running in /src/app.worktrees/feat-a"
         );
-        let paused = Assignment {
-            state: AssignmentState::Paused,
-            lead: LeadState::Stopped,
-            ..a.clone()
-        };
+        // `stop_lead`'s record may still say the Lead runs (its process is on its way
+        // out): paused is said as stopped.
         assert_eq!(
-            changed(&paused, Change::State(AssignmentState::Paused)).plain,
-            "⏸️ app@feat/a paused: Lead stopped"
+            changed(&a, Change::State(AssignmentState::Paused)).plain,
+            "⏸️ app@feat/a paused: Lead stopped; its session, branch and checkout are kept"
         );
         let done = Assignment {
             state: AssignmentState::Retired,
