@@ -9,7 +9,8 @@
 // inspect_staff, message_staff, list_peers, message_peer, and `answer` for answer_staff), and
 // the managed-worker requests (list_agents, delegate_agent, continue_agent, list_workers,
 // steer/interrupt/reply/close_agent, inspect_agent, read_agent_transcript, and a worker's
-// ask_owner). It never throws at its caller for connection trouble:
+// ask_owner), and a Manager's project requests (delegate_project, resume_work, stop_lead,
+// integrate_branch). It never throws at its caller for connection trouble:
 // requests made while not connected fail with NotConnectedError, and everything else is
 // reported through callbacks. Its socket and timers are unref'd, so it never keeps a
 // finished `pi -p` process alive.
@@ -25,9 +26,11 @@ import {
   WireDecodeError,
   type AgentDef,
   type Ask,
+  type Assignment,
   type ClientMsg,
   type ContextUsage,
   type Delivery,
+  type Integration,
   type Json,
   type Lease,
   type Pairing,
@@ -111,9 +114,17 @@ export interface CoreClientOptions {
   onDeliver: (storeId: string, delivery: Delivery) => void;
   /**
    * Registered (again): the session as the core stores it, how many deliveries follow, the
-   * active pairings it is in and, for a managed worker the core bound, its worker record.
+   * active pairings it is in and, for a managed worker the core bound, its worker record; for
+   * the Lead the core launched for a work assignment, that assignment.
    */
-  onRegistered?: (info: CoreInfo, session: SessionInfo, pending: number, pairings: Pairing[], worker: Worker | undefined) => void;
+  onRegistered?: (
+    info: CoreInfo,
+    session: SessionInfo,
+    pending: number,
+    pairings: Pairing[],
+    worker: Worker | undefined,
+    assignment: Assignment | undefined,
+  ) => void;
   /** A `pairing_event` about a pairing this session is in. */
   onPairingEvent?: (event: PairingEventMsg) => void;
   /**
@@ -300,9 +311,12 @@ export class CoreClient {
     return res.report;
   }
 
-  /** A run's final text; `results` is this session's own setting (null: the core's). */
-  async result(text: string, results: ResultsMode | null): Promise<Report> {
-    const res = await this.#request((id) => ({ type: "result", id, text, ...(results !== null ? { results } : {}) }), "reported");
+  /** A run's final text; `results` is this session's own setting (null: the core's); `key` makes a resend harmless. */
+  async result(text: string, results: ResultsMode | null, key: string | null = null): Promise<Report> {
+    const res = await this.#request(
+      (id) => ({ type: "result", id, text, ...(results !== null ? { results } : {}), ...(key !== null ? { key } : {}) }),
+      "reported",
+    );
     return res.report;
   }
 
@@ -400,10 +414,10 @@ export class CoreClient {
     return res.ask;
   }
 
-  /** A Manager's or the Chief's direct staff. */
-  async listStaff(): Promise<StaffMember[]> {
+  /** A Manager's or the Chief's direct staff, and (a Manager) its repository's work assignments. */
+  async listStaff(): Promise<{ members: StaffMember[]; assignments: Assignment[] }> {
     const res = await this.#request((id) => ({ type: "list_staff", id }), "staff");
-    return res.members;
+    return { members: res.members, assignments: res.assignments ?? [] };
   }
 
   /** What one of this session's staff did recently (exact session id). */
@@ -514,6 +528,38 @@ export class CoreClient {
     return res.ask;
   }
 
+  // ---- project work (a Manager) ----------------------------------------------------------
+
+  /** A branch + linked worktree + a Lead launched there on `task`; resolves once the Lead's process started. */
+  async delegateProject(task: string, branch: string | null, base: string | null): Promise<Assignment> {
+    const res = await this.#request(
+      (id) => ({
+        type: "delegate_project",
+        id,
+        task,
+        ...(branch !== null ? { branch } : {}),
+        ...(base !== null ? { base } : {}),
+      }),
+      "assignment",
+    );
+    return res.assignment;
+  }
+
+  /** resume_work (relaunch the same Lead session in its checkout) or stop_lead (pause it). */
+  async leadAction(action: "resume" | "stop", branch: string): Promise<Assignment> {
+    const res = await this.#request(
+      (id) => (action === "resume" ? { type: "resume_work", id, branch } : { type: "stop_lead", id, branch }),
+      "assignment",
+    );
+    return res.assignment;
+  }
+
+  /** Fast-forward the primary branch to `sha`, the assigned branch's tip (or ask the human to approve it). */
+  async integrateBranch(branch: string, sha: string): Promise<Integration> {
+    const res = await this.#request((id) => ({ type: "integrate_branch", id, branch, sha }), "integration");
+    return res.integration;
+  }
+
   /**
    * Acknowledge deliveries of `storeId`. Sent only on a registered connection to that same
    * store: an ack that cannot be sent is harmless (the core delivers again, and the
@@ -622,7 +668,7 @@ export class CoreClient {
       this.#connectedAt = Date.now();
       this.#setPhase("ready");
       try {
-        this.#opts.onRegistered?.(info, res.session, res.pending, res.pairings, res.worker);
+        this.#opts.onRegistered?.(info, res.session, res.pending, res.pairings, res.worker, res.assignment);
       } catch (e) {
         this.#log(`onRegistered failed: ${String(e)}`);
       }

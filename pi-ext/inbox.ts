@@ -10,7 +10,8 @@
 // Chief to answer with answer_staff, `supervisor_message`, `staff_message`, `peer_message`)
 // start a turn like a steer. So do the managed-worker kinds: `task` (a worker's assignment,
 // headed with who it is working for), `agent_result` and `agent_ask` (to an owner, from one of
-// its workers). An `interrupt` (index.ts aborts the run first) starts a turn with
+// its workers), and project work's `assignment_update` (to a Manager: one completed turn of an
+// assigned Lead) and `integration` (to a Manager: how an integration the human decided ended). An `interrupt` (index.ts aborts the run first) starts a turn with
 // its steer even after the aborted run, and without a steer only records the stop. Views and briefs are custom messages of their own types
 // ("shepherd-view", "shepherd-brief") so the supervisor's context can be pruned by look.
 //
@@ -32,7 +33,7 @@
 // run could not start) is sent again after `retryAfterMs` of idleness.
 
 import { BRIEF_CUSTOM_TYPE, DELIVERY_CUSTOM_TYPE, DeliveryLedger, VIEW_CUSTOM_TYPE } from "./dedupe.ts";
-import type { Delivery, DeliveryKind, Sender, Worker } from "./wire.ts";
+import type { Assignment, Delivery, DeliveryKind, Sender, Worker } from "./wire.ts";
 
 /**
  * What a delivery's custom message carries in `details` (not shown to the model): the
@@ -70,6 +71,8 @@ export interface InboxHost {
   now(): number;
   /** This session's managed-worker record, when it is one (headers of `task` and `answer`). */
   worker?(): Worker | null;
+  /** This session's work assignment, when it is the Lead the core launched for one (the header of `task`). */
+  assignment?(): Assignment | null;
 }
 
 /** How a received delivery was handled. */
@@ -121,9 +124,10 @@ function customTypeOf(kind: DeliveryKind): DeliveryMessage["customType"] {
 
 /**
  * The text the model reads for one delivery: who sent it, and what it answers. `worker`: this
- * session's managed-worker record, when it is one (its task and its owner's answers say so).
+ * session's managed-worker record, when it is one (its task and its owner's answers say so);
+ * `assignment`: its work assignment, when it is an assigned Lead (its task says so).
  */
-export function formatDelivery(d: Delivery, worker: Worker | null = null): string {
+export function formatDelivery(d: Delivery, worker: Worker | null = null, assignment: Assignment | null = null): string {
   switch (d.kind) {
     case "answer": {
       const ask = d.ask_id === null ? "your question" : `your question #${d.ask_id}`;
@@ -172,7 +176,7 @@ export function formatDelivery(d: Delivery, worker: Worker | null = null): strin
     case "notice":
       return `[shepherd] Notice (information only, nothing to do):\n${d.text}`;
     case "task":
-      return `${taskHeader(d.from, worker)}\n\n${d.text}`;
+      return `${assignment !== null ? leadTaskHeader(assignment) : taskHeader(d.from, worker)}\n\n${d.text}`;
     case "agent_result":
       return (
         `[shepherd] Result from your managed worker "${d.from.name}" (it comes once; nothing to poll). ` +
@@ -185,7 +189,25 @@ export function formatDelivery(d: Delivery, worker: Worker | null = null): strin
         `Answer it with reply_agent {agent: "${d.from.name}", answer}:\n${d.text}`
       );
     }
+
+    case "assignment_update":
+      return (
+        `[shepherd] Assignment update from your Lead "${d.from.name}"${d.from.session_id === null ? "" : ` (${d.from.session_id})`}: ` +
+        `one comes by itself after each turn the Lead completes; nothing to poll. Review it; steer the Lead with ` +
+        `message_staff if needed, and when the branch is done and reviewed, integrate it with integrate_branch {branch, sha}.\n${d.text}`
+      );
+    case "integration":
+      return `[shepherd] Integration outcome, decided by ${who(d.from)}:\n${d.text}`;
   }
+}
+
+/** How an assigned Lead's task is introduced: its branch and checkout, where its turns go. */
+export function leadTaskHeader(a: Assignment): string {
+  return (
+    `[shepherd] Work assignment for ${a.project}@${a.branch} (you are its Lead, working in the checkout ${a.checkout}, ` +
+    `delegated by the Manager "${a.created_by}"). Work on it on this branch and commit your work. The final text of ` +
+    `each of your turns goes to the Manager as an assignment update; use ask_supervisor when you need its decision.`
+  );
 }
 
 /** How a worker's assignment is introduced: whose it is, what the worker is, how it ends. */
@@ -198,10 +220,15 @@ export function taskHeader(from: Sender, worker: Worker | null): string {
   );
 }
 
-export function deliveryMessage(storeId: string, d: Delivery, worker: Worker | null = null): DeliveryMessage {
+export function deliveryMessage(
+  storeId: string,
+  d: Delivery,
+  worker: Worker | null = null,
+  assignment: Assignment | null = null,
+): DeliveryMessage {
   return {
     customType: customTypeOf(d.kind),
-    content: formatDelivery(d, worker),
+    content: formatDelivery(d, worker, assignment),
     display: true,
     details: {
       store_id: storeId,
@@ -313,7 +340,7 @@ export class Inbox {
       if (t.delivery.kind === "interrupt") continue;
       t.state = "sent";
       t.sentAt = now;
-      drafts.push({ type: "custom_message", ...deliveryMessage(t.storeId, t.delivery, this.#worker()) });
+      drafts.push({ type: "custom_message", ...deliveryMessage(t.storeId, t.delivery, this.#worker(), this.#host.assignment?.() ?? null) });
     }
     return drafts;
   }
@@ -368,7 +395,7 @@ export class Inbox {
   #send(t: Tracked, triggerTurn: boolean, now: number): void {
     t.state = "sent";
     t.sentAt = now;
-    this.#host.send(deliveryMessage(t.storeId, t.delivery, this.#worker()), triggerTurn);
+    this.#host.send(deliveryMessage(t.storeId, t.delivery, this.#worker(), this.#host.assignment?.() ?? null), triggerTurn);
   }
 
   #worker(): Worker | null {

@@ -29,12 +29,13 @@ import { draftsWantTurn, Inbox, type DeliveryDraft } from "./inbox.ts";
 import { newKey, Outbox, type OutboxItem, type SendOutcome } from "./outbox.ts";
 import { loadPolicy } from "./policy.ts";
 import { parseResultsMode, ResultSender, RESULTS_USAGE } from "./result.ts";
+import { registerProjectTools } from "./project-tools.ts";
 import { registerRoles } from "./role-tools.ts";
 import { ROLE_STATUS_KEY, Roles } from "./roles.ts";
 import { registerSupervisor } from "./supervise-pi.ts";
 import { Supervision, SUPERVISE_STATUS_KEY, type PolicyBriefMessage } from "./supervision.ts";
 import { registerWorkerTools } from "./worker-tools.ts";
-import { launchFromEnv, WORKER_STATUS_KEY, Workers } from "./workers.ts";
+import { assignedLeadFromEnv, launchFromEnv, WORKER_STATUS_KEY, Workers } from "./workers.ts";
 import type { Ask, ContextUsage, Delivery, Registration, ResultsMode } from "./wire.ts";
 
 const STATUS_KEY = "shepherd";
@@ -81,7 +82,7 @@ class ShepherdSession {
   readonly supervision: Supervision;
   /** The role this session holds (Lead, Manager, Chief), its tools and footer. */
   readonly roles: Roles;
-  /** Whether this session is a managed worker (its record, its tools, ask_owner's rule). */
+  /** Whether this session is a managed worker (its record, its tools, ask_owner's rule) or an assignment's Lead. */
   readonly workers: Workers;
   /** Sends each run's final text to the core as its result. */
   readonly results: ResultSender;
@@ -126,6 +127,7 @@ class ShepherdSession {
       },
       now: () => Date.now(),
       worker: () => this.workers.record,
+      assignment: () => this.workers.assignment,
     });
     this.outbox = new Outbox({
       entries: () => this.ctx.sessionManager.getEntries(),
@@ -200,13 +202,14 @@ class ShepherdSession {
         log: (line) => this.log(line),
       },
       launchFromEnv(process.env),
+      assignedLeadFromEnv(process.env),
     );
     this.resultsMode = config.results;
     this.results = new ResultSender({
-      send: (text, results) => this.client.result(text, results),
+      send: (text, results, key) => this.client.result(text, results, key),
       mode: () => this.resultsMode,
       supervising: () => this.supervision.supervising !== null,
-      keepUnsent: () => this.workers.isWorker,
+      keepUnsent: () => this.workers.launched,
       log: (line) => this.log(line),
     });
     this.autostart = new Autostart(
@@ -223,11 +226,11 @@ class ShepherdSession {
       clientName: CLIENT_NAME,
       registration: () => this.registration(),
       onDeliver: (storeId, delivery) => this.#onDeliver(storeId, delivery),
-      onRegistered: (info, session, pending, pairings, worker) => {
+      onRegistered: (info, session, pending, pairings, worker, assignment) => {
         this.log(
           `registered as ${session.id} "${session.name}" with core ${info.coreVersion} (store ${info.storeId}), ${pending} pending, ${pairings.length} pairings`,
         );
-        this.#guard("workers", () => this.workers.registered(worker));
+        this.#guard("workers", () => this.workers.registered(worker, assignment));
         void this.results.resend();
         this.#lastError = null;
         this.#everConnected = true;
@@ -930,6 +933,7 @@ export default function shepherd(pi: ExtensionAPI): void {
 
   registerSupervisor(pi, () => current);
   registerRoles(pi, () => current);
+  registerProjectTools(pi, () => current);
   registerWorkerTools(pi, () => current);
 
   pi.registerCommand("shepherd", {

@@ -4,9 +4,12 @@
 // A run that ended with only tool calls (ask_human ends the run on its tool result), that
 // was aborted or that failed has no result. Also reads the session's `results` setting
 // (SHEPHERD_RESULTS, `/shepherd results <mode>`); the core applies it (it knows the asks).
-// A managed worker's result is its one answer to its owner, so one that could not be sent
-// (the core was away) is kept and sent again once registered; the core stores a worker's
-// result once, so sending it twice after a lost reply is harmless.
+// A managed worker's result is its one answer to its owner, and an assigned Lead's (a Lead the
+// core launched for a work assignment) is its Manager's assignment update, so one that could
+// not be sent (the core was away) is kept and sent again once registered; the core takes such
+// a result once, so sending it twice after a lost reply is harmless.
+
+import { randomUUID } from "node:crypto";
 
 import { NotConnectedError } from "./client.ts";
 import { RESULTS_MODES, type Report, type ResultsMode } from "./wire.ts";
@@ -69,13 +72,13 @@ export const RESULTS_USAGE = `usage: /shepherd results ${RESULTS_MODES.join("|")
 
 /** What sending results needs from the session. */
 export interface ResultHost {
-  /** Send `result {text, results}` to the core. */
-  send(text: string, results: ResultsMode | null): Promise<Report>;
+  /** Send `result {text, results, key}` to the core (the key makes sending it again harmless). */
+  send(text: string, results: ResultsMode | null, key: string): Promise<Report>;
   /** This session's mode (null: the core's `core.results`). */
   mode(): ResultsMode | null;
   /** Whether this session supervises another now: its runs answer looks, and the verdicts already reach the phone. */
   supervising(): boolean;
-  /** Whether a result the core did not get must be sent again once registered (a managed worker's). */
+  /** Whether a result the core did not get must be sent again once registered (a managed worker's, an assigned Lead's). */
   keepUnsent?(): boolean;
   log(line: string): void;
 }
@@ -84,8 +87,8 @@ export interface ResultHost {
 export class ResultSender {
   readonly #host: ResultHost;
   readonly #run = new RunResult();
-  /** A worker's result that found the core away, sent again by resend(). */
-  #unsent: string | null = null;
+  /** A result that found the core away, sent again (with its key) by resend(). */
+  #unsent: { text: string; key: string } | null = null;
 
   constructor(host: ResultHost) {
     this.#host = host;
@@ -110,28 +113,28 @@ export class ResultSender {
       this.#host.log("run ended while supervising: its verdicts are the result");
       return;
     }
-    await this.#send(text);
+    await this.#send({ text, key: `result:${randomUUID()}` });
   }
 
   /** Registered again: send a worker's result that found the core away. */
   async resend(): Promise<void> {
-    const text = this.#unsent;
-    if (text === null) return;
+    const unsent = this.#unsent;
+    if (unsent === null) return;
     this.#unsent = null;
     this.#host.log("sending the result the core did not get");
-    await this.#send(text);
+    await this.#send(unsent);
   }
 
-  async #send(text: string): Promise<void> {
+  async #send(result: { text: string; key: string }): Promise<void> {
     try {
       // The core applies the mode (asks_only needs the asks it keeps) and keeps the result either way.
-      const report = await this.#host.send(text, this.#host.mode());
+      const report = await this.#host.send(result.text, this.#host.mode(), result.key);
       this.#host.log(`result ${report.id} sent (${report.announced ? "announced" : "kept, not announced"})`);
     } catch (e) {
       this.#host.log(`result not sent: ${e instanceof Error ? e.message : String(e)}`);
       if (e instanceof NotConnectedError && this.#host.keepUnsent?.() === true) {
-        this.#unsent = text;
-        this.#host.log("result kept: a worker's result goes to the core once it is back");
+        this.#unsent = result;
+        this.#host.log("result kept: it goes to the core once it is back");
       }
     }
   }

@@ -1,7 +1,8 @@
 // Roles' glue to Pi: the `/manager` and `/chief` commands (and their `leave`), and the tools of
 // the direct edges: message_supervisor, ask_supervisor, list_peers, message_peer (a Lead's and a
 // Manager's), list_staff, inspect_staff, message_staff, answer_staff (a Manager's and the
-// Chief's). Every tool is registered once; roles.ts decides which are active (the staff tools
+// Chief's; a Manager's list_staff also lists its work assignments, as project-tools.ts words
+// them). Every tool is registered once; roles.ts decides which are active (the staff tools
 // start inactive, so a Lead's model never sees them). The core decides everything that matters
 // (who holds a role, whom a session reports to, who is whose staff); this file turns its
 // answers and refusals into text for the human or the model. Targets are exact session ids,
@@ -12,6 +13,7 @@ import { Type } from "typebox";
 
 import { CoreError, type CoreClient } from "./client.ts";
 import { newKey, type OutboxItem } from "./outbox.ts";
+import { assignmentsText } from "./project-tools.ts";
 import type { Roles, StaffRole } from "./roles.ts";
 import type { Ask, Json, ReportsTo, SessionInfo, StaffMember } from "./wire.ts";
 
@@ -301,12 +303,19 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
     description:
       "Manager or Chief only: list the sessions that report to you (a Manager: the Leads in its repository's " +
       "worktrees; the Chief: the Managers, and Leads with no Manager), each with its exact session id, name, " +
-      "branch, state, last activity, open asks and context fill.",
+      "branch, state, last activity, open asks and context fill; for a Manager also its work assignments (branch, " +
+      "state, Lead, last update, ahead/behind the primary branch).",
     parameters: Type.Object({}),
     defaultActive: false,
     execute: guarded(current, "list_staff", "No list", async (s, _params) => {
-      const members = await s.client.listStaff();
-      return result(staffText(members, Date.now()), { staff: members.map((m) => m.session.id) });
+      const { members, assignments } = await s.client.listStaff();
+      const now = Date.now();
+      // A Manager's list also has its repository's work assignments (the core sends them to a Manager only).
+      const text =
+        s.roles.role === "manager" || assignments.length > 0
+          ? `${staffText(members, now)}\n\n${assignmentsText(assignments, now)}`
+          : staffText(members, now);
+      return result(text, { staff: members.map((m) => m.session.id), assignments: assignments.map((a) => a.branch) });
     }),
   });
 

@@ -1,13 +1,14 @@
 // This session's role (Lead, Manager or Chief) and what follows from it in Pi. The core grants
 // roles (set_role, from durable leases); this module asks for them, follows what the core says
 // and applies it to the session: a Manager or the Chief gets its role's tools instead of the
-// writing tools (the staff tools, and the read-only tools it had), a Lead never sees the staff
-// tools, and leaving restores the exact tool list from before. The role and that list live in
-// the session file (pi.appendEntry, customType "shepherd-role", {role, leadTools}), so a
-// /reload, a resume or a core restart claims the role again; if the core refuses (another
-// session took the lease meanwhile) the session stays a Lead, is told by whom, and the entry
-// says lead again. The footer shows the role (`manager · app`). Pi-free: index.ts supplies a
-// RolesHost over the real ExtensionAPI and CoreClient, tests a fake.
+// writing tools (the staff tools, a Manager also the project tools, and the read-only tools it
+// had), a Lead never sees the staff or project tools, and leaving restores the exact tool list
+// from before. The role and that list live in the session file (pi.appendEntry, customType
+// "shepherd-role", {role, leadTools}), so a /reload, a resume or a core restart claims the
+// role again; if the core refuses (another session took the lease meanwhile) the session stays
+// a Lead, is told by whom, and the entry says lead again. The footer shows the role
+// (`manager · app`). Pi-free: index.ts supplies a RolesHost over the real ExtensionAPI and
+// CoreClient, tests a fake.
 
 import { CoreError, NotConnectedError } from "./client.ts";
 import { READ_ONLY_TOOLS } from "./toolset.ts";
@@ -33,6 +34,11 @@ export interface RoleEntry {
 export const LEAD_TOOLS: readonly string[] = ["message_supervisor", "ask_supervisor", "list_peers", "message_peer"];
 /** Tools only a Manager or the Chief has: registered inactive, never active for a Lead. */
 export const STAFF_TOOLS: readonly string[] = ["list_staff", "inspect_staff", "message_staff", "answer_staff"];
+/**
+ * Project work: only a Manager has these (its repository's work assignments); registered
+ * inactive, never active for a Lead or the Chief.
+ */
+export const MANAGER_TOOLS: readonly string[] = ["delegate_project", "resume_work", "stop_lead", "integrate_branch"];
 /** The human stays reachable directly from every role. */
 const HUMAN_TOOLS: readonly string[] = ["ask_human", "report"];
 
@@ -41,7 +47,16 @@ const HUMAN_TOOLS: readonly string[] = ["ask_human", "report"];
  * managed workers, so each keeps the owner tools (workers.ts).
  */
 export const ROLE_TOOLS: Readonly<Record<StaffRole, readonly string[]>> = {
-  manager: ["message_supervisor", "ask_supervisor", ...STAFF_TOOLS, "list_peers", "message_peer", ...HUMAN_TOOLS, ...OWNER_TOOLS],
+  manager: [
+    "message_supervisor",
+    "ask_supervisor",
+    ...STAFF_TOOLS,
+    ...MANAGER_TOOLS,
+    "list_peers",
+    "message_peer",
+    ...HUMAN_TOOLS,
+    ...OWNER_TOOLS,
+  ],
   chief: [...STAFF_TOOLS, ...HUMAN_TOOLS, ...OWNER_TOOLS],
 };
 
@@ -83,9 +98,9 @@ export function roleTools(role: StaffRole, leadTools: readonly string[]): string
   return [...new Set([...keep, ...ROLE_TOOLS[role]])];
 }
 
-/** A Lead's active tools: whatever it has, never a staff tool. */
+/** A Lead's active tools: whatever it has, never a staff or Manager tool. */
 export function leadTools(active: readonly string[]): string[] {
-  return active.filter((name) => !STAFF_TOOLS.includes(name));
+  return active.filter((name) => !STAFF_TOOLS.includes(name) && !MANAGER_TOOLS.includes(name));
 }
 
 /** How the role is named to people: `manager of app`, `chief`, `lead`. */

@@ -7,6 +7,8 @@
 //   say which field is wrong), written over the field readers of wire/fields.ts;
 // - wire/workers.ts: managed workers: the Worker record, its states and actions, the worker
 //   requests and replies with their decoders (joined into ClientMsg and ServerMsg);
+// - wire/projects.ts: project work: Assignment, Project, Integration, the project requests,
+//   replies and events with their decoders; wire/shared.ts: decoders several parts use;
 // - wire/frame.ts: the framing, a 4-byte big-endian body length then one UTF-8 JSON object.
 // Pure code: no sockets, no Pi. docs/PROTOCOL.md is the prose contract; the golden fixtures
 // in tests/fixtures/protocol/ are checked against these files by the tests.
@@ -15,4 +17,5 @@ export * from "./wire/records.ts";
 export * from "./wire/messages.ts";
 export * from "./wire/decode.ts";
 export * from "./wire/workers.ts";
+export * from "./wire/projects.ts";
 export * from "./wire/frame.ts";

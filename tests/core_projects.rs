@@ -714,3 +714,64 @@ async fn a_checkout_deleted_by_hand_is_retired_after_the_inventory_and_refusals_
     assert!(Path::new(&again.checkout).is_dir());
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_core_killed_during_a_delegation_leaves_no_assignment_or_a_complete_one() -> Result<()> {
+    let (_model, mut core) = start(&[]).await?;
+    let app = repo(&core, "app")?;
+    // Killed at different points of the delegation (before the worktree, between the
+    // worktree and the record, after the record and before the launch, after it).
+    for (i, delay_ms) in [0u64, 40, 120, 400].into_iter().enumerate() {
+        let branch = format!("feat/k{i}");
+        let id = format!("0193a5c2-0000-7000-8000-0000000a{i:04}");
+        let mut mgr = manager(&core, &app, &id).await?;
+        let call = mgr.client.call(requests::DelegateProject {
+            task: format!("TASK-A number {i}"),
+            branch: Some(branch.clone()),
+            ..Default::default()
+        });
+        let _ = tokio::time::timeout(Duration::from_millis(delay_ms), call).await;
+        core.kill9();
+        drop(mgr);
+        core.restart().await?;
+        let next = format!("0193a5c2-0000-7000-8000-0000000b{i:04}");
+        let mut mgr = manager(&core, &app, &next).await?;
+        match assignment(&core, &branch).await? {
+            None => {
+                // No assignment: the branch may be delegated again, as if never asked. A
+                // kill inside git's own ref update leaves its lock file; the refusal names
+                // it and says to remove it.
+                let task = format!("TASK-A again {i}");
+                let a = match delegate(&mut mgr, &task, &branch).await {
+                    Ok(a) => a,
+                    Err(e) if e.to_string().contains(".lock") => {
+                        let msg = e.to_string();
+                        assert!(msg.contains("remove"), "{msg}");
+                        let lock = app.join(format!(".git/refs/heads/{branch}.lock"));
+                        assert!(msg.contains(&lock.display().to_string()), "{msg}");
+                        std::fs::remove_file(&lock)?;
+                        delegate(&mut mgr, &task, &branch).await?
+                    }
+                    Err(e) => return Err(e),
+                };
+                assert_eq!(a.state, AssignmentState::Active);
+            }
+            Some(a) => {
+                assert_eq!(a.state, AssignmentState::Active, "{a:?}");
+                assert!(Path::new(&a.checkout).is_dir(), "{a:?}");
+            }
+        }
+        // Either way the Lead runs and its first turn reaches the Manager once.
+        let a =
+            wait_assignment(&core, &branch, "running", |a| a.lead == LeadState::Running).await?;
+        loop {
+            let text = update(&mut mgr).await?;
+            if text.contains(&format!("app@{branch}")) {
+                break;
+            }
+        }
+        assert!(rev(&app, &branch).is_ok());
+        assert!(Path::new(&a.checkout).join(".git").is_file());
+    }
+    Ok(())
+}

@@ -19,6 +19,7 @@ async fn result(pi: &mut Pi, text: &str, results: Option<ResultsMode>) -> anyhow
             id: 0,
             text: text.into(),
             results,
+            key: None,
         })
         .await?)
 }
@@ -69,6 +70,7 @@ async fn results_are_kept_and_announced_by_default() -> anyhow::Result<()> {
             id: 0,
             text: "from nowhere".into(),
             results: None,
+            key: None,
         })
         .await
         .unwrap_err();
@@ -251,5 +253,34 @@ async fn shepherd_reports_lists_them_for_people_and_as_json() -> anyhow::Result<
     );
     assert!(text.contains("Lexer done too."), "{text}");
     assert!(!text.contains("Parser done"), "{text}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_result_sent_again_with_its_key_is_the_one_kept_then() -> anyhow::Result<()> {
+    let core = Core::start().await?;
+    let mut pi = core
+        .pi("0193a5c2-0000-7000-8000-0000000000e1", "keyed")
+        .await?;
+    let mut sub = core.subscriber().await?;
+    let keyed = |text: &str| requests::RunResult {
+        id: 0,
+        text: text.into(),
+        results: None,
+        key: Some("result:run-1".into()),
+    };
+    let first = pi.client.call(keyed("All green.")).await?;
+    assert_eq!(next_posted(&mut sub).await?.id, first.id);
+    // The reply was lost; the extension sends it again with the same key.
+    let again = pi.client.call(keyed("All green.")).await?;
+    assert_eq!(again, first, "the same result, not a second one");
+    let marker = next_announced_after_marker(&mut pi, &mut sub).await?;
+    assert_eq!(marker.text, "marker", "no second result was announced");
+    let mut cli = core.client(ClientKind::Cli).await?;
+    let kept = cli.call(requests::ListReports::default()).await?;
+    assert_eq!(
+        kept.iter().filter(|r| r.kind == ReportKind::Result).count(),
+        1
+    );
     Ok(())
 }

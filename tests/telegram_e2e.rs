@@ -1344,6 +1344,7 @@ async fn a_bridge_that_was_down_posts_what_it_missed_once() -> Result<()> {
                 id: 0,
                 text: format!("alpha missed {i}"),
                 results: None,
+                key: None,
             })
             .await?;
     }
@@ -1354,6 +1355,7 @@ async fn a_bridge_that_was_down_posts_what_it_missed_once() -> Result<()> {
             id: 0,
             text: "alpha held back".into(),
             results: Some(shepherd_core::protocol::ResultsMode::Off),
+            key: None,
         })
         .await?;
 

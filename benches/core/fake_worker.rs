@@ -158,6 +158,7 @@ fn run(main_ns: u64) -> Result<()> {
         id,
         text: format!("{TAG} {main_ns} {register_ns} {refused}"),
         results: None,
+        key: None,
     }))?;
     match conn.reply(id)? {
         ServerMsg::Reported { .. } => {}

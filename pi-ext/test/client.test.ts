@@ -182,7 +182,7 @@ describe("CoreClient", () => {
     const ask = await h.client.askSupervisor("Rebase?", [], null, "ask:k1");
     assert.equal(ask.to?.session_id, "mgr-1");
     assert.deepEqual(h.core.all.at(-1), { type: "ask_supervisor", id: 6, question: "Rebase?", key: "ask:k1" });
-    assert.equal((await h.client.listStaff())[0]?.reports_to.to, "manager");
+    assert.equal((await h.client.listStaff()).members[0]?.reports_to.to, "manager");
     assert.equal((await h.client.inspectStaff("w-1")).text, "did things");
     assert.deepEqual(h.core.all.at(-1), { type: "inspect_staff", id: 8, session: "w-1" });
     assert.deepEqual(await h.client.messageStaff("w-1", "stop"), sent);

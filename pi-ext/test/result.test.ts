@@ -170,8 +170,10 @@ describe("ResultSender", () => {
     for (const worker of [true, false]) {
       let up = false;
       const sent: string[] = [];
+      const keys: string[] = [];
       const sender = new ResultSender({
-        send: async (text) => {
+        send: async (text, _results, key) => {
+          keys.push(key);
           if (!up) throw new NotConnectedError("the connection to the shepherd core closed");
           sent.push(text);
           return { id: 8, session_id: "s", session_name: "n", text, created_at: 1, kind: "result", announced: false };
@@ -189,6 +191,11 @@ describe("ResultSender", () => {
       await sender.resend();
       await sender.resend();
       assert.deepEqual(sent, worker ? ["Three callers skip the limiter."] : [], `worker: ${worker}`);
+      if (worker) {
+        assert.equal(keys.length, 2);
+        assert.equal(keys[1], keys[0], "sent again with the same key: the core keeps it once");
+        assert.match(keys[0] ?? "", /^result:[0-9a-f-]{36}$/);
+      }
     }
   });
 

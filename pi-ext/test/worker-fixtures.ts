@@ -1,11 +1,11 @@
-// The golden fixtures' worker records, for the worker tests.
+// The golden fixtures' worker and assignment records, for the worker and project tests.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { decodeServerMsg, type Worker } from "../wire.ts";
+import { decodeServerMsg, type Assignment, type Worker } from "../wire.ts";
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "tests", "fixtures", "protocol");
 
@@ -19,4 +19,11 @@ export function workerRecord(overrides: Partial<Worker> = {}): Worker {
   const msg = decodeServerMsg(fixture("server", "worker"));
   assert.ok(msg.type === "worker");
   return { ...msg.worker, ...overrides };
+}
+
+/** The assignment of the golden fixtures (server/assignment.json), with overrides. */
+export function assignmentRecord(overrides: Partial<Assignment> = {}): Assignment {
+  const msg = decodeServerMsg(fixture("server", "assignment"));
+  assert.ok(msg.type === "assignment");
+  return { ...msg.assignment, ...overrides };
 }

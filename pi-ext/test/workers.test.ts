@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
 import { formatDelivery, Inbox, startsTurn, taskHeader, type DeliveryMessage, type InboxHost } from "../inbox.ts";
-import { LEAD_TOOLS, ROLE_TOOLS, roleTools, STAFF_TOOLS } from "../roles.ts";
+import { LEAD_TOOLS, MANAGER_TOOLS, ROLE_TOOLS, roleTools, STAFF_TOOLS } from "../roles.ts";
 import { decodeClientMsg, decodeServerMsg, WireDecodeError, type Delivery } from "../wire.ts";
 import {
   launchFromEnv,
@@ -113,7 +113,7 @@ describe("tool sets", () => {
   });
 
   test("what a worker never has is ask_human, report and the roles' tools", () => {
-    assert.deepEqual([...NOT_FOR_WORKERS].sort(), ["ask_human", "report", ...LEAD_TOOLS, ...STAFF_TOOLS].sort());
+    assert.deepEqual([...NOT_FOR_WORKERS].sort(), ["ask_human", "report", ...LEAD_TOOLS, ...STAFF_TOOLS, ...MANAGER_TOOLS].sort());
   });
 
   test("a Manager and the Chief own workers too: they keep the owner tools", () => {

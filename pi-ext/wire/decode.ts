@@ -48,7 +48,6 @@ import {
   type CoreStatus,
   type Delivery,
   type EdgeMessage,
-  type Lease,
   type Pairing,
   type Registration,
   type Report,
@@ -59,10 +58,11 @@ import {
   type StaffMember,
   type StaffView,
   type UsageReport,
-  type UsageTotals,
   type Verdict,
   type View,
 } from "./records.ts";
+import { assignmentRecord, PROJECT_CLIENT_BODIES, PROJECT_SERVER_BODIES } from "./projects.ts";
+import { lease, usageFields, usageTotals } from "./shared.ts";
 import { workerRecord, WORKER_CLIENT_BODIES, WORKER_SERVER_BODIES } from "./workers.ts";
 
 export type DecodeErrorCode = "malformed_frame" | "unknown_type" | "invalid_message";
@@ -158,16 +158,6 @@ const ask: Conv<Ask> = record({
   to: maybe(askTo),
 });
 
-const lease: Conv<Lease> = record({
-  role: req(role),
-  repo_id: nullable(str),
-  project: nullable(str),
-  session_id: req(str),
-  session_name: req(str),
-  connected: req(bool),
-  since: req(u64),
-});
-
 const reportsTo: Conv<ReportsTo> = record({
   to: req(oneOf(SUPERIORS)),
   session_id: nullable(str),
@@ -209,18 +199,6 @@ const agentDef: Conv<AgentDef> = record({
   enabled: withDefault(bool, () => true),
   error: nullable(str),
 });
-
-const usageFields = {
-  input: req(u64),
-  output: req(u64),
-  cache_read: req(u64),
-  cache_write: req(u64),
-  total_tokens: req(u64),
-  cost: req(f64),
-  records: req(u64),
-};
-
-const usageTotals: Conv<UsageTotals> = record(usageFields);
 
 const usageReport: Conv<UsageReport> = record({
   sessions: req(
@@ -335,6 +313,7 @@ const listAll = record<{ id: number; all?: boolean }>({ id: req(u64), all: maybe
 
 const CLIENT_BODIES: Bodies<ClientMsg> = {
   ...WORKER_CLIENT_BODIES,
+  ...PROJECT_CLIENT_BODIES,
   hello: record({ id: req(u64), protocol: req(u32), client: req(clientKind), client_name: maybeNull(str) }),
   register: record({ id: req(u64), session: req(registration) }),
   update: record({
@@ -380,7 +359,7 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
   unanswer: record({ id: req(u64), ask: req(u64), by: maybeNull(str) }),
   interrupt: record({ id: req(u64), session: req(str), then: maybeNull(str), by: maybeNull(str) }),
   bye: record({ returning: maybe(bool) }),
-  result: record({ id: req(u64), text: req(str), results: maybeNull(oneOf(RESULTS_MODES)) }),
+  result: record({ id: req(u64), text: req(str), results: maybeNull(oneOf(RESULTS_MODES)), key: maybe(str) }),
   list_reports: record({ id: req(u64), session: maybeNull(str), limit: maybeNull(u32), after: maybeNull(u64) }),
   set_role: record({ id: req(u64), role: req(role) }),
   list_roles: idOnly,
@@ -408,6 +387,7 @@ const askEvent = record<{ ask: Ask }>({ ask: req(ask) });
 
 const SERVER_BODIES: Bodies<ServerMsg> = {
   ...WORKER_SERVER_BODIES,
+  ...PROJECT_SERVER_BODIES,
   welcome: record({ id: req(u64), protocol: req(u32), core_version: req(str), store_id: req(str), pid: req(u32) }),
   registered: record({
     id: req(u64),
@@ -416,6 +396,8 @@ const SERVER_BODIES: Bodies<ServerMsg> = {
     pairings: withDefault(arrayOf(pairing), () => []),
     // Absent (not null) unless this session is a bound managed worker.
     worker: maybe(workerRecord),
+    // Absent (not null) unless this session is the Lead the core launched for an assignment.
+    assignment: maybe(assignmentRecord),
   }),
   updated: record({ id: req(u64), session: req(sessionInfo) }),
   asked: askReply,
@@ -473,7 +455,8 @@ const SERVER_BODIES: Bodies<ServerMsg> = {
     report_id: nullable(u64),
     connected: req(bool),
   }),
-  staff: record({ id: req(u64), members: req(arrayOf(staffMember)) }),
+  // `assignments`: absent (not empty) when there are none; the core leaves it out.
+  staff: record({ id: req(u64), members: req(arrayOf(staffMember)), assignments: maybe(arrayOf(assignmentRecord)) }),
   staff_view: record({ id: req(u64), view: req(staffView) }),
   agents: record({ id: req(u64), agents: req(arrayOf(agentDef)) }),
   usage: record({ id: req(u64), report: req(usageReport) }),

@@ -31,6 +31,13 @@ import type {
   WireErrorCode,
 } from "./records.ts";
 import {
+  PROJECT_CLIENT_TYPES,
+  PROJECT_SERVER_TYPES,
+  type Assignment,
+  type ProjectClientMsg,
+  type ProjectServerMsg,
+} from "./projects.ts";
+import {
   WORKER_CLIENT_TYPES,
   WORKER_SERVER_TYPES,
   type Worker,
@@ -99,7 +106,7 @@ export type InterruptMsg = { type: "interrupt"; id: number; session: string; the
 /** The session closes this connection on purpose; `returning`: it comes straight back (/reload). */
 export type ByeMsg = { type: "bye"; returning?: boolean };
 /** A run's final assistant text; `results` is this session's own setting. */
-export type ResultMsg = { type: "result"; id: number; text: string; results?: ResultsMode | null };
+export type ResultMsg = { type: "result"; id: number; text: string; results?: ResultsMode | null; key?: string };
 export type ListReportsMsg = {
   type: "list_reports";
   id: number;
@@ -132,9 +139,10 @@ export type ListAgentsMsg = { type: "list_agents"; id: number; cwd?: string | nu
 /** Tokens and cost: a Pi session's own tree, or (`session`) one session of it and its tree. */
 export type UsageMsg = { type: "usage"; id: number; session?: string | null };
 
-/** Client → core (the managed-worker requests are in wire/workers.ts). */
+/** Client → core (the managed-worker requests are in wire/workers.ts, project work in wire/projects.ts). */
 export type ClientMsg =
   | WorkerClientMsg
+  | ProjectClientMsg
   | HelloMsg
   | RegisterMsg
   | UpdateMsg
@@ -174,6 +182,7 @@ export type ClientMsg =
 
 export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   ...WORKER_CLIENT_TYPES,
+  ...PROJECT_CLIENT_TYPES,
   "hello",
   "register",
   "update",
@@ -222,6 +231,8 @@ export type RegisteredMsg = {
   pairings: Pairing[];
   /** Set when this session is a managed worker the core launched and bound (by its launch nonce). */
   worker?: Worker;
+  /** Set when this session is the Lead the core launched for a work assignment (bound by its launch nonce). */
+  assignment?: Assignment;
 };
 export type UpdatedMsg = { type: "updated"; id: number; session: SessionInfo };
 export type AskedMsg = { type: "asked"; id: number; ask: Ask };
@@ -300,7 +311,8 @@ export type RoutedMsg = {
   report_id: number | null;
   connected: boolean;
 };
-export type StaffMsg = { type: "staff"; id: number; members: StaffMember[] };
+/** `assignments`: a Manager's repository's (not retired); absent when there are none. */
+export type StaffMsg = { type: "staff"; id: number; members: StaffMember[]; assignments?: Assignment[] };
 export type StaffViewMsg = { type: "staff_view"; id: number; view: StaffView };
 /** `list_agents`' reply: the effective definitions by name, then the broken files. */
 export type AgentsMsg = { type: "agents"; id: number; agents: AgentDef[] };
@@ -310,9 +322,10 @@ export type RoleChangedMsg = { type: "role_changed"; session: SessionInfo; previ
 /** Event to subscribers: a supervisor or staff edge message touching a Manager or the Chief. */
 export type EdgeMessageMsg = { type: "edge_message"; message: EdgeMessage };
 
-/** Core → client: responses (with the request's id) and events (without); the worker replies are in wire/workers.ts. */
+/** Core → client: responses (with the request's id) and events (without); the worker replies are in wire/workers.ts, project work's in wire/projects.ts. */
 export type ServerMsg =
   | WorkerServerMsg
+  | ProjectServerMsg
   | WelcomeMsg
   | RegisteredMsg
   | UpdatedMsg
@@ -356,6 +369,7 @@ export type ServerMsg =
 
 export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   ...WORKER_SERVER_TYPES,
+  ...PROJECT_SERVER_TYPES,
   "welcome",
   "registered",
   "updated",

@@ -232,7 +232,9 @@ export interface AgentDef {
  * `ask` (an ask addressed to this session's role, answered with `answer`),
  * `supervisor_message` (from a session reporting to this one), `staff_message` (a steer
  * from this session's Manager or Chief), `peer_message`; `notice` is information that
- * must not start a turn.
+ * must not start a turn. Project work: `assignment_update` (to a Manager: one completed turn
+ * of an assigned Lead) and `integration` (to a Manager: how an integration that waited for
+ * the human ended); both start a turn.
  */
 export type DeliveryKind =
   | "steer"
@@ -248,7 +250,9 @@ export type DeliveryKind =
   | "notice"
   | "task"
   | "agent_result"
-  | "agent_ask";
+  | "agent_ask"
+  | "assignment_update"
+  | "integration";
 export const DELIVERY_KINDS: readonly DeliveryKind[] = [
   "steer",
   "message",
@@ -264,6 +268,8 @@ export const DELIVERY_KINDS: readonly DeliveryKind[] = [
   "task",
   "agent_result",
   "agent_ask",
+  "assignment_update",
+  "integration",
 ];
 
 /** Why a session left (`session_left.reason`): it said `bye`, or its connection was lost. */
@@ -422,6 +428,7 @@ export const ERROR_CODES = [
   "already_delivered",
   "role_refused",
   "worker_refused",
+  "project_refused",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 /** A code this client may not know yet: new codes are a compatible protocol change. */

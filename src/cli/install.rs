@@ -52,6 +52,14 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
         include_str!("../../pi-ext/wire/workers.ts"),
     ),
     (
+        "wire/projects.ts",
+        include_str!("../../pi-ext/wire/projects.ts"),
+    ),
+    (
+        "wire/shared.ts",
+        include_str!("../../pi-ext/wire/shared.ts"),
+    ),
+    (
         "supervise-pi.ts",
         include_str!("../../pi-ext/supervise-pi.ts"),
     ),
@@ -72,6 +80,10 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     (
         "worker-tools.ts",
         include_str!("../../pi-ext/worker-tools.ts"),
+    ),
+    (
+        "project-tools.ts",
+        include_str!("../../pi-ext/project-tools.ts"),
     ),
     ("README.md", include_str!("../../pi-ext/README.md")),
 ];

@@ -12,8 +12,11 @@ pub mod asks;
 pub mod doctor;
 pub mod format;
 pub mod install;
+pub mod integrate;
+pub mod lead;
 pub mod lifecycle;
 pub mod pairings;
+pub mod projects;
 pub mod reports;
 pub mod roles;
 pub mod send;
@@ -172,6 +175,70 @@ pub enum Command {
     /// Sessions whose file cannot be read are listed as not counted, with the reason
     /// ("coverage incomplete"); nothing is estimated.
     Usage(UsageArgs),
+    /// List project work: each repository's Manager and its work assignments.
+    ///
+    /// Per repository: name, primary worktree, primary branch, its Manager or "no
+    /// manager"; per assignment: branch, state, Lead state, last update (age and first
+    /// line), ahead/behind the primary branch, open asks, tokens and cost of the Lead's tree.
+    ///
+    /// Project work starts in Pi: `/manager` in a repository's primary worktree, then the
+    /// Manager's `delegate_project` tool starts a Lead on a new branch in its own worktree.
+    #[command(after_help = "Examples:\n  shepherd projects\n  shepherd projects --json")]
+    Projects,
+    /// Integrate an assigned branch: fast-forward the primary branch to it, as the human.
+    ///
+    /// Approves a Manager's integrate_branch, or runs one on your own: REPO's primary
+    /// branch is fast-forwarded to SHA, the branch's tip, then the branch's worktree is
+    /// removed and the assignment retired (the branch is kept).
+    ///
+    /// Refused, with nothing changed, when SHA is not the branch's tip, the primary branch
+    /// cannot be fast-forwarded to it, or the primary worktree has uncommitted changes. If
+    /// removing the worktree fails, the same command again finishes it.
+    #[command(
+        after_help = "Examples:\n  shepherd integrate app feat/export 4b1d2c3e5f60718293a4b5c6d7e8f90a1b2c3d4e\n  shepherd integrate ~/src/app feat/export \"$(git -C ~/src/app rev-parse feat/export)\""
+    )]
+    Integrate(IntegrateArgs),
+    /// Start an assignment's Lead again (the same Pi session in the same worktree).
+    ///
+    /// Says so when the Lead already runs. A retired (integrated) assignment cannot be
+    /// resumed.
+    #[command(
+        after_help = "Examples:\n  shepherd resume feat/export\n  shepherd resume feat/export --repo app"
+    )]
+    Resume(LeadArgs),
+    /// Stop an assignment's Lead and its workers; the assignment is paused.
+    ///
+    /// Its session, branch, worktree and uncommitted changes are kept; `shepherd resume`
+    /// starts the same Lead again.
+    #[command(
+        after_help = "Examples:\n  shepherd stop-lead feat/export\n  shepherd stop-lead feat/export --repo ~/src/app"
+    )]
+    StopLead(LeadArgs),
+}
+
+/// `shepherd integrate`.
+#[derive(Debug, Args)]
+pub struct IntegrateArgs {
+    /// The repository: its name (as `shepherd projects` shows it) or a path in it.
+    #[arg(value_name = "REPO")]
+    pub repo: String,
+    /// The assigned branch.
+    #[arg(value_name = "BRANCH")]
+    pub branch: String,
+    /// The branch's tip, as you reviewed it (`git rev-parse <branch>`).
+    #[arg(value_name = "SHA")]
+    pub sha: String,
+}
+
+/// `shepherd resume` and `shepherd stop-lead`.
+#[derive(Debug, Args)]
+pub struct LeadArgs {
+    /// The assigned branch.
+    #[arg(value_name = "BRANCH")]
+    pub branch: String,
+    /// The repository (name or path), when the branch is assigned in more than one.
+    #[arg(long, value_name = "REPO")]
+    pub repo: Option<String>,
 }
 
 /// `shepherd workers`.
@@ -403,6 +470,10 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Close { worker } => workers::close(ctx, &worker).await,
         Command::Attach { worker } => workers::attach(ctx, &worker).await,
         Command::Usage(args) => usage::run(ctx, &args).await,
+        Command::Projects => projects::run(ctx).await,
+        Command::Integrate(args) => integrate::run(ctx, &args).await,
+        Command::Resume(args) => lead::resume(ctx, &args).await,
+        Command::StopLead(args) => lead::stop(ctx, &args).await,
     }
 }
 

@@ -130,6 +130,20 @@ impl State {
     ) -> HubResult<()> {
         // A managed worker's run: its result is its owner's (mailed once), not the phone's.
         let session = self.registered(cx.conn)?.clone();
+        super::asks::check_key(req.key.as_deref())?;
+        // Sent again with its key (the reply was lost): what was kept then, acted on once.
+        if let Some(key) = &req.key
+            && let Some(kept) = store::reports::by_key(db, &session, key)?
+        {
+            out.send(
+                cx.conn,
+                &ServerMsg::Reported {
+                    id: cx.id,
+                    report: kept,
+                },
+            );
+            return Ok(());
+        }
         let worker = self.worker_run_result(&session, &req.text, db, out)?;
         // An assigned Lead's run: an update for its Manager role (the phones see it as
         // `assignment_update`), not an ordinary result.
@@ -148,7 +162,7 @@ impl State {
         let posted = Posted {
             text: req.text,
             kind: ReportKind::Result,
-            key: None,
+            key: req.key,
         };
         self.keep_report(cx, posted, announce, db, out)
     }

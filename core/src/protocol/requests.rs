@@ -280,6 +280,10 @@ pub struct RunResult {
     pub text: String,
     #[serde(default)]
     pub results: Option<ResultsMode>,
+    /// The run's idempotency key: a result sent again with it (its reply was lost) is the
+    /// one kept then, not a second result (nor a second assignment update).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// Kept reports and results, oldest first. `session` (id, unique id prefix or name)

@@ -104,7 +104,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let (primary, checkout) = made.map_err(|e| refused("git", e))?;
+        let (primary, checkout) = made.map_err(|e| refused("git", with_lock_hint(e)))?;
         let lease = store::leases::held_by(db, &d.manager)?;
         if lease.is_none_or(|l| l.repo_id.as_deref() != Some(d.repo_id.as_str())) {
             return Err(refused(
@@ -449,5 +449,17 @@ fn assigned(row: &AssignmentRow) -> HubError {
             row.assignment.state,
             row.assignment.branch
         ),
+    )
+}
+
+/// A git error about a lock file says what a person does about it.
+fn with_lock_hint(message: String) -> String {
+    let Some(end) = message.find(".lock") else {
+        return message;
+    };
+    let start = message[..end].rfind('\'').map_or(0, |i| i + 1);
+    let lock = &message[start..end + ".lock".len()];
+    format!(
+        "{message}. Another git command holds {lock}, or one was interrupted: when no git command runs in that repository, remove {lock} and try again"
     )
 }
