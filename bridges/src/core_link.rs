@@ -19,8 +19,8 @@ use std::time::Duration;
 use shepherd_core::client::{Client, ClientError, Request};
 pub use shepherd_core::client::{Interrupted, Sent, Unanswered};
 use shepherd_core::protocol::{
-    Ask, AskId, AskState, ClientKind, CoreStatus, ErrorCode, Pairing, Report, ServerMsg, SessionId,
-    SessionInfo, StaffMember, UsageReport, Worker, requests,
+    Ask, AskId, AskState, ClientKind, CoreStatus, ErrorCode, Lease, Pairing, Project, Report,
+    ServerMsg, SessionId, SessionInfo, StaffMember, UsageReport, Worker, requests,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -153,6 +153,17 @@ impl CoreLink {
             agent: agent.to_string(),
         })
         .await
+    }
+
+    /// `list_projects` as a bridge: every repository with assignments (not retired), with
+    /// ahead/behind and the Leads' usage filled in.
+    pub async fn projects(&mut self) -> Reply<Vec<Project>> {
+        self.call(requests::ListProjects::default()).await
+    }
+
+    /// `list_roles`: the Manager and Chief leases (held, whether or not connected).
+    pub async fn roles(&mut self) -> Reply<Vec<Lease>> {
+        self.call(requests::ListRoles::default()).await
     }
 
     /// `list_pairings`: the active pairings, or (`all`) the ended ones too.

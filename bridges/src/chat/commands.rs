@@ -44,7 +44,7 @@ pub struct CommandSpec {
 }
 
 /// Every command, in the order the help lists them.
-pub const COMMANDS: [CommandSpec; 14] = [
+pub const COMMANDS: [CommandSpec; 15] = [
     CommandSpec {
         name: "sessions",
         args: "",
@@ -74,6 +74,11 @@ pub const COMMANDS: [CommandSpec; 14] = [
         name: "workers",
         args: "",
         about: "the managed workers under each owner, with state, age, tokens and cost (reply to a line to steer it)",
+    },
+    CommandSpec {
+        name: "projects",
+        args: "",
+        about: "project work: each repository's manager and assignments, with state, Lead, last update, ahead/behind, asks and cost",
     },
     CommandSpec {
         name: "close",
@@ -130,6 +135,8 @@ pub enum ChatCommand {
     Staff,
     /// The managed workers, as each owner's tree.
     Workers,
+    /// Project work: each repository's Manager and assignments.
+    Projects,
     /// Close a managed worker (its label or `#id`); `None`: the worker whose line the
     /// command replies to.
     Close(Option<String>),
@@ -372,6 +379,7 @@ pub fn parse(text: &str, prefix: char, bot_username: Option<&str>) -> Option<Cha
         "asks" => ChatCommand::Asks,
         "staff" => ChatCommand::Staff,
         "workers" => ChatCommand::Workers,
+        "projects" => ChatCommand::Projects,
         "close" => ChatCommand::Close(Some(unquote(args)).filter(|s| !s.is_empty())),
         "steer" => steer(args),
         "answer" => answer(args),
@@ -886,6 +894,8 @@ mod tests {
     fn workers_and_close_parse() {
         assert_eq!(parse("/workers", '/', None), Some(ChatCommand::Workers));
         assert_eq!(parse("!workers", '!', None), Some(ChatCommand::Workers));
+        assert_eq!(parse("/projects", '/', None), Some(ChatCommand::Projects));
+        assert_eq!(parse("!Projects", '!', None), Some(ChatCommand::Projects));
         assert_eq!(
             parse("/close #5", '/', None),
             Some(ChatCommand::Close(Some("#5".into())))

@@ -53,9 +53,15 @@ pub fn base_name(path: &str) -> &str {
 }
 
 /// `app@main`, `app@9f3c2b1` when detached; `None` outside a repository. The repository
-/// is named by its directory.
+/// is named by its project (its primary checkout's directory, so a linked worktree
+/// `app.worktrees/feat-a` is `app@feat/a` too), else by its directory.
 pub fn repo_branch(s: &SessionInfo) -> Option<String> {
-    let repo = base_name(s.repo.as_deref()?);
+    let dir = base_name(s.repo.as_deref()?);
+    let repo = s
+        .project
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .unwrap_or(dir);
     let at = match (&s.branch, &s.head) {
         (Some(branch), _) => branch.clone(),
         (None, Some(head)) => head.chars().take(7).collect(),
@@ -140,6 +146,16 @@ pub(crate) mod tests {
         assert_eq!(repo_branch(&s).as_deref(), Some("app@main"));
         s.branch = None;
         assert_eq!(repo_branch(&s).as_deref(), Some("app@9f3c2b1"));
+        s.branch = Some("feat/a".into());
+        s.repo = Some("/src/app.worktrees/feat-a".into());
+        s.project = Some("app".into());
+        assert_eq!(
+            repo_branch(&s).as_deref(),
+            Some("app@feat/a"),
+            "a linked worktree"
+        );
+        s.project = None;
+        assert_eq!(repo_branch(&s).as_deref(), Some("feat-a@feat/a"));
         s.repo = None;
         assert_eq!(repo_branch(&s), None);
         assert_eq!(base_name("/srv/repo/"), "repo");

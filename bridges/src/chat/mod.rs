@@ -24,6 +24,8 @@
 //!   which of several asks is meant.
 //! - [`workers`]: managed workers: `/workers` as each owner's tree, a worker's ending in
 //!   its owner's place, whom a worker's question is for.
+//! - [`projects`]: project work: `/projects` as repositories → assignments, a Lead's
+//!   update tagged `app@feat/a` and an assignment's state changes in the project's place.
 //! - [`format`](mod@format): small helpers (relative times, `repo@branch`, UTF-16 truncation).
 //!
 //! A bridge's path for a message: render, then [`split::split_html`] (or a document when
@@ -35,6 +37,7 @@ pub mod commands;
 pub mod format;
 pub mod html;
 pub mod pairing;
+pub mod projects;
 pub mod render;
 pub mod replies;
 pub mod roles;

@@ -488,7 +488,13 @@ fn help_into(h: &mut Html, prefix: char) {
             } else {
                 format!("a reply {prefix}close")
             }
-        ));
+        ))
+        .line()
+        .text(
+            "Project work (a manager handing branches to leads) is said in the manager's topic \
+             or thread, tagged repo@branch: each lead's update, its state changes, and the \
+             manager's questions, an integration to approve among them.",
+        );
 }
 
 /// The answer to an unknown command: what was not understood, then the help.

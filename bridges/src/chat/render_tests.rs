@@ -295,6 +295,7 @@ fn help_for_both_prefixes() {
          /answer <ask> <text> — answer an open question (a number picks that option)\n\
          /staff — who reports to whom: chief, managers, leads (reply to a line to steer it)\n\
          /workers — the managed workers under each owner, with state, age, tokens and cost (reply to a line to steer it)\n\
+         /projects — project work: each repository's manager and assignments, with state, Lead, last update, ahead/behind, asks and cost\n\
          /close <worker> — close a managed worker (its label or #id; or reply to its line)\n\
          /steer <session> <text> — tell a session what to do\n\
          /supervise <session> <goal> — pair a free supervisor session with a session, toward a goal\n\
@@ -310,7 +311,10 @@ fn help_for_both_prefixes() {
          and /supervise only the goal.\n\
          Reply to a worker's line in /workers to steer it; its ✖ close button closes it. A worker's \
          question to its owner shows as a card when the owner is a manager or the chief, or after it \
-         has waited a while; its ending is said in its owner's topic or thread."
+         has waited a while; its ending is said in its owner's topic or thread.\n\
+         Project work (a manager handing branches to leads) is said in the manager's topic or \
+         thread, tagged repo@branch: each lead's update, its state changes, and the manager's \
+         questions, an integration to approve among them."
     );
     assert!(help('!').plain.contains("a reply !close closes it"));
     assert!(

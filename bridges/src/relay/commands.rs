@@ -13,7 +13,8 @@
 //! the platform: the relay posts the [`CommandReply`]. `staff` is `list_staff` as a
 //! bridge (every connected session and lease holder), drawn as a tree; `workers` is
 //! `list_workers` with each worker's `usage`, drawn as each owner's tree, and `close`
-//! is `close_agent` (the worker named, or the one whose line the command replies to).
+//! is `close_agent` (the worker named, or the one whose line the command replies to);
+//! `projects` is `list_projects` as a bridge (every repository), one message.
 
 use std::collections::HashMap;
 
@@ -22,6 +23,7 @@ use shepherd_core::protocol::{Millis, Pairing, SessionId, Worker};
 use super::pairings::Here;
 use crate::chat::commands::{ChatCommand, SessionArgs, UsageError};
 use crate::chat::pairing;
+use crate::chat::projects;
 use crate::chat::render::{self, Rendered};
 use crate::chat::replies::{failure, pick, plain, refused};
 use crate::chat::roles;
@@ -100,6 +102,10 @@ pub async fn answer(
                 let (head, lines) = workers::workers_list(&list, &usage, now, prefix, &close);
                 return CommandReply::Workers { head, lines };
             }
+            Err(e) => failure(e),
+        },
+        ChatCommand::Projects => match link.projects().await {
+            Ok(list) => projects::projects_list(&list, now, prefix),
             Err(e) => failure(e),
         },
         ChatCommand::Close(agent) => {

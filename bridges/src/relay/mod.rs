@@ -25,10 +25,15 @@
 //! for its question's card, which goes to its owner's place) and says a worker's ending
 //! (`settling`/`done`: finished, `lost`) once in its owner's place; a reply to a
 //! `/workers` line (about `#<id>`) steers that worker with `steer_agent`.
+//!
+//! Project work ([`projects`]): a Lead's `assignment_update` is said once, tagged
+//! `app@feat/a`, in its repository's Manager topic or thread; an `assignment_changed`
+//! that changes the state or the Lead's state is one short line there.
 
 pub mod commands;
 pub mod pairings;
 pub mod platform;
+pub mod projects;
 pub mod reports;
 pub mod typed;
 
@@ -74,6 +79,8 @@ pub struct Relay<P: Platform> {
     pub workers: HashMap<WorkerId, Worker>,
     /// The workers whose ending was said, and which ending: said once each.
     pub worker_endings: HashSet<(WorkerId, Ending)>,
+    /// The assignments as last told, and the updates said here.
+    pub projects: projects::ProjectsSeen,
 }
 
 impl<P: Platform> Relay<P> {
@@ -89,6 +96,7 @@ impl<P: Platform> Relay<P> {
             reports: reports::ReportCursor::default(),
             workers: HashMap::new(),
             worker_endings: HashSet::new(),
+            projects: projects::ProjectsSeen::default(),
         }
     }
 
@@ -153,6 +161,14 @@ impl<P: Platform> Relay<P> {
                     by,
                 } => self.on_pairing(change, pairing, verdict, by).await,
                 ServerMsg::WorkerChanged { worker } => self.worker_changed(worker).await,
+                ServerMsg::AssignmentChanged { assignment } => {
+                    self.assignment_changed(*assignment).await
+                }
+                ServerMsg::AssignmentUpdated {
+                    assignment,
+                    text,
+                    message_id,
+                } => self.assignment_update(*assignment, &text, message_id).await,
                 _ => {}
             },
         }
@@ -177,6 +193,7 @@ impl<P: Platform> Relay<P> {
                 self.workers.insert(w.id, w);
             }
         }
+        self.resync_projects().await;
         for ask_id in self.platform.open_cards() {
             if let Some(ask) = snapshot.answered.get(&AskId::from(ask_id)) {
                 self.close_cards(ask).await;
