@@ -210,6 +210,27 @@ async fn a_lead_works_in_its_worktree_and_each_turn_is_one_update_for_the_manage
     assert_eq!(listed.session_id, a.session_id);
     let usage = listed.usage.expect("the Lead's usage");
     assert!(usage.total_tokens > 0);
+    // The Manager's list_staff carries its assignments, with git's ahead/behind.
+    mgr.client
+        .send(&shepherd_core::protocol::ClientMsg::ListStaff(
+            requests::ListStaff { id: 9000 },
+        ))
+        .await?;
+    let staff = loop {
+        let msg = mgr.client.next_event().await?;
+        if msg.response_id() == Some(9000) {
+            break msg;
+        }
+    };
+    let shepherd_core::protocol::ServerMsg::Staff { assignments, .. } = staff else {
+        anyhow::bail!("not a staff reply: {staff:?}");
+    };
+    assert_eq!(assignments.len(), 1, "{assignments:?}");
+    assert_eq!(assignments[0].branch, "feat/a");
+    assert_eq!(
+        (assignments[0].ahead, assignments[0].behind),
+        (Some(1), Some(0))
+    );
 
     // The Lead asks its Manager; the Manager's answer comes back to it.
     steer(&core, a.session_id.as_str(), "TASK-Q pick a colour").await?;
@@ -751,18 +772,34 @@ async fn a_core_killed_during_a_delegation_leaves_no_assignment_or_a_complete_on
                 // No assignment: the branch may be delegated again, as if never asked. A
                 // kill inside git's own ref update leaves its lock file; the refusal names
                 // it and says to remove it.
+                // A kill inside git's worktree add leaves a half-made directory; the
+                // refusal names it and says to delete it.
                 let task = format!("TASK-A again {i}");
-                let a = match delegate(&mut mgr, &task, &branch).await {
-                    Ok(a) => a,
-                    Err(e) if e.to_string().contains(".lock") => {
-                        let msg = e.to_string();
+                let mut tries = 0;
+                let a = loop {
+                    tries += 1;
+                    let e = match delegate(&mut mgr, &task, &branch).await {
+                        Ok(a) => break a,
+                        Err(e) if tries < 3 => e,
+                        Err(e) => return Err(e),
+                    };
+                    let msg = e.to_string();
+                    if msg.contains(".lock") {
                         assert!(msg.contains("remove"), "{msg}");
                         let lock = app.join(format!(".git/refs/heads/{branch}.lock"));
                         assert!(msg.contains(&lock.display().to_string()), "{msg}");
                         std::fs::remove_file(&lock)?;
-                        delegate(&mut mgr, &task, &branch).await?
+                    } else if msg.contains("is in the way") {
+                        assert!(msg.contains("delete it"), "{msg}");
+                        let dir = app
+                            .parent()
+                            .unwrap()
+                            .join(format!("app.worktrees/{}", branch.replace('/', "-")));
+                        assert!(msg.contains(&dir.display().to_string()), "{msg}");
+                        std::fs::remove_dir_all(&dir)?;
+                    } else {
+                        return Err(e);
                     }
-                    Err(e) => return Err(e),
                 };
                 assert_eq!(a.state, AssignmentState::Active);
             }

@@ -587,7 +587,7 @@ impl State {
 
     /// `list_staff`: a Manager's or the Chief's direct staff; for the human, everyone.
     pub(super) fn list_staff(
-        &self,
+        &mut self,
         cx: Cx,
         _req: ListStaff,
         db: &Connection,
@@ -620,14 +620,19 @@ impl State {
             },
             Some(_) => Vec::new(),
         };
-        out.send(
-            cx.conn,
-            &ServerMsg::Staff {
-                id: cx.id,
-                members,
-                assignments,
-            },
-        );
+        if assignments.is_empty() {
+            out.send(
+                cx.conn,
+                &ServerMsg::Staff {
+                    id: cx.id,
+                    members,
+                    assignments,
+                },
+            );
+        } else {
+            // Ahead/behind come from git, on the git lane.
+            self.staff_with_git(cx, members, assignments, db, out)?;
+        }
         Ok(())
     }
 

@@ -2,7 +2,7 @@
 //! session files know (the primary branch, ahead/behind, the Leads' usage) read on the git
 //! lane. The same pass is the inventory that retires an assignment whose checkout git
 //! proves gone; an inventory that fails keeps it. `list_staff` carries the assignments
-//! as the store has them.
+//! with ahead/behind read on the lane too.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -135,6 +135,49 @@ impl State {
                 projects,
             },
         );
+        Ok(())
+    }
+
+    /// Answer `list_staff` once git has said how far each assignment's branch is ahead
+    /// of and behind its primary branch.
+    pub(in crate::hub) fn staff_with_git(
+        &mut self,
+        cx: Cx,
+        members: Vec<crate::protocol::StaffMember>,
+        mut assignments: Vec<Assignment>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let mut wanted = Vec::with_capacity(assignments.len());
+        for a in &assignments {
+            let primary = store::projects::get(db, a.id)?.map(|r| PathBuf::from(r.primary_root));
+            wanted.push((primary, a.branch.clone()));
+        }
+        let job: GitJob = Box::new(move || {
+            for (a, (primary, branch)) in assignments.iter_mut().zip(wanted) {
+                if let Some((ahead, behind)) =
+                    primary.and_then(|p| worktrees::ahead_behind(&p, &branch).ok())
+                {
+                    a.ahead = Some(ahead as u32);
+                    a.behind = Some(behind as u32);
+                }
+            }
+            GitDone {
+                reply: Some((cx.conn, cx.id)),
+                then: Box::new(move |_state, _db, out| {
+                    out.send(
+                        cx.conn,
+                        &ServerMsg::Staff {
+                            id: cx.id,
+                            members,
+                            assignments,
+                        },
+                    );
+                    Ok(())
+                }),
+            }
+        });
+        out.git.push(job);
         Ok(())
     }
 
