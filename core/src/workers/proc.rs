@@ -3,7 +3,9 @@
 //! A worker's extension registers over the socket; the core knows its peer pid from
 //! SO_PEERCRED and accepts the binding only when that pid is the process it launched or
 //! runs below it (Pi's wrapper script `exec`s node, a tmux pane's pid is the process tmux
-//! started). [`is_descendant`] walks the ppid chain in `/proc/<pid>/stat`.
+//! started). [`is_descendant`] walks the ppid chain in `/proc/<pid>/stat`;
+//! [`prove_launch`] is the whole check a managed worker's or an assigned Lead's
+//! registration passes (nonce, ancestry, no other live process bound).
 
 use std::path::Path;
 
@@ -46,6 +48,55 @@ pub fn is_descendant(pid: u32, ancestor: u32) -> bool {
         }
     }
     false
+}
+
+/// Why a registration is not the process shepherd launched for a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchProof {
+    /// The one-time nonce is missing or another one.
+    WrongNonce,
+    /// The registering process is neither the launched one nor below it.
+    NotOurs,
+    /// Another live process (this pid) is already bound to the session.
+    Taken(u32),
+}
+
+impl LaunchProof {
+    /// The reason in a sentence (for `WrongNonce` and `NotOurs`).
+    pub fn why(self) -> &'static str {
+        match self {
+            LaunchProof::WrongNonce => "the launch nonce does not match",
+            LaunchProof::NotOurs => "the process is not the one shepherd launched",
+            LaunchProof::Taken(_) => "another process holds the session",
+        }
+    }
+}
+
+/// Whether a registration with `nonce` from `pid` is the process shepherd launched
+/// (`launched`, with `expected` as its nonce; an empty one matches nothing) and no other
+/// live process is bound to the session (`bound`; `alive` says whether a pid runs).
+pub fn prove_launch(
+    nonce: Option<&str>,
+    expected: &str,
+    pid: Option<u32>,
+    launched: Option<u32>,
+    bound: Option<u32>,
+    alive: impl Fn(u32) -> bool,
+) -> Result<(), LaunchProof> {
+    if expected.is_empty() || nonce != Some(expected) {
+        return Err(LaunchProof::WrongNonce);
+    }
+    let ours = match (pid, launched) {
+        (Some(p), Some(l)) => p == l || is_descendant(p, l),
+        _ => false,
+    };
+    if !ours {
+        return Err(LaunchProof::NotOurs);
+    }
+    match bound {
+        Some(b) if Some(b) != pid && alive(b) => Err(LaunchProof::Taken(b)),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -113,5 +164,59 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(!is_descendant(sleep_pid, sh_pid));
+    }
+
+    #[test]
+    fn a_launch_is_proved_by_the_nonce_the_ancestry_and_no_other_bound_process() {
+        let me = std::process::id();
+        let alive = |_| true;
+        let dead = |_| false;
+        let prove = |nonce, expected, pid, launched, bound, alive: &dyn Fn(u32) -> bool| {
+            prove_launch(nonce, expected, pid, launched, bound, alive)
+        };
+        assert_eq!(
+            prove(Some("n1"), "n1", Some(me), Some(me), None, &alive),
+            Ok(())
+        );
+        assert_eq!(
+            prove(Some("n2"), "n1", Some(me), Some(me), None, &alive),
+            Err(LaunchProof::WrongNonce)
+        );
+        assert_eq!(
+            prove(None, "n1", Some(me), Some(me), None, &alive),
+            Err(LaunchProof::WrongNonce)
+        );
+        // A spent nonce (a stopped Lead's) matches nothing, not even an empty one.
+        assert_eq!(
+            prove(Some(""), "", Some(me), Some(me), None, &alive),
+            Err(LaunchProof::WrongNonce)
+        );
+        assert_eq!(
+            prove(Some("n1"), "n1", None, Some(me), None, &alive),
+            Err(LaunchProof::NotOurs)
+        );
+        // Launched: a child of this process; this process is not below it.
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        assert_eq!(
+            prove(Some("n1"), "n1", Some(me), Some(other.id()), None, &alive),
+            Err(LaunchProof::NotOurs)
+        );
+        let _ = other.kill();
+        let _ = other.wait();
+        assert_eq!(
+            prove(Some("n1"), "n1", Some(me), Some(me), Some(me + 1), &alive),
+            Err(LaunchProof::Taken(me + 1))
+        );
+        assert_eq!(
+            prove(Some("n1"), "n1", Some(me), Some(me), Some(me + 1), &dead),
+            Ok(())
+        );
+        assert_eq!(
+            prove(Some("n1"), "n1", Some(me), Some(me), Some(me), &alive),
+            Ok(())
+        );
     }
 }

@@ -227,27 +227,26 @@ impl State {
                 ),
             )
         };
-        if row.nonce.is_empty() || reg.launch.as_deref() != Some(row.nonce.as_str()) {
-            return Err(mismatch("the launch nonce does not match"));
-        }
-        let ours = match (pid, row.assignment.pid) {
-            (Some(p), Some(l)) => p == l || crate::workers::proc::is_descendant(p, l),
-            _ => false,
-        };
-        if !ours {
-            return Err(mismatch("the process is not the one shepherd launched"));
-        }
-        if let Some(bound) = row.bound_pid
-            && Some(bound) != pid
-            && process_alive(bound)
-        {
-            return Err(HubError::new(
-                ErrorCode::SessionTaken,
-                format!(
-                    "the Lead of {} is already open in process {bound}; one process per session",
-                    tag(&row.assignment)
-                ),
-            ));
+        use crate::workers::proc::{LaunchProof, prove_launch};
+        match prove_launch(
+            reg.launch.as_deref(),
+            &row.nonce,
+            pid,
+            row.assignment.pid,
+            row.bound_pid,
+            process_alive,
+        ) {
+            Ok(()) => {}
+            Err(LaunchProof::Taken(bound)) => {
+                return Err(HubError::new(
+                    ErrorCode::SessionTaken,
+                    format!(
+                        "the Lead of {} is already open in process {bound}; one process per session",
+                        tag(&row.assignment)
+                    ),
+                ));
+            }
+            Err(proof) => return Err(mismatch(proof.why())),
         }
         Ok(Some(row))
     }

@@ -155,11 +155,15 @@ impl State {
                     Actor::Human => repo.map(str::to_string),
                 };
                 let where_ = project.map_or(String::new(), |p| format!(" in {p}"));
+                let hint = match actor {
+                    Actor::Manager { .. } => {
+                        "list_staff lists your assignments; delegate_project starts one"
+                    }
+                    Actor::Human => "`shepherd projects` lists the assignments",
+                };
                 Err(refused(
                     "no_assignment",
-                    format!(
-                        "no open assignment for branch {branch:?}{where_}; `shepherd projects` (list_staff) lists them, delegate_project starts one"
-                    ),
+                    format!("no open assignment for branch {branch:?}{where_}; {hint}"),
                 ))
             }
             _ => {

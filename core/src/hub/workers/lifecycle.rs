@@ -68,28 +68,26 @@ impl State {
                 ),
             )
         };
-        if reg.launch.as_deref() != Some(row.nonce.as_str()) {
-            return Err(mismatch("the launch nonce does not match"));
-        }
-        let launched = row.pid;
-        let ours = match (pid, launched) {
-            (Some(p), Some(l)) => p == l || crate::workers::proc::is_descendant(p, l),
-            _ => false,
-        };
-        if !ours {
-            return Err(mismatch("the process is not the one shepherd launched"));
-        }
-        if let Some(bound) = row.bound_pid
-            && Some(bound) != pid
-            && process_alive(bound)
-        {
-            return Err(HubError::new(
-                ErrorCode::SessionTaken,
-                format!(
-                    "worker {}'s session is already open in process {bound}; one live generation per session",
-                    row.worker.label
-                ),
-            ));
+        use crate::workers::proc::{LaunchProof, prove_launch};
+        match prove_launch(
+            reg.launch.as_deref(),
+            &row.nonce,
+            pid,
+            row.pid,
+            row.bound_pid,
+            process_alive,
+        ) {
+            Ok(()) => {}
+            Err(LaunchProof::Taken(bound)) => {
+                return Err(HubError::new(
+                    ErrorCode::SessionTaken,
+                    format!(
+                        "worker {}'s session is already open in process {bound}; one live generation per session",
+                        row.worker.label
+                    ),
+                ));
+            }
+            Err(proof) => return Err(mismatch(proof.why())),
         }
         Ok(Some(row))
     }
