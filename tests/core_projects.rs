@@ -16,6 +16,12 @@
 //!   reason reaches the Manager; a diverged primary, a wrong sha and a dirty primary are
 //!   refused with nothing changed; a dirty checkout leaves `cleanup_pending`, finished by
 //!   the same call;
+//! - with `[projects] integrate = "deny"` the Manager is refused and the human's
+//!   `shepherd integrate` runs it;
+//! - a core killed (-9) at points of a delegation leaves no assignment (the branch can be
+//!   delegated again; git's leftovers are named with what to do) or a complete one whose
+//!   Lead runs and reports;
+//! - `list_staff` gives a Manager its assignments with git's ahead/behind;
 //! - a checkout deleted by hand is retired after git's inventory;
 //! - refusals say what is missing (not a Manager, branch already assigned, occupied
 //!   checkout, no assignment).
@@ -820,5 +826,50 @@ async fn a_core_killed_during_a_delegation_leaves_no_assignment_or_a_complete_on
         assert!(rev(&app, &branch).is_ok());
         assert!(Path::new(&a.checkout).join(".git").is_file());
     }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_integrate_deny_only_the_human_integrates() -> Result<()> {
+    let (_model, core) = start(&[("SHEPHERD_PROJECTS__INTEGRATE", "deny")]).await?;
+    let app = repo(&core, "app")?;
+    let mut mgr = manager(&core, &app, "0193a5c2-0000-7000-8000-0000000de001").await?;
+    let a = delegate(&mut mgr, "TASK-A add a.txt", "feat/a").await?;
+    update(&mut mgr).await?;
+    let sha = rev(&app, "feat/a")?;
+    let main_before = rev(&app, "main")?;
+    let err = mgr
+        .client
+        .call(requests::IntegrateBranch {
+            branch: "feat/a".into(),
+            sha: sha.clone(),
+            ..Default::default()
+        })
+        .await
+        .map_err(anyhow::Error::from)
+        .unwrap_err();
+    assert_eq!(
+        error_details(&err).unwrap()["reason"],
+        "integrate_denied",
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("shepherd integrate app feat/a"),
+        "{err}"
+    );
+    assert_eq!(rev(&app, "main")?, main_before, "nothing changed");
+    assert!(Path::new(&a.checkout).is_dir());
+
+    let out = core
+        .command()
+        .args(["integrate", "app", "feat/a", &sha])
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(rev(&app, "main")?, sha, "the human's integration runs");
+    assert!(!Path::new(&a.checkout).exists());
     Ok(())
 }
