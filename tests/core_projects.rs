@@ -432,6 +432,25 @@ async fn stop_lead_pauses_and_resume_work_relaunches_the_same_session_in_the_sam
         })
         .await?;
     assert_eq!(again.pid, back.pid);
+
+    // A Lead that dies on its own: the Manager is told, with how to start it again.
+    let pid = back.pid.expect("a pid");
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()?;
+    let told = loop {
+        let text = update(&mut mgr).await?;
+        if text.contains("ended on its own") {
+            break text;
+        }
+    };
+    assert!(
+        told.contains("app@feat/a") && told.contains("resume_work"),
+        "{told}"
+    );
+    let stopped =
+        wait_assignment(&core, "feat/a", "stopped", |a| a.lead == LeadState::Stopped).await?;
+    assert_eq!(stopped.state, AssignmentState::Active, "kept as it was");
     Ok(())
 }
 

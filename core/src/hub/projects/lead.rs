@@ -187,6 +187,24 @@ impl State {
         let row = self.assignment_row(db, id)?;
         tracing::info!(assignment = id, tag = %tag(&row.assignment), code = ?code, "an assignment's Lead exited");
         self.assignment_changed(&row, out);
+        // Not stopped by anyone: its Manager must know the work stands still.
+        let a = &row.assignment;
+        let how = code.map_or("it was killed".to_string(), |c| format!("exit code {c}"));
+        let body = format!(
+            "Assignment update · {} · the Lead's process ended on its own ({how})\n\nThe assignment, its session, branch and worktree are kept. resume_work {{branch: {:?}}} starts the same session again.",
+            tag(a),
+            a.branch
+        );
+        let from = Self::core_sender();
+        self.project_mail(
+            &a.repo_id,
+            Some(a.id),
+            DeliveryKind::AssignmentUpdate,
+            &body,
+            &from,
+            db,
+            out,
+        )?;
         Ok(())
     }
 
