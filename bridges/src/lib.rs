@@ -15,6 +15,7 @@
 //! - [`relay`]: one bridge's state and behaviour for any platform (`Relay<P: Platform>`):
 //!   the core's events rendered once for every phone, resync, command answering,
 //!   pairings, answers and steers.
+//! - [`local_db`]: a bridge's own SQLite file: private, with append-only migrations.
 //! - [`outbox`]: the actor every send goes through (order, pacing, coalesced edits).
 //! - [`telegram`]: the Telegram platform (teloxide): topics, buttons, polling.
 //! - [`matrix`]: the Matrix platform (matrix-sdk): threads, reactions, encrypted rooms.
@@ -25,6 +26,7 @@
 
 pub mod chat;
 pub mod core_link;
+pub mod local_db;
 pub mod matrix;
 pub mod outbox;
 pub mod relay;

@@ -84,6 +84,8 @@ pub enum MatrixError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    #[error(transparent)]
+    Open(#[from] crate::local_db::OpenError),
     #[error("shutting down")]
     Shutdown,
 }
@@ -136,11 +138,7 @@ async fn run_inner(
     validate(&config)?;
     let paths = session::Paths::new(&state_dir);
     let client = session::connect(&config, &paths, &shutdown).await?;
-    let store =
-        store::MatrixStore::open(&paths.bridge_db).map_err(|source| MatrixError::Store {
-            path: paths.bridge_db.clone(),
-            source,
-        })?;
+    let store = store::MatrixStore::open(&paths.bridge_db)?;
 
     // One sync before any handler exists: what happened before now is never answered.
     // The sync token is kept in matrix-sdk's store, so this continues where the last run

@@ -28,7 +28,10 @@ pub struct MatrixStore {
     conn: Connection,
 }
 
-const SCHEMA: &str = "
+/// Append-only migrations, counted in `user_version` (see [`crate::local_db`]): never
+/// edit one, add the next. The first is the schema from before versions were counted,
+/// verbatim (`IF NOT EXISTS`), so such a file is adopted as version 1.
+const MIGRATIONS: &[&str] = &["
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS threads (
     session_id TEXT NOT NULL, room_id TEXT NOT NULL, root_event_id TEXT NOT NULL,
@@ -41,14 +44,12 @@ CREATE INDEX IF NOT EXISTS cards_ask ON cards(ask_id);
 CREATE INDEX IF NOT EXISTS cards_thread ON cards(thread_root, answered);
 CREATE TABLE IF NOT EXISTS about (event_id TEXT PRIMARY KEY, session_id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS undo_offers (event_id TEXT PRIMARY KEY, ask_id INTEGER NOT NULL);
-";
+"];
 
 impl MatrixStore {
-    pub fn open(path: &Path) -> rusqlite::Result<MatrixStore> {
-        let conn = Connection::open(path)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.execute_batch(SCHEMA)?;
+    /// Open (creating it 0600, migrating it) the store at `path`; see [`crate::local_db`].
+    pub fn open(path: &Path) -> Result<MatrixStore, crate::local_db::OpenError> {
+        let conn = crate::local_db::open(path, MIGRATIONS)?;
         Ok(MatrixStore { conn })
     }
 
@@ -259,5 +260,41 @@ mod tests {
         store.mark_answered("$root").unwrap();
         assert_eq!(store.open_card_in_thread("$root").unwrap(), None);
         assert!(store.open_cards().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_file_from_before_versions_keeps_its_state_and_a_newer_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bridge.db");
+        // What a bridge from before versions were counted left: its tables, version 0.
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(MIGRATIONS[0]).unwrap();
+        old.execute_batch(
+            "INSERT INTO meta (key, value) VALUES ('room_id', '!r:hs');
+             INSERT INTO threads VALUES ('s1', '!r:hs', '$root');",
+        )
+        .unwrap();
+        drop(old);
+        let store = MatrixStore::open(&path).unwrap();
+        assert_eq!(store.meta("room_id").unwrap().as_deref(), Some("!r:hs"));
+        assert_eq!(
+            store.thread("s1", "!r:hs").unwrap().as_deref(),
+            Some("$root")
+        );
+        let version: i64 = store
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, MIGRATIONS.len() as i64);
+
+        // A newer shepherd's file is not used.
+        store
+            .conn
+            .pragma_update(None, "user_version", MIGRATIONS.len() as i64 + 1)
+            .unwrap();
+        drop(store);
+        let err = MatrixStore::open(&path).err().unwrap().to_string();
+        assert!(err.contains("bridge.db"), "{err}");
+        assert!(err.contains("upgrade shepherd"), "{err}");
     }
 }

@@ -49,6 +49,8 @@ pub enum TelegramError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    #[error(transparent)]
+    Open(#[from] crate::local_db::OpenError),
 }
 
 /// Check the configuration before anything starts. No allowed users is not an error: the
@@ -190,8 +192,5 @@ pub async fn run(
 }
 
 fn bridge_store(path: &std::path::Path) -> Result<store::BridgeStore, TelegramError> {
-    store::BridgeStore::open(path).map_err(|source| TelegramError::Store {
-        path: path.to_path_buf(),
-        source,
-    })
+    Ok(store::BridgeStore::open(path)?)
 }

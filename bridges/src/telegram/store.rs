@@ -23,7 +23,10 @@ pub struct BridgeStore {
     conn: Connection,
 }
 
-const SCHEMA: &str = "
+/// Append-only migrations, counted in `user_version` (see [`crate::local_db`]): never
+/// edit one, add the next. The first is the schema from before versions were counted,
+/// verbatim (`IF NOT EXISTS`), so such a file is adopted as version 1.
+const MIGRATIONS: &[&str] = &["
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS cards (
     chat_id INTEGER NOT NULL, message_id INTEGER NOT NULL, ask_id INTEGER NOT NULL,
@@ -35,14 +38,12 @@ CREATE TABLE IF NOT EXISTS topics (
 CREATE TABLE IF NOT EXISTS about (
     chat_id INTEGER NOT NULL, message_id INTEGER NOT NULL, session_id TEXT NOT NULL,
     PRIMARY KEY (chat_id, message_id));
-";
+"];
 
 impl BridgeStore {
-    pub fn open(path: &Path) -> rusqlite::Result<BridgeStore> {
-        let conn = Connection::open(path)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.execute_batch(SCHEMA)?;
+    /// Open (creating it 0600, migrating it) the store at `path`; see [`crate::local_db`].
+    pub fn open(path: &Path) -> Result<BridgeStore, crate::local_db::OpenError> {
+        let conn = crate::local_db::open(path, MIGRATIONS)?;
         Ok(BridgeStore { conn })
     }
 
@@ -244,5 +245,41 @@ mod tests {
         assert_eq!(store.about(-100, 5).unwrap().as_deref(), Some("s1"));
         store.mark_answered(-100, 5).unwrap();
         assert!(store.open_cards().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_file_from_before_versions_keeps_its_state_and_a_newer_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("telegram.db");
+        // What a bridge from before versions were counted left: its tables, version 0.
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(MIGRATIONS[0]).unwrap();
+        old.execute_batch(
+            "INSERT INTO meta (key, value) VALUES ('offset', '42');
+             INSERT INTO topics VALUES ('s1', -100, 11, 'fix-login');",
+        )
+        .unwrap();
+        drop(old);
+        let store = BridgeStore::open(&path).unwrap();
+        assert_eq!(store.offset().unwrap(), 42);
+        assert_eq!(
+            store.topic("s1", -100).unwrap(),
+            Some((11, "fix-login".into()))
+        );
+        let version: i64 = store
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, MIGRATIONS.len() as i64);
+
+        // A newer shepherd's file is not used.
+        store
+            .conn
+            .pragma_update(None, "user_version", MIGRATIONS.len() as i64 + 1)
+            .unwrap();
+        drop(store);
+        let err = BridgeStore::open(&path).err().unwrap().to_string();
+        assert!(err.contains("telegram.db"), "{err}");
+        assert!(err.contains("upgrade shepherd"), "{err}");
     }
 }
