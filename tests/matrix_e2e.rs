@@ -970,6 +970,9 @@ fn is_result(m: &Message) -> bool {
     m.text().contains("· result")
 }
 
+/// A run's final text in Markdown, as models write it (with HTML that must stay text).
+const MARKDOWN_RESULT: &str = "## Login fixed\n\nFixed the **login redirect** (see [the PR](https://x.test/pr/7)).\n\n- All `214` tests pass.\n- <script>alert(1)</script> stays text\n\n```sh\ncargo test\n```";
+
 #[tokio::test]
 async fn a_real_pi_run_ends_and_its_result_shows_in_its_thread() -> Result<()> {
     if skip_e2e() {
@@ -986,7 +989,7 @@ async fn a_real_pi_run_ends_and_its_result_shows_in_its_thread() -> Result<()> {
                 json!({"question": "Deploy the release?", "options": ["ship-it-now", "hold"]}),
             )
         } else {
-            Reply::text("Fixed the login redirect.\n\nAll `214` tests pass.")
+            Reply::text(MARKDOWN_RESULT)
         }
     })
     .await?;
@@ -1002,13 +1005,35 @@ async fn a_real_pi_run_ends_and_its_result_shows_in_its_thread() -> Result<()> {
         text.starts_with("🏁 mx-runner") && text.contains("All 214 tests pass."),
         "{text}"
     );
+    // Its Markdown as Matrix shows it: the HTML with a heading as a bold line, bold, a
+    // link, a list as `• ` lines, inline code and a code block, the HTML in it escaped;
+    // the body the same text without markup.
+    let html = result.html().unwrap_or_default();
     assert!(
-        result
-            .html()
-            .is_some_and(|h| h.contains("<code>214</code>")),
-        "{:?}",
-        result.html()
+        html.contains(
+            "<b>Login fixed</b><br><br>Fixed the <b>login redirect</b> (see \
+             <a href=\"https://x.test/pr/7\">the PR</a>).<br><br>• All <code>214</code> tests pass.<br>\
+             • &lt;script&gt;alert(1)&lt;/script&gt; stays text<br><br>\
+             <pre><code class=\"language-sh\">cargo test</code></pre>"
+        ),
+        "{html}"
     );
+    assert!(!html.contains("<script"), "{html}");
+    assert!(
+        result.body().contains(
+            "Login fixed\n\nFixed the login redirect (see the PR).\n\n• All 214 tests pass.\n\
+             • <script>alert(1)</script> stays text\n\ncargo test"
+        ),
+        "{}",
+        result.body()
+    );
+    for markup in ["**", "##", "```", "[the PR]"] {
+        assert!(
+            !result.text().contains(markup),
+            "{markup} in {}",
+            result.text()
+        );
+    }
 
     // A run that ends on ask_human has no result; the run its answer starts has one, in
     // the same thread.

@@ -1221,6 +1221,9 @@ fn is_result(m: &SentMessage) -> bool {
     m.text.contains("· result")
 }
 
+/// A run's final text in Markdown, as models write it (with HTML that must stay text).
+const MARKDOWN_RESULT: &str = "## Login fixed\n\nFixed the **login redirect** (see [the PR](https://x.test/pr/7)).\n\n- All `214` tests pass.\n- <script>alert(1)</script> stays text\n\n```sh\ncargo test\n```";
+
 #[tokio::test]
 async fn a_real_pi_run_ends_and_its_result_shows_in_its_topic() -> Result<()> {
     let s = setup(true, None).await?;
@@ -1234,7 +1237,7 @@ async fn a_real_pi_run_ends_and_its_result_shows_in_its_topic() -> Result<()> {
                 json!({"question": "Deploy the release?", "options": ["ship-it-now", "hold"]}),
             )
         } else {
-            Reply::text("Fixed the login redirect.\n\nAll `214` tests pass.")
+            Reply::text(MARKDOWN_RESULT)
         }
     })
     .await?;
@@ -1249,6 +1252,48 @@ async fn a_real_pi_run_ends_and_its_result_shows_in_its_topic() -> Result<()> {
         result.text.starts_with("🏁 tg-runner") && result.text.contains("All 214 tests pass."),
         "{}",
         result.text
+    );
+    // Its Markdown as Telegram shows it: a heading as a bold line, bold, a link, a list as
+    // `• ` lines, inline code and a code block; the HTML in it as text, no markup left.
+    assert!(
+        result.text.contains(
+            "Login fixed\n\nFixed the login redirect (see the PR).\n\n• All 214 tests pass.\n\
+             • <script>alert(1)</script> stays text\n\ncargo test"
+        ),
+        "{}",
+        result.text
+    );
+    for markup in ["**", "##", "```", "[the PR]"] {
+        assert!(!result.text.contains(markup), "{markup} in {}", result.text);
+    }
+    let entity = |kind: &str, content: &str| {
+        result.entities.iter().any(|e| {
+            let (at, len) = (e["offset"].as_u64(), e["length"].as_u64());
+            let utf16: Vec<u16> = result.text.encode_utf16().collect();
+            e["type"] == kind
+                && at.zip(len).is_some_and(|(at, len)| {
+                    utf16
+                        .get(at as usize..(at + len) as usize)
+                        .is_some_and(|s| String::from_utf16_lossy(s) == content)
+                })
+        })
+    };
+    assert!(entity("bold", "Login fixed"), "{:?}", result.entities);
+    assert!(entity("bold", "login redirect"), "{:?}", result.entities);
+    assert!(entity("text_link", "the PR"), "{:?}", result.entities);
+    assert!(entity("code", "214"), "{:?}", result.entities);
+    assert!(entity("pre", "cargo test"), "{:?}", result.entities);
+    assert!(
+        result
+            .entities
+            .iter()
+            .any(|e| e["type"] == "text_link" && e["url"] == "https://x.test/pr/7")
+    );
+    assert!(
+        result
+            .entities
+            .iter()
+            .any(|e| e["type"] == "pre" && e["language"] == "sh")
     );
     let topic =
         s.tg.wait_for("the session's topic", WAIT, |tg| {

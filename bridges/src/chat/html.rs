@@ -7,9 +7,8 @@
 //! entity). [`Html`] builds a message from escaped pieces and, alongside, the same
 //! message as plain text (a Matrix `body`, a log line). Line breaks are `\n`, which
 //! Telegram shows as they are; Matrix wants `<br>`, so a Matrix bridge passes each chunk
-//! through [`for_matrix`] after splitting. [`text_with_code`] turns a session's report
-//! (usually Markdown) into HTML, keeping code blocks and inline code as code and
-//! escaping the rest.
+//! through [`for_matrix`] after splitting. A session's Markdown becomes this dialect in
+//! [`super::markdown`].
 
 use super::tokens::{self, Atom};
 
@@ -126,7 +125,7 @@ impl Html {
         self
     }
 
-    /// Trusted markup and its plain twin, added as they are (for [`text_with_code`]).
+    /// Trusted markup and its plain twin, added as they are.
     pub fn raw(&mut self, html: &str, plain: &str) -> &mut Html {
         self.html.push_str(html);
         self.plain.push_str(plain);
@@ -190,74 +189,10 @@ pub fn for_matrix(html: &str) -> String {
     out
 }
 
-/// A session's text (usually Markdown) as HTML: fenced code blocks (```` ``` ````)
-/// become `<pre>`, with the fence's language; `` `inline code` `` becomes `<code>`;
-/// everything else is escaped text. The plain twin is the text unchanged.
-pub fn text_with_code(text: &str) -> Html {
-    let mut out = Html::new();
-    let mut lines = text.split('\n');
-    let mut first = true;
-    while let Some(line) = lines.next() {
-        if !first {
-            out.line();
-        }
-        first = false;
-        if let Some(language) = fence(line) {
-            let mut source = vec![line];
-            let mut code = Vec::new();
-            for inner in lines.by_ref() {
-                if fence(inner) == Some("") {
-                    source.push(inner);
-                    break;
-                }
-                source.push(inner);
-                code.push(inner);
-            }
-            let before = out.plain.len();
-            out.pre(&code.join("\n"), Some(language));
-            // The plain twin keeps the fences exactly as written.
-            out.plain.truncate(before);
-            out.plain.push_str(&source.join("\n"));
-            continue;
-        }
-        inline_code(&mut out, line);
-    }
-    out
-}
-
-/// The language of a fence line (```` ```rust ````), `""` for a bare fence.
-fn fence(line: &str) -> Option<&str> {
-    let rest = line.trim().strip_prefix("```")?;
-    (!rest.contains('`')).then(|| rest.trim())
-}
-
-/// One line with `` `code` `` spans; an unmatched backtick stays a backtick.
-fn inline_code(out: &mut Html, line: &str) {
-    let mut rest = line;
-    while let Some(open) = rest.find('`') {
-        let Some(len) = rest[open + 1..].find('`') else {
-            break;
-        };
-        let code = &rest[open + 1..open + 1 + len];
-        out.text(&rest[..open]);
-        if code.is_empty() {
-            out.text("``");
-        } else {
-            out.raw("<code>", "`");
-            escape_into(&mut out.html, code);
-            out.raw("</code>", "");
-            out.plain.push_str(code);
-            out.plain.push('`');
-        }
-        rest = &rest[open + 2 + len..];
-    }
-    out.text(rest);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::split::{telegram_len, text_of};
+    use crate::chat::split::text_of;
 
     #[test]
     fn escaping_covers_text_and_attributes() {
@@ -321,29 +256,5 @@ mod tests {
             for_matrix("a\nb\n<pre>c\nd</pre>\ne\n<blockquote>q\nr</blockquote>\nf&#10;g"),
             "a<br>b<br><pre>c\nd</pre>e<br><blockquote>q<br>r</blockquote>f<br>g"
         );
-    }
-
-    #[test]
-    fn reports_keep_code_as_code() {
-        let text = "Done: ran `cargo test` & fixed <it>.\n```rust\nlet x = a < b;\n```\nafter `x";
-        let (html, plain) = text_with_code(text).finish();
-        assert_eq!(
-            html,
-            "Done: ran <code>cargo test</code> &amp; fixed &lt;it&gt;.\n\
-             <pre><code class=\"language-rust\">let x = a &lt; b;</code></pre>\nafter `x"
-        );
-        assert_eq!(plain, text);
-        assert_eq!(
-            text_of(&html),
-            "Done: ran cargo test & fixed <it>.\nlet x = a < b;\nafter `x"
-        );
-    }
-
-    #[test]
-    fn an_unclosed_fence_runs_to_the_end() {
-        let (html, plain) = text_with_code("see:\n```\n<a>\nb").finish();
-        assert_eq!(html, "see:\n<pre>&lt;a&gt;\nb</pre>");
-        assert_eq!(plain, "see:\n```\n<a>\nb");
-        assert_eq!(telegram_len(&html), 10);
     }
 }

@@ -7,7 +7,10 @@
 //! - [`render`]: what shepherd says ([`Rendered`]: HTML and plain text): ask cards and
 //!   their answered form, reports, session and ask lists, statuses, help, topic names.
 //! - [`html`]: escaping, a builder that writes HTML and plain text together, Matrix's
-//!   `<br>` form, and reports with code blocks kept as code.
+//!   `<br>` form.
+//! - [`markdown`](mod@markdown): a session's Markdown (reports, results, updates, steers) as
+//!   that HTML: bold, italics, code, links (http, https, mailto only), quotes, headings as
+//!   bold lines and lists as `• ` / `1. ` lines, everything escaped.
 //! - [`split`]: Telegram's length (UTF-16 after entity parsing), splitting HTML into
 //!   balanced chunks at good boundaries, and when to send a document instead.
 //! - [`commands`]: parsing `/cmd` and `!cmd`, the command table, reading a reply or a
@@ -36,6 +39,7 @@ pub mod access;
 pub mod commands;
 pub mod format;
 pub mod html;
+pub mod markdown;
 pub mod pairing;
 pub mod projects;
 pub mod render;

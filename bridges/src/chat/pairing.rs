@@ -8,13 +8,14 @@
 //! them, and for the `ended` that follows a `done` (the done message already said it).
 //! Every message names the worker, so in a chat without topics it still says which
 //! session it is about. Names, goals, steers and evidence are escaped; steers and evidence
-//! keep their code blocks ([`text_with_code`]); a goal read from a file is shown as its
+//! are Markdown, rendered ([`markdown`]); a goal read from a file is shown as its
 //! path and an excerpt.
 
 use shepherd_core::protocol::{EndReason, Pairing, PairingChange, Verdict, VerdictKind};
 
 use super::format::{one_line, plural, truncate};
-use super::html::{Html, text_with_code};
+use super::html::Html;
+use super::markdown::markdown;
 use super::render::Rendered;
 
 /// Longest session name or `by` shown (UTF-16 units).
@@ -151,9 +152,9 @@ fn goal_lines(h: &mut Html, label: &str, goal: &str, file: Option<&str>) {
     }
 }
 
-/// A steer's or the evidence's text, code kept as code.
+/// A steer's or the evidence's text, its Markdown rendered.
 fn body(h: &mut Html, text: &str) {
-    let (html, plain) = text_with_code(text.trim()).finish();
+    let (html, plain) = markdown(text.trim()).finish();
     h.raw(&html, &plain);
 }
 
@@ -254,8 +255,8 @@ mod tests {
              <i>watch-login → fix-login · look 3</i>"
         );
         assert_eq!(
-            r.plain, "👁 steer: run `cargo test` <first>\nwatch-login → fix-login · look 3",
-            "the plain twin keeps the Markdown"
+            r.plain, "👁 steer: run cargo test <first>\nwatch-login → fix-login · look 3",
+            "the plain twin is the text without markup"
         );
         let r = done(&pairing(), "all 12 tests pass");
         assert_eq!(

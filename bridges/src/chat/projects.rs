@@ -13,7 +13,8 @@
 use shepherd_core::protocol::{Assignment, AssignmentState, LeadState, Millis, Project};
 
 use super::format::{ago, one_line, plural, truncate};
-use super::html::{Html, text_with_code};
+use super::html::Html;
+use super::markdown::markdown;
 use super::render::Rendered;
 use super::workers::spent;
 
@@ -144,7 +145,7 @@ fn assignment_entry(h: &mut Html, a: &Assignment, now: Millis) {
 }
 
 /// An assigned Lead finished a turn: `📬 app@feat/a · update from the Lead`, then its
-/// final text (code kept as code). Posted whole: the platform splits a long one, or
+/// final text (its Markdown rendered). Posted whole: the platform splits a long one, or
 /// sends it as a file, as it does reports.
 pub fn update(a: &Assignment, text: &str) -> Rendered {
     let mut h = Html::new();
@@ -157,7 +158,7 @@ pub fn update(a: &Assignment, text: &str) -> Rendered {
     if text.is_empty() {
         h.line().italic("(no text)");
     } else {
-        let (html, plain) = text_with_code(text).finish();
+        let (html, plain) = markdown(text).finish();
         h.line().raw(&html, &plain);
     }
     h.into()
@@ -386,11 +387,15 @@ mod tests {
 
     #[test]
     fn an_update_is_tagged_and_keeps_its_text_escaped() {
-        let r = update(&assignment("feat/a"), "Done: `cargo test` passes <ok>\n");
+        let r = update(
+            &assignment("feat/a"),
+            "Done: `cargo test` passes <ok>\n- **all** green\n",
+        );
         assert_eq!(
             r.plain,
-            "📬 app@feat/a · update from the Lead · 4b1d2c3\nDone: `cargo test` passes <ok>"
+            "📬 app@feat/a · update from the Lead · 4b1d2c3\nDone: cargo test passes <ok>\n• all green"
         );
+        assert!(r.html.ends_with("\n• <b>all</b> green"), "{}", r.html);
         assert!(r.html.contains("<code>cargo test</code>"), "{}", r.html);
         assert!(r.html.contains("&lt;ok&gt;"), "{}", r.html);
         let empty = update(

@@ -19,7 +19,8 @@ use super::format::{
     ago, base_name, duration, one_line, percent, plural, repo_branch, thousands, truncate,
     utf16_len,
 };
-use super::html::{Html, text_with_code};
+use super::html::Html;
+use super::markdown::markdown;
 
 /// A message as HTML and as plain text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -203,8 +204,8 @@ fn header(icon: &str, name: &str, session: Option<&SessionInfo>) -> Html {
     h
 }
 
-/// A session's report: `📝 name (repo@branch)`, then the text with its code blocks and
-/// inline code kept as code. A run's result is rendered the same way, marked as such:
+/// A session's report: `📝 name (repo@branch)`, then its Markdown rendered
+/// ([`markdown`]). A run's result is rendered the same way, marked as such:
 /// `🏁 name (repo@branch) · result`.
 pub fn report(report: &Report, session: Option<&SessionInfo>) -> Rendered {
     let name = session.map_or(report.session_name.as_str(), |s| s.name.as_str());
@@ -216,7 +217,7 @@ pub fn report(report: &Report, session: Option<&SessionInfo>) -> Rendered {
             h
         }
     };
-    let (html, plain) = text_with_code(report.text.trim_end()).finish();
+    let (html, plain) = markdown(report.text.trim_end()).finish();
     h.line().raw(&html, &plain);
     h.into()
 }

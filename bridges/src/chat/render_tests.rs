@@ -113,13 +113,15 @@ fn the_largest_cards_fit_one_telegram_message() {
 }
 
 #[test]
-fn a_report_keeps_code() {
+fn a_report_renders_its_markdown() {
     let s = session("fix-login");
     let r = Report {
         id: 3,
         session_id: s.id.clone(),
         session_name: "old-name".into(),
-        text: "Fixed `login()` for <admin>.\n```sh\ncargo test\n```\n".into(),
+        text: "## Fixed\nFixed `login()` for <admin>, **all** *green*:\n```sh\ncargo test\n```\n\
+               - see [PR](https://x.test/pr/1)\n"
+            .into(),
         created_at: NOW,
         kind: ReportKind::Report,
         announced: true,
@@ -127,12 +129,14 @@ fn a_report_keeps_code() {
     let out = report(&r, Some(&s));
     assert_eq!(
         out.html,
-        "📝 <b>fix-login</b> (app@main)\nFixed <code>login()</code> for &lt;admin&gt;.\n\
-         <pre><code class=\"language-sh\">cargo test</code></pre>"
+        "📝 <b>fix-login</b> (app@main)\n<b>Fixed</b>\nFixed <code>login()</code> for &lt;admin&gt;, \
+         <b>all</b> <i>green</i>:\n<pre><code class=\"language-sh\">cargo test</code></pre>\n\
+         • see <a href=\"https://x.test/pr/1\">PR</a>"
     );
     assert_eq!(
         out.plain,
-        "📝 fix-login (app@main)\nFixed `login()` for <admin>.\n```sh\ncargo test\n```"
+        "📝 fix-login (app@main)\nFixed\nFixed login() for <admin>, all green:\ncargo test\n\
+         • see PR (https://x.test/pr/1)"
     );
     assert!(report(&r, None).html.starts_with("📝 <b>old-name</b>\n"));
 }

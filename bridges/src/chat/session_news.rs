@@ -12,7 +12,8 @@ use shepherd_core::client::Interrupted;
 use shepherd_core::protocol::{Ask, LeaveReason, Millis, Report, SessionInfo, SessionStatus};
 
 use super::format::{ago, one_line, repo_branch, truncate};
-use super::html::{Html, text_with_code};
+use super::html::Html;
+use super::markdown::markdown;
 use super::render::{Rendered, card, session_status_at};
 
 /// Longest session name shown.
@@ -144,7 +145,7 @@ pub fn status_here(
         h.line()
             .text(&format!("last report ({}):", ago(report.created_at, now)));
         let text = truncate(report.text.trim(), EXCERPT);
-        let (html, plain) = text_with_code(&text).finish();
+        let (html, plain) = markdown(&text).finish();
         h.line().raw(&html, &plain);
     }
     h.into()

@@ -584,6 +584,125 @@ mod tests {
         }
     }
 
+    /// Random Markdown of the kinds models write, with text that needs escaping.
+    fn markdown_text(rng: &mut Rng, out: &mut String) {
+        const INLINE: [&str; 12] = [
+            "**bold {}**",
+            "*it {}*",
+            "`code <{}>`",
+            "[link {}](https://x.test/?a=1&b=\"2\")",
+            "[bad {}](javascript:alert(1))",
+            "<script>{}</script>",
+            "a < b && {}",
+            "<https://y.test/{}>",
+            "~~{}~~",
+            "***{}***",
+            "{} &amp; &lt;",
+            "**{}",
+        ];
+        const BLOCK: [&str; 9] = ["", "# ", "## ", "- ", "  - ", "1. ", "> ", "> > ", "- [ ] "];
+        for _ in 0..1 + rng.below(40) {
+            if rng.below(8) == 0 {
+                out.push_str("```rust\n");
+                for _ in 0..1 + rng.below(6) {
+                    words(rng.below(6), rng, out);
+                    out.push('\n');
+                }
+                out.push_str("```\n");
+                continue;
+            }
+            out.push_str(rng.pick(&BLOCK));
+            for _ in 0..1 + rng.below(4) {
+                let mut w = String::new();
+                words(1 + rng.below(3), rng, &mut w);
+                let w = w.replace('\n', " ");
+                out.push_str(&rng.pick(&INLINE).replace("{}", w.trim()));
+                out.push(' ');
+            }
+            out.push_str(rng.pick(&["\n", "\n", "\n\n"]));
+        }
+    }
+
+    #[test]
+    fn rendered_markdown_splits_into_valid_pieces() {
+        let mut rng = Rng(0x00d0_c0de_5eed);
+        let allowed = ["b", "i", "code", "pre", "a", "blockquote"];
+        for round in 0..300 {
+            let mut text = String::new();
+            markdown_text(&mut rng, &mut text);
+            let (html, _) = super::super::markdown::markdown(&text).finish();
+            assert!(
+                balanced(&html),
+                "unbalanced rendering of {text:?}: {html:?}"
+            );
+            for atom in tokens::parse(&html) {
+                if let Atom::Open { name, .. } | Atom::Close { name, .. } = atom {
+                    assert!(allowed.contains(&name), "<{name}> from {text:?}");
+                }
+                assert!(!matches!(atom, Atom::Void { .. }), "{atom:?} from {text:?}");
+            }
+            let limit = [TELEGRAM_LIMIT, 300, 64, 17, 5][round % 5];
+            let chunks = split_html(&html, limit);
+            for chunk in &chunks {
+                assert!(telegram_len(chunk) <= limit, "over {limit}: {chunk:?}");
+                assert!(balanced(chunk), "unbalanced chunk {chunk:?} of {html:?}");
+                let matrix = super::super::html::for_matrix(chunk);
+                assert!(balanced(&matrix), "unbalanced for Matrix: {matrix:?}");
+            }
+            let joined: String = chunks.iter().map(|c| text_of(c)).collect();
+            assert_eq!(joined, text_of(&html), "text differs (limit {limit})");
+            let raws: String = chunks.iter().map(|c| char_raws(c)).collect();
+            assert_eq!(raws, char_raws(&html), "an entity was cut");
+        }
+    }
+
+    #[test]
+    fn a_long_markdown_report_splits_at_paragraphs_with_tags_reopened() {
+        let section = "## Changes\n\
+            The **login** fix touches `auth.rs` & <session.rs>; see [the pull request with the fix](https://x.test/pr?a=1&b=2).\n\
+            - first *point*, with more words to fill the line\n\
+            - second point\n\n\
+            > a quoted note that goes on for a while, **bold** inside\n\n\
+            ```rust\nfn main() {\n    println!(\"a < b\");\n}\n```\n\n";
+        let text = section.repeat(60);
+        let (html, _) = super::super::markdown::markdown(&text).finish();
+        assert!(
+            telegram_len(&html) > 3 * TELEGRAM_LIMIT,
+            "{}",
+            telegram_len(&html)
+        );
+        let chunks = split_html(&html, TELEGRAM_LIMIT);
+        assert!(chunks.len() >= 4, "{} chunks", chunks.len());
+        for chunk in &chunks {
+            assert!(telegram_len(chunk) <= TELEGRAM_LIMIT);
+            assert!(telegram_len(chunk) > TELEGRAM_LIMIT / 2 || chunk == chunks.last().unwrap());
+            assert!(balanced(chunk), "{chunk:?}");
+            assert_eq!(pre_count(chunk), chunk.matches("</pre>").count());
+        }
+        for c in &chunks[..chunks.len() - 1] {
+            assert!(
+                c.ends_with("\n\n"),
+                "not cut at a paragraph: …{:?}",
+                &c[c.len() - 40..]
+            );
+        }
+        let pres: usize = chunks.iter().map(|c| pre_count(c)).sum();
+        assert_eq!(pres, 60, "a code block was cut");
+        let joined: String = chunks.iter().map(|c| text_of(c)).collect();
+        assert_eq!(joined, text_of(&html));
+        // Small pieces: a cut inside a link or a quote closes and reopens it.
+        let small = split_html(&html, 12);
+        let link = "<a href=\"https://x.test/pr?a=1&amp;b=2\">";
+        assert!(small.iter().any(|c| c.starts_with(link)), "a link reopened");
+        assert!(
+            small
+                .iter()
+                .any(|c| c.starts_with("<blockquote>") && !c.contains("a quoted")),
+            "a quote reopened"
+        );
+        assert!(small.iter().all(|c| balanced(c)));
+    }
+
     #[test]
     fn long_content_becomes_a_document() {
         let html = "word ".repeat(5000);
