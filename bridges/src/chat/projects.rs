@@ -192,7 +192,12 @@ impl Change {
         if old.state != new.state {
             return Some(Change::State(new.state));
         }
-        if old.lead != new.lead && new.lead != LeadState::Starting {
+        // A Lead's own changes are news only while the assignment is active: a paused or
+        // retired one already said its Lead stops, in whichever order the two arrive.
+        if old.lead != new.lead
+            && new.lead != LeadState::Starting
+            && new.state == AssignmentState::Active
+        {
             return Some(Change::Lead(new.lead));
         }
         None
@@ -453,6 +458,19 @@ mod tests {
             ..stopped.clone()
         };
         assert_eq!(Change::between(Some(&stopped), &starting), None);
+        // The Lead stopping after its assignment was paused or retired is not said again.
+        for state in [AssignmentState::Paused, AssignmentState::Retired] {
+            let ended = Assignment {
+                state,
+                lead: LeadState::Running,
+                ..a.clone()
+            };
+            let then = Assignment {
+                lead: LeadState::Stopped,
+                ..ended.clone()
+            };
+            assert_eq!(Change::between(Some(&ended), &then), None, "{state:?}");
+        }
     }
 
     #[test]

@@ -302,15 +302,18 @@ mod tests {
         let mut worker = std::process::Command::new("sh")
             .process_group(0)
             .arg("-c")
+            // Retried: exec can fail with ETXTBSY while another test thread's fork still
+            // holds the just-written script open.
             .arg(format!(
-                "sh -c '{} --mode rpc'; sleep 30",
+                "sh -c 'until {} --mode rpc; do sleep 0.1; done'; sleep 30",
                 fake_pi.display()
             ))
             .spawn()
             .unwrap();
         let root = worker.id();
         let mut found = Vec::new();
-        for _ in 0..100 {
+        // Up to 10 s: a loaded machine can take long to start two shells.
+        for _ in 0..500 {
             found = child_pi_processes(root);
             if !found.is_empty() {
                 break;
