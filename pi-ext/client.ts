@@ -22,6 +22,7 @@ import {
   decodeServerMsg,
   encodeFrame,
   FrameDecoder,
+  MAX_INBOUND_FRAME,
   PROTOCOL_VERSION,
   WireDecodeError,
   type AgentDef,
@@ -143,6 +144,7 @@ export interface CoreClientOptions {
   /** Wait for `welcome` and `registered` this long before giving up on a connection. */
   handshakeTimeoutMs?: number;
   requestTimeoutMs?: number;
+  /** The largest frame body read from the core (default MAX_INBOUND_FRAME: listings can be long). */
   maxFrame?: number;
 }
 
@@ -224,7 +226,7 @@ export class CoreClient {
     this.#slowRetryMs = options.slowRetryMs ?? 30_000;
     this.#handshakeTimeoutMs = options.handshakeTimeoutMs ?? 10_000;
     this.#requestTimeoutMs = options.requestTimeoutMs ?? 15_000;
-    this.#decoder = new FrameDecoder(options.maxFrame);
+    this.#decoder = new FrameDecoder(options.maxFrame ?? MAX_INBOUND_FRAME);
   }
 
   get phase(): Phase {
@@ -603,7 +605,7 @@ export class CoreClient {
   #connect(): void {
     if (this.#phase === "stopped" || this.#phase === "replaced") return;
     this.#setPhase("connecting");
-    this.#decoder = new FrameDecoder(this.#opts.maxFrame);
+    this.#decoder = new FrameDecoder(this.#opts.maxFrame ?? MAX_INBOUND_FRAME);
     const socket = createConnection({ path: this.socketPath });
     socket.unref();
     this.#socket = socket;

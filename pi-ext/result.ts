@@ -12,6 +12,7 @@
 import { randomUUID } from "node:crypto";
 
 import { NotConnectedError } from "./client.ts";
+import { DEFAULT_MAX_FRAME } from "./wire/frame.ts";
 import { RESULTS_MODES, type Report, type ResultsMode } from "./wire.ts";
 
 /** The parts of a Pi message this reads (AgentMessage is wider). */
@@ -31,6 +32,47 @@ export function assistantText(message: RunMessage): string {
     if (p.type === "text" && typeof p.text === "string") parts.push(p.text);
   }
   return parts.join("").trim();
+}
+
+/**
+ * The most a result's text may take as a JSON string: the frame limit less the room the core
+ * keeps for what carries it (the same budget the core cuts to, so a text cut here is not cut
+ * again).
+ */
+export const MAX_RESULT_JSON_BYTES = DEFAULT_MAX_FRAME - 16 * 1024;
+
+/** Bytes one code point takes inside a JSON string as JSON.stringify writes it. */
+function escapedLength(ch: string): number {
+  const code = ch.codePointAt(0) ?? 0;
+  if (ch === '"' || ch === "\\" || ch === "\n" || ch === "\r" || ch === "\t" || ch === "\b" || ch === "\f") return 2;
+  if (code < 0x20) return 6;
+  if (code >= 0xd800 && code <= 0xdfff) return 6; // a lone surrogate: written as \udXXX
+  return Buffer.byteLength(ch, "utf8");
+}
+
+/**
+ * A run's text whole when it fits in a result frame; else its start, cut at a character, and a
+ * line saying how much was cut (a run's end is never lost for its size, and the core would
+ * refuse a frame over its limit).
+ */
+export function fitResultText(text: string, budget: number = MAX_RESULT_JSON_BYTES): string {
+  let whole = 2;
+  for (const ch of text) whole += escapedLength(ch);
+  if (whole <= budget) return text;
+  const note = (cut: number): string =>
+    `\n\n[cut by shepherd: ${cut} more bytes did not fit in one message (core.limits.max_frame_bytes); the whole text is in the session]`;
+  const total = Buffer.byteLength(text, "utf8");
+  const room = budget - (JSON.stringify(note(total)).length + 8);
+  let used = 2;
+  let end = 0;
+  for (const ch of text) {
+    const len = escapedLength(ch);
+    if (used + len > room) break;
+    used += len;
+    end += ch.length;
+  }
+  const kept = text.slice(0, end);
+  return kept + note(total - Buffer.byteLength(kept, "utf8"));
 }
 
 /** Follows one run at a time: the candidate result is the last assistant text not followed by a tool result. */
@@ -113,7 +155,7 @@ export class ResultSender {
       this.#host.log("run ended while supervising: its verdicts are the result");
       return;
     }
-    await this.#send({ text, key: `result:${randomUUID()}` });
+    await this.#send({ text: fitResultText(text), key: `result:${randomUUID()}` });
   }
 
   /** Registered again: send a worker's result that found the core away. */

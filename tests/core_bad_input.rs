@@ -489,6 +489,56 @@ async fn a_client_that_never_says_hello_is_timed_out() -> Result<()> {
     Ok(())
 }
 
+/// What connections that have not said hello may hold is bounded: at most 64 wait at once
+/// (the next is refused at once, saying why), each sending a frame of at most 16 KiB; one
+/// that says hello (or goes) makes room.
+#[tokio::test]
+async fn connections_before_hello_are_bounded_in_number_and_in_frame_size() -> Result<()> {
+    let core = Core::start_with(&[("SHEPHERD_CORE__HELLO_TIMEOUT_MS", "60000")]).await?;
+    let mut by = bystander(&core).await?;
+    let mut big = core.raw().await?;
+    big.write(&(16u32 * 1024 + 1).to_be_bytes()).await?;
+    let msg = expect_error(&mut big, "frame_too_large", None).await?;
+    assert!(msg.contains("before hello"), "{msg}");
+    expect_closed(&mut big).await?;
+
+    // 65 silent connections: exactly one is refused, the others wait.
+    let mut waiting = tokio::task::JoinSet::new();
+    for _ in 0..65 {
+        let mut raw = core.raw().await?;
+        waiting.spawn(async move {
+            let frame = raw.read(Duration::from_secs(2)).await.ok().flatten();
+            (raw, frame)
+        });
+    }
+    let mut silent = Vec::new();
+    let mut refused = Vec::new();
+    while let Some(done) = waiting.join_next().await {
+        match done? {
+            (raw, None) => silent.push(raw),
+            (_, Some(frame)) => refused.push(frame),
+        }
+    }
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["code"], "limit_exceeded", "{}", refused[0]);
+    let message = refused[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("64 connections are waiting to say hello"),
+        "{message}"
+    );
+    assert_eq!(silent.len(), 64);
+
+    // One of them says hello: it is served, and its place goes to a newcomer.
+    let mut first = silent.pop().context("a waiting connection")?;
+    assert_eq!(first.hello("cli").await?["type"], "welcome");
+    expect_usable(&mut first, 7).await?;
+    let mut newcomer = core.raw().await?;
+    assert_eq!(newcomer.hello("cli").await?["type"], "welcome");
+    drop(silent);
+    assert_still_serving(&core, &mut by, "64 connections that never said hello").await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn the_first_message_must_be_hello() -> Result<()> {
     let core = Core::start().await?;

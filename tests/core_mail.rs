@@ -575,7 +575,7 @@ async fn an_answer_the_core_accepts_is_delivered_within_the_frame_limit() -> Res
     let core = small_limit_core().await?;
     let mut raw = raw_pi(&core, "limit-2").await?;
     // A question and an answer each well within the limit; a delivery carries both.
-    let question = "q".repeat(SMALL_LIMIT - 200);
+    let question = "q".repeat(SMALL_LIMIT - 600);
     raw.send(&serde_json::json!({"type": "ask", "id": 3, "question": question}))
         .await?;
     let asked = raw.read(WAIT).await?.context("asked")?;
@@ -600,6 +600,160 @@ async fn an_answer_the_core_accepts_is_delivered_within_the_frame_limit() -> Res
             "refused, but with {e}"
         ),
     }
+    Ok(())
+}
+
+/// Read frames until one of `kind`, each checked against the frame limit: whatever the
+/// core sends, a client that enforces the limit must be able to read.
+async fn next_within_limit(raw: &mut shepherd_harness::Raw, kind: &str) -> Result<Value> {
+    use tokio::io::AsyncReadExt;
+    loop {
+        let mut header = [0u8; 4];
+        tokio::time::timeout(WAIT, raw.stream.read_exact(&mut header)).await??;
+        let len = u32::from_be_bytes(header) as usize;
+        let mut body = vec![0u8; len];
+        tokio::time::timeout(WAIT, raw.stream.read_exact(&mut body)).await??;
+        let frame: Value = serde_json::from_slice(&body)?;
+        assert!(
+            len <= SMALL_LIMIT,
+            "a {len}-byte {} frame, over the {SMALL_LIMIT}-byte limit",
+            frame["type"]
+        );
+        if frame["type"] == kind {
+            return Ok(frame);
+        }
+    }
+}
+
+/// `request` with a `filler` string field grown so that its frame is `size` bytes.
+fn sized(mut request: Value, filler: &str, size: usize) -> Value {
+    request[filler] = Value::String(String::new());
+    let overhead = request.to_string().len();
+    request[filler] = Value::String("x".repeat(size - overhead));
+    assert_eq!(request.to_string().len(), size);
+    request
+}
+
+/// A request the core accepts never makes it send a frame over the limit, although what
+/// it sends carries more than the request did (names, ids, times; an answer carries its
+/// question): an ask, an answer and a report that would not fit are refused saying what
+/// to shorten; a run's result is never refused but cut to fit, saying so.
+#[tokio::test]
+async fn what_a_request_makes_the_core_send_fits_in_the_frame_limit() -> Result<()> {
+    let core = small_limit_core().await?;
+    let mut bridge = core.raw().await?;
+    assert_eq!(bridge.hello("bridge").await?["type"], "welcome");
+    bridge
+        .send(&serde_json::json!({"type": "subscribe", "id": 2}))
+        .await?;
+    next_within_limit(&mut bridge, "subscribed").await?;
+    let mut pi = raw_pi(&core, "limit-3").await?;
+    let mut cli = core.raw().await?;
+    assert_eq!(cli.hello("cli").await?["type"], "welcome");
+    let refused = |reply: &Value, what: &str| {
+        assert_eq!(reply["type"], "error", "{reply}");
+        assert_eq!(reply["code"], "limit_exceeded", "{reply}");
+        assert_eq!(reply["details"]["limit"], "max_frame_bytes", "{reply}");
+        let message = reply["message"].as_str().unwrap_or_default();
+        assert!(message.contains(what), "{message}");
+    };
+
+    // An ask as large as a request may be: refused, and nobody hears of it.
+    let ask = serde_json::json!({"type": "ask", "id": 3, "details": "why"});
+    pi.send(&sized(ask.clone(), "question", SMALL_LIMIT - 8))
+        .await?;
+    refused(
+        &next_within_limit(&mut pi, "error").await?,
+        "shorten the question",
+    );
+    // One that leaves room: `asked` and `ask_opened` fit.
+    pi.send(&sized(ask, "question", SMALL_LIMIT / 2)).await?;
+    let asked = next_within_limit(&mut pi, "asked").await?;
+    let ask_id = asked["ask"]["id"].as_u64().context("ask id")?;
+    let opened = next_within_limit(&mut bridge, "ask_opened").await?;
+    assert_eq!(opened["ask"]["id"], ask_id);
+
+    // An answer that would not fit beside its question: refused; a short one: `answered`,
+    // `ask_answered` and the asker's delivery fit.
+    let answer = serde_json::json!({"type": "answer", "id": 2, "ask": ask_id});
+    cli.send(&sized(answer.clone(), "text", 1_500)).await?;
+    refused(
+        &next_within_limit(&mut cli, "error").await?,
+        "shorten the answer",
+    );
+    cli.send(&sized(answer, "text", 200)).await?;
+    next_within_limit(&mut cli, "answered").await?;
+    next_within_limit(&mut bridge, "ask_answered").await?;
+    let delivered = next_within_limit(&mut pi, "deliver").await?;
+    assert_eq!(delivered["message"]["ask_id"], ask_id, "{delivered}");
+
+    // A report as large as a request may be: refused; a smaller one fits.
+    let report = serde_json::json!({"type": "report", "id": 4});
+    pi.send(&sized(report.clone(), "text", SMALL_LIMIT - 8))
+        .await?;
+    refused(&next_within_limit(&mut pi, "error").await?, "shorten it");
+    pi.send(&sized(report, "text", SMALL_LIMIT - 600)).await?;
+    next_within_limit(&mut pi, "reported").await?;
+    next_within_limit(&mut bridge, "report_posted").await?;
+
+    // A run's result as large as a request may be: kept and announced, cut to fit.
+    let result = serde_json::json!({"type": "result", "id": 5, "results": "all"});
+    pi.send(&sized(result, "text", SMALL_LIMIT - 8)).await?;
+    let kept = next_within_limit(&mut pi, "reported").await?;
+    let text = kept["report"]["text"].as_str().context("text")?;
+    assert!(text.starts_with("xxxx"), "{text}");
+    assert!(
+        text.contains("more bytes did not fit in one message"),
+        "{text}"
+    );
+    let posted = next_within_limit(&mut bridge, "report_posted").await?;
+    assert_eq!(posted["report"]["text"], text);
+    Ok(())
+}
+
+/// The resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .context("VmRSS")?;
+    Ok(line.split_whitespace().nth(1).context("kB")?.parse()?)
+}
+
+/// A session that does not read cannot make the core hold its mail in memory: past
+/// `core.limits.max_outbound_bytes` queued for it, its mail waits in the store, and all of
+/// it arrives, in order, once it reads.
+#[tokio::test]
+async fn mail_for_a_session_that_does_not_read_waits_in_the_store_not_in_memory() -> Result<()> {
+    let core =
+        Core::start_with(&[("SHEPHERD_CORE__LIMITS__MAX_OUTBOUND_BYTES", "1048576")]).await?;
+    let pid = core.pid().context("the core's pid")?;
+    let mut stuck = raw_pi(&core, "stuck-1").await?;
+    let mut cli = core.client(ClientKind::Cli).await?;
+    let text = "m".repeat(900 * 1024);
+    send(&mut cli, "stuck-1", &format!("warm-up {text}"), None).await?;
+    let before = rss_kib(pid)?;
+    for i in 0..40 {
+        send(&mut cli, "stuck-1", &format!("{i} {text}"), None).await?;
+    }
+    let after = rss_kib(pid)?;
+    assert!(
+        after < before + 16 * 1024,
+        "the core grew from {before} KiB to {after} KiB with 36 MB of mail for a session that does not read"
+    );
+    let mut seen = Vec::new();
+    while seen.len() < 41 {
+        let frame = stuck.read(WAIT).await?.context("closed")?;
+        if frame["type"] == "deliver" {
+            let text = frame["message"]["text"].as_str().context("text")?;
+            seen.push(text.split(' ').next().unwrap_or_default().to_string());
+        }
+    }
+    let expected: Vec<String> = std::iter::once("warm-up".to_string())
+        .chain((0..40).map(|i| i.to_string()))
+        .collect();
+    assert_eq!(seen, expected);
     Ok(())
 }
 

@@ -333,6 +333,10 @@ pub struct Limits {
     pub max_open_asks_per_session: usize,
     /// Frames queued for one client before it is disconnected as too slow.
     pub max_outbound_frames: usize,
+    /// Bytes queued for one client: beyond it its deliveries wait in the store (and follow
+    /// as it reads), and any other frame disconnects it as too slow. One frame larger than
+    /// this still goes when nothing else is queued.
+    pub max_outbound_bytes: usize,
     /// Most messages one session may have waiting unread (it is away, or not reading):
     /// more mail to it is refused with `limit_exceeded`, so one absent session cannot
     /// grow the store without bound.
@@ -346,6 +350,7 @@ impl Default for Limits {
             max_sessions: 1024,
             max_open_asks_per_session: 16,
             max_outbound_frames: 4096,
+            max_outbound_bytes: 8 * 1024 * 1024,
             max_pending_per_session: 10_000,
         }
     }

@@ -97,8 +97,10 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         store_id,
         max_frame: limits.max_frame_bytes,
         max_outbound: limits.max_outbound_frames,
+        max_outbound_bytes: limits.max_outbound_bytes,
         hello_timeout: Duration::from_millis(config.core.hello_timeout_ms),
         uid: server::own_uid(),
+        greeting: Default::default(),
     });
     let shutdown = CancellationToken::new();
     let tracker = TaskTracker::new();

@@ -39,8 +39,13 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     if len > max {
         return Err(FrameError::TooLarge { len, max });
     }
-    let mut body = vec![0u8; len];
-    let got = read_full(reader, &mut body).await?;
+    // The buffer grows as bytes arrive: a peer that announces a large frame and sends it
+    // slowly (or never) holds only what it sent.
+    let mut body = Vec::with_capacity(len.min(FIRST_CHUNK));
+    let got = (&mut *reader)
+        .take(len as u64)
+        .read_to_end(&mut body)
+        .await?;
     if got < len {
         return Err(FrameError::Truncated {
             got: HEADER_LEN + got,
@@ -49,6 +54,9 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     }
     Ok(Some(body))
 }
+
+/// What a frame's buffer starts with; it grows as the rest arrives.
+const FIRST_CHUNK: usize = 16 * 1024;
 
 /// Fill `buf` unless the stream ends first; returns how many bytes were read.
 async fn read_full<R: AsyncRead + Unpin>(reader: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {

@@ -8,7 +8,16 @@ import { afterEach, describe, test } from "node:test";
 
 import { CoreClient, CoreError, NotConnectedError } from "../client.ts";
 import { loadConfig } from "../config.ts";
-import { assistantText, parseResultsMode, ResultSender, RunResult, type RunMessage } from "../result.ts";
+import {
+  assistantText,
+  fitResultText,
+  MAX_RESULT_JSON_BYTES,
+  parseResultsMode,
+  ResultSender,
+  RunResult,
+  type RunMessage,
+} from "../result.ts";
+import { DEFAULT_MAX_FRAME, encodeFrame } from "../wire/frame.ts";
 import type { Report, ResultsMode } from "../wire.ts";
 import { FakeCore } from "./fake-core.ts";
 
@@ -64,6 +73,32 @@ describe("RunResult", () => {
 
   test("custom messages after the text (deliveries, briefs) do not hide it", () => {
     assert.equal(run([assistant("done"), { role: "custom", content: "brief" }]), "done");
+  });
+});
+
+describe("a result's size", () => {
+  test("a text that fits is sent whole", () => {
+    assert.equal(fitResultText("All 214 tests pass."), "All 214 tests pass.");
+  });
+
+  test("a text over the frame limit is cut at a character, says how much went, and its frame fits", () => {
+    // Escapes make the JSON longer than the text: quotes, newlines, control characters, and
+    // a lone surrogate (a string cut inside an emoji).
+    const text = "🐑\"\n\u0001\ud83d".repeat(60_000);
+    const cut = fitResultText(text);
+    const [kept, note] = cut.split("\n\n[cut by shepherd: ");
+    assert.ok(kept !== undefined && note !== undefined, "the cut says so");
+    assert.ok(text.startsWith(kept));
+    const [last, next] = [kept.charCodeAt(kept.length - 1), text.charCodeAt(kept.length)];
+    assert.ok(!(last >= 0xd800 && last <= 0xdbff && next >= 0xdc00 && next <= 0xdfff), "never inside a pair");
+    const said = Number(note.split(" ")[0]);
+    assert.equal(said, Buffer.byteLength(text, "utf8") - Buffer.byteLength(kept, "utf8"));
+    const json = Buffer.byteLength(JSON.stringify(cut), "utf8");
+    assert.ok(json <= MAX_RESULT_JSON_BYTES, `${json}`);
+    assert.ok(json > MAX_RESULT_JSON_BYTES - 100, `${json}: the budget is used`);
+    const frame = encodeFrame({ type: "result", id: 1, text: cut, results: "asks_only", key: "result:x" });
+    assert.ok(frame.length <= DEFAULT_MAX_FRAME, "the request frame fits");
+    assert.throws(() => encodeFrame({ type: "result", id: 1, text }), /over|limit|large/i, "uncut it would not");
   });
 });
 

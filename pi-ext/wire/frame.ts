@@ -8,6 +8,11 @@ import type { ClientMsg, ServerMsg } from "./messages.ts";
 export const HEADER_LEN = 4;
 /** The core's default largest body (1 MiB, `core.limits.max_frame_bytes`). */
 export const DEFAULT_MAX_FRAME = 1024 * 1024;
+/**
+ * The largest body a client reads from the core: its other frames fit in the frame limit,
+ * but a listing (every session, every open ask) holds what was asked for (PROTOCOL.md).
+ */
+export const MAX_INBOUND_FRAME = 64 * 1024 * 1024;
 
 /** A frame whose body is over the limit (encoding, or announced by a length prefix). */
 export class FrameTooLargeError extends Error {

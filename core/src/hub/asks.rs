@@ -174,6 +174,7 @@ impl State {
                 key.as_deref(),
                 now_ms(),
             )?;
+            let mut deliver_to = None;
             if to_supervisor {
                 let me = self.session_info(db, &session_id)?;
                 let reports_to = self.reports_to(&me, db)?;
@@ -207,11 +208,26 @@ impl State {
                         worker: None,
                     };
                     store::asks::address(db, ask_id, &to)?;
-                    let ask = store::asks::get(db, ask_id)?.expect("just inserted");
-                    self.deliver_ask(&ask, &holder, db, out)?;
+                    deliver_to = Some(holder);
                 }
             }
-            Ok(store::asks::get(db, ask_id)?.expect("just inserted"))
+            let ask = store::asks::get(db, ask_id)?.expect("just inserted");
+            // Measured as its largest frame (`asked` with the largest id) before anyone
+            // hears of it.
+            let probe = ServerMsg::Asked {
+                id: u64::MAX,
+                ask: ask.clone(),
+            };
+            self.check_frame(
+                &probe,
+                0,
+                "this ask",
+                "shorten the question or its details (put long text in a file and ask about its path)",
+            )?;
+            if let Some(holder) = deliver_to {
+                self.deliver_ask(&ask, &holder, db, out)?;
+            }
+            Ok(ask)
         })?;
         tracing::info!(ask = %ask.id, session = %session_id, to = ?ask.to.as_ref().map(|t| t.role), "ask opened");
         out.send(
@@ -295,6 +311,18 @@ impl State {
                 let ask = store::asks::get(db, ask_id)?.expect("exists");
                 return Err(already_answered(&ask));
             }
+            // The answered ask goes out whole (`answered`, `ask_answered`, the notice to
+            // its addressee): measured before anyone hears of the answer.
+            let probe = ServerMsg::Answered {
+                id: u64::MAX,
+                ask: store::asks::get(db, ask_id)?.expect("exists"),
+            };
+            self.check_frame(
+                &probe,
+                self.answer_notice_reserve(),
+                "this answer with its question",
+                "shorten the answer",
+            )?;
             if approval.is_some() {
                 return Ok(());
             }

@@ -7,7 +7,7 @@ use rusqlite::Connection;
 use super::{Cx, HubError, HubResult, Out, State};
 use crate::clock::now_ms;
 use crate::protocol::requests::{Ack, Send};
-use crate::protocol::{ClientKind, Delivery, DeliveryKind, ErrorCode, ServerMsg, frame};
+use crate::protocol::{ClientKind, Delivery, DeliveryKind, ErrorCode, ServerMsg};
 use crate::protocol::{MessageId, SessionId};
 use crate::store::{self, messages::NewMessage};
 
@@ -124,19 +124,13 @@ impl State {
     /// Refuse mail whose `deliver` frame would exceed the frame limit: the receiver could
     /// never read it, and it would block that mailbox for good.
     fn check_fits(&self, m: &NewMessage<'_>) -> HubResult<()> {
-        let max = self.facts.limits.max_frame_bytes;
         let probe = m.delivery(MessageId::from(u64::MAX));
-        let len = frame::encode(&ServerMsg::Deliver { message: probe }).len() - frame::HEADER_LEN;
-        if len > max {
-            return Err(HubError::new(
-                ErrorCode::LimitExceeded,
-                format!(
-                    "this would be delivered as a {len}-byte frame, over the {max}-byte limit (core.limits.max_frame_bytes); send less text, or put it in a file and send its path"
-                ),
-            )
-            .with_details(serde_json::json!({ "limit": "max_frame_bytes", "max": max, "size": len })));
-        }
-        Ok(())
+        self.check_frame(
+            &ServerMsg::Deliver { message: probe },
+            0,
+            "this message",
+            "send less text, or put it in a file and send its path",
+        )
     }
 
     /// Queue a stored delivery for its session if connected; true if it is. While the
@@ -166,8 +160,14 @@ impl State {
         let Some(live) = self.live.get_mut(session_id) else {
             return Ok(());
         };
-        let batch = store::messages::pending_after(db, session_id, live.last_sent, chunk)?;
-        let more = batch.len() == chunk;
+        let bytes = (self.facts.limits.max_outbound_bytes / 2).max(1);
+        let batch = store::messages::pending_after(db, session_id, live.last_sent, chunk, bytes)?;
+        // Cut by count or by bytes: more may remain (an empty next chunk ends the replay).
+        let held: usize = batch
+            .iter()
+            .map(|d| d.text.len() + d.question.as_ref().map_or(0, String::len))
+            .sum();
+        let more = batch.len() == chunk || held >= bytes;
         live.replaying = more;
         let conn = live.conn;
         if more && let Some(c) = self.conns.get(&conn) {

@@ -12,6 +12,7 @@
 
 mod agents;
 mod asks;
+mod fits;
 mod interrupt;
 mod mail;
 mod names;
@@ -31,7 +32,7 @@ pub use supervise::ViewDone;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use rusqlite::Connection;
@@ -63,7 +64,25 @@ pub struct ConnHandle {
     /// Set by the hub while a mailbox replay waits for room: the writer then reports
     /// [`HubCommand::Drained`] once its queue is empty.
     pub drain_wanted: Arc<AtomicBool>,
+    /// Bytes in the outbox and being written (added by whoever queues a frame, taken off
+    /// by the writer once written): bounded by `core.limits.max_outbound_bytes`.
+    pub queued_bytes: Arc<AtomicUsize>,
     pub connected_at: u64,
+}
+
+impl ConnHandle {
+    /// Queue a frame for the writer, counted in `queued_bytes` before the writer can take
+    /// it off; `full`: refuse it as if the outbox were full (the byte bound is reached).
+    fn queue(&self, bytes: Bytes, full: bool) -> Result<(), mpsc::error::TrySendError<Bytes>> {
+        if full {
+            return Err(mpsc::error::TrySendError::Full(bytes));
+        }
+        let len = bytes.len();
+        self.queued_bytes.fetch_add(len, Ordering::AcqRel);
+        self.outbox.try_send(bytes).inspect_err(|_| {
+            self.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+        })
+    }
 }
 
 /// The hub's inbox.
@@ -739,12 +758,17 @@ impl State {
         // Sessions whose outbox filled during this flush: nothing more for them now, so
         // deliveries never overtake each other.
         let mut stalled: HashSet<SessionId> = HashSet::new();
+        let max_bytes = self.facts.limits.max_outbound_bytes;
         for frame in out.frames {
             let Some(conn) = self.conns.get_mut(&frame.conn) else {
                 continue;
             };
+            // Over the byte bound unless nothing is queued (one large frame always goes).
+            let len = frame.bytes.len();
+            let queued = conn.handle.queued_bytes.load(Ordering::Acquire);
+            let over = queued > 0 && queued.saturating_add(len) > max_bytes;
             let Some((session, id)) = frame.delivery else {
-                match conn.handle.outbox.try_send(frame.bytes) {
+                match conn.handle.queue(frame.bytes, over) {
                     Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
                     Err(mpsc::error::TrySendError::Full(_)) => {
                         if let Some(close) = conn.close.take() {
@@ -765,7 +789,7 @@ impl State {
             if live.conn != frame.conn || id <= live.last_sent || stalled.contains(&session) {
                 continue;
             }
-            match conn.handle.outbox.try_send(frame.bytes) {
+            match conn.handle.queue(frame.bytes, over) {
                 Ok(()) => live.last_sent = id,
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     live.replaying = true;

@@ -19,6 +19,13 @@ pub(super) struct Posted {
 }
 
 impl State {
+    /// The name a session's reports carry: its live name, else its id.
+    fn name_of(&self, session_id: &crate::protocol::SessionId) -> String {
+        self.live
+            .get(session_id)
+            .map_or_else(|| session_id.to_string(), |l| l.name.clone())
+    }
+
     /// Keep a report or result from the session on `cx`, answer `reported`, and announce
     /// it to the subscribers when `announced`.
     fn keep_report(
@@ -50,6 +57,27 @@ impl State {
             );
             return Ok(());
         }
+        // Measured as its `reported` frame (the `report_posted` event is smaller) before it
+        // is kept: the probe has no text, the text's own length is added.
+        let probe = ServerMsg::Reported {
+            id: u64::MAX,
+            report: Report {
+                id: u64::MAX,
+                session_id: session_id.clone(),
+                session_name: self.name_of(&session_id),
+                text: String::new(),
+                created_at: now_ms(),
+                kind,
+                announced: false,
+            },
+        };
+        let text_len = super::fits::json_len(&text) - 2;
+        self.check_frame(
+            &probe,
+            text_len,
+            &format!("this {}", kind.as_str()),
+            "shorten it, or put the long part in a file and give its path",
+        )?;
         let announced = announce(db, &session_id)?;
         let posted = Posted { text, kind, key };
         let report = self.store_report(session_id, posted, announced, db, out)?;
@@ -81,10 +109,7 @@ impl State {
         )?;
         let report = Report {
             id: report_id,
-            session_name: self
-                .live
-                .get(&session_id)
-                .map_or_else(|| session_id.to_string(), |l| l.name.clone()),
+            session_name: self.name_of(&session_id),
             session_id,
             text,
             created_at: now,
@@ -144,10 +169,13 @@ impl State {
             );
             return Ok(());
         }
-        let worker = self.worker_run_result(&session, &req.text, db, out)?;
+        // A run's end is never refused for its size: a text that could not be sent whole
+        // is cut, and says so.
+        let text = self.fit_result(req.text);
+        let worker = self.worker_run_result(&session, &text, db, out)?;
         // An assigned Lead's run: an update for its Manager role (the phones see it as
         // `assignment_update`), not an ordinary result.
-        let lead = !worker && self.lead_run_result(&session, &req.text, repo, db, out)?;
+        let lead = !worker && self.lead_run_result(&session, &text, repo, db, out)?;
         let mode = match worker || lead {
             true => ResultsMode::Off,
             false => req.results.unwrap_or(self.facts.results),
@@ -160,7 +188,7 @@ impl State {
             })
         };
         let posted = Posted {
-            text: req.text,
+            text,
             kind: ReportKind::Result,
             key: req.key,
         };

@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -19,7 +19,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::ConnSettings;
+use super::{ConnSettings, MAX_GREETING, MAX_HELLO_FRAME};
 use crate::clock::now_ms;
 use crate::framing::{FrameError, read_frame};
 use crate::git::{self, RepoContext};
@@ -50,10 +50,12 @@ pub(super) async fn run(
     let (tx, rx) = mpsc::channel(settings.max_outbound);
     let abort = CancellationToken::new();
     let drain_wanted = Arc::new(AtomicBool::new(false));
+    let queued = Arc::new(AtomicUsize::new(0));
     let drained = Drained {
         conn: id,
         wanted: drain_wanted.clone(),
         hub: hub.clone(),
+        queued: queued.clone(),
     };
     let writer = tokio::spawn(write_loop(write, rx, abort.clone(), drained));
 
@@ -64,6 +66,7 @@ pub(super) async fn run(
         settings,
         cwd: None,
         drain_wanted,
+        queued,
     };
     let greeted = match conn.hello(&mut reader, pid).await {
         Some(close) => {
@@ -92,13 +95,31 @@ pub(super) async fn run(
             None,
             ErrorCode::SlowConsumer,
             format!(
-                "more than {} frames were waiting for you; reconnect to resume (nothing is lost)",
-                settings.max_outbound
+                "more than {} frames or {} bytes were waiting for you; reconnect to resume (nothing is lost)",
+                settings.max_outbound, settings.max_outbound_bytes
             ),
         );
         let _ = tokio::time::timeout(Duration::from_millis(200), write.write_all(&frame)).await;
     }
     let _ = write.shutdown().await;
+}
+
+/// A connection in the handshake, counted in [`ConnSettings::greeting`] while it lives.
+struct Greeting(Arc<ConnSettings>);
+
+impl Greeting {
+    /// Count one more; `None` (and not counted) when [`MAX_GREETING`] are there already.
+    fn enter(settings: &Arc<ConnSettings>) -> Option<Self> {
+        let before = settings.greeting.fetch_add(1, Ordering::AcqRel);
+        let greeting = Greeting(settings.clone());
+        (before < MAX_GREETING).then_some(greeting)
+    }
+}
+
+impl Drop for Greeting {
+    fn drop(&mut self) {
+        self.0.greeting.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 struct Reader {
@@ -109,23 +130,40 @@ struct Reader {
     /// The registered session's cwd, to refresh the repository context.
     cwd: Option<String>,
     drain_wanted: Arc<AtomicBool>,
+    /// Bytes queued for the writer (see [`ConnHandle::queued_bytes`]).
+    queued: Arc<AtomicUsize>,
 }
 
 impl Reader {
     async fn reply(&self, frame: Bytes) {
+        self.queued.fetch_add(frame.len(), Ordering::AcqRel);
         let _ = self.tx.send(frame).await;
     }
 
     /// Read a frame, answering framing errors. `None` means the connection is over.
     async fn next_body(&self, reader: &mut BufReader<OwnedReadHalf>) -> Option<Vec<u8>> {
-        match read_frame(reader, self.settings.max_frame).await {
+        self.next_body_within(reader, self.settings.max_frame).await
+    }
+
+    /// [`Self::next_body`] with the limit `max` (smaller before `hello`).
+    async fn next_body_within(
+        &self,
+        reader: &mut BufReader<OwnedReadHalf>,
+        max: usize,
+    ) -> Option<Vec<u8>> {
+        match read_frame(reader, max).await {
             Ok(Some(body)) => Some(body),
             Ok(None) => None,
             Err(FrameError::TooLarge { len, max }) => {
                 tracing::warn!(conn = self.id, len, max, "closing: frame over the limit");
-                let msg = format!(
-                    "frame of {len} bytes is over the {max}-byte limit (core.limits.max_frame_bytes); closing"
-                );
+                let msg = match max < self.settings.max_frame {
+                    true => format!(
+                        "frame of {len} bytes is over the {max}-byte limit before hello; say hello first (see docs/PROTOCOL.md); closing"
+                    ),
+                    false => format!(
+                        "frame of {len} bytes is over the {max}-byte limit (core.limits.max_frame_bytes); closing"
+                    ),
+                };
                 self.reply(error_frame(None, ErrorCode::FrameTooLarge, msg))
                     .await;
                 None
@@ -151,7 +189,23 @@ impl Reader {
         reader: &mut BufReader<OwnedReadHalf>,
         pid: Option<u32>,
     ) -> Option<oneshot::Receiver<ErrorCode>> {
-        let first = tokio::time::timeout(self.settings.hello_timeout, self.next_body(reader)).await;
+        let first = {
+            let Some(_greeting) = Greeting::enter(&self.settings) else {
+                tracing::warn!(
+                    conn = self.id,
+                    pid,
+                    "closing: too many connections in the handshake"
+                );
+                let msg = format!(
+                    "more than {MAX_GREETING} connections are waiting to say hello; say hello as soon as you connect, and try again"
+                );
+                self.reply(error_frame(None, ErrorCode::LimitExceeded, msg))
+                    .await;
+                return None;
+            };
+            let hello = self.next_body_within(reader, MAX_HELLO_FRAME.min(self.settings.max_frame));
+            tokio::time::timeout(self.settings.hello_timeout, hello).await
+        };
         let body = match first {
             Ok(body) => body?,
             Err(_) => {
@@ -219,6 +273,7 @@ impl Reader {
             pid,
             outbox: self.tx.clone(),
             drain_wanted: self.drain_wanted.clone(),
+            queued_bytes: self.queued.clone(),
             connected_at: now_ms(),
         };
         let connected = self
@@ -317,6 +372,8 @@ struct Drained {
     conn: ConnId,
     wanted: Arc<AtomicBool>,
     hub: HubHandle,
+    /// The connection's queued bytes, taken off as they are written.
+    queued: Arc<AtomicUsize>,
 }
 
 /// Write queued frames until every sender is gone or `abort` fires. Returns the write half
@@ -348,6 +405,7 @@ async fn write_loop(
             _ = abort.cancelled() => return (write, false),
             written = write.write_all(&buf) => if written.is_err() { return (write, false) },
         }
+        drained.queued.fetch_sub(buf.len(), Ordering::AcqRel);
         if rx.is_empty() && drained.wanted.swap(false, Ordering::AcqRel) {
             drained
                 .hub

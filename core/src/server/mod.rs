@@ -61,9 +61,21 @@ pub struct ConnSettings {
     pub store_id: String,
     pub max_frame: usize,
     pub max_outbound: usize,
+    /// Bytes queued for one client before its deliveries wait in the store and anything
+    /// else closes it as a slow consumer (`core.limits.max_outbound_bytes`).
+    pub max_outbound_bytes: usize,
     pub hello_timeout: Duration,
     pub uid: u32,
+    /// Connections that have not said hello yet (at most [`MAX_GREETING`]).
+    pub greeting: std::sync::atomic::AtomicUsize,
 }
+
+/// Most connections in the handshake at once: a peer that opens many and never says
+/// hello holds at most this many buffers of at most [`MAX_HELLO_FRAME`] bytes.
+pub const MAX_GREETING: usize = 64;
+
+/// Largest frame before `hello` is answered (a hello is well under 1 KiB).
+pub const MAX_HELLO_FRAME: usize = 16 * 1024;
 
 /// The uid this process runs as.
 pub fn own_uid() -> u32 {

@@ -181,14 +181,25 @@ pub fn pending_after(
     recipient: &SessionId,
     after: MessageId,
     limit: usize,
+    max_bytes: usize,
 ) -> rusqlite::Result<Vec<Delivery>> {
-    conn.prepare_cached(
+    let mut stmt = conn.prepare_cached(
         "SELECT id, kind, text, from_kind, from_session, from_name, ask_id, question, created_at,
             pairing_id, look
          FROM messages WHERE recipient = ?1 AND acked_at IS NULL AND id > ?2 ORDER BY id LIMIT ?3",
-    )?
-    .query_map(params![recipient, after, limit as i64], from_row)?
-    .collect()
+    )?;
+    let mut rows = stmt.query_map(params![recipient, after, limit as i64], from_row)?;
+    // At most `max_bytes` of text (but always one message): the rest stays in the store.
+    let mut batch = Vec::new();
+    let mut bytes = 0;
+    while bytes < max_bytes
+        && let Some(row) = rows.next()
+    {
+        let delivery = row?;
+        bytes += delivery.text.len() + delivery.question.as_ref().map_or(0, String::len);
+        batch.push(delivery);
+    }
+    Ok(batch)
 }
 
 /// The mailbox row that carries an ask's answer: its id, its creation time and whether
@@ -268,7 +279,7 @@ mod tests {
         let b = insert(&store.conn, msg(&to_a, "two")).unwrap();
         insert(&store.conn, msg(&to_b, "other")).unwrap();
         assert!(b.id > a.id);
-        let texts: Vec<_> = pending_after(&store.conn, &to_a, MessageId::from(0), 100)
+        let texts: Vec<_> = pending_after(&store.conn, &to_a, MessageId::from(0), 100, usize::MAX)
             .unwrap()
             .into_iter()
             .map(|d| d.text)
@@ -278,7 +289,7 @@ mod tests {
         assert_eq!(ack(&store.conn, &to_b, &[a.id], 6).unwrap(), 0);
         assert_eq!(ack(&store.conn, &to_a, &[a.id, a.id], 6).unwrap(), 1);
         assert_eq!(
-            pending_after(&store.conn, &to_a, MessageId::from(0), 100).unwrap()[0],
+            pending_after(&store.conn, &to_a, MessageId::from(0), 100, usize::MAX).unwrap()[0],
             b
         );
     }
