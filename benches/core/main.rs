@@ -20,7 +20,9 @@
 //!     fake worker instead of Pi (the bench binary itself), and the core's CPU per
 //!     delegation;
 //! 12. managed workers' state changes (working → settling → done): the core's CPU per
-//!     transition and the transitions a second.
+//!     transition and the transitions a second;
+//! 13. listings with 20,000 sessions seen: the connected-only and the `all` list, and a
+//!     bystander's ping while `all` listings run back to back.
 //!
 //! It prints a table with each target next to the measured number. `--quick` (or
 //! `SHEPHERD_BENCH_QUICK=1`, or running it without cargo bench's `--bench` flag, as
@@ -40,7 +42,7 @@
 //!
 //! One file per measure: `startup.rs` (6), `latency.rs` (1, against the relay baseline in
 //! `relay.rs`), `throughput.rs` (2), `paced.rs` (3), `cpu_and_rss.rs` (4, 5, 7),
-//! `idle.rs` (8), `backlog.rs` (9), `usage.rs` (10), `workers.rs` (11, 12, with the
+//! `idle.rs` (8), `backlog.rs` (9), `usage.rs` (10), `listings.rs` (13), `workers.rs` (11, 12, with the
 //! fake worker in `fake_worker.rs`); shared: `daemon.rs` (the core
 //! under test and `/proc`), `wire.rs` (frames), `ring.rs` (rings of sending sessions),
 //! `report.rs` (the table).
@@ -51,6 +53,7 @@ mod daemon;
 mod fake_worker;
 mod idle;
 mod latency;
+mod listings;
 mod paced;
 mod relay;
 mod report;
@@ -164,6 +167,9 @@ async fn run_all(s: &Settings) -> Result<Report> {
     }
     if on("12") {
         workers::transitions(s, &mut report).await?;
+    }
+    if on("13") {
+        listings::listings(s, &mut report).await?;
     }
     Ok(report)
 }

@@ -16,6 +16,7 @@ mod fits;
 mod interrupt;
 mod mail;
 mod names;
+mod off_hub;
 pub(crate) mod presence;
 mod projects;
 mod reports;
@@ -109,6 +110,8 @@ pub enum HubCommand {
     /// Work done off the hub (a staff view, the agent definitions) is ready: send this response to `conn`.
     /// Work done off the hub (a staff view, a usage report) is ready: send this response to `conn`.
     Respond { conn: ConnId, msg: Box<ServerMsg> },
+    /// An answer built and encoded off the hub (a long listing), for connection `conn`.
+    Frame { conn: ConnId, bytes: Bytes },
     /// Once a second: start timer views that are due.
     Tick,
     /// A worker's process started (or failed to), or was found again after a restart.
@@ -187,8 +190,12 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
     // First of all: adopt or relaunch the workers a previous core left.
     let _ = tx.try_send(HubCommand::RecoverWorkers);
     let hub = Hub {
-        db: store.conn,
         state: State {
+            db_path: store
+                .conn
+                .path()
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from),
             conns: HashMap::new(),
             live: HashMap::new(),
             subscribers: HashSet::new(),
@@ -203,6 +210,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             git: projects::GitLane::start(tx.downgrade()),
             projects: projects::Projects::default(),
         },
+        db: store.conn,
     };
     let task = tokio::spawn(hub.run(rx));
     (HubHandle { tx }, task)
@@ -243,6 +251,8 @@ struct Conn {
 
 /// Routing state: everything but the database.
 struct State {
+    /// The database file, for reads off the hub (`None`: a store in memory).
+    db_path: Option<PathBuf>,
     conns: HashMap<ConnId, Conn>,
     /// Connected session id → its connection and display name.
     live: HashMap<SessionId, Live>,
@@ -311,6 +321,8 @@ struct Out {
     host: Vec<workers::HostOp>,
     /// Git work for the project lane, started after the commit.
     git: Vec<projects::GitJob>,
+    /// Listings to read off the hub, started after the commit.
+    reads: Vec<off_hub::ReadJob>,
 }
 
 impl Out {
@@ -442,7 +454,7 @@ impl Hub {
                     | HubCommand::Drained { .. }
                     | HubCommand::Stopping) => self.state.handle(cmd, &self.db, &mut failed),
                     HubCommand::ViewBuilt(done) => self.state.view_failed(*done, &mut failed),
-                    cmd @ HubCommand::Respond { .. } => {
+                    cmd @ (HubCommand::Respond { .. } | HubCommand::Frame { .. }) => {
                         self.state.handle(cmd, &self.db, &mut failed)
                     }
                     // The next tick tries again.
@@ -504,7 +516,11 @@ impl Hub {
             .prepare_cached("COMMIT")
             .and_then(|mut s| s.execute([]))
         {
-            Ok(_) => self.state.flush(out),
+            Ok(_) => {
+                let reads = std::mem::take(&mut out.reads);
+                self.state.run_reads(reads, &self.db, &mut out);
+                self.state.flush(out)
+            }
             Err(e) => {
                 tracing::error!(error = %e, "group commit failed; failing the batch");
                 let _ = self.db.execute_batch("ROLLBACK");
@@ -555,6 +571,11 @@ impl State {
             }
             HubCommand::ViewBuilt(done) => self.view_built(*done, db, out),
             HubCommand::Respond { conn, msg } => out.send(conn, &msg),
+            HubCommand::Frame { conn, bytes } => out.frames.push(Frame {
+                conn,
+                bytes,
+                delivery: None,
+            }),
             HubCommand::Tick => self.tick(db),
             HubCommand::WorkerLaunched(done) => match done.key {
                 ProcKey::Worker(worker) => self.worker_launched(worker, *done, db, out),
@@ -662,7 +683,16 @@ impl State {
     }
 
     fn list_asks(&self, cx: Cx, req: ListAsks, db: &Connection, out: &mut Out) -> HubResult<()> {
-        let asks = store::asks::list(db, req.all)?;
+        if req.all {
+            // Every ask ever asked can be many: read off the hub.
+            let id = cx.id;
+            self.read_off_hub(cx, out, move |db| {
+                let asks = store::asks::list(db, true)?;
+                Ok(ServerMsg::Asks { id, asks })
+            });
+            return Ok(());
+        }
+        let asks = store::asks::list(db, false)?;
         out.send(cx.conn, &ServerMsg::Asks { id: cx.id, asks });
         Ok(())
     }

@@ -554,13 +554,28 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let mut sessions = store::sessions::list(db)?;
-        for s in &mut sessions {
-            s.connected = self.live.contains_key(&s.id);
+        if req.all {
+            // Every session ever seen can be many: read off the hub.
+            let live: std::collections::HashSet<SessionId> = self.live.keys().cloned().collect();
+            let id = cx.id;
+            self.read_off_hub(cx, out, move |db| {
+                let mut sessions = store::sessions::list(db)?;
+                for s in &mut sessions {
+                    s.connected = live.contains(&s.id);
+                }
+                Ok(ServerMsg::Sessions { id, sessions })
+            });
+            return Ok(());
         }
-        if !req.all {
-            sessions.retain(|s| s.connected);
+        // The connected ones: read by id, whatever the number ever seen.
+        let mut sessions = Vec::with_capacity(self.live.len());
+        for id in self.live.keys() {
+            if let Some(mut s) = store::sessions::get(db, id)? {
+                s.connected = true;
+                sessions.push(s);
+            }
         }
+        sessions.sort_by(|a, b| (b.last_seen, &a.id).cmp(&(a.last_seen, &b.id)));
         out.send(
             cx.conn,
             &ServerMsg::Sessions {

@@ -206,13 +206,17 @@ impl State {
             Some(selector) => Some(self.resolve(selector, db)?.id),
             None => None,
         };
-        let filter = store::reports::Filter {
-            session: session.as_ref(),
-            after: req.after,
-            limit: req.limit,
-        };
-        let reports = store::reports::list(db, &filter)?;
-        out.send(cx.conn, &ServerMsg::Reports { id: cx.id, reports });
+        // Every report kept can be many: read off the hub.
+        let (id, after, limit) = (cx.id, req.after, req.limit);
+        self.read_off_hub(cx, out, move |db| {
+            let filter = store::reports::Filter {
+                session: session.as_ref(),
+                after,
+                limit,
+            };
+            let reports = store::reports::list(db, &filter)?;
+            Ok(ServerMsg::Reports { id, reports })
+        });
         Ok(())
     }
 }
