@@ -1121,3 +1121,87 @@ async fn sigint_exits_zero_and_removes_the_socket() -> Result<()> {
     );
     Ok(())
 }
+
+/// Move sessions' `last_seen` back by `days` in the core's database (as if that long passed).
+fn age(core: &Core, ids: &[&str], days: u64) -> Result<()> {
+    let db = rusqlite::Connection::open(core.state_dir().join("shepherd.db"))?;
+    db.busy_timeout(Duration::from_secs(5))?;
+    for id in ids {
+        db.execute(
+            "UPDATE sessions SET last_seen = last_seen - ?1 WHERE id = ?2",
+            rusqlite::params![(days * 24 * 3600 * 1000) as i64, id],
+        )?;
+    }
+    Ok(())
+}
+
+/// `core.forget_sessions_after_days`: a session unseen for longer, that nothing refers to
+/// any more, is forgotten with its history (its asks and reports go too, so no listing
+/// names it); one that still has an open ask, and one seen recently, are kept.
+#[tokio::test]
+async fn sessions_unseen_for_long_are_forgotten_with_their_history() -> Result<()> {
+    let mut core = Core::start_with(&[("SHEPHERD_CORE__FORGET_SESSIONS_AFTER_DAYS", "2")]).await?;
+    let mut cli = core.client(ClientKind::Cli).await?;
+    let mut done = core.pi("old-done", "done").await?;
+    let asked = done.client.ask("Ship it?").await?;
+    cli.answer(asked.id, "yes").await?;
+    let answer = done.next_delivery(Duration::from_secs(10)).await?;
+    done.ack(&[answer.id]).await?;
+    done.client.report("shipped").await?;
+    drop(done);
+    let mut asking = core.pi("old-asking", "asking").await?;
+    asking.client.ask("Still waiting?").await?;
+    drop(asking);
+    drop(core.pi("recent", "recent").await?);
+    let ids = |v: &Value, field: &str| -> Vec<String> {
+        let mut ids: Vec<String> = v
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x[field].as_str().map(str::to_string))
+            .collect();
+        ids.sort();
+        ids
+    };
+    eventually_left(&core, "old-asking").await?;
+    age(&core, &["old-done", "old-asking"], 3)?;
+    core.restart().await?;
+    let sessions = core.cli_json(&["sessions", "--all"])?;
+    assert_eq!(
+        ids(&sessions, "id"),
+        ["old-asking", "recent"],
+        "{sessions:#}"
+    );
+    let asks = core.cli_json(&["asks", "--all"])?;
+    assert_eq!(ids(&asks, "session_id"), ["old-asking"], "{asks:#}");
+    let reports = core.cli_json(&["reports"])?;
+    assert_eq!(
+        ids(&reports, "session_id"),
+        Vec::<String>::new(),
+        "{reports:#}"
+    );
+    Ok(())
+}
+
+/// Wait until `id` is no longer connected (its connection was dropped).
+async fn eventually_left(core: &Core, id: &str) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let connected = core.cli_json(&["sessions"])?;
+        if !ids_of(&connected).iter().any(|x| x == id) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("{id} still connected: {connected:#}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn ids_of(v: &Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x["id"].as_str().map(str::to_string))
+        .collect()
+}

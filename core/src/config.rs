@@ -277,6 +277,10 @@ pub struct CoreConfig {
     /// (runs in which the session asked the human) or `off`. A session's own
     /// `SHEPHERD_RESULTS` wins.
     pub results: ResultsMode,
+    /// Days after which a session that was not seen, and that nothing refers to any more
+    /// (no open ask, unread mail, role, active pairing, live worker or assignment), is
+    /// forgotten with its history (asks, mail, reports). 0: never.
+    pub forget_sessions_after_days: u64,
 }
 
 /// The `[core.supervise]` section: supervisor pairings.
@@ -306,6 +310,7 @@ impl Default for CoreConfig {
             limits: Limits::default(),
             supervise: SuperviseConfig::default(),
             results: ResultsMode::All,
+            forget_sessions_after_days: 90,
         }
     }
 }

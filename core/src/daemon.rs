@@ -87,6 +87,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         workers: worker_host(&config, &state_dir, &socket),
         ask_card_after_secs: config.workers.ask_card_after_secs,
         integrate: config.projects.integrate,
+        forget_sessions_after_days: config.core.forget_sessions_after_days,
     };
     let checkpointer = Checkpointer::spawn(&db_path);
     store.on_commit(checkpointer.waker());

@@ -13,6 +13,7 @@
 mod agents;
 mod asks;
 mod fits;
+mod forget;
 mod interrupt;
 mod mail;
 mod names;
@@ -110,6 +111,8 @@ pub enum HubCommand {
     /// Work done off the hub (a staff view, the agent definitions) is ready: send this response to `conn`.
     /// Work done off the hub (a staff view, a usage report) is ready: send this response to `conn`.
     Respond { conn: ConnId, msg: Box<ServerMsg> },
+    /// Time to forget sessions unseen for long ([`forget`]).
+    Forget,
     /// An answer built and encoded off the hub (a long listing), for connection `conn`.
     Frame { conn: ConnId, bytes: Bytes },
     /// Once a second: start timer views that are due.
@@ -170,6 +173,8 @@ pub struct CoreFacts {
     pub ask_card_after_secs: u64,
     /// `projects.integrate`: what a Manager's `integrate_branch` may do.
     pub integrate: crate::config::IntegratePolicy,
+    /// `core.forget_sessions_after_days` (0: never).
+    pub forget_sessions_after_days: u64,
 }
 
 /// Start the hub task. The returned join handle ends after `Shutdown` (or when every
@@ -189,6 +194,9 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
     let host = workers::host_ops::start_host(facts.workers.as_ref(), tx.downgrade());
     // First of all: adopt or relaunch the workers a previous core left.
     let _ = tx.try_send(HubCommand::RecoverWorkers);
+    if facts.forget_sessions_after_days > 0 {
+        tokio::spawn(forget::timer(tx.downgrade()));
+    }
     let hub = Hub {
         state: State {
             db_path: store
@@ -457,8 +465,8 @@ impl Hub {
                     cmd @ (HubCommand::Respond { .. } | HubCommand::Frame { .. }) => {
                         self.state.handle(cmd, &self.db, &mut failed)
                     }
-                    // The next tick tries again.
-                    HubCommand::Tick => {}
+                    // The next tick (or pass) tries again.
+                    HubCommand::Tick | HubCommand::Forget => {}
                     // Without a store nothing about workers can change: say so, retry later.
                     HubCommand::WorkerLaunched(done) => {
                         tracing::error!(
@@ -577,6 +585,7 @@ impl State {
                 delivery: None,
             }),
             HubCommand::Tick => self.tick(db),
+            HubCommand::Forget => self.forget_unseen(db),
             HubCommand::WorkerLaunched(done) => match done.key {
                 ProcKey::Worker(worker) => self.worker_launched(worker, *done, db, out),
                 ProcKey::Lead(assignment) => self.lead_launched(assignment, *done, db, out),

@@ -183,3 +183,126 @@ pub fn with_files(conn: &Connection) -> rusqlite::Result<Vec<(SessionId, String,
     .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
     .collect()
 }
+
+/// Sessions last seen before `cutoff` that nothing refers to any more (no open ask by or
+/// for them, no unread mail, no lease, no active pairing, no live worker, no assignment
+/// that is not retired), at most `limit`, oldest first.
+pub fn forgettable(
+    conn: &Connection,
+    cutoff: u64,
+    limit: usize,
+) -> rusqlite::Result<Vec<SessionId>> {
+    conn.prepare_cached(
+        "SELECT s.id FROM sessions s WHERE s.last_seen < ?1
+         AND NOT EXISTS (SELECT 1 FROM asks a WHERE a.state = 'open'
+             AND (a.session_id = s.id OR a.to_session = s.id))
+         AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.recipient = s.id AND m.acked_at IS NULL)
+         AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.session_id = s.id)
+         AND NOT EXISTS (SELECT 1 FROM pairings p WHERE p.state = 'active'
+             AND (p.supervisor_id = s.id OR p.worker_id = s.id))
+         AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.state NOT IN ('done', 'closed')
+             AND (w.session_id = s.id OR w.owner = s.id))
+         AND NOT EXISTS (SELECT 1 FROM assignments x WHERE x.state != 'retired'
+             AND x.session_id = s.id)
+         ORDER BY s.last_seen LIMIT ?2",
+    )?
+    .query_map(params![cutoff as i64, limit as i64], |r| r.get(0))?
+    .collect()
+}
+
+/// Forget session `id` with its history: its asks (and their approvals), the mail it
+/// received, its reports, its ended pairings (and their verdicts) and its ended workers'
+/// rows, so no listing shows what refers to a session that is gone.
+pub fn forget(conn: &Connection, id: &SessionId) -> rusqlite::Result<()> {
+    for sql in [
+        "DELETE FROM verdicts WHERE pairing_id IN
+             (SELECT id FROM pairings WHERE supervisor_id = ?1 OR worker_id = ?1)",
+        "DELETE FROM pairings WHERE supervisor_id = ?1 OR worker_id = ?1",
+        "DELETE FROM approvals WHERE ask_id IN (SELECT id FROM asks WHERE session_id = ?1)",
+        "DELETE FROM asks WHERE session_id = ?1",
+        "DELETE FROM messages WHERE recipient = ?1",
+        "DELETE FROM reports WHERE session_id = ?1",
+        "DELETE FROM workers WHERE session_id = ?1 OR owner = ?1",
+        "DELETE FROM sessions WHERE id = ?1",
+    ] {
+        conn.prepare_cached(sql)?.execute([id])?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind of reference keeps a session unseen for long; without one it goes.
+    #[test]
+    fn only_sessions_nothing_refers_to_are_forgettable() {
+        let store = crate::store::memory();
+        let db = &store.conn;
+        let ids = [
+            "free", "asking", "asked", "unread", "lease", "pairing", "worker", "owner", "lead",
+            "recent",
+        ];
+        for id in ids {
+            let seen = if id == "recent" { 5_000 } else { 1_000 };
+            db.execute(
+                "INSERT INTO sessions (id, name, cwd, status, role, first_seen, last_seen)
+                 VALUES (?1, ?1, '/tmp', 'idle', 'lead', ?2, ?2)",
+                params![id, seen],
+            )
+            .unwrap();
+        }
+        for sql in [
+            "INSERT INTO asks (session_id, question, options, state, created_at)
+                 VALUES ('asking', 'q', '[]', 'open', 1)",
+            "INSERT INTO asks (session_id, question, options, state, created_at, to_session)
+                 VALUES ('free', 'q', '[]', 'answered', 1, 'asked')",
+            "INSERT INTO asks (session_id, question, options, state, created_at, to_session)
+                 VALUES ('recent', 'q', '[]', 'open', 1, 'asked')",
+            "INSERT INTO messages (recipient, kind, text, from_kind, from_name, created_at)
+                 VALUES ('unread', 'steer', 't', 'cli', 'cli', 1)",
+            "INSERT INTO leases (role, scope, session_id, since) VALUES ('chief', '', 'lease', 1)",
+            "INSERT INTO pairings (supervisor_id, worker_id, cwd, state, created_at)
+                 VALUES ('pairing', 'recent', '/tmp', 'active', 1)",
+            "INSERT INTO workers (label, definition, owner, session_id, cwd, backend, state,
+                 nonce, task, launch, created_at, updated_at)
+                 VALUES ('w', 'scout', 'owner', 'worker', '/tmp', 'headless', 'working', 'n',
+                 't', '{}', 1, 1)",
+            "INSERT INTO assignments (repo_id, project, primary_root, branch, checkout,
+                 session_id, state, task, created_by, backend, nonce, created_at, updated_at)
+                 VALUES ('r', 'app', '/r', 'feat/a', '/r-a', 'lead', 'paused', 't', 'm',
+                 'headless', 'n', 1, 1)",
+        ] {
+            db.execute(sql, []).unwrap();
+        }
+        assert_eq!(
+            forgettable(db, 2_000, 100).unwrap(),
+            [SessionId::from("free")]
+        );
+        forget(db, &SessionId::from("free")).unwrap();
+        let left: i64 = db
+            .query_row(
+                "SELECT COUNT(*) FROM asks WHERE session_id = 'free'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 0, "its history goes with it");
+        assert!(get(db, &SessionId::from("free")).unwrap().is_none());
+        // An ended pairing, a done worker, a retired assignment refer to nothing live.
+        for sql in [
+            "UPDATE pairings SET state = 'ended'",
+            "UPDATE workers SET state = 'done'",
+            "UPDATE assignments SET state = 'retired'",
+        ] {
+            db.execute(sql, []).unwrap();
+        }
+        let mut now: Vec<String> = forgettable(db, 2_000, 100)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.to_string())
+            .collect();
+        now.sort();
+        assert_eq!(now, ["lead", "owner", "pairing", "worker"]);
+    }
+}
