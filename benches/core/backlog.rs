@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 use shepherd_core::client::{Client, ClientError};
-use shepherd_core::protocol::{ClientKind, ErrorCode, Registration, requests};
+use shepherd_core::protocol::{ClientKind, ErrorCode, requests};
 
 use crate::Settings;
 use crate::daemon::CoreProc;
@@ -33,20 +33,8 @@ pub async fn backlog(s: &Settings, report: &mut Report) -> Result<()> {
     eprintln!("[bench] 9. backlog: steers to a session that is away, up to {BOUND}");
     let (core, _) = CoreProc::start()?;
     let mut pi = Client::connect(&core.socket(), ClientKind::Pi, "bench").await?;
-    pi.register(Registration {
-        session_id: "bench-away".into(),
-        name: Some("away".into()),
-        cwd: "/tmp".into(),
-        pid: None,
-        model: None,
-        context: Default::default(),
-        status: "idle".into(),
-        role: Default::default(),
-        session_file: None,
-        subagent: false,
-        launch: None,
-    })
-    .await?;
+    pi.register(crate::wire::registration("bench-away", "away", "/tmp"))
+        .await?;
     drop(pi);
     let mut cli = Client::connect(&core.socket(), ClientKind::Cli, "bench").await?;
     let total = if s.quick { 2 * SAMPLE } else { BOUND };

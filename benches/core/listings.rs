@@ -15,19 +15,11 @@ use crate::daemon::CoreProc;
 use crate::report::Report;
 
 fn registration(i: usize) -> Registration {
-    Registration {
-        session_id: format!("bench-seen-{i:06}").into(),
-        name: Some(format!("seen-{i}")),
-        cwd: format!("/tmp/work/project-{}", i % 50),
-        pid: None,
-        model: Some("fake/fake-model".into()),
-        context: Default::default(),
-        status: "idle".into(),
-        role: Default::default(),
-        session_file: None,
-        subagent: false,
-        launch: None,
-    }
+    crate::wire::registration(
+        &format!("bench-seen-{i:06}"),
+        &format!("seen-{i}"),
+        &format!("/tmp/work/project-{}", i % 50),
+    )
 }
 
 fn millis(d: Duration) -> String {

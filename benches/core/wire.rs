@@ -220,22 +220,13 @@ pub async fn connect(
     };
     let mut client = Client::connect(socket, kind, "bench").await?;
     if let Some(id) = session {
-        client
-            .register(Registration {
-                session_id: id.into(),
-                name: Some(id.into()),
-                cwd: "/tmp".into(),
-                pid: None,
-                model: Some("bench/none".into()),
-                context: Default::default(),
-                status: "idle".into(),
-                role: Default::default(),
-                session_file: None,
-                subagent: false,
-                launch: None,
-            })
-            .await?;
+        client.register(registration(id, id, "/tmp")).await?;
     }
     let (rd, wr) = client.into_split()?;
     Ok((FrameReader::new(rd), wr))
+}
+
+/// A bench session's registration: `id`, `name`, `cwd`, the rest as the tests' harness has it.
+pub fn registration(id: &str, name: &str, cwd: &str) -> Registration {
+    shepherd_harness::registration(id, name, std::path::Path::new(cwd))
 }

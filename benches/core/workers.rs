@@ -25,8 +25,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use shepherd_core::client::Client;
 use shepherd_core::protocol::{
-    ClientKind, ClientMsg, DeliveryKind, MessageId, Registration, ServerMsg, Worker, WorkerId,
-    WorkerState, requests,
+    ClientKind, ClientMsg, DeliveryKind, MessageId, ServerMsg, Worker, WorkerId, WorkerState,
+    requests,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
@@ -108,19 +108,11 @@ impl Rig {
         });
         let mut owner = Client::connect(&core.socket(), ClientKind::Pi, "bench").await?;
         owner
-            .register(Registration {
-                session_id: OWNER.into(),
-                name: Some("owner".into()),
-                cwd: dir.path().to_string_lossy().into_owned(),
-                pid: None,
-                model: Some("bench/none".into()),
-                context: Default::default(),
-                status: "idle".into(),
-                role: Default::default(),
-                session_file: None,
-                subagent: false,
-                launch: None,
-            })
+            .register(crate::wire::registration(
+                OWNER,
+                "owner",
+                &dir.path().to_string_lossy(),
+            ))
             .await?;
         Ok(Rig {
             core,
