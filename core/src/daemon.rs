@@ -101,7 +101,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         max_outbound_bytes: limits.max_outbound_bytes,
         hello_timeout: Duration::from_millis(config.core.hello_timeout_ms),
         uid: server::own_uid(),
-        greeting: Default::default(),
+        greeting: tokio::sync::Semaphore::new(server::MAX_GREETING),
     });
     let shutdown = CancellationToken::new();
     let tracker = TaskTracker::new();

@@ -19,7 +19,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::{ConnSettings, MAX_GREETING, MAX_HELLO_FRAME};
+use super::{ConnSettings, MAX_HELLO_FRAME};
 use crate::clock::now_ms;
 use crate::framing::{FrameError, read_frame};
 use crate::git::{self, RepoContext};
@@ -104,24 +104,6 @@ pub(super) async fn run(
     let _ = write.shutdown().await;
 }
 
-/// A connection in the handshake, counted in [`ConnSettings::greeting`] while it lives.
-struct Greeting(Arc<ConnSettings>);
-
-impl Greeting {
-    /// Count one more; `None` (and not counted) when [`MAX_GREETING`] are there already.
-    fn enter(settings: &Arc<ConnSettings>) -> Option<Self> {
-        let before = settings.greeting.fetch_add(1, Ordering::AcqRel);
-        let greeting = Greeting(settings.clone());
-        (before < MAX_GREETING).then_some(greeting)
-    }
-}
-
-impl Drop for Greeting {
-    fn drop(&mut self) {
-        self.0.greeting.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 struct Reader {
     id: ConnId,
     tx: mpsc::Sender<Bytes>,
@@ -190,17 +172,9 @@ impl Reader {
         pid: Option<u32>,
     ) -> Option<oneshot::Receiver<ErrorCode>> {
         let first = {
-            let Some(_greeting) = Greeting::enter(&self.settings) else {
-                tracing::warn!(
-                    conn = self.id,
-                    pid,
-                    "closing: too many connections in the handshake"
-                );
-                let msg = format!(
-                    "more than {MAX_GREETING} connections are waiting to say hello; say hello as soon as you connect, and try again"
-                );
-                self.reply(error_frame(None, ErrorCode::LimitExceeded, msg))
-                    .await;
+            // A place among those reading their hello; the hello timeout starts once it
+            // has one (waiting is not the peer's fault).
+            let Ok(_place) = self.settings.greeting.acquire().await else {
                 return None;
             };
             let hello = self.next_body_within(reader, MAX_HELLO_FRAME.min(self.settings.max_frame));

@@ -66,12 +66,15 @@ pub struct ConnSettings {
     pub max_outbound_bytes: usize,
     pub hello_timeout: Duration,
     pub uid: u32,
-    /// Connections that have not said hello yet (at most [`MAX_GREETING`]).
-    pub greeting: std::sync::atomic::AtomicUsize,
+    /// Places for connections reading their `hello` ([`MAX_GREETING`]); the others wait
+    /// for one, in order, their bytes left in the kernel's socket buffer.
+    pub greeting: tokio::sync::Semaphore,
 }
 
-/// Most connections in the handshake at once: a peer that opens many and never says
-/// hello holds at most this many buffers of at most [`MAX_HELLO_FRAME`] bytes.
+/// Most connections reading their `hello` at once: a peer that opens many and never says
+/// hello holds at most this many buffers of at most [`MAX_HELLO_FRAME`] bytes (each for
+/// at most the hello timeout); everyone else waits for a place (a burst of sessions
+/// reconnecting after a restart is served in order, not refused).
 pub const MAX_GREETING: usize = 64;
 
 /// Largest frame before `hello` is answered (a hello is well under 1 KiB).
