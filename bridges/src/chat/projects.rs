@@ -192,11 +192,12 @@ impl Change {
         if old.state != new.state {
             return Some(Change::State(new.state));
         }
-        // A Lead's own changes are news only while the assignment is active: a paused or
-        // retired one already said its Lead stops, in whichever order the two arrive.
+        // A Lead's own changes are news only while the assignment is active and not being
+        // integrated: pausing, integrating and retiring stop the Lead and say so.
         if old.lead != new.lead
             && new.lead != LeadState::Starting
             && new.state == AssignmentState::Active
+            && new.integrated_sha.is_none()
         {
             return Some(Change::Lead(new.lead));
         }
@@ -458,6 +459,14 @@ mod tests {
             ..stopped.clone()
         };
         assert_eq!(Change::between(Some(&stopped), &starting), None);
+        // The Lead stopping for an integration (its sha recorded, the assignment still
+        // active until its checkout is removed) is not said: the integration is.
+        let integrating = Assignment {
+            lead: LeadState::Stopped,
+            integrated_sha: Some("4b1d2c3".into()),
+            ..a.clone()
+        };
+        assert_eq!(Change::between(Some(&a), &integrating), None);
         // The Lead stopping after its assignment was paused or retired is not said again.
         for state in [AssignmentState::Paused, AssignmentState::Retired] {
             let ended = Assignment {
