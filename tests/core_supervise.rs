@@ -651,6 +651,10 @@ async fn a_worker_leaving_mid_turn_is_a_stop_and_an_absent_supervisor_catches_up
     }
     let mut cli = core.client(ClientKind::Cli).await?;
     worker.sync().await?;
+    // A time allowance, not an order: each stop starts a view build on a blocking thread,
+    // and while the supervisor is away the hub drops the result, with no event after it to
+    // wait for. The builds read a small file (well under 300 ms); the catch-up below (one
+    // view, look 3, with both steps) would also show a look taken meanwhile.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let listed = pairings(&mut cli, false).await?;
     assert_eq!(

@@ -33,7 +33,7 @@ use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
 use shepherd_harness::workers::{
     listed, next_of_kind, owner, wait_state, work_dir, worker_core, worker_pid,
 };
-use shepherd_harness::{Core, Pi, error_code, error_details, registration};
+use shepherd_harness::{Core, Pi, error_code, error_details, eventually, registration};
 
 const LONG: Duration = Duration::from_secs(90);
 
@@ -393,7 +393,17 @@ async fn a_headless_worker_is_relaunched_after_a_restart_and_delivers_one_result
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // ...and is inside it: the core has its session's status as running bash.
+    eventually(LONG, "the worker's status tool:bash", || {
+        let sessions = core.cli_json(&["sessions"]).ok()?;
+        sessions
+            .as_array()?
+            .iter()
+            .any(|s| s["id"] == w.session_id.as_str() && s["status"] == "tool:bash")
+            .then_some(())
+    })
+    .await
+    .with_context(|| core.log())?;
     drop(app);
     core.terminate()?;
     wait_gone(pid).await?;

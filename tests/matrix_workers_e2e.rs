@@ -23,8 +23,8 @@ use shepherd_core::protocol::{DeliveryKind, WorkerState};
 use shepherd_harness::matrix_user::{MatrixUser, Message};
 use shepherd_harness::synapse::{Synapse, skip_e2e};
 use workers_phone::{
-    delegate, listed, lose_a_worker, model, next_of_kind, owner, usage_shown, wait_state,
-    wait_usage_written, worker_core,
+    delegate, listed, lose_a_worker, model, next_of_kind, owner, report_after, usage_shown,
+    wait_state, wait_usage_written, worker_core,
 };
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -187,7 +187,8 @@ async fn workers_on_matrix_list_steer_close_ask_and_finish() -> Result<()> {
         m.body().contains("🧩 steered (implementer) finished")
     })
     .await?;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    report_after(&core, &mut boss, &[&asker, &steered, &sleeper], "MARKER-1").await?;
+    bot_says(&ada, &room, |m| m.body().contains("MARKER-1")).await?;
     let said = |what: &str| {
         ada.messages(&room)
             .iter()
@@ -199,13 +200,14 @@ async fn workers_on_matrix_list_steer_close_ask_and_finish() -> Result<()> {
     assert_eq!(said("🧩 sleeper (implementer) finished"), 0);
 
     // A worker whose process dies before its result: said once in the owner's thread.
-    lose_a_worker(&core, &mut boss, "lostling").await?;
+    let lostling = lose_a_worker(&core, &mut boss, "lostling").await?;
     let lost = bot_says(&ada, &room, |m| {
         m.body().contains("🧩 lostling (implementer) lost: ")
     })
     .await?;
     assert_eq!(lost.thread_root(), Some(boss_thread.as_str()));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    report_after(&core, &mut boss, &[&lostling], "MARKER-2").await?;
+    bot_says(&ada, &room, |m| m.body().contains("MARKER-2")).await?;
     assert_eq!(said("🧩 lostling (implementer) lost"), 1);
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! End to end with a REAL Pi and the real `shepherd` binary on its PATH: the extension
 //! autostarts the core, the core cannot start (a config key it does not know), and Pi shows
 //! the reason from the core's log in one notice, once, while it keeps retrying in the
-//! background and keeps working.
+//! background and keeps working. "Once" is checked after two more connection attempts
+//! (read from the extension's debug log, `SHEPHERD_EXT_LOG`), each of which would have
+//! shown it again.
 
 use std::time::Duration;
 
@@ -9,7 +11,7 @@ use anyhow::Result;
 use serde_json::Value;
 use shepherd_harness::fake_model::{FakeModel, Reply};
 use shepherd_harness::pi_process::{PiOptions, PiSession};
-use shepherd_harness::shepherd_bin;
+use shepherd_harness::{eventually, shepherd_bin};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -33,8 +35,17 @@ async fn a_core_that_cannot_start_is_explained_once() -> Result<()> {
     std::fs::write(state.join("config.toml"), "[core]\nno_such_setting = 1\n")?;
 
     let model = FakeModel::start(|_| Reply::text("plain answer")).await?;
+    let ext_log = dir.path().join("ext.log");
+    let attempts = || {
+        std::fs::read_to_string(&ext_log)
+            .unwrap_or_default()
+            .matches("problem unreachable: ")
+            .count()
+    };
     let mut opts = PiOptions::new(dir.path());
     opts.env.retain(|(k, _)| k != "SHEPHERD_AUTOSTART");
+    opts.env
+        .push(("SHEPHERD_EXT_LOG".into(), ext_log.display().to_string()));
     opts.path_prepend.push(bin);
     let mut pi = PiSession::spawn(&model, opts).await?;
     let first = pi
@@ -46,6 +57,9 @@ async fn a_core_that_cannot_start_is_explained_once() -> Result<()> {
                     .is_some_and(|m| m.contains("did not start"))
         })
         .await?;
+    // The attempt that showed the notice logged its problem first.
+    let shown_at = attempts();
+    assert!(shown_at > 0, "no failed attempt in {}", ext_log.display());
     let log = state.join("core.log");
     assert_eq!(
         first["message"].as_str().unwrap_or_default(),
@@ -61,10 +75,15 @@ async fn a_core_that_cannot_start_is_explained_once() -> Result<()> {
     assert!(std::fs::read_to_string(&log)?.contains("the core did not start: "));
 
     // Pi keeps working, the extension keeps retrying (the backoff is 250 ms doubling), and
-    // the notice is not repeated.
+    // the notice is not repeated: two more attempts fail after the one that showed it.
+    // Each logs its problem and would notify in that same tick, so a second notice would
+    // be on Pi's stdout before the reply to the next prompt.
     pi.prompt("hi").await?;
     pi.wait_settled(LONG).await?;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    eventually(LONG, "two more connection attempts", || {
+        (attempts() >= shown_at + 2).then_some(())
+    })
+    .await?;
     pi.prompt("again").await?;
     pi.wait_settled(LONG).await?;
     assert_eq!(model.requests().len(), 2);

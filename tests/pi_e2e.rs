@@ -7,7 +7,8 @@
 //! 2. a steer sent while Pi is inside a slow tool lands after the tool and before the next
 //!    model call;
 //! 3. kill -9 and restart of the core mid-session: Pi keeps running, reconnects, and a
-//!    steer sent while it was disconnected is delivered exactly once;
+//!    steer sent while it was disconnected is delivered exactly once (counted once a
+//!    marker steer sent after one more restart has arrived);
 //! 4. no core and no binary on PATH: Pi works normally and shows one notice.
 
 use std::time::Duration;
@@ -189,17 +190,30 @@ async fn core_kill9_and_restart_mid_session_delivers_a_queued_steer_once() -> Re
     .await?;
     assert_eq!(n, 1);
     pi.wait_settled(LONG).await?;
-    // Give a duplicate every chance to show up: reconnect once more.
+    // Give a duplicate every chance to show up: reconnect once more, then send a marker.
+    // The core delivers a session's mail in order (what the registration replays first),
+    // so a steer delivered again would be in the session file before the marker is.
     core.restart().await?;
     connected_session(&core, "e2e-survivor").await?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let marker = core.cli_json(&["send", before["id"].as_str().unwrap(), "MARKER-after-9"])?;
+    assert_eq!(marker["connected"], true, "{marker}");
     let file = pi.session_file().await?;
+    eventually(LONG, "the marker in the session file", || {
+        (user_messages_containing(&file, "MARKER-after-9").ok()? > 0).then_some(())
+    })
+    .await?;
+    pi.wait_settled(LONG).await?;
     assert_eq!(user_messages_containing(&file, "STEER-after-crash-7")?, 1);
-    let pending = core.cli_json(&["sessions"])?;
-    assert_eq!(
-        pending[0]["pending_messages"], 0,
-        "the delivery was acknowledged"
-    );
+    assert_eq!(user_messages_containing(&file, "MARKER-after-9")?, 1);
+    eventually(
+        LONG,
+        "both deliveries acknowledged (pending_messages 0)",
+        || {
+            let sessions = core.cli_json(&["sessions"]).ok()?;
+            (sessions[0]["pending_messages"] == 0).then_some(())
+        },
+    )
+    .await?;
     pi.shutdown().await?;
     Ok(())
 }

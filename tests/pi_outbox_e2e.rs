@@ -2,13 +2,15 @@
 //! `ask_human` and `report`; the tools say they are queued, the session keeps them, and
 //! when the core comes up the extension sends each exactly once: one ask appears (and is
 //! answered from the CLI, reaching the model), one report; restarting the core again sends
-//! nothing twice.
+//! nothing twice. Each "not twice" is counted after a marker report the model makes next
+//! has been stored: one connection's requests are handled in order, so anything the
+//! extension sent before the marker is in by then.
 
 use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::json;
-use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
+use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply, message_text};
 use shepherd_harness::pi_process::{PiOptions, PiSession};
 use shepherd_harness::{Core, eventually};
 
@@ -28,6 +30,28 @@ fn reports(core: &Core) -> Result<Vec<String>> {
     Ok(texts)
 }
 
+/// The text of the newest user message (the prompt a run started from).
+fn last_user_text(req: &ModelRequest) -> String {
+    req.messages()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(message_text)
+        .unwrap_or_default()
+}
+
+/// The `MARKER-<n>` word in a prompt, if any.
+fn marker_in(text: &str) -> Option<&str> {
+    text.split_whitespace().find(|w| w.starts_with("MARKER-"))
+}
+
+/// Prompt `MARKER-<n>`: the model reports `REPORT-MARKER-<n>`, directly (the outbox is
+/// empty and the core is up), and the run ends.
+async fn marker_report(pi: &mut PiSession, n: u32) -> Result<()> {
+    pi.prompt(&format!("MARKER-{n}")).await?;
+    pi.wait_settled(LONG).await
+}
+
 fn tool_results(req: &ModelRequest) -> usize {
     req.messages()
         .iter()
@@ -40,6 +64,15 @@ async fn ask_human_while_the_core_is_down_is_sent_once_when_it_is_back() -> Resu
     let mut core = Core::start().await?;
     core.terminate()?;
     let model = FakeModel::start(|req| {
+        let (role, last) = req.last();
+        if role == "user"
+            && let Some(marker) = marker_in(&last)
+        {
+            return Reply::tool("report", json!({"text": format!("REPORT-{marker}")}));
+        }
+        if role == "tool" && marker_in(&last_user_text(req)).is_some() {
+            return Reply::text("Reported the marker.");
+        }
         if req.transcript().contains("ANSWER-go") {
             Reply::text("Going.")
         } else {
@@ -88,7 +121,17 @@ async fn ask_human_while_the_core_is_down_is_sent_once_when_it_is_back() -> Resu
         (reports(&core).ok()? == ["REPORT-offline progress"]).then_some(())
     })
     .await?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    eventually(LONG, "both queued items recorded as sent", || {
+        let text = std::fs::read_to_string(&session_file).ok()?;
+        (text.matches("\"shepherd-outbox\"").count() == 4).then_some(())
+    })
+    .await?;
+    marker_report(&mut pi, 1).await?;
+    assert_eq!(
+        reports(&core)?,
+        ["REPORT-offline progress", "REPORT-MARKER-1"],
+        "one report, then the marker"
+    );
     let asks = core.cli_json(&["asks", "--all"])?;
     assert_eq!(
         asks.as_array().map(Vec::len),
@@ -106,16 +149,21 @@ async fn ask_human_while_the_core_is_down_is_sent_once_when_it_is_back() -> Resu
     );
     let requests = model.wait_requests(before + 1, LONG).await?;
     assert!(requests[before].transcript().contains("ANSWER-go"));
+    pi.wait_settled(LONG).await?;
 
     // Another restart sends nothing again (the session recorded both as sent).
     core.restart().await?;
     core.connected_session("outboxer", LONG).await?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    marker_report(&mut pi, 2).await?;
     let asks = core.cli_json(&["asks", "--all"])?;
     assert_eq!(asks.as_array().map(Vec::len), Some(1), "{asks:#}");
     assert_eq!(
         reports(&core)?,
-        ["REPORT-offline progress"],
+        [
+            "REPORT-offline progress",
+            "REPORT-MARKER-1",
+            "REPORT-MARKER-2"
+        ],
         "one report, not two"
     );
     let session_file = pi.session_file().await?;

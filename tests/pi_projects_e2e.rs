@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde_json::json;
+use serde_json::{Value, json};
 use shepherd_harness::eventually;
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
 use shepherd_harness::pi_process::{PiOptions, PiSession, user_messages_containing};
@@ -37,6 +37,22 @@ const PROJECT_TOOLS: [&str; 4] = [
 
 fn offered(req: &ModelRequest, tool: &str) -> bool {
     req.tool_names().iter().any(|t| t == tool)
+}
+
+/// Whether the run that shows `needle` began with it: no assistant message between that
+/// run's `agent_start` and the message carrying `needle` (Pi's RPC records).
+fn run_began_with(records: &[Value], needle: &str) -> bool {
+    let Some(at) = records
+        .iter()
+        .position(|r| r["type"] == "message_start" && r.to_string().contains(needle))
+    else {
+        return false;
+    };
+    records[..at]
+        .iter()
+        .rev()
+        .take_while(|r| r["type"] != "agent_start")
+        .all(|r| r["message"]["role"] != "assistant")
 }
 
 fn rev_parse(repo: &Path, what: &str) -> Option<String> {
@@ -312,12 +328,32 @@ async fn a_new_manager_gets_the_backlog_in_one_run_each_update_once() -> Result<
     .await
     .with_context(|| core.log())?;
     pi.wait_settled(LONG).await?;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let runs = pi.records()[before..]
+    // Then a steer from the human: the core sends a session's mail in order, so an update
+    // delivered again, or one that would start a run of its own, lands before it.
+    let out = core.cli(&["send", "app-mgr-b", "MARKER-after-the-backlog"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eventually(LONG, "the new Manager's model reading the marker", || {
+        manager
+            .requests()
+            .into_iter()
+            .find(|r| r.last().1.contains("MARKER-after-the-backlog"))
+    })
+    .await?;
+    pi.wait_settled(LONG).await?;
+    let records = &pi.records()[before..];
+    let runs = records
         .iter()
         .filter(|r| r["type"] == "agent_start")
         .count();
-    assert_eq!(runs, 1, "one run for the whole backlog");
+    assert_eq!(runs, 2, "one run for the whole backlog, then the marker's");
+    assert!(
+        run_began_with(records, "MARKER-after-the-backlog"),
+        "the marker started a run of its own: nothing was running"
+    );
     let file = pi.session_file().await?;
     assert_eq!(user_messages_containing(&file, "UPDATE-TURN-1")?, 1);
     assert_eq!(user_messages_containing(&file, "UPDATE-TURN-2")?, 1);

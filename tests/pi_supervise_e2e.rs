@@ -433,11 +433,16 @@ async fn the_cli_pairs_a_busy_supervisor_role_session_and_its_brief_survives_an_
         }
     })
     .await?;
+    let ext_log = core.agent_dir().join("boss-ext.log");
+    let ext_log_env = ext_log.display().to_string();
     let mut pair = start_pair(
         &core,
         worker_model,
         supervisor_model,
-        &[("SHEPHERD_ROLE", "supervisor")],
+        &[
+            ("SHEPHERD_ROLE", "supervisor"),
+            ("SHEPHERD_EXT_LOG", ext_log_env.as_str()),
+        ],
     )
     .await?;
     // The supervisor-role session is busy in a slow tool when the human pairs it.
@@ -461,10 +466,21 @@ async fn the_cli_pairs_a_busy_supervisor_role_session_and_its_brief_survives_an_
         String::from_utf8_lossy(&out.stderr)
     );
 
-    // The human presses Escape on that slow check right after: the brief must survive it
-    // (it waits for a turn boundary or the end of the run, not in Pi's steering queue,
-    // which an abort clears), land once, and reach the first look's request.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The human presses Escape on that slow check right after the extension has the brief
+    // (it queues it as it logs that it supervises): the brief must survive it (it waits for
+    // a turn boundary or the end of the run, not in Pi's steering queue, which an abort
+    // clears), land once, and reach the first look's request.
+    eventually(
+        LONG,
+        "the supervisor's extension to take the pairing",
+        || {
+            std::fs::read_to_string(&ext_log)
+                .ok()?
+                .contains("supervision: supervising worker")
+                .then_some(())
+        },
+    )
+    .await?;
     pair.supervisor.command(json!({"type": "abort"})).await?;
     let look = eventually(LONG, "the first look", || {
         pair.supervisor_model

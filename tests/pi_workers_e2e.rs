@@ -10,8 +10,11 @@
 //!     `reply_agent`; the same assignment continues to one result;
 //! (c) the owner is killed before its worker's result exists and resumed later: the result
 //!     reaches it once.
+//!
+//! "Once" is counted after a marker steer to the owner, sent later, has landed.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -107,16 +110,29 @@ async fn worker_labelled(core: &Core, label: &str, state: WorkerState) -> Result
     .await
 }
 
-/// How many deliveries in `file` carry `needle` (each is one `shepherd-delivery` entry).
-async fn count_in(file: &Path, needle: &str, want: usize) -> Result<()> {
+/// Wait until `want` deliveries in the owner's session `file` carry `needle` (each is one
+/// `shepherd-delivery` entry), and check there are no more once a marker steer sent after
+/// them is in too: the core delivers a session's mail in order, so another delivery of
+/// `needle` already sent would land first.
+async fn count_in(core: &Core, file: &Path, needle: &str, want: usize) -> Result<()> {
+    static MARKERS: AtomicUsize = AtomicUsize::new(0);
     eventually(
         LONG,
         &format!("{want}× {needle:?} in {}", file.display()),
         || (user_messages_containing(file, needle).ok()? >= want).then_some(()),
     )
     .await?;
-    // And no more, a moment later.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let marker = format!("MARKER-{}", MARKERS.fetch_add(1, Ordering::Relaxed));
+    let out = core.cli(&["send", "owner", &marker]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eventually(LONG, &format!("{marker} in {}", file.display()), || {
+        (user_messages_containing(file, &marker).ok()? > 0).then_some(())
+    })
+    .await?;
     assert_eq!(user_messages_containing(file, needle)?, want, "{needle}");
     Ok(())
 }
@@ -147,7 +163,7 @@ async fn a_real_owner_delegates_and_reads_one_result() -> Result<()> {
     );
 
     let file = owner.session_file().await?;
-    count_in(&file, "WORKER-A found three callers", 1).await?;
+    count_in(&core, &file, "WORKER-A found three callers", 1).await?;
     eventually(LONG, "the owner's model to read the result", || {
         omodel
             .requests()
@@ -192,8 +208,8 @@ async fn a_real_owner_answers_its_workers_question() -> Result<()> {
     let mut owner = spawn_owner(&core, &omodel, agent.path(), &[]).await?;
     owner.prompt("please delegate B").await?;
     let file = owner.session_file().await?;
-    count_in(&file, "Red or blue?", 1).await?;
-    count_in(&file, "WORKER-B says blue", 1).await?;
+    count_in(&core, &file, "Red or blue?", 1).await?;
+    count_in(&core, &file, "WORKER-B says blue", 1).await?;
     let done = worker_labelled(&core, "picker", WorkerState::Done).await?;
     let text = std::fs::read_to_string(done.session_file.context("file")?)?;
     assert_eq!(
@@ -234,7 +250,7 @@ async fn an_owner_killed_before_the_result_gets_it_once_when_resumed() -> Result
         &["--session".into(), file.display().to_string()],
     )
     .await?;
-    count_in(&file, "WORKER-C done after sleeping", 1).await?;
+    count_in(&core, &file, "WORKER-C done after sleeping", 1).await?;
     worker_labelled(&core, "slow", WorkerState::Done).await?;
     owner.shutdown().await?;
     Ok(())

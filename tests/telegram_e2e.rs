@@ -649,6 +649,9 @@ async fn a_second_poller_is_reported_once_and_the_bridge_backs_off() -> Result<(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let polls = s.tg.calls_to("getUpdates").len();
+    // A promise about time, so a sleep: after a 409 the poller waits 30 s, and nothing it
+    // does meanwhile comes in order after a poll it did not make. 2 s is longer than its
+    // 1 s retry after other errors, so polling on that path would show here.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(
         s.tg.calls_to("getUpdates").len(),

@@ -223,8 +223,18 @@ async fn project_work_on_telegram_lists_updates_and_approves() -> Result<()> {
     assert_eq!(retired.thread_id, Some(topic.thread_id));
 
     // The update was said once; of the assignment's changes, the delegation, its Lead
-    // running and its retirement, once each, in the Manager's topic.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // running and its retirement, once each, in the Manager's topic. Counted once a
+    // report of the Manager's is posted: the bridge posts in the order of the core's
+    // events, and the report comes after the retired Lead's session left the core (the
+    // last thing about the assignment that could be said again).
+    core.disconnected(assignment.session_id.as_str(), WAIT)
+        .await
+        .with_context(|| core.log())?;
+    mgr.client.report("MARKER-end of the scenario").await?;
+    tg.wait_for_message(FORUM, WAIT, |m| {
+        m.text.contains("MARKER-end of the scenario")
+    })
+    .await?;
     let said = |what: &str| {
         tg.messages(FORUM)
             .iter()

@@ -22,8 +22,8 @@ use anyhow::{Context, Result};
 use shepherd_core::protocol::{DeliveryKind, WorkerState};
 use shepherd_harness::fake_telegram::{FakeTelegram, FakeTelegramOptions, FakeUser, UserMessage};
 use workers_phone::{
-    delegate, listed, lose_a_worker, model, next_of_kind, owner, usage_shown, wait_state,
-    wait_usage_written, worker_core,
+    delegate, listed, lose_a_worker, model, next_of_kind, owner, report_after, usage_shown,
+    wait_state, wait_usage_written, worker_core,
 };
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -198,7 +198,9 @@ async fn workers_on_telegram_list_steer_close_ask_and_finish() -> Result<()> {
         m.text.contains("🧩 steered (implementer) finished")
     })
     .await?;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    report_after(&core, &mut boss, &[&asker, &steered, &sleeper], "MARKER-1").await?;
+    tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("MARKER-1"))
+        .await?;
     let said = |what: &str| {
         tg.messages(FORUM)
             .iter()
@@ -210,14 +212,16 @@ async fn workers_on_telegram_list_steer_close_ask_and_finish() -> Result<()> {
     assert_eq!(said("🧩 sleeper (implementer) finished"), 0);
 
     // A worker whose process dies before its result: said once in the owner's topic.
-    lose_a_worker(&core, &mut boss, "lostling").await?;
+    let lostling = lose_a_worker(&core, &mut boss, "lostling").await?;
     let lost = tg
         .wait_for_message(FORUM, WAIT, |m| {
             m.text.contains("🧩 lostling (implementer) lost: ")
         })
         .await?;
     assert_eq!(lost.thread_id, Some(boss_topic.thread_id));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    report_after(&core, &mut boss, &[&lostling], "MARKER-2").await?;
+    tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("MARKER-2"))
+        .await?;
     assert_eq!(said("🧩 lostling (implementer) lost"), 1);
     Ok(())
 }

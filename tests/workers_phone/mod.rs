@@ -114,6 +114,25 @@ pub fn usage_shown(core: &Core, w: &Worker) -> Result<String> {
     Ok(format!("{grouped} tokens · ${cost:.4}"))
 }
 
+/// Before counting what the bridge said about `workers`: wait until each one's session has
+/// left the core (its state changes came before that), then have the owner report
+/// `marker`. The bridge posts in the order of the core's events, so once the caller has
+/// seen the marker posted, anything said about these workers is in.
+pub async fn report_after(
+    core: &Core,
+    boss: &mut Pi,
+    workers: &[&Worker],
+    marker: &str,
+) -> Result<()> {
+    for w in workers {
+        core.disconnected(w.session_id.as_str(), LONG)
+            .await
+            .with_context(|| core.log())?;
+    }
+    boss.client.report(marker).await?;
+    Ok(())
+}
+
 /// A worker whose process is killed (-9) at work: the core finds it `lost`.
 pub async fn lose_a_worker(core: &Core, boss: &mut Pi, label: &str) -> Result<Worker> {
     let w = delegate(boss, "TASK-E wait a long time", label).await?;

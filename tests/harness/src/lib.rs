@@ -536,6 +536,17 @@ impl Core {
         })
         .await
     }
+
+    /// Wait until the session `id` is gone from `shepherd sessions --json` (connected
+    /// sessions only): the core has handled its leaving and sent the events it causes, so
+    /// anything a client does afterwards comes after them.
+    pub async fn disconnected(&self, id: &str, timeout: Duration) -> Result<()> {
+        eventually(timeout, &format!("session {id} to disconnect"), || {
+            let sessions = self.cli_json(&["sessions"]).ok()?;
+            (!sessions.as_array()?.iter().any(|s| s["id"] == id)).then_some(())
+        })
+        .await
+    }
 }
 
 /// `shepherd bot` (the chat bridges alone) against a running [`Core`], with the bridges'
