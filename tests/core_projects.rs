@@ -106,6 +106,24 @@ async fn start(env: &[(&str, &str)]) -> Result<(FakeModel, Core)> {
     Ok((model, core))
 }
 
+/// What the core refused `request` with (the test fails if it was accepted).
+async fn refusal<R>(pi: &mut Pi, request: R) -> anyhow::Error
+where
+    R: shepherd_core::client::Request,
+    R::Reply: std::fmt::Debug,
+{
+    pi.client
+        .call(request)
+        .await
+        .map_err(anyhow::Error::from)
+        .unwrap_err()
+}
+
+/// A project refusal's reason (`details.reason`).
+fn reason(err: &anyhow::Error) -> serde_json::Value {
+    error_details(err).unwrap()["reason"].clone()
+}
+
 async fn delegate(
     mgr: &mut Pi,
     task: &str,
@@ -522,39 +540,29 @@ async fn integration_waits_for_the_human_then_fast_forwards_removes_the_worktree
     assert!(!Path::new(&a.checkout).exists(), "the worktree is removed");
     assert_eq!(rev(&app, "feat/a")?, sha_a, "the branch is kept");
     assert!(assignment(&core, "feat/a").await?.is_none(), "retired");
-    let refused = mgr
-        .client
-        .call(requests::ResumeWork {
+    let refused = refusal(
+        &mut mgr,
+        requests::ResumeWork {
             branch: "feat/a".into(),
             ..Default::default()
-        })
-        .await
-        .map_err(anyhow::Error::from)
-        .unwrap_err();
-    assert_eq!(
-        error_details(&refused).unwrap()["reason"],
-        "retired",
-        "{refused}"
-    );
+        },
+    )
+    .await;
+    assert_eq!(reason(&refused), "retired", "{refused}");
 
     // feat/b now diverged from main: its integration is refused before the human is asked.
     let sha_b = rev(&app, "feat/b")?;
-    let err = mgr
-        .client
-        .call(requests::IntegrateBranch {
+    let err = refusal(
+        &mut mgr,
+        requests::IntegrateBranch {
             branch: "feat/b".into(),
             sha: sha_b.clone(),
             ..Default::default()
-        })
-        .await
-        .map_err(anyhow::Error::from)
-        .unwrap_err();
+        },
+    )
+    .await;
     assert_eq!(error_code(&err), Some(ErrorCode::ProjectRefused));
-    assert_eq!(
-        error_details(&err).unwrap()["reason"],
-        "not_fast_forward",
-        "{err}"
-    );
+    assert_eq!(reason(&err), "not_fast_forward", "{err}");
     assert_eq!(rev(&app, "main")?, sha_a, "nothing changed");
 
     // Rebased on main, it may be proposed again; the human denies it with a reason.
@@ -682,11 +690,7 @@ async fn a_checkout_deleted_by_hand_is_retired_after_the_inventory_and_refusals_
     )
     .await?;
     let err = delegate(&mut lead, "TASK-A", "feat/x").await.unwrap_err();
-    assert_eq!(
-        error_details(&err).unwrap()["reason"],
-        "not_manager",
-        "{err}"
-    );
+    assert_eq!(reason(&err), "not_manager", "{err}");
     assert!(err.to_string().contains("/manager"), "{err}");
     drop(lead);
 
@@ -696,26 +700,17 @@ async fn a_checkout_deleted_by_hand_is_retired_after_the_inventory_and_refusals_
     let err = delegate(&mut mgr, "TASK-A again", "feat/a")
         .await
         .unwrap_err();
-    assert_eq!(
-        error_details(&err).unwrap()["reason"],
-        "branch_assigned",
-        "{err}"
-    );
+    assert_eq!(reason(&err), "branch_assigned", "{err}");
     assert!(err.to_string().contains("resume_work"), "{err}");
-    let err = mgr
-        .client
-        .call(requests::StopLead {
+    let err = refusal(
+        &mut mgr,
+        requests::StopLead {
             branch: "feat/none".into(),
             ..Default::default()
-        })
-        .await
-        .map_err(anyhow::Error::from)
-        .unwrap_err();
-    assert_eq!(
-        error_details(&err).unwrap()["reason"],
-        "no_assignment",
-        "{err}"
-    );
+        },
+    )
+    .await;
+    assert_eq!(reason(&err), "no_assignment", "{err}");
 
     // A worktree someone works in by hand is not handed to a second writer.
     git(
@@ -731,11 +726,7 @@ async fn a_checkout_deleted_by_hand_is_retired_after_the_inventory_and_refusals_
     )
     .await?;
     let err = delegate(&mut mgr, "TASK-B", "feat/busy").await.unwrap_err();
-    assert_eq!(
-        error_details(&err).unwrap()["reason"],
-        "checkout_occupied",
-        "{err}"
-    );
+    assert_eq!(reason(&err), "checkout_occupied", "{err}");
     assert!(err.to_string().contains("by-hand"), "{err}");
 
     // Deleted by hand while paused: the next inventory retires it, the branch stays.
@@ -857,21 +848,16 @@ async fn with_integrate_deny_only_the_human_integrates() -> Result<()> {
     update(&mut mgr).await?;
     let sha = rev(&app, "feat/a")?;
     let main_before = rev(&app, "main")?;
-    let err = mgr
-        .client
-        .call(requests::IntegrateBranch {
+    let err = refusal(
+        &mut mgr,
+        requests::IntegrateBranch {
             branch: "feat/a".into(),
             sha: sha.clone(),
             ..Default::default()
-        })
-        .await
-        .map_err(anyhow::Error::from)
-        .unwrap_err();
-    assert_eq!(
-        error_details(&err).unwrap()["reason"],
-        "integrate_denied",
-        "{err}"
-    );
+        },
+    )
+    .await;
+    assert_eq!(reason(&err), "integrate_denied", "{err}");
     assert!(
         err.to_string().contains("shepherd integrate app feat/a"),
         "{err}"
