@@ -161,13 +161,9 @@ impl State {
             return Ok(());
         };
         let bytes = (self.facts.limits.max_outbound_bytes / 2).max(1);
-        let batch = store::messages::pending_after(db, session_id, live.last_sent, chunk, bytes)?;
         // Cut by count or by bytes: more may remain (an empty next chunk ends the replay).
-        let held: usize = batch
-            .iter()
-            .map(|d| d.text.len() + d.question.as_ref().map_or(0, String::len))
-            .sum();
-        let more = batch.len() == chunk || held >= bytes;
+        let (batch, more) =
+            store::messages::pending_after(db, session_id, live.last_sent, chunk, bytes)?;
         live.replaying = more;
         let conn = live.conn;
         if more && let Some(c) = self.conns.get(&conn) {

@@ -175,21 +175,22 @@ pub fn drop_pending(conn: &Connection, recipient: &SessionId) -> rusqlite::Resul
         .execute([recipient])
 }
 
-/// Up to `limit` unacknowledged messages for `recipient` with ids above `after`, in order.
+/// Up to `limit` unacknowledged messages for `recipient` with ids above `after`, in order,
+/// holding at most `max_bytes` of text (but always one message); and whether the chunk
+/// was cut by either bound (more may remain).
 pub fn pending_after(
     conn: &Connection,
     recipient: &SessionId,
     after: MessageId,
     limit: usize,
     max_bytes: usize,
-) -> rusqlite::Result<Vec<Delivery>> {
+) -> rusqlite::Result<(Vec<Delivery>, bool)> {
     let mut stmt = conn.prepare_cached(
         "SELECT id, kind, text, from_kind, from_session, from_name, ask_id, question, created_at,
             pairing_id, look
          FROM messages WHERE recipient = ?1 AND acked_at IS NULL AND id > ?2 ORDER BY id LIMIT ?3",
     )?;
     let mut rows = stmt.query_map(params![recipient, after, limit as i64], from_row)?;
-    // At most `max_bytes` of text (but always one message): the rest stays in the store.
     let mut batch = Vec::new();
     let mut bytes = 0;
     while bytes < max_bytes
@@ -199,7 +200,8 @@ pub fn pending_after(
         bytes += delivery.text.len() + delivery.question.as_ref().map_or(0, String::len);
         batch.push(delivery);
     }
-    Ok(batch)
+    let cut = batch.len() == limit || bytes >= max_bytes;
+    Ok((batch, cut))
 }
 
 /// The mailbox row that carries an ask's answer: its id, its creation time and whether
@@ -280,6 +282,7 @@ mod tests {
         insert(&store.conn, msg(&to_b, "other")).unwrap();
         assert!(b.id > a.id);
         let texts: Vec<_> = pending_after(&store.conn, &to_a, MessageId::from(0), 100, usize::MAX)
+            .map(|(batch, _)| batch)
             .unwrap()
             .into_iter()
             .map(|d| d.text)
@@ -289,7 +292,9 @@ mod tests {
         assert_eq!(ack(&store.conn, &to_b, &[a.id], 6).unwrap(), 0);
         assert_eq!(ack(&store.conn, &to_a, &[a.id, a.id], 6).unwrap(), 1);
         assert_eq!(
-            pending_after(&store.conn, &to_a, MessageId::from(0), 100, usize::MAX).unwrap()[0],
+            pending_after(&store.conn, &to_a, MessageId::from(0), 100, usize::MAX)
+                .map(|(batch, _)| batch)
+                .unwrap()[0],
             b
         );
     }
