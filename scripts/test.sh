@@ -3,7 +3,8 @@
 #   1. formatting (cargo fmt --check);
 #   2. test dependencies: Node 22, the pinned Pi and Synapse into target/test-deps (cached),
 #      and tmux (apt-get, as root, when missing);
-#      then lints (clippy -D warnings, every target);
+#      then lints (clippy -D warnings, every target; and the binary built with one phone
+#      bridge, or none);
 #   3. the extension's TypeScript type check and node --test unit tests;
 #   4. every Rust test: unit, golden protocol fixtures, the real daemon over its socket,
 #      and end to end with a real Pi against the scripted fake model (and a real Synapse);
@@ -35,6 +36,13 @@ export SHEPHERD_NODE SHEPHERD_NODE_BIN_DIR SHEPHERD_PI SHEPHERD_PI_VERSION SHEPH
 
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+# The phone bridges are cargo features: the builds with one of them, or neither, compile
+# and lint clean too (README: "Building without a phone bridge").
+step "cargo clippy without a phone bridge (telegram only, matrix only, neither)"
+for features in telegram matrix ""; do
+    cargo clippy -p shepherd -p shepherd-bridges --locked --no-default-features --features "$features" -- -D warnings
+done
 
 step "pi-ext: type check and unit tests"
 scripts/test-ts.sh
