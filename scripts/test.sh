@@ -8,7 +8,8 @@
 #   3. the extension's TypeScript type check and node --test unit tests;
 #   4. every Rust test: unit, golden protocol fixtures, the real daemon over its socket,
 #      and end to end with a real Pi against the scripted fake model (and a real Synapse);
-#   5. with a nightly toolchain, 30 s of fuzzing per decoder (scripts/fuzz.sh).
+#   5. with a nightly toolchain, 30 s of fuzzing per target: the protocol decoders, the chat
+#      command parser, Markdown rendering and splitting (scripts/fuzz.sh).
 # Fails on the first failing step. Nothing is skipped: a missing dependency is an error.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -52,7 +53,7 @@ cargo test --workspace --locked
 
 # Fuzzing needs nightly (libFuzzer's instrumentation); where there is none it is said, not
 # hidden, and the suite does not depend on it.
-step "fuzz the decoders (scripts/fuzz.sh 30)"
+step "fuzz the decoders, the chat parser and the splitter (scripts/fuzz.sh 30)"
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     scripts/fuzz.sh 30
 else

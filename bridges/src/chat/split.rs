@@ -19,6 +19,10 @@ use super::tokens::{self, Atom};
 /// Telegram's limit for a message text (and 1024 for a caption).
 pub const TELEGRAM_LIMIT: usize = 4096;
 
+/// The longest chunk the Matrix bridge sends, in characters of text: with markup and
+/// UTF-8 a chunk stays well under Matrix's 64 KiB event limit.
+pub const MATRIX_LIMIT: usize = 6000;
+
 /// The length Telegram counts for `html` in HTML parse mode: UTF-16 code units of the
 /// text after entity parsing.
 pub fn telegram_len(html: &str) -> usize {
@@ -56,6 +60,21 @@ pub fn split_html(html: &str, limit: usize) -> Vec<String> {
 /// sent without markup or a Matrix `body`.
 pub fn plain_split(text: &str, limit: usize) -> Vec<String> {
     split_atoms(&tokens::plain(text), limit, false)
+}
+
+/// Whether `html` is balanced as the splitter reads it: every end tag closes the element
+/// opened last, with its name as written, and nothing is left open (`<br>` and other void
+/// tags open nothing). What [`split_html`] keeps for each chunk of balanced input.
+pub fn balanced(html: &str) -> bool {
+    let mut stack = Vec::new();
+    for atom in tokens::parse(html) {
+        match atom {
+            Atom::Open { name, .. } => stack.push(name),
+            Atom::Close { name, .. } if stack.pop() != Some(name) => return false,
+            _ => {}
+        }
+    }
+    stack.is_empty()
 }
 
 /// Whether `html` needs more than `max_messages` chunks of `limit`: then the bridge
@@ -346,19 +365,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// The chunk's end tags all match, and nothing is left open.
-    fn balanced(chunk: &str) -> bool {
-        let mut stack = Vec::new();
-        for atom in tokens::parse(chunk) {
-            match atom {
-                Atom::Open { name, .. } => stack.push(name),
-                Atom::Close { name, .. } if stack.pop() != Some(name) => return false,
-                _ => {}
-            }
-        }
-        stack.is_empty()
     }
 
     fn char_raws(html: &str) -> String {
