@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Fuzz the core's decoders with cargo-fuzz (libFuzzer), each target for a while:
+# Fuzz the core's decoders and the bridges' chat layer with cargo-fuzz (libFuzzer), each
+# target for a while:
 #   scripts/fuzz.sh [SECONDS]     default 60 per target
-# Targets (fuzz/fuzz_targets/): `frame` (the length-prefixed frame reader) and `client_msg`
-# (decoding a client message, and re-encoding what decodes). The seed corpus is the golden
-# protocol fixtures. Needs a nightly toolchain (`rustup toolchain install nightly`);
-# cargo-fuzz is installed into target/fuzz-tools on first use. A crash leaves its input in
-# fuzz/artifacts/<target>/ and fails the script.
+# Targets (fuzz/fuzz_targets/): `frame` (the length-prefixed frame reader), `client_msg`
+# (decoding a client message, and re-encoding what decodes), `chat_command` (chat text read
+# as a `/cmd` or `!cmd` command and as a reply to an ask card) and `chat_split` (Markdown
+# rendered to the phones' HTML and split for Telegram's and Matrix's limits, and raw HTML
+# split). Seeds: the golden protocol fixtures for the first two, command lines for
+# `chat_command`, README.md and docs/*.md for `chat_split`. The bridges are built without
+# their phone platforms (fuzz/Cargo.toml). Needs a nightly toolchain (`rustup toolchain
+# install nightly`); cargo-fuzz is installed into target/fuzz-tools on first use. A crash
+# leaves its input in fuzz/artifacts/<target>/ and fails the script.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-60}
@@ -31,12 +36,60 @@ for f in tests/fixtures/protocol/client/*.json tests/fixtures/protocol/server/*.
         "$f" > "$corpus/frame/$name"
 done
 
+# Seeds: command lines as typed on either phone (chat_command); the project's Markdown,
+# and HTML in the bridges' dialect (chat_split; the first byte picks a small limit).
+mkdir -p "$corpus/chat_command" "$corpus/chat_split"
+i=0
+while IFS= read -r line; do
+    i=$((i + 1))
+    printf '%b' "$line" > "$corpus/chat_command/seed-$i"
+done <<'SEEDS'
+/sessions
+/status@shep_bot \u201cmy session\u201d
+!status 3f2a
+/asks@other_bot
+/answer #7 2
+!answer 12 ship it\nnow
+/steer fix-login run the tests\nthen commit
+!steer \u201e" x\u201c go on
+/supervise "my s" docs/plan.md
+!supervise stop fix-login
+/goal ship it
+/look \u00abfix-login\u00bb
+/stop fix-login then rebase
+!stop then run the tests first
+/unpair
+/workers
+!projects
+/close #5
+/frobnicate now
+/home/ada/src
+2\ufe0f\u20e3
+#3
+SEEDS
+# One seed per section (at `## ` and `### ` headings): small inputs keep the runs fast.
+for f in README.md docs/*.md; do
+    awk -v out="$corpus/chat_split/$(basename "$f" .md)" '/^##+ /{n++} {print > (out "-" n+0)}' "$f"
+done
+printf '%s' '(<b>bold one
+<i>and italic</i> two</b> <a href="https://x.test/?q=a&amp;b">link</a> &lt;&#128512;
+<pre><code class="language-sh">echo 1
+echo 2
+</code></pre><blockquote>quoted</blockquote>' > "$corpus/chat_split/html"
+
 cd fuzz
-for target in frame client_msg; do
+for target in frame client_msg chat_command chat_split; do
     echo "==> fuzzing $target for ${seconds}s"
     log="$corpus/$target.log"
+    # Frames up to a large body; chat text up to two Telegram messages (longer inputs are
+    # cut: a run renders and splits its input for up to four limits, checking each chunk).
+    # The chat targets have dictionaries (fuzz/dict/): entities, tags, command words, quotes.
+    case $target in
+        frame | client_msg) options=(-max_len=70000) ;;
+        *) options=(-max_len=8192 "-dict=$PWD/dict/$target.dict") ;;
+    esac
     if ! cargo +nightly fuzz run "$target" "$corpus/$target" -- \
-        -max_total_time="$seconds" -max_len=70000 -print_final_stats=1 >"$log" 2>&1; then
+        -max_total_time="$seconds" "${options[@]}" -print_final_stats=1 >"$log" 2>&1; then
         tail -40 "$log"
         echo "scripts/fuzz.sh: $target failed; the input is in fuzz/artifacts/$target/" >&2
         exit 1

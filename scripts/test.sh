@@ -3,11 +3,13 @@
 #   1. formatting (cargo fmt --check);
 #   2. test dependencies: Node 22, the pinned Pi and Synapse into target/test-deps (cached),
 #      and tmux (apt-get, as root, when missing);
-#      then lints (clippy -D warnings, every target);
+#      then lints (clippy -D warnings, every target; and the binary built with one phone
+#      bridge, or none);
 #   3. the extension's TypeScript type check and node --test unit tests;
 #   4. every Rust test: unit, golden protocol fixtures, the real daemon over its socket,
 #      and end to end with a real Pi against the scripted fake model (and a real Synapse);
-#   5. with a nightly toolchain, 30 s of fuzzing per decoder (scripts/fuzz.sh).
+#   5. with a nightly toolchain, 30 s of fuzzing per target: the protocol decoders, the chat
+#      command parser, Markdown rendering and splitting (scripts/fuzz.sh).
 # Fails on the first failing step. Nothing is skipped: a missing dependency is an error.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -36,6 +38,13 @@ export SHEPHERD_NODE SHEPHERD_NODE_BIN_DIR SHEPHERD_PI SHEPHERD_PI_VERSION SHEPH
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+# The phone bridges are cargo features: the builds with one of them, or neither, compile
+# and lint clean too (README: "Building without a phone bridge").
+step "cargo clippy without a phone bridge (telegram only, matrix only, neither)"
+for features in telegram matrix ""; do
+    cargo clippy -p shepherd -p shepherd-bridges --locked --no-default-features --features "$features" -- -D warnings
+done
+
 step "pi-ext: type check and unit tests"
 scripts/test-ts.sh
 
@@ -44,7 +53,7 @@ cargo test --workspace --locked
 
 # Fuzzing needs nightly (libFuzzer's instrumentation); where there is none it is said, not
 # hidden, and the suite does not depend on it.
-step "fuzz the decoders (scripts/fuzz.sh 30)"
+step "fuzz the decoders, the chat parser and the splitter (scripts/fuzz.sh 30)"
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     scripts/fuzz.sh 30
 else

@@ -254,6 +254,7 @@ fn bridge_checks(config: &Config) -> Vec<Check> {
         if t.chat_id.is_none() {
             parts.push("no chat_id".into());
         }
+        #[cfg(feature = "telegram")]
         if shepherd_bridges::telegram::pairing_mode(t) {
             parts.push(
                 "pairing mode: serves nobody, tells whoever writes to the bot their user id".into(),

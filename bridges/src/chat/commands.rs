@@ -334,12 +334,19 @@ impl UsageError {
     }
 }
 
+/// `session` as a command's first argument that reads back as that session: quoted when
+/// it has spaces or starts with a quote, in the first quote pair whose closing quote it
+/// does not contain (`"my s"`, `“say "hi"”`).
 fn quote_if_spaced(session: &str) -> String {
-    if session.contains(char::is_whitespace) {
-        format!("\"{session}\"")
-    } else {
-        session.to_string()
+    let starts_quoted = QUOTES.iter().any(|(open, _)| session.starts_with(*open));
+    if !session.contains(char::is_whitespace) && !starts_quoted {
+        return session.to_string();
     }
+    let (open, close) = QUOTES
+        .into_iter()
+        .find(|(_, close)| !session.contains(*close))
+        .unwrap_or(QUOTES[0]);
+    format!("{open}{session}{close}")
 }
 
 fn is_word_byte(b: &u8) -> bool {
@@ -848,6 +855,37 @@ mod tests {
             UsageError::AnswerWithoutAsk.synopsis(),
             "answer <ask> <text>"
         );
+    }
+
+    #[test]
+    fn a_usage_example_names_the_session_as_typed() {
+        // A session quoted with curly quotes may hold a straight one; its example quotes
+        // it so that it reads back whole.
+        let typed = cmd("/steer „\" x“");
+        let Some(ChatCommand::Usage(err)) = typed else {
+            panic!("{typed:?}");
+        };
+        assert_eq!(
+            err,
+            UsageError::SteerWithoutText {
+                session: "\" x".into()
+            }
+        );
+        assert_eq!(err.synopsis(), "steer “\" x” <text>");
+        let example = cmd(&format!("/{}", err.example()));
+        assert!(
+            matches!(&example, Some(ChatCommand::Steer { session, .. }) if session == "\" x"),
+            "{example:?}"
+        );
+        for session in ["my s", "\"quoted\"", "«a»", "say \"hi\" now"] {
+            let err = UsageError::GoalWithoutText {
+                session: Some(session.into()),
+            };
+            let Some(ChatCommand::Goal(args)) = cmd(&format!("/{}", err.example())) else {
+                panic!("{session:?}: {}", err.example());
+            };
+            assert_eq!(args.first, session, "{}", err.example());
+        }
     }
 
     #[test]

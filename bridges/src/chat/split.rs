@@ -10,13 +10,18 @@
 //! reopened). Cuts are preferred at a paragraph (after a blank line), then a line, then
 //! a space, then anywhere (but not inside an emoji sequence), and a preferred cut is
 //! taken when it leaves the chunk at least half full. The text of the chunks, joined,
-//! is exactly the text of the input. [`plain_split`] does the same for plain text, and
+//! is exactly the text of the input (a literal `&` is written `&amp;` in a chunk, so a cut
+//! cannot turn it into an entity). [`plain_split`] does the same for plain text, and
 //! [`as_document`] tells a bridge when content is better sent as a file.
 
 use super::tokens::{self, Atom};
 
 /// Telegram's limit for a message text (and 1024 for a caption).
 pub const TELEGRAM_LIMIT: usize = 4096;
+
+/// The longest chunk the Matrix bridge sends, in characters of text: with markup and
+/// UTF-8 a chunk stays well under Matrix's 64 KiB event limit.
+pub const MATRIX_LIMIT: usize = 6000;
 
 /// The length Telegram counts for `html` in HTML parse mode: UTF-16 code units of the
 /// text after entity parsing.
@@ -48,13 +53,28 @@ pub fn text_of(html: &str) -> String {
 /// balanced chunks. A chunk can be whitespace only when the input has a run of
 /// whitespace longer than the limit; Telegram refuses such a message, so skip it.
 pub fn split_html(html: &str, limit: usize) -> Vec<String> {
-    split_atoms(&tokens::parse(html), limit)
+    split_atoms(&tokens::parse(html), limit, true)
 }
 
 /// Plain `text` cut like [`split_html`] (lengths in UTF-16 code units), for a message
 /// sent without markup or a Matrix `body`.
 pub fn plain_split(text: &str, limit: usize) -> Vec<String> {
-    split_atoms(&tokens::plain(text), limit)
+    split_atoms(&tokens::plain(text), limit, false)
+}
+
+/// Whether `html` is balanced as the splitter reads it: every end tag closes the element
+/// opened last, with its name as written, and nothing is left open (`<br>` and other void
+/// tags open nothing). What [`split_html`] keeps for each chunk of balanced input.
+pub fn balanced(html: &str) -> bool {
+    let mut stack = Vec::new();
+    for atom in tokens::parse(html) {
+        match atom {
+            Atom::Open { name, .. } => stack.push(name),
+            Atom::Close { name, .. } if stack.pop() != Some(name) => return false,
+            _ => {}
+        }
+    }
+    stack.is_empty()
 }
 
 /// Whether `html` needs more than `max_messages` chunks of `limit`: then the bridge
@@ -203,7 +223,17 @@ fn extends(c: char) -> bool {
         | '\u{e0020}'..='\u{e007f}')
 }
 
-fn split_atoms(atoms: &[Atom<'_>], limit: usize) -> Vec<String> {
+/// What a chunk writes for `atom`: its source, except that a literal `&` in HTML is
+/// written `&amp;`. Left bare, a cut after it (`&amp|x`, `&#11|14111`) or the end tags
+/// closing the chunk would make it and what follows an entity, changing the text.
+fn piece<'a>(atom: &Atom<'a>, html: bool) -> &'a str {
+    match *atom {
+        Atom::Char { raw: "&", .. } if html => "&amp;",
+        _ => atom.raw(),
+    }
+}
+
+fn split_atoms(atoms: &[Atom<'_>], limit: usize, html: bool) -> Vec<String> {
     let limit = limit.max(2);
     let whole = || atoms.iter().map(Atom::raw).collect::<String>();
     if atoms.is_empty() {
@@ -220,7 +250,7 @@ fn split_atoms(atoms: &[Atom<'_>], limit: usize) -> Vec<String> {
     loop {
         let mut chunk: String = stack.iter().map(Atom::raw).collect();
         if text.off[n] - text.off[s] <= limit {
-            chunk.extend(atoms[start_atom..].iter().map(Atom::raw));
+            chunk.extend(atoms[start_atom..].iter().map(|a| piece(a, html)));
             chunks.push(chunk);
             return chunks;
         }
@@ -233,7 +263,7 @@ fn split_atoms(atoms: &[Atom<'_>], limit: usize) -> Vec<String> {
             k -= 1;
         }
         for atom in &atoms[start_atom..k] {
-            chunk.push_str(atom.raw());
+            chunk.push_str(piece(atom, html));
             tokens::track(&mut stack, atom);
         }
         for open in stack.iter().rev() {
@@ -335,19 +365,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// The chunk's end tags all match, and nothing is left open.
-    fn balanced(chunk: &str) -> bool {
-        let mut stack = Vec::new();
-        for atom in tokens::parse(chunk) {
-            match atom {
-                Atom::Open { name, .. } => stack.push(name),
-                Atom::Close { name, .. } if stack.pop() != Some(name) => return false,
-                _ => {}
-            }
-        }
-        stack.is_empty()
     }
 
     fn char_raws(html: &str) -> String {
@@ -529,6 +546,22 @@ mod tests {
             split_html("&#128512;&#128512;", 2),
             vec!["&#128512;", "&#128512;"]
         );
+    }
+
+    #[test]
+    fn a_cut_never_makes_an_entity_of_a_literal_ampersand() {
+        // `&ampxyz` is a literal `&` and letters; cut after `&amp`, the chunk alone would
+        // read `&`. The same for a number too large to be a character.
+        for (html, limit) in [("&ampxyz", 4), ("&ltxx", 3), ("&#11141110", 5)] {
+            let chunks = split_html(html, limit);
+            let joined: String = chunks.iter().map(|c| text_of(c)).collect();
+            assert_eq!(joined, text_of(html), "{chunks:?}");
+            for chunk in &chunks {
+                assert!(telegram_len(chunk) <= limit, "{chunk:?}");
+            }
+        }
+        // A text that fits is left as it is, bare `&` included.
+        assert_eq!(split_html("a & b", 10), ["a & b"]);
     }
 
     #[test]

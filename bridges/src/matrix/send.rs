@@ -32,9 +32,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::chat::{html, split};
 
-/// Longest chunk of a message, in characters of text; with markup and UTF-8 a chunk
-/// stays well under Matrix's 64 KiB event limit.
-pub const MAX_TEXT: usize = 6000;
+/// Longest chunk of a message, in characters of text ([`split::MATRIX_LIMIT`]).
+pub const MAX_TEXT: usize = split::MATRIX_LIMIT;
 /// More chunks than this and the content goes as a `.md` file.
 pub const MAX_MESSAGES: usize = 4;
 /// How long a send keeps retrying network errors.

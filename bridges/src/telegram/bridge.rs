@@ -24,7 +24,7 @@ use crate::chat::typed::UNDO_LABEL;
 use crate::relay::Platform;
 
 /// Telegram's message limit (after entity parsing).
-pub const MAX_TEXT: usize = 4096;
+pub const MAX_TEXT: usize = split::TELEGRAM_LIMIT;
 /// More chunks than this and the content goes as a `.md` document.
 pub const MAX_MESSAGES: usize = 3;
 
