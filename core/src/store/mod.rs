@@ -295,7 +295,9 @@ impl Store {
         };
         conn.pragma_update(None, "synchronous", sync)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // Wait for the checkpointer's write lock (a RESTART or TRUNCATE) in short steps, for
+        // at least 5 s before a batch fails.
+        conn.busy_handler(Some(checkpoint::wait_briefly::<100_000>))?;
         // Checkpoints run beside the writer (see [`Checkpointer`]), never inside a commit.
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         conn.set_prepared_statement_cache_capacity(64);
