@@ -11,9 +11,9 @@ use anyhow::{Context, Result, bail};
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 
-use crate::daemon::CoreProc;
+use crate::daemon::{CoreProc, cpu_ticks, store_bytes, ticks_to_ns};
 use crate::relay::Relay;
-use crate::report::{Report, quantile, us};
+use crate::report::{Report, bytes, quantile, us};
 use crate::wire::{FrameReader, In, connect, parse, push_ack, push_frame, push_send, stamp};
 use crate::{Settings, now_ns};
 
@@ -127,7 +127,8 @@ pub async fn pings(socket: &Path, warmup: usize, samples: usize) -> Result<Vec<u
     Ok(lat)
 }
 
-pub async fn latency(s: &Settings, report: &mut Report) -> Result<()> {
+/// Returns the core's round trip p50 (section 14 compares against it).
+pub async fn latency(s: &Settings, report: &mut Report) -> Result<u64> {
     eprintln!(
         "[bench] 1. round trips: {} + {} warm-up through the core, then the relay",
         s.rtt_samples, s.rtt_warmup
@@ -138,10 +139,21 @@ pub async fn latency(s: &Settings, report: &mut Report) -> Result<()> {
     // falls on both alike.
     let rounds = if s.quick { 2 } else { 4 };
     let (mut core_lat, mut relay_lat) = (Vec::new(), Vec::new());
+    // CPU each process spent on its rounds (warm-up included), for the split below.
+    let (mut core_cpu, mut relay_cpu, mut trips) = (0, 0, 0);
+    let mut wal_most = 0;
     for round in 0..rounds {
         let (warm, n) = (s.rtt_warmup / rounds, s.rtt_samples / rounds);
+        let before = cpu_ticks(core.pid())?;
         core_lat.extend(round_trips(&core.socket(), false, round, warm, n).await?);
+        core_cpu += cpu_ticks(core.pid())? - before;
+        // The WAL as the round trips left it (it is truncated only once quiet): under
+        // writes that never pause it must still start over rather than grow.
+        wal_most = wal_most.max(store_bytes(&core).1);
+        let before = cpu_ticks(relay.child.id())?;
         relay_lat.extend(round_trips(&relay.socket, true, round, warm, n).await?);
+        relay_cpu += cpu_ticks(relay.child.id())? - before;
+        trips += warm + n;
     }
     core_lat.sort_unstable();
     relay_lat.sort_unstable();
@@ -191,6 +203,19 @@ pub async fn latency(s: &Settings, report: &mut Report) -> Result<()> {
         "core added p99 (core p99 − relay p99)",
         us(c99.saturating_sub(r99)),
     );
+    // Where the added time goes: a round trip is sequential, so the CPU the core spends on
+    // it (two messages stored, delivered and acknowledged) is on its path.
+    let per_trip = |ticks: u64| us((ticks_to_ns(ticks) / trips as f64) as u64);
+    report.info(
+        sec,
+        "CPU per round trip: core / relay (user + system, all threads)",
+        format!("{} / {}", per_trip(core_cpu), per_trip(relay_cpu)),
+    );
+    report.info(
+        sec,
+        "WAL file at the end of a round of back-to-back round trips (largest)",
+        bytes(wal_most),
+    );
     report.info(
         sec,
         &format!(
@@ -206,5 +231,5 @@ pub async fn latency(s: &Settings, report: &mut Report) -> Result<()> {
     for w in core_warnings {
         report.notes.push(format!("core log (round trips): {w}"));
     }
-    Ok(())
+    Ok(c50)
 }

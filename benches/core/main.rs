@@ -22,7 +22,8 @@
 //! 12. managed workers' state changes (working → settling → done): the core's CPU per
 //!     transition and the transitions a second;
 //! 13. listings with 20,000 sessions seen: the connected-only and the `all` list, and a
-//!     bystander's ping while `all` listings run back to back.
+//!     bystander's ping while `all` listings run back to back;
+//! 14. round trips with `core.durability = "full"`, next to the disk's sync floor.
 //!
 //! It prints a table with each target next to the measured number. `--quick` (or
 //! `SHEPHERD_BENCH_QUICK=1`, or running it without cargo bench's `--bench` flag, as
@@ -43,13 +44,14 @@
 //! One file per measure: `startup.rs` (6), `latency.rs` (1, against the relay baseline in
 //! `relay.rs`), `throughput.rs` (2), `paced.rs` (3), `cpu_and_rss.rs` (4, 5, 7),
 //! `idle.rs` (8), `backlog.rs` (9), `usage.rs` (10), `listings.rs` (13), `workers.rs` (11, 12, with the
-//! fake worker in `fake_worker.rs`); shared: `daemon.rs` (the core
+//! fake worker in `fake_worker.rs`), `durable.rs` (14); shared: `daemon.rs` (the core
 //! under test and `/proc`), `wire.rs` (frames), `ring.rs` (rings of sending sessions),
 //! `report.rs` (the table).
 
 mod backlog;
 mod cpu_and_rss;
 mod daemon;
+mod durable;
 mod fake_worker;
 mod idle;
 mod latency;
@@ -141,8 +143,9 @@ async fn run_all(s: &Settings) -> Result<Report> {
     if on("6") {
         startup::startup(s, &mut report)?;
     }
+    let mut normal_p50 = None;
     if on("1") {
-        latency::latency(s, &mut report).await?;
+        normal_p50 = Some(latency::latency(s, &mut report).await?);
     }
     if on("2") {
         throughput::throughput(s, &mut report).await?;
@@ -170,6 +173,9 @@ async fn run_all(s: &Settings) -> Result<Report> {
     }
     if on("13") {
         listings::listings(s, &mut report).await?;
+    }
+    if on("14") {
+        durable::durable(s, normal_p50, &mut report).await?;
     }
     Ok(report)
 }
@@ -231,11 +237,11 @@ fn main() -> ExitCode {
         shepherd_bin().display()
     );
     println!(
-        "messages: `send` frames of ~{} bytes (a short steer); core durability: default (WAL, synchronous=NORMAL)",
+        "messages: `send` frames of ~{} bytes (a short steer); core durability: default (WAL, synchronous=NORMAL), section 14 \"full\"",
         frame.len()
     );
     report.notes.push(format!(
-        "the core daemon (2 tokio workers + hub thread) and the bench clients (2 tokio workers) share the same {cpus} CPU(s): every number includes that contention"
+        "the core daemon (one thread serving every connection, and its checkpointer) and the bench clients (2 tokio workers) share the same {cpus} CPU(s): every number includes that contention"
     ));
     report.notes.push(format!(
         "total bench time {:.1} s",
