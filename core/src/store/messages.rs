@@ -129,12 +129,18 @@ impl<'a> NewMessage<'a> {
     }
 }
 
-/// Store a message; returns it as it will be delivered.
+/// Store a message; returns it as it will be delivered. Its id is one past the largest
+/// there is and the largest ever removed (`messages_high`, kept by a trigger): ids never
+/// repeat, and no counter row is written (see the migration that dropped AUTOINCREMENT).
 pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery> {
     conn.prepare_cached(
-        "INSERT INTO messages (recipient, kind, text, from_kind, from_session, from_name,
+        "INSERT INTO messages (id, recipient, kind, text, from_kind, from_session, from_name,
             ask_id, question, created_at, pairing_id, look)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+         VALUES (
+            max((SELECT coalesce(max(id), 0) FROM messages),
+                (SELECT coalesce(max(CAST(value AS INTEGER)), 0) FROM meta
+                 WHERE key = 'messages_high')) + 1,
+            ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         m.recipient,
@@ -297,5 +303,53 @@ mod tests {
                 .unwrap()[0],
             b
         );
+    }
+
+    /// Ids never repeat: not after the newest message is retracted, dropped with its
+    /// mailbox or withdrawn (a client that saw an id drops it when it comes again), and not
+    /// after a reopen; and no commit writes a counter row.
+    #[test]
+    fn ids_never_repeat_after_the_newest_message_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.db");
+        let store = crate::store::Store::open(&path, crate::config::Durability::Normal).unwrap();
+        let from = Sender {
+            kind: ClientKind::Cli,
+            session_id: None,
+            name: "cli".into(),
+        };
+        let to = SessionId::from("a");
+        let put = |conn: &Connection| {
+            insert(
+                conn,
+                NewMessage::plain(&to, DeliveryKind::Steer, "t", &from),
+            )
+            .unwrap()
+            .id
+        };
+        let first = put(&store.conn);
+        let second = put(&store.conn);
+        assert!(retract(&store.conn, second.get()).unwrap());
+        let third = put(&store.conn);
+        assert!(third > second, "{third:?} after {second:?} was retracted");
+        assert_eq!(drop_pending(&store.conn, &to).unwrap(), 2);
+        drop(store);
+
+        let store = crate::store::Store::open(&path, crate::config::Durability::Normal).unwrap();
+        let fourth = put(&store.conn);
+        assert!(
+            fourth > third && third > first,
+            "{fourth:?} after {third:?}"
+        );
+        let counters: i64 = store
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'sqlite_sequence'
+                 AND EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'messages')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(counters, 0, "no AUTOINCREMENT counter for messages");
     }
 }

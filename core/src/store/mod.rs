@@ -274,6 +274,48 @@ ALTER TABLE messages ADD COLUMN assignment_id INTEGER;
 ALTER TABLE messages ADD COLUMN role_repo TEXT;
 CREATE INDEX messages_role ON messages(role_repo) WHERE role_repo IS NOT NULL AND acked_at IS NULL;
 "#,
+    r#"
+-- Message ids without AUTOINCREMENT: its counter (the messages row of sqlite_sequence) was
+-- a third page every commit wrote, beside the message and its pending index. Ids still
+-- never repeat: an insert takes one past the largest id there is and the largest id ever
+-- removed, which the trigger keeps in meta (`messages_high`) when the newest message goes.
+CREATE TABLE messages_next (
+    id INTEGER PRIMARY KEY,
+    recipient TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    from_kind TEXT NOT NULL,
+    from_session TEXT,
+    from_name TEXT NOT NULL,
+    ask_id INTEGER,
+    question TEXT,
+    created_at INTEGER NOT NULL,
+    acked_at INTEGER,
+    pairing_id INTEGER,
+    look INTEGER,
+    assignment_id INTEGER,
+    role_repo TEXT
+);
+INSERT INTO messages_next (id, recipient, kind, text, from_kind, from_session, from_name,
+    ask_id, question, created_at, acked_at, pairing_id, look, assignment_id, role_repo)
+SELECT id, recipient, kind, text, from_kind, from_session, from_name,
+    ask_id, question, created_at, acked_at, pairing_id, look, assignment_id, role_repo
+FROM messages;
+INSERT INTO meta (key, value)
+SELECT 'messages_high', seq FROM sqlite_sequence WHERE name = 'messages';
+DROP TABLE messages;
+ALTER TABLE messages_next RENAME TO messages;
+CREATE INDEX messages_pending ON messages(recipient, id) WHERE acked_at IS NULL;
+CREATE INDEX messages_ask ON messages(ask_id) WHERE ask_id IS NOT NULL;
+CREATE INDEX messages_role ON messages(role_repo) WHERE role_repo IS NOT NULL AND acked_at IS NULL;
+CREATE TRIGGER messages_high AFTER DELETE ON messages
+WHEN old.id > coalesce((SELECT max(id) FROM messages), 0)
+BEGIN
+    INSERT INTO meta (key, value) VALUES ('messages_high', old.id)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value
+    WHERE CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER);
+END;
+"#,
 ];
 
 /// An open database with its identity.
@@ -420,6 +462,83 @@ mod tests {
         wait.recv().unwrap();
         batch(BEGIN_BATCH).expect("waits for the lock, then commits");
         holder.join().unwrap();
+    }
+
+    /// A store from before message ids dropped AUTOINCREMENT keeps every message, its
+    /// indexes, and the counter's high mark: the next id follows the largest ever given,
+    /// even when that message is gone.
+    #[test]
+    fn migrating_message_ids_off_autoincrement_keeps_them_unique() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let before = MIGRATIONS.len() - 1;
+        {
+            let conn = Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..before] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", before as i64)
+                .unwrap();
+            for text in ["kept", "acked", "gone"] {
+                conn.execute(
+                    "INSERT INTO messages (recipient, kind, text, from_kind, from_name, created_at, role_repo)
+                     VALUES ('a', 'steer', ?1, 'cli', 'cli', 1, 'repo')",
+                    [text],
+                )
+                .unwrap();
+            }
+            conn.execute("UPDATE messages SET acked_at = 2 WHERE text = 'acked'", [])
+                .unwrap();
+            conn.execute("DELETE FROM messages WHERE text = 'gone'", [])
+                .unwrap();
+        }
+        let store = Store::open(&path, Durability::Normal).unwrap();
+        let rows: Vec<(i64, String, Option<i64>, Option<String>)> = store
+            .conn
+            .prepare("SELECT id, text, acked_at, role_repo FROM messages ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let repo = Some("repo".to_string());
+        assert_eq!(
+            rows,
+            [
+                (1, "kept".into(), None, repo.clone()),
+                (2, "acked".into(), Some(2), repo)
+            ]
+        );
+        let pending = messages::pending_count(&store.conn, &"a".into()).unwrap();
+        assert_eq!(pending, 1);
+        let from = crate::protocol::Sender {
+            kind: crate::protocol::ClientKind::Cli,
+            session_id: None,
+            name: "cli".into(),
+        };
+        let next = messages::insert(
+            &store.conn,
+            messages::NewMessage::plain(
+                &"a".into(),
+                crate::protocol::DeliveryKind::Steer,
+                "new",
+                &from,
+            ),
+        )
+        .unwrap();
+        assert_eq!(next.id.get(), 4, "id 3 was given before, and never again");
+        let indexes: Vec<String> = store
+            .conn
+            .prepare("SELECT name FROM sqlite_master WHERE tbl_name = 'messages' AND type = 'index' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            indexes,
+            ["messages_ask", "messages_pending", "messages_role"]
+        );
     }
 
     #[test]
