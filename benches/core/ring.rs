@@ -17,7 +17,7 @@ use tokio::sync::{Notify, Semaphore, watch};
 
 use crate::daemon::{CoreProc, cpu_ticks, rss_kb};
 use crate::now_ns;
-use crate::wire::{FrameReader, In, connect, parse, push_ack, push_send, stamp};
+use crate::wire::{FrameReader, In, connect, parse, push_ack, push_send, push_steer, stamp};
 
 /// One `sent` in this many is checked against the database right when it arrives.
 pub const DURABILITY_SAMPLE: u64 = 500;
@@ -28,6 +28,8 @@ pub struct Endpoint {
     pub wr: OwnedWriteHalf,
     /// Whom this endpoint sends to (index into the ring).
     pub target: Option<usize>,
+    /// A CLI connection: it steers (`send`) instead of `message_peer`.
+    pub steer: bool,
 }
 
 /// Connected endpoints. With n ≥ 2 Pi sessions, session i sends to session i+1 (mod n).
@@ -46,7 +48,12 @@ impl Ring {
             let (rd, wr) = connect(socket, Some(&id)).await?;
             let target = (n > 1).then_some((i + 1) % n);
             ids.push(id);
-            eps.push(Some(Endpoint { rd, wr, target }));
+            eps.push(Some(Endpoint {
+                rd,
+                wr,
+                target,
+                steer: false,
+            }));
         }
         if n == 1 {
             let (rd, wr) = connect(socket, None).await?;
@@ -55,6 +62,7 @@ impl Ring {
                 rd,
                 wr,
                 target: Some(0),
+                steer: true,
             }));
         }
         Ok(Ring { ids, eps })
@@ -239,6 +247,7 @@ pub async fn run_ring(ring: &mut Ring, pace: Pace, stop: Stop, core: &CoreProc) 
         let w = WriterTask {
             wr: ep.wr,
             target,
+            steer: ep.steer,
             pace,
             stop,
             deadline,
@@ -247,7 +256,7 @@ pub async fn run_ring(ring: &mut Ring, pace: Pace, stop: Stop, core: &CoreProc) 
             ep: ep_sh.clone(),
             done: done_rx.clone(),
         };
-        writers.push((ep.target, tokio::spawn(w.run())));
+        writers.push((ep.target, ep.steer, tokio::spawn(w.run())));
         let r = ReaderTask {
             rd: ep.rd,
             sh: sh.clone(),
@@ -308,7 +317,7 @@ pub async fn run_ring(ring: &mut Ring, pace: Pace, stop: Stop, core: &CoreProc) 
         rds.push(rd);
     }
     let mut pairs_exact = true;
-    for (i, (target, w)) in writers.into_iter().enumerate() {
+    for (i, (target, steer, w)) in writers.into_iter().enumerate() {
         let wr = w.await??;
         let rd = rds.remove(0);
         if let Some(t) = target
@@ -316,7 +325,12 @@ pub async fn run_ring(ring: &mut Ring, pace: Pace, stop: Stop, core: &CoreProc) 
         {
             pairs_exact = false;
         }
-        ring.eps[i] = Some(Endpoint { rd, wr, target });
+        ring.eps[i] = Some(Endpoint {
+            rd,
+            wr,
+            target,
+            steer,
+        });
     }
     let (durable_checked, durable_missing) = durable_thread.join().expect("checker thread");
     latencies.sort_unstable();
@@ -343,6 +357,7 @@ pub async fn run_ring(ring: &mut Ring, pace: Pace, stop: Stop, core: &CoreProc) 
 pub struct WriterTask {
     pub wr: OwnedWriteHalf,
     pub target: Option<String>,
+    pub steer: bool,
     pub pace: Pace,
     pub stop: Stop,
     pub deadline: Option<Instant>,
@@ -405,7 +420,11 @@ impl WriterTask {
                         break;
                     }
                     credit -= 1;
-                    push_send(&mut buf, seq, &target, seq, t);
+                    if self.steer {
+                        push_steer(&mut buf, seq, &target, seq, t);
+                    } else {
+                        push_send(&mut buf, seq, &target, seq, t);
+                    }
                     seq += 1;
                     self.ep.issued.fetch_add(1, Ordering::SeqCst);
                     self.sh.issued.fetch_add(1, Ordering::SeqCst);

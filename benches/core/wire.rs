@@ -38,6 +38,17 @@ pub fn push_send(buf: &mut Vec<u8>, id: u64, to: &str, seq: u64, t_ns: u64) {
     });
 }
 
+/// A `send` (a steer, as the CLI or a phone sends it): how the one-session ring reaches
+/// its session, which no other Pi session can message.
+pub fn push_steer(buf: &mut Vec<u8>, id: u64, to: &str, seq: u64, t_ns: u64) {
+    push_frame(buf, |b| {
+        let _ = write!(
+            b,
+            r#"{{"type":"send","id":{id},"to":"{to}","text":"{seq} {t_ns} {PAD}"}}"#
+        );
+    });
+}
+
 pub fn push_ack(buf: &mut Vec<u8>, ids: &[u64]) {
     push_frame(buf, |b| {
         b.extend_from_slice(br#"{"type":"ack","ids":["#);
