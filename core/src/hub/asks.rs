@@ -306,16 +306,17 @@ impl State {
         };
         // An integration's approval: the Manager hears the outcome, not the answer.
         let approval = store::projects::approval(db, ask_id)?;
-        atomically(db, || {
+        let answered = atomically(db, || {
             if !store::asks::answer(db, ask_id, &text, &label, now)? {
                 let ask = store::asks::get(db, ask_id)?.expect("exists");
                 return Err(already_answered(&ask));
             }
+            let answered = store::asks::get(db, ask_id)?.expect("exists");
             // The answered ask goes out whole (`answered`, `ask_answered`, the notice to
             // its addressee): measured before anyone hears of the answer.
             let probe = ServerMsg::Answered {
                 id: u64::MAX,
-                ask: store::asks::get(db, ask_id)?.expect("exists"),
+                ask: answered.clone(),
             };
             self.check_frame(
                 &probe,
@@ -324,7 +325,7 @@ impl State {
                 "shorten the answer",
             )?;
             if approval.is_some() {
-                return Ok(());
+                return Ok(answered);
             }
             let mailed = self.mail(
                 NewMessage {
@@ -340,9 +341,9 @@ impl State {
             if mailed.connected {
                 store::sessions::touch(db, &ask.session_id, now)?;
             }
-            Ok(())
+            Ok(answered)
         })?;
-        let ask = store::asks::get(db, ask_id)?.expect("exists");
+        let ask = answered;
         tracing::info!(ask = %ask.id, by = %label, "ask answered");
         self.tell_addressee(&ask, answerer.as_ref(), db, out)?;
         self.worker_ask_answered(&ask, db, out)?;
