@@ -34,26 +34,16 @@ use serde_json::json;
 use shepherd_core::protocol::{
     AssignmentState, ClientKind, DeliveryKind, ErrorCode, IntegrationStatus, LeadState, requests,
 };
-use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply, message_text};
+use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
 use shepherd_harness::git_repo::git;
 use shepherd_harness::projects::{assignment, manager, projects, repo, rev, wait_assignment};
 use shepherd_harness::workers::{next_of_kind, worker_core_with};
 use shepherd_harness::{Core, Pi, error_code, error_details};
 
-/// The newest user message (a delivery, or the task).
-fn last_user(req: &ModelRequest) -> String {
-    req.messages()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .map(message_text)
-        .unwrap_or_default()
-}
-
 /// What the Leads' model does, by the marker in the newest user message.
 fn lead_script(req: &ModelRequest) -> Reply {
     let (role, _) = req.last();
-    let user = last_user(req);
+    let user = req.last_user_text();
     let commit_cmd = |file: &str| {
         format!(
             "echo {file} > {file} && git add {file} && git -c user.name=lead -c user.email=lead@example.invalid -c commit.gpgsign=false commit -qm 'add {file}'"
@@ -262,7 +252,7 @@ async fn a_lead_works_in_its_worktree_and_each_turn_is_one_update_for_the_manage
         Ok(ask) => ask,
         Err(e) => {
             for r in model.requests().iter().rev().take(3) {
-                eprintln!("REQ last={:?} user={:?}", r.last(), last_user(r));
+                eprintln!("REQ last={:?} user={:?}", r.last(), r.last_user_text());
             }
             eprintln!("{}", core.log());
             return Err(e);
@@ -288,7 +278,7 @@ async fn a_lead_works_in_its_worktree_and_each_turn_is_one_update_for_the_manage
         model
             .requests()
             .iter()
-            .any(|r| last_user(r).contains("blue"))
+            .any(|r| r.last_user_text().contains("blue"))
     );
     Ok(())
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::json;
-use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply, message_text};
+use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
 use shepherd_harness::pi_process::{PiOptions, PiSession};
 use shepherd_harness::{Core, eventually};
 
@@ -28,16 +28,6 @@ fn reports(core: &Core) -> Result<Vec<String>> {
         .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     Ok(texts)
-}
-
-/// The text of the newest user message (the prompt a run started from).
-fn last_user_text(req: &ModelRequest) -> String {
-    req.messages()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .map(message_text)
-        .unwrap_or_default()
 }
 
 /// The `MARKER-<n>` word in a prompt, if any.
@@ -70,7 +60,7 @@ async fn ask_human_while_the_core_is_down_is_sent_once_when_it_is_back() -> Resu
         {
             return Reply::tool("report", json!({"text": format!("REPORT-{marker}")}));
         }
-        if role == "tool" && marker_in(&last_user_text(req)).is_some() {
+        if role == "tool" && marker_in(&req.last_user_text()).is_some() {
             return Reply::text("Reported the marker.");
         }
         if req.transcript().contains("ANSWER-go") {

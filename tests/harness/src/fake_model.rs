@@ -86,6 +86,17 @@ impl ModelRequest {
         }
     }
 
+    /// The text of the newest user message (the prompt or delivery a run started from);
+    /// empty when there is none.
+    pub fn last_user_text(&self) -> String {
+        self.messages()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .map(message_text)
+            .unwrap_or_default()
+    }
+
     /// How many messages have this role.
     pub fn count_role(&self, role: &str) -> usize {
         self.messages().iter().filter(|m| m["role"] == role).count()
