@@ -241,6 +241,16 @@ mod tests {
             .unwrap();
     }
 
+    /// How many `k{i}` rows [`write`] left.
+    fn written_rows(store: &Store) -> i64 {
+        store
+            .conn
+            .query_row("SELECT COUNT(*) FROM meta WHERE key LIKE 'k%'", [], |r| {
+                r.get(0)
+            })
+            .unwrap()
+    }
+
     #[test]
     fn idle_it_never_checkpoints_and_after_writes_the_wal_is_truncated() {
         let (_dir, path, store, checkpointer) = open();
@@ -265,12 +275,7 @@ mod tests {
             checkpointer.checkpoints() > 0 && wal_bytes(&wal) == 0
         });
         assert_eq!(checkpointer.checkpoints(), 1);
-        let rows: i64 = store
-            .conn
-            .query_row("SELECT COUNT(*) FROM meta WHERE key LIKE 'k%'", [], |r| {
-                r.get(0)
-            })
-            .unwrap();
+        let rows = written_rows(&store);
         assert_eq!(rows, 100, "nothing lost");
 
         // Quiet again: no further checkpoints.
@@ -320,12 +325,7 @@ mod tests {
             largest < written / 2,
             "the WAL grew to {largest} bytes under steady writes of {written} bytes"
         );
-        let rows: i64 = store
-            .conn
-            .query_row("SELECT COUNT(*) FROM meta WHERE key LIKE 'k%'", [], |r| {
-                r.get(0)
-            })
-            .unwrap();
+        let rows = written_rows(&store);
         assert_eq!(rows, commits as i64, "nothing lost");
         checkpointer.stop();
     }
