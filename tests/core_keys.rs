@@ -8,6 +8,8 @@ use anyhow::Result;
 use shepherd_core::protocol::{ErrorCode, ServerMsg, requests};
 use shepherd_harness::Core;
 
+const WAIT: Duration = Duration::from_secs(10);
+
 fn ask(key: Option<&str>) -> requests::Ask {
     requests::Ask {
         id: 0,
@@ -54,14 +56,22 @@ async fn a_keyed_ask_or_report_sent_twice_is_stored_once() -> Result<()> {
         .await?;
     assert_eq!((r1.id, r1.created_at), (r2.id, r2.created_at));
 
-    // Subscribers saw each ask and the report once.
+    // Subscribers saw each ask and the report once: everything before a last report (the
+    // fence: events reach a subscriber in the order they were stored).
+    let fence = pi
+        .client
+        .call(requests::Report {
+            id: 0,
+            text: "fence".into(),
+            key: Some("k-fence".into()),
+        })
+        .await?;
     let mut opened = Vec::new();
     let mut reports = 0;
-    while let Ok(Ok(event)) =
-        tokio::time::timeout(Duration::from_millis(500), sub.next_event()).await
-    {
-        match event {
+    loop {
+        match tokio::time::timeout(WAIT, sub.next_event()).await?? {
             ServerMsg::AskOpened { ask } => opened.push(ask.id),
+            ServerMsg::ReportPosted { report } if report.id == fence.id => break,
             ServerMsg::ReportPosted { .. } => reports += 1,
             _ => {}
         }

@@ -673,8 +673,23 @@ async fn a_worker_leaving_mid_turn_is_a_stop_and_an_absent_supervisor_catches_up
         "{}",
         view.text
     );
-    let more = tokio::time::timeout(Duration::from_millis(500), sup.next_delivery(WAIT)).await;
-    assert!(more.is_err(), "one catch-up view only: {more:?}");
+    // One catch-up view only: a look asked now is the very next delivery, as look 4, with
+    // only what came after (a second catch-up would come before it: builds of a pairing
+    // run one after another).
+    file.append("assistant", "third, after the return");
+    cli.look("tidy").await?;
+    let next = sup.next_delivery(WAIT).await?;
+    assert_eq!(
+        (next.kind, next.look),
+        (DeliveryKind::View, Some(4)),
+        "{}",
+        next.text
+    );
+    assert!(
+        next.text.contains("third, after the return") && !next.text.contains("while away"),
+        "one catch-up view only: {}",
+        next.text
+    );
     Ok(())
 }
 

@@ -234,12 +234,10 @@ async fn strangers_are_ignored_and_audited() -> Result<()> {
         before,
         "no reply to a stranger"
     );
-    assert!(
-        tokio::time::timeout(Duration::from_millis(300), pi.next_delivery(WAIT))
-            .await
-            .is_err(),
-        "no steer"
-    );
+    // No steer: the owner's steer, sent after, is the first thing the session gets.
+    s.tg.inject_message(UserMessage::new(s.chat, ADA, "/steer guarded fence"))?;
+    let first = pi.next_delivery(WAIT).await?;
+    assert_eq!(first.text, "fence", "no steer from Mallory");
     let audit = std::fs::read_to_string(s.core.state_dir().join("audit.log"))?;
     assert_eq!(
         audit.lines().filter(|l| l.contains("6666")).count(),
@@ -465,12 +463,10 @@ async fn a_bridge_restart_mid_stream_loses_and_duplicates_nothing() -> Result<()
     // The last update is confirmed: the next poll will not replay it.
     s.tg.wait_confirmed(sent.last().unwrap().update_id, WAIT)
         .await?;
-    assert!(
-        tokio::time::timeout(Duration::from_millis(500), pi.next_delivery(WAIT))
-            .await
-            .is_err(),
-        "no replays"
-    );
+    // No replays: a steer sent now is the next thing the session gets.
+    s.tg.inject_message(UserMessage::new(s.chat, ADA, "/steer steady fence"))?;
+    let next = pi.next_delivery(WAIT).await?;
+    assert_eq!(next.text, "fence", "no replays");
     drop(s.tg);
     Ok(())
 }
