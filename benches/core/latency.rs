@@ -1,5 +1,6 @@
 //! Section 1: round trips: A → core → B → core → A between two registered Pi sessions, next to the
-//! same client code through the relay (the floor), alternating in rounds; and `ping` →
+//! same client code through the relay (the floor) and the storing relay (the floor of a
+//! broker that stores before it acknowledges), alternating in rounds; and `ping` →
 //! `pong` as a diagnostic. The loops write the hand-encoded frames of [`crate::wire`] on
 //! the raw socket (the relay speaks no protocol, and the client's cost is part of what is
 //! measured); only the sessions' setup uses the typed client.
@@ -134,13 +135,14 @@ pub async fn latency(s: &Settings, report: &mut Report) -> Result<u64> {
         s.rtt_samples, s.rtt_warmup
     );
     let (core, _) = CoreProc::start()?;
-    let relay = Relay::start()?;
-    // Alternate core and relay in rounds so that drifting noise on a shared machine
-    // falls on both alike.
+    let relay = Relay::start(false)?;
+    let storing = Relay::start(true)?;
+    // Alternate core and relays in rounds so that drifting noise on a shared machine
+    // falls on all alike.
     let rounds = if s.quick { 2 } else { 4 };
-    let (mut core_lat, mut relay_lat) = (Vec::new(), Vec::new());
+    let (mut core_lat, mut relay_lat, mut storing_lat) = (Vec::new(), Vec::new(), Vec::new());
     // CPU each process spent on its rounds (warm-up included), for the split below.
-    let (mut core_cpu, mut relay_cpu, mut trips) = (0, 0, 0);
+    let (mut core_cpu, mut relay_cpu, mut storing_cpu, mut trips) = (0, 0, 0, 0);
     let mut wal_most = 0;
     for round in 0..rounds {
         let (warm, n) = (s.rtt_warmup / rounds, s.rtt_samples / rounds);
@@ -153,10 +155,14 @@ pub async fn latency(s: &Settings, report: &mut Report) -> Result<u64> {
         let before = cpu_ticks(relay.child.id())?;
         relay_lat.extend(round_trips(&relay.socket, true, round, warm, n).await?);
         relay_cpu += cpu_ticks(relay.child.id())? - before;
+        let before = cpu_ticks(storing.child.id())?;
+        storing_lat.extend(round_trips(&storing.socket, true, round, warm, n).await?);
+        storing_cpu += cpu_ticks(storing.child.id())? - before;
         trips += warm + n;
     }
     core_lat.sort_unstable();
     relay_lat.sort_unstable();
+    storing_lat.sort_unstable();
     let ping_lat = pings(
         &core.socket(),
         s.rtt_warmup / rounds,
@@ -166,6 +172,7 @@ pub async fn latency(s: &Settings, report: &mut Report) -> Result<u64> {
     let core_warnings = core.warnings();
     drop(core);
     drop(relay);
+    drop(storing);
     let sec = "1 round trip";
     let (c50, c99, c999) = (
         quantile(&core_lat, 0.5),
@@ -203,13 +210,34 @@ pub async fn latency(s: &Settings, report: &mut Report) -> Result<u64> {
         "core added p99 (core p99 − relay p99)",
         us(c99.saturating_sub(r99)),
     );
+    // The least a broker that stores before it acknowledges pays (see `relay.rs`): what the
+    // core adds beyond it is its own work.
+    let (st50, st99) = (quantile(&storing_lat, 0.5), quantile(&storing_lat, 0.99));
+    report.info(
+        sec,
+        &format!(
+            "storing relay (SQLite commit + `sent`) p50 / p99, n={}",
+            storing_lat.len()
+        ),
+        format!("{} / {}", us(st50), us(st99)),
+    );
+    report.info(
+        sec,
+        "core added over the storing relay p50 (core p50 − storing p50)",
+        us(c50.saturating_sub(st50)),
+    );
     // Where the added time goes: a round trip is sequential, so the CPU the core spends on
     // it (two messages stored, delivered and acknowledged) is on its path.
     let per_trip = |ticks: u64| us((ticks_to_ns(ticks) / trips as f64) as u64);
     report.info(
         sec,
-        "CPU per round trip: core / relay (user + system, all threads)",
-        format!("{} / {}", per_trip(core_cpu), per_trip(relay_cpu)),
+        "CPU per round trip: core / storing relay / relay (user + system, all threads)",
+        format!(
+            "{} / {} / {}",
+            per_trip(core_cpu),
+            per_trip(storing_cpu),
+            per_trip(relay_cpu)
+        ),
     );
     report.info(
         sec,

@@ -4,7 +4,8 @@
 //! it over its real socket, as issue 2 asks:
 //!
 //! 1. round-trip latency of a message A → core → B → core → A, next to the same client
-//!    code through a plain Unix-socket frame relay (the floor);
+//!    code through a plain Unix-socket frame relay (the floor) and through one that stores
+//!    each message in SQLite and acknowledges it (the floor for storing before `sent`);
 //! 2. throughput with 1, 10 and 100 connected sessions, each with a bounded window of
 //!    outstanding sends;
 //! 3. the paced test: 100 sessions × 119 messages a second for 10 s, counted exactly;
