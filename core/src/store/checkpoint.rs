@@ -7,9 +7,12 @@
 //! - **Idle, it sleeps.** The writer's commit hook wakes it ([`WalWaker::wrote`]); with no
 //!   writes it never wakes up.
 //! - **Under writes, the WAL is reused rarely.** A PASSIVE checkpoint runs only once the
-//!   WAL has grown past [`CHECKPOINT_BYTES`]. After a complete checkpoint the next commit
-//!   restarts the WAL and, with `synchronous=NORMAL`, syncs it on the writer's thread; a
-//!   checkpoint every few megabytes instead of every tick keeps those syncs rare.
+//!   WAL holds [`CHECKPOINT_BYTES`] that are not in the database yet, as SQLite's WAL index
+//!   counts them (not the WAL file's size: the file keeps its largest size when the WAL
+//!   starts over, so after one burst every tick with a commit would checkpoint). After a
+//!   complete checkpoint the next commit restarts the WAL and, with `synchronous=NORMAL`,
+//!   syncs it on the writer's thread; a checkpoint every few megabytes instead of every
+//!   tick keeps those syncs rare.
 //! - **Writes that never pause still let the WAL start over.** A PASSIVE checkpoint copies
 //!   what was written before it began; when the writer commits again before it is done (a
 //!   steady stream of messages), the WAL is never complete and never restarts: it grew by
@@ -24,6 +27,7 @@
 //!
 //! On stop, a final TRUNCATE checkpoint runs once the writer is done.
 
+use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -134,6 +138,7 @@ fn run(path: &Path, shared: &Shared) {
     // than keep every writer waiting behind a long read.
     let _ = conn.busy_handler(Some(wait_briefly::<CHECKPOINT_WAIT_RETRIES>));
     let wal = wal_path(path);
+    let shm = sibling(path, "-shm");
     let page_bytes: u64 = conn
         .query_row("PRAGMA page_size", [], |r| r.get(0))
         .unwrap_or(4096);
@@ -159,9 +164,10 @@ fn run(path: &Path, shared: &Shared) {
             // Sleep the whole tick: commits during it set `dirty` again but do not wake
             // this thread, so a busy writer costs one wake-up per tick, not one per commit.
             std::thread::sleep(TICK);
-            if wal_bytes(&wal) >= CHECKPOINT_BYTES
-                && checkpoint("PASSIVE") * page_bytes >= RESTART_BYTES
-            {
+            // Not yet copied into the database; without the WAL index, at most the file.
+            let uncopied = wal_index(&shm)
+                .map_or_else(|| wal_bytes(&wal), |i| i.uncopied_frames() * page_bytes);
+            if uncopied >= CHECKPOINT_BYTES && checkpoint("PASSIVE") * page_bytes >= RESTART_BYTES {
                 checkpoint("RESTART");
             }
         } else if unsettled {
@@ -196,9 +202,51 @@ pub fn wait_briefly<const RETRIES: i32>(retries: i32) -> bool {
 }
 
 fn wal_path(db: &Path) -> PathBuf {
-    let mut wal = db.as_os_str().to_owned();
-    wal.push("-wal");
-    PathBuf::from(wal)
+    sibling(db, "-wal")
+}
+
+/// The database's `-wal` or `-shm` file.
+fn sibling(db: &Path, suffix: &str) -> PathBuf {
+    let mut file = db.as_os_str().to_owned();
+    file.push(suffix);
+    PathBuf::from(file)
+}
+
+/// What SQLite's WAL index (the `-shm` file, <https://sqlite.org/walformat.html>) says of
+/// the WAL: its frames since it last started over (`mxFrame`, at byte 16 of the first
+/// header copy) and how many of those a checkpoint has copied into the database
+/// (`nBackfill`, at byte 96), in the machine's byte order. Read without SQLite's locks: a
+/// torn read only moves one checkpoint by a tick.
+struct WalIndex {
+    frames: u64,
+    copied: u64,
+}
+
+impl WalIndex {
+    fn uncopied_frames(&self) -> u64 {
+        self.frames.saturating_sub(self.copied)
+    }
+}
+
+fn wal_index(shm: &Path) -> Option<WalIndex> {
+    let mut head = [0u8; 100];
+    std::fs::File::open(shm)
+        .ok()?
+        .read_exact_at(&mut head, 0)
+        .ok()?;
+    let at = |i: usize| {
+        u64::from(u32::from_ne_bytes([
+            head[i],
+            head[i + 1],
+            head[i + 2],
+            head[i + 3],
+        ]))
+    };
+    // isInit (byte 12): the header was written.
+    (head[12] == 1).then(|| WalIndex {
+        frames: at(16),
+        copied: at(96),
+    })
 }
 
 fn wal_bytes(wal: &Path) -> u64 {
@@ -281,6 +329,35 @@ mod tests {
         // Quiet again: no further checkpoints.
         std::thread::sleep(QUIET + TICK * 3);
         assert_eq!(checkpointer.checkpoints(), 1);
+        checkpointer.stop();
+    }
+
+    /// The WAL file keeps its size when the WAL starts over: after one large burst, light
+    /// writes (never a quiet second) used to checkpoint every tick, and each complete
+    /// checkpoint cost the writer a sync when its next commit restarted the WAL.
+    #[test]
+    fn after_a_burst_light_writes_do_not_checkpoint_every_tick() {
+        let (_dir, path, store, checkpointer) = open();
+        let blob = "w".repeat(50_000);
+        for i in 0..120 {
+            write(&store, i, &blob);
+        }
+        wait_until("a checkpoint of the burst", || {
+            checkpointer.checkpoints() > 0
+        });
+        assert!(wal_bytes(&wal_path(&path)) >= CHECKPOINT_BYTES);
+        let index = wal_index(&sibling(&path, "-shm")).expect("the WAL index");
+        assert!(index.frames > 0 && index.uncopied_frames() < index.frames);
+
+        // Small commits 50 ms apart for 2 s: about 20 ticks with a commit.
+        let before = checkpointer.checkpoints();
+        for i in 0..40 {
+            write(&store, 1_000 + i, "small");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let during = checkpointer.checkpoints() - before;
+        assert!(during <= 1, "{during} checkpoints for 40 small commits");
+        assert_eq!(written_rows(&store), 160, "nothing lost");
         checkpointer.stop();
     }
 
