@@ -7,8 +7,8 @@
 //! - **Idle, it sleeps.** The writer's commit hook wakes it ([`WalWaker::wrote`]); with no
 //!   writes it never wakes up.
 //! - **Under writes, the WAL is reused rarely.** A PASSIVE checkpoint runs only once the
-//!   WAL holds [`CHECKPOINT_BYTES`] that are not in the database yet, as SQLite's WAL index
-//!   counts them (not the WAL file's size: the file keeps its largest size when the WAL
+//!   WAL has grown by [`CHECKPOINT_BYTES`] since the last checkpoint, counted in the WAL's
+//!   frames (not by the WAL file's size: the file keeps its largest size when the WAL
 //!   starts over, so after one burst every tick with a commit would checkpoint). After a
 //!   complete checkpoint the next commit restarts the WAL and, with `synchronous=NORMAL`,
 //!   syncs it on the writer's thread; a checkpoint every few megabytes instead of every
@@ -138,7 +138,6 @@ fn run(path: &Path, shared: &Shared) {
     // than keep every writer waiting behind a long read.
     let _ = conn.busy_handler(Some(wait_briefly::<CHECKPOINT_WAIT_RETRIES>));
     let wal = wal_path(path);
-    let shm = sibling(path, "-shm");
     let page_bytes: u64 = conn
         .query_row("PRAGMA page_size", [], |r| r.get(0))
         .unwrap_or(4096);
@@ -158,17 +157,24 @@ fn run(path: &Path, shared: &Shared) {
     let stopping = || shared.stop.load(Ordering::Acquire);
     // Commits since the last TRUNCATE: the WAL is not empty.
     let mut unsettled = false;
+    // The WAL's frames when the last checkpoint ran.
+    let mut checkpointed: Option<WalFrames> = None;
     while !stopping() {
         if shared.dirty.swap(false, Ordering::AcqRel) {
             unsettled = true;
             // Sleep the whole tick: commits during it set `dirty` again but do not wake
             // this thread, so a busy writer costs one wake-up per tick, not one per commit.
             std::thread::sleep(TICK);
-            // Not yet copied into the database; without the WAL index, at most the file.
-            let uncopied = wal_index(&shm)
-                .map_or_else(|| wal_bytes(&wal), |i| i.uncopied_frames() * page_bytes);
-            if uncopied >= CHECKPOINT_BYTES && checkpoint("PASSIVE") * page_bytes >= RESTART_BYTES {
-                checkpoint("RESTART");
+            // Written since the last checkpoint (unreadable: at most the whole file).
+            let grown = match wal_frames(&wal, page_bytes) {
+                Some(now) => now.since(checkpointed.as_ref()) * page_bytes,
+                None => wal_bytes(&wal),
+            };
+            if grown >= CHECKPOINT_BYTES {
+                if checkpoint("PASSIVE") * page_bytes >= RESTART_BYTES {
+                    checkpoint("RESTART");
+                }
+                checkpointed = wal_frames(&wal, page_bytes);
             }
         } else if unsettled {
             // No commit for a tick: if none comes for QUIET either, empty the WAL.
@@ -202,51 +208,56 @@ pub fn wait_briefly<const RETRIES: i32>(retries: i32) -> bool {
 }
 
 fn wal_path(db: &Path) -> PathBuf {
-    sibling(db, "-wal")
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    PathBuf::from(wal)
 }
 
-/// The database's `-wal` or `-shm` file.
-fn sibling(db: &Path, suffix: &str) -> PathBuf {
-    let mut file = db.as_os_str().to_owned();
-    file.push(suffix);
-    PathBuf::from(file)
-}
-
-/// What SQLite's WAL index (the `-shm` file, <https://sqlite.org/walformat.html>) says of
-/// the WAL: its frames since it last started over (`mxFrame`, at byte 16 of the first
-/// header copy) and how many of those a checkpoint has copied into the database
-/// (`nBackfill`, at byte 96), in the machine's byte order. Read without SQLite's locks: a
-/// torn read only moves one checkpoint by a tick.
-struct WalIndex {
+/// The WAL's frames since it last started over, read from the `-wal` file itself
+/// (<https://sqlite.org/fileformat2.html#walformat>): each start writes new salts into the
+/// 32-byte header, and each frame's 24-byte header repeats the salts of the start it
+/// belongs to, so this start's frames are the run of frames from the first whose salts
+/// match (later ones are left from earlier starts). Read without SQLite's locks (it holds
+/// none on this file; its WAL index, the `-shm` file, must not be opened: closing another
+/// descriptor of it would drop SQLite's locks on it): a torn read only moves one
+/// checkpoint by a tick.
+#[derive(Debug, PartialEq)]
+struct WalFrames {
+    salts: u64,
     frames: u64,
-    copied: u64,
 }
 
-impl WalIndex {
-    fn uncopied_frames(&self) -> u64 {
-        self.frames.saturating_sub(self.copied)
+impl WalFrames {
+    /// Frames written since `then` (all of this start's when the WAL started over since).
+    fn since(&self, then: Option<&WalFrames>) -> u64 {
+        match then {
+            Some(then) if then.salts == self.salts => self.frames.saturating_sub(then.frames),
+            _ => self.frames,
+        }
     }
 }
 
-fn wal_index(shm: &Path) -> Option<WalIndex> {
-    let mut head = [0u8; 100];
-    std::fs::File::open(shm)
-        .ok()?
-        .read_exact_at(&mut head, 0)
-        .ok()?;
-    let at = |i: usize| {
-        u64::from(u32::from_ne_bytes([
-            head[i],
-            head[i + 1],
-            head[i + 2],
-            head[i + 3],
-        ]))
+fn wal_frames(wal: &Path, page_bytes: u64) -> Option<WalFrames> {
+    let file = std::fs::File::open(wal).ok()?;
+    let len = file.metadata().ok()?.len();
+    let be = |at: u64| -> Option<u64> {
+        let mut b = [0u8; 8];
+        file.read_exact_at(&mut b, at).ok()?;
+        Some(u64::from_be_bytes(b))
     };
-    // isInit (byte 12): the header was written.
-    (head[12] == 1).then(|| WalIndex {
-        frames: at(16),
-        copied: at(96),
-    })
+    let salts = be(16)?;
+    let frame = 24 + page_bytes;
+    // The first frame that is not this start's: frames before it all are.
+    let (mut lo, mut hi) = (0, len.saturating_sub(32) / frame);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if be(32 + mid * frame + 8) == Some(salts) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(WalFrames { salts, frames: lo })
 }
 
 fn wal_bytes(wal: &Path) -> u64 {
@@ -346,8 +357,8 @@ mod tests {
             checkpointer.checkpoints() > 0
         });
         assert!(wal_bytes(&wal_path(&path)) >= CHECKPOINT_BYTES);
-        let index = wal_index(&sibling(&path, "-shm")).expect("the WAL index");
-        assert!(index.frames > 0 && index.uncopied_frames() < index.frames);
+        let frames = wal_frames(&wal_path(&path), 4096).expect("the WAL's frames");
+        assert!(frames.frames > 0, "{frames:?}");
 
         // Small commits 50 ms apart for 2 s: about 20 ticks with a commit.
         let before = checkpointer.checkpoints();
@@ -359,6 +370,35 @@ mod tests {
         assert!(during <= 1, "{during} checkpoints for 40 small commits");
         assert_eq!(written_rows(&store), 160, "nothing lost");
         checkpointer.stop();
+    }
+
+    #[test]
+    fn the_wal_frames_are_counted_from_its_last_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.db");
+        let store = Store::open(&path, Durability::Normal).unwrap();
+        let wal = wal_path(&path);
+        let before = wal_frames(&wal, 4096).expect("a WAL");
+        for i in 0..10 {
+            write(&store, i, "ten commits");
+        }
+        let ten = wal_frames(&wal, 4096).unwrap();
+        assert_eq!(ten.salts, before.salts, "the same start");
+        assert!(ten.frames >= before.frames + 10, "{before:?} → {ten:?}");
+        assert_eq!(ten.since(Some(&before)), ten.frames - before.frames);
+
+        // Copied back and started over: the next commit's frames are all there is, though
+        // the file keeps its size and the old frames after them.
+        store
+            .conn
+            .query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()))
+            .unwrap();
+        write(&store, 10, "after the start");
+        let after = wal_frames(&wal, 4096).unwrap();
+        assert_ne!(after.salts, ten.salts, "a new start");
+        assert!(after.frames >= 1 && after.frames < ten.frames, "{after:?}");
+        assert_eq!(after.since(Some(&ten)), after.frames);
+        assert!(wal_bytes(&wal) >= 32 + ten.frames * (24 + 4096));
     }
 
     #[test]
