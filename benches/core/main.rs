@@ -34,7 +34,8 @@
 //!
 //! For profiling: `SHEPHERD_BENCH_ONLY=1,3` runs only those sections (the core's pid is
 //! printed on stderr, ready for `perf record -p`), `SHEPHERD_BENCH_HISTORY=1000000` grows
-//! the history further before the late CPU sample, `SHEPHERD_BIN` picks another binary.
+//! the history further before the late CPU sample, `SHEPHERD_BENCH_PACED_RATE=2` paces
+//! section 3 at 2 messages a second per session, `SHEPHERD_BIN` picks another binary.
 //!
 //! Connections are set up (hello, register) with shepherd_core's typed client; what is
 //! measured runs on the raw socket with hand-encoded frames and a prefix dispatch before
@@ -203,6 +204,13 @@ fn main() -> ExitCode {
         .and_then(|v| v.parse().ok())
     {
         settings.history = history;
+    }
+    // `SHEPHERD_BENCH_PACED_RATE=2` paces section 3 lightly (messages a second per session).
+    if let Some(rate) = std::env::var("SHEPHERD_BENCH_PACED_RATE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        settings.paced_rate = rate;
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -38,7 +38,7 @@ pub async fn paced(s: &Settings, report: &mut Report) -> Result<()> {
             |r| r.get(0),
         )?
     };
-    let sec = "3 paced 100×119/s";
+    let sec = &format!("3 paced {n}×{}/s", s.paced_rate);
     report.info(
         sec,
         "offered / achieved send rate",
