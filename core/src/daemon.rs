@@ -64,6 +64,12 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
     let socket = config.socket_path()?;
     server::private_dir(&state_dir)?;
     let lock = lock_state_dir(&state_dir)?;
+    // Finding where workers run may run `tmux -V` (workers.backend = "auto", ~5 ms): let it
+    // run while the database opens.
+    let host = tokio::task::spawn_blocking({
+        let (config, state_dir, socket) = (config.clone(), state_dir.clone(), socket.clone());
+        move || worker_host(&config, &state_dir, &socket)
+    });
 
     let db_path = state_dir.join("shepherd.db");
     crate::files::private_database(&db_path).map_err(|source| DaemonError::DatabaseFile {
@@ -84,7 +90,10 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         limits: limits.clone(),
         supervise: config.core.supervise.clone(),
         results: config.core.results,
-        workers: worker_host(&config, &state_dir, &socket),
+        workers: host.await.unwrap_or_else(|e| {
+            tracing::warn!("managed workers are unavailable: finding their backend failed: {e}");
+            None
+        }),
         ask_card_after_secs: config.workers.ask_card_after_secs,
         integrate: config.projects.integrate,
         forget_sessions_after_days: config.core.forget_sessions_after_days,

@@ -367,12 +367,18 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
             supported,
         });
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-        let tx = conn.unchecked_transaction()?;
-        tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        tx.commit()?;
+    if version == supported {
+        return Ok(());
     }
+    // Every pending step in one transaction: all of them or none (a failure leaves the
+    // database at the version it had), and one commit instead of one a step (a new
+    // database's schema cost ~70 WAL frames and a third of the start-up).
+    let tx = conn.unchecked_transaction()?;
+    for sql in &MIGRATIONS[version as usize..] {
+        tx.execute_batch(sql)?;
+    }
+    tx.pragma_update(None, "user_version", supported)?;
+    tx.commit()?;
     Ok(())
 }
 
