@@ -62,17 +62,21 @@ pub fn relay_main(socket: PathBuf) -> ExitCode {
     }
 }
 
+/// The bodies of the complete frames at the start of `buf`, in order.
+fn bodies(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let head = buf.get(at..at + 4)?;
+        let len = u32::from_be_bytes(head.try_into().expect("4 bytes")) as usize;
+        let body = buf.get(at + 4..at + 4 + len)?;
+        at += 4 + len;
+        Some(body)
+    })
+}
+
 /// The end of the complete frames at the start of `buf`.
 fn complete_frames(buf: &[u8]) -> usize {
-    let mut end = 0;
-    while end + 4 <= buf.len() {
-        let len = u32::from_be_bytes(buf[end..end + 4].try_into().expect("4 bytes")) as usize;
-        if end + 4 + len > buf.len() {
-            break;
-        }
-        end += 4 + len;
-    }
-    end
+    bodies(buf).map(|body| 4 + body.len()).sum()
 }
 
 /// Forward every complete frame read from `r` to `w`, all that are buffered in one write.
@@ -124,11 +128,8 @@ async fn store_and_forward(a: UnixStream, b: UnixStream, db: Arc<Mutex<Connectio
             let db = db.lock().expect("the relay's database");
             let tx = db.unchecked_transaction()?;
             let mut insert = tx.prepare_cached("INSERT INTO messages (body) VALUES (?1)")?;
-            let mut at = 0;
-            while at < end {
-                let len = u32::from_be_bytes(buf[at..at + 4].try_into().expect("4 bytes")) as usize;
-                insert.execute([&buf[at + 4..at + 4 + len]])?;
-                at += 4 + len;
+            for body in bodies(&buf[..end]) {
+                insert.execute([body])?;
             }
             drop(insert);
             let id = tx.last_insert_rowid();

@@ -372,7 +372,7 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     }
     // Every pending step in one transaction: all of them or none (a failure leaves the
     // database at the version it had), and one commit instead of one a step (a new
-    // database's schema cost ~70 WAL frames and a third of the start-up).
+    // database's schema took ~70 WAL frames over those commits).
     let tx = conn.unchecked_transaction()?;
     for sql in &MIGRATIONS[version as usize..] {
         tx.execute_batch(sql)?;
