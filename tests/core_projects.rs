@@ -21,6 +21,10 @@
 //! - a core killed (-9) at points of a delegation leaves no assignment (the branch can be
 //!   delegated again; git's leftovers are named with what to do) or a complete one whose
 //!   Lead runs and reports;
+//! - a ref lock held by another git command refuses an integration before any file is
+//!   touched; a core killed (-9) while an integration writes thousands of files undoes it
+//!   at its next start (the primary holds the old tree, clean, its lock gone), tells the
+//!   Manager, and the same integration then runs;
 //! - `list_staff` gives a Manager its assignments with git's ahead/behind;
 //! - a checkout deleted by hand is retired after git's inventory;
 //! - refusals say what is missing (not a Manager, branch already assigned, occupied
@@ -866,5 +870,139 @@ async fn with_integrate_deny_only_the_human_integrates() -> Result<()> {
     );
     assert_eq!(rev(&app, "main")?, sha, "the human's integration runs");
     assert!(!Path::new(&a.checkout).exists());
+    Ok(())
+}
+
+/// `git status --porcelain` in `dir`.
+fn status(dir: &Path) -> Result<String> {
+    let out = std::process::Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(dir)
+        .output()?;
+    anyhow::ensure!(out.status.success(), "git status failed");
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_ref_lock_or_a_core_killed_mid_integration_never_leaves_the_primary_half_done()
+-> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let (_model, mut core) = start(&[]).await?;
+    let app = repo(&core, "app")?;
+    let mgr_id = "0193a5c2-0000-7000-8000-00000000f001";
+    let mut mgr = manager(&core, &app, mgr_id).await?;
+    let a = delegate(&mut mgr, "TASK-A add a.txt", "feat/a").await?;
+    update(&mut mgr).await?;
+    // A large change on the branch: 4,000 files to write.
+    let checkout = Path::new(&a.checkout);
+    std::fs::create_dir_all(checkout.join("bulk"))?;
+    for n in 0..4000 {
+        std::fs::write(checkout.join(format!("bulk/{n:04}.txt")), format!("{n}\n"))?;
+    }
+    git(checkout, &["add", "bulk"])?;
+    git(
+        checkout,
+        &[
+            "-c",
+            "user.name=lead",
+            "-c",
+            "user.email=lead@example.invalid",
+            "commit",
+            "-qm",
+            "bulk",
+        ],
+    )?;
+    let sha = rev(&app, "feat/a")?;
+    let main_before = rev(&app, "main")?;
+    let integrate = || requests::IntegrateBranch {
+        branch: "feat/a".into(),
+        sha: sha.clone(),
+        repo: Some("app".into()),
+        ..Default::default()
+    };
+    let readme = std::fs::metadata(app.join("README"))?;
+
+    // Another git command holds main's ref lock (or a crashed one left it).
+    let lock = app.join(".git/refs/heads/main.lock");
+    std::fs::write(&lock, "")?;
+    let mut cli = core.client(ClientKind::Cli).await?;
+    let err = cli
+        .call(integrate())
+        .await
+        .map_err(anyhow::Error::from)
+        .unwrap_err();
+    assert_eq!(reason(&err), "ref_locked", "{err}");
+    assert!(
+        err.to_string().contains(&lock.display().to_string()) && err.to_string().contains("remove"),
+        "{err}"
+    );
+    assert_eq!(rev(&app, "main")?, main_before);
+    assert!(!app.join("a.txt").exists() && !app.join("bulk").exists());
+    let after = std::fs::metadata(app.join("README"))?;
+    assert_eq!(
+        (after.ino(), after.mtime_nsec()),
+        (readme.ino(), readme.mtime_nsec()),
+        "no file of the primary was rewritten"
+    );
+    assert_eq!(status(&app)?, "");
+    std::fs::remove_file(&lock)?;
+
+    // The core is killed while the integration writes the files.
+    let call = tokio::spawn({
+        let request = integrate();
+        async move { cli.call(request).await }
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !app.join("bulk/0500.txt").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    core.kill9();
+    let _ = call.await;
+    let written = std::fs::read_dir(app.join("bulk")).map_or(0, |d| d.count());
+    let moved = rev(&app, "main")? == sha;
+    eprintln!("killed with {written} of 4000 files written; main moved: {moved}");
+    drop(mgr);
+    core.restart().await?;
+    let mut mgr = manager(&core, &app, mgr_id).await?;
+    let told = next_of_kind(&mut mgr, DeliveryKind::Integration).await?;
+    mgr.ack(&[told.id]).await?;
+    assert!(
+        told.text.contains("interrupted by a restart"),
+        "{}",
+        told.text
+    );
+    assert!(!lock.exists(), "the killed core's own lock is gone");
+    assert_eq!(
+        status(&app)?,
+        "",
+        "the primary is clean: one tree or the other"
+    );
+    if moved {
+        assert!(told.text.contains("complete"), "{}", told.text);
+        assert_eq!(std::fs::read_dir(app.join("bulk"))?.count(), 4000);
+    } else {
+        assert!(told.text.contains("undone"), "{}", told.text);
+        assert_eq!(rev(&app, "main")?, main_before);
+        assert!(!app.join("a.txt").exists() && !app.join("bulk").exists());
+    }
+    assert!(
+        std::fs::read_dir(core.state_dir().join("integrating"))?
+            .next()
+            .is_none(),
+        "no journal is left"
+    );
+
+    // The same integration now runs to its end.
+    let mut cli = core.client(ClientKind::Cli).await?;
+    let done = cli.call(integrate()).await?;
+    assert_eq!(
+        done.status,
+        IntegrationStatus::Integrated,
+        "{}",
+        done.message
+    );
+    assert_eq!(rev(&app, "main")?, sha);
+    assert_eq!(std::fs::read_dir(app.join("bulk"))?.count(), 4000);
+    assert_eq!(status(&app)?, "");
     Ok(())
 }

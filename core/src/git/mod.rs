@@ -11,7 +11,7 @@ pub mod integrate;
 pub mod repo;
 pub mod worktrees;
 
-pub use integrate::{Plan, Refusal, fast_forward, is_on_primary, plan};
+pub use integrate::{Plan, Recovered, Refusal, fast_forward, is_on_primary, plan, recover};
 pub use repo::{RepoContext, discover};
 pub use worktrees::{
     Checkout, Entry, Presence, RemoveError, WorktreeError, ahead_behind, checkout_dir,

@@ -602,6 +602,7 @@ impl State {
                 }
             }
             HubCommand::RecoverWorkers => {
+                self.recover_integrations(out);
                 if let Err(err) = self.recover_workers(db, out) {
                     tracing::error!("recovering workers failed: {}", err.message);
                 }

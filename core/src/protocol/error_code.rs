@@ -83,7 +83,7 @@ pub enum ErrorCode {
     /// A project work request was refused; `details.reason` says why (`not_manager`,
     /// `branch_assigned`, `checkout_occupied`, `no_assignment`, `retired`, `ambiguous`,
     /// `git`, `sha_mismatch`, `not_fast_forward`, `dirty_primary`, `primary_detached`,
-    /// `primary_busy`, `branch_missing`, `bad_sha`, `integrate_denied`, `lead_stopping`,
+    /// `primary_busy`, `branch_missing`, `bad_sha`, `ref_locked`, `primary_moved`, `integrate_denied`, `lead_stopping`,
     /// `launch_failed`, `launch_mismatch`).
     ProjectRefused,
 }

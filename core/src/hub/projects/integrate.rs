@@ -51,8 +51,15 @@ fn refusal_reason(r: &Refusal) -> &'static str {
         Refusal::PrimaryBusy { .. } => "primary_busy",
         Refusal::BranchMissing { .. } => "branch_missing",
         Refusal::BadSha(_) => "bad_sha",
-        _ => "git",
+        Refusal::RefLocked { .. } => "ref_locked",
+        Refusal::PrimaryMoved { .. } => "primary_moved",
+        Refusal::Undone { .. } | Refusal::Git(_) => "git",
     }
+}
+
+/// Where a running integration keeps its journal (see [`git_integrate::recover`]).
+fn journal_dir(state_dir: &std::path::Path) -> PathBuf {
+    state_dir.join("integrating")
 }
 
 fn short(sha: &str) -> &str {
@@ -305,8 +312,9 @@ impl State {
     /// checkout.
     fn queue_integration(&mut self, row: &AssignmentRow, run: Run, out: &mut Out) {
         let primary = PathBuf::from(&row.primary_root);
+        let journal = journal_dir(&self.facts.state_dir).join(format!("{}.json", run.id));
         let job: GitJob = Box::new(move || {
-            let result = git_integrate::fast_forward(&primary, &run.branch, &run.sha);
+            let result = git_integrate::fast_forward(&primary, &run.branch, &run.sha, &journal);
             GitDone {
                 reply: run.reply,
                 then: Box::new(move |state, db, out| state.fast_forwarded(run, result, db, out)),
@@ -456,6 +464,106 @@ impl State {
             );
         }
         Ok(())
+    }
+
+    /// At start, before any other git work: finish or undo the integrations a previous core
+    /// was killed in the middle of (their journals), and tell each one's Manager role.
+    pub(in crate::hub) fn recover_integrations(&mut self, out: &mut Out) {
+        let dir = journal_dir(&self.facts.state_dir);
+        let job: GitJob = Box::new(move || {
+            let journals: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+                Ok(entries) => entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                    .collect(),
+                Err(_) => Vec::new(),
+            };
+            let recovered: Vec<_> = journals
+                .iter()
+                .map(|journal| {
+                    let id: Option<AssignmentId> = journal
+                        .file_stem()
+                        .and_then(|s| s.to_str())
+                        .and_then(|s| s.parse().ok());
+                    (id, git_integrate::recover(journal))
+                })
+                .collect();
+            GitDone {
+                reply: None,
+                then: Box::new(move |state, db, out| {
+                    for (id, r) in recovered {
+                        state.integration_recovered(id, r, db, out)?;
+                    }
+                    Ok(())
+                }),
+            }
+        });
+        out.git.push(job);
+    }
+
+    fn integration_recovered(
+        &mut self,
+        id: Option<AssignmentId>,
+        recovered: Result<git_integrate::Recovered, String>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        use git_integrate::Recovered;
+        let row = match id {
+            Some(id) => store::projects::get(db, id)?,
+            None => None,
+        };
+        let what = row
+            .as_ref()
+            .map(|r| tag(&r.assignment))
+            .unwrap_or_else(|| "an assignment".to_string());
+        let body = match recovered {
+            Err(why) => {
+                tracing::error!(
+                    why,
+                    "an interrupted integration could not be finished or undone"
+                );
+                format!(
+                    "The integration of {what} was interrupted by a restart of shepherd and could not be undone: {why}. Check the primary worktree with `git status`."
+                )
+            }
+            Ok(Recovered::Finished { primary, to }) => {
+                tracing::warn!(primary = %primary.display(), to, "an interrupted integration had finished");
+                format!(
+                    "The integration of {what} was interrupted by a restart of shepherd after the branch moved to {}: it is complete. Call integrate_branch again to remove the checkout and retire the assignment.",
+                    short(&to)
+                )
+            }
+            Ok(Recovered::Undone {
+                primary,
+                from,
+                to,
+                kept,
+            }) => {
+                tracing::warn!(primary = %primary.display(), from, to, ?kept, "an interrupted integration was undone");
+                format!(
+                    "The integration of {what} at {} was interrupted by a restart of shepherd and undone: the primary branch is still at {} with its files as they were{}. Integrate again when ready.",
+                    short(&to),
+                    short(&from),
+                    if kept.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " (changed by someone meanwhile and kept as they are: {})",
+                            kept.join(", ")
+                        )
+                    }
+                )
+            }
+            Ok(Recovered::Left { primary }) => {
+                tracing::warn!(primary = %primary.display(), "an interrupted integration: the branch has moved since; nothing touched");
+                return Ok(());
+            }
+        };
+        match row {
+            Some(row) => self.tell_manager(&row, &body, "shepherd", db, out),
+            None => Ok(()),
+        }
     }
 
     /// Mail the repository's Manager role an `integration` delivery (kept after the
