@@ -432,7 +432,7 @@ pub(crate) fn put_back(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<Stri
         if !not_as_from.contains(p) {
             continue;
         }
-        if not_as_to.contains(p) {
+        if not_as_to.contains(p) && !cut_short(repo, &new, p) {
             if kept.len() < LISTED {
                 kept.push(p.clone());
             }
@@ -480,6 +480,27 @@ pub(crate) fn put_back(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<Stri
         repo.checkout_tree(old.as_object(), Some(&mut co))?;
     }
     Ok(kept)
+}
+
+/// Whether the work tree file at `p` is a beginning of `tree`'s blob there (a file a
+/// killed checkout was writing: git has all of it, so putting it back loses nothing).
+fn cut_short(repo: &Repository, tree: &git2::Tree, p: &str) -> bool {
+    let Some(root) = repo.workdir() else {
+        return false;
+    };
+    let Ok(blob) = tree
+        .get_path(Path::new(p))
+        .and_then(|e| e.to_object(repo))
+        .and_then(|o| o.peel_to_blob())
+    else {
+        return false;
+    };
+    let path = root.join(p);
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() && m.len() < blob.size() as u64 => {}
+        _ => return false,
+    }
+    std::fs::read(&path).is_ok_and(|bytes| blob.content().starts_with(&bytes))
 }
 
 /// The paths (of `paths`) whose work tree file differs from `tree`'s (content after git's
@@ -985,7 +1006,11 @@ mod tests {
         std::fs::write(root.join("b.txt"), "b\n").unwrap();
         std::fs::remove_file(root.join("d.txt")).unwrap();
         std::fs::create_dir_all(root.join("dir")).unwrap();
+        std::fs::create_dir_all(root.join("bulk")).unwrap();
         std::fs::write(root.join("dir/c.txt"), "someone's\n").unwrap();
+        // A file a killed checkout was writing: the start of the branch's content.
+        std::fs::write(root.join("bulk/007.txt"), "").unwrap();
+        std::fs::write(root.join("bulk/123.txt"), "12").unwrap();
         let kept = put_back(&r, f, t).unwrap();
         assert_eq!(kept, ["dir/c.txt"]);
         assert_eq!(
