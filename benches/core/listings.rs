@@ -2,7 +2,9 @@
 //! then gone) and one connected: the connected-only `list_sessions` and `list_sessions
 //! {all}` are timed, and a bystander's ping round trips are timed while `all` listings run
 //! back to back on another connection. A long listing is read off the hub, so the others'
-//! pings should stay near their idle latency.
+//! pings should stay near their idle latency. `list_staff` (the human's: everyone who may
+//! be staff) is timed with the same history, and the bystander's ping while it loops: it
+//! reads the connected sessions and the lease holders by id, never the whole history.
 
 use std::time::{Duration, Instant};
 
@@ -95,6 +97,27 @@ pub async fn listings(s: &Settings, report: &mut Report) -> Result<()> {
     };
     let busy = ping_p50(&mut bystander, Duration::from_secs(2)).await?;
     let listed = listing.await??;
+    let t = Instant::now();
+    let staff = cli.call(requests::ListStaff::default()).await?;
+    let staff_took = t.elapsed();
+    if staff.members.len() != 1 {
+        bail!("list_staff: {} members (1 expected)", staff.members.len());
+    }
+    let staffing = {
+        let socket = socket.clone();
+        tokio::spawn(async move {
+            let mut lister = Client::connect(&socket, ClientKind::Cli, "bench").await?;
+            let end = Instant::now() + Duration::from_secs(2);
+            let mut n = 0;
+            while Instant::now() < end {
+                lister.call(requests::ListStaff::default()).await?;
+                n += 1;
+            }
+            anyhow::Ok(n)
+        })
+    };
+    let staff_busy = ping_p50(&mut bystander, Duration::from_secs(2)).await?;
+    let staffed = staffing.await??;
     let section = "13 listings";
     report.row(
         section,
@@ -115,6 +138,20 @@ pub async fn listings(s: &Settings, report: &mut Report) -> Result<()> {
         millis(busy),
         "< 5 ms".into(),
         Some(busy < Duration::from_millis(5)),
+    );
+    report.row(
+        section,
+        &format!("list_staff, {known} seen, one connected"),
+        millis(staff_took),
+        "< 5 ms".into(),
+        Some(staff_took < Duration::from_millis(5)),
+    );
+    report.row(
+        section,
+        &format!("bystander ping p50 during {staffed} list_staff back to back"),
+        millis(staff_busy),
+        "< 5 ms".into(),
+        Some(staff_busy < Duration::from_millis(5)),
     );
     drop(core);
     Ok(())

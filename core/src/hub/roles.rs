@@ -109,6 +109,17 @@ impl State {
 
     /// Whom `s` reports to now.
     pub(super) fn reports_to(&self, s: &SessionInfo, db: &Connection) -> HubResult<ReportsTo> {
+        let leases = Leases::Read(db);
+        self.reports_to_in(s, &leases, db)
+    }
+
+    /// [`State::reports_to`] with the leases given (a listing reads them once).
+    fn reports_to_in(
+        &self,
+        s: &SessionInfo,
+        leases: &Leases<'_>,
+        db: &Connection,
+    ) -> HubResult<ReportsTo> {
         let holder = |lease: Option<Lease>, to: Superior| {
             lease.filter(|l| l.session_id != s.id).map(|l| ReportsTo {
                 to,
@@ -117,20 +128,14 @@ impl State {
             })
         };
         let chief = || -> HubResult<Option<ReportsTo>> {
-            Ok(holder(
-                store::leases::get(db, Role::Chief, None)?,
-                Superior::Chief,
-            ))
+            Ok(holder(leases.get(Role::Chief, None)?, Superior::Chief))
         };
         let found = match s.role {
             Role::Chief => None,
             Role::Manager => chief()?,
             Role::Lead | Role::Supervisor => {
                 let manager = match &s.repo_id {
-                    Some(repo) => holder(
-                        store::leases::get(db, Role::Manager, Some(repo))?,
-                        Superior::Manager,
-                    ),
+                    Some(repo) => holder(leases.get(Role::Manager, Some(repo))?, Superior::Manager),
                     None => None,
                 };
                 match manager {
@@ -569,19 +574,26 @@ impl State {
         }
     }
 
-    /// Sessions that may be someone's staff: the connected ones and every lease holder.
-    fn staff_candidates(&self, db: &Connection) -> HubResult<Vec<SessionInfo>> {
-        let holders: Vec<SessionId> = store::leases::list(db)?
-            .into_iter()
-            .map(|l| l.session_id)
-            .collect();
+    /// Sessions that may be someone's staff: the connected ones and every lease holder,
+    /// most recently seen first. Read by id: the sessions seen long ago (thousands, kept
+    /// for their history) are never read for a listing.
+    fn staff_candidates(&self, leases: &[Lease], db: &Connection) -> HubResult<Vec<SessionInfo>> {
+        let mut ids: Vec<&SessionId> = self.live.keys().collect();
+        for l in leases {
+            if !self.live.contains_key(&l.session_id) && !ids.contains(&&l.session_id) {
+                ids.push(&l.session_id);
+            }
+        }
         let mut all = Vec::new();
-        for mut s in store::sessions::list(db)? {
-            s.connected = self.live.contains_key(&s.id);
-            if (s.connected || holders.contains(&s.id)) && !s.subagent {
+        for id in ids {
+            if let Some(mut s) = store::sessions::get(db, id)?
+                && !s.subagent
+            {
+                s.connected = self.live.contains_key(&s.id);
                 all.push(s);
             }
         }
+        all.sort_by(|a, b| b.last_seen.cmp(&a.last_seen).then_with(|| a.id.cmp(&b.id)));
         Ok(all)
     }
 
@@ -598,8 +610,9 @@ impl State {
             _ => None,
         };
         let mut members = Vec::new();
-        for session in self.staff_candidates(db)? {
-            let reports_to = self.reports_to(&session, db)?;
+        let leases = store::leases::list(db)?;
+        for session in self.staff_candidates(&leases, db)? {
+            let reports_to = self.reports_to_in(&session, &Leases::Listed(&leases), db)?;
             let mine = match &me {
                 None => true,
                 Some(me) => reports_to.session_id.as_ref() == Some(&me.id),
@@ -875,5 +888,23 @@ pub(in crate::hub) fn staff_view(target: &SessionInfo) -> StaffView {
         session_name: target.name.clone(),
         text,
         entries,
+    }
+}
+
+/// Where [`State::reports_to_in`] finds the leases: the store, or a list read once.
+enum Leases<'a> {
+    Read(&'a Connection),
+    Listed(&'a [Lease]),
+}
+
+impl Leases<'_> {
+    fn get(&self, role: Role, repo: Option<&str>) -> HubResult<Option<Lease>> {
+        Ok(match self {
+            Leases::Read(db) => store::leases::get(db, role, repo)?,
+            Leases::Listed(all) => all
+                .iter()
+                .find(|l| l.role == role && (role == Role::Chief || l.repo_id.as_deref() == repo))
+                .cloned(),
+        })
     }
 }
