@@ -200,6 +200,110 @@ async fn an_oversize_length_prefix_is_refused_then_closed() -> Result<()> {
     Ok(())
 }
 
+/// The core's resident memory, from `/proc/<pid>/status`: (VmRSS, VmHWM, the peak) in bytes.
+fn core_memory(core: &Core) -> Result<(u64, u64)> {
+    let pid = core.pid().context("core is running")?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |name: &str| -> Result<u64> {
+        let line = status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .with_context(|| format!("{name} in /proc/{pid}/status"))?;
+        let kb = numbers_in(line).first().copied().context("a number")?;
+        Ok(kb * 1024)
+    };
+    Ok((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Slowloris after hello: 100 greeted connections each start a frame of 1 MiB − 1 and send
+/// all of it but 1,000 bytes. What unfinished frames hold is bounded by a budget shared by
+/// every connection (here 16 MiB): a connection whose frame would take more is closed with
+/// `frame_too_large` at once; the others are closed with `truncated_frame` once their frame
+/// has been unfinished for the frame timeout (here 2 s). The core's memory stays bounded
+/// (before, it held every such frame for as long as the peer liked: 400 of them took it
+/// from 16 to 458 MB), and a normal client is served throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unfinished_frames_are_bounded_in_bytes_and_in_time() -> Result<()> {
+    const BUDGET: u64 = 16 * 1024 * 1024;
+    let core = Core::start_with(&[
+        ("SHEPHERD_CORE__LIMITS__FRAME_TIMEOUT_MS", "2000"),
+        (
+            "SHEPHERD_CORE__LIMITS__MAX_UNFINISHED_FRAME_BYTES",
+            &BUDGET.to_string(),
+        ),
+    ])
+    .await?;
+    let mut by = bystander(&core).await?;
+    let (rss_before, _) = core_memory(&core)?;
+
+    let len: usize = 1024 * 1024 - 1;
+    let sent = len - 1000;
+    let started = Instant::now();
+    let mut slow = Vec::new();
+    for _ in 0..100 {
+        let mut raw = greeted(&core, "cli").await?;
+        let mut bytes = (len as u32).to_be_bytes().to_vec();
+        bytes.resize(4 + sent, b' ');
+        // Refused part-way (over the budget): the core closes while this still writes.
+        let _ = raw.write(&bytes).await;
+        slow.push(raw);
+    }
+    let (rss_held, peak) = core_memory(&core)?;
+    // A greeted client is served while they hold what they sent.
+    expect_usable_client(&mut by).await?;
+
+    // Each is closed: at once when over the budget, else after the frame timeout.
+    let (mut refused, mut stalled) = (0, 0);
+    for (i, raw) in slow.iter_mut().enumerate() {
+        let frame = raw
+            .read(WAIT)
+            .await
+            .with_context(|| format!("slow connection {i} still open"))?
+            .with_context(|| format!("slow connection {i} closed without an error"))?;
+        let msg = frame["message"].as_str().unwrap_or_default();
+        match frame["code"].as_str() {
+            Some("frame_too_large") => {
+                assert!(msg.contains("max_unfinished_frame_bytes"), "{frame}");
+                refused += 1;
+            }
+            Some("truncated_frame") => {
+                assert!(msg.contains("2000 ms"), "{frame}");
+                stalled += 1;
+            }
+            _ => bail!("slow connection {i}: {frame}"),
+        }
+        expect_closed(raw).await?;
+    }
+    let closed_after = started.elapsed();
+    let growth = peak.saturating_sub(rss_before);
+    eprintln!(
+        "100 unfinished 1 MiB frames: VmRSS {rss_before} -> {rss_held} (peak {peak}) bytes; \
+         {refused} over the budget, {stalled} timed out, all closed after {closed_after:?}"
+    );
+    assert!(
+        refused > 0 && stalled > 0,
+        "{refused} refused, {stalled} stalled"
+    );
+    // Unbounded, the peak grows by ~100 MiB (every frame held whole).
+    assert!(
+        growth < 3 * BUDGET,
+        "the core's memory grew by {growth} bytes (budget {BUDGET})"
+    );
+    let log = core.log();
+    assert!(log.contains("a frame stalled unfinished"), "{log}");
+    assert!(log.contains("more than their budget"), "{log}");
+
+    // The budget was given back: a large frame from a normal client goes through.
+    let mut sender = core.client(ClientKind::Bridge).await?;
+    let text = "x".repeat(600 * 1024);
+    sender.send_to(BYSTANDER, text.clone()).await?;
+    let d = by.next_delivery(WAIT).await?;
+    assert_eq!(d.text.len(), text.len());
+    by.ack(&[d.id]).await?;
+    assert_still_serving(&core, &mut by, "100 unfinished frames").await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn the_frame_limit_is_configurable_and_exact() -> Result<()> {
     let core = Core::start_with(&[("SHEPHERD_CORE__LIMITS__MAX_FRAME_BYTES", "1024")]).await?;
@@ -489,9 +593,15 @@ async fn a_client_that_never_says_hello_is_timed_out() -> Result<()> {
     Ok(())
 }
 
-/// What connections that have not said hello may hold is bounded: at most 64 read their
-/// hello at once, each a frame of at most 16 KiB; any more wait for a place, in order, and
-/// are served as places free (a burst of reconnecting sessions is never refused).
+/// Most connections that may wait for their hello at once (`server::MAX_GREETING`).
+const MAX_GREETING: usize = 256;
+
+/// What connections that have not said hello may hold is bounded: each a frame of at most
+/// 16 KiB, and at most 256 of them wait for their hello at once. Every connection reads its
+/// hello at once, so none waits behind silent ones: when one more connects, the oldest
+/// silent one is closed to make room, and a client that says hello is welcomed at once
+/// however many stay silent (before, 64 held every place for their whole hello timeout and
+/// the others queued behind them: ~10 s per 64 silent connections).
 #[tokio::test]
 async fn connections_before_hello_are_bounded_in_number_and_in_frame_size() -> Result<()> {
     let core = Core::start_with(&[("SHEPHERD_CORE__HELLO_TIMEOUT_MS", "60000")]).await?;
@@ -502,30 +612,62 @@ async fn connections_before_hello_are_bounded_in_number_and_in_frame_size() -> R
     assert!(msg.contains("before hello"), "{msg}");
     expect_closed(&mut big).await?;
 
-    // 64 silent connections take every place; the bystander (greeted before) is served.
+    // 300 silent connections (one with half a hello): the 44 oldest are closed to make
+    // room, in the order they came, each told why; the bystander (greeted before) is served.
+    let extra = 44;
     let mut silent = Vec::new();
-    for _ in 0..64 {
-        silent.push(core.raw().await?);
+    for i in 0..MAX_GREETING + extra {
+        let mut raw = core.raw().await?;
+        if i == 0 {
+            raw.write(&[0, 0, 0, 60, b'{']).await?;
+        }
+        silent.push(raw);
     }
     expect_usable_client(&mut by).await?;
-    // A 65th says hello at once: it waits for a place. A time promise (nothing later to
-    // wait for): no welcome within half a second while all 64 places are held.
-    let mut waiting = core.raw().await?;
-    waiting
+    for (i, raw) in silent.iter_mut().take(extra).enumerate() {
+        let msg = expect_error(raw, "hello_timeout", None)
+            .await
+            .with_context(|| format!("silent connection {i} was not closed to make room"))?;
+        assert!(msg.contains("make room"), "{msg}");
+        assert!(numbers_in(&msg).contains(&(MAX_GREETING as u64)), "{msg}");
+        expect_closed(raw).await?;
+    }
+    let mut silent = silent.split_off(extra);
+    // The next oldest keeps its place while nobody needs it. A time promise (nothing
+    // later to wait for): no frame within half a second.
+    assert!(
+        silent[0].read(Duration::from_millis(500)).await.is_err(),
+        "the oldest of the 256 silent connections was closed though nobody needed its place"
+    );
+
+    // A client that says hello is welcomed at once, and the oldest silent one makes room.
+    let started = Instant::now();
+    let mut prompt = core.raw().await?;
+    prompt
         .send(&json!({"type": "hello", "id": 1, "protocol": PROTOCOL_VERSION, "client": "cli"}))
         .await?;
-    assert!(
-        waiting.read(Duration::from_millis(500)).await.is_err(),
-        "answered while 64 connections held every place"
-    );
-    // One of the 64 says hello: its place goes to the one waiting, which is welcomed.
-    let mut first = silent.pop().context("a silent connection")?;
-    assert_eq!(first.hello("cli").await?["type"], "welcome");
-    let welcome = waiting.read(WAIT).await?.context("welcome")?;
+    let welcome = prompt
+        .read(Duration::from_secs(5))
+        .await
+        .context("no welcome within 5 s behind 300 silent connections")?
+        .context("closed instead of welcome")?;
+    let waited = started.elapsed();
     assert_eq!(welcome["type"], "welcome", "{welcome}");
-    expect_usable(&mut waiting, 7).await?;
+    assert!(waited < Duration::from_secs(5), "welcomed after {waited:?}");
+    expect_usable(&mut prompt, 7).await?;
+    expect_error(&mut silent[0], "hello_timeout", None).await?;
+    expect_closed(&mut silent[0]).await?;
+
+    // The newest silent connection kept its place and may still say hello.
+    let mut newest = silent.pop().context("a silent connection")?;
+    assert_eq!(newest.hello("cli").await?["type"], "welcome");
+    expect_usable(&mut newest, 8).await?;
+    assert!(
+        core.log().contains("newer connections need its place"),
+        "the core logs why it closed a silent connection"
+    );
     drop(silent);
-    assert_still_serving(&core, &mut by, "64 connections that never said hello").await?;
+    assert_still_serving(&core, &mut by, "300 connections that never said hello").await?;
     Ok(())
 }
 

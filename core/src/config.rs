@@ -346,6 +346,13 @@ pub struct Limits {
     /// more mail to it is refused with `limit_exceeded`, so one absent session cannot
     /// grow the store without bound.
     pub max_pending_per_session: usize,
+    /// Milliseconds a frame may take to arrive once its first byte has; a connection whose
+    /// frame stalls half-sent longer is closed (`truncated_frame`).
+    pub frame_timeout_ms: u64,
+    /// Bytes that frames still arriving may hold, across every connection (at least
+    /// `max_frame_bytes`): a connection whose unfinished frame would take more is closed
+    /// (`frame_too_large`).
+    pub max_unfinished_frame_bytes: usize,
 }
 
 impl Default for Limits {
@@ -357,6 +364,8 @@ impl Default for Limits {
             max_outbound_frames: 4096,
             max_outbound_bytes: 8 * 1024 * 1024,
             max_pending_per_session: 10_000,
+            frame_timeout_ms: 30_000,
+            max_unfinished_frame_bytes: 64 * 1024 * 1024,
         }
     }
 }

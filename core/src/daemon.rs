@@ -17,6 +17,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::clock::now_ms;
 use crate::config::{Config, ConfigError};
+use crate::framing::FrameBudget;
 use crate::hub::{self, CoreFacts, HubCommand, HubHandle};
 use crate::server::{self, ConnSettings, ServerError};
 use crate::store::{Checkpointer, Store, StoreError};
@@ -109,9 +110,22 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         max_outbound: limits.max_outbound_frames,
         max_outbound_bytes: limits.max_outbound_bytes,
         hello_timeout: Duration::from_millis(config.core.hello_timeout_ms),
+        frame_timeout: Duration::from_millis(limits.frame_timeout_ms),
+        frame_budget: FrameBudget::new(
+            limits
+                .max_unfinished_frame_bytes
+                .max(limits.max_frame_bytes),
+        ),
         uid: server::own_uid(),
-        greeting: tokio::sync::Semaphore::new(server::MAX_GREETING),
     });
+    let max_open = server::connection_cap();
+    if max_open < limits.max_sessions {
+        tracing::warn!(
+            max_open,
+            max_sessions = limits.max_sessions,
+            "the open-file limit (ulimit -n) allows fewer connections than core.limits.max_sessions; raise it to serve that many sessions"
+        );
+    }
     let shutdown = CancellationToken::new();
     let tracker = TaskTracker::new();
     tracker.spawn(server::serve(
@@ -120,6 +134,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         settings,
         shutdown.clone(),
         tracker.clone(),
+        max_open,
     ));
     tracing::info!(socket = %socket.display(), state_dir = %state_dir.display(), pid = std::process::id(), "shepherd core accepting connections");
     Ok(Running {

@@ -1,8 +1,10 @@
 //! One connection: a reader loop (this task) and a writer task.
 //!
 //! The reader enforces the handshake (`hello` first, within the timeout, same protocol
-//! version), turns frames into [`ClientMsg`]s, answers what is wrong with a frame itself
-//! (with the stable error code, closing when the framing can no longer be trusted), looks
+//! version; leaving early when the accept loop needs its greeting place), turns frames
+//! into [`ClientMsg`]s, answers what is wrong with a frame itself (with the stable error
+//! code, closing when the framing can no longer be trusted, a frame stalls half-sent or
+//! unfinished frames would hold more than their shared budget), looks
 //! up the repository context off the async threads, and forwards everything else to the
 //! hub in order. The writer drains the connection's bounded outbox, coalescing queued
 //! frames into one write.
@@ -19,9 +21,10 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::{ConnSettings, MAX_HELLO_FRAME};
+use super::greeting::Ticket;
+use super::{ConnSettings, MAX_GREETING, MAX_HELLO_FRAME, Open};
 use crate::clock::now_ms;
-use crate::framing::{FrameError, read_frame};
+use crate::framing::{Arrival, FrameError, read_frame_arriving};
 use crate::git::{self, RepoContext};
 use crate::hub::{ConnHandle, ConnId, HubCommand, HubHandle};
 use crate::protocol::{
@@ -35,15 +38,31 @@ fn error_frame(id: Option<u64>, code: ErrorCode, message: impl Into<String>) -> 
     Bytes::from(frame::encode(&ServerMsg::error(id, code, message)))
 }
 
+/// A connection the accept loop let in.
+pub(super) struct Accepted {
+    pub id: ConnId,
+    pub stream: UnixStream,
+    pub pid: Option<u32>,
+    /// Its place among the connections greeting.
+    pub place: Arc<Ticket>,
+    /// Counts it as open until it closes.
+    pub open: Open,
+}
+
 /// Serve one accepted connection until it closes.
 pub(super) async fn run(
-    id: ConnId,
-    stream: UnixStream,
-    pid: Option<u32>,
+    accepted: Accepted,
     hub: HubHandle,
     settings: Arc<ConnSettings>,
     shutdown: CancellationToken,
 ) {
+    let Accepted {
+        id,
+        stream,
+        pid,
+        place,
+        open: _open,
+    } = accepted;
     let (read, write) = stream.into_split();
     // Small: tokio zero-fills the buffer, so it is resident for every connection.
     let mut reader = BufReader::with_capacity(8 * 1024, read);
@@ -68,7 +87,7 @@ pub(super) async fn run(
         drain_wanted,
         queued,
     };
-    let greeted = match conn.hello(&mut reader, pid).await {
+    let greeted = match conn.hello(&mut reader, pid, place).await {
         Some(close) => {
             let code = conn.serve(&mut reader, close, &shutdown).await;
             if code == Some(ErrorCode::SlowConsumer) {
@@ -133,7 +152,11 @@ impl Reader {
         reader: &mut BufReader<OwnedReadHalf>,
         max: usize,
     ) -> Option<Vec<u8>> {
-        match read_frame(reader, max).await {
+        let arrival = Arrival {
+            within: self.settings.frame_timeout,
+            budget: &self.settings.frame_budget,
+        };
+        match read_frame_arriving(reader, max, arrival).await {
             Ok(Some(body)) => Some(body),
             Ok(None) => None,
             Err(FrameError::TooLarge { len, max }) => {
@@ -158,6 +181,37 @@ impl Reader {
                     .await;
                 None
             }
+            Err(FrameError::Stalled { got, want, within }) => {
+                let ms = within.as_millis();
+                tracing::warn!(
+                    conn = self.id,
+                    got,
+                    want,
+                    within_ms = ms,
+                    "closing: a frame stalled unfinished (core.limits.frame_timeout_ms)"
+                );
+                let msg = format!(
+                    "the frame did not arrive within {ms} ms of its first byte ({got} of {want} bytes; core.limits.frame_timeout_ms); send each frame whole; closing"
+                );
+                self.reply(error_frame(None, ErrorCode::TruncatedFrame, msg))
+                    .await;
+                None
+            }
+            Err(FrameError::OverBudget { len, held, max }) => {
+                tracing::warn!(
+                    conn = self.id,
+                    len,
+                    held,
+                    max,
+                    "closing: unfinished frames would hold more than their budget (core.limits.max_unfinished_frame_bytes)"
+                );
+                let msg = format!(
+                    "frame of {len} bytes does not fit now: unfinished frames hold {held} of at most {max} bytes (core.limits.max_unfinished_frame_bytes); reconnect and send it again; closing"
+                );
+                self.reply(error_frame(None, ErrorCode::FrameTooLarge, msg))
+                    .await;
+                None
+            }
             Err(FrameError::Io(e)) => {
                 tracing::debug!(conn = self.id, error = %e, "read failed");
                 None
@@ -170,23 +224,41 @@ impl Reader {
         &mut self,
         reader: &mut BufReader<OwnedReadHalf>,
         pid: Option<u32>,
+        place: Arc<Ticket>,
     ) -> Option<oneshot::Receiver<ErrorCode>> {
         let first = {
-            // A place among those reading their hello; the hello timeout starts once it
-            // has one (waiting is not the peer's fault).
-            let Ok(_place) = self.settings.greeting.acquire().await else {
-                return None;
-            };
+            // Holds a place among the connections greeting until the hello is read.
+            let _place = Finish(&place);
             let hello = self.next_body_within(reader, MAX_HELLO_FRAME.min(self.settings.max_frame));
-            tokio::time::timeout(self.settings.hello_timeout, hello).await
+            tokio::select! {
+                // The hello first: one already in the socket buffer is read even when
+                // this connection was told to make room.
+                biased;
+                body = hello => Greeting::Read(body),
+                _ = place.evicted() => Greeting::Evicted,
+                _ = tokio::time::sleep(self.settings.hello_timeout) => Greeting::Late,
+            }
         };
         let body = match first {
-            Ok(body) => body?,
-            Err(_) => {
+            Greeting::Read(body) => body?,
+            Greeting::Late => {
                 tracing::warn!(conn = self.id, pid, "closing: no hello in time");
                 let msg = format!(
                     "no hello within {} ms; say hello first (see docs/PROTOCOL.md)",
                     self.settings.hello_timeout.as_millis()
+                );
+                self.reply(error_frame(None, ErrorCode::HelloTimeout, msg))
+                    .await;
+                return None;
+            }
+            Greeting::Evicted => {
+                tracing::warn!(
+                    conn = self.id,
+                    pid,
+                    "closing: no hello yet and newer connections need its place"
+                );
+                let msg = format!(
+                    "no hello yet, and newer connections need this one's place (at most {MAX_GREETING} wait for their hello at once); closing it to make room: say hello as soon as you connect (see docs/PROTOCOL.md)"
                 );
                 self.reply(error_frame(None, ErrorCode::HelloTimeout, msg))
                     .await;
@@ -330,6 +402,25 @@ impl Reader {
         tokio::task::spawn_blocking(move || git::discover(&path))
             .await
             .ok()
+    }
+}
+
+/// How a greeting's wait ended.
+enum Greeting {
+    /// The first frame, or `None` when the connection is over.
+    Read(Option<Vec<u8>>),
+    /// The accept loop needed the place.
+    Evicted,
+    /// The hello timeout passed.
+    Late,
+}
+
+/// Frees a greeting place when the wait for the hello ends, however it ends.
+struct Finish<'a>(&'a Ticket);
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        self.0.finish();
     }
 }
 
