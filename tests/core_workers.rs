@@ -22,16 +22,22 @@
 //! - tmux workers keep running while the core restarts, bind again and deliver once;
 //! - `continue_agent` starts a new generation on the saved session; `fork` starts from a
 //!   copy (`parentSession` in the new file's header).
+//! - live workers are bounded per owner and in total (`worker_limit`, naming the bound),
+//!   counting launches still in flight; an ended worker frees its place;
+//! - an owner that leaves for good (`bye {returning: false}`) has its workers closed, their
+//!   own workers too; one that may come back (no `bye`, or `returning: true`) keeps them.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use shepherd_core::protocol::{DeliveryKind, ErrorCode, Worker, WorkerState, requests};
+use shepherd_core::protocol::{
+    ClientMsg, DeliveryKind, ErrorCode, ServerMsg, Worker, WorkerState, requests,
+};
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
 use shepherd_harness::workers::{
-    listed, next_of_kind, owner, wait_state, work_dir, worker_core, worker_pid,
+    listed, next_of_kind, owner, wait_state, work_dir, worker_core, worker_core_with, worker_pid,
 };
 use shepherd_harness::{Core, Pi, error_code, error_details, eventually, registration};
 
@@ -768,5 +774,207 @@ async fn a_worker_that_dies_on_its_own_is_lost_and_its_owner_is_told_once() -> R
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(listed(&core, w.id)?.state, WorkerState::Closed);
+    Ok(())
+}
+
+/// Send `delegate_agent` requests (id, label, task) without waiting, then collect every
+/// answer: the workers accepted and the refusals, by request id.
+async fn delegate_at_once(
+    owner: &mut Pi,
+    reqs: &[(u64, &str, &str)],
+) -> Result<(Vec<(u64, Worker)>, Vec<(u64, anyhow::Error)>)> {
+    for (id, label, task) in reqs {
+        let msg = ClientMsg::DelegateAgent(requests::DelegateAgent {
+            id: *id,
+            definition: "implementer".into(),
+            task: (*task).into(),
+            label: Some((*label).into()),
+            ..Default::default()
+        });
+        owner.client.send(&msg).await?;
+    }
+    let (mut accepted, mut refused) = (Vec::new(), Vec::new());
+    let ours = |id: &u64| reqs.iter().any(|r| r.0 == *id);
+    while accepted.len() + refused.len() < reqs.len() {
+        let msg = tokio::time::timeout(LONG, owner.client.next_event())
+            .await
+            .context("waiting for the delegations' answers")??;
+        match msg {
+            ServerMsg::WorkerIs { id, worker } if ours(&id) => accepted.push((id, worker)),
+            ServerMsg::Error {
+                id: Some(id),
+                code,
+                message,
+                details,
+            } if ours(&id) => refused.push((
+                id,
+                anyhow::Error::from(shepherd_core::client::ClientError::Remote {
+                    code,
+                    message,
+                    details,
+                }),
+            )),
+            _ => {}
+        }
+    }
+    Ok((accepted, refused))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_workers_are_bounded_per_owner_and_in_total() -> Result<()> {
+    let model = FakeModel::start(worker_script).await?;
+    let core = worker_core_with(
+        &model,
+        "headless",
+        &[
+            ("SHEPHERD_WORKERS__MAX_PER_OWNER", "2"),
+            ("SHEPHERD_WORKERS__MAX_LIVE", "3"),
+        ],
+    )
+    .await?;
+    let mut app = owner(&core, "owner-m", "app").await?;
+    // Three delegations at once: the third is decided while the first two still launch.
+    let (accepted, refused) = delegate_at_once(
+        &mut app,
+        &[
+            (1001, "m1", "TASK-E hold one"),
+            (1002, "m2", "TASK-E hold two"),
+            (1003, "m3", "TASK-E hold three"),
+        ],
+    )
+    .await?;
+    let ids: Vec<u64> = accepted.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids.len(), 2, "two accepted: {ids:?}; refused: {refused:?}");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let (id, err) = &refused[0];
+    assert_eq!(*id, 1003, "the last one decided is refused: {err:#}");
+    assert_eq!(error_code(err), Some(ErrorCode::WorkerRefused), "{err:#}");
+    assert_eq!(
+        error_details(err).unwrap(),
+        json!({"reason": "worker_limit", "limit": "workers.max_per_owner", "live": 2, "max": 2}),
+        "{err:#}"
+    );
+    let text = format!("{err:#}");
+    assert!(
+        text.contains("max_per_owner") && text.contains("SHEPHERD_WORKERS__MAX_PER_OWNER"),
+        "{text}"
+    );
+
+    // Another owner: its first worker fits (3 live), its second is over the core's bound.
+    let mut other = owner(&core, "owner-m2", "other").await?;
+    let b1 = delegate(&mut other, "implementer", "TASK-E hold four", "b1").await?;
+    let err = delegate(&mut other, "implementer", "TASK-E hold five", "b2")
+        .await
+        .expect_err("over workers.max_live");
+    assert_eq!(
+        error_details(&err).unwrap(),
+        json!({"reason": "worker_limit", "limit": "workers.max_live", "live": 3, "max": 3}),
+        "{err:#}"
+    );
+    assert!(
+        format!("{err:#}").contains("SHEPHERD_WORKERS__MAX_LIVE"),
+        "{err:#}"
+    );
+
+    // Live workers count, not past ones: closing one makes room.
+    let (_, m1) = &accepted[0];
+    let pid = worker_pid(&core, m1.id)?;
+    app.client
+        .call(requests::CloseAgent {
+            agent: m1.label.clone(),
+            ..Default::default()
+        })
+        .await?;
+    let b2 = delegate(&mut other, "implementer", "TASK-E hold five", "b2").await?;
+    assert_eq!(b2.state, WorkerState::Starting);
+    wait_gone(pid).await?;
+    let live: Vec<Worker> = serde_json::from_value(core.cli_json(&["workers"])?)?;
+    let mut live: Vec<u64> = live.iter().map(|w| w.id).collect();
+    live.sort();
+    assert_eq!(live, vec![accepted[1].1.id, b1.id, b2.id]);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_that_leaves_for_good_takes_its_workers_and_one_that_may_return_keeps_them()
+-> Result<()> {
+    let model = FakeModel::start(worker_script).await?;
+    let core = worker_core(&model, "headless").await?;
+    let mut quitter = owner(&core, "owner-q", "quitter").await?;
+    let mut dropper = owner(&core, "owner-d", "dropper").await?;
+    let mut reloader = owner(&core, "owner-r", "reloader").await?;
+
+    // The quitter's workers: one that delegated a worker of its own, one whose result
+    // waits for the quitter's ack.
+    let boss = delegate(&mut quitter, "lead-scout", "TASK-F split the work", "boss").await?;
+    let done = delegate(&mut quitter, "scout", "TASK-A find the callers", "finder").await?;
+    let d = delegate(&mut dropper, "implementer", "TASK-E hold on", "kept").await?;
+    let r = delegate(&mut reloader, "implementer", "TASK-E hold on", "kept").await?;
+    let result = next_of_kind(&mut quitter, DeliveryKind::AgentResult).await?;
+    assert!(result.text.contains("agent=finder"), "{}", result.text);
+    wait_state(&core, done.id, WorkerState::Settling).await?;
+    let deadline = tokio::time::Instant::now() + LONG;
+    let child = loop {
+        let all: Vec<Worker> = serde_json::from_value(core.cli_json(&["workers"])?)?;
+        if let Some(c) = all.into_iter().find(|c| c.parent_worker == Some(boss.id)) {
+            break c;
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("the boss never delegated:\n{}", core.log());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for w in [&boss, &child, &d, &r] {
+        wait_state(&core, w.id, WorkerState::Working).await?;
+    }
+    let pid = |w: &Worker| worker_pid(&core, w.id);
+    let gone = [pid(&boss)?, pid(&child)?, pid(&done)?];
+    let (dpid, rpid) = (pid(&d)?, pid(&r)?);
+
+    // Owners that may come back: a connection lost without `bye`, and a `/reload`.
+    drop(dropper);
+    core.disconnected("owner-d", LONG).await?;
+    reloader
+        .client
+        .send(&ClientMsg::Bye(requests::Bye { returning: true }))
+        .await?;
+    drop(reloader);
+    core.disconnected("owner-r", LONG).await?;
+    // Their leaving was handled (in the same step as any cascade would be): still working.
+    assert_eq!(listed(&core, d.id)?.state, WorkerState::Working);
+    assert_eq!(listed(&core, r.id)?.state, WorkerState::Working);
+
+    // An owner that leaves for good: every worker it owns is closed, their own too.
+    quitter
+        .client
+        .send(&ClientMsg::Bye(requests::Bye { returning: false }))
+        .await?;
+    drop(quitter);
+    core.disconnected("owner-q", LONG).await?;
+    for w in [&boss, &child, &done] {
+        assert_eq!(listed(&core, w.id)?.state, WorkerState::Closed, "{w:?}");
+    }
+    for p in gone {
+        wait_gone(p).await?;
+    }
+    assert!(
+        core.log()
+            .contains("owner left for good: closing its workers"),
+        "{}",
+        core.log()
+    );
+    // The others' workers still run.
+    assert_eq!(listed(&core, d.id)?.state, WorkerState::Working);
+    assert_eq!(listed(&core, r.id)?.state, WorkerState::Working);
+    assert!(alive(dpid) && alive(rpid));
+
+    // The result the quitter did not ack is still its mail if it comes back; acking it
+    // now changes nothing about the closed worker.
+    let mut back = owner(&core, "owner-q", "quitter").await?;
+    let again = next_of_kind(&mut back, DeliveryKind::AgentResult).await?;
+    assert_eq!(again.id, result.id);
+    back.ack(&[again.id]).await?;
+    back.sync().await?;
+    assert_eq!(listed(&core, done.id)?.state, WorkerState::Closed);
     Ok(())
 }

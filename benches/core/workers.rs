@@ -89,6 +89,10 @@ impl Rig {
                 ext.to_str().context("temp path")?,
             ),
             (FAKE_ENV, "1"),
+            // Section 12 keeps 100 workers of one owner live at once: above the default
+            // bounds (`workers.max_per_owner` 16, `workers.max_live` 64).
+            ("SHEPHERD_WORKERS__MAX_PER_OWNER", "1000"),
+            ("SHEPHERD_WORKERS__MAX_LIVE", "1000"),
         ];
         if go {
             env.push((GO_ENV, go_path.to_str().context("temp path")?));

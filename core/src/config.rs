@@ -70,6 +70,12 @@ pub struct WorkersConfig {
     /// Seconds a Lead-owned worker's question to its owner waits before it is also shown
     /// on the phones as an ask card (a Manager's or the Chief's workers' show at once).
     pub ask_card_after_secs: u64,
+    /// Live workers (starting, working, blocked or settling: a process exists or is
+    /// being started) one owner session may have; one more `delegate_agent` or
+    /// `continue_agent` is refused (`worker_limit`) until one ends.
+    pub max_per_owner: usize,
+    /// Live workers of all owners together, the same way (each is a Pi process).
+    pub max_live: usize,
 }
 
 impl Default for WorkersConfig {
@@ -79,6 +85,8 @@ impl Default for WorkersConfig {
             pi: vec!["pi".into()],
             extension: None,
             ask_card_after_secs: 300,
+            max_per_owner: 16,
+            max_live: 64,
         }
     }
 }
@@ -759,7 +767,8 @@ mod tests {
     fn the_workers_section_parses_and_defaults() {
         let config = Config::from_toml(
             "[workers]\nbackend = \"headless\"\npi = [\"node\", \"/opt/pi/cli.js\"]\n\
-             extension = \"/opt/ext/index.ts\"\nask_card_after_secs = 60\n",
+             extension = \"/opt/ext/index.ts\"\nask_card_after_secs = 60\n\
+             max_per_owner = 4\nmax_live = 8\n",
             "x.toml",
         )
         .unwrap();
@@ -770,6 +779,8 @@ mod tests {
                 pi: vec!["node".into(), "/opt/pi/cli.js".into()],
                 extension: Some("/opt/ext/index.ts".into()),
                 ask_card_after_secs: 60,
+                max_per_owner: 4,
+                max_live: 8,
             }
         );
         assert_eq!(
@@ -783,12 +794,15 @@ mod tests {
         let vars = env(&[
             ("SHEPHERD_WORKERS__BACKEND", "tmux"),
             ("SHEPHERD_WORKERS__PI", "[\"pi\", \"--offline\"]"),
+            ("SHEPHERD_WORKERS__MAX_LIVE", "3"),
         ]);
         let from_env = apply_env(&mut table, vars).unwrap();
         let config = from_table(table, "t", &from_env).unwrap();
         assert_eq!(config.workers.backend, WorkerBackend::Tmux);
         assert_eq!(config.workers.pi, ["pi", "--offline"]);
         assert_eq!(config.workers.ask_card_after_secs, 300);
+        assert_eq!(config.workers.max_live, 3);
+        assert_eq!(config.workers.max_per_owner, 16);
     }
 
     #[test]

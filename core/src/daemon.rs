@@ -96,6 +96,8 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
             None
         }),
         ask_card_after_secs: config.workers.ask_card_after_secs,
+        max_workers_per_owner: config.workers.max_per_owner,
+        max_live_workers: config.workers.max_live,
         integrate: config.projects.integrate,
         forget_sessions_after_days: config.core.forget_sessions_after_days,
     };

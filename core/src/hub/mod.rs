@@ -171,6 +171,10 @@ pub struct CoreFacts {
     /// `workers.ask_card_after_secs`: a Lead-owned worker's `ask_owner` still open after
     /// this long is announced to the bridges (`ask_opened`) as a card.
     pub ask_card_after_secs: u64,
+    /// `workers.max_per_owner` and `workers.max_live`: how many live workers one owner,
+    /// and all owners together, may have (`hub/workers/bounds.rs`).
+    pub max_workers_per_owner: usize,
+    pub max_live_workers: usize,
     /// `projects.integrate`: what a Manager's `integrate_branch` may do.
     pub integrate: crate::config::IntegratePolicy,
     /// `core.forget_sessions_after_days` (0: never).

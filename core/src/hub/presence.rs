@@ -7,7 +7,7 @@ use tokio::sync::oneshot;
 
 use super::names;
 use super::session_change::{ChangeKind, SessionChange};
-use super::{Conn, ConnHandle, ConnId, Cx, HubError, HubResult, Live, Out, State};
+use super::{Conn, ConnHandle, ConnId, Cx, HubError, HubResult, Live, Out, State, atomically};
 use crate::clock::now_ms;
 use crate::git::RepoContext;
 use crate::protocol::SessionId;
@@ -201,6 +201,7 @@ impl State {
                 info.last_seen = now_ms();
                 store::sessions::upsert(db, &info)?;
                 tracing::info!(session = %session_id, name = %info.name, ?reason, last_status = %was, "session left");
+                let name = info.name.clone();
                 let left = ServerMsg::SessionLeft {
                     session: info,
                     reason,
@@ -215,6 +216,10 @@ impl State {
                     now: &SessionStatus::Idle,
                 };
                 self.session_changed(&change, db, out);
+                // Left for good: its workers go with it (`hub/workers/bounds.rs`).
+                if reason == Some(LeaveReason::Closed) {
+                    atomically(db, || self.owner_left_for_good(&session_id, &name, db, out))?;
+                }
             }
             Ok(())
         })();

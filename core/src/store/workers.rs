@@ -222,6 +222,28 @@ pub fn owned_by(
         .collect()
 }
 
+/// How many workers run or are being started (`starting`, `working`, `blocked`,
+/// `settling`, or a state this build does not know): `owner`'s, or everyone's. A `lost`
+/// worker has no process and does not count.
+pub fn count_running(conn: &Connection, owner: Option<&SessionId>) -> rusqlite::Result<usize> {
+    // `state NOT IN ('done', 'closed')` as written lets SQLite use the partial indexes.
+    let n: i64 = match owner {
+        Some(owner) => conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM workers WHERE owner = ?1
+                   AND state NOT IN ('done', 'closed') AND state <> 'lost'",
+            )?
+            .query_row([owner], |r| r.get(0))?,
+        None => conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM workers
+                 WHERE state NOT IN ('done', 'closed') AND state <> 'lost'",
+            )?
+            .query_row([], |r| r.get(0))?,
+    };
+    Ok(n as usize)
+}
+
 /// Every worker (live only unless `all`), by owner then id.
 pub fn list(conn: &Connection, all: bool) -> rusqlite::Result<Vec<WorkerRow>> {
     let live = if all {
@@ -353,4 +375,64 @@ pub fn labels_like(
     )?
     .query_map(params![owner, prefix], |r| r.get(0))?
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add(conn: &Connection, owner: &str, label: &str, state: WorkerState) -> WorkerId {
+        let owner = SessionId::from(owner);
+        let session = SessionId::from(format!("{owner}-{label}").as_str());
+        let id = insert(
+            conn,
+            &NewWorker {
+                label,
+                definition: "scout",
+                owner: &owner,
+                parent_worker: None,
+                session_id: &session,
+                session_file: None,
+                cwd: "/w",
+                backend: WorkerBackend::Headless,
+                nonce: "n",
+                task: "t",
+                launch: &LaunchSettings::default(),
+                delegates: false,
+                now: 1,
+            },
+        )
+        .unwrap();
+        set_state(conn, id, state, 2).unwrap();
+        id
+    }
+
+    #[test]
+    fn running_workers_are_counted_by_owner_and_in_total_without_ended_or_lost_ones() {
+        let store = crate::store::memory();
+        let conn = &store.conn;
+        use WorkerState::*;
+        for (label, state) in [
+            ("a", Starting),
+            ("b", Working),
+            ("c", Blocked),
+            ("d", Settling),
+            ("e", Lost),
+            ("f", Done),
+            ("g", Closed),
+        ] {
+            add(conn, "o1", label, state);
+        }
+        add(conn, "o2", "a", Working);
+        add(conn, "o2", "b", Closed);
+        let o1 = SessionId::from("o1");
+        let o2 = SessionId::from("o2");
+        assert_eq!(count_running(conn, Some(&o1)).unwrap(), 4);
+        assert_eq!(count_running(conn, Some(&o2)).unwrap(), 1);
+        assert_eq!(
+            count_running(conn, Some(&SessionId::from("o3"))).unwrap(),
+            0
+        );
+        assert_eq!(count_running(conn, None).unwrap(), 5);
+    }
 }

@@ -226,7 +226,8 @@ impl State {
         Ok(())
     }
 
-    /// Record a worker and queue its task; returns the row.
+    /// Record a worker and queue its task, within the bounds on live workers; returns the
+    /// row.
     fn insert_worker(
         &mut self,
         me: &SessionInfo,
@@ -235,6 +236,7 @@ impl State {
         out: &mut Out,
     ) -> HubResult<WorkerRow> {
         let backend = self.host_backend()?;
+        self.check_worker_bounds(&me.id, db)?;
         let nonce = new_nonce();
         let now = now_ms();
         let from = owner_sender(me);

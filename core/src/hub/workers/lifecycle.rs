@@ -253,6 +253,11 @@ impl State {
             self.backlog.forget_all();
         }
         store::workers::set_state(db, row.worker.id, WorkerState::Closed, now)?;
+        // A settling worker (closed because its owner left) no longer waits for the ack;
+        // its result stays in the owner's mailbox.
+        if let Some(result) = row.result_message {
+            self.workers.awaiting_ack.remove(&result);
+        }
         out.host.push(HostOp::Stop {
             key: ProcKey::Worker(row.worker.id),
         });

@@ -15,9 +15,12 @@
 //! - [`lifecycle`]: what happens to a worker without a request: its registration binds it,
 //!   its run's result settles it, its owner's ack ends it, its process exiting loses it,
 //!   and a core restart adopts or relaunches it.
+//! - [`bounds`]: how many live workers an owner and the core may have, and an owner that
+//!   leaves for good taking its workers with it.
 //! - [`host_ops`]: the process work the hub hands to the host after its commit.
 
 mod ask;
+mod bounds;
 pub(super) mod host_ops;
 mod launching;
 mod lifecycle;
