@@ -100,8 +100,8 @@ pub async fn listings(s: &Settings, report: &mut Report) -> Result<()> {
     let t = Instant::now();
     let staff = cli.call(requests::ListStaff::default()).await?;
     let staff_took = t.elapsed();
-    if staff.members.len() != 1 {
-        bail!("list_staff: {} members (1 expected)", staff.members.len());
+    if staff.len() != 1 {
+        bail!("list_staff: {} members (1 expected)", staff.len());
     }
     let staffing = {
         let socket = socket.clone();
