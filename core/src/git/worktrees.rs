@@ -668,8 +668,8 @@ fn kept_dir(checkout: &Path) -> PathBuf {
 /// repository included; not recursed into, so a large build directory costs one entry);
 /// a nested repository; a tracked file flagged skip-worktree or assume-unchanged whose
 /// content differs from HEAD's (git status hides those edits); an operation in progress
-/// (merge, rebase, …) or a git command holding the index lock. Empty: removing the
-/// checkout loses nothing.
+/// (merge, rebase, …) or a git command holding the index lock; a detached HEAD at a commit
+/// no local branch has. Empty: removing the checkout loses nothing.
 pub fn in_the_way(checkout: &Repository) -> Result<Vec<String>, git2::Error> {
     let mut found: std::collections::BTreeMap<String, &'static str> = Default::default();
     let mut opts = StatusOptions::new();
@@ -736,6 +736,12 @@ pub fn in_the_way(checkout: &Repository) -> Result<Vec<String>, git2::Error> {
     if checkout.path().join("index.lock").exists() {
         out.push("(a git command holds index.lock)".to_string());
     }
+    if let Some(sha) = unbranched_head(checkout)? {
+        out.push(format!(
+            "(HEAD {} is detached and on no branch: `git branch <name>` keeps its commits)",
+            &sha[..7]
+        ));
+    }
     let total = out.len() + found.len();
     out.extend(found.into_iter().map(|(p, l)| format!("{p}{l}")));
     if total > LISTED {
@@ -743,6 +749,26 @@ pub fn in_the_way(checkout: &Repository) -> Result<Vec<String>, git2::Error> {
         out.push(format!("… and {} more", total - (LISTED - 1)));
     }
     Ok(out)
+}
+
+/// The checkout's HEAD sha when it is detached at a commit no local branch has (its commits
+/// would only be in this worktree's reflog, which removal deletes).
+fn unbranched_head(checkout: &Repository) -> Result<Option<String>, git2::Error> {
+    if !checkout.head_detached()? {
+        return Ok(None);
+    }
+    let Some(head) = checkout.head()?.target() else {
+        return Ok(None);
+    };
+    for branch in checkout.branches(Some(BranchType::Local))? {
+        let Some(tip) = branch?.0.get().target() else {
+            continue;
+        };
+        if tip == head || checkout.graph_descendant_of(tip, head)? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(head.to_string()))
 }
 
 /// Up to [`LISTED`] paths with staged or unstaged changes (and untracked ones when asked);
@@ -1363,6 +1389,25 @@ mod tests {
         let err = remove_worktree(&root, &wt.path, false).unwrap_err();
         assert!(err.to_string().contains("merge is in progress"), "{err}");
         std::fs::remove_file(admin.join("MERGE_HEAD")).unwrap();
+
+        // Detached at a commit of its own: only this worktree's HEAD has it.
+        let wt_repo = Repository::open(&wt.path).unwrap();
+        let branched = git2::Oid::from_str(&wt.head).unwrap();
+        wt_repo.set_head_detached(branched).unwrap();
+        assert!(in_the_way(&wt_repo).unwrap().is_empty(), "on main's commit");
+        let own = super::fixture::commit_file(&wt_repo, "d.txt", "d\n", "detached work");
+        let err = remove_worktree(&root, &wt.path, false).unwrap_err();
+        assert!(
+            err.to_string().contains(&format!(
+                "HEAD {} is detached and on no branch",
+                &own.to_string()[..7]
+            )),
+            "{err}"
+        );
+        wt_repo.set_head("refs/heads/feat/a").unwrap();
+        let mut co = git2::build::CheckoutBuilder::new();
+        wt_repo.checkout_head(Some(co.force())).unwrap();
+        drop(wt_repo);
 
         r.find_worktree("feat-a")
             .unwrap()
