@@ -26,7 +26,13 @@
 //!   at its next start (the primary holds the old tree, clean, its lock gone), tells the
 //!   Manager, and the same integration then runs;
 //! - `list_staff` gives a Manager its assignments with git's ahead/behind;
-//! - a checkout deleted by hand is retired after git's inventory;
+//! - a checkout deleted by hand is reported as moved or missing, and retired only once git
+//!   has forgotten it (`git worktree prune`); one moved or renamed by hand is reported as
+//!   moved (with `git worktree repair <new path>`), never pruned, and repairs with its
+//!   staged state;
+//! - a checkout holding what git would not commit (ignored files, a nested repository,
+//!   edits hidden by skip-worktree) is kept, `cleanup_pending` naming them, only after the
+//!   Lead's process exited; the human's `--remove-anyway` moves it aside whole;
 //! - refusals say what is missing (not a Manager, branch already assigned, occupied
 //!   checkout, no assignment).
 
@@ -742,6 +748,13 @@ async fn a_checkout_deleted_by_hand_is_retired_after_the_inventory_and_refusals_
     })
     .await?;
     std::fs::remove_dir_all(&a.checkout)?;
+    // Git still records it (it may have been moved): kept and reported, nothing pruned.
+    let kept = assignment(&core, "feat/a").await?.expect("kept");
+    let why = kept.checkout_missing.expect("reported as moved or missing");
+    assert!(why.contains("git worktree prune"), "{why}");
+    assert!(app.join(".git/worktrees/feat-a").is_dir(), "not pruned");
+    // Once git forgets it, the next inventory verifies its absence and retires it.
+    git(&app, &["worktree", "prune"])?;
     let all = projects(&core).await?;
     assert!(
         all.iter()
@@ -1004,5 +1017,197 @@ async fn a_held_ref_lock_or_a_core_killed_mid_integration_never_leaves_the_prima
     assert_eq!(rev(&app, "main")?, sha);
     assert_eq!(std::fs::read_dir(app.join("bulk"))?.count(), 4000);
     assert_eq!(status(&app)?, "");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkout_holding_what_git_would_not_commit_is_kept_until_the_human_removes_it_anyway()
+-> Result<()> {
+    let (_model, core) = start(&[("SHEPHERD_PROJECTS__INTEGRATE", "allow")]).await?;
+    let app = repo(&core, "app")?;
+    let mut mgr = manager(&core, &app, "0193a5c2-0000-7000-8000-0000000ee001").await?;
+    let a = delegate(&mut mgr, "TASK-A add a.txt", "feat/a").await?;
+    update(&mut mgr).await?;
+    let running =
+        wait_assignment(&core, "feat/a", "running", |a| a.lead == LeadState::Running).await?;
+    let pid = running.pid.expect("a running Lead has a pid");
+    let sha = rev(&app, "feat/a")?;
+    let checkout = Path::new(&a.checkout);
+
+    // What git would not commit: ignored secrets (.gitignore-less: info/exclude), a nested
+    // repository with its own commit under an ignored directory, an edit hidden by
+    // skip-worktree.
+    std::fs::write(app.join(".git/info/exclude"), ".env\n*.local\nbuild/\n")?;
+    std::fs::write(checkout.join(".env"), "TOKEN=secret\n")?;
+    std::fs::write(checkout.join("db.local"), "password\n")?;
+    let nested = checkout.join("build/vendored");
+    std::fs::create_dir_all(&nested)?;
+    git(&nested, &["init", "-q", "-b", "main"])?;
+    std::fs::write(nested.join("n.txt"), "n\n")?;
+    git(&nested, &["add", "."])?;
+    git(&nested, &["commit", "-q", "-m", "nested work"])?;
+    git(checkout, &["update-index", "--skip-worktree", "a.txt"])?;
+    std::fs::write(checkout.join("a.txt"), "hidden edit\n")?;
+
+    let pending = mgr
+        .client
+        .call(requests::IntegrateBranch {
+            branch: "feat/a".into(),
+            sha: sha.clone(),
+            ..Default::default()
+        })
+        .await?;
+    // The removal waited for the Lead's exit: it is gone by the time of the answer.
+    assert!(
+        !alive(pid),
+        "the Lead {pid} still runs after the removal ran"
+    );
+    assert_eq!(
+        pending.status,
+        IntegrationStatus::CleanupPending,
+        "{}",
+        pending.message
+    );
+    for named in [
+        ".env (ignored)",
+        "db.local (ignored)",
+        "build/ (ignored)",
+        "a.txt (hidden by skip-worktree)",
+        "--remove-anyway",
+    ] {
+        assert!(
+            pending.message.contains(named),
+            "{named}: {}",
+            pending.message
+        );
+    }
+    assert_eq!(rev(&app, "main")?, sha, "the primary branch advanced");
+    assert_eq!(
+        std::fs::read_to_string(checkout.join(".env"))?,
+        "TOKEN=secret\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("a.txt"))?,
+        "hidden edit\n"
+    );
+    assert!(nested.join(".git").is_dir());
+    assert!(
+        assignment(&core, "feat/a")
+            .await?
+            .expect("open")
+            .cleanup_pending
+    );
+
+    // Removing anyway is the human's choice, never the Manager's.
+    let err = refusal(
+        &mut mgr,
+        requests::IntegrateBranch {
+            branch: "feat/a".into(),
+            sha: sha.clone(),
+            remove_anyway: true,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(reason(&err), "remove_anyway_human", "{err}");
+    assert!(checkout.join(".env").is_file());
+
+    let out = core
+        .command()
+        .args(["integrate", "app", "feat/a", &sha, "--remove-anyway"])
+        .output()?;
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{said} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!checkout.exists(), "the checkout is gone from its path");
+    let kept = std::fs::read_dir(checkout.parent().unwrap())?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<Vec<_>>>()?
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("feat-a.kept-"))
+        .expect("moved aside next to it");
+    assert!(said.contains(&kept.display().to_string()), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(kept.join(".env"))?,
+        "TOKEN=secret\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(kept.join("db.local"))?,
+        "password\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(kept.join("a.txt"))?,
+        "hidden edit\n"
+    );
+    assert_eq!(rev(&kept.join("build/vendored"), "HEAD")?.len(), 40);
+    assert!(!app.join(".git/worktrees/feat-a").exists(), "git forgot it");
+    assert!(assignment(&core, "feat/a").await?.is_none(), "retired");
+    assert_eq!(rev(&app, "feat/a")?, sha, "the branch is kept");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkout_moved_by_hand_is_reported_as_moved_and_never_pruned() -> Result<()> {
+    let (_model, core) = start(&[]).await?;
+    let app = repo(&core, "app")?;
+    let mut mgr = manager(&core, &app, "0193a5c2-0000-7000-8000-0000000ff001").await?;
+    let a = delegate(&mut mgr, "TASK-A add a.txt", "feat/a").await?;
+    update(&mut mgr).await?;
+    mgr.client
+        .call(requests::StopLead {
+            branch: "feat/a".into(),
+            ..Default::default()
+        })
+        .await?;
+    wait_assignment(&core, "feat/a", "stopped", |a| a.lead == LeadState::Stopped).await?;
+    let checkout = Path::new(&a.checkout).to_path_buf();
+    // Staged work lives in git's admin entry for the worktree.
+    std::fs::write(checkout.join("staged.txt"), "staged\n")?;
+    git(&checkout, &["add", "staged.txt"])?;
+
+    let renamed = checkout.with_file_name("feat-a-renamed");
+    std::fs::rename(&checkout, &renamed)?;
+    for _ in 0..2 {
+        let listed = assignment(&core, "feat/a").await?.expect("kept");
+        let why = listed.checkout_missing.expect("reported as moved");
+        assert!(
+            why.contains(&format!("git worktree repair {}", renamed.display())),
+            "{why}"
+        );
+        assert!(app.join(".git/worktrees/feat-a").is_dir(), "not pruned");
+    }
+    let text = core
+        .command()
+        .args(["projects"])
+        .env("COLUMNS", "200")
+        .output()?;
+    let text = String::from_utf8_lossy(&text.stdout).to_string();
+    assert!(text.contains("checkout moved or missing"), "{text}");
+    assert!(text.contains("git worktree repair"), "{text}");
+    let err = refusal(
+        &mut mgr,
+        requests::ResumeWork {
+            branch: "feat/a".into(),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(reason(&err), "checkout_moved", "{err}");
+
+    // git can still find it: repair works and the staged state is there.
+    git(
+        &app,
+        &["worktree", "repair", &renamed.display().to_string()],
+    )?;
+    let status = std::process::Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(&renamed)
+        .output()?;
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "A  staged.txt\n");
+    let listed = assignment(&core, "feat/a").await?.expect("still kept");
+    assert!(listed.checkout_missing.is_some(), "{listed:?}");
     Ok(())
 }

@@ -6,6 +6,9 @@
 //! waiting for approval is settled by it (the Manager is told the outcome). Prints what the
 //! core did; a refusal (sha mismatch, not a fast-forward, a dirty primary worktree, no
 //! such assignment, …) prints the core's message and exits non-zero, and nothing changed.
+//! A checkout that holds what its branch does not (changes, untracked or ignored files, a
+//! nested repository, hidden edits) is kept (`cleanup_pending`, naming what is in the way);
+//! `--remove-anyway` is the human's choice to move it aside whole and finish.
 //! With `--json`: the protocol's `Integration` unchanged.
 
 use std::process::ExitCode;
@@ -22,6 +25,7 @@ pub async fn run(ctx: &Ctx, args: &IntegrateArgs) -> anyhow::Result<ExitCode> {
             branch: args.branch.clone(),
             sha: args.sha.clone(),
             repo: Some(args.repo.clone()),
+            remove_anyway: args.remove_anyway,
             ..Default::default()
         })
         .await?;
@@ -46,7 +50,8 @@ pub fn render(i: &Integration) -> String {
         IntegrationStatus::Integrated => format!("integrated {what}: {}\n", i.message),
         IntegrationStatus::CleanupPending => format!(
             "integrated {what}, but the checkout is not removed yet: {}\n\
-             run the same `shepherd integrate` again to finish\n",
+             run the same `shepherd integrate` again to finish (with --remove-anyway to move \
+             the checkout aside whole instead)\n",
             i.message
         ),
         IntegrationStatus::AwaitingApproval => format!(

@@ -228,6 +228,11 @@ pub struct IntegrateArgs {
     /// The branch's tip, as you reviewed it (`git rev-parse <branch>`).
     #[arg(value_name = "SHA")]
     pub sha: String,
+    /// When the checkout holds what its branch does not (changes, untracked or ignored
+    /// files, a nested repository), remove it anyway: its directory is moved aside whole,
+    /// next to where it was, and git forgets it. Nothing is deleted.
+    #[arg(long)]
+    pub remove_anyway: bool,
 }
 
 /// `shepherd resume` and `shepherd stop-lead`.

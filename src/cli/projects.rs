@@ -3,7 +3,9 @@
 //! Project work as the core lists it (`list_projects`): per repository its name, primary
 //! worktree, primary branch and Manager (or `no manager`), then each work assignment that
 //! is not retired: branch, state, its Lead's state, the last update (age and first line),
-//! ahead/behind the primary branch, open asks, and tokens and cost of the Lead's tree.
+//! ahead/behind the primary branch, open asks, and tokens and cost of the Lead's tree; an
+//! assignment whose checkout git still records but not at its path is marked `checkout
+//! moved or missing`, with what git records and how to repair it on a line below.
 //! With nothing to list it says how project work starts. With `--json`: the protocol's
 //! `Project` objects unchanged (`[]` when there are none).
 
@@ -47,6 +49,11 @@ pub fn render(projects: &[Project], now: u64, width: usize) -> String {
             out.push_str("  no assignments (its Manager's delegate_project starts one)\n");
         } else {
             out.push_str(&assignments(&p.assignments, now, width));
+            for a in &p.assignments {
+                if let Some(why) = &a.checkout_missing {
+                    out.push_str(&format!("  {}: {why}\n", a.branch));
+                }
+            }
         }
     }
     out
@@ -81,6 +88,9 @@ fn assignments(list: &[Assignment], now: u64, width: usize) -> String {
         let mut state = a.state.to_string();
         if a.cleanup_pending {
             state.push_str(" (cleanup pending)");
+        }
+        if a.checkout_missing.is_some() {
+            state.push_str(" (checkout moved or missing)");
         }
         let ahead_behind = match (a.ahead, a.behind) {
             (None, None) => "-".to_string(),

@@ -82,6 +82,7 @@ pub async fn integrate(manager: &mut Pi, branch: &str, sha: &str) -> Result<Inte
             branch: branch.into(),
             sha: sha.into(),
             repo: None,
+            remove_anyway: false,
         })
         .await?)
 }

@@ -131,6 +131,9 @@ fn assignment_entry(h: &mut Html, a: &Assignment, now: Millis) {
     if a.cleanup_pending {
         h.text(" · ⚠️ integrated, checkout not removed yet");
     }
+    if a.checkout_missing.is_some() {
+        h.text(" · ⚠️ checkout moved or missing (`shepherd projects` says how to repair it)");
+    }
     h.line().text("   ");
     match (a.last_update_at, &a.last_update) {
         (Some(at), Some(text)) => {
@@ -298,6 +301,7 @@ mod tests {
             }),
             integrated_sha: None,
             cleanup_pending: false,
+            checkout_missing: None,
         }
     }
 
@@ -372,6 +376,7 @@ mod tests {
         let a = Assignment {
             current_branch: Some("spike".into()),
             cleanup_pending: true,
+            checkout_missing: Some("the checkout is missing".into()),
             ..assignment("feat/a")
         };
         let r = projects_list(&[project(vec![a], None)], NOW, '/');
@@ -381,6 +386,7 @@ mod tests {
             r.plain
         );
         assert!(r.plain.contains("checkout not removed yet"), "{}", r.plain);
+        assert!(r.plain.contains("checkout moved or missing"), "{}", r.plain);
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub mod worktrees;
 pub use integrate::{Plan, Recovered, Refusal, fast_forward, is_on_primary, plan, recover};
 pub use repo::{RepoContext, discover};
 pub use worktrees::{
-    Checkout, Entry, Presence, RemoveError, WorktreeError, ahead_behind, checkout_dir,
-    checkout_presence, ensure_worktree, generate_branch, head, inventory, primary_root,
-    remove_worktree,
+    Checkout, Entry, Moved, Presence, RemoveError, Removed, WorktreeError, ahead_behind,
+    checkout_dir, checkout_presence, checkout_presence_of, ensure_worktree, generate_branch, head,
+    in_the_way, inventory, primary_root, remove_worktree,
 };

@@ -4,8 +4,10 @@
 //! (the core calls these on a blocking thread): the primary checkout of a repository, a
 //! generated branch name, the checkout made or reused for a branch, the inventory of
 //! linked worktrees and whether a checkout is still there (absent only when a complete
-//! inventory proves it), guarded removal, and a checkout's HEAD and ahead/behind.
-//! Nothing here knows about the hub, the store or the protocol.
+//! inventory proves git has forgotten it; a checkout moved or renamed by hand is reported
+//! as moved, never pruned), removal only of a checkout that holds nothing but what its
+//! branch has (or, the human's choice, moved aside whole), and a checkout's HEAD and
+//! ahead/behind. Nothing here knows about the hub, the store or the protocol.
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +46,8 @@ pub enum WorktreeError {
     InvalidBranch { branch: String, why: String },
     #[error("{} is in the way: it exists and is not a worktree of this branch; move or delete it, or choose another branch", .path.display())]
     PathTaken { path: PathBuf },
+    #[error("branch {branch} is still checked out in a worktree git records: {moved}")]
+    Moved { branch: String, moved: Moved },
     #[error("git: {0}")]
     Git(String),
 }
@@ -71,18 +75,57 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Presence {
     Present,
-    /// Proven by a complete inventory: no present linked worktree has that path.
+    /// Verified absence: a complete inventory in which git records no worktree at that path
+    /// and none with its branch checked out, and nothing at the path itself. Git has
+    /// forgotten the worktree (`git worktree remove` or `prune` ran), so nothing of it can
+    /// still be repaired.
     Absent,
+    /// Git still records a worktree for it, but not where it is: moved or renamed by hand,
+    /// or deleted. Never pruned here (that would make a moved checkout unknown to git for
+    /// good, and lose its staged state).
+    Moved(Moved),
     /// The inventory failed or was ambiguous; why.
     Unknown(String),
+}
+
+/// A checkout git still records but that is not at its path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Moved {
+    /// git's name for the worktree (`.git/worktrees/<name>`).
+    pub name: String,
+    /// Where git records it (its `gitdir` file's directory).
+    pub recorded: PathBuf,
+    /// Where it was found: a directory next to the recorded one whose `.git` points at this
+    /// worktree's admin directory, or the path git now records for the branch.
+    pub found: Option<PathBuf>,
+}
+
+impl std::fmt::Display for Moved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.found {
+            Some(now) => write!(
+                f,
+                "the checkout is not at {} but at {} (moved or renamed by hand): `git worktree repair {}` tells git where it is; shepherd keeps the assignment and changes nothing",
+                self.recorded.display(),
+                now.display(),
+                now.display()
+            ),
+            None => write!(
+                f,
+                "the checkout is missing: git still records worktree {} at {}, which is gone (moved, renamed or deleted by hand). If you moved it, `git worktree repair <its new path>`; if you deleted it, `git worktree prune` and the assignment is retired at the next listing. Shepherd keeps the assignment and prunes nothing",
+                self.name,
+                self.recorded.display()
+            ),
+        }
+    }
 }
 
 /// Why a worktree was not removed.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoveError {
-    #[error("the worktree has uncommitted changes ({}); commit or discard them first", .files.join(", "))]
+    #[error("the checkout holds what its branch does not have: {}; commit or discard them, or move them out of the checkout (nothing was removed)", .files.join(", "))]
     Dirty {
-        /// At most 10 of the changed paths.
+        /// At most 10 of the paths in the way ([`in_the_way`]).
         files: Vec<String>,
     },
     #[error("{} is not a linked worktree of this repository; nothing to remove", .0.display())]
@@ -225,8 +268,9 @@ fn validate_branch(branch: &str) -> Result<(), WorktreeError> {
 /// [`checkout_dir`]; branch present and checked out in a linked worktree → that worktree
 /// (created=false); present and checked out in the primary worktree →
 /// Err(BranchInPrimary); present and checked out nowhere → a worktree added for it. A
-/// stale worktree entry for the branch whose directory is gone is pruned first. git's
-/// name for the worktree is the branch's slug, made unique.
+/// worktree entry for the branch whose directory is gone is never pruned (it may have been
+/// moved): Err(Moved), saying how to repair or prune it. git's name for the worktree is
+/// the branch's slug, made unique.
 pub fn ensure_worktree(
     primary: &Path,
     branch: &str,
@@ -262,8 +306,18 @@ pub fn ensure_worktree(
                     created: false,
                 });
             }
-            // Its directory was deleted by hand: git would still call the branch checked out.
-            wt.prune(None)?;
+            // Its directory is not where git records it: moved, renamed or deleted by hand.
+            // Pruning would make a moved checkout unknown to git for good: say so instead.
+            drop(wt);
+            let repo_moved = Moved {
+                found: find_moved(&repo, &entry.name, &entry.path),
+                name: entry.name,
+                recorded: entry.path,
+            };
+            return Err(WorktreeError::Moved {
+                branch: branch.to_string(),
+                moved: repo_moved,
+            });
         }
     }
     let dir = checkout_dir(&root, branch);
@@ -408,12 +462,21 @@ pub fn inventory(primary: &Path) -> Result<Vec<Entry>, WorktreeError> {
     Ok(out)
 }
 
-/// Whether the checkout at `path` still exists: Absent only from a complete inventory in
-/// which no present entry has that path (a stale entry whose directory was deleted by hand
-/// counts as absent, and is pruned); Unknown on any failure, for a locked entry whose
-/// directory is gone (git keeps those: they may be on a removable disk), and for the
-/// primary checkout itself (never a linked worktree, so never proven absent).
+/// Whether the checkout at `path` still exists; [`checkout_presence_of`] without a branch.
 pub fn checkout_presence(primary: &Path, path: &Path) -> Presence {
+    checkout_presence_of(primary, path, None)
+}
+
+/// Whether the checkout at `path` (made for `branch`) still exists. Present: a complete
+/// inventory has a valid worktree there. Absent only when verified: the inventory is
+/// complete, no entry records that path, none has `branch` checked out, and nothing is at
+/// the path. Moved: git still records the worktree (at that path, which is gone, or the
+/// branch elsewhere); reported with what git records and how to repair it, never pruned.
+/// Unknown on any failure, for a locked entry whose directory is gone (git keeps those:
+/// they may be on a removable disk), for a path that exists but git does not list, and for
+/// the primary checkout itself (never a linked worktree, so never proven absent).
+/// Nothing here changes git's records.
+pub fn checkout_presence_of(primary: &Path, path: &Path, branch: Option<&str>) -> Presence {
     let entries = match inventory(primary) {
         Ok(e) => e,
         Err(e) => return Presence::Unknown(e.to_string()),
@@ -432,7 +495,19 @@ pub fn checkout_presence(primary: &Path, path: &Path) -> Presence {
             path.display()
         ));
     }
-    for stale in entries.iter().filter(|e| !e.present && same(&e.path)) {
+    let recorded_here = entries.iter().filter(|e| !e.present && same(&e.path));
+    let with_branch = entries
+        .iter()
+        .filter(|e| branch.is_some() && e.branch.as_deref() == branch && !same(&e.path));
+    if let Some(stale) = recorded_here.chain(with_branch).next() {
+        if stale.present {
+            // `git worktree move`: git records the branch's checkout elsewhere now.
+            return Presence::Moved(Moved {
+                name: stale.name.clone(),
+                recorded: path.to_path_buf(),
+                found: Some(stale.path.clone()),
+            });
+        }
         let Ok(wt) = repo.find_worktree(&stale.name) else {
             return Presence::Unknown(format!("worktree {} vanished while read", stale.name));
         };
@@ -440,21 +515,76 @@ pub fn checkout_presence(primary: &Path, path: &Path) -> Presence {
             Ok(git2::WorktreeLockStatus::Unlocked) => {}
             Ok(git2::WorktreeLockStatus::Locked(_)) => {
                 return Presence::Unknown(format!(
-                    "worktree {} is locked and its directory is missing (unlock it if it is gone for good)",
-                    stale.name
+                    "worktree {} is locked and its directory {} is missing (on a removable disk? unlock it if it is gone for good)",
+                    stale.name,
+                    stale.path.display()
                 ));
             }
             Err(e) => return Presence::Unknown(e.message().to_string()),
         }
-        // Absence is already proven; pruning only tidies git's records.
-        let _ = wt.prune(None);
+        return Presence::Moved(Moved {
+            name: stale.name.clone(),
+            recorded: stale.path.clone(),
+            found: find_moved(&repo, &stale.name, &stale.path),
+        });
     }
-    Presence::Absent
+    match path.symlink_metadata() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Presence::Absent,
+        Err(e) => Presence::Unknown(format!("{}: {e}", path.display())),
+        Ok(_) => Presence::Unknown(format!(
+            "{} exists but git does not list it as a worktree of this repository (its admin directory was removed by hand?); move or delete it yourself",
+            path.display()
+        )),
+    }
 }
 
-/// Remove the linked worktree at `path` (its directory and git's admin entry), only when
-/// clean (no modified, staged or untracked files; ignored ones are fine). The branch is kept.
-pub fn remove_worktree(primary: &Path, path: &Path) -> Result<(), RemoveError> {
+/// A directory next to `recorded` (a sibling, at most [`SIBLINGS`] looked at) whose `.git`
+/// file points at worktree `name`'s admin directory: where a checkout renamed or moved by
+/// hand within its parent went.
+fn find_moved(repo: &Repository, name: &str, recorded: &Path) -> Option<PathBuf> {
+    let admin = std::fs::canonicalize(repo.commondir().join("worktrees").join(name)).ok()?;
+    let parent = recorded.parent()?;
+    for entry in std::fs::read_dir(parent).ok()?.take(SIBLINGS) {
+        let dir = entry.ok()?.path();
+        let Ok(text) = std::fs::read_to_string(dir.join(".git")) else {
+            continue;
+        };
+        let Some(gitdir) = text.trim().strip_prefix("gitdir:") else {
+            continue;
+        };
+        let gitdir = Path::new(gitdir.trim());
+        let gitdir = match gitdir.is_absolute() {
+            true => gitdir.to_path_buf(),
+            false => dir.join(gitdir),
+        };
+        if std::fs::canonicalize(gitdir).is_ok_and(|g| g == admin) {
+            return std::fs::canonicalize(&dir).ok();
+        }
+    }
+    None
+}
+
+/// The most directories [`find_moved`] reads.
+const SIBLINGS: usize = 1000;
+
+/// What a removal did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Removed {
+    /// Removing anyway: where the checkout's directory was moved, with everything in it
+    /// (None: it held nothing but what its branch has, and was deleted).
+    pub kept: Option<PathBuf>,
+}
+
+/// Remove the linked worktree at `path` (its directory and git's admin entry). The branch
+/// is kept. Only when the checkout holds nothing but what its branch has ([`in_the_way`]:
+/// no modified, staged, untracked or ignored file, no nested repository, no hidden edit
+/// under skip-worktree or assume-unchanged, no operation in progress); else
+/// [`RemoveError::Dirty`] naming what is in the way, and nothing changes. `anyway` (the
+/// human's explicit choice): the directory is moved aside whole to
+/// `<checkout>.kept-<unix seconds>` next to it (a rename: nothing is copied or deleted)
+/// and git's admin entry removed; [`Removed::kept`] says where. A locked worktree is never
+/// removed.
+pub fn remove_worktree(primary: &Path, path: &Path, anyway: bool) -> Result<Removed, RemoveError> {
     let repo = open_primary(primary)?;
     let wanted = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let mut found = None;
@@ -467,22 +597,178 @@ pub fn remove_worktree(primary: &Path, path: &Path) -> Result<(), RemoveError> {
         }
     }
     let wt = found.ok_or_else(|| RemoveError::NotAWorktree(path.to_path_buf()))?;
-    let checkout = Repository::open(&wanted)?;
-    let files = changed_files(&checkout, true)?;
-    if !files.is_empty() {
-        return Err(RemoveError::Dirty { files });
-    }
-    drop(checkout);
-    let mut opts = WorktreePruneOptions::new();
-    opts.valid(true).working_tree(true);
-    wt.prune(Some(&mut opts))?;
-    if wanted.symlink_metadata().is_ok() {
+    if let git2::WorktreeLockStatus::Locked(why) = wt.is_locked()? {
         return Err(RemoveError::Git(format!(
-            "git no longer lists the worktree but {} is still there; delete it by hand",
+            "the worktree is locked{}; `git worktree unlock {}` first if it may go",
+            why.map_or(String::new(), |w| format!(" ({w})")),
             wanted.display()
         )));
     }
-    Ok(())
+    let checkout = Repository::open(&wanted)?;
+    let files = in_the_way(&checkout)?;
+    drop(checkout);
+    if files.is_empty() {
+        let mut opts = WorktreePruneOptions::new();
+        opts.valid(true).working_tree(true);
+        wt.prune(Some(&mut opts))?;
+        if wanted.symlink_metadata().is_ok() {
+            return Err(RemoveError::Git(format!(
+                "git no longer lists the worktree but {} is still there; delete it by hand",
+                wanted.display()
+            )));
+        }
+        return Ok(Removed { kept: None });
+    }
+    if !anyway {
+        return Err(RemoveError::Dirty { files });
+    }
+    let kept = kept_dir(&wanted);
+    std::fs::rename(&wanted, &kept).map_err(|e| {
+        RemoveError::Git(format!(
+            "moving {} aside to {} failed ({e}); nothing was removed",
+            wanted.display(),
+            kept.display()
+        ))
+    })?;
+    // Its directory is gone from where git records it: only the admin entry is left.
+    let mut opts = WorktreePruneOptions::new();
+    opts.valid(true).working_tree(false);
+    wt.prune(Some(&mut opts)).map_err(|e| {
+        RemoveError::Git(format!(
+            "{} was moved aside to {}, but git's record of it could not be removed ({}); `git worktree prune` does it",
+            wanted.display(),
+            kept.display(),
+            e.message()
+        ))
+    })?;
+    Ok(Removed { kept: Some(kept) })
+}
+
+/// `<checkout>.kept-<unix seconds>` (`-2`, `-3`… when taken), next to the checkout.
+fn kept_dir(checkout: &Path) -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let name = checkout
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "checkout".to_string());
+    (1..)
+        .map(|n| match n {
+            1 => checkout.with_file_name(format!("{name}.kept-{secs}")),
+            n => checkout.with_file_name(format!("{name}.kept-{secs}-{n}")),
+        })
+        .find(|p| p.symlink_metadata().is_err())
+        .expect("some suffix is free")
+}
+
+/// What in a checkout its branch does not have, up to [`LISTED`] paths (then `… and N
+/// more`): staged, modified and untracked paths as git status names them; ignored ones
+/// (`target/ (ignored)`: an ignored directory is one entry, whatever it holds, a nested
+/// repository included; not recursed into, so a large build directory costs one entry);
+/// a nested repository; a tracked file flagged skip-worktree or assume-unchanged whose
+/// content differs from HEAD's (git status hides those edits); an operation in progress
+/// (merge, rebase, …) or a git command holding the index lock; a detached HEAD at a commit
+/// no local branch has. Empty: removing the checkout loses nothing.
+pub fn in_the_way(checkout: &Repository) -> Result<Vec<String>, git2::Error> {
+    let mut found: std::collections::BTreeMap<String, &'static str> = Default::default();
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(true)
+        .recurse_ignored_dirs(false)
+        .exclude_submodules(false);
+    let workdir = checkout
+        .workdir()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    for s in checkout.statuses(Some(&mut opts))?.iter() {
+        if s.status() == git2::Status::CURRENT {
+            continue;
+        }
+        let path = String::from_utf8_lossy(s.path_bytes()).into_owned();
+        let label = if s.status().is_ignored() {
+            " (ignored)"
+        } else if workdir.join(&path).join(".git").exists() {
+            " (a nested repository)"
+        } else {
+            ""
+        };
+        found.insert(path, label);
+    }
+    let head = checkout.head().ok().and_then(|h| h.peel_to_tree().ok());
+    for entry in checkout.index()?.iter() {
+        let skip = git2::IndexEntryExtendedFlag::from_bits_truncate(entry.flags_extended)
+            .is_skip_worktree();
+        let assume = git2::IndexEntryFlag::from_bits_truncate(entry.flags).is_valid();
+        if !skip && !assume {
+            continue;
+        }
+        let path = String::from_utf8_lossy(&entry.path).into_owned();
+        let file = workdir.join(&path);
+        let on_disk = match file.symlink_metadata() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(_) => None,
+            Ok(m) if m.is_file() => git2::Oid::hash_file(git2::ObjectType::Blob, &file).ok(),
+            Ok(m) if m.file_type().is_symlink() => std::fs::read_link(&file).ok().and_then(|t| {
+                git2::Oid::hash_object(git2::ObjectType::Blob, t.as_os_str().as_encoded_bytes())
+                    .ok()
+            }),
+            Ok(_) => None,
+        };
+        let in_head = head
+            .as_ref()
+            .and_then(|t| t.get_path(Path::new(&path)).ok())
+            .map(|e| e.id());
+        if on_disk.is_none() || on_disk != in_head {
+            let label = match skip {
+                true => " (hidden by skip-worktree)",
+                false => " (hidden by assume-unchanged)",
+            };
+            found.insert(path, label);
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    let state = checkout.state();
+    if state != git2::RepositoryState::Clean {
+        out.push(format!("(a {state:?} is in progress)").to_lowercase());
+    }
+    if checkout.path().join("index.lock").exists() {
+        out.push("(a git command holds index.lock)".to_string());
+    }
+    if let Some(sha) = unbranched_head(checkout)? {
+        out.push(format!(
+            "(HEAD {} is detached and on no branch: `git branch <name>` keeps its commits)",
+            &sha[..7]
+        ));
+    }
+    let total = out.len() + found.len();
+    out.extend(found.into_iter().map(|(p, l)| format!("{p}{l}")));
+    if total > LISTED {
+        out.truncate(LISTED - 1);
+        out.push(format!("… and {} more", total - (LISTED - 1)));
+    }
+    Ok(out)
+}
+
+/// The checkout's HEAD sha when it is detached at a commit no local branch has (its commits
+/// would only be in this worktree's reflog, which removal deletes).
+fn unbranched_head(checkout: &Repository) -> Result<Option<String>, git2::Error> {
+    if !checkout.head_detached()? {
+        return Ok(None);
+    }
+    let Some(head) = checkout.head()?.target() else {
+        return Ok(None);
+    };
+    for branch in checkout.branches(Some(BranchType::Local))? {
+        let Some(tip) = branch?.0.get().target() else {
+            continue;
+        };
+        if tip == head || checkout.graph_descendant_of(tip, head)? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(head.to_string()))
 }
 
 /// Up to [`LISTED`] paths with staged or unstaged changes (and untracked ones when asked);
@@ -795,17 +1081,18 @@ mod tests {
         let wt = ensure_worktree(&root, "feat/a", None).unwrap();
         let wt_repo = Repository::open(&wt.path).unwrap();
         let sha = commit_file(&wt_repo, "b.txt", "b\n", "add b");
-        std::fs::create_dir(wt.path.join("target")).unwrap();
-        std::fs::write(wt.path.join("target/out"), "ignored").unwrap();
 
-        remove_worktree(&root, &wt.path).unwrap();
+        assert_eq!(
+            remove_worktree(&root, &wt.path, false).unwrap(),
+            Removed { kept: None }
+        );
         assert!(!wt.path.exists());
         assert_eq!(tip(&r, "feat/a"), sha.to_string(), "the branch is kept");
         assert!(inventory(&root).unwrap().is_empty());
         assert!(!root.join(".git/worktrees/feat-a").exists());
         assert_eq!(checkout_presence(&root, &wt.path), Presence::Absent);
 
-        let err = remove_worktree(&root, &root).unwrap_err();
+        let err = remove_worktree(&root, &root, false).unwrap_err();
         assert!(matches!(err, RemoveError::NotAWorktree(_)), "{err}");
         // The kept branch gets a worktree again.
         let again = ensure_worktree(&root, "feat/a", None).unwrap();
@@ -819,7 +1106,7 @@ mod tests {
         let wt = ensure_worktree(&root, "feat/a", None).unwrap();
 
         std::fs::write(wt.path.join("a.txt"), "changed\n").unwrap();
-        let err = remove_worktree(&root, &wt.path).unwrap_err();
+        let err = remove_worktree(&root, &wt.path, false).unwrap_err();
         assert!(
             matches!(err, RemoveError::Dirty { ref files } if files == &["a.txt"]),
             "{err}"
@@ -828,7 +1115,7 @@ mod tests {
 
         std::fs::write(wt.path.join("a.txt"), "one\n").unwrap();
         std::fs::write(wt.path.join("new.txt"), "untracked\n").unwrap();
-        let err = remove_worktree(&root, &wt.path).unwrap_err();
+        let err = remove_worktree(&root, &wt.path, false).unwrap_err();
         assert!(
             matches!(err, RemoveError::Dirty { ref files } if files == &["new.txt"]),
             "{err}"
@@ -859,17 +1146,24 @@ mod tests {
         );
         assert_eq!(checkout_presence(&root, &a.path), Presence::Present);
 
-        // Deleted by hand: absent, and pruned.
+        // Deleted by hand: git still records it, so it may have been moved: reported, kept.
         std::fs::remove_dir_all(&a.path).unwrap();
         let listed = inventory(&root).unwrap();
         let gone = listed.iter().find(|e| e.name == "feat-a").unwrap();
         assert!(!gone.present);
-        assert_eq!(checkout_presence(&root, &a.path), Presence::Absent);
+        let Presence::Moved(moved) = checkout_presence(&root, &a.path) else {
+            panic!("not reported as moved or missing");
+        };
         assert_eq!(
-            inventory(&root).unwrap().len(),
-            1,
-            "the stale entry was pruned"
+            (moved.recorded.as_path(), moved.found.as_ref()),
+            (a.path.as_path(), None)
         );
+        assert!(moved.to_string().contains("git worktree repair"), "{moved}");
+        assert_eq!(inventory(&root).unwrap().len(), 2, "nothing was pruned");
+        // Only once git forgets it (`git worktree prune`) is it verifiably absent.
+        r.find_worktree("feat-a").unwrap().prune(None).unwrap();
+        assert_eq!(checkout_presence(&root, &a.path), Presence::Absent);
+        assert_eq!(inventory(&root).unwrap().len(), 1);
         assert!(r.find_branch("feat/a", BranchType::Local).is_ok());
 
         // An unreadable entry makes every answer unknown.
@@ -921,15 +1215,278 @@ mod tests {
     }
 
     #[test]
-    fn a_stale_entry_for_a_branch_is_pruned_when_it_is_checked_out_again() {
+    fn a_missing_entry_for_a_branch_is_never_pruned_to_check_it_out_again() {
         let dir = tempfile::tempdir().unwrap();
-        let (root, _r) = repo(dir.path());
+        let (root, r) = repo(dir.path());
         let a = ensure_worktree(&root, "feat/a", None).unwrap();
         std::fs::remove_dir_all(&a.path).unwrap();
+        let err = ensure_worktree(&root, "feat/a", None).unwrap_err();
+        assert!(matches!(err, WorktreeError::Moved { .. }), "{err}");
+        assert!(err.to_string().contains("git worktree prune"), "{err}");
+        assert!(root.join(".git/worktrees/feat-a").is_dir(), "not pruned");
+        // The human prunes it: the branch gets a worktree again.
+        r.find_worktree("feat-a").unwrap().prune(None).unwrap();
         let again = ensure_worktree(&root, "feat/a", None).unwrap();
         assert!(again.created);
         assert_eq!(again.path, a.path);
         assert_eq!(inventory(&root).unwrap().len(), 1);
+    }
+
+    /// Set `flag` (skip-worktree when true, else assume-unchanged) on `path`'s index entry
+    /// of the checkout, as `git update-index --skip-worktree` / `--assume-unchanged` do.
+    fn flag_entry(checkout: &Path, path: &str, skip: bool) {
+        let repo = Repository::open(checkout).unwrap();
+        let mut index = repo.index().unwrap();
+        let mut entry = index.get_path(Path::new(path), 0).unwrap();
+        match skip {
+            true => {
+                entry.flags |= git2::IndexEntryFlag::EXTENDED.bits();
+                entry.flags_extended |= git2::IndexEntryExtendedFlag::SKIP_WORKTREE.bits();
+            }
+            false => entry.flags |= git2::IndexEntryFlag::VALID.bits(),
+        }
+        index.add(&entry).unwrap();
+        index.write().unwrap();
+        let again = Repository::open(checkout).unwrap().index().unwrap();
+        let e = again.get_path(Path::new(path), 0).unwrap();
+        match skip {
+            true => assert!(
+                git2::IndexEntryExtendedFlag::from_bits_truncate(e.flags_extended)
+                    .is_skip_worktree()
+            ),
+            false => assert!(git2::IndexEntryFlag::from_bits_truncate(e.flags).is_valid()),
+        }
+    }
+
+    /// Every file under `dir` (nested repositories' `.git` included) with its bytes, by
+    /// relative path.
+    fn files_in(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut dirs = vec![dir.to_path_buf()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                match p.is_dir() {
+                    true => dirs.push(p),
+                    false => {
+                        let rel = p.strip_prefix(dir).unwrap().to_path_buf();
+                        out.push((rel, std::fs::read(&p).unwrap()));
+                    }
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn removal_keeps_what_git_would_not_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, r) = repo(dir.path());
+        std::fs::write(root.join(".git/info/exclude"), "*.local\n").unwrap();
+        type Setup = fn(&Path);
+        let cases: [(&str, Setup, &str); 5] = [
+            (
+                "an ignored file",
+                |wt| {
+                    std::fs::create_dir(wt.join("target")).unwrap();
+                    std::fs::write(wt.join("target/.env"), "TOKEN=secret").unwrap();
+                },
+                "target/ (ignored)",
+            ),
+            (
+                "a file info/exclude ignores",
+                |wt| std::fs::write(wt.join("db.local"), "password").unwrap(),
+                "db.local (ignored)",
+            ),
+            (
+                "a nested repository under an ignored directory",
+                |wt| {
+                    let nested = wt.join("target/vendored");
+                    let nested = git2::Repository::init(nested).unwrap();
+                    super::fixture::commit_file(&nested, "n.txt", "n\n", "nested work");
+                },
+                "target/ (ignored)",
+            ),
+            (
+                "an edit hidden by skip-worktree",
+                |wt| {
+                    flag_entry(wt, "a.txt", true);
+                    std::fs::write(wt.join("a.txt"), "hidden edit\n").unwrap();
+                },
+                "a.txt (hidden by skip-worktree)",
+            ),
+            (
+                "an edit hidden by assume-unchanged",
+                |wt| {
+                    flag_entry(wt, "a.txt", false);
+                    std::fs::write(wt.join("a.txt"), "hidden edit\n").unwrap();
+                },
+                "a.txt (hidden by assume-unchanged)",
+            ),
+        ];
+        for (i, (what, setup, named)) in cases.into_iter().enumerate() {
+            let branch = format!("feat/{i}");
+            let wt = ensure_worktree(&root, &branch, None).unwrap();
+            setup(&wt.path);
+            let before = super::fixture::snapshot(&wt.path);
+            let files_before = files_in(&wt.path);
+            let err = remove_worktree(&root, &wt.path, false).unwrap_err();
+            match &err {
+                RemoveError::Dirty { files } => assert_eq!(files, &[named], "{what}"),
+                other => panic!("{what}: {other}"),
+            }
+            assert_eq!(
+                super::fixture::snapshot(&wt.path),
+                before,
+                "{what}: nothing removed"
+            );
+            assert_eq!(checkout_presence(&root, &wt.path), Presence::Present);
+
+            // Removing anyway moves the checkout aside whole: nothing is deleted.
+            let removed = remove_worktree(&root, &wt.path, true).unwrap();
+            let kept = removed.kept.expect("moved aside");
+            assert!(!wt.path.exists(), "{what}");
+            assert!(
+                kept.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&format!("feat-{i}.kept-")),
+                "{}",
+                kept.display()
+            );
+            assert_eq!(files_in(&kept), files_before, "{what}: all kept");
+            assert!(r.find_worktree(&format!("feat-{i}")).is_err(), "{what}");
+            assert!(r.find_branch(&branch, BranchType::Local).is_ok());
+        }
+        // The nested repository's commits came along.
+        let kept_nested = std::fs::read_dir(dir.path().join("proj.worktrees"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().contains("feat-2.kept-"))
+            .unwrap();
+        let nested = Repository::open(kept_nested.join("target/vendored")).unwrap();
+        assert_eq!(
+            nested
+                .head()
+                .unwrap()
+                .peel_to_commit()
+                .unwrap()
+                .message()
+                .ok(),
+            Some("nested work")
+        );
+        assert!(inventory(&root).unwrap().is_empty());
+    }
+
+    #[test]
+    fn removal_refuses_during_an_operation_and_a_locked_worktree() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, r) = repo(dir.path());
+        let wt = ensure_worktree(&root, "feat/a", None).unwrap();
+        let admin = root.join(".git/worktrees/feat-a");
+        std::fs::write(admin.join("MERGE_HEAD"), format!("{}\n", wt.head)).unwrap();
+        let err = remove_worktree(&root, &wt.path, false).unwrap_err();
+        assert!(err.to_string().contains("merge is in progress"), "{err}");
+        std::fs::remove_file(admin.join("MERGE_HEAD")).unwrap();
+
+        // Detached at a commit of its own: only this worktree's HEAD has it.
+        let wt_repo = Repository::open(&wt.path).unwrap();
+        let branched = git2::Oid::from_str(&wt.head).unwrap();
+        wt_repo.set_head_detached(branched).unwrap();
+        assert!(in_the_way(&wt_repo).unwrap().is_empty(), "on main's commit");
+        let own = super::fixture::commit_file(&wt_repo, "d.txt", "d\n", "detached work");
+        let err = remove_worktree(&root, &wt.path, false).unwrap_err();
+        assert!(
+            err.to_string().contains(&format!(
+                "HEAD {} is detached and on no branch",
+                &own.to_string()[..7]
+            )),
+            "{err}"
+        );
+        wt_repo.set_head("refs/heads/feat/a").unwrap();
+        let mut co = git2::build::CheckoutBuilder::new();
+        wt_repo.checkout_head(Some(co.force())).unwrap();
+        drop(wt_repo);
+
+        r.find_worktree("feat-a")
+            .unwrap()
+            .lock(Some("mine"))
+            .unwrap();
+        for anyway in [false, true] {
+            let err = remove_worktree(&root, &wt.path, anyway).unwrap_err();
+            assert!(err.to_string().contains("locked (mine)"), "{err}");
+        }
+        assert!(wt.path.join("a.txt").is_file());
+    }
+
+    #[test]
+    fn a_moved_checkout_is_reported_as_moved_and_never_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, r) = repo(dir.path());
+        let wt = ensure_worktree(&root, "feat/a", None).unwrap();
+        // Staged work, which lives in git's admin entry.
+        std::fs::write(wt.path.join("staged.txt"), "staged\n").unwrap();
+        let wt_repo = Repository::open(&wt.path).unwrap();
+        let mut index = wt_repo.index().unwrap();
+        index.add_path(Path::new("staged.txt")).unwrap();
+        index.write().unwrap();
+        drop(wt_repo);
+
+        // Renamed by hand next to where it was.
+        let renamed = wt.path.with_file_name("renamed");
+        std::fs::rename(&wt.path, &renamed).unwrap();
+        let renamed = renamed.canonicalize().unwrap();
+        for _ in 0..2 {
+            let presence = checkout_presence_of(&root, &wt.path, Some("feat/a"));
+            let Presence::Moved(moved) = presence else {
+                panic!("{presence:?}");
+            };
+            assert_eq!(moved.found.as_deref(), Some(renamed.as_path()));
+            assert_eq!(moved.recorded, wt.path);
+            assert!(
+                moved
+                    .to_string()
+                    .contains(&format!("git worktree repair {}", renamed.display())),
+                "{moved}"
+            );
+        }
+        let err = ensure_worktree(&root, "feat/a", None).unwrap_err();
+        assert!(matches!(err, WorktreeError::Moved { .. }), "{err}");
+        assert!(r.find_worktree("feat-a").is_ok(), "git still knows it");
+
+        // `git worktree repair <new path>` works: git records the new path, the staged
+        // file is still staged.
+        std::fs::write(
+            root.join(".git/worktrees/feat-a/gitdir"),
+            format!("{}\n", renamed.join(".git").display()),
+        )
+        .unwrap();
+        assert_eq!(checkout_presence(&root, &renamed), Presence::Present);
+        let index = Repository::open(&renamed).unwrap().index().unwrap();
+        assert!(index.get_path(Path::new("staged.txt"), 0).is_some());
+        // Asked about the old path, the branch's worktree is found where git records it.
+        let presence = checkout_presence_of(&root, &wt.path, Some("feat/a"));
+        assert!(
+            matches!(&presence, Presence::Moved(m) if m.found.as_deref() == Some(renamed.as_path())),
+            "{presence:?}"
+        );
+
+        // Moved far away: git cannot find it, still reported (with nowhere found), kept.
+        let far = dir.path().join("elsewhere");
+        std::fs::create_dir(&far).unwrap();
+        std::fs::rename(&renamed, far.join("x")).unwrap();
+        let presence = checkout_presence_of(&root, &renamed, Some("feat/a"));
+        assert!(
+            matches!(&presence, Presence::Moved(m) if m.found.is_none()),
+            "{presence:?}"
+        );
+        assert!(root.join(".git/worktrees/feat-a/index").is_file());
+        // A path that exists but git does not list is never absent.
+        assert!(matches!(
+            checkout_presence(&root, &far),
+            Presence::Unknown(_)
+        ));
     }
 
     #[test]

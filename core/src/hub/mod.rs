@@ -131,6 +131,8 @@ pub enum HubCommand {
     },
     /// Project git work finished on the git lane: continue on the hub.
     GitDone(Box<projects::GitDone>),
+    /// A process stopped (or did not within its bound) for work that waited for it.
+    Stopped(Box<workers::host_ops::StopDone>),
     /// Sent once at start: adopt or relaunch the workers a previous core left.
     RecoverWorkers,
     /// A Lead-owned worker's question has waited `workers.ask_card_after_secs`: announce
@@ -500,6 +502,12 @@ impl Hub {
                             failed.error(conn, Some(id), HubError::new(ErrorCode::StoreFailed, format!("the database failed ({e}); the git work was done but not recorded: retry")));
                         }
                     }
+                    HubCommand::Stopped(done) => {
+                        tracing::error!("a process stopped while the store failed");
+                        if let Some((conn, id)) = done.reply {
+                            failed.error(conn, Some(id), HubError::new(ErrorCode::StoreFailed, format!("the database failed ({e}); the process was stopped but nothing after it was done: retry")));
+                        }
+                    }
                     HubCommand::WorkerExited { worker, .. } => {
                         tracing::error!(
                             worker,
@@ -600,6 +608,7 @@ impl State {
                 }
             }
             HubCommand::GitDone(done) => self.git_done(*done, db, out),
+            HubCommand::Stopped(done) => self.stopped(*done, db, out),
             HubCommand::WorkerExited { worker, code } => {
                 if let Err(err) = self.worker_exited(worker, code, db, out) {
                     tracing::error!(worker, "handling a worker's exit failed: {}", err.message);
@@ -789,10 +798,9 @@ impl State {
             self.git.run(git_jobs);
         }
         let host_ops = std::mem::take(&mut out.host);
-        if !host_ops.is_empty()
-            && let Some(host) = &self.host
-        {
-            workers::host_ops::run(&host.host, host_ops, &self.self_tx);
+        if !host_ops.is_empty() {
+            let host = self.host.as_ref().map(|h| &h.host);
+            workers::host_ops::run(host, host_ops, &self.self_tx);
         }
         for (conn, code) in out.closes {
             if let Some(close) = self.conns.get_mut(&conn).and_then(|c| c.close.take()) {

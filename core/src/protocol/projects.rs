@@ -137,6 +137,11 @@ pub struct Assignment {
     /// finishes it.
     #[serde(default)]
     pub cleanup_pending: bool,
+    /// Listings: the checkout is not at its path but git still records it (moved, renamed
+    /// or deleted by hand): what git records and how to repair it. The assignment is kept
+    /// and git's records are not touched until git has forgotten the worktree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkout_missing: Option<String>,
 }
 
 /// One repository with project work, for `/projects` and `shepherd projects`.

@@ -544,7 +544,10 @@ pub struct StopLead {
 /// checkout and retire the assignment. From a Manager, `[projects] integrate` decides:
 /// `ask` (the human approves on the phone or with `shepherd integrate`), `allow`, `deny`.
 /// From the CLI or a bridge (the human) it runs at once, and settles a pending approval.
-/// Answered by `integration`.
+/// Answered by `integration`. The checkout is removed only when it holds nothing but what
+/// the branch has; else the assignment stays `cleanup_pending` with what is in the way.
+/// `remove_anyway` (the human's only; refused from a Manager) then moves the checkout
+/// aside whole, next to where it was, instead of keeping it: nothing is deleted.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct IntegrateBranch {
     pub id: u64,
@@ -552,6 +555,8 @@ pub struct IntegrateBranch {
     pub sha: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repo: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remove_anyway: bool,
 }
 
 /// Repositories with assignments (not retired), each with its assignments, ahead/behind

@@ -242,13 +242,14 @@ impl State {
             return Ok(());
         }
         self.host_backend()?;
-        let (primary, checkout, id) = (
+        let (primary, checkout, branch, id) = (
             PathBuf::from(&row.primary_root),
             PathBuf::from(&row.assignment.checkout),
+            row.assignment.branch.clone(),
             row.assignment.id,
         );
         let job: GitJob = Box::new(move || {
-            let presence = worktrees::checkout_presence(&primary, &checkout);
+            let presence = worktrees::checkout_presence_of(&primary, &checkout, Some(&branch));
             GitDone {
                 reply: Some((cx.conn, cx.id)),
                 then: Box::new(move |state, db, out| {
@@ -274,7 +275,7 @@ impl State {
             Presence::Absent => {
                 self.retire(
                     &row,
-                    "its checkout is gone (git no longer lists it)",
+                    "its checkout is gone (git no longer records it)",
                     db,
                     out,
                 )?;
@@ -285,6 +286,12 @@ impl State {
                         row.assignment.checkout,
                         tag(&row.assignment)
                     ),
+                ));
+            }
+            Presence::Moved(moved) => {
+                return Err(refused(
+                    "checkout_moved",
+                    format!("{moved}; nothing was started"),
                 ));
             }
             Presence::Unknown(why) => {
@@ -408,6 +415,39 @@ impl State {
                 key: ProcKey::Lead(row.assignment.id),
             });
         }
+        store::projects::stopped(db, row.assignment.id, now_ms())?;
+        Ok(())
+    }
+
+    /// [`Self::stop_lead_process`], then `then` once the Lead's process has exited (the
+    /// host's stop returned and none of its recorded pids runs), or with `false` when it
+    /// has not within `bound`. Waits even when the row says no process runs (a stop
+    /// already under way is waited for: the host's stop is idempotent).
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::hub) fn stop_lead_then(
+        &mut self,
+        row: &AssignmentRow,
+        by: &str,
+        bound: std::time::Duration,
+        reply: Option<(crate::hub::ConnId, u64)>,
+        then: crate::hub::workers::host_ops::AfterStop,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let pids: Vec<u32> = [row.assignment.pid, row.bound_pid]
+            .into_iter()
+            .flatten()
+            .collect();
+        for worker in store::workers::owned_by(db, &row.assignment.session_id, false)? {
+            self.close_tree(&worker, by, db, out)?;
+        }
+        out.host.push(HostOp::StopThen {
+            key: ProcKey::Lead(row.assignment.id),
+            pids,
+            bound,
+            reply,
+            then,
+        });
         store::projects::stopped(db, row.assignment.id, now_ms())?;
         Ok(())
     }

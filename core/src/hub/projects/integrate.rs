@@ -3,11 +3,15 @@
 //! follows `[projects] integrate`: `ask` opens an approval ask from the Manager's session
 //! to the human (approve runs it, any other answer denies it with that text as the reason;
 //! the Manager hears the outcome as an `integration` delivery), `allow` runs it, `deny`
-//! refuses it. The human's call (CLI, bridge) runs at once. Every refusal changes nothing;
-//! a removal that fails leaves the primary branch advanced and the assignment
-//! `cleanup_pending`, and the same call again finishes it.
+//! refuses it. The human's call (CLI, bridge) runs at once. Every refusal changes nothing.
+//! The checkout is removed only after the Lead's process has exited (the host's stop is
+//! waited for, bounded) and only when it holds nothing but what its branch has; otherwise
+//! the primary branch stays advanced and the assignment `cleanup_pending`, naming what is
+//! in the way, and the same call again finishes it. The human's `remove_anyway` moves the
+//! checkout aside whole instead (never a Manager's choice).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use rusqlite::Connection;
 
@@ -15,7 +19,8 @@ use super::{Actor, GitDone, GitJob, refused, tag};
 use crate::clock::now_ms;
 use crate::config::IntegratePolicy;
 use crate::git::integrate::{self as git_integrate, Plan, Refusal};
-use crate::git::worktrees::{self, Presence, RemoveError};
+use crate::git::worktrees::{self, Presence, RemoveError, Removed};
+use crate::hub::workers::host_ops::AfterStop;
 use crate::hub::{ConnId, Cx, HubError, HubResult, Out, State};
 use crate::protocol::requests::IntegrateBranch;
 use crate::protocol::{
@@ -40,7 +45,13 @@ struct Run {
     /// Whether the Manager hears the outcome as an `integration` delivery (it waited for
     /// the human).
     tell_manager: bool,
+    /// The human chose to remove the checkout anyway (it is moved aside whole).
+    anyway: bool,
 }
+
+/// How long the removal waits for the Lead's process to exit after stopping it (a
+/// headless Lead gets 5 s to end its run, then SIGTERM, 2 s later SIGKILL).
+const LEAD_EXIT_BOUND: Duration = Duration::from_secs(15);
 
 fn refusal_reason(r: &Refusal) -> &'static str {
     match r {
@@ -85,6 +96,12 @@ impl State {
                 ),
             ));
         }
+        if req.remove_anyway && matches!(actor, Actor::Manager { .. }) {
+            return Err(refused(
+                "remove_anyway_human",
+                "removing a checkout anyway is the human's choice (`shepherd integrate <repo> <branch> <sha> --remove-anyway`), never a Manager's; nothing changed",
+            ));
+        }
         let row = self.assignment_for(&actor, &req.branch, req.repo.as_deref(), db)?;
         let retry = row.assignment.cleanup_pending
             && row
@@ -99,6 +116,7 @@ impl State {
             reply: Some((cx.conn, cx.id)),
             by,
             tell_manager,
+            anyway: req.remove_anyway,
         };
         match &actor {
             Actor::Manager { me, .. } if !retry => match self.facts.integrate {
@@ -266,6 +284,7 @@ impl State {
                 reply: None,
                 by: by.to_string(),
                 tell_manager: true,
+                anyway: false,
             };
             self.queue_integration(&row, run, out);
             return Ok(());
@@ -351,9 +370,35 @@ impl State {
         store::projects::integrated(db, run.id, &plan.to, true, now)?;
         tracing::info!(tag = %tag(&row.assignment), sha = %plan.to, primary = %plan.primary_branch, by = %run.by, "primary branch fast-forwarded");
         let row = self.assignment_row(db, run.id)?;
-        self.stop_lead_process(&row, &run.by, db, out)?;
-        let row = self.assignment_row(db, run.id)?;
+        // The checkout is removed only once the Lead's process has exited: it must not
+        // write into a directory being removed.
+        let (by, reply) = (run.by.clone(), run.reply);
+        let then: AfterStop = Box::new(move |state, db, out, exited| {
+            state.lead_stopped_for_cleanup(run, plan, exited, db, out)
+        });
+        self.stop_lead_then(&row, &by, LEAD_EXIT_BOUND, reply, then, db, out)?;
+        let row = self.assignment_row(db, row.assignment.id)?;
         self.assignment_changed(&row, out);
+        Ok(())
+    }
+
+    /// The Lead is gone (or did not exit in time): remove the checkout on the git lane.
+    fn lead_stopped_for_cleanup(
+        &mut self,
+        run: Run,
+        plan: Plan,
+        exited: bool,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let row = self.assignment_row(db, run.id)?;
+        if !exited {
+            let why = format!(
+                "the Lead's process had not exited {} s after it was stopped, and nothing is removed while it may still write there",
+                LEAD_EXIT_BOUND.as_secs()
+            );
+            return self.integration_outcome(&row, &plan, Err(why), &run, db, out);
+        }
         if let Err(e) = self.check_unoccupied(
             &row.assignment.checkout,
             Some(&row.assignment.session_id),
@@ -363,23 +408,10 @@ impl State {
         }
         let primary = PathBuf::from(&row.primary_root);
         let checkout = PathBuf::from(&row.assignment.checkout);
+        let branch = row.assignment.branch.clone();
+        let anyway = run.anyway;
         let job: GitJob = Box::new(move || {
-            let removed = match worktrees::remove_worktree(&primary, &checkout) {
-                Ok(()) => Ok(()),
-                // Already gone: only a complete inventory proves it.
-                Err(RemoveError::NotAWorktree(_)) => {
-                    match worktrees::checkout_presence(&primary, &checkout) {
-                        Presence::Absent => Ok(()),
-                        Presence::Present => {
-                            Err("git does not list it as a linked worktree".to_string())
-                        }
-                        Presence::Unknown(why) => {
-                            Err(format!("git could not list the worktrees: {why}"))
-                        }
-                    }
-                }
-                Err(e) => Err(e.to_string()),
-            };
+            let removed = remove_checkout(&primary, &checkout, &branch, anyway);
             GitDone {
                 reply: run.reply,
                 then: Box::new(move |state, db, out| {
@@ -397,19 +429,26 @@ impl State {
         &mut self,
         row: &AssignmentRow,
         plan: &Plan,
-        removed: Result<(), String>,
+        removed: Result<Removed, String>,
         run: &Run,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
         let a = &row.assignment;
         let (status, message) = match removed {
-            Ok(()) => {
+            Ok(Removed { kept }) => {
                 self.retire(row, "integrated", db, out)?;
+                let how = match kept {
+                    None => "was removed".to_string(),
+                    Some(kept) => format!(
+                        "was removed anyway: git no longer records it, and its directory, with everything that was in the way, was moved to {} (nothing deleted; delete it yourself when you no longer need it)",
+                        kept.display()
+                    ),
+                };
                 (
                     IntegrationStatus::Integrated,
                     format!(
-                        "{} fast-forwarded to {}{}; the checkout {} was removed and the assignment retired (branch {} kept).",
+                        "{} fast-forwarded to {}{}; the checkout {} {how} and the assignment retired (branch {} kept).",
                         plan.primary_branch,
                         short(&plan.to),
                         if plan.already {
@@ -427,10 +466,13 @@ impl State {
                 (
                     IntegrationStatus::CleanupPending,
                     format!(
-                        "{} fast-forwarded to {}, but the checkout {} was not removed: {why}. Fix that, then integrate_branch {{branch: {:?}, sha: {:?}}} again to finish.",
+                        "{} fast-forwarded to {}, but the checkout {} was not removed: {why}. Fix that, then integrate_branch {{branch: {:?}, sha: {:?}}} again to finish; or the human keeps it all and removes the checkout anyway: `shepherd integrate {} {} {} --remove-anyway` moves it aside whole (nothing deleted).",
                         plan.primary_branch,
                         short(&plan.to),
                         a.checkout,
+                        a.branch,
+                        plan.to,
+                        a.project,
                         a.branch,
                         plan.to
                     ),
@@ -617,5 +659,28 @@ impl State {
         tracing::info!(tag = %tag(&row.assignment), why, "assignment retired");
         self.assignment_changed(&row, out);
         Ok(())
+    }
+}
+
+/// Remove `checkout` (on the git lane): only when it holds nothing but what its branch has,
+/// or moved aside whole when `anyway`. A checkout git no longer lists is done only when its
+/// absence is verified; a moved one is left as it is, with how to repair it.
+fn remove_checkout(
+    primary: &Path,
+    checkout: &Path,
+    branch: &str,
+    anyway: bool,
+) -> Result<Removed, String> {
+    match worktrees::remove_worktree(primary, checkout, anyway) {
+        Ok(removed) => Ok(removed),
+        Err(RemoveError::NotAWorktree(_)) => {
+            match worktrees::checkout_presence_of(primary, checkout, Some(branch)) {
+                Presence::Absent => Ok(Removed { kept: None }),
+                Presence::Present => Err("git does not list it as a linked worktree".to_string()),
+                Presence::Moved(moved) => Err(moved.to_string()),
+                Presence::Unknown(why) => Err(format!("git could not list the worktrees: {why}")),
+            }
+        }
+        Err(e) => Err(e.to_string()),
     }
 }

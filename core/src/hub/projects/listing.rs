@@ -1,7 +1,9 @@
 //! `list_projects`: the open assignments grouped by repository, with what only git and the
 //! session files know (the primary branch, ahead/behind, the Leads' usage) read on the git
 //! lane. The same pass is the inventory that retires an assignment whose checkout git
-//! proves gone; an inventory that fails keeps it. `list_staff` carries the assignments
+//! has verifiably forgotten; an inventory that fails keeps it, and a checkout git still
+//! records but not at its path (moved, renamed or deleted by hand) is kept and reported
+//! (`checkout_missing`) with how to repair it: a listing never changes git's records. `list_staff` carries the assignments
 //! with ahead/behind read on the lane too.
 
 use std::collections::BTreeMap;
@@ -87,10 +89,10 @@ impl State {
                 ..
             }) = &facts
             {
-                // Git's complete inventory no longer has the checkout.
+                // Verified absence: git's complete inventory has forgotten the checkout.
                 self.retire(
                     &row,
-                    "its checkout is gone (git no longer lists it)",
+                    "its checkout is gone (git no longer records it)",
                     db,
                     out,
                 )?;
@@ -103,6 +105,9 @@ impl State {
                     a.behind = Some(behind as u32);
                 }
                 a.usage = f.usage;
+                if let Presence::Moved(moved) = &f.presence {
+                    a.checkout_missing = Some(moved.to_string());
+                }
             }
             let project = projects
                 .entry(row.assignment.repo_id.clone())
@@ -195,7 +200,7 @@ impl State {
 }
 
 fn read_facts(primary: &Path, checkout: &Path, branch: &str, scope: &[Scoped]) -> Facts {
-    let presence = worktrees::checkout_presence(primary, checkout);
+    let presence = worktrees::checkout_presence_of(primary, checkout, Some(branch));
     let ahead_behind = worktrees::ahead_behind(primary, branch).ok();
     let report = usage::build(scope);
     let usage = (report.total.records > 0).then_some(report.total);
