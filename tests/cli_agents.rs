@@ -273,3 +273,98 @@ async fn list_agents_takes_a_pi_sessions_own_cwd() -> Result<()> {
     }
     Ok(())
 }
+
+/// A repository's agent definitions are untrusted input. A frontmatter nested 20 000
+/// levels deep (40 KB; before: seconds of the hub's own time, parsed twice), one of 200 KB
+/// (before: no answer from the core for over 20 s, SIGTERM ignored) and a FIFO nobody
+/// writes to are listed as broken with the reason, a launch naming one is refused with it,
+/// and meanwhile another client is served; SIGTERM right after such a launch stops the core.
+#[tokio::test]
+async fn deep_huge_or_fifo_definitions_are_broken_with_the_reason_and_block_no_one() -> Result<()> {
+    let mut core = Core::start().await?;
+    let work = tempfile::tempdir()?;
+    let dir = work.path().join(".pi").join("agents");
+    let nested = |n: usize| {
+        format!(
+            "---\nname: {}\ndescription: {}x{}\n---\nBody.\n",
+            if n > 50_000 { "huge" } else { "deep" },
+            "[".repeat(n),
+            "]".repeat(n)
+        )
+    };
+    write(&dir, "deep.md", &nested(20_000))?;
+    write(&dir, "huge.md", &nested(100_000))?;
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.join("pipe.md"))
+        .status()?;
+    assert!(made.success());
+    let bound = std::time::Duration::from_secs(30);
+    let mut pi = Pi::register(&core.socket(), "ag-pi-0003", "app", work.path()).await?;
+    let mut bystander = Client::connect(&core.socket(), ClientKind::Cli, "bystander").await?;
+
+    // A launch naming each is refused with the file's reason; a bystander is served.
+    for (name, why) in [
+        ("huge", "too large"),
+        ("deep", "too deep"),
+        ("pipe", "a FIFO"),
+    ] {
+        let launch = pi.client.call(requests::DelegateAgent {
+            definition: name.into(),
+            task: "x".into(),
+            ..Default::default()
+        });
+        let (launched, pinged) =
+            tokio::time::timeout(bound, async { tokio::join!(launch, bystander.ping()) })
+                .await
+                .with_context(|| {
+                    format!("no answer to a launch of {name} or to a bystander's ping")
+                })?;
+        pinged?;
+        match launched.expect_err("refused") {
+            ClientError::Remote {
+                message, details, ..
+            } => {
+                assert_eq!(
+                    details.as_ref().map(|d| d["reason"].clone()),
+                    Some(Value::from("unknown_definition")),
+                    "{message}"
+                );
+                assert!(
+                    message.contains(&format!("{name}.md")) && message.contains(why),
+                    "{name}: {message}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // Listed as broken, each with its reason.
+    let defs = tokio::time::timeout(bound, pi.client.call(requests::ListAgents::default()))
+        .await
+        .context("list_agents answers")??;
+    for (name, why) in [
+        ("huge", "too large"),
+        ("deep", "too deep"),
+        ("pipe", "a FIFO"),
+    ] {
+        let def = defs
+            .iter()
+            .find(|d| d.name == name)
+            .unwrap_or_else(|| panic!("{name} is not listed: {defs:?}"));
+        let error = def.error.as_deref().unwrap_or_default();
+        assert!(error.contains(why), "{name}: {error}");
+    }
+    // SIGTERM right after a launch of the largest: the core stops.
+    pi.client
+        .send(&shepherd_core::protocol::ClientMsg::DelegateAgent(
+            requests::DelegateAgent {
+                id: 9000,
+                definition: "huge".into(),
+                task: "x".into(),
+                ..Default::default()
+            },
+        ))
+        .await?;
+    let status = core.terminate()?;
+    assert!(status.success(), "{status:?}");
+    Ok(())
+}

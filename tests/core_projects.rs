@@ -1211,3 +1211,64 @@ async fn a_checkout_moved_by_hand_is_reported_as_moved_and_never_pruned() -> Res
     assert!(listed.checkout_missing.is_some(), "{listed:?}");
     Ok(())
 }
+
+/// A session's `session_file` is untrusted input: with a paused Lead's session file
+/// replaced by a FIFO nobody writes to, `list_projects` (which sums the Leads' usage)
+/// still answers, without that usage, and the git lane it used to block for good still
+/// serves `delegate_project` and `list_projects` after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_session_file_turned_fifo_blocks_no_listing_or_delegation() -> Result<()> {
+    let (_model, core) = start(&[]).await?;
+    let app = repo(&core, "app")?;
+    let mut mgr = manager(&core, &app, "0193a5c2-0000-7000-8000-00000000f1f0").await?;
+    let a = delegate(&mut mgr, "TASK-A add a.txt", "feat/a").await?;
+    update(&mut mgr).await?;
+    let running =
+        wait_assignment(&core, "feat/a", "running", |a| a.lead == LeadState::Running).await?;
+    let pid = running.pid.expect("a running Lead has a pid");
+    assert!(running.usage.is_some(), "{running:?}");
+    let file = core
+        .cli_json(&["sessions"])?
+        .as_array()
+        .and_then(|v| v.iter().find(|s| s["id"] == a.session_id.as_str()).cloned())
+        .and_then(|s| s["session_file"].as_str().map(str::to_string))
+        .expect("the Lead's session file");
+    mgr.client
+        .call(requests::StopLead {
+            branch: "feat/a".into(),
+            ..Default::default()
+        })
+        .await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while alive(pid) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the Lead still runs"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    std::fs::remove_file(&file)?;
+    let made = std::process::Command::new("mkfifo").arg(&file).status()?;
+    assert!(made.success());
+
+    let bound = Duration::from_secs(30);
+    let listed = tokio::time::timeout(bound, projects(&core))
+        .await
+        .expect("list_projects answers")?;
+    let paused = listed
+        .iter()
+        .flat_map(|p| &p.assignments)
+        .find(|x| x.branch == "feat/a")
+        .expect("feat/a is listed");
+    assert_eq!(paused.usage, None, "{paused:?}");
+    // The lane goes on: a delegation and another listing answer.
+    let b = tokio::time::timeout(bound, delegate(&mut mgr, "TASK-B add b.txt", "feat/b"))
+        .await
+        .expect("delegate_project answers")?;
+    assert_eq!(b.branch, "feat/b");
+    let listed = tokio::time::timeout(bound, projects(&core))
+        .await
+        .expect("list_projects answers again")?;
+    assert_eq!(listed.iter().map(|p| p.assignments.len()).sum::<usize>(), 2);
+    Ok(())
+}

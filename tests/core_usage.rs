@@ -214,3 +214,103 @@ async fn a_garbage_or_foreign_file_is_incomplete_coverage_and_the_cli_says_so() 
     );
     Ok(())
 }
+
+/// A session's `session_file` is its word, so untrusted input: `/dev/zero` (which never
+/// ends), a FIFO nobody writes to (whose open blocks) and a directory are not counted,
+/// each with what it is, and nothing waits for them: the report answers, other clients
+/// are served meanwhile, a new session registers, and SIGTERM stops the core. (Before:
+/// `/dev/zero` grew the core until it aborted, and each report left a thread blocked on the
+/// FIFO for good, which also kept SIGTERM from ending the core.)
+#[tokio::test]
+async fn a_session_file_that_is_no_regular_file_is_not_counted_and_blocks_nothing() -> Result<()> {
+    let mut core = Core::start().await?;
+    let files = tempfile::tempdir()?;
+    let fifo = files.path().join("fifo.jsonl");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status()?;
+    assert!(made.success());
+    let good = "a1110000-0000-7000-8000-000000000001";
+    let odd = [
+        (
+            "a2220000-0000-7000-8000-000000000002",
+            "/dev/zero".to_string(),
+            "a character device",
+        ),
+        (
+            "a3330000-0000-7000-8000-000000000003",
+            fifo.to_string_lossy().into_owned(),
+            "a FIFO",
+        ),
+        (
+            "a4440000-0000-7000-8000-000000000004",
+            files.path().to_string_lossy().into_owned(),
+            "a directory",
+        ),
+    ];
+    let _g = pi_with_file(
+        &core,
+        good,
+        "usage-good",
+        Some(session_file(files.path(), good)),
+    )
+    .await?;
+    let mut pis = Vec::new();
+    for (i, (id, file, _)) in odd.iter().enumerate() {
+        pis.push(pi_with_file(&core, id, &format!("usage-odd-{i}"), Some(file.clone())).await?);
+    }
+    let bound = std::time::Duration::from_secs(30);
+    let mut cli = core.client(ClientKind::Cli).await?;
+    let mut bystander = core.client(ClientKind::Cli).await?;
+    // Several reports at once, and one from the FIFO's own session.
+    for id in 9000..9003 {
+        let usage = requests::Usage { id, session: None };
+        cli.send(&shepherd_core::protocol::ClientMsg::Usage(usage))
+            .await?;
+    }
+    let own = tokio::time::timeout(bound, pis[1].client.call(requests::Usage::default()))
+        .await
+        .expect("a session's own report answers")?;
+    assert!(
+        !own.complete && own.missing[0].reason.contains("a FIFO"),
+        "{own:?}"
+    );
+    tokio::time::timeout(bound, bystander.ping())
+        .await
+        .expect("another client is served")?;
+    let all = tokio::time::timeout(bound, cli.call(requests::Usage::default()))
+        .await
+        .expect("the report answers")?;
+    assert!(!all.complete, "{all:?}");
+    assert_eq!(all.total.input, recorded_input(), "{all:?}");
+    for (id, file, what) in &odd {
+        let missing = all
+            .missing
+            .iter()
+            .find(|m| m.session_id.as_str() == *id)
+            .unwrap_or_else(|| panic!("{id} is not listed as not counted: {all:?}"));
+        assert!(
+            missing.reason.contains(what)
+                && missing.reason.contains("not a regular file")
+                && missing.reason.contains(file.as_str()),
+            "{missing:?}"
+        );
+    }
+    // The CLI says why.
+    let text = String::from_utf8_lossy(&core.cli(&["usage"]).stdout).into_owned();
+    assert!(
+        text.contains("coverage incomplete: 3 sessions not counted") && text.contains("a FIFO"),
+        "{text}"
+    );
+    // Registrations go on, and the core stops on SIGTERM.
+    let _late = pi_with_file(
+        &core,
+        "a5550000-0000-7000-8000-000000000005",
+        "usage-late",
+        None,
+    );
+    tokio::time::timeout(bound, _late)
+        .await
+        .expect("a registration answers")?;
+    let status = core.terminate()?;
+    assert!(status.success(), "{status:?}");
+    Ok(())
+}

@@ -5,11 +5,17 @@
 //! database 0644 and derives its `-wal`/`-shm` modes from the database file, so the file
 //! is created 0600 before SQLite opens it, and files an older version left looser are
 //! tightened.
+//!
+//! A user's files that the core reads (a session's `session_file`, an agent definition) are
+//! untrusted input: [`open_regular`] opens only a regular file (a symlink to one is fine),
+//! without blocking on a FIFO or opening a device, and [`Limited`] bounds what is read
+//! from it, in bytes and in time.
 
 use std::fs::{File, OpenOptions};
-use std::io;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// Open (creating it 0600 if missing) the file at `path` for reading and writing, and make
 /// sure it is 0600.
@@ -40,6 +46,110 @@ pub fn private_database(path: &Path) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Open the file at `path` for reading if it is a regular file, with its length. Anything
+/// else (a FIFO, a device such as `/dev/zero`, a directory, a socket) is refused with what
+/// it is, before it is opened: a FIFO with no writer would block the open, and a device
+/// never ends. The open itself is non-blocking and the opened descriptor is checked again,
+/// so a file swapped for a FIFO in between is refused too.
+pub fn open_regular(path: &Path) -> io::Result<(File, u64)> {
+    irregular(&std::fs::metadata(path)?)?;
+    let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits() as i32)
+        .open(path)?;
+    let meta = file.metadata()?;
+    irregular(&meta)?;
+    Ok((file, meta.len()))
+}
+
+/// Refuse what is not a regular file, naming what it is.
+fn irregular(meta: &std::fs::Metadata) -> io::Result<()> {
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("it is {what}, not a regular file"),
+    ))
+}
+
+/// A reader that fails once more than `max` bytes come out of `inner`, or once `time` has
+/// passed since it was made (checked at each read, so a slow parse between reads counts).
+pub struct Limited<R> {
+    inner: R,
+    left: u64,
+    max: u64,
+    deadline: Instant,
+    time: Duration,
+}
+
+impl<R: Read> Limited<R> {
+    pub fn new(inner: R, max: u64, time: Duration) -> Limited<R> {
+        Limited {
+            inner,
+            left: max,
+            max,
+            deadline: Instant::now() + time,
+            time,
+        }
+    }
+}
+
+impl<R: Read> Read for Limited<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if Instant::now() >= self.deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("reading took longer than {} s", self.time.as_secs()),
+            ));
+        }
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.left == 0 {
+            let mut one = [0u8; 1];
+            return match self.inner.read(&mut one)? {
+                0 => Ok(0),
+                _ => Err(io::Error::other(format!(
+                    "the file is larger than {}",
+                    human_bytes(self.max)
+                ))),
+            };
+        }
+        let cap = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..cap])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// `256 MiB`, `64 KiB`, `100 bytes`.
+pub fn human_bytes(n: u64) -> String {
+    if n >= 1024 * 1024 && n.is_multiple_of(1024 * 1024) {
+        format!("{} MiB", n / (1024 * 1024))
+    } else if n >= 1024 && n.is_multiple_of(1024) {
+        format!("{} KiB", n / 1024)
+    } else {
+        format!("{n} bytes")
+    }
 }
 
 fn tighten(file: &File) -> io::Result<()> {
@@ -74,6 +184,59 @@ mod tests {
         drop(conn);
         private_database(&db).unwrap();
         assert_eq!(mode(&db), 0o600);
+    }
+
+    #[test]
+    fn only_regular_files_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let regular = dir.path().join("a.jsonl");
+        std::fs::write(&regular, b"abc").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&regular, &link).unwrap();
+        assert_eq!(open_regular(&regular).unwrap().1, 3);
+        assert_eq!(open_regular(&link).unwrap().1, 3);
+
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let to_fifo = dir.path().join("to-fifo");
+        std::os::unix::fs::symlink(&fifo, &to_fifo).unwrap();
+        // Nobody writes to the FIFO: an open that blocked would hang this test.
+        for (path, what) in [
+            (fifo.as_path(), "a FIFO"),
+            (to_fifo.as_path(), "a FIFO"),
+            (Path::new("/dev/zero"), "a character device"),
+            (dir.path(), "a directory"),
+        ] {
+            let err = open_regular(path).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+            assert!(err.to_string().contains(what), "{}: {err}", path.display());
+        }
+        let err = open_regular(&dir.path().join("missing")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn limited_stops_at_its_size_and_its_time() {
+        let mut out = Vec::new();
+        let mut r = Limited::new(&b"12345"[..], 5, Duration::from_secs(60));
+        r.read_to_end(&mut out).unwrap();
+        assert_eq!(out, b"12345");
+        let mut r = Limited::new(&b"123456"[..], 5, Duration::from_secs(60));
+        let err = r.read_to_end(&mut Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("larger than 5 bytes"), "{err}");
+        let mut r = Limited::new(io::repeat(0), 1024 * 1024, Duration::from_secs(60));
+        let err = r.read_to_end(&mut Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("larger than 1 MiB"), "{err}");
+        let mut r = Limited::new(io::repeat(0), u64::MAX, Duration::ZERO);
+        let err = r.read(&mut [0u8; 8]).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
     }
 
     #[test]

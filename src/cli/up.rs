@@ -149,7 +149,7 @@ fn serve(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
     let config = loaded.config;
     shepherd_bridges::validate(&config)
         .map_err(|e| Failure::new("invalid_config", e.to_string()))?;
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let running = shepherd_core::daemon::start(config.clone())
             .await
             .map_err(|e| Failure::new("daemon", e.to_string()))?;
@@ -165,7 +165,12 @@ fn serve(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
         stop_bridges(bridges, shutdown).await;
         running.stop().await;
         Ok::<_, Failure>(())
-    })?;
+    });
+    // Dropping the runtime would wait for every blocking task: one stuck in a read (a
+    // user's file on a hung mount) would keep the core from ever exiting after SIGTERM.
+    // The store is closed by now; give such tasks a moment, then leave them.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 

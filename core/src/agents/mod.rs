@@ -13,12 +13,20 @@
 //! bad field, a reserved or duplicate name) is never skipped: [`effective`] lists it with
 //! its error, which names the file and the field, and [`resolve`] refuses its name.
 //!
-//! Everything here reads files: call it off the hub (the hub's `list_agents` handler runs
-//! it on a blocking thread).
+//! A definition may come from a repository someone else wrote: it is untrusted input. Only
+//! a regular file is read (never a FIFO or a device), at most [`parse::MAX_FILE_BYTES`],
+//! and its frontmatter is refused before YAML parses it when it is larger than
+//! [`parse::MAX_FRONTMATTER_BYTES`] or nested deeper than [`parse::MAX_DEPTH`] (a
+//! deeply nested value made the YAML parser quadratic); such a file is listed as broken with
+//! the reason.
+//!
+//! Everything here reads files: call it off the hub (the hub's `list_agents` handler, and a
+//! launch's definition lookup, run it on a blocking thread).
 
 pub mod parse;
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::protocol::{AgentDef, DefSource};
@@ -251,22 +259,26 @@ fn read_dir(dir: &Path, source: DefSource) -> Vec<(Definition, Claim)> {
         .collect()
 }
 
-/// A file's text, refused when it is too large or not UTF-8.
+/// A file's text, refused when it is not a regular file (a FIFO is never opened blocking,
+/// a device never read), too large, slow to read, or not UTF-8.
 fn read_text(path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it: {e}"))?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    if meta.len() > parse::MAX_FILE_BYTES {
+    let (file, len) =
+        crate::files::open_regular(path).map_err(|e| format!("cannot read it: {e}"))?;
+    if len > parse::MAX_FILE_BYTES {
         return Err(format!(
-            "{} bytes is too large for a definition (at most {} KiB)",
-            meta.len(),
+            "{len} bytes is too large for a definition (at most {} KiB)",
             parse::MAX_FILE_BYTES / 1024
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let mut bytes = Vec::with_capacity(len as usize);
+    crate::files::Limited::new(file, parse::MAX_FILE_BYTES, READ_TIME)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it: {e}"))?;
     String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())
 }
+
+/// Longest one definition file is read for.
+const READ_TIME: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One definition from its text; `path` is None for a bundled one.
 fn load(file: &str, path: Option<&Path>, text: &str, source: DefSource) -> (Definition, Claim) {

@@ -8,6 +8,11 @@
 //! `frontmatter: thinking: unknown variant `huge`, expected one of … at line 4 column 11`. `tools`,
 //! `excludeTools` and `agents` take a YAML list or a comma-separated string
 //! (`tools: read, grep`), as Pi's own agent files write them.
+//!
+//! A definition may come from someone else's repository: the frontmatter is refused before
+//! the YAML parser sees it when it is larger than [`MAX_FRONTMATTER_BYTES`] or nests deeper
+//! than [`MAX_DEPTH`] ([`nesting`], a cheap scan that over-counts rather than under), and
+//! it is parsed once.
 
 use std::fmt;
 
@@ -21,6 +26,13 @@ pub const RESERVED: [&str; 3] = ["manager", "chief", "managed-lead"];
 
 /// Largest definition file read (the prompt goes into every worker's system prompt).
 pub const MAX_FILE_BYTES: u64 = 256 * 1024;
+
+/// Largest frontmatter parsed (its fields are a few short lines).
+pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
+
+/// Deepest frontmatter parsed: its fields nest two levels (a list of names); a value nested
+/// thousands deep made the YAML parser take seconds, quadratically.
+pub const MAX_DEPTH: usize = 32;
 
 /// The frontmatter's fields, exactly; anything else is an error.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -75,14 +87,32 @@ pub fn valid_name(name: &str) -> bool {
 pub fn parse(text: &str) -> Result<(Frontmatter, String), Broken> {
     let (yaml, body) = split(text).map_err(|e| Broken::new(None, e))?;
     // The name first, so that a file with a bad field is still listed under its name.
-    let name = serde_norway::from_str::<serde_norway::Value>(yaml)
-        .ok()
-        .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(str::to_string))
-        .filter(|n| valid_name(n));
+    let name = name_line(yaml);
     if yaml.trim().is_empty() {
         return Err(Broken::new(
             None,
             "the frontmatter is empty: `name` and `description` are required",
+        ));
+    }
+    if yaml.len() > MAX_FRONTMATTER_BYTES {
+        return Err(Broken::new(
+            name,
+            format!(
+                "frontmatter: {} bytes is too large (at most {} KiB; the prompt goes after \
+                 the closing `---`)",
+                yaml.len(),
+                MAX_FRONTMATTER_BYTES / 1024
+            ),
+        ));
+    }
+    let depth = nesting(yaml);
+    if depth > MAX_DEPTH {
+        return Err(Broken::new(
+            name,
+            format!(
+                "frontmatter: nested {depth} levels deep, too deep (at most {MAX_DEPTH}); the \
+                 fields are flat (`tools` is a list of names)"
+            ),
         ));
     }
     // A blank line in place of the opening `---`, so that the error's line is the file's.
@@ -90,6 +120,132 @@ pub fn parse(text: &str) -> Result<(Frontmatter, String), Broken> {
         .map_err(|e| Broken::new(name.clone(), format!("frontmatter: {e}")))?;
     check(&fm).map_err(|e| Broken::new(name.clone(), format!("frontmatter: {e}")))?;
     Ok((fm, body.trim().to_string()))
+}
+
+/// The name a top-level `name:` line gives, when it is a valid one (plain or quoted):
+/// read without parsing the YAML, so that a file the parser refuses keeps its name.
+fn name_line(yaml: &str) -> Option<String> {
+    yaml.lines().find_map(|line| {
+        let value = line.strip_prefix("name:")?;
+        let value = value.split(" #").next().unwrap_or_default().trim();
+        let value = ["\"", "'"]
+            .iter()
+            .find_map(|q| value.strip_prefix(q).and_then(|v| v.strip_suffix(q)))
+            .unwrap_or(value);
+        valid_name(value).then(|| value.to_string())
+    })
+}
+
+/// How deeply `yaml` nests, counted without parsing it and never less than the parser
+/// would find: every `[` and `{` opens a level, and one in a quoted string is never closed
+/// (should the scan take for a string what is not one); a `]` or `}` closes one only
+/// outside quotes. Each indentation deeper than its parent's, and each `- ` or `? ` opening
+/// a line's content, is a level too, on every line. A block scalar's text (`|`, `>`) is not
+/// YAML and is skipped.
+pub fn nesting(yaml: &str) -> usize {
+    let mut max = 0;
+    let mut indents: Vec<usize> = Vec::new();
+    let mut flow = 0usize;
+    let mut quoted = 0usize;
+    let mut quote: Option<char> = None;
+    // The indentation of the line that opened a block scalar, while in its text.
+    let mut scalar_of: Option<usize> = None;
+    for line in yaml.lines() {
+        let trimmed = line.trim_start_matches([' ', '\t']);
+        let indent = line.len() - trimmed.len();
+        if let Some(parent) = scalar_of {
+            if trimmed.is_empty() || indent > parent {
+                continue;
+            }
+            scalar_of = None;
+        }
+        if trimmed.is_empty() {
+            continue;
+        }
+        while indents.last().is_some_and(|&i| i >= indent) {
+            indents.pop();
+        }
+        indents.push(indent);
+        let levels = |flow: usize, quoted: usize| indents.len() + flow + quoted;
+        max = max.max(levels(flow, quoted) + markers(trimmed));
+        let mut prev: Option<char> = None;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match quote {
+                Some('"') => match c {
+                    '\\' => {
+                        chars.next();
+                    }
+                    '"' => quote = None,
+                    '[' | '{' => {
+                        quoted += 1;
+                        max = max.max(levels(flow, quoted));
+                    }
+                    _ => {}
+                },
+                Some(_) => match c {
+                    '\'' if chars.peek() == Some(&'\'') => {
+                        chars.next();
+                    }
+                    '\'' => quote = None,
+                    '[' | '{' => {
+                        quoted += 1;
+                        max = max.max(levels(flow, quoted));
+                    }
+                    _ => {}
+                },
+                None => match c {
+                    '#' if prev.is_none_or(char::is_whitespace) => break,
+                    '"' | '\'' if prev.is_none_or(|p| p.is_whitespace() || "[{,:".contains(p)) => {
+                        quote = Some(c)
+                    }
+                    '[' | '{' => {
+                        flow += 1;
+                        max = max.max(levels(flow, quoted));
+                    }
+                    ']' | '}' => flow = flow.saturating_sub(1),
+                    _ => {}
+                },
+            }
+            prev = Some(c);
+        }
+        if flow == 0 && quote.is_none() && opens_block_scalar(trimmed) {
+            scalar_of = Some(indent);
+        }
+    }
+    max
+}
+
+/// How many nodes a line's content opens before its value: `- - a: b` opens three.
+fn markers(mut content: &str) -> usize {
+    let mut n = 0;
+    loop {
+        let rest = content
+            .strip_prefix("- ")
+            .or_else(|| content.strip_prefix("? "))
+            .or_else(|| (content == "-" || content == "?").then_some(""));
+        match rest {
+            Some(rest) => {
+                n += 1;
+                content = rest.trim_start_matches([' ', '\t']);
+            }
+            None => break,
+        }
+    }
+    // `key: value` inside the markers is a mapping: one more level.
+    if n > 0 && (content.contains(": ") || content.ends_with(':')) {
+        n += 1;
+    }
+    n
+}
+
+/// Whether a line ends with a block scalar's indicator (`key: |`, `- >-`, `|2`).
+fn opens_block_scalar(content: &str) -> bool {
+    let content = content.split(" #").next().unwrap_or_default().trim_end();
+    let last = content.rsplit([' ', '\t']).next().unwrap_or(content);
+    let mut chars = last.chars();
+    matches!(chars.next(), Some('|' | '>'))
+        && chars.all(|c| c == '-' || c == '+' || c.is_ascii_digit())
 }
 
 /// The rules serde cannot say.
@@ -305,6 +461,64 @@ mod tests {
         assert!(err.error.ends_with("at line 4 column 1"), "{}", err.error);
         let err = parse("---\nname: Docs\ndescription: d\n---\n").unwrap_err();
         assert_eq!(err.name, None);
+    }
+
+    #[test]
+    fn nesting_counts_flow_and_block_levels_and_never_fewer_than_yaml() {
+        let cases = [
+            ("name: a\ndescription: d", 1),
+            ("tools: [read, grep]", 2),
+            ("tools:\n  - read\n  - grep", 3),
+            ("a: [[[x]]]", 4),
+            ("a: {b: [c]}", 3),
+            ("- - - x", 4),
+            ("- a: b", 3),
+            ("a:\n b:\n  c:\n   d: e", 4),
+            // Quotes hide closing brackets, not opening ones; an apostrophe is no quote.
+            ("a: \"]]]\"\nb: [[x]]", 3),
+            ("a: \"[[[\"\nb: c", 4),
+            ("description: it's [fine]", 2),
+            ("a: 'it''s ]'\nb: [x]", 2),
+            // A comment and a block scalar's text are not YAML.
+            ("a: b # [[[[\nc: d", 1),
+            ("description: |\n  [[[[[\n      deep text\nname: a", 1),
+        ];
+        for (yaml, depth) in cases {
+            assert_eq!(nesting(yaml), depth, "{yaml:?}");
+        }
+        let deep = format!(
+            "name: a\ndescription: {}x{}",
+            "[".repeat(5000),
+            "]".repeat(5000)
+        );
+        assert!(nesting(&deep) > 5000);
+        let dashes = format!("name: a\ndescription: d\ntools:\n{}x", "- ".repeat(5000));
+        assert!(nesting(&dashes) > 5000);
+    }
+
+    #[test]
+    fn a_deep_or_large_frontmatter_is_refused_before_parsing_under_its_name() {
+        let deep = format!(
+            "---\nname: docs\ndescription: {}x{}\n---\nbody\n",
+            "[".repeat(20_000),
+            "]".repeat(20_000)
+        );
+        let err = parse(&deep).unwrap_err();
+        assert_eq!(err.name.as_deref(), Some("docs"));
+        assert!(err.error.contains("too deep"), "{}", err.error);
+        let ok = format!(
+            "---\nname: docs\ndescription: {}x{}\n---\n",
+            "[".repeat(MAX_DEPTH - 2),
+            "]".repeat(MAX_DEPTH - 2)
+        );
+        assert!(!parse(&ok).unwrap_err().error.contains("too deep"));
+        let large = format!(
+            "---\nname: 'docs'\ndescription: {}\n---\n",
+            "x".repeat(MAX_FRONTMATTER_BYTES)
+        );
+        let err = parse(&large).unwrap_err();
+        assert_eq!(err.name.as_deref(), Some("docs"));
+        assert!(err.error.contains("too large"), "{}", err.error);
     }
 
     #[test]

@@ -133,6 +133,9 @@ pub enum HubCommand {
     GitDone(Box<projects::GitDone>),
     /// A process stopped (or did not within its bound) for work that waited for it.
     Stopped(Box<workers::host_ops::StopDone>),
+    /// Blocking work that is no git (reading an agent definition, summing session files)
+    /// finished on a blocking thread: continue on the hub ([`State::blocking_then`]).
+    Continue(Box<projects::GitDone>),
     /// Sent once at start: adopt or relaunch the workers a previous core left.
     RecoverWorkers,
     /// A Lead-owned worker's question has waited `workers.ask_card_after_secs`: announce
@@ -496,6 +499,18 @@ impl Hub {
                             "an assignment's Lead exited while the store failed"
                         );
                     }
+                    HubCommand::Continue(done) => {
+                        if let Some((conn, id)) = done.reply {
+                            failed.error(
+                                conn,
+                                Some(id),
+                                HubError::new(
+                                    ErrorCode::StoreFailed,
+                                    format!("the database failed ({e}); nothing was done: retry"),
+                                ),
+                            );
+                        }
+                    }
                     HubCommand::GitDone(done) => {
                         tracing::error!("a git operation finished while the store failed");
                         if let Some((conn, id)) = done.reply {
@@ -607,7 +622,7 @@ impl State {
                     tracing::error!(assignment, "handling a Lead's exit failed: {}", err.message);
                 }
             }
-            HubCommand::GitDone(done) => self.git_done(*done, db, out),
+            HubCommand::GitDone(done) | HubCommand::Continue(done) => self.git_done(*done, db, out),
             HubCommand::Stopped(done) => self.stopped(*done, db, out),
             HubCommand::WorkerExited { worker, code } => {
                 if let Err(err) = self.worker_exited(worker, code, db, out) {

@@ -4,13 +4,18 @@
 //! the batch that received the request has committed, so it sees everything the hub did
 //! before it (a client's own `register` or `update` included); the answer comes back as an
 //! encoded frame ([`HubCommand::Frame`]) and is matched by its request id as usual.
+//!
+//! Other blocking work (reading a user's files: an agent definition, session files)
+//! runs with [`State::blocking_then`]: on a blocking thread of its own, never on the git
+//! lane others queue behind, and the hub continues with its result
+//! ([`HubCommand::Continue`]).
 
 use std::path::PathBuf;
 
 use bytes::Bytes;
 use rusqlite::{Connection, OpenFlags};
 
-use super::{ConnId, Cx, HubCommand, HubError, HubResult, Out, State};
+use super::{ConnId, Cx, HubCommand, HubError, HubResult, Out, State, projects::GitDone};
 use crate::protocol::{ServerMsg, frame};
 
 /// What builds a read's answer from a read-only connection.
@@ -35,6 +40,26 @@ impl State {
             conn: cx.conn,
             id: cx.id,
             build: Box::new(build),
+        });
+    }
+
+    /// Run `work` on a blocking thread, then `then` on the hub with what it returned; an
+    /// error `then` returns goes to `reply`. Nothing runs when the core is stopping.
+    pub(super) fn blocking_then<T: Send + 'static>(
+        &self,
+        reply: Option<(ConnId, u64)>,
+        work: impl FnOnce() -> T + Send + 'static,
+        then: impl FnOnce(&mut State, T, &Connection, &mut Out) -> HubResult<()> + Send + 'static,
+    ) {
+        let Some(tx) = self.self_tx.upgrade() else {
+            return; // Shutting down.
+        };
+        tokio::task::spawn_blocking(move || {
+            let done = work();
+            let _ = tx.blocking_send(HubCommand::Continue(Box::new(GitDone {
+                reply,
+                then: Box::new(move |state, db, out| then(state, done, db, out)),
+            })));
         });
     }
 

@@ -9,7 +9,6 @@
 //! replaced file, or a malformed line, is reported in the text and the cursor reset.
 //! Blocking (file and git reads): call it from a blocking thread, never from the hub.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -243,8 +242,8 @@ fn read_lines(
     offset: u64,
     mut on_line: impl FnMut(&[u8]),
 ) -> std::io::Result<ReadOutcome> {
-    let mut file = File::open(path)?;
-    let len = file.metadata()?.len();
+    // The worker's file is its word: never a FIFO or a device, never longer than it takes.
+    let (mut file, len) = crate::files::open_regular(path)?;
     let mut start = offset;
     let mut restarted = None;
     if len < offset {
@@ -260,7 +259,12 @@ fn read_lines(
         }
     }
     file.seek(SeekFrom::Start(start))?;
-    let mut reader = BufReader::new(file.take(len - start));
+    let time = crate::usage::file::MAX_TIME;
+    let mut reader = BufReader::new(crate::files::Limited::new(
+        file.take(len - start),
+        u64::MAX,
+        time,
+    ));
     let mut outcome = ReadOutcome {
         offset: start,
         restarted,

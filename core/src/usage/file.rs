@@ -6,16 +6,27 @@
 //! Every line must be a JSON object with a `type`, the first the `session` header, and a
 //! usage record must have every field Pi sums; anything else is an error that names the
 //! line, and the caller reports the session as not counted. Blocking: never on the hub.
+//! The file is the session's word, so untrusted: only a regular file is read (never a FIFO
+//! or a device; [`crate::files::open_regular`]), up to [`MAX_BYTES`] and for at most
+//! [`MAX_TIME`]; beyond that it is not counted, with the reason.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::files::{Limited, human_bytes, open_regular};
 use crate::protocol::UsageTotals;
+
+/// Largest session file counted.
+pub const MAX_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Longest one file is read and summed for.
+pub const MAX_TIME: Duration = Duration::from_secs(20);
 
 /// A session file's usage.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -31,15 +42,34 @@ pub struct FileUsage {
 /// Read the session file at `path`. `expected`: the session id its header must carry.
 /// The error says why the file's usage cannot be counted.
 pub fn read(path: &Path, expected: Option<&str>) -> Result<FileUsage, String> {
-    let file = File::open(path).map_err(|e| match e.kind() {
+    read_bounded(path, expected, MAX_BYTES, MAX_TIME)
+}
+
+/// [`read`] with its bounds: at most `max` bytes, for at most `time`.
+pub fn read_bounded(
+    path: &Path,
+    expected: Option<&str>,
+    max: u64,
+    time: Duration,
+) -> Result<FileUsage, String> {
+    let (file, len): (File, u64) = open_regular(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!(
             "the session file {} does not exist (Pi writes it from the first message on; \
              or it was moved or deleted)",
             path.display()
         ),
-        _ => format!("cannot open the session file {}: {e}", path.display()),
+        _ => format!("cannot read the session file {}: {e}", path.display()),
     })?;
-    let usage = parse(BufReader::with_capacity(64 * 1024, file))
+    if len > max {
+        return Err(format!(
+            "the session file {} is too large to count ({} bytes; at most {} are read)",
+            path.display(),
+            len,
+            human_bytes(max)
+        ));
+    }
+    let reader = Limited::new(file, max, time);
+    let usage = parse(BufReader::with_capacity(64 * 1024, reader))
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(expected) = expected
         && usage.session_id != expected

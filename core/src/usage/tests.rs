@@ -300,3 +300,48 @@ fn an_empty_scope_is_a_complete_empty_report() {
     assert!(report.sessions.is_empty() && report.models.is_empty());
     assert_eq!(report.total, UsageTotals::default());
 }
+
+#[test]
+fn files_that_are_not_regular_or_too_large_are_not_counted_and_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.jsonl");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    // Nobody writes to the FIFO: a blocking open would hang here; /dev/zero never ends.
+    for (path, what) in [
+        (fifo.as_path(), "a FIFO"),
+        (std::path::Path::new("/dev/zero"), "a character device"),
+        (dir.path(), "a directory"),
+    ] {
+        let err = file::read(path, None).unwrap_err();
+        assert!(
+            err.contains(what) && err.contains("not a regular file"),
+            "{err}"
+        );
+    }
+    let big = jsonl(&[header("s1"), assistant("p", "m", usage(1, 1, 0, 0, 0.1))]);
+    let path = write(dir.path(), "big.jsonl", &big);
+    let small = big.len() as u64 - 1;
+    let err = file::read_bounded(
+        std::path::Path::new(&path),
+        None,
+        small,
+        std::time::Duration::from_secs(60),
+    )
+    .unwrap_err();
+    assert!(err.contains("too large"), "{err}");
+    let err = file::read_bounded(
+        std::path::Path::new(&path),
+        None,
+        big.len() as u64,
+        std::time::Duration::ZERO,
+    )
+    .unwrap_err();
+    assert!(err.contains("took longer than"), "{err}");
+}

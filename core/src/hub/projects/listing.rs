@@ -1,9 +1,11 @@
 //! `list_projects`: the open assignments grouped by repository, with what only git and the
-//! session files know (the primary branch, ahead/behind, the Leads' usage) read on the git
-//! lane. The same pass is the inventory that retires an assignment whose checkout git
-//! has verifiably forgotten; an inventory that fails keeps it, and a checkout git still
-//! records but not at its path (moved, renamed or deleted by hand) is kept and reported
-//! (`checkout_missing`) with how to repair it: a listing never changes git's records. `list_staff` carries the assignments
+//! session files know: the primary branch and ahead/behind read on the git lane, then the
+//! Leads' usage from their session files on a blocking thread of its own (never on the lane
+//! that delegations and integrations queue on). The same pass is the inventory that
+//! retires an assignment whose checkout git has verifiably forgotten; an inventory that
+//! fails keeps it, and a checkout git still records but not at its path (moved, renamed or
+//! deleted by hand) is kept and reported (`checkout_missing`) with how to repair it: a
+//! listing never changes git's records. `list_staff` carries the assignments
 //! with ahead/behind read on the lane too.
 
 use std::collections::BTreeMap;
@@ -17,7 +19,7 @@ use crate::hub::{Cx, HubResult, Out, State};
 use crate::protocol::requests::ListProjects;
 use crate::protocol::{Assignment, Project, Role, ServerMsg, UsageTotals};
 use crate::store;
-use crate::usage::{self, Scoped};
+use crate::usage;
 
 /// What the git lane reads for one assignment.
 struct Facts {
@@ -40,30 +42,47 @@ impl State {
         };
         let rows = store::projects::list_open(db, repo.as_deref())?;
         let mut jobs = Vec::with_capacity(rows.len());
+        let mut scopes = Vec::with_capacity(rows.len());
         for row in &rows {
             let tree = crate::hub::usage::owned_sessions(db, &row.assignment.session_id)?;
-            let scope = crate::hub::usage::scope_of(db, tree)?;
+            scopes.push((row.assignment.id, crate::hub::usage::scope_of(db, tree)?));
             jobs.push((
                 row.assignment.id,
                 PathBuf::from(&row.primary_root),
                 PathBuf::from(&row.assignment.checkout),
                 row.assignment.branch.clone(),
-                scope,
             ));
         }
+        let reply = Some((cx.conn, cx.id));
+        // Git on the lane; then the session files (the sessions' word: untrusted) on a
+        // blocking thread of their own, so that nothing queued on the lane waits for them.
         let job: GitJob = Box::new(move || {
             let mut facts = Vec::with_capacity(jobs.len());
             let mut primaries: BTreeMap<PathBuf, Option<String>> = BTreeMap::new();
-            for (id, primary, checkout, branch, scope) in jobs {
+            for (id, primary, checkout, branch) in jobs {
                 primaries
                     .entry(primary.clone())
                     .or_insert_with(|| worktrees::head(&primary).ok().and_then(|(b, _)| b));
-                facts.push((id, read_facts(&primary, &checkout, &branch, &scope)));
+                facts.push((id, read_facts(&primary, &checkout, &branch)));
             }
             GitDone {
-                reply: Some((cx.conn, cx.id)),
-                then: Box::new(move |state, db, out| {
-                    state.projects_read(cx, repo, facts, primaries, db, out)
+                reply,
+                then: Box::new(move |state, _db, _out| {
+                    state.blocking_then(
+                        reply,
+                        move || {
+                            let mut facts = facts;
+                            for ((_, f), (_, scope)) in facts.iter_mut().zip(&scopes) {
+                                let report = usage::build(scope);
+                                f.usage = (report.total.records > 0).then_some(report.total);
+                            }
+                            facts
+                        },
+                        move |state, facts, db, out| {
+                            state.projects_read(cx, repo, facts, primaries, db, out)
+                        },
+                    );
+                    Ok(())
                 }),
             }
         });
@@ -199,14 +218,11 @@ impl State {
     }
 }
 
-fn read_facts(primary: &Path, checkout: &Path, branch: &str, scope: &[Scoped]) -> Facts {
-    let presence = worktrees::checkout_presence_of(primary, checkout, Some(branch));
-    let ahead_behind = worktrees::ahead_behind(primary, branch).ok();
-    let report = usage::build(scope);
-    let usage = (report.total.records > 0).then_some(report.total);
+/// What git says of one assignment (its usage is read after, off the lane).
+fn read_facts(primary: &Path, checkout: &Path, branch: &str) -> Facts {
     Facts {
-        presence,
-        ahead_behind,
-        usage,
+        presence: worktrees::checkout_presence_of(primary, checkout, Some(branch)),
+        ahead_behind: worktrees::ahead_behind(primary, branch).ok(),
+        usage: None,
     }
 }

@@ -2,8 +2,13 @@
 //! `continue_agent` (a new generation on a saved session). Both check who may start what,
 //! resolve the agent definition, record the worker with its launch nonce and its task as
 //! mail, and queue the launch; the reply waits for the process, never for the work.
+//!
+//! The definition is a file (perhaps a repository's: untrusted), so it is read and parsed
+//! on a blocking thread: the request is checked, the definition resolved off the hub, and
+//! the request handled again with it ([`Pending`]), every check repeated on what the
+//! store says then.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
@@ -26,6 +31,19 @@ impl State {
         &mut self,
         cx: Cx,
         req: DelegateAgent,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        self.delegate_with(cx, req, Pending::Unread, db, out)
+    }
+
+    /// `delegate_agent` before its definition is read (`Unread`: checks, then the read off
+    /// the hub) and after (`Read`: the same checks again, then the launch).
+    fn delegate_with(
+        &mut self,
+        cx: Cx,
+        req: DelegateAgent,
+        pending: Pending,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
@@ -58,7 +76,16 @@ impl State {
                 ));
             }
         }
-        let def = self.resolve_definition(&req.definition, Path::new(&me.cwd))?;
+        let def = match pending {
+            Pending::Unread => {
+                let (name, cwd) = (req.definition.clone(), PathBuf::from(&me.cwd));
+                self.resolve_off_hub(cx, name, cwd, move |state, def, db, out| {
+                    state.delegate_with(cx, req, Pending::Read(Box::new(def)), db, out)
+                });
+                return Ok(());
+            }
+            Pending::Read(def) => *def,
+        };
         let label = match &req.label {
             Some(label) => {
                 check_label(label)?;
@@ -135,6 +162,18 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        self.continue_with(cx, req, Pending::Unread, db, out)
+    }
+
+    /// `continue_agent` before and after its definition is read, as [`Self::delegate_with`].
+    fn continue_with(
+        &mut self,
+        cx: Cx,
+        req: ContinueAgent,
+        pending: Pending,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
         if cx.kind != ClientKind::Pi {
             return Err(HubError::new(
                 ErrorCode::Forbidden,
@@ -179,8 +218,17 @@ impl State {
                 ),
             ));
         }
-        let def =
-            self.resolve_definition(&previous.worker.definition, Path::new(&previous.worker.cwd))?;
+        let def = match pending {
+            Pending::Unread => {
+                let name = previous.worker.definition.clone();
+                let cwd = PathBuf::from(&previous.worker.cwd);
+                self.resolve_off_hub(cx, name, cwd, move |state, def, db, out| {
+                    state.continue_with(cx, req, Pending::Read(Box::new(def)), db, out)
+                });
+                return Ok(());
+            }
+            Pending::Read(def) => *def,
+        };
         let label = previous.worker.label.clone();
         if let Some(taken) = store::workers::live_by_label(db, &me.id, &label)? {
             return Err(refused(
@@ -333,6 +381,29 @@ struct NewWorkerArgs<'a> {
     delegates: bool,
 }
 
+/// Read `name`'s definition for a worker in `cwd` (project, then global, then bundled).
+/// Blocking: reads files.
+fn resolve_definition(name: &str, cwd: &Path) -> HubResult<Resolved> {
+    let agent_dir = crate::config::agent_dir().map_err(|e| {
+        HubError::new(
+            ErrorCode::Internal,
+            format!("cannot find Pi's agent directory: {e}"),
+        )
+    })?;
+    let found = crate::agents::resolve(name, cwd, &agent_dir)
+        .map_err(|e| refused(e.reason(), e.to_string()))?;
+    let def = found.def;
+    Ok(Resolved {
+        name: def.name,
+        model: def.model,
+        thinking: def.thinking.map(|t| t.as_str().to_string()),
+        tools: def.tools,
+        exclude_tools: def.exclude_tools,
+        agents: def.agents,
+        prompt: (!found.prompt.trim().is_empty()).then_some(found.prompt),
+    })
+}
+
 /// A definition as a launch needs it.
 pub(in crate::hub) struct Resolved {
     pub name: String,
@@ -344,27 +415,27 @@ pub(in crate::hub) struct Resolved {
     pub prompt: Option<String>,
 }
 
+/// Where a launch is: its definition not read yet, or read.
+enum Pending {
+    Unread,
+    Read(Box<Resolved>),
+}
+
 impl State {
-    /// Read `name`'s definition for a worker in `cwd` (project, then global, then bundled).
-    fn resolve_definition(&self, name: &str, cwd: &Path) -> HubResult<Resolved> {
-        let agent_dir = crate::config::agent_dir().map_err(|e| {
-            HubError::new(
-                ErrorCode::Internal,
-                format!("cannot find Pi's agent directory: {e}"),
-            )
-        })?;
-        let found = crate::agents::resolve(name, cwd, &agent_dir)
-            .map_err(|e| refused(e.reason(), e.to_string()))?;
-        let def = found.def;
-        Ok(Resolved {
-            name: def.name,
-            model: def.model,
-            thinking: def.thinking.map(|t| t.as_str().to_string()),
-            tools: def.tools,
-            exclude_tools: def.exclude_tools,
-            agents: def.agents,
-            prompt: (!found.prompt.trim().is_empty()).then_some(found.prompt),
-        })
+    /// Read `name`'s definition for a worker in `cwd` on a blocking thread, then go on with
+    /// `then` on the hub; a definition that cannot be used refuses the request.
+    fn resolve_off_hub(
+        &self,
+        cx: Cx,
+        name: String,
+        cwd: PathBuf,
+        then: impl FnOnce(&mut State, Resolved, &Connection, &mut Out) -> HubResult<()> + Send + 'static,
+    ) {
+        self.blocking_then(
+            Some((cx.conn, cx.id)),
+            move || resolve_definition(&name, &cwd),
+            move |state, resolved, db, out| then(state, resolved?, db, out),
+        );
     }
 
     /// The backend new workers get, once the host can launch them.

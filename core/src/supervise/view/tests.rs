@@ -423,7 +423,7 @@ fn a_missing_file_or_none_is_said_not_fatal() {
     assert_eq!(none.cursor.offset, read.cursor.offset, "the cursor is kept");
     assert_eq!(none.cursor.pending, read.cursor.pending);
 
-    // A directory named as the session file: the read error is in the text.
+    // A directory named as the session file: refused, and the reason is in the text.
     let cwd = s.dir.path().display().to_string();
     let odd = build(&ViewInput {
         cursor: &read.cursor,
@@ -434,13 +434,43 @@ fn a_missing_file_or_none_is_said_not_fatal() {
         now: 0,
     });
     assert!(odd.text.contains("Goal: none set"), "{}", odd.text);
-    assert!(odd.text.contains("stopped at byte 0"), "{}", odd.text);
+    assert!(
+        odd.text.contains("it is a directory, not a regular file"),
+        "{}",
+        odd.text
+    );
     assert!(
         odd.text
             .contains(&format!("session file changed (was {})", s.file)),
         "{}",
         odd.text
     );
+    // A FIFO nobody writes to (an open that blocked would hang here) and a device that
+    // never ends are not read either.
+    let fifo = s.dir.path().join("fifo.jsonl");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let fifo = fifo.display().to_string();
+    for (file, what) in [
+        (fifo.as_str(), "a FIFO"),
+        ("/dev/zero", "a character device"),
+    ] {
+        let odd = build(&ViewInput {
+            cursor: &Cursor::default(),
+            worker: facts(&cwd, Some(file)),
+            goal: None,
+            look: 1,
+            reason: ViewReason::Look,
+            now: 0,
+        });
+        assert!(odd.text.contains(what), "{}", odd.text);
+    }
 }
 
 #[test]
