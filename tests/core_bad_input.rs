@@ -699,6 +699,9 @@ async fn values_out_of_range_are_invalid_arguments_and_store_nothing() -> Result
         json!({"session_id": "ok-1", "cwd": "/tmp", "status": "tool:"}),
         json!({"session_id": "ok-1", "cwd": "/tmp", "name": "   "}),
         json!({"session_id": "ok-1", "cwd": "/tmp", "session_file": "rel.jsonl"}),
+        // Past SQLite's integer range: the sender's value, not a store failure.
+        json!({"session_id": "ok-1", "cwd": "/tmp", "context": {"tokens": MAX_ID + 1}}),
+        json!({"session_id": "ok-1", "cwd": "/tmp", "context": {"window": u64::MAX}}),
     ];
     let mut raw = greeted(&core, "pi").await?;
     for (i, session) in registrations.into_iter().enumerate() {
@@ -744,6 +747,15 @@ async fn values_out_of_range_are_invalid_arguments_and_store_nothing() -> Result
     raw.send(&json!({"type": "report", "id": 200, "text": ""}))
         .await?;
     expect_error(&mut raw, "invalid_argument", Some(200)).await?;
+    raw.send(&json!({"type": "update", "id": 202, "context": {"tokens": MAX_ID + 1}}))
+        .await?;
+    let msg = expect_error(&mut raw, "invalid_argument", Some(202)).await?;
+    assert!(msg.contains("context.tokens"), "{msg}");
+    assert!(
+        !core.log().contains("ERROR"),
+        "no store failure logged:\n{}",
+        core.log()
+    );
     expect_usable(&mut raw, 201).await?;
 
     let sessions = core.cli_json(&["sessions", "--all"])?;
