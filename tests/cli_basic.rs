@@ -315,3 +315,153 @@ fn doctor_reports_a_broken_config_and_goes_on() {
         "the other checks still run:\n{text}"
     );
 }
+
+/// A fake core on `socket`, for as many connections as come: `hello` gets a `welcome`
+/// speaking `protocol` (core 9.9.9 with `pid`), or with `None` the core's
+/// `protocol_mismatch` refusal; any other request gets `reply(id)`.
+fn fake_core(socket: &Path, protocol: Option<u32>, pid: u32, reply: fn(u64) -> serde_json::Value) {
+    use std::io::{Read, Write};
+    let listener = std::os::unix::net::UnixListener::bind(socket).unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            loop {
+                let mut len = [0u8; 4];
+                if stream.read_exact(&mut len).is_err() {
+                    break;
+                }
+                let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+                if stream.read_exact(&mut body).is_err() {
+                    break;
+                }
+                let msg: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                let id = msg["id"].as_u64().unwrap_or(0);
+                let answer = match (msg["type"] == "hello", protocol) {
+                    (true, Some(protocol)) => {
+                        serde_json::json!({"type": "welcome", "id": id, "protocol": protocol,
+                            "core_version": "9.9.9", "store_id": "fake", "pid": pid})
+                    }
+                    (true, None) => serde_json::json!({"type": "error", "id": id,
+                        "code": "protocol_mismatch", "details": null,
+                        "message": format!("client speaks intercom protocol {}, this core speaks 1; update the older of the two", msg["protocol"])}),
+                    (false, _) => reply(id),
+                };
+                let bytes = serde_json::to_vec(&answer).unwrap();
+                let mut frame = (bytes.len() as u32).to_be_bytes().to_vec();
+                frame.extend(bytes);
+                if stream.write_all(&frame).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+}
+
+/// What a fake core answers every request with: an error whose text carries escape
+/// sequences (colour, a window title, a bell, a carriage return).
+fn coloured_error(id: u64) -> serde_json::Value {
+    serde_json::json!({"type": "error", "id": id, "code": "internal",
+        "message": "\u{1b}[31mboom\u{1b}[0m\u{7}\r and \u{1b}]0;pwned\u{7}more", "details": null})
+}
+
+/// A core that welcomes the CLI with another protocol version is refused before any
+/// request: the message names both versions and says what to do (the older side is
+/// replaced: upgrade this shepherd, or restart the core with it).
+#[test]
+fn a_core_speaking_another_protocol_is_refused_saying_what_to_do() {
+    use shepherd_core::protocol::PROTOCOL_VERSION as OURS;
+    for (theirs, todo) in [
+        (OURS + 1, "this shepherd is older than the core: upgrade it"),
+        (
+            OURS - 1,
+            "the core is older: restart it with this version (`shepherd restart`)",
+        ),
+    ] {
+        let env = Env::new();
+        fake_core(&env.socket(), Some(theirs), 4242, coloured_error);
+        let out = env.run(&["status"]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!(
+                "the running shepherd core 9.9.9 (pid 4242) speaks intercom protocol {theirs}"
+            )) && err.contains(&format!("speaks protocol {OURS}"))
+                && err.contains(todo)
+                && err.contains("shepherd restart"),
+            "{err}"
+        );
+        assert!(!err.contains("boom"), "no request was made: {err}");
+
+        let out = env.run(&["status", "--json"]);
+        let body: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(body["error"]["code"], "protocol_mismatch", "{body:#}");
+        assert_eq!(body["error"]["details"]["core_protocol"], theirs);
+        assert_eq!(body["error"]["details"]["protocol"], OURS);
+    }
+}
+
+/// A core's error text is printed without its escape sequences and control characters,
+/// on stderr and in `--json`.
+#[test]
+fn a_core_error_is_printed_without_its_control_characters() {
+    let env = Env::new();
+    fake_core(
+        &env.socket(),
+        Some(shepherd_core::protocol::PROTOCOL_VERSION),
+        4242,
+        coloured_error,
+    );
+    let out = env.run(&["status"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("shepherd: boom and more"), "{err:?}");
+    assert!(
+        !err.contains(['\u{1b}', '\u{7}', '\r']) && !err.contains("pwned"),
+        "{err:?}"
+    );
+    let out = env.run(&["status", "--json"]);
+    let body: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("boom and more"), "{message:?}");
+    assert!(!message.chars().any(char::is_control), "{message:?}");
+}
+
+/// `shepherd stop` (and so `restart`, the fix the mismatch message gives) stops a core of
+/// another protocol: one that welcomes the CLI by the pid in its welcome, one that refuses
+/// the CLI's hello by the pid in the state directory's lock it holds.
+#[test]
+fn stop_ends_a_core_of_another_protocol() {
+    for refuses_hello in [false, true] {
+        let env = Env::new();
+        // The "core" process: signalled by `stop`; when it is gone its socket and lock go.
+        let mut core = Command::new("sleep").arg("60").spawn().unwrap();
+        let pid = core.id();
+        let state = env.agent_dir().join("shepherd");
+        std::fs::create_dir_all(&state).unwrap();
+        let lock = std::fs::File::create(state.join("shepherd.lock")).unwrap();
+        lock.try_lock().unwrap();
+        std::fs::write(state.join("shepherd.lock"), format!("{pid}\n")).unwrap();
+        let protocol = (!refuses_hello).then_some(shepherd_core::protocol::PROTOCOL_VERSION + 1);
+        fake_core(&env.socket(), protocol, pid, coloured_error);
+        let socket = env.socket();
+        let gone = std::thread::spawn(move || {
+            let status = core.wait().unwrap();
+            std::fs::remove_file(&socket).unwrap();
+            drop(lock);
+            status
+        });
+        let out = env.run(&["stop"]);
+        assert!(
+            out.status.success(),
+            "refuses hello: {refuses_hello}: {}",
+            stderr(&out)
+        );
+        assert_eq!(stdout(&out), format!("stopped the core (pid {pid})\n"));
+        let status = gone.join().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(15),
+            "SIGTERM"
+        );
+    }
+}

@@ -50,7 +50,18 @@ fn up_with_log_file_writes_its_log_under_the_state_dir() -> Result<()> {
         &std::fs::metadata(dir.path().join("shepherd"))?.permissions(),
     );
     assert_eq!(mode & 0o777, 0o700);
+    assert_eq!(
+        mode_of(&log)?,
+        0o600,
+        "the log is private whatever the umask"
+    );
+    assert!(!text.contains("readable by others"), "a new log: {text}");
     Ok(())
+}
+
+fn mode_of(path: &std::path::Path) -> Result<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    Ok(std::fs::metadata(path)?.permissions().mode() & 0o777)
 }
 
 /// A core started in the background that cannot start leaves the reason in its log, in
@@ -167,5 +178,105 @@ fn a_config_file_with_a_secret_others_can_read_is_warned_about() -> Result<()> {
     let doctor = command(&["doctor"]).output()?;
     let text = String::from_utf8_lossy(&doctor.stdout);
     assert!(!text.contains("config secrets"), "{text}");
+    Ok(())
+}
+
+/// A `token_file` group or others can read is warned about like a config file holding a
+/// secret: by `doctor` (with the `chmod 600` that fixes it) and once by `up`, never with
+/// the value. A `core.log` an older version left 0644 is made 0600 when `up` opens it,
+/// and `up` says so.
+#[test]
+fn a_token_file_others_can_read_is_warned_about_and_a_loose_log_made_private() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new().prefix("shp").tempdir_in("/tmp")?;
+    let token = dir.path().join("telegram.token");
+    std::fs::write(&token, "123:VERY-SECRET\n")?;
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644))?;
+    let config = dir.path().join("shepherd.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[telegram]\ntoken_file = \"{}\"\nallowed_users = [1]\nchat_id = 1\n\
+             api_url = \"http://127.0.0.1:9\"\n",
+            token.display()
+        ),
+    )?;
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644))?;
+    let state = dir.path().join("shepherd");
+    std::fs::create_dir(&state)?;
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700))?;
+    let log = state.join("core.log");
+    std::fs::write(&log, "an older core's line\n")?;
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644))?;
+    let command = |args: &[&str]| {
+        let mut cmd = Command::new(shepherd_bin());
+        cmd.args(args)
+            .env("PI_CODING_AGENT_DIR", dir.path())
+            .env("SHEPHERD_CONFIG", &config)
+            .env_remove("SHEPHERD_SOCKET")
+            .env_remove("SHEPHERD_STATE_DIR")
+            .env_remove("SHEPHERD_TELEGRAM_TOKEN")
+            .env("RUST_LOG", "info");
+        cmd
+    };
+    let fix = format!("chmod 600 {}", token.display());
+
+    let doctor = command(&["doctor"]).output()?;
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("secret file"))
+        .unwrap_or_else(|| panic!("no secret file line:\n{text}"));
+    assert!(
+        line.starts_with("warn")
+            && line.contains("telegram.token_file")
+            && line.contains("0644")
+            && line.contains(&fix),
+        "{line}"
+    );
+    assert!(
+        !text.contains("config secrets"),
+        "the config file itself holds no secret: {text}"
+    );
+    assert!(!text.contains("VERY-SECRET"), "{text}");
+
+    let child = command(&["up", "--log-file"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let text = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("accepting connections") {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "no start in the log: {text:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    child.wait_with_output()?;
+    assert_eq!(text.matches(&fix).count(), 1, "warned once: {text}");
+    assert!(text.contains("telegram.token_file"), "{text}");
+    assert!(!text.contains("VERY-SECRET"), "{text}");
+    assert!(
+        text.starts_with("an older core's line\n"),
+        "appended: {text}"
+    );
+    assert_eq!(mode_of(&log)?, 0o600);
+    assert_eq!(
+        text.matches("was readable by others (mode 0644); it is now 0600")
+            .count(),
+        1,
+        "{text}"
+    );
+
+    // Private again: no warning.
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600))?;
+    let doctor = command(&["doctor"]).output()?;
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert!(!text.contains("secret file"), "{text}");
     Ok(())
 }

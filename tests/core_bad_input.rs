@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use shepherd_core::client::Sent;
-use shepherd_core::protocol::{ClientKind, ErrorCode, PROTOCOL_VERSION, ServerMsg, requests};
+use shepherd_core::protocol::{
+    ClientKind, ErrorCode, MAX_ID, PROTOCOL_VERSION, ServerMsg, requests,
+};
 use shepherd_harness::{Core, Pi, Raw};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -839,6 +841,9 @@ async fn values_out_of_range_are_invalid_arguments_and_store_nothing() -> Result
         json!({"session_id": "ok-1", "cwd": "/tmp", "status": "tool:"}),
         json!({"session_id": "ok-1", "cwd": "/tmp", "name": "   "}),
         json!({"session_id": "ok-1", "cwd": "/tmp", "session_file": "rel.jsonl"}),
+        // Past SQLite's integer range: the sender's value, not a store failure.
+        json!({"session_id": "ok-1", "cwd": "/tmp", "context": {"tokens": MAX_ID + 1}}),
+        json!({"session_id": "ok-1", "cwd": "/tmp", "context": {"window": u64::MAX}}),
     ];
     let mut raw = greeted(&core, "pi").await?;
     for (i, session) in registrations.into_iter().enumerate() {
@@ -884,6 +889,15 @@ async fn values_out_of_range_are_invalid_arguments_and_store_nothing() -> Result
     raw.send(&json!({"type": "report", "id": 200, "text": ""}))
         .await?;
     expect_error(&mut raw, "invalid_argument", Some(200)).await?;
+    raw.send(&json!({"type": "update", "id": 202, "context": {"tokens": MAX_ID + 1}}))
+        .await?;
+    let msg = expect_error(&mut raw, "invalid_argument", Some(202)).await?;
+    assert!(msg.contains("context.tokens"), "{msg}");
+    assert!(
+        !core.log().contains("ERROR"),
+        "no store failure logged:\n{}",
+        core.log()
+    );
     expect_usable(&mut raw, 201).await?;
 
     let sessions = core.cli_json(&["sessions", "--all"])?;
@@ -891,6 +905,83 @@ async fn values_out_of_range_are_invalid_arguments_and_store_nothing() -> Result
     let asks = core.cli_json(&["asks", "--all"])?;
     assert_eq!(asks, json!([]));
     assert_still_serving_with(&core, &mut by, "values out of range", 2).await?;
+    Ok(())
+}
+
+/// Ids past SQLite's integer range where the field is not a typed id (`list_reports
+/// {after}`, a worker selector: an id, `#id`, a label or a session id) are the sender's
+/// `invalid_message` naming the field, like the typed ids, not a `store_failed` with an
+/// ERROR in the core's log. The largest id the store holds is still served.
+#[tokio::test]
+async fn ids_past_the_stores_range_are_invalid_messages_in_every_field() -> Result<()> {
+    let core = Core::start().await?;
+    let mut by = bystander(&core).await?;
+    let over = MAX_ID + 1;
+    let mut raw = greeted(&core, "bridge").await?;
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            json!({"type": "list_reports", "id": 1, "after": over}),
+            "after",
+        ),
+        (
+            json!({"type": "list_reports", "id": 2, "after": u64::MAX}),
+            "after",
+        ),
+        (
+            json!({"type": "close_agent", "id": 3, "agent": over.to_string()}),
+            "agent",
+        ),
+        (
+            json!({"type": "steer_agent", "id": 4, "agent": format!("#{}", u64::MAX), "message": "m"}),
+            "agent",
+        ),
+        (
+            json!({"type": "interrupt_agent", "id": 5, "agent": over.to_string(), "message": "m"}),
+            "agent",
+        ),
+        (
+            json!({"type": "reply_agent", "id": 6, "agent": over.to_string(), "answer": "a"}),
+            "agent",
+        ),
+        (
+            json!({"type": "inspect_agent", "id": 7, "agent": over.to_string()}),
+            "agent",
+        ),
+        (
+            json!({"type": "read_agent_transcript", "id": 8, "agent": over.to_string()}),
+            "agent",
+        ),
+    ];
+    for (i, (body, field)) in cases.into_iter().enumerate() {
+        let id = body["id"].as_u64();
+        raw.send(&body).await?;
+        let msg = expect_error(&mut raw, "invalid_message", id)
+            .await
+            .with_context(|| body.to_string())?;
+        assert!(
+            msg.contains(field) && msg.contains("out of range"),
+            "the message for {body} must name `{field}` and the range: {msg}"
+        );
+        expect_usable(&mut raw, 100 + i as u64)
+            .await
+            .with_context(|| format!("after {body}"))?;
+    }
+    // The largest id the store holds is an ordinary id: nothing after it, no such worker.
+    raw.send(&json!({"type": "list_reports", "id": 20, "after": MAX_ID}))
+        .await?;
+    let reply = raw.read(WAIT).await?.context("reports")?;
+    assert_eq!(reply, json!({"type": "reports", "id": 20, "reports": []}));
+    raw.send(&json!({"type": "close_agent", "id": 21, "agent": MAX_ID.to_string()}))
+        .await?;
+    let reply = raw.read(WAIT).await?.context("close_agent")?;
+    assert_eq!(reply["code"], "worker_refused", "{reply}");
+    assert_eq!(reply["details"]["reason"], "agent_not_found", "{reply}");
+    let log = core.log();
+    assert!(
+        !log.contains("ERROR") && !log.contains("store_failed"),
+        "no store failure logged:\n{log}"
+    );
+    assert_still_serving(&core, &mut by, "ids past the store's range").await?;
     Ok(())
 }
 

@@ -80,7 +80,7 @@ fn is_gone(e: &ClientError) -> bool {
         ClientError::Closed | ClientError::Io(_) | ClientError::NotRunning { .. } => true,
         ClientError::Protocol(detail) => detail.contains("ended inside a frame"),
         ClientError::Remote { code, .. } => *code == ErrorCode::ShuttingDown,
-        ClientError::Unexpected { .. } => false,
+        ClientError::Unexpected { .. } | ClientError::ProtocolMismatch { .. } => false,
     }
 }
 

@@ -833,7 +833,9 @@ async fn live_workers_are_bounded_per_owner_and_in_total() -> Result<()> {
     )
     .await?;
     let mut app = owner(&core, "owner-m", "app").await?;
-    // Three delegations at once: the third is decided while the first two still launch.
+    // Three delegations at once: whichever is decided third (each reads its definition off
+    // the hub first, so not necessarily the third sent) is refused while the first two
+    // still launch.
     let (accepted, refused) = delegate_at_once(
         &mut app,
         &[
@@ -847,7 +849,10 @@ async fn live_workers_are_bounded_per_owner_and_in_total() -> Result<()> {
     assert_eq!(ids.len(), 2, "two accepted: {ids:?}; refused: {refused:?}");
     assert_eq!(refused.len(), 1, "{refused:?}");
     let (id, err) = &refused[0];
-    assert_eq!(*id, 1003, "the last one decided is refused: {err:#}");
+    assert!(
+        [1001, 1002, 1003].contains(id) && !ids.contains(id),
+        "one of the three is refused: {err:#}"
+    );
     assert_eq!(error_code(err), Some(ErrorCode::WorkerRefused), "{err:#}");
     assert_eq!(
         error_details(err).unwrap(),

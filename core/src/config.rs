@@ -437,6 +437,57 @@ impl Loaded {
     }
 }
 
+/// A file the configuration names as holding a secret (`telegram.token_file`, …) that
+/// group or others may read. The fix is `chmod 600` on [`ExposedFile::path`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExposedFile {
+    /// The setting that names it (`telegram.token_file`).
+    pub key: &'static str,
+    pub path: PathBuf,
+    pub mode: u32,
+}
+
+impl std::fmt::Display for ExposedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} holds a secret and others can read it (mode {:04o})",
+            self.key,
+            self.path.display(),
+            self.mode
+        )
+    }
+}
+
+impl Config {
+    /// The secret files named (`telegram.token_file`, `matrix.password_file`,
+    /// `matrix.access_token_file`) that group or others may read. A file that cannot be
+    /// read is not listed here: reading the secret says so.
+    pub fn exposed_secret_files(&self) -> Vec<ExposedFile> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut named: Vec<(&'static str, &Path)> = Vec::new();
+        if let Some(path) = self.telegram.as_ref().and_then(|t| t.token_file.as_deref()) {
+            named.push(("telegram.token_file", path));
+        }
+        if let Some(m) = &self.matrix {
+            if let Some(path) = m.password_file.as_deref() {
+                named.push(("matrix.password_file", path));
+            }
+            if let Some(path) = m.access_token_file.as_deref() {
+                named.push(("matrix.access_token_file", path));
+            }
+        }
+        named
+            .into_iter()
+            .filter_map(|(key, path)| {
+                let path = expand_home(path);
+                let mode = std::fs::metadata(&path).ok()?.permissions().mode() & 0o777;
+                (mode & 0o077 != 0).then_some(ExposedFile { key, path, mode })
+            })
+            .collect()
+    }
+}
+
 /// The secret keys set in a parsed file (`telegram.token`, `matrix.password`).
 fn secrets_in(table: &toml::Table) -> Vec<String> {
     let mut found = Vec::new();
@@ -921,6 +972,58 @@ mod tests {
         };
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert_eq!(plain.exposed_secrets(), None);
+    }
+
+    #[test]
+    fn a_secret_file_others_can_read_is_reported() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        let password = dir.path().join("password");
+        std::fs::write(&token, "1:SECRET\n").unwrap();
+        std::fs::write(&password, "SECRET\n").unwrap();
+        let config = Config {
+            telegram: Some(TelegramConfig {
+                token_file: Some(token.clone()),
+                ..TelegramConfig::default()
+            }),
+            matrix: Some(MatrixConfig {
+                password_file: Some(password.clone()),
+                access_token_file: Some(dir.path().join("missing")),
+                ..MatrixConfig::default()
+            }),
+            ..Config::default()
+        };
+        let set = |p: &Path, mode| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+        };
+        set(&token, 0o644);
+        set(&password, 0o600);
+        let exposed = config.exposed_secret_files();
+        assert_eq!(
+            exposed,
+            vec![ExposedFile {
+                key: "telegram.token_file",
+                path: token.clone(),
+                mode: 0o644
+            }]
+        );
+        let said = exposed[0].to_string();
+        assert!(
+            said.contains("telegram.token_file") && said.contains("0644"),
+            "{said}"
+        );
+        assert!(!said.contains("SECRET"), "never the value: {said}");
+        set(&token, 0o600);
+        set(&password, 0o640);
+        let keys: Vec<_> = config
+            .exposed_secret_files()
+            .iter()
+            .map(|e| e.key)
+            .collect();
+        assert_eq!(keys, ["matrix.password_file"]);
+        set(&password, 0o400);
+        assert_eq!(config.exposed_secret_files(), vec![]);
     }
 
     #[test]

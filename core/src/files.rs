@@ -1,9 +1,9 @@
 //! # Private files
 //!
 //! Everything shepherd keeps on disk (databases, their WAL and shared-memory files, the
-//! lock) is readable by its owner only, whatever the umask: SQLite would create a new
-//! database 0644 and derives its `-wal`/`-shm` modes from the database file, so the file
-//! is created 0600 before SQLite opens it, and files an older version left looser are
+//! lock, the log) is readable by its owner only, whatever the umask: SQLite would create a
+//! new database 0644 and derives its `-wal`/`-shm` modes from the database file, so the
+//! file is created 0600 before SQLite opens it, and files an older version left looser are
 //! tightened.
 //!
 //! A user's files that the core reads (a session's `session_file`, an agent definition) are
@@ -152,6 +152,36 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// Open the log file at `path` for appending, creating it 0600. A regular file group or
+/// others may read (an older version created `core.log` with the umask's 0644) is made
+/// 0600 first, and the mode it had is returned so the caller can say so; anything else
+/// (`/dev/stderr`, a pipe) is opened as it is.
+pub fn open_private_log(path: &Path) -> io::Result<(File, Option<u32>)> {
+    let loosened = tighten_log(path)?;
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    Ok((file, loosened))
+}
+
+/// Make an existing regular file at `path` 0600 when group or others may read or write
+/// it; the mode it had when it did. A missing file is nothing to do.
+pub fn tighten_log(path: &Path) -> io::Result<Option<u32>> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mode = meta.permissions().mode() & 0o7777;
+    if !meta.is_file() || mode & 0o077 == 0 {
+        return Ok(None);
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(Some(mode))
+}
+
 fn tighten(file: &File) -> io::Result<()> {
     let mode = file.metadata()?.permissions().mode() & 0o7777;
     if mode != 0o600 {
@@ -237,6 +267,29 @@ mod tests {
         let mut r = Limited::new(io::repeat(0), u64::MAX, Duration::ZERO);
         let err = r.read(&mut [0u8; 8]).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+    }
+
+    #[test]
+    fn a_log_is_created_0600_and_an_old_loose_one_is_tightened_saying_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("core.log");
+        let (_file, was) = open_private_log(&path).unwrap();
+        assert_eq!((mode(&path), was), (0o600, None));
+        for loose in [0o644, 0o666, 0o640] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(loose)).unwrap();
+            let (mut file, was) = open_private_log(&path).unwrap();
+            assert_eq!((mode(&path), was), (0o600, Some(loose)));
+            std::io::Write::write_all(&mut file, b"line\n").unwrap();
+        }
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"line\nline\nline\n",
+            "appended"
+        );
+        // Not a regular file: left alone.
+        let (_null, was) = open_private_log(Path::new("/dev/null")).unwrap();
+        assert_eq!(was, None);
+        assert_eq!(mode(Path::new("/dev/null")), 0o666);
     }
 
     #[test]

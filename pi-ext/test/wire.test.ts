@@ -17,6 +17,7 @@ import {
   ERROR_CODES,
   FrameDecoder,
   FrameTooLargeError,
+  PROTOCOL_VERSION,
   SERVER_TYPES,
   TruncatedFrameError,
   WireDecodeError,
@@ -77,6 +78,17 @@ describe("golden fixtures", () => {
         [...types].sort(),
       );
       for (const f of all) assert.ok(types.includes(f.name), `${f.file}: unknown type ${f.name}`);
+    });
+
+    test(`${side}: a fixture's protocol is this extension's PROTOCOL_VERSION`, () => {
+      const versioned = all.filter((f) => typeof f.json === "object" && f.json !== null && "protocol" in f.json);
+      assert.deepEqual(
+        versioned.map((f) => f.file),
+        [side === "client" ? "hello" : "welcome"],
+      );
+      for (const f of versioned) {
+        assert.equal((f.json as { protocol: unknown }).protocol, PROTOCOL_VERSION, `${side}/${f.file}.json`);
+      }
     });
 
     for (const f of all) {
@@ -293,6 +305,13 @@ describe("field conventions", () => {
     assert.ok(error.type === "error");
     assert.equal(error.code, "some_new_code");
     assert.deepEqual(error.details, { a: [1, null] });
+  });
+
+  test("PROTOCOL_VERSION is the core's (core/src/protocol/mod.rs)", () => {
+    const rust = readFileSync(join(here, "..", "..", "core", "src", "protocol", "mod.rs"), "utf8");
+    const found = /pub const PROTOCOL_VERSION: u32 = (\d+);/.exec(rust);
+    assert.ok(found, "PROTOCOL_VERSION in core/src/protocol/mod.rs");
+    assert.equal(PROTOCOL_VERSION, Number(found[1]));
   });
 
   test("every error code of core/src/protocol/error_code.rs is known here", () => {

@@ -118,6 +118,10 @@ pub async fn run_checks(ctx: &Ctx) -> Vec<Check> {
         let fix = format!("chmod 600 {}", file.display());
         checks.push(Check::warn("config secrets", exposed, fix));
     }
+    for exposed in config.exposed_secret_files() {
+        let fix = format!("chmod 600 {}", exposed.path.display());
+        checks.push(Check::warn("secret file", exposed.to_string(), fix));
+    }
     if config_ok {
         checks.extend(bridge_checks(&config));
     }

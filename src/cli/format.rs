@@ -64,6 +64,56 @@ pub fn short_id(id: &str) -> &str {
     }
 }
 
+/// `text` without terminal escape sequences or other control characters (line breaks and
+/// tabs stay): an ANSI sequence (`ESC [ … m`, `ESC ] … BEL`) goes whole, so none of it
+/// can colour, move the cursor or retitle the terminal, nor leave `[31m` behind.
+pub fn strip_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            '\u{1b}' => match chars.next() {
+                // CSI: parameters and intermediates up to a final byte in @..~.
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                // OSC, DCS, SOS, PM, APC: a string up to BEL or ESC \.
+                Some(']' | 'P' | 'X' | '^' | '_') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' {
+                            if chars.peek() == Some(&'\\') {
+                                chars.next();
+                            }
+                            break;
+                        }
+                    }
+                }
+                // nF (`ESC ( B`): intermediates in ` `..`/`, then a final byte.
+                Some(' '..='/') => {
+                    for c in chars.by_ref() {
+                        if !(' '..='/').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                // Any other escape is two characters.
+                _ => {}
+            },
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// `text` cut to at most `width` display columns, ending in `…` when cut. Line breaks
 /// become spaces so one value stays on one table line.
 pub fn truncate(text: &str, width: usize) -> String {
@@ -172,6 +222,19 @@ pub fn percent(value: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_and_whole_escape_sequences_are_stripped() {
+        let core = "\u{1b}[1;31mred\u{1b}[0m text\u{7}\r\u{1b}]0;title\u{7}end\u{1b}]8;;x\u{1b}\\ \
+                    link\u{1b}(B\u{9b}\u{7f}";
+        assert_eq!(strip_controls(core), "red textend link");
+        assert_eq!(
+            strip_controls("two\nlines\tand a tab"),
+            "two\nlines\tand a tab"
+        );
+        assert_eq!(strip_controls("cut at \u{1b}["), "cut at ");
+        assert_eq!(strip_controls("ünïcode ✓"), "ünïcode ✓");
+    }
 
     #[test]
     fn durations_use_two_units() {

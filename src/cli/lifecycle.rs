@@ -18,7 +18,7 @@ use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use shepherd_core::client::{Client, ClientError};
-use shepherd_core::protocol::{ClientKind, requests};
+use shepherd_core::protocol::{ClientKind, ErrorCode, requests};
 
 use super::{Ctx, Failure, UpArgs, print, print_json};
 
@@ -155,6 +155,18 @@ fn places(ctx: &Ctx) -> Result<(PathBuf, PathBuf), Failure> {
 async fn stop_running(socket: &Path, state_dir: &Path) -> Result<Option<u32>, Failure> {
     let pid = match greet(socket).await {
         Ok(client) => client.welcome().pid,
+        // A core of another protocol is what `restart` is for: it welcomed us with its
+        // pid, or refused our hello and its pid is in the lock it holds.
+        Err(ClientError::ProtocolMismatch { pid, .. }) => pid,
+        Err(
+            e @ ClientError::Remote {
+                code: ErrorCode::ProtocolMismatch,
+                ..
+            },
+        ) => match lock_holder(state_dir) {
+            Some(pid) => pid,
+            None => return Err(Failure::from_client(e, socket)),
+        },
         Err(ClientError::NotRunning { .. }) => return Ok(None),
         Err(e) => return Err(Failure::from_client(e, socket)),
     };
@@ -192,6 +204,15 @@ fn lock_held(state_dir: &Path) -> bool {
         Ok(file) => matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
         Err(_) => false,
     }
+}
+
+/// The pid written in `<state dir>/shepherd.lock` while a process holds it (the core).
+fn lock_holder(state_dir: &Path) -> Option<u32> {
+    if !lock_held(state_dir) {
+        return None;
+    }
+    let text = std::fs::read_to_string(state_dir.join("shepherd.lock")).ok()?;
+    text.trim().parse().ok()
 }
 
 async fn greet(socket: &Path) -> Result<Client, ClientError> {

@@ -497,15 +497,18 @@ fn report(ctx: &Ctx, err: &anyhow::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let failure = err.downcast_ref::<Failure>();
+    // The text may carry the core's words (an error's message): no escape sequence or
+    // other control character of theirs reaches the terminal.
+    let message = format::strip_controls(&format!("{err:#}"));
     if ctx.json {
         let body = serde_json::json!({"error": {
             "code": failure.map_or("failed", |f| f.code.as_str()),
-            "message": format!("{err:#}"),
+            "message": message,
             "details": failure.and_then(|f| f.details.clone()),
         }});
         let _ = writeln!(std::io::stdout(), "{body:#}");
     }
-    eprintln!("shepherd: {err:#}");
+    eprintln!("shepherd: {message}");
     ExitCode::FAILURE
 }
 
@@ -533,7 +536,7 @@ impl Failure {
         let hint = match code {
             ErrorCode::ProtocolMismatch => {
                 " — this shepherd and the running core differ: restart the core with this \
-                 version (`shepherd up`)"
+                 version (`shepherd restart`), or upgrade this shepherd if the core is newer"
             }
             ErrorCode::ShuttingDown => " — the core is stopping: start it again with `shepherd up`",
             ErrorCode::StoreFailed => " — nothing was kept; `shepherd doctor` checks the database",
@@ -550,6 +553,32 @@ impl Failure {
         }
     }
 
+    /// The running core welcomed this CLI with protocol `core`, not ours: which versions,
+    /// and what to do (the older side is the one to replace).
+    pub fn protocol_mismatch(core: u32, core_version: &str, pid: u32) -> Failure {
+        let ours = shepherd_core::protocol::PROTOCOL_VERSION;
+        let this = env!("CARGO_PKG_VERSION");
+        let todo = if core < ours {
+            "the core is older: restart it with this version (`shepherd restart`)"
+        } else {
+            "this shepherd is older than the core: upgrade it to the core's version, \
+             or restart the core with this one (`shepherd restart`)"
+        };
+        Failure {
+            code: "protocol_mismatch".to_string(),
+            message: format!(
+                "the running shepherd core {core_version} (pid {pid}) speaks intercom protocol \
+                 {core}, this shepherd {this} speaks protocol {ours}; {todo}"
+            ),
+            details: Some(serde_json::json!({
+                "core_protocol": core,
+                "core_version": core_version,
+                "pid": pid,
+                "protocol": ours,
+            })),
+        }
+    }
+
     /// A client error while talking to the core on `socket`.
     pub fn from_client(err: ClientError, socket: &std::path::Path) -> Failure {
         match err {
@@ -559,6 +588,11 @@ impl Failure {
                 message,
                 details,
             } => Failure::remote(code, &message, details),
+            ClientError::ProtocolMismatch {
+                core,
+                core_version,
+                pid,
+            } => Failure::protocol_mismatch(core, &core_version, pid),
             ClientError::Closed => Failure::new(
                 "closed",
                 "the core closed the connection (is it stopping?): check with `shepherd status`",

@@ -11,6 +11,7 @@
 use std::process::ExitCode;
 
 use shepherd_bridges::Bridges;
+use shepherd_core::files;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
@@ -69,11 +70,8 @@ fn record_start_failure(ctx: &Ctx, path: Option<&std::path::Path>, err: &anyhow:
             super::format::rfc3339(now)
         )
     };
-    let written = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()));
+    let written = files::open_private_log(&path)
+        .and_then(|(mut f, _)| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()));
     if let Err(e) = written {
         eprintln!(
             "shepherd: could not write the start-up error to {}: {e}",
@@ -131,14 +129,12 @@ fn serve(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
         None => None,
         Some(path) => Some(open_log_file(path.as_deref(), &loaded.config)?),
     };
-    init_logging(ctx.json, log_file)?;
+    start_logging(ctx.json, log_file)?;
     match &loaded.file {
         Some(file) => tracing::info!(config = %file.display(), "configuration read"),
         None => tracing::info!("no config file: running on defaults"),
     }
-    if let (Some(exposed), Some(file)) = (loaded.exposed_secrets(), &loaded.file) {
-        tracing::warn!("{exposed}: run `chmod 600 {}`", file.display());
-    }
+    warn_exposed_secrets(&loaded);
     // One thread: the hub, connection readers and writers run without cross-thread
     // wake-ups (benches/core/ measured this halving the round trip).
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -174,6 +170,17 @@ fn serve(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Warn (never showing a value) when the config file holds a secret or names a secret
+/// file (`telegram.token_file`, …) that group or others can read, with the fix.
+fn warn_exposed_secrets(loaded: &shepherd_core::config::Loaded) {
+    if let (Some(exposed), Some(file)) = (loaded.exposed_secrets(), &loaded.file) {
+        tracing::warn!("{exposed}: run `chmod 600 {}`", file.display());
+    }
+    for exposed in loaded.config.exposed_secret_files() {
+        tracing::warn!("{exposed}: run `chmod 600 {}`", exposed.path.display());
+    }
+}
+
 /// Run `shepherd bot`: only the bridges, against a running core.
 pub fn run_bot(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
     let loaded = ctx.load_config()?;
@@ -181,7 +188,8 @@ pub fn run_bot(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
         None => None,
         Some(path) => Some(open_log_file(path.as_deref(), &loaded.config)?),
     };
-    init_logging(ctx.json, log_file)?;
+    start_logging(ctx.json, log_file)?;
+    warn_exposed_secrets(&loaded);
     let config = loaded.config;
     if config.telegram.is_none() && config.matrix.is_none() {
         return Err(Failure::new(
@@ -256,7 +264,7 @@ fn rotate_if_large(path: &std::path::Path, max: u64) {
 fn open_log_file(
     path: Option<&std::path::Path>,
     config: &shepherd_core::config::Config,
-) -> Result<std::fs::File, Failure> {
+) -> Result<LogFile, Failure> {
     let path = match path {
         Some(path) => path.to_path_buf(),
         None => {
@@ -268,17 +276,44 @@ fn open_log_file(
             dir.join("core.log")
         }
     };
+    let cannot = |e: std::io::Error| {
+        Failure::new(
+            "io",
+            format!("cannot open the log file {}: {e}", path.display()),
+        )
+    };
+    // Tightened before it is rotated, so `<name>.1` is private too.
+    let loosened = files::tighten_log(&path).map_err(cannot)?;
     rotate_if_large(&path, MAX_LOG_BYTES);
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .map_err(|e| {
-            Failure::new(
-                "io",
-                format!("cannot open the log file {}: {e}", path.display()),
-            )
-        })
+    let (file, _) = files::open_private_log(&path).map_err(cannot)?;
+    Ok(LogFile {
+        file,
+        loosened: loosened.map(|mode| (path.clone(), mode)),
+    })
+}
+
+/// The log file `up` or `bot` appends to, and the mode it had when an older version left
+/// it readable by others (said once logging is set up).
+struct LogFile {
+    file: std::fs::File,
+    loosened: Option<(std::path::PathBuf, u32)>,
+}
+
+/// Set up logging (to the log file when there is one) and say if the log file had to be
+/// made private.
+fn start_logging(json: bool, log: Option<LogFile>) -> Result<(), Failure> {
+    let (file, loosened) = match log {
+        Some(LogFile { file, loosened }) => (Some(file), loosened),
+        None => (None, None),
+    };
+    init_logging(json, file)?;
+    if let Some((path, mode)) = loosened {
+        tracing::warn!(
+            "the log file {} was readable by others (mode {mode:04o}); it is now 0600",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// tracing to stderr (or the log file); `RUST_LOG` picks what is shown (default `info`).

@@ -1,8 +1,9 @@
 //! # Logging in once, and the room
 //!
 //! Everything the Matrix bridge keeps lives in `<state dir>/matrix/` (mode 0700):
-//! matrix-sdk's SQLite state and crypto store (`store/`, encrypted with a passphrase
-//! generated on first start and kept in `store-passphrase`, 0600), the login session
+//! matrix-sdk's SQLite state and crypto store (`store/`, 0700 with 0600 files, encrypted
+//! with a passphrase generated on first start and kept in `store-passphrase`, 0600), the
+//! login session
 //! (`session.json`, 0600: user id, device id, access token) and the bridge's own
 //! `bridge.db`. The first start logs in with the password (or adopts the access token),
 //! which creates the bot's device; every later start restores `session.json`, so the
@@ -11,7 +12,7 @@
 //! users to.
 
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -63,6 +64,53 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// The SQLite databases matrix-sdk (matrix-sdk-sqlite 0.18) keeps in `store/`.
+const STORE_DATABASES: [&str; 4] = [
+    "matrix-sdk-state.sqlite3",
+    "matrix-sdk-crypto.sqlite3",
+    "matrix-sdk-event-cache.sqlite3",
+    "matrix-sdk-media.sqlite3",
+];
+
+/// `dir` (and missing parents) created 0700, or made 0700 when group or others may use
+/// it (a symlink is left as it is: it is not ours to change).
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let meta = std::fs::symlink_metadata(dir)?;
+    if meta.is_dir() && meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// Every regular file directly in `dir` that group or others may read made 0600.
+fn private_files(dir: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
+            std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    Ok(())
+}
+
+/// Make matrix-sdk's store private before it is opened, whatever the umask: `matrix/` and
+/// `store/` 0700 (created so, or tightened), each SQLite database matrix-sdk opens created
+/// empty and 0600 first (SQLite gives a database's `-wal` and `-shm` its mode; matrix-sdk
+/// would create them 0644), and any file an older version left looser made 0600.
+pub fn private_store(paths: &Paths) -> std::io::Result<()> {
+    private_dir(&paths.dir)?;
+    private_dir(&paths.store)?;
+    for name in STORE_DATABASES {
+        shepherd_core::files::private_database(&paths.store.join(name))?;
+    }
+    private_files(&paths.store)
+}
+
 /// The store passphrase: read, or generated (32 random bytes, hex) and saved.
 fn passphrase(paths: &Paths) -> Result<String, MatrixError> {
     let io = |source| MatrixError::State {
@@ -91,14 +139,10 @@ pub async fn connect(
 ) -> Result<Client, MatrixError> {
     let homeserver = config.homeserver.clone().unwrap_or_default();
     let user_id = parse_user(config.user_id.as_deref().unwrap_or_default())?;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&paths.dir)
-        .map_err(|source| MatrixError::State {
-            path: paths.dir.clone(),
-            source,
-        })?;
+    private_dir(&paths.dir).map_err(|source| MatrixError::State {
+        path: paths.dir.clone(),
+        source,
+    })?;
     let saved: Option<MatrixSession> = match std::fs::read_to_string(&paths.session) {
         Ok(text) => Some(
             serde_json::from_str(&text).map_err(|e| MatrixError::BadSession {
@@ -133,6 +177,10 @@ pub async fn connect(
         let _ = std::fs::remove_dir_all(&paths.store);
     }
     let passphrase = passphrase(paths)?;
+    private_store(paths).map_err(|source| MatrixError::State {
+        path: paths.store.clone(),
+        source,
+    })?;
     let client = retry_network(shutdown, "reach the homeserver", || async {
         Client::builder()
             .homeserver_url(&homeserver)
@@ -145,6 +193,11 @@ pub async fn connect(
         url: homeserver.clone(),
         reason: e.to_string(),
     })?;
+    // A file matrix-sdk added that [`STORE_DATABASES`] does not name (a newer version):
+    // private too. `store/` is 0700 meanwhile.
+    if let Err(e) = private_files(&paths.store) {
+        tracing::warn!(store = %paths.store.display(), "matrix: could not make the store's files private: {e}");
+    }
 
     if let Some(session) = saved {
         let device = session.meta.device_id.clone();
@@ -378,7 +431,63 @@ impl NetworkError for matrix_sdk::ClientBuildError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    /// matrix-sdk opens its store on the prepared directory: every directory 0700 and
+    /// every file 0600 under a 022 umask (matrix-sdk alone makes `store/` 0755 and its
+    /// databases 0644), and a store an older version left loose is tightened.
+    #[tokio::test]
+    async fn the_matrix_store_is_private_whatever_the_umask() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::new(dir.path());
+        let old = rustix_umask(0o022);
+        // An older version's store: loose directories and files.
+        std::fs::create_dir_all(&paths.store).unwrap();
+        std::fs::set_permissions(&paths.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&paths.store, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let stray = paths.store.join("matrix-sdk-state.sqlite3-wal");
+        std::fs::write(&stray, b"").unwrap();
+        std::fs::set_permissions(&stray, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+        private_store(&paths).unwrap();
+        let client = Client::builder()
+            .homeserver_url("http://127.0.0.1:9")
+            .sqlite_store(&paths.store, Some("passphrase"))
+            .build()
+            .await
+            .unwrap();
+        assert_eq!(mode(&paths.dir), 0o700);
+        assert_eq!(mode(&paths.store), 0o700);
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(&paths.store).unwrap() {
+            let path = entry.unwrap().path();
+            files.push((path.file_name().unwrap().to_owned(), mode(&path)));
+        }
+        drop(client);
+        rustix_umask(old);
+        for name in STORE_DATABASES {
+            assert!(
+                files.iter().any(|(f, _)| f == name),
+                "{name} in {files:?}: matrix-sdk renamed its databases"
+            );
+        }
+        assert!(
+            files
+                .iter()
+                .any(|(f, _)| f.to_string_lossy().ends_with("-wal")),
+            "matrix-sdk opened its databases in WAL mode: {files:?}"
+        );
+        assert!(files.iter().all(|(_, m)| *m == 0o600), "{files:?}");
+    }
+
+    /// Set the process's umask; the old one. (022 is the usual one: setting it cannot
+    /// disturb the other tests.)
+    fn rustix_umask(mask: u32) -> u32 {
+        rustix::process::umask(rustix::fs::Mode::from_raw_mode(mask)).as_raw_mode()
+    }
 
     #[test]
     fn secrets_are_written_for_the_owner_only() {

@@ -40,6 +40,16 @@ pub enum ClientError {
         message: String,
         details: Option<serde_json::Value>,
     },
+    /// The core welcomed this client with another protocol version than its own (a
+    /// core that speaks several): the two cannot talk.
+    #[error(
+        "the shepherd core {core_version} (pid {pid}) speaks intercom protocol {core}, this client speaks {PROTOCOL_VERSION}"
+    )]
+    ProtocolMismatch {
+        core: u32,
+        core_version: String,
+        pid: u32,
+    },
     /// The core closed the connection.
     #[error("the core closed the connection")]
     Closed,
@@ -90,7 +100,8 @@ pub struct Client {
 const MAX_INBOUND: usize = 64 * 1024 * 1024;
 
 impl Client {
-    /// Connect to `socket` and say hello as `kind`.
+    /// Connect to `socket` and say hello as `kind`. A `welcome` with another protocol
+    /// version than [`PROTOCOL_VERSION`] is [`ClientError::ProtocolMismatch`].
     pub async fn connect(
         socket: &Path,
         kind: ClientKind,
@@ -127,6 +138,14 @@ impl Client {
                 client_name: Some(client_name.to_string()),
             })
             .await?;
+        let welcome = &client.welcome;
+        if welcome.protocol != PROTOCOL_VERSION {
+            return Err(ClientError::ProtocolMismatch {
+                core: welcome.protocol,
+                core_version: welcome.core_version.clone(),
+                pid: welcome.pid,
+            });
+        }
         Ok(client)
     }
 

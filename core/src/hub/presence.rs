@@ -67,6 +67,20 @@ fn check_path(what: &str, path: &str) -> HubResult<()> {
     Ok(())
 }
 
+/// Token counts are stored as SQLite integers: one past their range is the sender's
+/// mistake (`invalid_argument`), not a store failure.
+fn check_context(context: &ContextUsage) -> HubResult<()> {
+    for (field, value) in [("tokens", context.tokens), ("window", context.window)] {
+        if let Some(n) = value.filter(|&n| n > crate::protocol::MAX_ID) {
+            return Err(invalid(format!(
+                "context.{field} must be at most {}, got {n}",
+                crate::protocol::MAX_ID
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn apply_context(info: &mut SessionInfo, context: ContextUsage) {
     info.context_tokens = context.tokens;
     info.context_window = context.window;
@@ -348,6 +362,7 @@ impl State {
             check_name(name)?;
         }
         check_status(&reg.status)?;
+        check_context(&reg.context)?;
         check_path("cwd", &reg.cwd)?;
         if let Some(file) = &reg.session_file {
             check_path("session_file", file)?;
@@ -519,6 +534,7 @@ impl State {
             info.model = Some(model);
         }
         if let Some(context) = patch.context {
+            check_context(&context)?;
             apply_context(&mut info, context);
         }
         if let Some(role) = patch.role {

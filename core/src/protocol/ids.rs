@@ -145,12 +145,25 @@ impl fmt::Display for IdError {
 
 impl std::error::Error for IdError {}
 
-fn check_range(id: u64) -> Result<u64, IdError> {
+/// `id` if the store can hold it (at most [`MAX_ID`]).
+pub fn check_range(id: u64) -> Result<u64, IdError> {
     if id > MAX_ID {
         Err(IdError::OutOfRange(id))
     } else {
         Ok(id)
     }
+}
+
+/// `#[serde(default, deserialize_with = "…")]` for an optional plain `u64` that reaches
+/// the store as an id (`list_reports {after}`): a number above [`MAX_ID`] is refused at
+/// decode, the sender's `invalid_message` naming the field, like the typed ids.
+pub(crate) fn optional_store_id<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<u64>, D::Error> {
+    Option::<u64>::deserialize(d)?
+        .map(check_range)
+        .transpose()
+        .map_err(serde::de::Error::custom)
 }
 
 /// Declares a numeric id: a `u64` newtype with `From<u64>`, `.get()`, `Display`,

@@ -296,7 +296,7 @@ pub struct ListReports {
     pub session: Option<String>,
     #[serde(default)]
     pub limit: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::ids::optional_store_id")]
     pub after: Option<u64>,
 }
 

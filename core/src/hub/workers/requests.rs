@@ -6,6 +6,7 @@
 use rusqlite::Connection;
 
 use crate::hub::{Cx, HubCommand, HubError, HubResult, Out, State, atomically};
+use crate::protocol::ids::check_range;
 use crate::protocol::requests::{
     CloseAgent, InspectAgent, InterruptAgent, ListWorkers, ReadAgentTranscript, ReplyAgent,
     SteerAgent,
@@ -158,13 +159,16 @@ impl State {
                 format!("this session has no live worker {agent:?}; list_agents shows yours"),
             ));
         }
-        let by_id = agent
-            .trim_start_matches('#')
-            .parse::<u64>()
-            .ok()
-            .map(|id| store::workers::get(db, id))
-            .transpose()?
-            .flatten();
+        let by_id = match agent.trim_start_matches('#').parse::<u64>() {
+            // A number past the store's range is no worker's id: the sender's mistake,
+            // refused like an out-of-range id field, not a store failure.
+            Ok(id) => {
+                let id = check_range(id)
+                    .map_err(|e| HubError::new(ErrorCode::InvalidMessage, format!("agent: {e}")))?;
+                store::workers::get(db, id)?
+            }
+            Err(_) => None,
+        };
         if let Some(row) = by_id {
             return Ok(row);
         }
