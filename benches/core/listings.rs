@@ -42,6 +42,25 @@ async fn ping_p50(client: &mut Client, for_how_long: Duration) -> Result<Duratio
     Ok(samples[samples.len() / 2])
 }
 
+/// On a CLI connection of its own, `call` back to back for 2 s; how many ran.
+fn back_to_back<F, Fut>(socket: &std::path::Path, call: F) -> tokio::task::JoinHandle<Result<usize>>
+where
+    F: Fn(Client) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<Client>> + Send,
+{
+    let socket = socket.to_path_buf();
+    tokio::spawn(async move {
+        let mut lister = Client::connect(&socket, ClientKind::Cli, "bench").await?;
+        let end = Instant::now() + Duration::from_secs(2);
+        let mut n = 0;
+        while Instant::now() < end {
+            lister = call(lister).await?;
+            n += 1;
+        }
+        Ok(n)
+    })
+}
+
 pub async fn listings(s: &Settings, report: &mut Report) -> Result<()> {
     let known = if s.quick { 2_000 } else { 20_000 };
     eprintln!("[bench] 13. listings: {known} sessions seen, one connected");
@@ -82,19 +101,10 @@ pub async fn listings(s: &Settings, report: &mut Report) -> Result<()> {
         );
     }
     let idle = ping_p50(&mut bystander, Duration::from_secs(1)).await?;
-    let listing = {
-        let socket = socket.clone();
-        tokio::spawn(async move {
-            let mut lister = Client::connect(&socket, ClientKind::Cli, "bench").await?;
-            let end = Instant::now() + Duration::from_secs(2);
-            let mut n = 0;
-            while Instant::now() < end {
-                lister.list_sessions(true).await?;
-                n += 1;
-            }
-            anyhow::Ok(n)
-        })
-    };
+    let listing = back_to_back(&socket, |mut c| async move {
+        c.list_sessions(true).await?;
+        Ok(c)
+    });
     let busy = ping_p50(&mut bystander, Duration::from_secs(2)).await?;
     let listed = listing.await??;
     let t = Instant::now();
@@ -103,19 +113,10 @@ pub async fn listings(s: &Settings, report: &mut Report) -> Result<()> {
     if staff.len() != 1 {
         bail!("list_staff: {} members (1 expected)", staff.len());
     }
-    let staffing = {
-        let socket = socket.clone();
-        tokio::spawn(async move {
-            let mut lister = Client::connect(&socket, ClientKind::Cli, "bench").await?;
-            let end = Instant::now() + Duration::from_secs(2);
-            let mut n = 0;
-            while Instant::now() < end {
-                lister.call(requests::ListStaff::default()).await?;
-                n += 1;
-            }
-            anyhow::Ok(n)
-        })
-    };
+    let staffing = back_to_back(&socket, |mut c| async move {
+        c.call(requests::ListStaff::default()).await?;
+        Ok(c)
+    });
     let staff_busy = ping_p50(&mut bystander, Duration::from_secs(2)).await?;
     let staffed = staffing.await??;
     let section = "13 listings";

@@ -190,6 +190,19 @@ fn tighten(file: &File) -> io::Result<()> {
     Ok(())
 }
 
+/// Make a FIFO (named pipe) at `path`, 0600: what tests give as an untrusted file.
+#[cfg(test)]
+pub(crate) fn make_fifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("a FIFO is made");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,14 +240,7 @@ mod tests {
         assert_eq!(open_regular(&link).unwrap().1, 3);
 
         let fifo = dir.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        crate::files::make_fifo(&fifo);
         let to_fifo = dir.path().join("to-fifo");
         std::os::unix::fs::symlink(&fifo, &to_fifo).unwrap();
         // Nobody writes to the FIFO: an open that blocked would hang this test.

@@ -448,14 +448,7 @@ fn a_missing_file_or_none_is_said_not_fatal() {
     // A FIFO nobody writes to (an open that blocked would hang here) and a device that
     // never ends are not read either.
     let fifo = s.dir.path().join("fifo.jsonl");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    crate::files::make_fifo(&fifo);
     let fifo = fifo.display().to_string();
     for (file, what) in [
         (fifo.as_str(), "a FIFO"),
