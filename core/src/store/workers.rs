@@ -222,6 +222,33 @@ pub fn owned_by(
         .collect()
 }
 
+/// `owner`'s workers and theirs, all the way down (live only unless `all`: a worker that
+/// ended hides its own), in one query: each level by id, the levels in order.
+pub fn tree_of(
+    conn: &Connection,
+    owner: &SessionId,
+    all: bool,
+) -> rusqlite::Result<Vec<WorkerRow>> {
+    let live = |w: &str| match all {
+        true => String::new(),
+        false => format!(" AND {w}.state NOT IN ('done', 'closed')"),
+    };
+    let sql = format!(
+        "WITH RECURSIVE tree(id, session_id, depth) AS (
+            SELECT w.id, w.session_id, 0 FROM workers w WHERE w.owner = ?1{top}
+            UNION ALL
+            SELECT c.id, c.session_id, t.depth + 1 FROM workers c
+                JOIN tree t ON c.owner = t.session_id WHERE t.depth < 64{down}
+        )
+        {SELECT} JOIN tree t ON t.id = w.id ORDER BY t.depth, w.id",
+        top = live("w"),
+        down = live("c"),
+    );
+    conn.prepare_cached(&sql)?
+        .query_map([owner], from_row)?
+        .collect()
+}
+
 /// How many workers run or are being started (`starting`, `working`, `blocked`,
 /// `settling`, or a state this build does not know): `owner`'s, or everyone's. A `lost`
 /// worker has no process and does not count.
@@ -434,5 +461,49 @@ mod tests {
             0
         );
         assert_eq!(count_running(conn, None).unwrap(), 5);
+    }
+
+    /// What `list_workers` did before `tree_of`: one `owned_by` per worker found.
+    fn tree_by_levels(conn: &Connection, owner: &str, all: bool) -> Vec<WorkerId> {
+        let mut rows = owned_by(conn, &SessionId::from(owner), all).unwrap();
+        let mut i = 0;
+        while i < rows.len() {
+            let children = owned_by(conn, &rows[i].worker.session_id, all).unwrap();
+            rows.extend(children);
+            i += 1;
+        }
+        rows.into_iter().map(|r| r.worker.id).collect()
+    }
+
+    #[test]
+    fn a_tree_of_workers_is_read_in_one_query_as_level_by_level() {
+        let store = crate::store::memory();
+        let conn = &store.conn;
+        use WorkerState::*;
+        let a = add(conn, "o1", "a", Working);
+        let b = add(conn, "o1", "b", Done);
+        let x = add(conn, "o1-a", "x", Working);
+        let y = add(conn, "o1-a", "y", Closed);
+        let z = add(conn, "o1-b", "z", Working);
+        let deep = add(conn, "o1-a-x", "deep", Working);
+        add(conn, "o2", "q", Working);
+        let ids = |all| -> Vec<WorkerId> {
+            tree_of(conn, &SessionId::from("o1"), all)
+                .unwrap()
+                .into_iter()
+                .map(|r| r.worker.id)
+                .collect()
+        };
+        // An ended worker hides its own unless all are asked for.
+        assert_eq!(ids(false), vec![a, x, deep]);
+        assert_eq!(ids(true), vec![a, b, x, y, z, deep]);
+        for all in [false, true] {
+            assert_eq!(ids(all), tree_by_levels(conn, "o1", all));
+        }
+        assert!(
+            tree_of(conn, &SessionId::from("o3"), true)
+                .unwrap()
+                .is_empty()
+        );
     }
 }

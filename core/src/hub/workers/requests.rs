@@ -248,14 +248,7 @@ impl State {
     ) -> HubResult<()> {
         let rows = if cx.kind == ClientKind::Pi {
             let me = self.registered(cx.conn)?.clone();
-            let mut rows = store::workers::owned_by(db, &me, req.all)?;
-            let mut i = 0;
-            while i < rows.len() {
-                let children = store::workers::owned_by(db, &rows[i].worker.session_id, req.all)?;
-                rows.extend(children);
-                i += 1;
-            }
-            rows
+            store::workers::tree_of(db, &me, req.all)?
         } else {
             store::workers::list(db, req.all)?
         };
