@@ -60,7 +60,7 @@ export function assignmentLine(a: Assignment, now: number): string {
   if (a.head !== null) parts.push(`head ${a.head.slice(0, 7)}`);
   if (a.open_asks > 0) parts.push(`${a.open_asks} open ask${a.open_asks === 1 ? "" : "s"}`);
   if (a.cleanup_pending) parts.push("integrated, checkout removal pending (integrate_branch again finishes it)");
-  if (a.checkout_missing !== null) parts.push(`checkout moved or missing: ${a.checkout_missing}`);
+  if (a.checkout_missing != null) parts.push(`checkout moved or missing: ${a.checkout_missing}`);
   parts.push(`checkout ${a.checkout}`);
   return `- ${parts.join(" · ")}`;
 }

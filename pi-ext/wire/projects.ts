@@ -61,7 +61,8 @@ export interface Assignment {
   /** Integrated, but removing the checkout failed: the same integrate_branch finishes it. */
   cleanup_pending: boolean;
   /** Listings: git still records the checkout, but not at its path (moved, renamed or deleted by hand): what git records and how to repair it. */
-  checkout_missing: string | null;
+  /** Absent when the checkout is where git records it. */
+  checkout_missing?: string | null;
 }
 
 /** One repository with project work. */
@@ -114,7 +115,7 @@ export const assignmentRecord: Conv<Assignment> = record({
   usage: nullable(usageTotals),
   integrated_sha: nullable(str),
   cleanup_pending: withDefault(bool, () => false),
-  checkout_missing: nullable(str),
+  checkout_missing: maybeNull(str),
 });
 
 export const projectRecord: Conv<Project> = record({
