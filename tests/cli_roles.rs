@@ -180,3 +180,46 @@ async fn roles_and_staff_list_leases_and_the_tree() -> Result<()> {
     assert!(away.contains("mara"), "{away}");
     Ok(())
 }
+
+/// Issue 23 item 13: `shepherd roles release` takes a lease away and says from whom; a
+/// missing project and a lease nobody holds are refused in words that say what to do.
+#[tokio::test]
+async fn roles_release_takes_a_lease_away_and_says_why_not() -> Result<()> {
+    let core = Core::start().await?;
+    let work = tempfile::tempdir()?;
+    let (repo, _) = repo_with_worktree(work.path(), "app", "x")?;
+    let mut mara = Pi::register(&core.socket(), "cr-mara-0002", "mara", &repo).await?;
+    mara.client
+        .call(shepherd_core::protocol::requests::SetRole {
+            id: 0,
+            role: Role::Manager,
+        })
+        .await?;
+
+    let fail = |args: &[&str]| {
+        let out = core.cli(args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        text(&out.stderr)
+    };
+    let e = fail(&["roles", "release", "manager"]);
+    assert!(
+        e.contains("shepherd roles release manager <project>"),
+        "{e}"
+    );
+    let e = fail(&["roles", "release", "chief"]);
+    assert!(e.contains("nobody holds the chief"), "{e}");
+    assert!(e.contains("manager of app (mara)"), "{e}");
+    let help = run(&core, &["roles", "release", "--help"]);
+    assert!(help.contains("connected or away"), "{help}");
+
+    let out = run(&core, &["roles", "release", "manager", "app"]);
+    assert!(
+        out.starts_with("released manager of app from mara (cr-mara-"),
+        "{out}"
+    );
+    assert!(out.contains("connected; told now"), "{out}");
+    assert_eq!(core.cli_json(&["roles"])?, serde_json::json!([]));
+    let told = mara.next_delivery(WAIT).await?;
+    assert!(told.text.contains("released it"), "{}", told.text);
+    Ok(())
+}

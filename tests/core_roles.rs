@@ -568,3 +568,160 @@ async fn a_holder_that_was_away_gets_the_answer_as_a_notice_not_the_answered_ask
     assert!(d.text.contains("yes, squash"), "{}", d.text);
     Ok(())
 }
+
+async fn release(
+    client: &mut Client,
+    role: Role,
+    project: Option<&str>,
+) -> Result<shepherd_core::protocol::Lease, shepherd_core::client::ClientError> {
+    client
+        .call(requests::ReleaseRole {
+            id: 0,
+            role,
+            project: project.map(str::to_string),
+            by: None,
+        })
+        .await
+}
+
+/// Issue 23 item 13: the human takes a lease away, whether its holder is away (told on
+/// its return) or connected (told at once); a Pi session cannot; nobody holding it is
+/// said with the leases that are held.
+#[tokio::test]
+async fn the_human_releases_a_lease_and_its_holder_is_told_now_or_on_return() -> Result<()> {
+    let core = Core::start().await?;
+    let (app, _) = repo_with_worktree(core.agent_dir(), "app", "x")?;
+    let plain = core.agent_dir().join("plain");
+    std::fs::create_dir_all(&plain)?;
+    let mut mgr = pi_in(&core, "mgr", &app).await?;
+    set_role(&mut mgr, Role::Manager).await?;
+    drop(mgr);
+    core.disconnected("mgr", WAIT).await?;
+
+    // A Pi session may not take another's role away.
+    let mut chief = pi_in(&core, "chief", &plain).await?;
+    set_role(&mut chief, Role::Chief).await?;
+    let e = anyhow::Error::from(
+        release(&mut chief.client, Role::Manager, Some("app"))
+            .await
+            .expect_err("a Pi session's release_role is refused"),
+    );
+    assert_eq!(error_code(&e), Some(ErrorCode::Forbidden), "{e}");
+    assert_eq!(error_details(&e).unwrap()["reason"], "human_only", "{e}");
+    assert_eq!(leases(&core).await?.len(), 2, "the refusal changed nothing");
+
+    // The human releases the away Manager: the lease is free and the next takes it.
+    let mut cli = core.client(ClientKind::Cli).await?;
+    let released = release(&mut cli, Role::Manager, Some("app")).await?;
+    assert_eq!(
+        (
+            released.role,
+            released.session_id.as_str(),
+            released.connected
+        ),
+        (Role::Manager, "mgr", false)
+    );
+    let held: Vec<Role> = leases(&core).await?.iter().map(|l| l.role).collect();
+    assert_eq!(held, vec![Role::Chief]);
+    let mut next = pi_in(&core, "next", &app.join(".")).await?;
+    assert_eq!(
+        set_role(&mut next, Role::Manager).await?.session.role,
+        Role::Manager
+    );
+
+    // On its return the old holder is a Lead and finds the notice: what, and by whom.
+    let (mut back, info) = Pi::register_full(
+        &core.socket(),
+        shepherd_harness::registration("mgr", "mgr", &app),
+    )
+    .await?;
+    assert_eq!(info.role, Role::Lead);
+    let d = back.next_delivery(WAIT).await?;
+    assert_eq!(d.kind, DeliveryKind::Notice, "{}", d.text);
+    assert!(
+        d.text.contains("no longer the manager of app"),
+        "{}",
+        d.text
+    );
+    assert!(d.text.contains("the human (cli) released it"), "{}", d.text);
+
+    // A connected holder is told at once and is a Lead from then on.
+    let released = release(&mut cli, Role::Chief, None).await?;
+    assert_eq!(
+        (released.session_id.as_str(), released.connected),
+        ("chief", true)
+    );
+    let d = chief.next_delivery(WAIT).await?;
+    assert_eq!(d.kind, DeliveryKind::Notice, "{}", d.text);
+    assert!(d.text.contains("no longer the chief"), "{}", d.text);
+    let routed = chief
+        .client
+        .call(requests::MessageSupervisor {
+            id: 0,
+            text: "still here".into(),
+        })
+        .await?;
+    assert_eq!(routed.to.to, Superior::Human, "a Lead now, not the Chief");
+
+    // Nobody holds it any more: refused, naming what is held.
+    let e = anyhow::Error::from(
+        release(&mut cli, Role::Chief, None)
+            .await
+            .expect_err("nobody holds the chief"),
+    );
+    assert_eq!(error_code(&e), Some(ErrorCode::RoleRefused), "{e}");
+    let details = error_details(&e).unwrap();
+    assert_eq!(details["reason"], "not_held", "{e}");
+    assert_eq!(details["leases"][0]["session_id"], "next", "{e}");
+    assert!(e.to_string().contains("manager of app (next)"), "{e}");
+    Ok(())
+}
+
+/// Issue 23 item 13: `roles.away_expiry_hours` releases an away holder's lease (a
+/// connected holder keeps its own), and the holder is told on its return.
+#[tokio::test]
+async fn an_away_holders_lease_expires_and_it_is_told_on_return() -> Result<()> {
+    // 0.0005 h: 1.8 s.
+    let core = Core::start_with(&[("SHEPHERD_ROLES__AWAY_EXPIRY_HOURS", "0.0005")]).await?;
+    let (app, _) = repo_with_worktree(core.agent_dir(), "app", "x")?;
+    let plain = core.agent_dir().join("plain");
+    std::fs::create_dir_all(&plain)?;
+    let mut chief = pi_in(&core, "chief", &plain).await?;
+    set_role(&mut chief, Role::Chief).await?;
+    let mut mgr = pi_in(&core, "mgr", &app).await?;
+    set_role(&mut mgr, Role::Manager).await?;
+    drop(mgr);
+    core.disconnected("mgr", WAIT).await?;
+
+    // Listing the leases checks them: the away Manager's goes, the connected Chief's stays.
+    let mut cli = core.client(ClientKind::Cli).await?;
+    let mut left = Vec::new();
+    for _ in 0..100 {
+        left = cli.call(requests::ListRoles::default()).await?;
+        if left.len() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let held: Vec<(Role, &str)> = left
+        .iter()
+        .map(|l| (l.role, l.session_id.as_str()))
+        .collect();
+    assert_eq!(held, vec![(Role::Chief, "chief")]);
+
+    let (mut back, info) = Pi::register_full(
+        &core.socket(),
+        shepherd_harness::registration("mgr", "mgr", &app),
+    )
+    .await?;
+    assert_eq!(info.role, Role::Lead);
+    let d = back.next_delivery(WAIT).await?;
+    assert_eq!(d.kind, DeliveryKind::Notice, "{}", d.text);
+    assert!(
+        d.text.contains("no longer the manager of app"),
+        "{}",
+        d.text
+    );
+    assert!(d.text.contains("expired after 2 s away"), "{}", d.text);
+    Ok(())
+}

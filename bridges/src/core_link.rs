@@ -166,6 +166,11 @@ impl CoreLink {
         self.call(requests::ListRoles::default()).await
     }
 
+    /// `release_role`: take a lease away from its holder (the human's `release`).
+    pub async fn release_role(&mut self, req: requests::ReleaseRole) -> Reply<Lease> {
+        self.call(req).await
+    }
+
     /// `list_pairings`: the active pairings, or (`all`) the ended ones too.
     pub async fn pairings(&mut self, all: bool) -> Reply<Vec<Pairing>> {
         self.call(requests::ListPairings { id: 0, all }).await

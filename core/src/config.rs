@@ -31,6 +31,38 @@ pub struct Config {
     pub workers: WorkersConfig,
     /// Project work: what a Manager's `integrate_branch` may do.
     pub projects: ProjectsConfig,
+    /// Role leases: when an away holder loses its lease.
+    pub roles: RolesConfig,
+}
+
+/// The `[roles]` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RolesConfig {
+    /// Hours a Manager or the Chief may stay away (disconnected) before the core releases
+    /// its lease and tells it on its return; fractions allowed (`0.5`). 0: never.
+    pub away_expiry_hours: f64,
+}
+
+impl Default for RolesConfig {
+    fn default() -> Self {
+        RolesConfig {
+            away_expiry_hours: 72.0,
+        }
+    }
+}
+
+impl RolesConfig {
+    /// `away_expiry_hours` in milliseconds; 0 (never) for 0 or a value that is not a
+    /// positive number.
+    pub fn away_expiry_ms(&self) -> u64 {
+        let h = self.away_expiry_hours;
+        if h.is_finite() && h > 0.0 {
+            ((h * 3_600_000.0) as u64).max(1)
+        } else {
+            0
+        }
+    }
 }
 
 /// The `[projects]` section.
@@ -812,6 +844,21 @@ mod tests {
             matrix.homeserver.as_deref(),
             Some("https://matrix.example.org")
         );
+    }
+
+    #[test]
+    fn away_expiry_takes_whole_or_fractional_hours_and_zero_is_never() {
+        let ms = |text: &str| {
+            Config::from_toml(text, "x.toml")
+                .unwrap()
+                .roles
+                .away_expiry_ms()
+        };
+        assert_eq!(ms(""), 72 * 3_600_000);
+        assert_eq!(ms("[roles]\naway_expiry_hours = 2\n"), 2 * 3_600_000);
+        assert_eq!(ms("[roles]\naway_expiry_hours = 0.5\n"), 1_800_000);
+        assert_eq!(ms("[roles]\naway_expiry_hours = 0\n"), 0);
+        assert_eq!(ms("[roles]\naway_expiry_hours = -1\n"), 0);
     }
 
     #[test]

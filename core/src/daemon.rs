@@ -100,6 +100,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         max_live_workers: config.workers.max_live,
         integrate: config.projects.integrate,
         forget_sessions_after_days: config.core.forget_sessions_after_days,
+        away_expiry_ms: config.roles.away_expiry_ms(),
     };
     let checkpointer = Checkpointer::spawn(&db_path);
     store.on_commit(checkpointer.waker());

@@ -363,6 +363,7 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
   list_reports: record({ id: req(u64), session: maybeNull(str), limit: maybeNull(u32), after: maybeNull(u64) }),
   set_role: record({ id: req(u64), role: req(role) }),
   list_roles: idOnly,
+  release_role: record({ id: req(u64), role: req(role), project: maybe(str), by: maybe(str) }),
   message_supervisor: record({ id: req(u64), text: req(str) }),
   ask_supervisor: record({
     id: req(u64),
@@ -448,6 +449,7 @@ const SERVER_BODIES: Bodies<ServerMsg> = {
   reports: record({ id: req(u64), reports: req(arrayOf(report)) }),
   role_set: record({ id: req(u64), session: req(sessionInfo), previous: req(role), lease: nullable(lease) }),
   roles: record({ id: req(u64), leases: req(arrayOf(lease)) }),
+  role_released: record({ id: req(u64), lease: req(lease) }),
   routed: record({
     id: req(u64),
     to: req(reportsTo),

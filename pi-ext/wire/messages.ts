@@ -117,6 +117,8 @@ export type ListReportsMsg = {
 /** Take a role (`manager`, `chief`) or leave the one held (`lead`); the core grants it. */
 export type SetRoleMsg = { type: "set_role"; id: number; role: Role };
 export type ListRolesMsg = { type: "list_roles"; id: number };
+/** The human's (cli, bridge): a Pi session never sends it; declared so the wire knows every type. */
+export type ReleaseRoleMsg = { type: "release_role"; id: number; role: Role; project?: string; by?: string };
 /** A Lead or Manager: non-blocking mail to whom it reports (the human gets a report). */
 export type MessageSupervisorMsg = { type: "message_supervisor"; id: number; text: string };
 /** A Lead or Manager: an ask addressed to whom it reports (the human when nobody). */
@@ -170,6 +172,7 @@ export type ClientMsg =
   | ListReportsMsg
   | SetRoleMsg
   | ListRolesMsg
+  | ReleaseRoleMsg
   | MessageSupervisorMsg
   | AskSupervisorMsg
   | ListStaffMsg
@@ -210,6 +213,7 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "list_reports",
   "set_role",
   "list_roles",
+  "release_role",
   "message_supervisor",
   "ask_supervisor",
   "list_staff",
@@ -302,6 +306,7 @@ export type PairingEventMsg = {
 /** `set_role`'s reply: the session with its new role, the role it had, the lease it holds now. */
 export type RoleSetMsg = { type: "role_set"; id: number; session: SessionInfo; previous: Role; lease: Lease | null };
 export type RolesMsg = { type: "roles"; id: number; leases: Lease[] };
+export type RoleReleasedMsg = { type: "role_released"; id: number; lease: Lease };
 /** `message_supervisor`'s reply: whom it went to (`message_id` to a session, `report_id` to the human). */
 export type RoutedMsg = {
   type: "routed";
@@ -358,6 +363,7 @@ export type ServerMsg =
   | InterruptedMsg
   | ReportsMsg
   | RoleSetMsg
+  | RoleReleasedMsg
   | RolesMsg
   | RoutedMsg
   | StaffMsg
@@ -403,6 +409,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "reports",
   "role_set",
   "roles",
+  "role_released",
   "routed",
   "staff",
   "staff_view",

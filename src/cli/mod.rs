@@ -133,8 +133,10 @@ pub enum Command {
     ///
     /// A Pi session takes a role with `/manager` (in a repository's primary checkout) or
     /// `/chief`, and leaves it with `/manager leave` or `/chief leave`. A lease whose holder
-    /// is away may be taken by another session.
-    Roles,
+    /// is away may be taken by another session; one away longer than
+    /// `[roles] away_expiry_hours` is released by the core. `shepherd roles release` takes
+    /// a lease away from its holder, connected or away.
+    Roles(RolesArgs),
     /// Show who reports to whom: the Chief, each Manager with the Leads of its repository,
     /// then the sessions that report to you; with state, branch, open asks and id.
     ///
@@ -342,6 +344,29 @@ pub struct SendArgs {
     pub text: Vec<String>,
 }
 
+/// `shepherd roles`.
+#[derive(Debug, Args)]
+pub struct RolesArgs {
+    #[command(subcommand)]
+    pub action: Option<RolesAction>,
+}
+
+/// What `shepherd roles` does besides listing.
+#[derive(Debug, Subcommand)]
+pub enum RolesAction {
+    /// Take a lease away from its holder, connected or away: `release manager <project>`
+    /// or `release chief`.
+    ///
+    /// The holder becomes a Lead and is told (at once when connected, else when it
+    /// returns); the role is free for the next `/manager` or `/chief`.
+    Release {
+        /// `manager` or `chief`.
+        role: String,
+        /// For `manager`: the repository's project name (as `shepherd roles` shows it).
+        project: Option<String>,
+    },
+}
+
 /// `shepherd pairings`.
 #[derive(Debug, Args)]
 pub struct PairingsArgs {
@@ -468,7 +493,12 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Stop(_) => lifecycle::stop(ctx).await,
         Command::Restart(args) => lifecycle::restart(ctx, &args).await,
         Command::Reports(args) => reports::run(ctx, &args).await,
-        Command::Roles => roles::roles(ctx).await,
+        Command::Roles(args) => match args.action {
+            None => roles::roles(ctx).await,
+            Some(RolesAction::Release { role, project }) => {
+                roles::release(ctx, &role, project.as_deref()).await
+            }
+        },
         Command::Staff => roles::staff(ctx).await,
         Command::Agents(args) => agents::run(ctx, &args).await,
         Command::Workers(args) => workers::list(ctx, args.all).await,

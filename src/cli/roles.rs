@@ -34,6 +34,58 @@ pub async fn roles(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The role and project `shepherd roles release` was given, as a request.
+pub fn release_request(role: &str, project: Option<&str>) -> anyhow::Result<requests::ReleaseRole> {
+    let project = project.map(str::trim).filter(|p| !p.is_empty());
+    let (role, project) = match (role.trim().to_lowercase().as_str(), project) {
+        ("manager", Some(p)) => (Role::Manager, Some(p.to_string())),
+        ("manager", None) => anyhow::bail!(
+            "say which repository's Manager to release: `shepherd roles release manager <project>` \
+             (`shepherd roles` lists the leases)"
+        ),
+        ("chief", None) => (Role::Chief, None),
+        ("chief", Some(p)) => {
+            anyhow::bail!("the Chief has no repository: `shepherd roles release chief` (not {p:?})")
+        }
+        (other, _) => anyhow::bail!(
+            "{other:?} is not a lease: `shepherd roles release manager <project>` or \
+             `shepherd roles release chief`"
+        ),
+    };
+    Ok(requests::ReleaseRole {
+        id: 0,
+        role,
+        project,
+        by: None,
+    })
+}
+
+/// Run `shepherd roles release <role> [project]`.
+pub async fn release(ctx: &Ctx, role: &str, project: Option<&str>) -> anyhow::Result<ExitCode> {
+    let req = release_request(role, project)?;
+    let mut conn = ctx.connect().await?;
+    let lease = conn.call(req).await?;
+    if ctx.json {
+        print_json(&lease)?;
+    } else {
+        let state = if lease.connected {
+            "connected; told now"
+        } else {
+            "away; told when it returns"
+        };
+        let role = match (lease.role, lease.project.as_deref()) {
+            (Role::Manager, Some(p)) => format!("manager of {p}"),
+            (role, _) => role.as_str().to_string(),
+        };
+        print(&format!(
+            "released {role} from {} ({}, {state}); it is a Lead now\n",
+            lease.session_name,
+            short_id(lease.session_id.as_str())
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Run `shepherd staff`.
 pub async fn staff(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
@@ -187,6 +239,25 @@ mod tests {
         assert!(lines[2].contains("manager mara"), "{out}");
         assert!(lines[2].ends_with("l1111111"), "{out}");
         assert!(lines[3].starts_with("lead"), "{out}");
+    }
+
+    #[test]
+    fn release_takes_a_manager_with_its_project_or_the_chief_alone() {
+        let req = release_request("manager", Some("app")).unwrap();
+        assert_eq!(
+            (req.role, req.project.as_deref()),
+            (Role::Manager, Some("app"))
+        );
+        let req = release_request("Chief", None).unwrap();
+        assert_eq!((req.role, req.project), (Role::Chief, None));
+        let e = release_request("manager", None).unwrap_err().to_string();
+        assert!(e.contains("release manager <project>"), "{e}");
+        let e = release_request("chief", Some("app"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no repository"), "{e}");
+        let e = release_request("lead", None).unwrap_err().to_string();
+        assert!(e.contains("not a lease"), "{e}");
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! [`answer_text`] and [`reaction_option`] read a reply to an ask card: an option's number
 //! or keycap reaction means that option, anything else is free text.
 
-use shepherd_core::protocol::Ask;
+use shepherd_core::protocol::{Ask, Role};
 
 /// The keycap emoji for options 1 to 10: the reactions a Matrix user answers with (and
 /// the keys an ask card shows).
@@ -44,7 +44,7 @@ pub struct CommandSpec {
 }
 
 /// Every command, in the order the help lists them.
-pub const COMMANDS: [CommandSpec; 15] = [
+pub const COMMANDS: [CommandSpec; 16] = [
     CommandSpec {
         name: "sessions",
         args: "",
@@ -69,6 +69,11 @@ pub const COMMANDS: [CommandSpec; 15] = [
         name: "staff",
         args: "",
         about: "who reports to whom: chief, managers, leads (reply to a line to steer it)",
+    },
+    CommandSpec {
+        name: "release",
+        args: "manager <project> | chief",
+        about: "take a role away from its holder, connected or away (it becomes a lead and is told)",
     },
     CommandSpec {
         name: "workers",
@@ -133,6 +138,8 @@ pub enum ChatCommand {
     Asks,
     /// The staff tree: the Chief, the Managers, the Leads, each with whom it reports to.
     Staff,
+    /// Take a lease away from its holder (`release manager <project>`, `release chief`).
+    Release { role: Role, project: Option<String> },
     /// The managed workers, as each owner's tree.
     Workers,
     /// Project work: each repository's Manager and assignments.
@@ -187,6 +194,8 @@ pub enum UsageError {
     StopWithoutThen { session: String },
     /// `close` naming no worker and replying to no worker's line.
     CloseWithoutWorker,
+    /// `release` without `manager <project>` or `chief`.
+    ReleaseWhat,
 }
 
 /// The arguments of a command that names a session and then gives text, where the
@@ -244,6 +253,7 @@ impl UsageError {
             UsageError::AnswerWithoutAsk => "answer",
             UsageError::StopWithoutThen { .. } => "stop",
             UsageError::CloseWithoutWorker => "close",
+            UsageError::ReleaseWhat => "release",
         }
     }
 
@@ -280,6 +290,9 @@ impl UsageError {
             UsageError::CloseWithoutWorker => "Close which worker? Name it (its label or #id), \
                  or reply with the command to its line in the workers list."
                 .into(),
+            UsageError::ReleaseWhat => "Release which role? `manager` and the repository's \
+                 project name, or `chief` (staff shows who holds which)."
+                .into(),
         }
     }
 
@@ -302,6 +315,7 @@ impl UsageError {
             UsageError::AnswerWithoutAsk => "answer <ask> <text>".into(),
             UsageError::StopWithoutThen { .. } => "stop [session] [then <text>]".into(),
             UsageError::CloseWithoutWorker => "close <worker>".into(),
+            UsageError::ReleaseWhat => "release manager <project> | chief".into(),
         }
     }
 
@@ -330,6 +344,7 @@ impl UsageError {
                 format!("stop {session} then run the tests first")
             }
             UsageError::CloseWithoutWorker => "close scout-1".into(),
+            UsageError::ReleaseWhat => "release manager app".into(),
         }
     }
 }
@@ -385,6 +400,7 @@ pub fn parse(text: &str, prefix: char, bot_username: Option<&str>) -> Option<Cha
         "status" => ChatCommand::Status(Some(unquote(args)).filter(|s| !s.is_empty())),
         "asks" => ChatCommand::Asks,
         "staff" => ChatCommand::Staff,
+        "release" => release(args),
         "workers" => ChatCommand::Workers,
         "projects" => ChatCommand::Projects,
         "close" => ChatCommand::Close(Some(unquote(args)).filter(|s| !s.is_empty())),
@@ -401,6 +417,23 @@ pub fn parse(text: &str, prefix: char, bot_username: Option<&str>) -> Option<Cha
         "help" | "start" => ChatCommand::Help,
         _ => ChatCommand::Unknown(word.to_string()),
     })
+}
+
+/// `release`'s arguments: `manager <project>` or `chief`.
+fn release(args: &str) -> ChatCommand {
+    let (role, _, rest) = split_first(args);
+    let project = unquote(rest);
+    match (role.to_ascii_lowercase().as_str(), project.is_empty()) {
+        ("manager", false) => ChatCommand::Release {
+            role: Role::Manager,
+            project: Some(project),
+        },
+        ("chief", true) => ChatCommand::Release {
+            role: Role::Chief,
+            project: None,
+        },
+        _ => ChatCommand::Usage(UsageError::ReleaseWhat),
+    }
 }
 
 /// `supervise`'s arguments; `supervise stop [session]` ends the pairing, as `unpair`.
@@ -926,6 +959,39 @@ mod tests {
             options: options.iter().map(|o| o.to_string()).collect(),
             ..examples::ask()
         }
+    }
+
+    #[test]
+    fn release_parses_a_manager_with_its_project_or_the_chief() {
+        assert_eq!(
+            parse("/release manager app", '/', None),
+            Some(ChatCommand::Release {
+                role: Role::Manager,
+                project: Some("app".into())
+            })
+        );
+        assert_eq!(
+            parse("!Release Chief", '!', None),
+            Some(ChatCommand::Release {
+                role: Role::Chief,
+                project: None
+            })
+        );
+        for wrong in [
+            "/release",
+            "/release manager",
+            "/release chief app",
+            "/release lead x",
+        ] {
+            assert_eq!(
+                parse(wrong, '/', None),
+                Some(ChatCommand::Usage(UsageError::ReleaseWhat)),
+                "{wrong}"
+            );
+        }
+        let usage = UsageError::ReleaseWhat;
+        assert_eq!(usage.command(), "release");
+        assert!(usage.problem().contains("chief"), "{}", usage.problem());
     }
 
     #[test]

@@ -5,12 +5,14 @@
 //! staff edge (`manager → fix-login: …` in the Lead's place, `fix-login → manager: …` in
 //! the Manager's), a role change (`🧭 mara is now the manager of app`), and the staff tree
 //! of `/staff` (chief → managers → leads, one line per session so that a reply to a line
-//! steers that session). Pure, like the rest of `chat/`.
+//! steers that session), and `/release`'s request and answer. Pure, like the rest of
+//! `chat/`.
 
 use std::collections::{HashMap, HashSet};
 
+use shepherd_core::protocol::requests::ReleaseRole;
 use shepherd_core::protocol::{
-    AskTo, EdgeKind, EdgeMessage, Role, SessionId, SessionInfo, StaffMember,
+    AskTo, EdgeKind, EdgeMessage, Lease, Role, SessionId, SessionInfo, StaffMember,
 };
 
 use super::format::{base_name, one_line, plural, truncate};
@@ -121,6 +123,36 @@ pub fn role_changed(s: &SessionInfo, previous: Role) -> Rendered {
                 .text(&format!(" is now a {}", s.role.as_str()));
         }
     }
+    h.into()
+}
+
+/// The request a chat's `release` sends, with the human as `by`.
+pub fn release_request(role: Role, project: Option<String>, by: &str) -> ReleaseRole {
+    ReleaseRole {
+        id: 0,
+        role,
+        project,
+        by: Some(by.to_string()),
+    }
+}
+
+/// The answer to a chat's `release`: whose role it was, and when the holder hears of it.
+pub fn released(lease: &Lease) -> Rendered {
+    let role = match (lease.role, lease.project.as_deref()) {
+        (Role::Manager, Some(p)) => format!("manager of {p}"),
+        (role, _) => role.as_str().to_string(),
+    };
+    let told = if lease.connected {
+        "it is connected and was told now"
+    } else {
+        "it is away and will be told when it returns"
+    };
+    let mut h = Html::new();
+    h.text("🔓 Released ").bold(&role).text(&format!(
+        " from {} ({}): it is a lead now; {told}.",
+        one_line(&lease.session_name),
+        short_id(lease.session_id.as_str())
+    ));
     h.into()
 }
 
@@ -248,6 +280,42 @@ mod tests {
     use super::*;
     use shepherd_core::examples;
     use shepherd_core::protocol::{ReportsTo, Superior};
+
+    #[test]
+    fn release_sends_the_human_as_by_and_says_when_the_holder_hears() {
+        let parsed = crate::chat::commands::parse("/release manager app", '/', None);
+        let Some(crate::chat::commands::ChatCommand::Release { role, project }) = parsed else {
+            panic!("{parsed:?}");
+        };
+        let req = release_request(role, project, "ada");
+        assert_eq!(
+            serde_json::to_value(shepherd_core::protocol::ClientMsg::from(req)).unwrap(),
+            serde_json::json!({
+                "type": "release_role", "id": 0, "role": "manager", "project": "app", "by": "ada"
+            })
+        );
+        let lease = Lease {
+            role: Role::Manager,
+            repo_id: Some("/src/app/.git".into()),
+            project: Some("app".into()),
+            session_id: "m1111111-x".into(),
+            session_name: "mara".into(),
+            connected: false,
+            since: 0,
+        };
+        assert_eq!(
+            released(&lease).plain,
+            "🔓 Released manager of app from mara (m1111111): it is a lead now; it is away and will be told when it returns."
+        );
+        let chief = Lease {
+            role: Role::Chief,
+            project: None,
+            connected: true,
+            ..lease
+        };
+        assert!(released(&chief).plain.contains("chief from mara"));
+        assert!(released(&chief).plain.contains("told now"));
+    }
 
     fn session(id: &str, name: &str, role: Role) -> SessionInfo {
         SessionInfo {

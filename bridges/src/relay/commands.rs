@@ -14,7 +14,8 @@
 //! bridge (every connected session and lease holder), drawn as a tree; `workers` is
 //! `list_workers` with each worker's `usage`, drawn as each owner's tree, and `close`
 //! is `close_agent` (the worker named, or the one whose line the command replies to);
-//! `projects` is `list_projects` as a bridge (every repository), one message.
+//! `projects` is `list_projects` as a bridge (every repository), one message; `release`
+//! is `release_role` with the human as `by`, answered with whose role it was.
 
 use std::collections::HashMap;
 
@@ -91,6 +92,15 @@ pub async fn answer(
             }
             Err(e) => failure(e),
         },
+        ChatCommand::Release { role, project } => {
+            match link
+                .release_role(roles::release_request(role, project, here.by))
+                .await
+            {
+                Ok(lease) => roles::released(&lease),
+                Err(e) => refused(e),
+            }
+        }
         ChatCommand::Workers => match link.workers(false).await {
             Ok(list) => {
                 let usage = usage_of(link, &list).await;

@@ -119,6 +119,7 @@ replies! {
     SetRole => RoleSet: ServerMsg::RoleSet { session, previous, lease, .. } =>
         RoleSet { session, previous, lease },
     ListRoles => Vec<Lease>: ServerMsg::Roles { leases, .. } => leases,
+    ReleaseRole => Lease: ServerMsg::RoleReleased { lease, .. } => lease,
     MessageSupervisor => Routed: ServerMsg::Routed { to, message_id, report_id, connected, .. } =>
         Routed { to, message_id, report_id, connected },
     AskSupervisor => Ask: ServerMsg::Asked { ask, .. } => ask,

@@ -3,7 +3,8 @@
 //! nothing refers to any more (no open ask by or for them, no unread mail, no role, no
 //! active pairing, no live worker, no assignment that is not retired) are forgotten with
 //! their history, a bounded number per pass so the hub never stalls on it. What remains
-//! is consistent: no listing names a session that is gone.
+//! is consistent: no listing names a session that is gone. The same hourly tick expires the
+//! leases of holders away too long (`hub/release.rs`).
 
 use std::time::Duration;
 
@@ -20,7 +21,8 @@ const PER_PASS: usize = 500;
 /// Between passes.
 const EVERY: Duration = Duration::from_secs(3600);
 
-/// Send [`HubCommand::Forget`] now and then every hour while the hub runs.
+/// Send [`HubCommand::Forget`] now and then every hour while the hub runs (forgetting
+/// sessions and expiring away holders' leases).
 pub(super) async fn timer(hub: mpsc::WeakSender<HubCommand>) {
     loop {
         let Some(tx) = hub.upgrade() else { break };

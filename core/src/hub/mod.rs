@@ -20,6 +20,7 @@ mod names;
 mod off_hub;
 pub(crate) mod presence;
 mod projects;
+mod release;
 mod reports;
 mod resolve;
 pub(crate) mod roles;
@@ -184,6 +185,8 @@ pub struct CoreFacts {
     pub integrate: crate::config::IntegratePolicy,
     /// `core.forget_sessions_after_days` (0: never).
     pub forget_sessions_after_days: u64,
+    /// `roles.away_expiry_hours` in milliseconds (0: never).
+    pub away_expiry_ms: u64,
 }
 
 /// Start the hub task. The returned join handle ends after `Shutdown` (or when every
@@ -203,7 +206,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
     let host = workers::host_ops::start_host(facts.workers.as_ref(), tx.downgrade());
     // First of all: adopt or relaunch the workers a previous core left.
     let _ = tx.try_send(HubCommand::RecoverWorkers);
-    if facts.forget_sessions_after_days > 0 {
+    if facts.forget_sessions_after_days > 0 || facts.away_expiry_ms > 0 {
         tokio::spawn(forget::timer(tx.downgrade()));
     }
     let hub = Hub {
@@ -612,7 +615,10 @@ impl State {
                 delivery: None,
             }),
             HubCommand::Tick => self.tick(db),
-            HubCommand::Forget => self.forget_unseen(db),
+            HubCommand::Forget => {
+                self.forget_unseen(db);
+                self.expire_away_leases_logged(db, out);
+            }
             HubCommand::WorkerLaunched(done) => match done.key {
                 ProcKey::Worker(worker) => self.worker_launched(worker, *done, db, out),
                 ProcKey::Lead(assignment) => self.lead_launched(assignment, *done, db, out),
@@ -693,6 +699,7 @@ impl State {
             ClientMsg::ListReports(req) => self.list_reports(cx, req, db, out),
             ClientMsg::SetRole(req) => self.set_role(cx, req, db, out),
             ClientMsg::ListRoles(req) => self.list_roles(cx, req, db, out),
+            ClientMsg::ReleaseRole(req) => self.release_role(cx, req, db, out),
             ClientMsg::MessageSupervisor(req) => self.message_supervisor(cx, req, db, out),
             ClientMsg::AskSupervisor(req) => self.ask_supervisor(cx, req, db, out),
             ClientMsg::ListStaff(req) => self.list_staff(cx, req, db, out),

@@ -308,7 +308,9 @@ impl State {
         let Cx { conn, .. } = cx;
         let mut reg = req.session;
         self.check_registration(conn, &reg)?;
-        // Manager and Chief come from the leases, never from what the session says.
+        // Manager and Chief come from the leases, never from what the session says; a
+        // lease that expired while its holder was away is released first (and it is told).
+        self.expire_away_leases(db, out)?;
         reg.role = self.registered_role(db, &reg.session_id, reg.role)?;
         let pid = self.conns.get(&conn).and_then(|c| c.handle.pid);
         // A managed worker's or an assigned Lead's session registers only from the process

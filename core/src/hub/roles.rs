@@ -176,7 +176,7 @@ impl State {
     }
 
     /// Change a session's stored role and tell the subscribers.
-    fn record_role(
+    pub(super) fn record_role(
         &self,
         mut info: SessionInfo,
         role: Role,
@@ -213,6 +213,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        self.expire_away_leases(db, out)?;
         let info = self.caller(cx, db)?;
         let previous = info.role;
         let (info, lease) = atomically(db, || match req.role {
@@ -424,6 +425,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        self.expire_away_leases(db, out)?;
         let leases = store::leases::list(db)?
             .into_iter()
             .map(|l| self.live_lease(l))
@@ -609,6 +611,7 @@ impl State {
             ClientKind::Pi => Some(self.staff_holder(cx, db)?),
             _ => None,
         };
+        self.expire_away_leases(db, out)?;
         let mut members = Vec::new();
         let leases = store::leases::list(db)?;
         for session in self.staff_candidates(&leases, db)? {

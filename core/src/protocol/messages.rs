@@ -131,6 +131,7 @@ client_messages! {
         "list_reports" => ListReports,
         "set_role" => SetRole,
         "list_roles" => ListRoles,
+        "release_role" => ReleaseRole,
         "message_supervisor" => MessageSupervisor,
         "ask_supervisor" => AskSupervisor,
         "list_staff" => ListStaff,
@@ -353,6 +354,9 @@ server_messages! {
         },
         /// Response to `list_roles`.
         "roles" => Roles { id: u64, leases: Vec<Lease> },
+        /// Response to `release_role`: the lease as it was (its holder, connected or not),
+        /// now free.
+        "role_released" => RoleReleased { id: u64, lease: Lease },
         /// Response to `message_supervisor`: whom it went to, and as what (`message_id`
         /// for a session's mailbox, `report_id` when it went to the human as a report).
         "routed" => Routed {

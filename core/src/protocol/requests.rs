@@ -317,6 +317,24 @@ pub struct ListRoles {
     pub id: u64,
 }
 
+/// The human only (`cli`, `bridge`): take a Manager or Chief lease away from whoever holds
+/// it, connected or away (`shepherd roles release`, a chat's `/release`). `project` names
+/// the repository of a Manager lease (its project name or its `repo_id`). The holder
+/// becomes a Lead and is told by a `notice` in its mailbox (at once, or when it returns).
+/// Refusals: `forbidden` (`details.reason: human_only`) from a Pi session, `role_refused`
+/// with `details.reason: not_held` (and `details.leases`) when nobody holds it. Answered
+/// by `role_released`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ReleaseRole {
+    pub id: u64,
+    pub role: Role,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// The chat user acting, for a bridge (the holder is told who released its role).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+}
+
 /// Pi only (a Lead or a Manager): non-blocking mail to the session's effective supervisor
 /// (its repository's Manager, else the Chief, else the human, who gets it as a report).
 /// Answered by `routed`.
