@@ -381,9 +381,13 @@ export class CoreClient {
 
   // ---- roles and direct edges ------------------------------------------------------------
 
-  /** Take a role (`manager`, `chief`) or leave the one held (`lead`): the session as it is now. */
-  async setRole(role: Role): Promise<{ session: SessionInfo; previous: Role }> {
-    const res = await this.#request((id) => ({ type: "set_role", id, role }), "role_set");
+  /**
+   * Take a role (`manager`, `chief`) or leave the one held (`lead`): the session as it is
+   * now. `reclaim`: asking again for the role the session file says it held (refused as
+   * `released` if the human released it, or it expired, meanwhile).
+   */
+  async setRole(role: Role, reclaim = false): Promise<{ session: SessionInfo; previous: Role }> {
+    const res = await this.#request((id) => (reclaim ? { type: "set_role", id, role, reclaim } : { type: "set_role", id, role }), "role_set");
     this.#session = res.session;
     return { session: res.session, previous: res.previous };
   }

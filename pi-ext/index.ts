@@ -179,7 +179,7 @@ class ShepherdSession {
           this.log(`setStatus failed: ${message(e)}`);
         }
       },
-      setRole: async (role) => (await this.client.setRole(role)).session,
+      setRole: async (role, reclaim) => (await this.client.setRole(role, reclaim)).session,
       supervising: () => this.supervision.supervising !== null,
       notify: (text, level) => this.notify(text, level),
       log: (line) => this.log(line),

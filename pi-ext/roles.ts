@@ -130,8 +130,11 @@ export interface RolesHost {
   setActiveTools(names: string[]): void;
   /** ctx.ui.setStatus(ROLE_STATUS_KEY, text); null clears it. */
   setFooter(text: string | null): void;
-  /** The core's `set_role`: the session as it is now. Throws CoreError / NotConnectedError. */
-  setRole(role: HeldRole): Promise<SessionInfo>;
+  /**
+   * The core's `set_role`: the session as it is now. Throws CoreError / NotConnectedError.
+   * `reclaim`: the role the session file says this session held, asked for again.
+   */
+  setRole(role: HeldRole, reclaim?: boolean): Promise<SessionInfo>;
   /** Whether this session supervises a worker now (a role is not taken then). */
   supervising(): boolean;
   notify(text: string, level: "info" | "warning"): void;
@@ -210,7 +213,7 @@ export class Roles {
       return;
     }
     try {
-      this.#became(await this.#host.setRole(wanted));
+      this.#became(await this.#host.setRole(wanted, true));
       this.#host.log(`roles: ${wanted} claimed again`);
     } catch (e) {
       if (e instanceof CoreError) {

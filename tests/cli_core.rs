@@ -107,6 +107,7 @@ async fn sessions_json_and_table() -> Result<()> {
     one.call(shepherd_core::protocol::requests::SetRole {
         id: 0,
         role: Role::Manager,
+        ..Default::default()
     })
     .await?;
     let two = register(

@@ -193,6 +193,7 @@ async fn roles_release_takes_a_lease_away_and_says_why_not() -> Result<()> {
         .call(shepherd_core::protocol::requests::SetRole {
             id: 0,
             role: Role::Manager,
+            ..Default::default()
         })
         .await?;
 

@@ -132,6 +132,7 @@ async fn each_role_may_use_its_edges_and_is_refused_the_rest_with_nothing_change
         .call(requests::SetRole {
             id: 0,
             role: Role::Manager,
+            ..Default::default()
         })
         .await?;
     chief
@@ -139,6 +140,7 @@ async fn each_role_may_use_its_edges_and_is_refused_the_rest_with_nothing_change
         .call(requests::SetRole {
             id: 0,
             role: Role::Chief,
+            ..Default::default()
         })
         .await?;
     use ErrorCode::{Forbidden, UnknownSession};
@@ -233,7 +235,8 @@ async fn each_role_may_use_its_edges_and_is_refused_the_rest_with_nothing_change
         peer.client
             .call(requests::SetRole {
                 id: 0,
-                role: Role::Manager
+                role: Role::Manager,
+                ..Default::default()
             })
             .await
             .is_err(),
@@ -243,7 +246,8 @@ async fn each_role_may_use_its_edges_and_is_refused_the_rest_with_nothing_change
         peer.client
             .call(requests::SetRole {
                 id: 0,
-                role: Role::Chief
+                role: Role::Chief,
+                ..Default::default()
             })
             .await
             .is_err(),
@@ -259,6 +263,7 @@ async fn each_role_may_use_its_edges_and_is_refused_the_rest_with_nothing_change
         cli.call(requests::SetRole {
             id: 0,
             role: Role::Chief,
+            ..Default::default()
         })
         .await,
     );

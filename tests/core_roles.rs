@@ -18,11 +18,24 @@ use shepherd_harness::{Core, Pi, error_code, error_details, next_event_where};
 const WAIT: Duration = Duration::from_secs(10);
 
 async fn set_role(pi: &mut Pi, role: Role) -> Result<shepherd_core::client::RoleSet> {
-    Ok(pi.client.call(requests::SetRole { id: 0, role }).await?)
+    Ok(pi
+        .client
+        .call(requests::SetRole {
+            role,
+            ..Default::default()
+        })
+        .await?)
 }
 
 async fn refusal(pi: &mut Pi, role: Role) -> Result<(ErrorCode, String, Value)> {
-    match pi.client.call(requests::SetRole { id: 0, role }).await {
+    match pi
+        .client
+        .call(requests::SetRole {
+            role,
+            ..Default::default()
+        })
+        .await
+    {
         Ok(granted) => bail!("{role:?} was granted: {granted:?}"),
         Err(e) => {
             let e = anyhow::Error::from(e);
@@ -149,11 +162,13 @@ async fn two_claims_at_once_make_exactly_one_manager() -> Result<()> {
         let (ra, rb) = tokio::join!(
             a.client.call(requests::SetRole {
                 id: 0,
-                role: Role::Manager
+                role: Role::Manager,
+                ..Default::default()
             }),
             b.client.call(requests::SetRole {
                 id: 0,
-                role: Role::Manager
+                role: Role::Manager,
+                ..Default::default()
             }),
         );
         let winners = [ra.is_ok(), rb.is_ok()].iter().filter(|w| **w).count();
@@ -674,6 +689,34 @@ async fn the_human_releases_a_lease_and_its_holder_is_told_now_or_on_return() ->
     assert_eq!(details["reason"], "not_held", "{e}");
     assert_eq!(details["leases"][0]["session_id"], "next", "{e}");
     assert!(e.to_string().contains("manager of app (next)"), "{e}");
+
+    // The released Chief's extension asks for its role again as a reclaim (what it does on
+    // every registration while its session file says it held one): refused, saying why;
+    // asked for explicitly, it is granted, and a later reclaim is an ordinary one again.
+    let reclaim = || requests::SetRole {
+        role: Role::Chief,
+        reclaim: true,
+        ..Default::default()
+    };
+    let e = anyhow::Error::from(
+        chief
+            .client
+            .call(reclaim())
+            .await
+            .expect_err("a reclaim after a release"),
+    );
+    assert_eq!(error_code(&e), Some(ErrorCode::RoleRefused), "{e}");
+    assert_eq!(error_details(&e).unwrap()["reason"], "released", "{e}");
+    assert!(e.to_string().contains("the human (cli) released it"), "{e}");
+    assert_eq!(leases(&core).await?.len(), 1, "the refusal changed nothing");
+    assert_eq!(
+        set_role(&mut chief, Role::Chief).await?.session.role,
+        Role::Chief
+    );
+    assert_eq!(
+        chief.client.call(reclaim()).await?.session.role,
+        Role::Chief
+    );
     Ok(())
 }
 

@@ -40,6 +40,8 @@ class FakeHost implements RolesHost {
   footers: Array<string | null> = [];
   notices: Array<{ text: string; level: string }> = [];
   requests: HeldRole[] = [];
+  /** Which of `requests` were reclaims. */
+  reclaims: boolean[] = [];
   /** What set_role answers: a role granted, or an error thrown. */
   answer: (role: HeldRole) => SessionInfo = (role) => session(role);
   isSupervising = false;
@@ -62,8 +64,9 @@ class FakeHost implements RolesHost {
   setFooter(text: string | null): void {
     this.footers.push(text);
   }
-  async setRole(role: HeldRole): Promise<SessionInfo> {
+  async setRole(role: HeldRole, reclaim?: boolean): Promise<SessionInfo> {
     this.requests.push(role);
+    this.reclaims.push(reclaim === true);
     return this.answer(role);
   }
   supervising(): boolean {
@@ -213,6 +216,7 @@ describe("Roles", () => {
     // The core restarted and forgot nothing, or the lease was released: claim it again.
     await roles.registered(session("lead"));
     assert.deepEqual(host.requests, ["manager"]);
+    assert.deepEqual(host.reclaims, [true], "asked as a reclaim, which the core refuses after a release");
     assert.equal(roles.role, "manager");
     assert.equal(host.entries_.length, 1, "the entry still holds the Lead's list");
     // Already the Manager on the core: nothing to ask.
@@ -220,6 +224,7 @@ describe("Roles", () => {
     assert.deepEqual(host.requests, ["manager"]);
     await roles.command("manager", true);
     assert.deepEqual(host.active, LEAD);
+    assert.deepEqual(host.reclaims, [true, false], "a command is no reclaim");
   });
 
   test("closing the session gives Pi back the Lead's tools and records nothing (a /new starts clean)", async () => {

@@ -361,7 +361,7 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
   bye: record({ returning: maybe(bool) }),
   result: record({ id: req(u64), text: req(str), results: maybeNull(oneOf(RESULTS_MODES)), key: maybe(str) }),
   list_reports: record({ id: req(u64), session: maybeNull(str), limit: maybeNull(u32), after: maybeNull(u64) }),
-  set_role: record({ id: req(u64), role: req(role) }),
+  set_role: record({ id: req(u64), role: req(role), reclaim: maybe(bool) }),
   list_roles: idOnly,
   release_role: record({ id: req(u64), role: req(role), project: maybe(str), by: maybe(str) }),
   message_supervisor: record({ id: req(u64), text: req(str) }),

@@ -115,7 +115,7 @@ export type ListReportsMsg = {
   after?: number | null;
 };
 /** Take a role (`manager`, `chief`) or leave the one held (`lead`); the core grants it. */
-export type SetRoleMsg = { type: "set_role"; id: number; role: Role };
+export type SetRoleMsg = { type: "set_role"; id: number; role: Role; reclaim?: boolean };
 export type ListRolesMsg = { type: "list_roles"; id: number };
 /** The human's (cli, bridge): a Pi session never sends it; declared so the wire knows every type. */
 export type ReleaseRoleMsg = { type: "release_role"; id: number; role: Role; project?: string; by?: string };

@@ -9,7 +9,11 @@ use crate::protocol::{Ask, Lease, Role, StaffMember, requests};
 impl Client {
     /// Pi: take a role (`manager`, `chief`) or leave it (`lead`).
     pub async fn set_role(&mut self, role: Role) -> Result<RoleSet, ClientError> {
-        self.call(requests::SetRole { id: 0, role }).await
+        self.call(requests::SetRole {
+            role,
+            ..Default::default()
+        })
+        .await
     }
 
     /// The leases the core holds.

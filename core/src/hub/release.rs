@@ -133,6 +133,7 @@ impl State {
     ) -> HubResult<Lease> {
         lease.connected = self.live.contains_key(&lease.session_id);
         store::leases::release(db, &lease.session_id)?;
+        store::leases::mark_released(db, &lease.session_id, why)?;
         let label = role_label(lease.role, lease.project.as_deref());
         if let Some(holder) = store::sessions::get(db, &lease.session_id)? {
             self.record_role(holder, Role::Lead, db, out)?;

@@ -216,6 +216,19 @@ impl State {
         self.expire_away_leases(db, out)?;
         let info = self.caller(cx, db)?;
         let previous = info.role;
+        if req.reclaim
+            && matches!(req.role, Role::Manager | Role::Chief)
+            && let Some(why) = store::leases::released(db, &info.id)?
+        {
+            return Err(refused(
+                "released",
+                format!(
+                    "the {} was taken from this session while it was away: {why}; ask for it again (/{}) if it is still yours to hold",
+                    role_label(req.role, info.project.as_deref()),
+                    req.role.as_str()
+                ),
+            ));
+        }
         let (info, lease) = atomically(db, || match req.role {
             Role::Lead => {
                 store::leases::release(db, &info.id)?;
@@ -228,6 +241,9 @@ impl State {
             Role::Manager => self.take_manager(info, db, out),
             Role::Chief => self.take_chief(info, db, out),
         })?;
+        if !req.reclaim {
+            store::leases::clear_released(db, &info.id)?;
+        }
         if let Some(lease) = &lease
             && lease.role == Role::Manager
             && let Some(repo_id) = &lease.repo_id

@@ -304,11 +304,16 @@ pub struct ListReports {
 /// primary worktree is the session's cwd (one per repository); `chief`: become the Chief
 /// (one per core); `lead`: leave whichever role the session holds. The core grants roles:
 /// refusals are `role_refused` with `details.reason` (`not_a_repository`,
-/// `linked_worktree`, `held`, `wrong_role`). Answered by `role_set`.
+/// `linked_worktree`, `held`, `wrong_role`, `released`). Answered by `role_set`.
+/// `reclaim`: the extension asks again for the role its session file says it held (after a
+/// restart or a reconnect); refused (`released`) when the human released it, or it
+/// expired, since: only an explicit `set_role` takes it back then.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SetRole {
     pub id: u64,
     pub role: Role,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reclaim: bool,
 }
 
 /// Anyone: the leases the core holds (`shepherd roles`). Answered by `roles`.

@@ -89,6 +89,33 @@ pub fn release(conn: &Connection, session: &SessionId) -> rusqlite::Result<bool>
     Ok(n > 0)
 }
 
+/// The `meta` key marking `session`'s lease as taken from it (released by the human, or
+/// expired): a reclaim after its return is refused until it asks for a role explicitly.
+fn released_key(session: &SessionId) -> String {
+    format!("lease_released:{session}")
+}
+
+/// Mark `session`'s lease as taken from it, saying why.
+pub fn mark_released(conn: &Connection, session: &SessionId, why: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?
+        .execute(params![released_key(session), why])?;
+    Ok(())
+}
+
+/// Why `session`'s lease was taken from it, if it was and it has not asked for a role since.
+pub fn released(conn: &Connection, session: &SessionId) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+        .query_row([released_key(session)], |r| r.get(0))
+        .optional()
+}
+
+/// `session` asked for a role explicitly: the mark is gone.
+pub fn clear_released(conn: &Connection, session: &SessionId) -> rusqlite::Result<()> {
+    conn.prepare_cached("DELETE FROM meta WHERE key = ?1")?
+        .execute([released_key(session)])?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
