@@ -212,8 +212,9 @@ pub fn forgettable(
 
 /// Forget session `id` with its history: its asks (and their approvals), the mail it
 /// received, its reports, its ended pairings (and their verdicts) and its ended workers'
-/// rows, so no listing shows what refers to a session that is gone.
+/// rows, and the mark of a lease taken from it, so nothing refers to a session that is gone.
 pub fn forget(conn: &Connection, id: &SessionId) -> rusqlite::Result<()> {
+    super::leases::clear_released(conn, id)?;
     for sql in [
         "DELETE FROM verdicts WHERE pairing_id IN
              (SELECT id FROM pairings WHERE supervisor_id = ?1 OR worker_id = ?1)",
@@ -279,7 +280,13 @@ mod tests {
             forgettable(db, 2_000, 100).unwrap(),
             [SessionId::from("free")]
         );
+        super::super::leases::mark_released(db, &SessionId::from("free"), "released").unwrap();
         forget(db, &SessionId::from("free")).unwrap();
+        assert_eq!(
+            super::super::leases::released(db, &SessionId::from("free")).unwrap(),
+            None,
+            "the mark of a lease taken from it goes too"
+        );
         let left: i64 = db
             .query_row(
                 "SELECT COUNT(*) FROM asks WHERE session_id = 'free'",
