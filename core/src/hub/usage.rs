@@ -19,14 +19,10 @@ pub(crate) fn owned_sessions(
     session: &SessionId,
 ) -> rusqlite::Result<Vec<SessionId>> {
     let mut tree = vec![session.clone()];
-    let mut i = 0;
-    while i < tree.len() {
-        for row in store::workers::owned_by(db, &tree[i], true)? {
-            if !tree.contains(&row.worker.session_id) {
-                tree.push(row.worker.session_id);
-            }
+    for row in store::workers::tree_of(db, session, true)? {
+        if !tree.contains(&row.worker.session_id) {
+            tree.push(row.worker.session_id);
         }
-        i += 1;
     }
     Ok(tree)
 }
