@@ -7,6 +7,7 @@
 //! memory nor their connection for long.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -137,8 +138,24 @@ pub async fn read_frame_arriving<R: AsyncRead + Unpin>(
         return Ok(None);
     }
     let mut progress = (1, HEADER_LEN);
-    let rest = finish(reader, header, 1, max, Some(arrival.budget), &mut progress);
-    match tokio::time::timeout(arrival.within, rest).await {
+    let timed = {
+        let mut rest = std::pin::pin!(finish(
+            reader,
+            header,
+            1,
+            max,
+            Some(arrival.budget),
+            &mut progress,
+        ));
+        // Most frames are whole in the reader's buffer once their first byte is: those
+        // are read without arming (and disarming) a timer.
+        let now = std::future::poll_fn(|cx| Poll::Ready(rest.as_mut().poll(cx))).await;
+        match now {
+            Poll::Ready(body) => Ok(body),
+            Poll::Pending => tokio::time::timeout(arrival.within, rest).await,
+        }
+    };
+    match timed {
         Ok(body) => body.map(Some),
         Err(_) => {
             let (got, want) = progress;

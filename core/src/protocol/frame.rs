@@ -13,7 +13,9 @@ pub const DEFAULT_MAX_FRAME: usize = 1024 * 1024;
 
 /// Serialize `msg` into one complete frame (prefix + body).
 pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
-    let mut buf = vec![0u8; HEADER_LEN];
+    // Most frames are a few hundred bytes: start with room for one, grow for the rest.
+    let mut buf = Vec::with_capacity(512);
+    buf.extend_from_slice(&[0u8; HEADER_LEN]);
     serde_json::to_writer(&mut buf, msg).expect("protocol types always serialize");
     let len = (buf.len() - HEADER_LEN) as u32;
     buf[..HEADER_LEN].copy_from_slice(&len.to_be_bytes());

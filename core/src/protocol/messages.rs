@@ -47,6 +47,27 @@ macro_rules! client_messages {
             $( #[serde(rename = $ntype)] $notice(requests::$notice), )*
         }
 
+        impl ClientMsg {
+            /// The common case of [`ClientMsg::decode`]: a well-formed frame read straight
+            /// into its request struct, without building a JSON tree first (one pass to
+            /// find `type`, one into the struct). `None` for anything else (bad JSON, an
+            /// unknown type, a wrong field, a duplicate key, a lone surrogate): the full
+            /// decode then gives the same answer it always gave, with its error.
+            fn decode_direct(body: &[u8]) -> Option<ClientMsg> {
+                #[derive(Deserialize)]
+                struct Head<'a> {
+                    #[serde(rename = "type", borrow)]
+                    kind: std::borrow::Cow<'a, str>,
+                }
+                let head: Head<'_> = serde_json::from_slice(body).ok()?;
+                match head.kind.as_ref() {
+                    $( $rtype => serde_json::from_slice(body).ok().map(ClientMsg::$req), )*
+                    $( $ntype => serde_json::from_slice(body).ok().map(ClientMsg::$notice), )*
+                    _ => None,
+                }
+            }
+        }
+
         impl From<ExternallyTagged> for ClientMsg {
             fn from(msg: ExternallyTagged) -> Self {
                 match msg {
@@ -167,6 +188,14 @@ impl ClientMsg {
     /// Decode one frame body. Errors name the offending field
     /// (`invalid ask message: ask.question: invalid type: integer, expected a string`).
     pub fn decode(body: &[u8]) -> Result<ClientMsg, frame::DecodeFailure> {
+        match Self::decode_direct(body) {
+            Some(msg) => Ok(msg),
+            None => Self::decode_tree(body),
+        }
+    }
+
+    /// Decode through a JSON tree, so that a failure names the offending field.
+    fn decode_tree(body: &[u8]) -> Result<ClientMsg, frame::DecodeFailure> {
         let mut obj = frame::parse_object(body, Self::TYPES)?;
         obj.fields.remove("type");
         let mut outer = serde_json::Map::new();
@@ -472,5 +501,55 @@ impl ServerMsg {
             message: message.into(),
             details: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClientMsg;
+
+    /// The direct read and the read through a JSON tree agree on every golden client
+    /// fixture, and the direct read steps aside (so the tree's error or repair stands)
+    /// wherever the two could differ.
+    #[test]
+    fn the_direct_decode_reads_what_the_tree_reads_and_nothing_else() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/protocol/client");
+        let mut read = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let body = std::fs::read(&path).unwrap();
+            let direct = ClientMsg::decode_direct(&body);
+            let tree = ClientMsg::decode_tree(&body).map_err(|(e, _)| e.to_string());
+            assert_eq!(
+                direct.as_ref().ok_or(()),
+                tree.as_ref().map_err(|_| ()),
+                "{path:?}"
+            );
+            read += 1;
+        }
+        assert!(read > 50, "only {read} fixtures in {dir:?}");
+        for body in [
+            // A duplicate key: the tree keeps the last, the direct read refuses.
+            &br#"{"type":"send","id":1,"to":"a","text":"x","text":"y"}"#[..],
+            br#"{"type":"ping","type":"ping","id":1}"#,
+            // A lone surrogate: the tree repairs it.
+            br#"{"type":"send","id":1,"to":"a","text":"\ud83d"}"#,
+            br#"{"type":"no_such","id":1}"#,
+            br#"{"type":7,"id":1}"#,
+            br#"{"type":"send","id":"1","to":"a","text":"x"}"#,
+            br#"{"type":"send","id":1,"to":"a","text":"x"} trailing"#,
+        ] {
+            assert_eq!(
+                ClientMsg::decode_direct(body),
+                None,
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+        let repaired = ClientMsg::decode(br#"{"type":"send","id":1,"to":"a","text":"\ud83d"}"#);
+        assert!(matches!(repaired, Ok(ClientMsg::Send(s)) if s.text == "\u{fffd}"));
+        let last = ClientMsg::decode(br#"{"type":"send","id":1,"to":"a","text":"x","text":"y"}"#);
+        assert!(matches!(last, Ok(ClientMsg::Send(s)) if s.text == "y"));
     }
 }
