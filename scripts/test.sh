@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this):
-#   1. formatting (cargo fmt --check);
+#   1. formatting (cargo fmt --check), and no import cycles between modules;
 #   2. test dependencies: Node 22, the pinned Pi and Synapse into target/test-deps (cached),
 #      and tmux (apt-get, as root, when missing);
 #      then lints (clippy -D warnings, every target; and the binary built with one phone
@@ -29,6 +29,9 @@ fi
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+
+step "no import cycles between modules (scripts/module-cycles.py)"
+python3 scripts/module-cycles.py
 
 step "test dependencies (Node 22, pinned Pi, Synapse)"
 deps_env="$(scripts/test-deps.sh --env)"

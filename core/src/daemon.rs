@@ -17,6 +17,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::clock::now_ms;
 use crate::config::{Config, ConfigError};
+use crate::files;
 use crate::framing::FrameBudget;
 use crate::hub::{self, CoreFacts, HubCommand, HubHandle};
 use crate::server::{self, ConnSettings, ServerError};
@@ -63,7 +64,7 @@ pub struct Running {
 pub async fn start(config: Config) -> Result<Running, DaemonError> {
     let state_dir = config.state_dir()?;
     let socket = config.socket_path()?;
-    server::private_dir(&state_dir)?;
+    files::private_dir(&state_dir).map_err(server::ServerError::from)?;
     let lock = lock_state_dir(&state_dir)?;
     // Finding where workers run may run `tmux -V` (workers.backend = "auto", ~5 ms): let it
     // run while the database opens.
@@ -119,7 +120,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
                 .max_unfinished_frame_bytes
                 .max(limits.max_frame_bytes),
         ),
-        uid: server::own_uid(),
+        uid: files::own_uid(),
     });
     let max_open = server::connection_cap();
     if max_open < limits.max_sessions {

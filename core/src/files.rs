@@ -4,7 +4,8 @@
 //! lock, the log) is readable by its owner only, whatever the umask: SQLite would create a
 //! new database 0644 and derives its `-wal`/`-shm` modes from the database file, so the
 //! file is created 0600 before SQLite opens it, and files an older version left looser are
-//! tightened.
+//! tightened. The directories they live in are private too ([`private_dir`]: the state
+//! directory, the socket's, the workers' tmux socket's).
 //!
 //! A user's files that the core reads (a session's `session_file`, an agent definition) are
 //! untrusted input: [`open_regular`] opens only a regular file (a symlink to one is fine),
@@ -13,9 +14,105 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// Why a private directory could not be made or used.
+#[derive(Debug, thiserror::Error)]
+pub enum DirError {
+    #[error("cannot create socket directory {path}: {source}")]
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "socket directory {path} belongs to uid {owner}, not to you (uid {me}); choose another with SHEPHERD_SOCKET"
+    )]
+    NotOwner { path: PathBuf, owner: u32, me: u32 },
+    #[error(
+        "{path} is writable by others (mode {mode:o}) without the sticky bit, so they could replace shepherd's files in it; choose a private directory (SHEPHERD_SOCKET / SHEPHERD_STATE_DIR) or make it private (chmod 700)"
+    )]
+    SharedDir { path: PathBuf, mode: u32 },
+    #[error(
+        "the state directory {path} is shared (mode {mode:o}); shepherd keeps its database in a directory of its own: choose one with SHEPHERD_STATE_DIR"
+    )]
+    SharedStateDir { path: PathBuf, mode: u32 },
+}
+
+/// The uid this process runs as.
+pub fn own_uid() -> u32 {
+    rustix::process::getuid().as_raw()
+}
+
+/// Make the state directory `dir` exist as a private (0700) directory of ours.
+///
+/// A missing directory is created 0700. An existing one must be ours; one left loose
+/// (0755, say) is made 0700 again, but a shared directory (world-writable or sticky, like
+/// `/tmp`) is refused rather than changed for everyone. Through a symlink the target is
+/// never changed: it is used when others cannot write to it, refused otherwise.
+pub fn private_dir(dir: &Path) -> Result<(), DirError> {
+    let err = |source| DirError::Dir {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let linked = std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.file_type().is_symlink());
+    if linked {
+        return shared_ok(dir);
+    }
+    create_private(dir)?;
+    let meta = std::fs::metadata(dir).map_err(err)?;
+    let me = own_uid();
+    if meta.uid() != me {
+        return Err(DirError::NotOwner {
+            path: dir.to_path_buf(),
+            owner: meta.uid(),
+            me,
+        });
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o1002 != 0 {
+        return Err(DirError::SharedStateDir {
+            path: dir.to_path_buf(),
+            mode,
+        });
+    }
+    if mode & 0o777 != 0o700 {
+        tracing::warn!(dir = %dir.display(), mode = format!("{mode:o}"), "state directory was not private; setting it to 0700");
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Create `dir` (and any missing parents) 0700; an existing directory is left as it is.
+pub(crate) fn create_private(dir: &Path) -> Result<(), DirError> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| DirError::Dir {
+            path: dir.to_path_buf(),
+            source,
+        })
+}
+
+/// A directory that is not shepherd's own (a home directory, `/tmp`, a symlink's target):
+/// never changed; refused when others may write to it and the sticky bit does not stop
+/// them from replacing what shepherd puts there.
+pub(crate) fn shared_ok(dir: &Path) -> Result<(), DirError> {
+    let meta = std::fs::metadata(dir).map_err(|source| DirError::Dir {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        return Err(DirError::SharedDir {
+            path: dir.to_path_buf(),
+            mode,
+        });
+    }
+    Ok(())
+}
 
 /// Open (creating it 0600 if missing) the file at `path` for reading and writing, and make
 /// sure it is 0600.

@@ -190,7 +190,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
     // The state directory is private (0700), as `shepherd up` makes it.
     let state_dir = dir.parent().expect("pi-ext has a parent");
-    shepherd_core::server::private_dir(state_dir).map_err(|e| Failure::new("io", e.to_string()))?;
+    shepherd_core::files::private_dir(state_dir).map_err(|e| Failure::new("io", e.to_string()))?;
     std::fs::create_dir_all(&dir)
         .map_err(|e| Failure::new("io", format!("cannot create {}: {e}", dir.display())))?;
     let files_written = stale_files(&dir);

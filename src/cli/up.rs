@@ -46,7 +46,7 @@ fn record_start_failure(ctx: &Ctx, path: Option<&std::path::Path>, err: &anyhow:
             };
             match config.state_dir() {
                 Ok(dir) => {
-                    if shepherd_core::server::private_dir(&dir).is_err() {
+                    if shepherd_core::files::private_dir(&dir).is_err() {
                         return;
                     }
                     dir.join("core.log")
@@ -206,8 +206,7 @@ pub fn run_bot(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
     let state_dir = config
         .state_dir()
         .map_err(|e| Failure::new("config", e.to_string()))?;
-    shepherd_core::server::private_dir(&state_dir)
-        .map_err(|e| Failure::new("io", e.to_string()))?;
+    shepherd_core::files::private_dir(&state_dir).map_err(|e| Failure::new("io", e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -271,7 +270,7 @@ fn open_log_file(
             let dir = config
                 .state_dir()
                 .map_err(|e| Failure::new("config", e.to_string()))?;
-            shepherd_core::server::private_dir(&dir)
+            shepherd_core::files::private_dir(&dir)
                 .map_err(|e| Failure::new("io", e.to_string()))?;
             dir.join("core.log")
         }

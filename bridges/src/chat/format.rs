@@ -1,12 +1,13 @@
 //! # Small formatting helpers
 //!
 //! Pure helpers the rendered messages share: relative times and durations (the clock is
-//! passed in), a session's `repo@branch`, context fill, one-line text, and truncation
-//! counted in UTF-16 code units as Telegram counts (never inside a surrogate pair).
+//! passed in), a session's `repo@branch`, place, status icon and short id, context fill,
+//! one-line text, and truncation counted in UTF-16 code units as Telegram counts (never
+//! inside a surrogate pair).
 
 pub use shepherd_core::human::{ago, duration};
 
-use shepherd_core::protocol::SessionInfo;
+use shepherd_core::protocol::{SessionInfo, SessionStatus};
 
 /// UTF-16 code units of `text` (Telegram's length).
 pub fn utf16_len(text: &str) -> usize {
@@ -93,6 +94,30 @@ pub fn thousands(n: u64) -> String {
 /// `1 open ask`, `2 open asks`.
 pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Telegram's limit for a forum topic's name.
+pub const TOPIC_NAME_MAX: usize = 128;
+
+/// An icon for a session's state: offline, idle, thinking, running a tool.
+pub fn status_icon(s: &SessionInfo) -> &'static str {
+    match &s.status {
+        _ if !s.connected => "⚪",
+        SessionStatus::Idle => "🟢",
+        SessionStatus::Thinking => "🧠",
+        SessionStatus::Tool(_) => "🔧",
+        SessionStatus::Other(_) => "🔵",
+    }
+}
+
+/// The first 8 characters of a session id.
+pub fn short_id(id: &str) -> &str {
+    id.char_indices().nth(8).map_or(id, |(end, _)| &id[..end])
+}
+
+/// Where a session is: `app@main`, or its directory outside a repository.
+pub fn place(s: &SessionInfo) -> String {
+    repo_branch(s).unwrap_or_else(|| base_name(&s.cwd).to_string())
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! `blockquote`. [`escape`] makes any text safe as element content or as a
 //! double-quoted attribute value (`&`, `<`, `>`, `"`; Telegram knows no other named
 //! entity). [`Html`] builds a message from escaped pieces and, alongside, the same
-//! message as plain text (a Matrix `body`, a log line). Line breaks are `\n`, which
+//! message as plain text (a Matrix `body`, a log line), finished as a [`Rendered`]. Line breaks are `\n`, which
 //! Telegram shows as they are; Matrix wants `<br>`, so a Matrix bridge passes each chunk
 //! through [`for_matrix`] after splitting. A session's Markdown becomes this dialect in
 //! [`super::markdown`].
@@ -187,6 +187,20 @@ pub fn for_matrix(html: &str) -> String {
         tokens::track(&mut stack, &atom);
     }
     out
+}
+
+/// A message as HTML and as plain text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rendered {
+    pub html: String,
+    pub plain: String,
+}
+
+impl From<Html> for Rendered {
+    fn from(h: Html) -> Rendered {
+        let (html, plain) = h.finish();
+        Rendered { html, plain }
+    }
 }
 
 #[cfg(test)]

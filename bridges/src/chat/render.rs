@@ -10,31 +10,17 @@
 //! (its buttons hang on it and it is edited in place), so long questions and details are
 //! cut; reports and lists may be long, and the bridge splits them ([`super::split`]).
 
-use shepherd_core::protocol::{
-    Ask, AskState, CoreStatus, Millis, Report, ReportKind, SessionInfo, SessionStatus,
-};
+use shepherd_core::protocol::{Ask, AskState, CoreStatus, Millis, Report, ReportKind, SessionInfo};
 
 use super::commands::{COMMANDS, OPTION_KEYS, UsageError};
+pub use super::format::TOPIC_NAME_MAX;
 use super::format::{
-    ago, base_name, duration, one_line, percent, plural, repo_branch, thousands, truncate,
-    utf16_len,
+    ago, duration, one_line, percent, plural, repo_branch, thousands, truncate, utf16_len,
 };
+use super::format::{place, short_id, status_icon};
 use super::html::Html;
+pub use super::html::Rendered;
 use super::markdown::markdown;
-
-/// A message as HTML and as plain text.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Rendered {
-    pub html: String,
-    pub plain: String,
-}
-
-impl From<Html> for Rendered {
-    fn from(h: Html) -> Rendered {
-        let (html, plain) = h.finish();
-        Rendered { html, plain }
-    }
-}
 
 /// Longest question, details and answer shown on a card (UTF-16 units), so that a card
 /// stays within one Telegram message; `shepherd asks` shows them whole.
@@ -45,8 +31,6 @@ const CARD_ANSWER: usize = 300;
 const NAME: usize = 100;
 /// Longest question in the list of asks.
 const LIST_QUESTION: usize = 300;
-/// Telegram's limit for a forum topic's name.
-pub const TOPIC_NAME_MAX: usize = 128;
 
 /// One option of an ask, for the bridge's buttons or reactions.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,17 +228,6 @@ pub fn earlier_reports(name: &str, earlier: usize) -> Rendered {
     h.into()
 }
 
-/// An icon for a session's state: offline, idle, thinking, running a tool.
-pub(super) fn status_icon(s: &SessionInfo) -> &'static str {
-    match &s.status {
-        _ if !s.connected => "⚪",
-        SessionStatus::Idle => "🟢",
-        SessionStatus::Thinking => "🧠",
-        SessionStatus::Tool(_) => "🔧",
-        SessionStatus::Other(_) => "🔵",
-    }
-}
-
 /// `🟢 name · idle · 3f2a9c1b`: a session's first line.
 fn session_line(h: &mut Html, s: &SessionInfo) {
     let status = if s.connected {
@@ -266,16 +239,6 @@ fn session_line(h: &mut Html, s: &SessionInfo) {
         .bold(&truncate(&one_line(&s.name), NAME))
         .text(&format!(" · {} · ", one_line(&status)))
         .code(short_id(&s.id));
-}
-
-/// The first 8 characters of a session id.
-pub(super) fn short_id(id: &str) -> &str {
-    id.char_indices().nth(8).map_or(id, |(end, _)| &id[..end])
-}
-
-/// Where a session is: `app@main`, or its directory outside a repository.
-pub(super) fn place(s: &SessionInfo) -> String {
-    repo_branch(s).unwrap_or_else(|| base_name(&s.cwd).to_string())
 }
 
 /// The sessions, one short paragraph each: name, status, id; repo@branch, context fill,

@@ -15,9 +15,10 @@ use shepherd_core::protocol::{
     AskTo, EdgeKind, EdgeMessage, Lease, Role, SessionId, SessionInfo, StaffMember,
 };
 
+use super::format::{TOPIC_NAME_MAX, place, short_id, status_icon};
 use super::format::{base_name, one_line, plural, truncate};
 use super::html::Html;
-use super::render::{Rendered, TOPIC_NAME_MAX, place, short_id, status_icon};
+use super::html::Rendered;
 
 /// Longest session or project name shown.
 const NAME: usize = 100;

@@ -15,7 +15,7 @@ use shepherd_core::protocol::{Millis, UsageTotals, Worker, WorkerId, WorkerState
 
 use super::format::{duration, one_line, plural, thousands, truncate};
 use super::html::Html;
-use super::render::Rendered;
+use super::html::Rendered;
 
 /// Longest owner name or label shown.
 const NAME: usize = 48;

@@ -20,18 +20,6 @@ fn invalid(message: impl Into<String>) -> HubError {
     HubError::new(ErrorCode::InvalidArgument, message)
 }
 
-/// An idempotency key is 1-128 characters without control characters.
-pub(super) fn check_key(key: Option<&str>) -> HubResult<()> {
-    match key {
-        Some(k) if k.is_empty() || k.chars().count() > 128 || k.chars().any(char::is_control) => {
-            Err(invalid(
-                "key must be 1-128 characters without control characters",
-            ))
-        }
-        _ => Ok(()),
-    }
-}
-
 /// The label recorded as the human who acted: `cli`, or what the bridge says.
 pub(super) fn human_label(kind: ClientKind, client_name: &str, by: Option<String>) -> String {
     match kind {
@@ -128,7 +116,7 @@ impl State {
             ..
         } = req;
         let session_id = self.registered(conn)?.clone();
-        check_key(key.as_deref())?;
+        super::keys::check_key(key.as_deref())?;
         // Sent again (a queued ask resent after a lost reply): the ask made then.
         if let Some(key) = &key
             && let Some(ask) = store::asks::by_key(db, &session_id, key)?

@@ -15,6 +15,7 @@ mod asks;
 mod fits;
 mod forget;
 mod interrupt;
+mod keys;
 mod mail;
 mod names;
 mod off_hub;

@@ -7,6 +7,9 @@
 
 use crate::git::RepoContext;
 
+/// The longest name a session may have, in characters.
+pub(super) const MAX_NAME: usize = 200;
+
 /// How many characters of HEAD name a detached checkout.
 const HEAD_CHARS: usize = 7;
 
@@ -34,7 +37,7 @@ pub(super) fn base_name(cwd: &str, repo: &RepoContext) -> String {
     };
     name.chars()
         .filter(|c| !c.is_control())
-        .take(super::presence::MAX_NAME - 4)
+        .take(MAX_NAME - 4)
         .collect()
 }
 

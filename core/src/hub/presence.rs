@@ -5,7 +5,7 @@
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::names;
+use super::names::{self, MAX_NAME};
 use super::session_change::{ChangeKind, SessionChange};
 use super::{Conn, ConnHandle, ConnId, Cx, HubError, HubResult, Live, Out, State, atomically};
 use crate::clock::now_ms;
@@ -19,7 +19,6 @@ use crate::protocol::{
 use crate::store;
 
 const MAX_ID: usize = 128;
-pub(super) const MAX_NAME: usize = 200;
 const MAX_STATUS: usize = 128;
 const MAX_PATH: usize = 4096;
 

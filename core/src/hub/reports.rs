@@ -43,7 +43,7 @@ impl State {
                 format!("{} text must not be empty", kind.as_str()),
             ));
         }
-        super::asks::check_key(key.as_deref())?;
+        super::keys::check_key(key.as_deref())?;
         // Sent again with its key (the reply was lost): what was kept then, not a second one.
         if let Some(key) = &key
             && let Some(kept) = store::reports::by_key(db, &session_id, key)?
@@ -155,7 +155,7 @@ impl State {
     ) -> HubResult<()> {
         // A managed worker's run: its result is its owner's (mailed once), not the phone's.
         let session = self.registered(cx.conn)?.clone();
-        super::asks::check_key(req.key.as_deref())?;
+        super::keys::check_key(req.key.as_deref())?;
         // Sent again with its key (the reply was lost): what was kept then, acted on once.
         if let Some(key) = &req.key
             && let Some(kept) = store::reports::by_key(db, &session, key)?

@@ -12,7 +12,7 @@
 mod conn;
 mod greeting;
 
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -22,6 +22,7 @@ use tokio::net::UnixListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::files::{create_private, private_dir, shared_ok};
 use crate::framing::FrameBudget;
 use crate::hub::HubHandle;
 use crate::protocol::{ErrorCode, ServerMsg, frame};
@@ -30,15 +31,6 @@ use greeting::Greeters;
 /// Why the socket could not be served.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("cannot create socket directory {path}: {source}")]
-    Dir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error(
-        "socket directory {path} belongs to uid {owner}, not to you (uid {me}); choose another with SHEPHERD_SOCKET"
-    )]
-    NotOwner { path: PathBuf, owner: u32, me: u32 },
     #[error(
         "another shepherd core is already answering on {path}; stop it, or give this one another socket (SHEPHERD_SOCKET)"
     )]
@@ -47,14 +39,8 @@ pub enum ServerError {
         "{path} is not a socket; shepherd will not remove it: move it away, or choose another socket path (SHEPHERD_SOCKET)"
     )]
     NotASocket { path: PathBuf },
-    #[error(
-        "{path} is writable by others (mode {mode:o}) without the sticky bit, so they could replace shepherd's files in it; choose a private directory (SHEPHERD_SOCKET / SHEPHERD_STATE_DIR) or make it private (chmod 700)"
-    )]
-    SharedDir { path: PathBuf, mode: u32 },
-    #[error(
-        "the state directory {path} is shared (mode {mode:o}); shepherd keeps its database in a directory of its own: choose one with SHEPHERD_STATE_DIR"
-    )]
-    SharedStateDir { path: PathBuf, mode: u32 },
+    #[error(transparent)]
+    Private(#[from] crate::files::DirError),
     #[error("cannot listen on {path}: {source}")]
     Bind {
         path: PathBuf,
@@ -96,91 +82,17 @@ const RESERVED_FDS: u64 = 256;
 /// Largest frame before `hello` is answered (a hello is well under 1 KiB).
 pub const MAX_HELLO_FRAME: usize = 16 * 1024;
 
-/// The uid this process runs as.
-pub fn own_uid() -> u32 {
-    rustix::process::getuid().as_raw()
-}
-
-/// Make the state directory `dir` exist as a private (0700) directory of ours.
-///
-/// A missing directory is created 0700. An existing one must be ours; one left loose
-/// (0755, say) is made 0700 again, but a shared directory (world-writable or sticky, like
-/// `/tmp`) is refused rather than changed for everyone. Through a symlink the target is
-/// never changed: it is used when others cannot write to it, refused otherwise.
-pub fn private_dir(dir: &Path) -> Result<(), ServerError> {
-    let err = |source| ServerError::Dir {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let linked = std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.file_type().is_symlink());
-    if linked {
-        return shared_ok(dir);
-    }
-    create_private(dir)?;
-    let meta = std::fs::metadata(dir).map_err(err)?;
-    let me = own_uid();
-    if meta.uid() != me {
-        return Err(ServerError::NotOwner {
-            path: dir.to_path_buf(),
-            owner: meta.uid(),
-            me,
-        });
-    }
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o1002 != 0 {
-        return Err(ServerError::SharedStateDir {
-            path: dir.to_path_buf(),
-            mode,
-        });
-    }
-    if mode & 0o777 != 0o700 {
-        tracing::warn!(dir = %dir.display(), mode = format!("{mode:o}"), "state directory was not private; setting it to 0700");
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
-    }
-    Ok(())
-}
-
-/// Create `dir` (and any missing parents) 0700; an existing directory is left as it is.
-fn create_private(dir: &Path) -> Result<(), ServerError> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|source| ServerError::Dir {
-            path: dir.to_path_buf(),
-            source,
-        })
-}
-
-/// A directory that is not shepherd's own (a home directory, `/tmp`, a symlink's target):
-/// never changed; refused when others may write to it and the sticky bit does not stop
-/// them from replacing what shepherd puts there.
-fn shared_ok(dir: &Path) -> Result<(), ServerError> {
-    let meta = std::fs::metadata(dir).map_err(|source| ServerError::Dir {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
-        return Err(ServerError::SharedDir {
-            path: dir.to_path_buf(),
-            mode,
-        });
-    }
-    Ok(())
-}
-
 /// Make the socket's directory ready: the state directory is already private; a
 /// directory that does not exist yet is created 0700; any other is left as it is (see
 /// [`shared_ok`]).
 fn socket_dir(dir: &Path, state_dir: &Path) -> Result<(), ServerError> {
     if dir == state_dir {
-        return private_dir(dir);
+        return Ok(private_dir(dir)?);
     }
     if std::fs::symlink_metadata(dir).is_err() {
-        return create_private(dir);
+        return Ok(create_private(dir)?);
     }
-    shared_ok(dir)
+    Ok(shared_ok(dir)?)
 }
 
 /// Bind the socket at `path` with mode 0600. Something already at `path` is removed only

@@ -34,7 +34,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Ask> {
             .get::<_, Option<String>>(11)?
             .map(|role| -> rusqlite::Result<AskTo> {
                 Ok(AskTo {
-                    role: super::sessions::parse_role(&role),
+                    role: super::sql_ids::parse_role(&role),
                     repo_id: row.get(12)?,
                     project: row.get(13)?,
                     session_id: row.get(14)?,

@@ -17,7 +17,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Lease> {
     let role: String = row.get(0)?;
     let scope: String = row.get(1)?;
     Ok(Lease {
-        role: super::sessions::parse_role(&role),
+        role: super::sql_ids::parse_role(&role),
         repo_id: (!scope.is_empty()).then_some(scope),
         project: row.get(2)?,
         session_id: row.get(3)?,

@@ -4,7 +4,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::protocol::{Role, SessionId, SessionInfo, SessionStatus};
+use crate::protocol::{SessionId, SessionInfo, SessionStatus};
 
 const SELECT: &str = "SELECT id, name, cwd, pid, model, status, role, context_tokens,
     context_window, context_percent, repo, branch, head, worktree, session_file,
@@ -29,7 +29,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
         pid: row.get(3)?,
         model: row.get(4)?,
         status: SessionStatus::from(row.get::<_, String>(5)?),
-        role: parse_role(&role),
+        role: super::sql_ids::parse_role(&role),
         connected: false,
         context_tokens: row.get(7)?,
         context_window: row.get(8)?,
@@ -47,16 +47,6 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
         repo_id: row.get(20)?,
         project: row.get(21)?,
     })
-}
-
-/// A role's stored spelling (anything unknown reads as `lead`).
-pub fn parse_role(role: &str) -> Role {
-    match role {
-        "manager" => Role::Manager,
-        "chief" => Role::Chief,
-        "supervisor" => Role::Supervisor,
-        _ => Role::Lead,
-    }
 }
 
 /// Record that the core was in touch with a connected session at `now` (an answer was

@@ -1,9 +1,20 @@
 //! How the protocol's id newtypes go in and out of SQLite: a [`SessionId`] as TEXT, the
-//! numeric ids as INTEGER, exactly as the plain values did (the schema does not change).
+//! numeric ids as INTEGER, exactly as the plain values did (the schema does not change);
+//! and a stored role back into a [`Role`].
 
 use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
-use crate::protocol::{AskId, MessageId, PairingId, SessionId};
+use crate::protocol::{AskId, MessageId, PairingId, Role, SessionId};
+
+/// A role's stored spelling (anything unknown reads as `lead`).
+pub(crate) fn parse_role(role: &str) -> Role {
+    match role {
+        "manager" => Role::Manager,
+        "chief" => Role::Chief,
+        "supervisor" => Role::Supervisor,
+        _ => Role::Lead,
+    }
+}
 
 impl ToSql for SessionId {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {

@@ -136,7 +136,7 @@ impl Tmux {
     /// Open a window named `label` running `launch` (the session and the server too when
     /// missing); returns its pane.
     pub async fn open_window(&self, label: &str, launch: &Launch) -> Result<Pane, HostError> {
-        crate::server::private_dir(&self.state_dir).map_err(|e| HostError::Tmux {
+        crate::files::private_dir(&self.state_dir).map_err(|e| HostError::Tmux {
             action: "setup".into(),
             message: e.to_string(),
         })?;
