@@ -131,6 +131,14 @@ async fn update(pi: &mut Pi, status: Option<&str>, cwd: Option<&Path>) -> Result
         .await?)
 }
 
+/// The name the test harness lists `entry`, a test of this module, under: the module's
+/// path without the crate's name (`presence::holder_process_entry`), so that a copy of
+/// this binary started with it and `--exact` runs that test alone.
+fn this_modules_test(entry: &str) -> String {
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    format!("{module}::{entry}")
+}
+
 // ---------------------------------------------------------------------------------------
 // A session held by another process: a copy of this test binary, started with
 // `holder_process_entry` as its only test, registers and holds the session until its
@@ -173,13 +181,8 @@ struct Holder {
 impl Holder {
     fn spawn(core: &Core, session_id: &str) -> Result<Holder> {
         let mut child = Command::new(std::env::current_exe()?)
-            .args([
-                "holder_process_entry",
-                "--exact",
-                "--nocapture",
-                "--test-threads=1",
-                "-q",
-            ])
+            .arg(this_modules_test("holder_process_entry"))
+            .args(["--exact", "--nocapture", "--test-threads=1", "-q"])
             .env(HOLD_SOCKET, core.socket())
             .env(HOLD_SESSION, session_id)
             .stdin(Stdio::piped())
@@ -1022,13 +1025,8 @@ async fn a_peer_with_another_uid_is_closed_and_logged() -> Result<()> {
     let out = tokio::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(std::env::current_exe()?)
-        .args([
-            "foreign_peer_entry",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-            "-q",
-        ])
+        .arg(this_modules_test("foreign_peer_entry"))
+        .args(["--exact", "--nocapture", "--test-threads=1", "-q"])
         .env(PEER_SOCKET, core.socket())
         .output()
         .await

@@ -14,17 +14,15 @@
 //!   the line's `✖ close` button closes the worker;
 //! - a worker killed (-9) before its result is said `lost` once in the owner's topic.
 
-mod workers_phone;
-
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use shepherd_core::protocol::{DeliveryKind, WorkerState};
-use shepherd_harness::fake_telegram::{FakeTelegram, FakeTelegramOptions, FakeUser, UserMessage};
-use workers_phone::{
+use crate::workers_phone::{
     delegate, listed, lose_a_worker, model, next_of_kind, owner, report_after, usage_shown,
     wait_state, wait_usage_written, worker_core,
 };
+use anyhow::{Context, Result};
+use shepherd_core::protocol::{DeliveryKind, WorkerState};
+use shepherd_harness::fake_telegram::{FakeTelegram, FakeTelegramOptions, FakeUser, UserMessage};
 
 const WAIT: Duration = Duration::from_secs(60);
 const ADA: i64 = 4242;

@@ -23,7 +23,7 @@ const FORUM: i64 = -1_001_234_567;
 #[tokio::test]
 async fn roles_get_topics_tagged_cards_edges_and_staff_on_telegram() -> Result<()> {
     let ada = FakeUser::new(ADA, "Ada").with_username("ada");
-    // Flood limits are tested elsewhere (telegram_e2e): a forum's 20 messages a minute
+    // Flood limits are tested elsewhere (the `telegram` module): a forum's 20 messages a minute
     // would only make this scenario slow.
     let opts = FakeTelegramOptions::default()
         .user(ada)

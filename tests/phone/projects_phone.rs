@@ -1,5 +1,5 @@
-//! What the phone tests of project work share (`telegram_projects_e2e`,
-//! `matrix_projects_e2e`): a core whose Leads are REAL Pi processes (the pinned Pi with
+//! What the phone tests of project work share (`telegram_projects`,
+//! `matrix_projects`): a core whose Leads are REAL Pi processes (the pinned Pi with
 //! the checkout's extension, headless, the scripted fake model below), the harness's
 //! repository `app` on `main` and its Manager (`app-manager`, a harness client registered
 //! in the primary checkout holding the Manager lease), delegating and integrating through

@@ -1,7 +1,7 @@
 //! Roles end to end with REAL Pi processes (the pinned Pi on Node 22, each loading the
 //! shepherd extension and talking to its own scripted fake model), the real core and CLI,
-//! in a temporary git repository with a commit and a linked worktree. One core serves the
-//! whole binary's scenarios; the Pi processes of independent scenarios run concurrently.
+//! in a temporary git repository with a commit and a linked worktree. One core serves all this
+//! module's scenarios (one test); the Pi processes of independent scenarios run concurrently.
 //!
 //! (a) a Pi in the primary worktree takes `/manager` and is granted it; a Lead in the
 //!     linked worktree calls `ask_supervisor`; the Manager's model receives the ask and

@@ -19,15 +19,13 @@
 //! - of the assignment's changes only the delegation, the pause, the resumption, its Lead
 //!   running (twice) and its retirement are said, once each.
 
-mod projects_phone;
-
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use projects_phone::{
+use crate::projects_phone::{
     COMMIT, UPDATE, delegate, integrate, manager, model, next_of_kind, project_core, repo,
     resume_work, stop_lead, tip, wait_committed,
 };
+use anyhow::{Context, Result};
 use shepherd_core::protocol::{AssignmentState, DeliveryKind, IntegrationStatus};
 use shepherd_harness::matrix_user::{MatrixUser, Message};
 use shepherd_harness::synapse::{Synapse, skip_e2e};

@@ -14,18 +14,16 @@
 //!   closes that worker;
 //! - a worker killed (-9) before its result is said `lost` once in the owner's thread.
 
-mod workers_phone;
-
 use std::time::Duration;
 
+use crate::workers_phone::{
+    delegate, listed, lose_a_worker, model, next_of_kind, owner, report_after, usage_shown,
+    wait_state, wait_usage_written, worker_core,
+};
 use anyhow::{Context, Result};
 use shepherd_core::protocol::{DeliveryKind, WorkerState};
 use shepherd_harness::matrix_user::{MatrixUser, Message};
 use shepherd_harness::synapse::{Synapse, skip_e2e};
-use workers_phone::{
-    delegate, listed, lose_a_worker, model, next_of_kind, owner, report_after, usage_shown,
-    wait_state, wait_usage_written, worker_core,
-};
 
 const WAIT: Duration = Duration::from_secs(60);
 const BOT: &str = "@bot:localhost";

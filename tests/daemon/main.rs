@@ -1,0 +1,42 @@
+//! The daemon at the protocol level: one test binary (`cargo test --test daemon`), one
+//! module per area, each against the real `shepherd up` on a temp agent dir with clients
+//! over its socket (and, for workers and project work, real Pi processes the core
+//! launches). Filter by module: `cargo test --test daemon mail::`.
+//!
+//! - [`asks`]: two humans answering the same ask at once;
+//! - [`authority`]: the authority matrix, every edge request from each role;
+//! - [`bad_input`]: bad frames, bodies, greetings and values over the real socket;
+//! - [`crash`]: `kill -9` with messages, asks and answers in flight, then restart;
+//! - [`endings`]: `bye`, lost sessions, `/reload`, and `interrupt`;
+//! - [`files`]: what `shepherd up` does to the files and directories it is given;
+//! - [`keys`]: idempotency keys on `ask` and `report`;
+//! - [`mail`]: steers and messages, ordering, redelivery, acknowledgements;
+//! - [`names`]: readable default session names;
+//! - [`presence`]: sessions, their events, selectors, limits, the daemon's lifecycle;
+//! - [`projects`]: project work with real Lead Pi processes;
+//! - [`reports`]: results and reports, kept and listed;
+//! - [`roles`]: the Manager and Chief leases and what each role may do;
+//! - [`scale`]: 200 sessions at once, exact counts;
+//! - [`supervise`]: supervision at the protocol level;
+//! - [`unanswer`]: taking back an answer the session cannot have seen;
+//! - [`usage`]: `usage` over recorded session files;
+//! - [`workers`]: managed workers with real worker Pi processes.
+
+mod asks;
+mod authority;
+mod bad_input;
+mod crash;
+mod endings;
+mod files;
+mod keys;
+mod mail;
+mod names;
+mod presence;
+mod projects;
+mod reports;
+mod roles;
+mod scale;
+mod supervise;
+mod unanswer;
+mod usage;
+mod workers;

@@ -1,0 +1,35 @@
+//! The phone bridges end to end: one test binary (`cargo test --test phone`), one module
+//! per area, Telegram against the strict fake Bot API (`shepherd_harness::fake_telegram`)
+//! and Matrix against a real Synapse (pinned, from PyPI; each test that needs it starts
+//! its own on a free port, and `SHEPHERD_SKIP_E2E=1` makes them return early while
+//! iterating). Filter by module: `cargo test --test phone telegram_roles::`.
+//!
+//! - [`fake_telegram`]: the fake Bot API itself, driven by real teloxide;
+//! - [`synapse_harness`]: the Synapse harness itself;
+//! - [`telegram`]: the Telegram bridge's main scenarios;
+//! - [`telegram_projects`]: project work on Telegram;
+//! - [`telegram_roles`]: roles on Telegram;
+//! - [`telegram_typed`]: typing in a session's topic;
+//! - [`telegram_workers`]: managed workers on Telegram;
+//! - [`matrix`]: the Matrix bridge's main scenarios;
+//! - [`matrix_projects`]: project work on Matrix;
+//! - [`matrix_roles`]: roles on Matrix;
+//! - [`matrix_typed`]: typing in a session's thread;
+//! - [`matrix_workers`]: managed workers on Matrix;
+//! - [`projects_phone`]: what the project-work modules of both phones share;
+//! - [`workers_phone`]: what the managed-worker modules of both phones share.
+
+mod fake_telegram;
+mod matrix;
+mod matrix_projects;
+mod matrix_roles;
+mod matrix_typed;
+mod matrix_workers;
+mod projects_phone;
+mod synapse_harness;
+mod telegram;
+mod telegram_projects;
+mod telegram_roles;
+mod telegram_typed;
+mod telegram_workers;
+mod workers_phone;

@@ -1,0 +1,26 @@
+//! End to end with a REAL Pi (the pinned Pi on Node 22 with the shepherd extension, from
+//! `scripts/test-deps.sh`) against the scripted fake model, the real core and CLI: one test
+//! binary (`cargo test --test pi`), one module per area. Filter by module: `cargo test
+//! --test pi roles::`.
+//!
+//! - [`autostart`]: the extension autostarts a core that cannot start, and says why once;
+//! - [`extension`]: `ask_human`, a steer during a tool, a core restart, no core at all;
+//! - [`outbox`]: asks and reports made while the core is down are sent once;
+//! - [`projects`]: a Manager Pi delegating to a Lead Pi and integrating its branch;
+//! - [`roles`]: `/manager`, staff asks and answers, the Chief, between real Pi sessions;
+//! - [`supervise`]: a supervisor Pi and its worker Pi, across a core restart;
+//! - [`usage`]: `shepherd usage` over a real Pi session file;
+//! - [`view_live`]: supervision views on a live Pi session file;
+//! - [`worker_host`]: the worker host running the real Pi, headless;
+//! - [`workers`]: a Pi owner delegating to real worker Pi processes.
+
+mod autostart;
+mod extension;
+mod outbox;
+mod projects;
+mod roles;
+mod supervise;
+mod usage;
+mod view_live;
+mod worker_host;
+mod workers;
