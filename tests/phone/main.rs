@@ -10,26 +10,24 @@
 //! - [`telegram_projects`]: project work on Telegram;
 //! - [`telegram_roles`]: roles on Telegram;
 //! - [`telegram_typed`]: typing in a session's topic;
-//! - [`telegram_workers`]: managed workers on Telegram;
 //! - [`matrix`]: the Matrix bridge's main scenarios;
 //! - [`matrix_projects`]: project work on Matrix;
 //! - [`matrix_roles`]: roles on Matrix;
 //! - [`matrix_typed`]: typing in a session's thread;
-//! - [`matrix_workers`]: managed workers on Matrix;
+//! - [`workers`]: managed workers, one scenario run on each phone ([`shepherd_harness::phone::Phone`]);
 //! - [`projects_phone`]: what the project-work modules of both phones share;
-//! - [`workers_phone`]: what the managed-worker modules of both phones share.
+//! - [`workers_phone`]: what the managed-worker scenario needs besides the phone.
 
 mod fake_telegram;
 mod matrix;
 mod matrix_projects;
 mod matrix_roles;
 mod matrix_typed;
-mod matrix_workers;
 mod projects_phone;
 mod synapse_harness;
 mod telegram;
 mod telegram_projects;
 mod telegram_roles;
 mod telegram_typed;
-mod telegram_workers;
+mod workers;
 mod workers_phone;

@@ -1,5 +1,5 @@
-//! What the phone tests of managed workers share (`telegram_workers`,
-//! `matrix_workers`): the workers' scripted model, a core whose workers are REAL Pi
+//! What the phone scenario of managed workers (`workers`) needs besides the phone: the
+//! workers' scripted model, a core whose workers are REAL Pi
 //! processes (the pinned Pi with the checkout's extension, headless, asks shown after
 //! one second: `workers.ask_card_after_secs = 1`), the owner (a harness client
 //! registered as a Pi session), delegating and waiting for a worker's state.

@@ -13,6 +13,7 @@
 //! - [`fake_telegram`]: a strict fake Telegram Bot API server for a real teloxide bot.
 //! - [`synapse`]: a real Synapse homeserver (pinned, from PyPI) on a free loopback port.
 //! - [`matrix_user`]: a "human" Matrix client (matrix-sdk, E2EE-capable) for Matrix tests.
+//! - [`phone`]: the [`phone::Phone`] trait, so one phone scenario runs on both chats.
 
 // matrix-sdk's sync future is deep: proving it `Send` for `tokio::spawn` (matrix_user)
 // needs more than the default recursion limit.
@@ -22,6 +23,7 @@ pub mod fake_model;
 pub mod fake_telegram;
 pub mod git_repo;
 pub mod matrix_user;
+pub mod phone;
 pub mod pi_process;
 pub mod projects;
 pub mod synapse;

@@ -1,0 +1,321 @@
+//! # One phone scenario, two phones
+//!
+//! A [`Phone`] is a human's chat with shepherd's bot as a test drives it: what the core
+//! needs to reach it (its environment), what the bot said (and where: the session's
+//! forum topic on Telegram, its thread on Matrix), and what the human does (a command, a
+//! reply to one of the bot's messages, a line's action). A scenario written once against
+//! the trait runs against both phones:
+//!
+//! - [`TelegramPhone`]: the strict fake Bot API ([`crate::fake_telegram`]) with a forum
+//!   and one allowed user, Ada;
+//! - [`MatrixPhone`]: a real Synapse ([`crate::synapse`]) with the bot's account and Ada's,
+//!   Ada a real matrix-sdk client ([`crate::matrix_user`]) that accepts the bot's invite.
+//!
+//! What differs between the chats stays in the implementations: Telegram's `/` commands
+//! and inline buttons, Matrix's `!` commands and replies.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::fake_telegram::{FakeTelegram, FakeTelegramOptions, FakeUser, SentMessage, UserMessage};
+use crate::matrix_user::{MatrixUser, Message};
+use crate::synapse::Synapse;
+
+/// How long a phone waits for the bot.
+pub const PHONE_WAIT: Duration = Duration::from_secs(60);
+
+/// A message the bot posted, as the phone shows it now.
+#[derive(Debug, Clone)]
+pub struct Said {
+    /// The message's id in its chat (Telegram's message id, Matrix's event id).
+    pub id: String,
+    /// What the human reads: plain text.
+    pub text: String,
+    /// Where it is: the forum topic (Telegram) or thread (Matrix); `None` in the main
+    /// timeline.
+    pub place: Option<String>,
+    /// Whether the bot has edited it since it was posted.
+    pub edited: bool,
+    /// Inline buttons as `(label, callback data)` (Telegram only).
+    pub buttons: Vec<(String, String)>,
+}
+
+/// A human's chat with the bot; see the module docs.
+#[allow(async_fn_in_trait)]
+pub trait Phone {
+    /// Which chat this is, for messages: `telegram`, `matrix`.
+    fn name(&self) -> &'static str;
+
+    /// The environment that points `shepherd up` at this phone's bot account.
+    fn env(&self) -> Vec<(&'static str, String)>;
+
+    /// Once the core runs: wait until its bridge is here (polling, or in the room).
+    async fn ready(&mut self) -> Result<()>;
+
+    /// The human as the core records who acted (`telegram:@ada`, `matrix:@ada:localhost`).
+    fn human(&self) -> &'static str;
+
+    /// The first of the bot's messages (as it is now) for which `pred` holds.
+    async fn bot_says(&self, pred: impl Fn(&Said) -> bool) -> Result<Said>;
+
+    /// How many of the bot's messages contain `what`.
+    fn count_said(&self, what: &str) -> usize;
+
+    /// Where the bot talks about the session named `name` (its topic or thread).
+    async fn place_of(&self, name: &str) -> Result<String>;
+
+    /// Send a chat command, `command` without its prefix (`workers` → `/workers`).
+    async fn command(&self, command: &str) -> Result<()>;
+
+    /// Reply to one of the bot's messages with `text`.
+    async fn reply(&self, to: &Said, text: &str) -> Result<()>;
+
+    /// Close the worker a `/workers` line shows (Telegram: its `✖ close` button; Matrix:
+    /// `!close` in reply); what the bot answers.
+    async fn close_worker(&self, line: &Said) -> Result<String>;
+}
+
+/// The fake Telegram's forum.
+const FORUM: i64 = -1_001_234_567;
+/// Ada's Telegram user id.
+const ADA_TELEGRAM: i64 = 4242;
+
+/// A forum on the strict fake Bot API; see the module docs.
+pub struct TelegramPhone {
+    pub tg: FakeTelegram,
+}
+
+impl TelegramPhone {
+    pub async fn start() -> Result<TelegramPhone> {
+        let ada = FakeUser::new(ADA_TELEGRAM, "Ada").with_username("ada");
+        let opts = FakeTelegramOptions::default()
+            .user(ada)
+            .forum(FORUM, "shepherd")
+            .no_rate_limits();
+        Ok(TelegramPhone {
+            tg: FakeTelegram::start(opts).await?,
+        })
+    }
+
+    fn said(m: &SentMessage) -> Said {
+        Said {
+            id: m.message_id.to_string(),
+            text: m.text.clone(),
+            place: m.thread_id.map(|t| t.to_string()),
+            edited: !m.edits.is_empty(),
+            buttons: m.buttons(),
+        }
+    }
+
+    fn message_id(said: &Said) -> Result<i32> {
+        said.id
+            .parse()
+            .with_context(|| format!("not a Telegram message id: {}", said.id))
+    }
+}
+
+impl Phone for TelegramPhone {
+    fn name(&self) -> &'static str {
+        "telegram"
+    }
+
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("SHEPHERD_TELEGRAM_TOKEN", self.tg.token().to_string()),
+            (
+                "SHEPHERD_TELEGRAM__ALLOWED_USERS",
+                format!("[{ADA_TELEGRAM}]"),
+            ),
+            ("SHEPHERD_TELEGRAM__CHAT_ID", FORUM.to_string()),
+            ("SHEPHERD_TELEGRAM__API_URL", self.tg.api_url()),
+            (
+                "SHEPHERD_TELEGRAM__LIMITS__PER_CHAT_PER_SECOND",
+                "200".into(),
+            ),
+            (
+                "SHEPHERD_TELEGRAM__LIMITS__PER_GROUP_PER_MINUTE",
+                "10000".into(),
+            ),
+            ("SHEPHERD_TELEGRAM__LIMITS__GLOBAL_PER_SECOND", "200".into()),
+        ]
+    }
+
+    async fn ready(&mut self) -> Result<()> {
+        self.tg
+            .wait_for("the bridge's first long poll", PHONE_WAIT, |tg| {
+                tg.long_poll_waiting().then_some(())
+            })
+            .await
+    }
+
+    fn human(&self) -> &'static str {
+        "telegram:@ada"
+    }
+
+    async fn bot_says(&self, pred: impl Fn(&Said) -> bool) -> Result<Said> {
+        let m = self
+            .tg
+            .wait_for_message(FORUM, PHONE_WAIT, |m| pred(&Self::said(m)))
+            .await?;
+        Ok(Self::said(&m))
+    }
+
+    fn count_said(&self, what: &str) -> usize {
+        self.tg
+            .messages(FORUM)
+            .iter()
+            .filter(|m| m.text.contains(what))
+            .count()
+    }
+
+    async fn place_of(&self, name: &str) -> Result<String> {
+        let topic = self
+            .tg
+            .wait_for(&format!("the topic of {name}"), PHONE_WAIT, |tg| {
+                tg.topics(FORUM).into_iter().find(|t| t.name.contains(name))
+            })
+            .await?;
+        Ok(topic.thread_id.to_string())
+    }
+
+    async fn command(&self, command: &str) -> Result<()> {
+        let text = format!("/{command}");
+        self.tg
+            .inject_message(UserMessage::new(FORUM, ADA_TELEGRAM, &text))?;
+        Ok(())
+    }
+
+    async fn reply(&self, to: &Said, text: &str) -> Result<()> {
+        let message = UserMessage::new(FORUM, ADA_TELEGRAM, text).reply_to(Self::message_id(to)?);
+        self.tg.inject_message(message)?;
+        Ok(())
+    }
+
+    async fn close_worker(&self, line: &Said) -> Result<String> {
+        let [(label, data)] = line.buttons.as_slice() else {
+            bail!("a worker's line has one button, not {:?}", line.buttons);
+        };
+        if label != "✖ close" {
+            bail!("the worker's line's button is {label:?}, not ✖ close");
+        }
+        let press = self
+            .tg
+            .press_button(FORUM, Self::message_id(line)?, ADA_TELEGRAM, data)?;
+        let answer = self
+            .tg
+            .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
+            .await?;
+        Ok(answer.text.unwrap_or_default())
+    }
+}
+
+/// The bot's Matrix account.
+const BOT: &str = "@bot:localhost";
+/// Ada's Matrix account.
+const ADA_MATRIX: &str = "@ada:localhost";
+
+/// A room on a real Synapse; see the module docs.
+pub struct MatrixPhone {
+    pub synapse: Synapse,
+    pub ada: MatrixUser,
+    /// The room the bot invited Ada to (known once [`Phone::ready`]).
+    pub room: String,
+}
+
+impl MatrixPhone {
+    pub async fn start() -> Result<MatrixPhone> {
+        let synapse = Synapse::start().await?;
+        synapse.register("bot", "bot-password", false).await?;
+        synapse.register("ada", "ada-password", false).await?;
+        let ada = MatrixUser::login(&synapse.url(), "ada", "ada-password").await?;
+        Ok(MatrixPhone {
+            synapse,
+            ada,
+            room: String::new(),
+        })
+    }
+
+    fn said(m: &Message) -> Said {
+        Said {
+            id: m.event_id.clone(),
+            text: m.body().to_string(),
+            place: m.thread_root().map(str::to_string),
+            edited: m.edits > 0,
+            buttons: Vec::new(),
+        }
+    }
+}
+
+impl Phone for MatrixPhone {
+    fn name(&self) -> &'static str {
+        "matrix"
+    }
+
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("SHEPHERD_MATRIX__HOMESERVER", self.synapse.url()),
+            ("SHEPHERD_MATRIX__USER_ID", BOT.to_string()),
+            ("SHEPHERD_MATRIX_PASSWORD", "bot-password".to_string()),
+            (
+                "SHEPHERD_MATRIX__ALLOWED_USERS",
+                format!("[\"{ADA_MATRIX}\"]"),
+            ),
+        ]
+    }
+
+    async fn ready(&mut self) -> Result<()> {
+        self.room = self.ada.accept_invite(None, PHONE_WAIT).await?;
+        self.ada
+            .wait_for_member(&self.room, BOT, PHONE_WAIT)
+            .await?;
+        Ok(())
+    }
+
+    fn human(&self) -> &'static str {
+        "matrix:@ada:localhost"
+    }
+
+    async fn bot_says(&self, pred: impl Fn(&Said) -> bool) -> Result<Said> {
+        let m = self
+            .ada
+            .wait_for_message(&self.room, PHONE_WAIT, |m| {
+                m.sender == BOT && pred(&Self::said(m))
+            })
+            .await?;
+        Ok(Self::said(&m))
+    }
+
+    fn count_said(&self, what: &str) -> usize {
+        self.ada
+            .messages(&self.room)
+            .iter()
+            .filter(|m| m.sender == BOT && m.body().contains(what))
+            .count()
+    }
+
+    async fn place_of(&self, name: &str) -> Result<String> {
+        let started = self
+            .bot_says(|m| m.text.contains(&format!("▶️ {name}")) && m.text.contains("started"))
+            .await?;
+        Ok(started.place.unwrap_or(started.id))
+    }
+
+    async fn command(&self, command: &str) -> Result<()> {
+        self.ada
+            .send_text(&self.room, &format!("!{command}"))
+            .await?;
+        Ok(())
+    }
+
+    async fn reply(&self, to: &Said, text: &str) -> Result<()> {
+        self.ada.send_reply(&self.room, &to.id, text).await?;
+        Ok(())
+    }
+
+    async fn close_worker(&self, line: &Said) -> Result<String> {
+        self.reply(line, "!close").await?;
+        let closed = self.bot_says(|m| m.text.contains("closed worker")).await?;
+        Ok(closed.text)
+    }
+}

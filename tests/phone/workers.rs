@@ -1,0 +1,180 @@
+//! Managed workers on the phones, end to end, one scenario run on each ([`Phone`]): the
+//! real `shepherd up` (core + bridge) against the strict fake Bot API in a forum, or a
+//! real Synapse with a matrix-sdk client playing the human; the owner a harness client
+//! registered as a Pi session (a Lead), and its workers REAL Pi processes the core
+//! launches (headless, the scripted fake model). One core for the whole scenario:
+//!
+//! - a Lead's worker's `ask_owner` shows as a card in the owner's topic (Telegram) or
+//!   thread (Matrix) once it has waited `workers.ask_card_after_secs` (1 s here), tagged
+//!   `→ owner boss · worker asker`; a reply to the card answers it: the worker goes on to
+//!   its result, the owner gets a notice naming the human and the result once;
+//! - the finished worker is said once in the owner's place, with its task's start;
+//! - `/workers` (`!workers`): the owner's heading, then a line per worker with label,
+//!   definition, state, age and its own tokens and cost (as the core's `usage` counts
+//!   them), ending with its id; a reply to a worker's line steers it (its next model turn
+//!   sees the text, its result follows); the line's `✖ close` button (a `!close` reply)
+//!   closes the worker;
+//! - a worker killed (-9) before its result is said `lost` once in the owner's place.
+
+use std::time::Duration;
+
+use crate::workers_phone::{
+    delegate, listed, lose_a_worker, model, next_of_kind, owner, report_after, usage_shown,
+    wait_state, wait_usage_written, worker_core,
+};
+use anyhow::{Context, Result};
+use shepherd_core::protocol::{DeliveryKind, WorkerState};
+use shepherd_harness::phone::{MatrixPhone, Phone, TelegramPhone};
+use shepherd_harness::synapse::skip_e2e;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_telegram_list_steer_close_ask_and_finish() -> Result<()> {
+    workers_on(TelegramPhone::start().await?, "tw-boss").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_matrix_list_steer_close_ask_and_finish() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    workers_on(MatrixPhone::start().await?, "mw-boss").await
+}
+
+async fn workers_on(mut phone: impl Phone, owner_id: &str) -> Result<()> {
+    let model = model().await?;
+    let env = phone.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let core = worker_core(&model, &env).await?;
+    phone.ready().await?;
+    let mut boss = owner(&core, owner_id, "boss").await?;
+    let boss_place = phone.place_of("boss").await?;
+
+    // A Lead's worker asks: after a second its card shows in the owner's place.
+    let asker = delegate(&mut boss, "TASK-B pick a colour", "asker").await?;
+    let asked = next_of_kind(&mut boss, DeliveryKind::AgentAsk).await?;
+    let asked_at = std::time::Instant::now();
+    boss.ack(&[asked.id]).await?;
+    let card = phone
+        .bot_says(|m| m.text.contains("Which colour, red or blue?") && !m.edited)
+        .await
+        .with_context(|| core.log())?;
+    // Not at once: the card waits `ask_card_after_secs` (1 s from the ask, which the
+    // owner's delivery followed).
+    let waited = asked_at.elapsed();
+    assert!(
+        waited >= Duration::from_millis(500),
+        "shown after {waited:?}"
+    );
+    assert_eq!(card.place.as_ref(), Some(&boss_place), "{}", card.text);
+    assert!(
+        card.text.contains("→ owner boss · worker asker"),
+        "{}",
+        card.text
+    );
+
+    // Ada replies to the card: the worker goes on; the owner is told and gets the result.
+    phone.reply(&card, "blue").await?;
+    let notice = next_of_kind(&mut boss, DeliveryKind::Notice).await?;
+    assert!(notice.text.contains(phone.human()), "{}", notice.text);
+    boss.ack(&[notice.id]).await?;
+    let result = next_of_kind(&mut boss, DeliveryKind::AgentResult).await?;
+    assert!(
+        result.text.ends_with("RESULT-B the colour is blue"),
+        "{}",
+        result.text
+    );
+    boss.ack(&[result.id]).await?;
+    let answered_by = format!("answered by {}", phone.human());
+    phone
+        .bot_says(|m| m.id == card.id && m.text.contains(&answered_by))
+        .await?;
+    wait_state(&core, asker.id, WorkerState::Done).await?;
+
+    // Its ending is said once in the owner's place (settling, then done: one line).
+    let finished = phone
+        .bot_says(|m| m.text.contains("🧩 asker (implementer) finished"))
+        .await?;
+    assert_eq!(finished.place.as_ref(), Some(&boss_place));
+    assert!(
+        finished.text.contains("task: TASK-B pick a colour"),
+        "{}",
+        finished.text
+    );
+    assert!(
+        !finished.text.contains("RESULT-B"),
+        "the result is the owner's mail"
+    );
+
+    // Two workers at work: one long, one that the phone will steer.
+    let sleeper = delegate(&mut boss, "TASK-E wait a long time", "sleeper").await?;
+    wait_usage_written(&core, sleeper.id).await?;
+    let steered = delegate(&mut boss, "TASK-S wait a little", "steered").await?;
+    wait_state(&core, steered.id, WorkerState::Working).await?;
+
+    phone.command("workers").await?;
+    phone
+        .bot_says(|m| m.text.contains("Workers: 2 live workers under 1 owner"))
+        .await?;
+    phone
+        .bot_says(|m| m.text.contains("👤 boss · 2 workers"))
+        .await?;
+    let sleeper_line = phone
+        .bot_says(|m| m.text.contains("sleeper (implementer) · working"))
+        .await?;
+    let steered_line = phone
+        .bot_says(|m| m.text.contains("steered (implementer)"))
+        .await?;
+    assert_eq!(sleeper_line.place, None, "in the main timeline");
+    let spent = usage_shown(&core, &listed(&core, sleeper.id)?)?;
+    assert!(
+        sleeper_line.text.contains(&spent),
+        "{} lacks {spent}",
+        sleeper_line.text
+    );
+    assert!(
+        sleeper_line.text.ends_with(&format!("#{}", sleeper.id)),
+        "{}",
+        sleeper_line.text
+    );
+
+    // A reply to a worker's line steers it: its next turn sees it, and its result follows.
+    phone.reply(&steered_line, "STEER-NOW stop waiting").await?;
+    phone
+        .bot_says(|m| m.text.contains("➡️ steered worker steered"))
+        .await?;
+    let result = next_of_kind(&mut boss, DeliveryKind::AgentResult).await?;
+    assert!(
+        result.text.contains("agent=steered")
+            && result.text.ends_with("RESULT-S steered from the phone"),
+        "{}",
+        result.text
+    );
+    boss.ack(&[result.id]).await?;
+
+    // Closing the sleeper from its line closes it.
+    let closed = phone.close_worker(&sleeper_line).await?;
+    assert!(closed.contains("closed worker sleeper"), "{closed}");
+    wait_state(&core, sleeper.id, WorkerState::Closed).await?;
+    wait_state(&core, steered.id, WorkerState::Done).await?;
+
+    // Each finished worker was said once; the closed one not at all.
+    phone
+        .bot_says(|m| m.text.contains("🧩 steered (implementer) finished"))
+        .await?;
+    report_after(&core, &mut boss, &[&asker, &steered, &sleeper], "MARKER-1").await?;
+    phone.bot_says(|m| m.text.contains("MARKER-1")).await?;
+    assert_eq!(phone.count_said("🧩 asker (implementer) finished"), 1);
+    assert_eq!(phone.count_said("🧩 steered (implementer) finished"), 1);
+    assert_eq!(phone.count_said("🧩 sleeper (implementer) finished"), 0);
+
+    // A worker whose process dies before its result: said once in the owner's place.
+    let lostling = lose_a_worker(&core, &mut boss, "lostling").await?;
+    let lost = phone
+        .bot_says(|m| m.text.contains("🧩 lostling (implementer) lost: "))
+        .await?;
+    assert_eq!(lost.place.as_ref(), Some(&boss_place));
+    report_after(&core, &mut boss, &[&lostling], "MARKER-2").await?;
+    phone.bot_says(|m| m.text.contains("MARKER-2")).await?;
+    assert_eq!(phone.count_said("🧩 lostling (implementer) lost"), 1);
+    Ok(())
+}
