@@ -7,26 +7,24 @@
 //! - [`fake_telegram`]: the fake Bot API itself, driven by real teloxide;
 //! - [`synapse_harness`]: the Synapse harness itself;
 //! - [`telegram`]: the Telegram bridge's main scenarios;
-//! - [`telegram_projects`]: project work on Telegram;
 //! - [`telegram_roles`]: roles on Telegram;
 //! - [`telegram_typed`]: typing in a session's topic;
 //! - [`matrix`]: the Matrix bridge's main scenarios;
-//! - [`matrix_projects`]: project work on Matrix;
+//! - [`projects`]: project work, one scenario run on each phone;
 //! - [`matrix_roles`]: roles on Matrix;
 //! - [`matrix_typed`]: typing in a session's thread;
 //! - [`workers`]: managed workers, one scenario run on each phone ([`shepherd_harness::phone::Phone`]);
-//! - [`projects_phone`]: what the project-work modules of both phones share;
+//! - [`projects_phone`]: what the project-work scenario needs besides the phone;
 //! - [`workers_phone`]: what the managed-worker scenario needs besides the phone.
 
 mod fake_telegram;
 mod matrix;
-mod matrix_projects;
 mod matrix_roles;
 mod matrix_typed;
+mod projects;
 mod projects_phone;
 mod synapse_harness;
 mod telegram;
-mod telegram_projects;
 mod telegram_roles;
 mod telegram_typed;
 mod workers;

@@ -1,9 +1,9 @@
-//! What the phone tests of project work share (`telegram_projects`,
-//! `matrix_projects`): a core whose Leads are REAL Pi processes (the pinned Pi with
-//! the checkout's extension, headless, the scripted fake model below), the harness's
-//! repository `app` on `main` and its Manager (`app-manager`, a harness client registered
-//! in the primary checkout holding the Manager lease), delegating and integrating through
-//! it, and git2 checks on the repository.
+//! What the phone scenario of project work (`projects`) needs besides the phone: a core
+//! whose Leads are REAL Pi processes (the pinned Pi with the checkout's extension,
+//! headless, the scripted fake model below), the harness's repository `app` on `main`
+//! and its Manager (`app-manager`, a harness client registered in the primary checkout
+//! holding the Manager lease), delegating and integrating through it, and git2 checks on
+//! the repository.
 //!
 //! The Lead's model: given its assignment (`TASK-A`), it commits `a.txt` with bash, then
 //! ends its turn with `UPDATE-A a.txt committed on the branch`.

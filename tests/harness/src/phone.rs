@@ -39,6 +39,8 @@ pub struct Said {
     pub edited: bool,
     /// Inline buttons as `(label, callback data)` (Telegram only).
     pub buttons: Vec<(String, String)>,
+    /// The bot's own reactions on it (Matrix only: an ask's options, ↩️).
+    pub marks: Vec<String>,
 }
 
 /// A human's chat with the bot; see the module docs.
@@ -70,6 +72,45 @@ pub trait Phone {
 
     /// Reply to one of the bot's messages with `text`.
     async fn reply(&self, to: &Said, text: &str) -> Result<()>;
+
+    /// The bot's messages that contain `what`, as where each is (see [`Said::place`]).
+    fn places_said(&self, what: &str) -> Vec<Option<String>>;
+
+    /// Wait until the bot has said `what` `times` times.
+    async fn wait_said_times(&self, what: &str, times: usize) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + PHONE_WAIT;
+        while self.count_said(what) < times {
+            if tokio::time::Instant::now() > deadline {
+                bail!(
+                    "{}: {what:?} said {} times, not {times}, within {PHONE_WAIT:?}",
+                    self.name(),
+                    self.count_said(what)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
+    }
+
+    /// The names of the places the bot made (Telegram's forum topics; Matrix's threads
+    /// have none).
+    fn place_names(&self) -> Vec<String>;
+
+    /// Wait until `place` is named `name` where places have names (Telegram's topics);
+    /// at once where they have none (Matrix's threads).
+    async fn place_named(&self, place: &str, name: &str) -> Result<()>;
+
+    /// Whether `m` is a card still waiting for its answer (Telegram: it has buttons;
+    /// Matrix: it was never edited).
+    fn is_open_card(&self, m: &Said) -> bool;
+
+    /// Check that the card offers exactly `options` to choose from (Telegram: its
+    /// buttons; Matrix: numbered lines, and the bot's keycap reactions once they are on).
+    async fn offers(&self, card: &Said, options: &[&str]) -> Result<()>;
+
+    /// Choose the card's option number `n` (1-based) as the human would: its button, or
+    /// its keycap reaction.
+    async fn choose(&self, card: &Said, n: usize) -> Result<()>;
 
     /// Close the worker a `/workers` line shows (Telegram: its `✖ close` button; Matrix:
     /// `!close` in reply); what the bot answers.
@@ -105,6 +146,7 @@ impl TelegramPhone {
             place: m.thread_id.map(|t| t.to_string()),
             edited: !m.edits.is_empty(),
             buttons: m.buttons(),
+            marks: Vec::new(),
         }
     }
 
@@ -192,6 +234,59 @@ impl Phone for TelegramPhone {
         Ok(())
     }
 
+    fn places_said(&self, what: &str) -> Vec<Option<String>> {
+        self.tg
+            .messages(FORUM)
+            .iter()
+            .filter(|m| m.text.contains(what))
+            .map(|m| m.thread_id.map(|t| t.to_string()))
+            .collect()
+    }
+
+    fn place_names(&self) -> Vec<String> {
+        self.tg.topics(FORUM).into_iter().map(|t| t.name).collect()
+    }
+
+    async fn place_named(&self, place: &str, name: &str) -> Result<()> {
+        self.tg
+            .wait_for(&format!("topic {place} named {name}"), PHONE_WAIT, |tg| {
+                tg.topics(FORUM)
+                    .into_iter()
+                    .find(|t| t.thread_id.to_string() == place && t.name == name)
+            })
+            .await?;
+        Ok(())
+    }
+
+    fn is_open_card(&self, m: &Said) -> bool {
+        !m.buttons.is_empty()
+    }
+
+    async fn offers(&self, card: &Said, options: &[&str]) -> Result<()> {
+        let labels: Vec<&str> = card.buttons.iter().map(|b| b.0.as_str()).collect();
+        if labels != options {
+            bail!(
+                "the card's buttons are {labels:?}, not {options:?}: {}",
+                card.text
+            );
+        }
+        Ok(())
+    }
+
+    async fn choose(&self, card: &Said, n: usize) -> Result<()> {
+        let (_, data) = card
+            .buttons
+            .get(n - 1)
+            .with_context(|| format!("no button {n} on {:?}", card.buttons))?;
+        let press = self
+            .tg
+            .press_button(FORUM, Self::message_id(card)?, ADA_TELEGRAM, data)?;
+        self.tg
+            .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
+            .await?;
+        Ok(())
+    }
+
     async fn close_worker(&self, line: &Said) -> Result<String> {
         let [(label, data)] = line.buttons.as_slice() else {
             bail!("a worker's line has one button, not {:?}", line.buttons);
@@ -243,6 +338,11 @@ impl MatrixPhone {
             place: m.thread_root().map(str::to_string),
             edited: m.edits > 0,
             buttons: Vec::new(),
+            marks: m
+                .reaction_keys_by(BOT)
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
         }
     }
 }
@@ -313,9 +413,56 @@ impl Phone for MatrixPhone {
         Ok(())
     }
 
+    fn places_said(&self, what: &str) -> Vec<Option<String>> {
+        self.ada
+            .messages(&self.room)
+            .iter()
+            .filter(|m| m.sender == BOT && m.body().contains(what))
+            .map(|m| m.thread_root().map(str::to_string))
+            .collect()
+    }
+
+    fn place_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    async fn place_named(&self, _place: &str, _name: &str) -> Result<()> {
+        Ok(())
+    }
+
+    fn is_open_card(&self, m: &Said) -> bool {
+        !m.edited
+    }
+
+    async fn offers(&self, card: &Said, options: &[&str]) -> Result<()> {
+        for (i, option) in options.iter().enumerate() {
+            let line = format!("{}. {option}", i + 1);
+            if !card.text.contains(&line) {
+                bail!("{line:?} is not on the card: {}", card.text);
+            }
+        }
+        let keys: Vec<String> = (1..=options.len()).map(keycap).collect();
+        self.bot_says(|m| m.id == card.id && keys.iter().all(|k| m.marks.contains(k)))
+            .await?;
+        Ok(())
+    }
+
+    async fn choose(&self, card: &Said, n: usize) -> Result<()> {
+        let key = keycap(n);
+        self.bot_says(|m| m.id == card.id && m.marks.contains(&key))
+            .await?;
+        self.ada.react(&self.room, &card.id, &key).await?;
+        Ok(())
+    }
+
     async fn close_worker(&self, line: &Said) -> Result<String> {
         self.reply(line, "!close").await?;
         let closed = self.bot_says(|m| m.text.contains("closed worker")).await?;
         Ok(closed.text)
     }
+}
+
+/// The keycap emoji of `n` (1-9): how Matrix numbers an option.
+fn keycap(n: usize) -> String {
+    format!("{n}\u{fe0f}\u{20e3}")
 }
