@@ -8,11 +8,10 @@
 //! - [`synapse_harness`]: the Synapse harness itself;
 //! - [`telegram`]: the Telegram bridge's main scenarios;
 //! - [`telegram_roles`]: roles on Telegram;
-//! - [`telegram_typed`]: typing in a session's topic;
 //! - [`matrix`]: the Matrix bridge's main scenarios;
 //! - [`projects`]: project work, one scenario run on each phone;
 //! - [`matrix_roles`]: roles on Matrix;
-//! - [`matrix_typed`]: typing in a session's thread;
+//! - [`typed`]: typing in a session's topic or thread, one scenario run on each phone;
 //! - [`workers`]: managed workers, one scenario run on each phone ([`shepherd_harness::phone::Phone`]);
 //! - [`projects_phone`]: what the project-work scenario needs besides the phone;
 //! - [`workers_phone`]: what the managed-worker scenario needs besides the phone.
@@ -20,12 +19,11 @@
 mod fake_telegram;
 mod matrix;
 mod matrix_roles;
-mod matrix_typed;
 mod projects;
 mod projects_phone;
 mod synapse_harness;
 mod telegram;
 mod telegram_roles;
-mod telegram_typed;
+mod typed;
 mod workers;
 mod workers_phone;

@@ -67,8 +67,28 @@ pub trait Phone {
     /// Where the bot talks about the session named `name` (its topic or thread).
     async fn place_of(&self, name: &str) -> Result<String>;
 
+    /// What starts a command in this chat: `/` (Telegram) or `!` (Matrix).
+    fn prefix(&self) -> char;
+
     /// Send a chat command, `command` without its prefix (`workers` → `/workers`).
     async fn command(&self, command: &str) -> Result<()>;
+
+    /// Type `text` in `place` (a session's topic or thread) without replying to anything.
+    async fn type_in(&self, place: &str, text: &str) -> Result<()>;
+
+    /// The place of `m`'s conversation: its topic or thread, or `m` itself when it starts
+    /// one.
+    fn thread_of(&self, m: &Said) -> String {
+        m.place.clone().unwrap_or_else(|| m.id.clone())
+    }
+
+    /// Whether `m` is the bot's offer to take back the typed answer to ask `ask`, ready
+    /// to be used (Telegram: its undo button; Matrix: the bot's own ↩️ on it).
+    fn offers_undo(&self, m: &Said, ask: u64) -> bool;
+
+    /// Take a typed answer back from the bot's offer; what the bot answers (and, on
+    /// Telegram, once the offer has become that answer without its button).
+    async fn undo(&self, offer: &Said) -> Result<String>;
 
     /// Reply to one of the bot's messages with `text`.
     async fn reply(&self, to: &Said, text: &str) -> Result<()>;
@@ -221,6 +241,42 @@ impl Phone for TelegramPhone {
         Ok(topic.thread_id.to_string())
     }
 
+    fn prefix(&self) -> char {
+        '/'
+    }
+
+    async fn type_in(&self, place: &str, text: &str) -> Result<()> {
+        let topic: i32 = place
+            .parse()
+            .with_context(|| format!("not a Telegram topic: {place}"))?;
+        self.tg
+            .inject_message(UserMessage::new(FORUM, ADA_TELEGRAM, text).in_topic(topic))?;
+        Ok(())
+    }
+
+    fn offers_undo(&self, m: &Said, ask: u64) -> bool {
+        m.buttons == [(UNDO_LABEL.to_string(), format!("u:{ask}"))]
+    }
+
+    async fn undo(&self, offer: &Said) -> Result<String> {
+        let [(_, data)] = offer.buttons.as_slice() else {
+            bail!("an undo offer has one button, not {:?}", offer.buttons);
+        };
+        let id = Self::message_id(offer)?;
+        let press = self.tg.press_button(FORUM, id, ADA_TELEGRAM, data)?;
+        let answer = self
+            .tg
+            .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
+            .await?;
+        self.tg
+            .wait_for_message(FORUM, PHONE_WAIT, |m| {
+                m.message_id == id && !m.edits.is_empty() && m.buttons().is_empty()
+            })
+            .await
+            .context("the offer becomes what happened, without its button")?;
+        Ok(answer.text.unwrap_or_default())
+    }
+
     async fn command(&self, command: &str) -> Result<()> {
         let text = format!("/{command}");
         self.tg
@@ -304,6 +360,11 @@ impl Phone for TelegramPhone {
         Ok(answer.text.unwrap_or_default())
     }
 }
+
+/// The bot's own reaction a human taps to take a typed answer back.
+const UNDO_KEY: &str = "↩️";
+/// The label of Telegram's button for the same.
+const UNDO_LABEL: &str = "↩️ undo: it was meant as a steer";
 
 /// The bot's Matrix account.
 const BOT: &str = "@bot:localhost";
@@ -399,6 +460,41 @@ impl Phone for MatrixPhone {
             .bot_says(|m| m.text.contains(&format!("▶️ {name}")) && m.text.contains("started"))
             .await?;
         Ok(started.place.unwrap_or(started.id))
+    }
+
+    fn prefix(&self) -> char {
+        '!'
+    }
+
+    async fn type_in(&self, place: &str, text: &str) -> Result<()> {
+        // As Element sends it: in the thread, a falling-back reply to its root.
+        self.ada
+            .send_thread_reply(&self.room, place, place, text)
+            .await?;
+        Ok(())
+    }
+
+    fn offers_undo(&self, m: &Said, _ask: u64) -> bool {
+        m.marks.iter().any(|k| k == UNDO_KEY)
+    }
+
+    async fn undo(&self, offer: &Said) -> Result<String> {
+        let before: Vec<String> = self
+            .ada
+            .messages(&self.room)
+            .into_iter()
+            .map(|m| m.event_id)
+            .collect();
+        self.ada.react(&self.room, &offer.id, UNDO_KEY).await?;
+        // The bot's answer, said in the offer's thread.
+        let answer = self
+            .bot_says(|m| {
+                !before.contains(&m.id)
+                    && m.place == offer.place
+                    && (m.text.contains("Not undone") || m.text.contains("is open again"))
+            })
+            .await?;
+        Ok(answer.text)
     }
 
     async fn command(&self, command: &str) -> Result<()> {
