@@ -17,7 +17,7 @@ import type { CoreClient } from "./client.ts";
 import { refusal } from "./worker-tools.ts";
 import type { Assignment, Integration, Json } from "./wire.ts";
 
-/** What this file needs from the extension's per-session state (index.ts). */
+/** What this file needs from the extension's per-session state (session.ts). */
 export interface ProjectSession {
   ctx: ExtensionContext;
   readonly client: CoreClient;

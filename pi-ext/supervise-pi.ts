@@ -19,7 +19,7 @@ import type { Ask, Json, Pairing, VerdictKind } from "./wire.ts";
 
 type Level = "info" | "warning" | "error";
 
-/** What this file needs from the extension's per-session state (index.ts). */
+/** What this file needs from the extension's per-session state (session.ts). */
 export interface SupervisorSession {
   ctx: ExtensionContext;
   readonly client: CoreClient;

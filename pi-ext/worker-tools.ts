@@ -19,7 +19,7 @@ import type { AgentDef, Ask, Json, UsageReport, Worker } from "./wire.ts";
 
 type Level = "info" | "warning" | "error";
 
-/** What this file needs from the extension's per-session state (index.ts). */
+/** What this file needs from the extension's per-session state (session.ts). */
 export interface WorkerSession {
   ctx: ExtensionContext;
   readonly client: CoreClient;
