@@ -10,6 +10,7 @@ import { Type } from "typebox";
 
 import { CoreError, type CoreClient } from "./client.ts";
 import { newKey, type OutboxItem } from "./outbox.ts";
+import { errorText, notRunning, result } from "./tool-glue.ts";
 import type { Ask } from "./wire.ts";
 
 /** What this file needs from the extension's per-session state (session.ts). */
@@ -24,8 +25,30 @@ export interface HumanSession {
   refreshStatusLine(): void;
 }
 
-function message(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
+/** ask_human while the core is away: queued in the session, sent once when it is back. */
+const QUEUED_ASK =
+  "Queued, will be sent when shepherd is back: the shepherd core is not reachable right now " +
+  "(starting or restarting), so the question waits in this session and goes to the human " +
+  "exactly once when it reconnects. The answer will arrive as a new message beginning with " +
+  "\"[shepherd] Answer to your question\". End your turn now; do not wait or poll for it.";
+
+/** report while the core is away. */
+const QUEUED_REPORT =
+  "Queued, will be sent when shepherd is back: the shepherd core is not reachable right now, " +
+  "so the report waits in this session and is sent exactly once when it reconnects.";
+
+/** After ask_human. */
+function askedText(id: number): string {
+  return (
+    `Question #${id} was sent to the human. The answer will arrive as a new message ` +
+    `beginning with "[shepherd] Answer to your question #${id}". End your turn now; ` +
+    `do not wait or poll for it.`
+  );
+}
+
+/** Why an ask or report was not sent: the core's refusal (with its code), or the trouble. */
+function why(e: unknown): string {
+  return e instanceof CoreError ? `the shepherd core refused it (${e.message})` : errorText(e);
 }
 
 /** Registers ask_human and report; `current` is the live session, or null. */
@@ -54,13 +77,7 @@ export function registerHumanTools(pi: ExtensionAPI, current: () => HumanSession
     }),
     async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
       const s = current();
-      if (s === null) {
-        return {
-          content: [{ type: "text", text: "Not sent: the shepherd extension is not running in this session." }],
-          details: { askId: null },
-          isError: true,
-        };
-      }
+      if (s === null) return notRunning({ askId: null });
       s.ctx = ctx;
       const item: OutboxItem = {
         kind: "ask",
@@ -71,49 +88,19 @@ export function registerHumanTools(pi: ExtensionAPI, current: () => HumanSession
         queuedAt: Date.now(),
       };
       try {
-        const result = await s.sendOrQueue(item, () => s.client.ask(item.question, item.options, item.details, item.key));
-        if ("queued" in result) {
+        const sent = await s.sendOrQueue(item, () => s.client.ask(item.question, item.options, item.details, item.key));
+        if ("queued" in sent) {
           s.log(`ask ${item.key} queued`);
-          return {
-            content: [
-              {
-                type: "text",
-                text:
-                  "Queued, will be sent when shepherd is back: the shepherd core is not reachable right now " +
-                  "(starting or restarting), so the question waits in this session and goes to the human " +
-                  "exactly once when it reconnects. The answer will arrive as a new message beginning with " +
-                  "\"[shepherd] Answer to your question\". End your turn now; do not wait or poll for it.",
-              },
-            ],
-            details: { askId: null, queued: item.key },
-            terminate: true,
-          };
+          return { ...result(QUEUED_ASK, { askId: null, queued: item.key }), terminate: true };
         }
-        const ask = result.sent;
+        const ask = sent.sent;
         s.openAsks.set(ask.id, ask);
         s.refreshStatusLine();
         s.log(`ask ${ask.id} sent`);
-        return {
-          content: [
-            {
-              type: "text",
-              text:
-                `Question #${ask.id} was sent to the human. The answer will arrive as a new message ` +
-                `beginning with "[shepherd] Answer to your question #${ask.id}". End your turn now; ` +
-                `do not wait or poll for it.`,
-            },
-          ],
-          details: { askId: ask.id },
-          terminate: true,
-        };
+        return { ...result(askedText(ask.id), { askId: ask.id }), terminate: true };
       } catch (e) {
         s.recordError("ask_human", e);
-        const why = e instanceof CoreError ? `the shepherd core refused it (${e.message})` : message(e);
-        return {
-          content: [{ type: "text", text: `Not sent: ${why}. The human has not seen this question.` }],
-          details: { askId: null },
-          isError: true,
-        };
+        return result(`Not sent: ${why(e)}. The human has not seen this question.`, { askId: null }, true);
       }
     },
   });
@@ -130,38 +117,21 @@ export function registerHumanTools(pi: ExtensionAPI, current: () => HumanSession
     }),
     async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
       const s = current();
-      if (s === null) {
-        return {
-          content: [{ type: "text", text: "Not sent: the shepherd extension is not running in this session." }],
-          details: { reportId: null },
-          isError: true,
-        };
-      }
+      if (s === null) return notRunning({ reportId: null });
       s.ctx = ctx;
       const item: OutboxItem = { kind: "report", key: newKey("report"), text: params.text, queuedAt: Date.now() };
       try {
-        const result = await s.sendOrQueue(item, () => s.client.report(item.text, item.key));
-        if ("queued" in result) {
+        const sent = await s.sendOrQueue(item, () => s.client.report(item.text, item.key));
+        if ("queued" in sent) {
           s.log(`report ${item.key} queued`);
-          return {
-            content: [
-              {
-                type: "text",
-                text:
-                  "Queued, will be sent when shepherd is back: the shepherd core is not reachable right now, " +
-                  "so the report waits in this session and is sent exactly once when it reconnects.",
-              },
-            ],
-            details: { reportId: null, queued: item.key },
-          };
+          return result(QUEUED_REPORT, { reportId: null, queued: item.key });
         }
-        const report = result.sent;
+        const report = sent.sent;
         s.log(`report ${report.id} sent`);
-        return { content: [{ type: "text", text: `Report #${report.id} was sent.` }], details: { reportId: report.id } };
+        return result(`Report #${report.id} was sent.`, { reportId: report.id });
       } catch (e) {
         s.recordError("report", e);
-        const why = e instanceof CoreError ? `the shepherd core refused it (${e.message})` : message(e);
-        return { content: [{ type: "text", text: `Not sent: ${why}.` }], details: { reportId: null }, isError: true };
+        return result(`Not sent: ${why(e)}.`, { reportId: null }, true);
       }
     },
   });

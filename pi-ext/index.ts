@@ -22,11 +22,8 @@ import { parseResultsMode, RESULTS_USAGE } from "./result.ts";
 import { registerRoles } from "./role-tools.ts";
 import { ShepherdSession } from "./session.ts";
 import { registerSupervisor } from "./supervise-pi.ts";
+import { errorText } from "./tool-glue.ts";
 import { registerWorkerTools } from "./worker-tools.ts";
-
-function message(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
 
 /** The extension factory Pi calls once per runtime (and again after /reload, /new, …). */
 export default function shepherd(pi: ExtensionAPI): void {
@@ -54,7 +51,7 @@ export default function shepherd(pi: ExtensionAPI): void {
       s.start();
     } catch (e) {
       try {
-        if (ctx.hasUI) ctx.ui.notify(`shepherd: could not start: ${message(e)}`, "error");
+        if (ctx.hasUI) ctx.ui.notify(`shepherd: could not start: ${errorText(e)}`, "error");
       } catch {
         // nothing left to tell the user with
       }

@@ -15,9 +15,8 @@ import { CoreError, type CoreClient } from "./client.ts";
 import { newKey, type OutboxItem } from "./outbox.ts";
 import { assignmentsText } from "./project-tools.ts";
 import type { Roles, StaffRole } from "./roles.ts";
-import type { Ask, Json, ReportsTo, SessionInfo, StaffMember } from "./wire.ts";
-
-type Level = "info" | "warning" | "error";
+import { guarded, message, notRunning, result, show, type ToolGlue, type ToolText } from "./tool-glue.ts";
+import type { Ask, ReportsTo, SessionInfo, StaffMember } from "./wire.ts";
 
 /** What this file needs from the extension's per-session state (session.ts). */
 export interface RoleSession {
@@ -30,20 +29,6 @@ export interface RoleSession {
   log(line: string): void;
   recordError(context: string, e: unknown): void;
   refreshStatusLine(): void;
-}
-
-function message(e: unknown): string {
-  if (e instanceof CoreError) return e.coreMessage;
-  return e instanceof Error ? e.message : String(e);
-}
-
-function show(ctx: ExtensionContext, text: string, level: Level): void {
-  try {
-    if (ctx.hasUI) ctx.ui.notify(text, level);
-    else process.stderr.write(`${text}\n`);
-  } catch {
-    // no way to show it
-  }
 }
 
 // ---- what the model reads ----------------------------------------------------------------
@@ -112,45 +97,12 @@ export function peersText(sessions: readonly SessionInfo[], now: number): string
 
 // ---- tools ---------------------------------------------------------------------------------
 
-interface ToolText {
-  content: Array<{ type: "text"; text: string }>;
-  details: Record<string, Json>;
-  isError?: boolean;
-  terminate?: boolean;
-}
+const NOT_RUNNING = notRunning({});
 
-function result(text: string, details: Record<string, Json> = {}, isError = false): ToolText {
-  return isError ? { content: [{ type: "text", text }], details, isError } : { content: [{ type: "text", text }], details };
-}
-
-const NOT_RUNNING = result("Not sent: the shepherd extension is not running in this session.", {}, true);
-
+/** `<what>: <the reason>`, with `details.refused` (the core's code, or `not_connected`). */
 function refusal(what: string, e: unknown): ToolText {
   const code = e instanceof CoreError ? e.code : "not_connected";
   return result(`${what}: ${message(e)}`, { refused: code }, true);
-}
-
-/**
- * A tool's `execute`: the live session (or NOT_RUNNING), its ctx refreshed, and any failure
- * recorded and returned to the model as `<what>: <the core's reason>`.
- */
-function guarded<P>(
-  current: () => RoleSession | null,
-  tool: string,
-  what: string,
-  run: (s: RoleSession, params: P) => Promise<ToolText>,
-): (toolCallId: string, params: P, signal: unknown, onUpdate: unknown, ctx: ExtensionContext) => Promise<ToolText> {
-  return async (_toolCallId, params, _signal, _onUpdate, ctx) => {
-    const s = current();
-    if (s === null) return NOT_RUNNING;
-    s.ctx = ctx;
-    try {
-      return await run(s, params);
-    } catch (e) {
-      s.recordError(tool, e);
-      return refusal(what, e);
-    }
-  };
 }
 
 /** ask_supervisor while the core is away: queued in the session, sent once when it is back. */
@@ -165,6 +117,7 @@ const EXACT_PEER_ID = "The exact session id, as list_peers shows it (no names or
 
 /** Registers the commands and tools; `current` is the live session, or null. */
 export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | null): void {
+  const glue: ToolGlue<RoleSession> = { current, notRunning: NOT_RUNNING, refusal };
   for (const role of ["manager", "chief"] as const satisfies readonly StaffRole[]) {
     const what =
       role === "manager"
@@ -205,7 +158,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       "Use ask_supervisor when you need a decision.",
     promptSnippet: "Tell your supervisor (Manager, Chief or the human) something, without asking",
     parameters: Type.Object({ message: Type.String({ minLength: 1, description: "What to tell your supervisor." }) }),
-    execute: guarded(current, "message_supervisor", "Not sent", async (s, params) => {
+    execute: guarded(glue, "message_supervisor", "Not sent", async (s, params) => {
       const routed = await s.client.messageSupervisor(params.message);
       return result(routedText(routed), { to: routed.to.to, message_id: routed.messageId, report_id: routed.reportId });
     }),
@@ -273,7 +226,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       "List the connected sessions you may message as peers (Leads for a Lead, Managers for a Manager), each " +
       "with its exact session id, name, branch and state.",
     parameters: Type.Object({}),
-    execute: guarded(current, "list_peers", "No list", async (s, _params) => {
+    execute: guarded(glue, "list_peers", "No list", async (s, _params) => {
       const peers = await s.client.listPeers();
       return result(peersText(peers, Date.now()), { peers: peers.map((p) => p.id) });
     }),
@@ -290,7 +243,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       session: Type.String({ minLength: 1, description: EXACT_PEER_ID }),
       message: Type.String({ minLength: 1, description: "What to tell them." }),
     }),
-    execute: guarded(current, "message_peer", "Not sent", async (s, params) => {
+    execute: guarded(glue, "message_peer", "Not sent", async (s, params) => {
       const sent = await s.client.messagePeer(params.session, params.message);
       const away = sent.connected ? "" : " (not connected right now; it gets it when it returns)";
       return result(`Sent to "${sent.session_name}" (${sent.session_id})${away}.`, { message_id: sent.message_id });
@@ -307,7 +260,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       "state, Lead, last update, ahead/behind the primary branch).",
     parameters: Type.Object({}),
     defaultActive: false,
-    execute: guarded(current, "list_staff", "No list", async (s, _params) => {
+    execute: guarded(glue, "list_staff", "No list", async (s, _params) => {
       const { members, assignments } = await s.client.listStaff();
       const now = Date.now();
       // A Manager's list also has its repository's work assignments (the core sends them to a Manager only).
@@ -327,7 +280,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       "messages, tool calls and results, errors, files and commits. The target is an exact session id from list_staff.",
     parameters: Type.Object({ session: Type.String({ minLength: 1, description: EXACT_ID }) }),
     defaultActive: false,
-    execute: guarded(current, "inspect_staff", "No view", async (s, params) => {
+    execute: guarded(glue, "inspect_staff", "No view", async (s, params) => {
       const view = await s.client.inspectStaff(params.session);
       return result(view.text, { session_id: view.session_id, entries: view.entries });
     }),
@@ -344,7 +297,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       message: Type.String({ minLength: 1, description: "The instruction, as you would say it to them." }),
     }),
     defaultActive: false,
-    execute: guarded(current, "message_staff", "Not sent", async (s, params) => {
+    execute: guarded(glue, "message_staff", "Not sent", async (s, params) => {
       const sent = await s.client.messageStaff(params.session, params.message);
       const away = sent.connected ? "" : " It is not connected right now; it gets the message when it returns.";
       return result(`Sent to "${sent.session_name}" (${sent.session_id}).${away}`, { message_id: sent.message_id });
@@ -363,7 +316,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       answer: Type.String({ minLength: 1, description: "Your answer, as they should read it." }),
     }),
     defaultActive: false,
-    execute: guarded(current, "answer_staff", "Not answered", async (s, params) => {
+    execute: guarded(glue, "answer_staff", "Not answered", async (s, params) => {
       const ask = await s.client.answer(params.ask, params.answer);
       return result(`Answered question #${ask.id} from "${ask.session_name}"; they get your answer as a message.`, { ask: ask.id });
     }),

@@ -25,17 +25,12 @@ import { loadPolicy } from "./policy.ts";
 import { ResultSender } from "./result.ts";
 import { ROLE_STATUS_KEY, Roles } from "./roles.ts";
 import { Supervision, SUPERVISE_STATUS_KEY, type PolicyBriefMessage } from "./supervision.ts";
+import { errorText, type Level } from "./tool-glue.ts";
 import { assignedLeadFromEnv, launchFromEnv, WORKER_STATUS_KEY, Workers } from "./workers.ts";
 import type { Ask, ContextUsage, Delivery, Registration, ResultsMode } from "./wire.ts";
 
 const STATUS_KEY = "shepherd";
 const LOG_LINES = 50;
-
-type Level = "info" | "warning" | "error";
-
-function message(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
 
 function round1(n: number): number {
   return Math.round(n * 10) / 10;
@@ -147,7 +142,7 @@ export class ShepherdSession {
         try {
           if (this.ctx.hasUI) this.ctx.ui.setStatus(SUPERVISE_STATUS_KEY, text ?? undefined);
         } catch (e) {
-          this.log(`setStatus failed: ${message(e)}`);
+          this.log(`setStatus failed: ${errorText(e)}`);
         }
       },
       policy: () => loadPolicy(this.ctx.cwd, this.config.agentDir),
@@ -166,7 +161,7 @@ export class ShepherdSession {
         try {
           if (this.ctx.hasUI) this.ctx.ui.setStatus(ROLE_STATUS_KEY, text ?? undefined);
         } catch (e) {
-          this.log(`setStatus failed: ${message(e)}`);
+          this.log(`setStatus failed: ${errorText(e)}`);
         }
       },
       setRole: async (role, reclaim) => (await this.client.setRole(role, reclaim)).session,
@@ -186,7 +181,7 @@ export class ShepherdSession {
           try {
             if (this.ctx.hasUI) this.ctx.ui.setStatus(WORKER_STATUS_KEY, text ?? undefined);
           } catch (e) {
-            this.log(`setStatus failed: ${message(e)}`);
+            this.log(`setStatus failed: ${errorText(e)}`);
           }
         },
         log: (line) => this.log(line),
@@ -272,7 +267,7 @@ export class ShepherdSession {
       return { sent: await send() };
     } catch (e) {
       if (e instanceof CoreError) return { refused: e.message };
-      return { notConnected: message(e) };
+      return { notConnected: errorText(e) };
     }
   }
 
@@ -328,7 +323,7 @@ export class ShepherdSession {
   }
 
   recordError(context: string, e: unknown): void {
-    this.#lastError = `${context}: ${message(e)}`;
+    this.#lastError = `${context}: ${errorText(e)}`;
     this.log(`error: ${this.#lastError}`);
   }
 
@@ -337,7 +332,7 @@ export class ShepherdSession {
     try {
       if (this.ctx.hasUI) this.ctx.ui.notify(text, level);
     } catch (e) {
-      this.log(`notify failed: ${message(e)}`);
+      this.log(`notify failed: ${errorText(e)}`);
     }
   }
 
@@ -363,7 +358,7 @@ export class ShepherdSession {
     try {
       if (this.ctx.hasUI) this.ctx.ui.setStatus(STATUS_KEY, text);
     } catch (e) {
-      this.log(`setStatus failed: ${message(e)}`);
+      this.log(`setStatus failed: ${errorText(e)}`);
     }
   }
 
