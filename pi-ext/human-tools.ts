@@ -10,7 +10,7 @@ import { Type } from "typebox";
 
 import { CoreError, type CoreClient } from "./client.ts";
 import { newKey, type OutboxItem } from "./outbox.ts";
-import { errorText, notRunning, result } from "./tool-glue.ts";
+import { askItem, askParameters, errorText, notRunning, result } from "./tool-glue.ts";
 import type { Ask } from "./wire.ts";
 
 /** What this file needs from the extension's per-session state (session.ts). */
@@ -65,28 +65,15 @@ export function registerHumanTools(pi: ExtensionAPI, current: () => HumanSession
     promptGuidelines: [
       "Use ask_human only for decisions you cannot make yourself; after calling ask_human, end your turn and wait for the answer message.",
     ],
-    parameters: Type.Object({
-      question: Type.String({ minLength: 1, description: "The question, self-contained." }),
-      options: Type.Optional(
-        Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
-          maxItems: 10,
-          description: "Short answers the human can pick (at most 10, each at most 100 characters).",
-        }),
-      ),
-      details: Type.Optional(Type.String({ description: "Context the human needs to decide." })),
-    }),
+    parameters: askParameters(
+      "Short answers the human can pick (at most 10, each at most 100 characters).",
+      "Context the human needs to decide.",
+    ),
     async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
       const s = current();
       if (s === null) return notRunning({ askId: null });
       s.ctx = ctx;
-      const item: OutboxItem = {
-        kind: "ask",
-        key: newKey("ask"),
-        question: params.question,
-        options: params.options ?? [],
-        details: params.details ?? null,
-        queuedAt: Date.now(),
-      };
+      const item = askItem(params);
       try {
         const sent = await s.sendOrQueue(item, () => s.client.ask(item.question, item.options, item.details, item.key));
         if ("queued" in sent) {

@@ -12,10 +12,10 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import { Type } from "typebox";
 
 import { CoreError, type CoreClient } from "./client.ts";
-import { newKey, type OutboxItem } from "./outbox.ts";
+import type { OutboxItem } from "./outbox.ts";
 import { assignmentsText } from "./project-tools.ts";
 import type { Roles, StaffRole } from "./roles.ts";
-import { guarded, message, notRunning, result, show, type ToolGlue, type ToolText } from "./tool-glue.ts";
+import { askItem, askParameters, commandFailed, commandSession, guarded, message, notRunning, result, show, type ToolGlue, type ToolText } from "./tool-glue.ts";
 import type { Ask, ReportsTo, SessionInfo, StaffMember } from "./wire.ts";
 
 /** What this file needs from the extension's per-session state (session.ts). */
@@ -126,12 +126,8 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
     pi.registerCommand(role, {
       description: what,
       handler: async (args, ctx) => {
-        const s = current();
-        if (s === null) {
-          show(ctx, "shepherd: not running in this session", "warning");
-          return;
-        }
-        s.ctx = ctx;
+        const s = commandSession(current, ctx);
+        if (s === null) return;
         const word = args.trim().toLowerCase();
         if (word !== "" && word !== "leave") {
           show(ctx, `shepherd: usage: /${role} (take the role) or /${role} leave`, "warning");
@@ -142,8 +138,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
           s.log(`/${role}${word === "" ? "" : ` ${word}`}: ${out.text}`);
           show(ctx, out.text, out.level);
         } catch (e) {
-          s.recordError(`/${role}`, e);
-          show(ctx, `shepherd: ${message(e)}`, "warning");
+          commandFailed(s, ctx, `/${role}`, e);
         }
       },
     });
@@ -174,29 +169,12 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       "question #<id>\". After calling it, end your turn: do not wait, poll or guess the answer.",
     promptSnippet: "Ask your supervisor (Manager, Chief or the human) a question; the answer arrives later as a message",
     promptGuidelines: ["After calling ask_supervisor, end your turn and wait for the answer message."],
-    parameters: Type.Object({
-      question: Type.String({ minLength: 1, description: "The question, self-contained." }),
-      options: Type.Optional(
-        Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
-          maxItems: 10,
-          description: "Short answers to pick from (at most 10, each at most 100 characters).",
-        }),
-      ),
-      details: Type.Optional(Type.String({ description: "Context needed to decide." })),
-    }),
+    parameters: askParameters("Short answers to pick from (at most 10, each at most 100 characters).", "Context needed to decide."),
     async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
       const s = current();
       if (s === null) return NOT_RUNNING;
       s.ctx = ctx;
-      const item: OutboxItem = {
-        kind: "ask",
-        key: newKey("ask"),
-        question: params.question,
-        options: params.options ?? [],
-        details: params.details ?? null,
-        queuedAt: Date.now(),
-        supervisor: true,
-      };
+      const item = askItem(params, true);
       try {
         const sent = await s.sendOrQueue(item, () => s.client.askSupervisor(item.question, item.options, item.details, item.key));
         if ("queued" in sent) {

@@ -15,7 +15,7 @@ import { goalText, workerLabel } from "./policy.ts";
 import { pruneLooks } from "./prune.ts";
 import { parseSuperviseArgs, SUPERVISE_USAGE, type SuperviseCommand } from "./supervise-args.ts";
 import { questionForHuman, type Supervision } from "./supervision.ts";
-import { guarded, message, result, show, type Level, type ToolGlue, type ToolText } from "./tool-glue.ts";
+import { commandFailed, commandSession, guarded, message, result, show, type Level, type ToolGlue, type ToolText } from "./tool-glue.ts";
 import type { Ask, Json, Pairing, VerdictKind } from "./wire.ts";
 
 /** What this file needs from the extension's per-session state (session.ts). */
@@ -207,19 +207,14 @@ export function registerSupervisor(pi: ExtensionAPI, current: () => SupervisorSe
   pi.registerCommand("supervise", {
     description: "Supervise another Pi session toward a goal: /supervise [@session] [goal|file] | goal <goal> | look | status | stop",
     handler: async (args, ctx) => {
-      const s = current();
-      if (s === null) {
-        show(ctx, "shepherd: not running in this session", "warning");
-        return;
-      }
-      s.ctx = ctx;
+      const s = commandSession(current, ctx);
+      if (s === null) return;
       const cmd = parseSuperviseArgs(args);
       try {
         const out = await runSuperviseCommand(s, cmd, ctx);
         if (out !== null) show(ctx, out.text, out.level);
       } catch (e) {
-        s.recordError(`/supervise ${cmd.kind}`, e);
-        show(ctx, `shepherd: ${message(e)}`, "warning");
+        commandFailed(s, ctx, `/supervise ${cmd.kind}`, e);
       }
     },
   });

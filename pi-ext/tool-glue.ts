@@ -3,15 +3,19 @@
 // an error as one line (`message`: the core's own words for a refusal; `errorText`: with the
 // error code), a notice shown to the human (stderr in print and rpc modes), a tool's text
 // result, the "not running" result, the refusal the owner and project tools give (the core's
-// reason in `details.reason`), and `guarded`, the `execute` of a tool that needs the live
+// reason in `details.reason`), an ask's parameters and outbox item (ask_human,
+// ask_supervisor), and `guarded`, the `execute` of a tool that needs the live
 // session: the module's not-running result without one, its ctx refreshed, and any failure
-// recorded and turned into the module's refusal. Each module keeps its own wording (its
-// not-running details, its refusals' text); what the model reads is decided there, not here.
-// Nothing here throws into Pi.
+// recorded and turned into the module's refusal. A command's handler likewise gets its session
+// from `commandSession` and reports a failure with `commandFailed`. Each module keeps its own
+// wording (its not-running details, its refusals' text); what the model reads is decided
+// there, not here. Nothing here throws into Pi.
 
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
 
 import { CoreError } from "./client.ts";
+import { newKey, type OutboxItem } from "./outbox.ts";
 import type { Json } from "./wire.ts";
 
 export type Level = "info" | "warning" | "error";
@@ -68,6 +72,36 @@ export function refusal(what: string, e: unknown): ToolText {
   );
 }
 
+/** ask_human's and ask_supervisor's parameters; what options and details are for is each tool's. */
+export function askParameters(optionsDescription: string, detailsDescription: string) {
+  return Type.Object({
+    question: Type.String({ minLength: 1, description: "The question, self-contained." }),
+    options: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+        maxItems: 10,
+        description: optionsDescription,
+      }),
+    ),
+    details: Type.Optional(Type.String({ description: detailsDescription })),
+  });
+}
+
+/** An ask as the outbox keeps it, sent now or queued while the core is away (`supervisor`: ask_supervisor's). */
+export function askItem(
+  params: { question: string; options?: string[]; details?: string },
+  supervisor = false,
+): Extract<OutboxItem, { kind: "ask" }> {
+  return {
+    kind: "ask",
+    key: newKey("ask"),
+    question: params.question,
+    options: params.options ?? [],
+    details: params.details ?? null,
+    queuedAt: Date.now(),
+    ...(supervisor ? { supervisor: true as const } : {}),
+  };
+}
+
 /** What `guarded` needs of a module's per-session state. */
 export interface GuardedSession {
   ctx: ExtensionContext;
@@ -104,4 +138,21 @@ export function guarded<S extends GuardedSession, P>(
       return glue.refusal(what, e);
     }
   };
+}
+
+/** A command's live session, its ctx refreshed; without one the human is told so, and it is null. */
+export function commandSession<S extends GuardedSession>(current: () => S | null, ctx: ExtensionContext): S | null {
+  const s = current();
+  if (s === null) {
+    show(ctx, "shepherd: not running in this session", "warning");
+    return null;
+  }
+  s.ctx = ctx;
+  return s;
+}
+
+/** A command's failure: recorded under `context` and shown as `shepherd: <the core's message>`. */
+export function commandFailed(s: GuardedSession, ctx: ExtensionContext, context: string, e: unknown): void {
+  s.recordError(context, e);
+  show(ctx, `shepherd: ${message(e)}`, "warning");
 }

@@ -14,7 +14,7 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import { Type } from "typebox";
 
 import type { CoreClient } from "./client.ts";
-import { guarded, message, notRunning, refusal, result, show, type ToolGlue } from "./tool-glue.ts";
+import { commandFailed, commandSession, guarded, message, notRunning, refusal, result, show, type ToolGlue } from "./tool-glue.ts";
 import type { Workers } from "./workers.ts";
 import type { AgentDef, Ask, Json, UsageReport, Worker } from "./wire.ts";
 
@@ -366,19 +366,14 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
   pi.registerCommand("agents", {
     description: "List your managed workers (`/agents all`: ended ones too); `/agents stats`: usage totals",
     handler: async (args, ctx) => {
-      const s = current();
-      if (s === null) {
-        show(ctx, "shepherd: not running in this session", "warning");
-        return;
-      }
-      s.ctx = ctx;
+      const s = commandSession(current, ctx);
+      if (s === null) return;
       const word = args.trim().toLowerCase();
       if (word === "stats") {
         try {
           show(ctx, statsText(await s.client.usage()), "info");
         } catch (e) {
-          s.recordError("/agents stats", e);
-          show(ctx, `shepherd: ${message(e)}`, "warning");
+          commandFailed(s, ctx, "/agents stats", e);
         }
         return;
       }
@@ -390,8 +385,7 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
         const workers = await s.client.listWorkers(word === "all");
         show(ctx, workersText(workers, sessionId(s)), "info");
       } catch (e) {
-        s.recordError("/agents", e);
-        show(ctx, `shepherd: ${message(e)}`, "warning");
+        commandFailed(s, ctx, "/agents", e);
       }
     },
   });
