@@ -55,22 +55,22 @@ export interface PresenceUpdate {
   session_file?: string;
 }
 
+/** An ask's fields as the wire has them (ask, ask_supervisor): options, details and key only when given. */
+function askFields(question: string, options: string[], details: string | null, key: string | undefined) {
+  return {
+    question,
+    ...(options.length > 0 ? { options } : {}),
+    ...(details !== null ? { details } : {}),
+    ...(key !== undefined ? { key } : {}),
+  };
+}
+
 export class CoreClient extends CoreConnection {
   // ---- requests ------------------------------------------------------------------------
 
   /** `key`: an idempotency key (the core stores a keyed ask once, however often sent). */
   async ask(question: string, options: string[], details: string | null, key?: string): Promise<Ask> {
-    const res = await this.request(
-      (id) => ({
-        type: "ask",
-        id,
-        question,
-        ...(options.length > 0 ? { options } : {}),
-        ...(details !== null ? { details } : {}),
-        ...(key !== undefined ? { key } : {}),
-      }),
-      "asked",
-    );
+    const res = await this.request((id) => ({ type: "ask", id, ...askFields(question, options, details, key) }), "asked");
     return res.ask;
   }
 
@@ -172,17 +172,7 @@ export class CoreClient extends CoreConnection {
 
   /** An ask addressed to whom this session reports (`ask.to`; absent: the human). */
   async askSupervisor(question: string, options: string[], details: string | null, key?: string): Promise<Ask> {
-    const res = await this.request(
-      (id) => ({
-        type: "ask_supervisor",
-        id,
-        question,
-        ...(options.length > 0 ? { options } : {}),
-        ...(details !== null ? { details } : {}),
-        ...(key !== undefined ? { key } : {}),
-      }),
-      "asked",
-    );
+    const res = await this.request((id) => ({ type: "ask_supervisor", id, ...askFields(question, options, details, key) }), "asked");
     return res.ask;
   }
 

@@ -8,27 +8,19 @@
 // answers and refusals into text for the human or the model. Targets are exact session ids,
 // as list_staff and list_peers show them. Nothing here throws into Pi.
 
-import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 
-import { CoreError, type CoreClient } from "./client.ts";
-import type { OutboxItem } from "./outbox.ts";
+import { CoreError } from "./client.ts";
+import type { HumanSession } from "./human-tools.ts";
 import { assignmentsText } from "./project-tools.ts";
 import type { Roles, StaffRole } from "./roles.ts";
 import { askItem, askParameters, commandFailed, commandSession, guarded, message, notRunning, result, show, type ToolGlue, type ToolText } from "./tool-glue.ts";
 import type { Ask, ReportsTo, SessionInfo, StaffMember } from "./wire.ts";
 
-/** What this file needs from the extension's per-session state (session.ts). */
-export interface RoleSession {
-  ctx: ExtensionContext;
-  readonly client: CoreClient;
+/** What this file needs from the extension's per-session state (session.ts): human-tools.ts's, and the role. */
+export interface RoleSession extends HumanSession {
   readonly roles: Roles;
-  readonly openAsks: Map<number, Ask>;
-  /** Send now, or queue in the session while the core is away (outbox.ts). */
-  sendOrQueue<T>(item: OutboxItem, send: () => Promise<T>): Promise<{ sent: T } | { queued: true }>;
-  log(line: string): void;
-  recordError(context: string, e: unknown): void;
-  refreshStatusLine(): void;
 }
 
 // ---- what the model reads ----------------------------------------------------------------
