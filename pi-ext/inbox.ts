@@ -1,6 +1,6 @@
 // Turns the core's deliveries (steers, messages, answers; a supervisor's views and briefs)
 // into messages the model reads, exactly once, and acknowledges each to the core only once it
-// is in the session. Pi-free: the glue in index.ts supplies an InboxHost over the real
+// is in the session. Pi-free: session.ts supplies an InboxHost over the real
 // ExtensionAPI, tests a fake.
 //
 // Every kind starts a turn except `brief` and `notice`: a brief is context for the
@@ -11,7 +11,7 @@
 // start a turn like a steer. So do the managed-worker kinds: `task` (a worker's assignment,
 // headed with who it is working for), `agent_result` and `agent_ask` (to an owner, from one of
 // its workers), and project work's `assignment_update` (to a Manager: one completed turn of an
-// assigned Lead) and `integration` (to a Manager: how an integration the human decided ended). An `interrupt` (index.ts aborts the run first) starts a turn with
+// assigned Lead) and `integration` (to a Manager: how an integration the human decided ended). An `interrupt` (session.ts aborts the run first) starts a turn with
 // its steer even after the aborted run, and without a steer only records the stop. Views and briefs are custom messages of their own types
 // ("shepherd-view", "shepherd-brief") so the supervisor's context can be pruned by look.
 //

@@ -1,6 +1,6 @@
 // What the session said while the core was away: `ask_human`, `ask_supervisor` and `report`
 // calls made while the extension is not connected (the core starting or restarting) are queued here and sent
-// when the connection is back, each exactly once. Pi-free: index.ts supplies an OutboxHost
+// when the connection is back, each exactly once. Pi-free: session.ts supplies an OutboxHost
 // over the real ExtensionAPI and CoreClient, tests a fake.
 //
 // Durable: each queued item is a custom entry in the session (pi.appendEntry, kind "queued"),

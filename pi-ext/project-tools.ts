@@ -14,10 +14,10 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import { Type } from "typebox";
 
 import type { CoreClient } from "./client.ts";
-import { refusal } from "./worker-tools.ts";
+import { guarded, notRunning, refusal, result, type ToolGlue } from "./tool-glue.ts";
 import type { Assignment, Integration, Json } from "./wire.ts";
 
-/** What this file needs from the extension's per-session state (index.ts). */
+/** What this file needs from the extension's per-session state (session.ts). */
 export interface ProjectSession {
   ctx: ExtensionContext;
   readonly client: CoreClient;
@@ -130,45 +130,13 @@ function assignmentDetails(a: Assignment): Record<string, Json> {
 
 // ---- tools ---------------------------------------------------------------------------------
 
-interface ToolText {
-  content: Array<{ type: "text"; text: string }>;
-  details: Record<string, Json>;
-  isError?: boolean;
-}
-
-function result(text: string, details: Record<string, Json>): ToolText {
-  return { content: [{ type: "text", text }], details };
-}
-
-const NOT_RUNNING: ToolText = {
-  content: [{ type: "text", text: "Not sent: the shepherd extension is not running in this session." }],
-  details: { reason: "not_running" },
-  isError: true,
-};
-
-function guarded<P>(
-  current: () => ProjectSession | null,
-  tool: string,
-  what: string,
-  run: (s: ProjectSession, params: P) => Promise<ToolText>,
-): (toolCallId: string, params: P, signal: unknown, onUpdate: unknown, ctx: ExtensionContext) => Promise<ToolText> {
-  return async (_toolCallId, params, _signal, _onUpdate, ctx) => {
-    const s = current();
-    if (s === null) return NOT_RUNNING;
-    s.ctx = ctx;
-    try {
-      return await run(s, params);
-    } catch (e) {
-      s.recordError(tool, e);
-      return refusal(what, e);
-    }
-  };
-}
+const NOT_RUNNING = notRunning({ reason: "not_running" });
 
 const BRANCH = "The assignment's branch, as list_staff shows it (the branch it was delegated on).";
 
 /** Registers the Manager's project tools (inactive; roles.ts activates them for a Manager). */
 export function registerProjectTools(pi: ExtensionAPI, current: () => ProjectSession | null): void {
+  const glue: ToolGlue<ProjectSession> = { current, notRunning: NOT_RUNNING, refusal };
   pi.registerTool({
     name: "delegate_project",
     label: "Delegate a project",
@@ -185,7 +153,7 @@ export function registerProjectTools(pi: ExtensionAPI, current: () => ProjectSes
       base: Type.Optional(Type.String({ minLength: 1, description: "Branch, tag or commit to start from (default: the primary branch's HEAD)." })),
     }),
     defaultActive: false,
-    execute: guarded(current, "delegate_project", "Not delegated", async (s, params) => {
+    execute: guarded(glue, "delegate_project", "Not delegated", async (s, params) => {
       const a = await s.client.delegateProject(params.task, params.branch ?? null, params.base ?? null);
       s.log(`delegate_project: ${a.project}@${a.branch} → Lead ${a.session_id} (${a.lead})`);
       return result(delegatedText(a), assignmentDetails(a));
@@ -201,7 +169,7 @@ export function registerProjectTools(pi: ExtensionAPI, current: () => ProjectSes
       "(integrated) assignment cannot be resumed.",
     parameters: Type.Object({ branch: Type.String({ minLength: 1, description: BRANCH }) }),
     defaultActive: false,
-    execute: guarded(current, "resume_work", "Not resumed", async (s, params) => {
+    execute: guarded(glue, "resume_work", "Not resumed", async (s, params) => {
       const a = await s.client.leadAction("resume", params.branch);
       return result(resumedText(a), assignmentDetails(a));
     }),
@@ -216,7 +184,7 @@ export function registerProjectTools(pi: ExtensionAPI, current: () => ProjectSes
       "resume_work starts it again.",
     parameters: Type.Object({ branch: Type.String({ minLength: 1, description: BRANCH }) }),
     defaultActive: false,
-    execute: guarded(current, "stop_lead", "Not stopped", async (s, params) => {
+    execute: guarded(glue, "stop_lead", "Not stopped", async (s, params) => {
       const a = await s.client.leadAction("stop", params.branch);
       return result(stoppedText(a), assignmentDetails(a));
     }),
@@ -235,7 +203,7 @@ export function registerProjectTools(pi: ExtensionAPI, current: () => ProjectSes
       sha: Type.String({ minLength: 7, description: "The branch tip's commit sha you reviewed (full, from git rev-parse)." }),
     }),
     defaultActive: false,
-    execute: guarded(current, "integrate_branch", "Not integrated", async (s, params) => {
+    execute: guarded(glue, "integrate_branch", "Not integrated", async (s, params) => {
       const i = await s.client.integrateBranch(params.branch, params.sha);
       s.log(`integrate_branch ${params.branch} ${params.sha}: ${i.status}`);
       return result(integrationText(i), {

@@ -5,7 +5,7 @@
 // when. A `worker_view` tool result belongs to the look it was fetched in and is pruned with
 // it. Pure: works on a copy of the message list and returns null when nothing changes (Pi
 // then keeps the original list and the provider's cached prefix). SHEPHERD_PRUNE=0 turns it
-// off in index.ts.
+// off in supervise-pi.ts.
 
 import { VIEW_CUSTOM_TYPE } from "./dedupe.ts";
 

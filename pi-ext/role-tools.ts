@@ -8,42 +8,19 @@
 // answers and refusals into text for the human or the model. Targets are exact session ids,
 // as list_staff and list_peers show them. Nothing here throws into Pi.
 
-import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 
-import { CoreError, type CoreClient } from "./client.ts";
-import { newKey, type OutboxItem } from "./outbox.ts";
+import { CoreError } from "./client.ts";
+import type { HumanSession } from "./human-tools.ts";
 import { assignmentsText } from "./project-tools.ts";
 import type { Roles, StaffRole } from "./roles.ts";
-import type { Ask, Json, ReportsTo, SessionInfo, StaffMember } from "./wire.ts";
+import { askItem, askParameters, commandFailed, commandSession, guarded, message, notRunning, result, show, type ToolGlue, type ToolText } from "./tool-glue.ts";
+import type { Ask, ReportsTo, SessionInfo, StaffMember } from "./wire.ts";
 
-type Level = "info" | "warning" | "error";
-
-/** What this file needs from the extension's per-session state (index.ts). */
-export interface RoleSession {
-  ctx: ExtensionContext;
-  readonly client: CoreClient;
+/** What this file needs from the extension's per-session state (session.ts): human-tools.ts's, and the role. */
+export interface RoleSession extends HumanSession {
   readonly roles: Roles;
-  readonly openAsks: Map<number, Ask>;
-  /** Send now, or queue in the session while the core is away (outbox.ts). */
-  sendOrQueue<T>(item: OutboxItem, send: () => Promise<T>): Promise<{ sent: T } | { queued: true }>;
-  log(line: string): void;
-  recordError(context: string, e: unknown): void;
-  refreshStatusLine(): void;
-}
-
-function message(e: unknown): string {
-  if (e instanceof CoreError) return e.coreMessage;
-  return e instanceof Error ? e.message : String(e);
-}
-
-function show(ctx: ExtensionContext, text: string, level: Level): void {
-  try {
-    if (ctx.hasUI) ctx.ui.notify(text, level);
-    else process.stderr.write(`${text}\n`);
-  } catch {
-    // no way to show it
-  }
 }
 
 // ---- what the model reads ----------------------------------------------------------------
@@ -112,45 +89,12 @@ export function peersText(sessions: readonly SessionInfo[], now: number): string
 
 // ---- tools ---------------------------------------------------------------------------------
 
-interface ToolText {
-  content: Array<{ type: "text"; text: string }>;
-  details: Record<string, Json>;
-  isError?: boolean;
-  terminate?: boolean;
-}
+const NOT_RUNNING = notRunning({});
 
-function result(text: string, details: Record<string, Json> = {}, isError = false): ToolText {
-  return isError ? { content: [{ type: "text", text }], details, isError } : { content: [{ type: "text", text }], details };
-}
-
-const NOT_RUNNING = result("Not sent: the shepherd extension is not running in this session.", {}, true);
-
+/** `<what>: <the reason>`, with `details.refused` (the core's code, or `not_connected`). */
 function refusal(what: string, e: unknown): ToolText {
   const code = e instanceof CoreError ? e.code : "not_connected";
   return result(`${what}: ${message(e)}`, { refused: code }, true);
-}
-
-/**
- * A tool's `execute`: the live session (or NOT_RUNNING), its ctx refreshed, and any failure
- * recorded and returned to the model as `<what>: <the core's reason>`.
- */
-function guarded<P>(
-  current: () => RoleSession | null,
-  tool: string,
-  what: string,
-  run: (s: RoleSession, params: P) => Promise<ToolText>,
-): (toolCallId: string, params: P, signal: unknown, onUpdate: unknown, ctx: ExtensionContext) => Promise<ToolText> {
-  return async (_toolCallId, params, _signal, _onUpdate, ctx) => {
-    const s = current();
-    if (s === null) return NOT_RUNNING;
-    s.ctx = ctx;
-    try {
-      return await run(s, params);
-    } catch (e) {
-      s.recordError(tool, e);
-      return refusal(what, e);
-    }
-  };
 }
 
 /** ask_supervisor while the core is away: queued in the session, sent once when it is back. */
@@ -165,6 +109,7 @@ const EXACT_PEER_ID = "The exact session id, as list_peers shows it (no names or
 
 /** Registers the commands and tools; `current` is the live session, or null. */
 export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | null): void {
+  const glue: ToolGlue<RoleSession> = { current, notRunning: NOT_RUNNING, refusal };
   for (const role of ["manager", "chief"] as const satisfies readonly StaffRole[]) {
     const what =
       role === "manager"
@@ -173,12 +118,8 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
     pi.registerCommand(role, {
       description: what,
       handler: async (args, ctx) => {
-        const s = current();
-        if (s === null) {
-          show(ctx, "shepherd: not running in this session", "warning");
-          return;
-        }
-        s.ctx = ctx;
+        const s = commandSession(current, ctx);
+        if (s === null) return;
         const word = args.trim().toLowerCase();
         if (word !== "" && word !== "leave") {
           show(ctx, `shepherd: usage: /${role} (take the role) or /${role} leave`, "warning");
@@ -189,8 +130,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
           s.log(`/${role}${word === "" ? "" : ` ${word}`}: ${out.text}`);
           show(ctx, out.text, out.level);
         } catch (e) {
-          s.recordError(`/${role}`, e);
-          show(ctx, `shepherd: ${message(e)}`, "warning");
+          commandFailed(s, ctx, `/${role}`, e);
         }
       },
     });
@@ -205,7 +145,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       "Use ask_supervisor when you need a decision.",
     promptSnippet: "Tell your supervisor (Manager, Chief or the human) something, without asking",
     parameters: Type.Object({ message: Type.String({ minLength: 1, description: "What to tell your supervisor." }) }),
-    execute: guarded(current, "message_supervisor", "Not sent", async (s, params) => {
+    execute: guarded(glue, "message_supervisor", "Not sent", async (s, params) => {
       const routed = await s.client.messageSupervisor(params.message);
       return result(routedText(routed), { to: routed.to.to, message_id: routed.messageId, report_id: routed.reportId });
     }),
@@ -221,29 +161,12 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       "question #<id>\". After calling it, end your turn: do not wait, poll or guess the answer.",
     promptSnippet: "Ask your supervisor (Manager, Chief or the human) a question; the answer arrives later as a message",
     promptGuidelines: ["After calling ask_supervisor, end your turn and wait for the answer message."],
-    parameters: Type.Object({
-      question: Type.String({ minLength: 1, description: "The question, self-contained." }),
-      options: Type.Optional(
-        Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
-          maxItems: 10,
-          description: "Short answers to pick from (at most 10, each at most 100 characters).",
-        }),
-      ),
-      details: Type.Optional(Type.String({ description: "Context needed to decide." })),
-    }),
+    parameters: askParameters("Short answers to pick from (at most 10, each at most 100 characters).", "Context needed to decide."),
     async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
       const s = current();
       if (s === null) return NOT_RUNNING;
       s.ctx = ctx;
-      const item: OutboxItem = {
-        kind: "ask",
-        key: newKey("ask"),
-        question: params.question,
-        options: params.options ?? [],
-        details: params.details ?? null,
-        queuedAt: Date.now(),
-        supervisor: true,
-      };
+      const item = askItem(params, true);
       try {
         const sent = await s.sendOrQueue(item, () => s.client.askSupervisor(item.question, item.options, item.details, item.key));
         if ("queued" in sent) {
@@ -273,7 +196,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       "List the connected sessions you may message as peers (Leads for a Lead, Managers for a Manager), each " +
       "with its exact session id, name, branch and state.",
     parameters: Type.Object({}),
-    execute: guarded(current, "list_peers", "No list", async (s, _params) => {
+    execute: guarded(glue, "list_peers", "No list", async (s, _params) => {
       const peers = await s.client.listPeers();
       return result(peersText(peers, Date.now()), { peers: peers.map((p) => p.id) });
     }),
@@ -290,7 +213,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       session: Type.String({ minLength: 1, description: EXACT_PEER_ID }),
       message: Type.String({ minLength: 1, description: "What to tell them." }),
     }),
-    execute: guarded(current, "message_peer", "Not sent", async (s, params) => {
+    execute: guarded(glue, "message_peer", "Not sent", async (s, params) => {
       const sent = await s.client.messagePeer(params.session, params.message);
       const away = sent.connected ? "" : " (not connected right now; it gets it when it returns)";
       return result(`Sent to "${sent.session_name}" (${sent.session_id})${away}.`, { message_id: sent.message_id });
@@ -307,7 +230,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       "state, Lead, last update, ahead/behind the primary branch).",
     parameters: Type.Object({}),
     defaultActive: false,
-    execute: guarded(current, "list_staff", "No list", async (s, _params) => {
+    execute: guarded(glue, "list_staff", "No list", async (s, _params) => {
       const { members, assignments } = await s.client.listStaff();
       const now = Date.now();
       // A Manager's list also has its repository's work assignments (the core sends them to a Manager only).
@@ -327,7 +250,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       "messages, tool calls and results, errors, files and commits. The target is an exact session id from list_staff.",
     parameters: Type.Object({ session: Type.String({ minLength: 1, description: EXACT_ID }) }),
     defaultActive: false,
-    execute: guarded(current, "inspect_staff", "No view", async (s, params) => {
+    execute: guarded(glue, "inspect_staff", "No view", async (s, params) => {
       const view = await s.client.inspectStaff(params.session);
       return result(view.text, { session_id: view.session_id, entries: view.entries });
     }),
@@ -344,7 +267,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       message: Type.String({ minLength: 1, description: "The instruction, as you would say it to them." }),
     }),
     defaultActive: false,
-    execute: guarded(current, "message_staff", "Not sent", async (s, params) => {
+    execute: guarded(glue, "message_staff", "Not sent", async (s, params) => {
       const sent = await s.client.messageStaff(params.session, params.message);
       const away = sent.connected ? "" : " It is not connected right now; it gets the message when it returns.";
       return result(`Sent to "${sent.session_name}" (${sent.session_id}).${away}`, { message_id: sent.message_id });
@@ -363,7 +286,7 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
       answer: Type.String({ minLength: 1, description: "Your answer, as they should read it." }),
     }),
     defaultActive: false,
-    execute: guarded(current, "answer_staff", "Not answered", async (s, params) => {
+    execute: guarded(glue, "answer_staff", "Not answered", async (s, params) => {
       const ask = await s.client.answer(params.ask, params.answer);
       return result(`Answered question #${ask.id} from "${ask.session_name}"; they get your answer as a message.`, { ask: ask.id });
     }),

@@ -7,7 +7,7 @@
 // "shepherd-role", {role, leadTools}), so a /reload, a resume or a core restart claims the
 // role again; if the core refuses (another session took the lease meanwhile) the session stays
 // a Lead, is told by whom, and the entry says lead again. The footer shows the role
-// (`manager · app`). Pi-free: index.ts supplies a RolesHost over the real ExtensionAPI and
+// (`manager · app`). Pi-free: session.ts supplies a RolesHost over the real ExtensionAPI and
 // CoreClient, tests a fake.
 
 import { CoreError, NotConnectedError } from "./client.ts";

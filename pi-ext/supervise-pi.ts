@@ -15,11 +15,10 @@ import { goalText, workerLabel } from "./policy.ts";
 import { pruneLooks } from "./prune.ts";
 import { parseSuperviseArgs, SUPERVISE_USAGE, type SuperviseCommand } from "./supervise-args.ts";
 import { questionForHuman, type Supervision } from "./supervision.ts";
+import { commandFailed, commandSession, guarded, message, result, show, type Level, type ToolGlue, type ToolText } from "./tool-glue.ts";
 import type { Ask, Json, Pairing, VerdictKind } from "./wire.ts";
 
-type Level = "info" | "warning" | "error";
-
-/** What this file needs from the extension's per-session state (index.ts). */
+/** What this file needs from the extension's per-session state (session.ts). */
 export interface SupervisorSession {
   ctx: ExtensionContext;
   readonly client: CoreClient;
@@ -34,20 +33,6 @@ export interface SupervisorSession {
 /** How the model is told to end its turn after a verdict. */
 export const END_TURN = "End your turn now: reply in one short line, no more tool calls.";
 const END_TURN_LOWER = "end your turn now: reply in one short line, no more tool calls.";
-
-function message(e: unknown): string {
-  if (e instanceof CoreError) return e.coreMessage;
-  return e instanceof Error ? e.message : String(e);
-}
-
-function show(ctx: ExtensionContext, text: string, level: Level): void {
-  try {
-    if (ctx.hasUI) ctx.ui.notify(text, level);
-    else process.stderr.write(`${text}\n`);
-  } catch {
-    // no way to show it
-  }
-}
 
 // ---- /supervise ------------------------------------------------------------------------
 
@@ -157,17 +142,12 @@ export async function runSuperviseCommand(
 
 // ---- verdict tools ---------------------------------------------------------------------
 
-interface ToolText {
-  content: Array<{ type: "text"; text: string }>;
-  details: Record<string, Json>;
-  isError?: boolean;
-}
-
-function result(text: string, details: Record<string, Json> = {}, isError = false): ToolText {
-  return isError ? { content: [{ type: "text", text }], details, isError } : { content: [{ type: "text", text }], details };
-}
-
 const NOT_RUNNING = result("The shepherd extension is not running in this session.", {}, true);
+
+/** worker_view's and set_goal's failure: `<what>: <the core's message>`, no details. */
+function failed(what: string, e: unknown): ToolText {
+  return result(`${what}: ${message(e)}`, {}, true);
+}
 
 /** What the model reads after a verdict the core accepted. */
 export function verdictAcceptedText(kind: VerdictKind, worker: string, hint: string | null): string {
@@ -223,22 +203,18 @@ async function verdict(kind: VerdictKind, text: string, s: SupervisorSession | n
 
 /** Registers the command, tools and hooks; `current` is the live session, or null. */
 export function registerSupervisor(pi: ExtensionAPI, current: () => SupervisorSession | null): void {
+  const glue: ToolGlue<SupervisorSession> = { current, notRunning: NOT_RUNNING, refusal: failed };
   pi.registerCommand("supervise", {
     description: "Supervise another Pi session toward a goal: /supervise [@session] [goal|file] | goal <goal> | look | status | stop",
     handler: async (args, ctx) => {
-      const s = current();
-      if (s === null) {
-        show(ctx, "shepherd: not running in this session", "warning");
-        return;
-      }
-      s.ctx = ctx;
+      const s = commandSession(current, ctx);
+      if (s === null) return;
       const cmd = parseSuperviseArgs(args);
       try {
         const out = await runSuperviseCommand(s, cmd, ctx);
         if (out !== null) show(ctx, out.text, out.level);
       } catch (e) {
-        s.recordError(`/supervise ${cmd.kind}`, e);
-        show(ctx, `shepherd: ${message(e)}`, "warning");
+        commandFailed(s, ctx, `/supervise ${cmd.kind}`, e);
       }
     },
   });
@@ -252,24 +228,16 @@ export function registerSupervisor(pi: ExtensionAPI, current: () => SupervisorSe
     promptSnippet: "Fetch the supervised worker's latest progress",
     parameters: Type.Object({}),
     defaultActive: false,
-    async execute(_toolCallId, _params, _signal, _onUpdate, ctx) {
-      const s = current();
-      if (s === null) return NOT_RUNNING;
-      s.ctx = ctx;
-      try {
-        const view = await s.client.workerView();
-        return result(view.text, {
-          pairing_id: view.pairing_id,
-          look: view.look,
-          reason: view.reason,
-          unchanged: view.unchanged,
-          pending_tool_calls: view.pending_tool_calls,
-        });
-      } catch (e) {
-        s.recordError("worker_view", e);
-        return result(`No view: ${message(e)}`, {}, true);
-      }
-    },
+    execute: guarded(glue, "worker_view", "No view", async (s, _params) => {
+      const view = await s.client.workerView();
+      return result(view.text, {
+        pairing_id: view.pairing_id,
+        look: view.look,
+        reason: view.reason,
+        unchanged: view.unchanged,
+        pending_tool_calls: view.pending_tool_calls,
+      });
+    }),
   });
 
   pi.registerTool({
@@ -280,18 +248,10 @@ export function registerSupervisor(pi: ExtensionAPI, current: () => SupervisorSe
       "containing / or . is read as a file path relative to this session's directory.",
     parameters: Type.Object({ goal: Type.String({ minLength: 1, description: "The new goal, or a path to a goal file." }) }),
     defaultActive: false,
-    async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
-      const s = current();
-      if (s === null) return NOT_RUNNING;
-      s.ctx = ctx;
-      try {
-        const p = await s.client.setGoal(params.goal, ctx.cwd);
-        return result(`Goal set:\n${goalText(p)}`, { pairing_id: p.id });
-      } catch (e) {
-        s.recordError("set_goal", e);
-        return result(`Goal not changed: ${message(e)}`, {}, true);
-      }
-    },
+    execute: guarded(glue, "set_goal", "Goal not changed", async (s, params) => {
+      const p = await s.client.setGoal(params.goal, s.ctx.cwd);
+      return result(`Goal set:\n${goalText(p)}`, { pairing_id: p.id });
+    }),
   });
 
   pi.registerTool({

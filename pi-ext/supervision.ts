@@ -5,7 +5,7 @@
 // tools (toolset.ts), a brief with the policy and goal is in the model's context (policy.ts),
 // and the footer says `👁 watching <worker>`; a worker in an active pairing shows `👁 watched`.
 // Leaving (the pairing ended, was stopped, or a `done` was accepted) restores the exact tool
-// list from before. Pi-free: index.ts supplies a SupervisionHost over the real ExtensionAPI.
+// list from before. Pi-free: session.ts supplies a SupervisionHost over the real ExtensionAPI.
 
 import { BRIEF_CUSTOM_TYPE } from "./dedupe.ts";
 import { briefText, goalText, workerLabel, type Policy } from "./policy.ts";

@@ -13,13 +13,12 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 
-import { CoreError, type CoreClient } from "./client.ts";
+import type { CoreClient } from "./client.ts";
+import { commandFailed, commandSession, guarded, message, notRunning, refusal, result, show, type ToolGlue } from "./tool-glue.ts";
 import type { Workers } from "./workers.ts";
 import type { AgentDef, Ask, Json, UsageReport, Worker } from "./wire.ts";
 
-type Level = "info" | "warning" | "error";
-
-/** What this file needs from the extension's per-session state (index.ts). */
+/** What this file needs from the extension's per-session state (session.ts). */
 export interface WorkerSession {
   ctx: ExtensionContext;
   readonly client: CoreClient;
@@ -28,20 +27,6 @@ export interface WorkerSession {
   log(line: string): void;
   recordError(context: string, e: unknown): void;
   refreshStatusLine(): void;
-}
-
-function message(e: unknown): string {
-  if (e instanceof CoreError) return e.coreMessage;
-  return e instanceof Error ? e.message : String(e);
-}
-
-function show(ctx: ExtensionContext, text: string, level: Level): void {
-  try {
-    if (ctx.hasUI) ctx.ui.notify(text, level);
-    else process.stderr.write(`${text}\n`);
-  } catch {
-    // no way to show it
-  }
 }
 
 // ---- what the model reads ----------------------------------------------------------------
@@ -174,52 +159,7 @@ export const AGENTS_USAGE = "usage: /agents (your workers), /agents all (ended o
 
 // ---- tools ---------------------------------------------------------------------------------
 
-interface ToolText {
-  content: Array<{ type: "text"; text: string }>;
-  details: Record<string, Json>;
-  isError?: boolean;
-  terminate?: boolean;
-}
-
-function result(text: string, details: Record<string, Json> = {}, isError = false): ToolText {
-  return isError ? { content: [{ type: "text", text }], details, isError } : { content: [{ type: "text", text }], details };
-}
-
-const NOT_RUNNING = result("Not sent: the shepherd extension is not running in this session.", { reason: "not_running" }, true);
-
-/** `<what>: <the core's reason>`, with `details.reason` (the core's, or `not_connected`). */
-export function refusal(what: string, e: unknown): ToolText {
-  if (e instanceof CoreError) {
-    const d = e.details;
-    const reason = typeof d === "object" && d !== null && !Array.isArray(d) && typeof d["reason"] === "string" ? d["reason"] : null;
-    return result(`${what}: ${e.coreMessage}`, { refused: e.code, reason }, true);
-  }
-  return result(
-    `${what}: the shepherd core is not reachable right now (${message(e)}); nothing was done. Try again in a moment.`,
-    { refused: "not_connected", reason: "not_connected" },
-    true,
-  );
-}
-
-/** A tool's `execute`: the live session (or NOT_RUNNING), its ctx refreshed, failures recorded and refused. */
-function guarded<P>(
-  current: () => WorkerSession | null,
-  tool: string,
-  what: string,
-  run: (s: WorkerSession, params: P, toolCallId: string) => Promise<ToolText>,
-): (toolCallId: string, params: P, signal: unknown, onUpdate: unknown, ctx: ExtensionContext) => Promise<ToolText> {
-  return async (toolCallId, params, _signal, _onUpdate, ctx) => {
-    const s = current();
-    if (s === null) return NOT_RUNNING;
-    s.ctx = ctx;
-    try {
-      return await run(s, params, toolCallId);
-    } catch (e) {
-      s.recordError(tool, e);
-      return refusal(what, e);
-    }
-  };
-}
+const NOT_RUNNING = notRunning({ reason: "not_running" });
 
 function workerDetails(w: Worker): Record<string, Json> {
   return { worker: w.id, label: w.label, state: w.state, available_actions: [...w.available_actions] };
@@ -239,6 +179,7 @@ function sessionId(s: WorkerSession): string | null {
 
 /** Registers the tools and `/agents`; `current` is the live session, or null. */
 export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSession | null): void {
+  const glue: ToolGlue<WorkerSession> = { current, notRunning: NOT_RUNNING, refusal };
   pi.registerTool({
     name: "list_agents",
     label: "List agents",
@@ -247,7 +188,7 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
       "further, where it is defined; broken files with their error), then your managed workers with their " +
       "label, definition, state and the actions available on each now.",
     parameters: Type.Object({}),
-    execute: guarded(current, "list_agents", "No list", async (s, _params) => {
+    execute: guarded(glue, "list_agents", "No list", async (s, _params) => {
       const defs = await s.client.listAgents();
       let workers: string;
       try {
@@ -282,7 +223,7 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
       ),
       fork: Type.Optional(Type.String({ minLength: 1, description: "Start from a copy of this saved session (its file path or id)." })),
     }),
-    execute: guarded(current, "delegate_agent", "Not delegated", async (s, params) => {
+    execute: guarded(glue, "delegate_agent", "Not delegated", async (s, params) => {
       const w = await s.client.delegateAgent(params.definition, params.task, params.label ?? null, params.fork ?? null);
       s.log(`delegate_agent: worker ${w.id} "${w.label}" (${w.definition}) ${w.state}`);
       return result(acceptedText(w, false), workerDetails(w));
@@ -300,7 +241,7 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
       session: Type.String({ minLength: 1, description: "The saved worker session's file path or id." }),
       task: Type.String({ minLength: 1, description: "The new assignment." }),
     }),
-    execute: guarded(current, "continue_agent", "Not continued", async (s, params) => {
+    execute: guarded(glue, "continue_agent", "Not continued", async (s, params) => {
       const w = await s.client.continueAgent(params.session, params.task);
       s.log(`continue_agent: worker ${w.id} "${w.label}" on ${w.session_id}`);
       return result(acceptedText(w, true), workerDetails(w));
@@ -317,7 +258,7 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
       agent: Type.String({ minLength: 1, description: AGENT }),
       message: Type.String({ minLength: 1, description: "The instruction, as you would say it to the worker." }),
     }),
-    execute: guarded(current, "steer_agent", "Not steered", async (s, params) => {
+    execute: guarded(glue, "steer_agent", "Not steered", async (s, params) => {
       const w = await s.client.workerAction("steer", params.agent, params.message);
       s.log(`steer_agent: "${w.label}" now ${w.state}`);
       return result(actionText("steer", w), workerDetails(w));
@@ -334,7 +275,7 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
       agent: Type.String({ minLength: 1, description: AGENT }),
       message: Type.String({ minLength: 1, description: "What it should do instead." }),
     }),
-    execute: guarded(current, "interrupt_agent", "Not interrupted", async (s, params) => {
+    execute: guarded(glue, "interrupt_agent", "Not interrupted", async (s, params) => {
       const w = await s.client.workerAction("interrupt", params.agent, params.message);
       s.log(`interrupt_agent: "${w.label}" now ${w.state}`);
       return result(actionText("interrupt", w), workerDetails(w));
@@ -351,7 +292,7 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
       agent: Type.String({ minLength: 1, description: AGENT }),
       answer: Type.String({ minLength: 1, description: "Your answer, as the worker should read it." }),
     }),
-    execute: guarded(current, "reply_agent", "Not replied", async (s, params) => {
+    execute: guarded(glue, "reply_agent", "Not replied", async (s, params) => {
       const w = await s.client.workerAction("reply", params.agent, params.answer);
       s.log(`reply_agent: "${w.label}" now ${w.state}`);
       return result(actionText("reply", w), workerDetails(w));
@@ -365,7 +306,7 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
       "Close one of your workers (its own workers first): its process stops, a question it asked is dropped and no " +
       "result will come. Its session is kept for continue_agent.",
     parameters: Type.Object({ agent: Type.String({ minLength: 1, description: AGENT }) }),
-    execute: guarded(current, "close_agent", "Not closed", async (s, params) => {
+    execute: guarded(glue, "close_agent", "Not closed", async (s, params) => {
       const w = await s.client.workerAction("close", params.agent, "");
       s.log(`close_agent: "${w.label}" now ${w.state}`);
       return result(actionText("close", w), workerDetails(w));
@@ -379,7 +320,7 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
       "A bounded live view (at most 16 KiB) of what one of your workers did recently: messages, tool calls and " +
       "results, errors. Not a way to wait for it: its result arrives as a message by itself.",
     parameters: Type.Object({ agent: Type.String({ minLength: 1, description: AGENT }) }),
-    execute: guarded(current, "inspect_agent", "No view", async (s, params) => {
+    execute: guarded(glue, "inspect_agent", "No view", async (s, params) => {
       const got = await s.client.agentText("inspect", params.agent);
       return result(`${got.worker.label} (${stateText(got.worker)}), live view:\n\n${got.text}`, workerDetails(got.worker));
     }),
@@ -391,7 +332,7 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
     description:
       "The saved conversation of one of your workers (at most 16 KiB, the newest kept), also after it ended.",
     parameters: Type.Object({ agent: Type.String({ minLength: 1, description: AGENT }) }),
-    execute: guarded(current, "read_agent_transcript", "No transcript", async (s, params) => {
+    execute: guarded(glue, "read_agent_transcript", "No transcript", async (s, params) => {
       const got = await s.client.agentText("transcript", params.agent);
       return result(`${got.worker.label} (${stateText(got.worker)}), transcript:\n\n${got.text}`, workerDetails(got.worker));
     }),
@@ -408,7 +349,7 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
     promptGuidelines: ["Call ask_owner alone, with no other tool call in the same message; your turn ends with it."],
     parameters: Type.Object({ question: Type.String({ minLength: 1, description: "The question, self-contained." }) }),
     defaultActive: false,
-    execute: guarded(current, "ask_owner", "Not asked", async (s, params, toolCallId) => {
+    execute: guarded(glue, "ask_owner", "Not asked", async (s, params, toolCallId) => {
       const others = s.workers.othersBeside(toolCallId);
       if (others.length > 0) {
         s.log(`ask_owner refused: beside ${others.join(", ")}`);
@@ -425,19 +366,14 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
   pi.registerCommand("agents", {
     description: "List your managed workers (`/agents all`: ended ones too); `/agents stats`: usage totals",
     handler: async (args, ctx) => {
-      const s = current();
-      if (s === null) {
-        show(ctx, "shepherd: not running in this session", "warning");
-        return;
-      }
-      s.ctx = ctx;
+      const s = commandSession(current, ctx);
+      if (s === null) return;
       const word = args.trim().toLowerCase();
       if (word === "stats") {
         try {
           show(ctx, statsText(await s.client.usage()), "info");
         } catch (e) {
-          s.recordError("/agents stats", e);
-          show(ctx, `shepherd: ${message(e)}`, "warning");
+          commandFailed(s, ctx, "/agents stats", e);
         }
         return;
       }
@@ -449,8 +385,7 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
         const workers = await s.client.listWorkers(word === "all");
         show(ctx, workersText(workers, sessionId(s)), "info");
       } catch (e) {
-        s.recordError("/agents", e);
-        show(ctx, `shepherd: ${message(e)}`, "warning");
+        commandFailed(s, ctx, "/agents", e);
       }
     },
   });

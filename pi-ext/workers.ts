@@ -8,7 +8,7 @@
 // owner: the owner tools, never `ask_owner`. It also holds the rule that `ask_owner` is the
 // only tool call of its assistant message: the tool calls of the last assistant message are
 // recorded at message_end (Pi emits it before any of that message's tools execute), and
-// `ask_owner` checks them. index.ts supplies a WorkersHost over the real ExtensionAPI, tests
+// `ask_owner` checks them. session.ts supplies a WorkersHost over the real ExtensionAPI, tests
 // a fake.
 //
 // The core also launches Leads for work assignments (project work) with a nonce and

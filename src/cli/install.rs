@@ -22,7 +22,14 @@ use super::{Ctx, Failure, print, print_json};
 pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("package.json", include_str!("../../pi-ext/package.json")),
     ("index.ts", include_str!("../../pi-ext/index.ts")),
+    ("session.ts", include_str!("../../pi-ext/session.ts")),
     ("client.ts", include_str!("../../pi-ext/client.ts")),
+    ("connection.ts", include_str!("../../pi-ext/connection.ts")),
+    (
+        "human-tools.ts",
+        include_str!("../../pi-ext/human-tools.ts"),
+    ),
+    ("tool-glue.ts", include_str!("../../pi-ext/tool-glue.ts")),
     ("autostart.ts", include_str!("../../pi-ext/autostart.ts")),
     ("config.ts", include_str!("../../pi-ext/config.ts")),
     ("dedupe.ts", include_str!("../../pi-ext/dedupe.ts")),
