@@ -59,10 +59,12 @@ macro_rules! client_messages {
                     #[serde(rename = "type", borrow)]
                     kind: std::borrow::Cow<'a, str>,
                 }
-                let head: Head<'_> = serde_json::from_slice(body).ok()?;
+                // UTF-8 first: serde_json would skip an unknown field's bytes unchecked.
+                let text = std::str::from_utf8(body).ok()?;
+                let head: Head<'_> = serde_json::from_str(text).ok()?;
                 match head.kind.as_ref() {
-                    $( $rtype => serde_json::from_slice(body).ok().map(ClientMsg::$req), )*
-                    $( $ntype => serde_json::from_slice(body).ok().map(ClientMsg::$notice), )*
+                    $( $rtype => serde_json::from_str(text).ok().map(ClientMsg::$req), )*
+                    $( $ntype => serde_json::from_str(text).ok().map(ClientMsg::$notice), )*
                     _ => None,
                 }
             }
@@ -539,6 +541,8 @@ mod tests {
             br#"{"type":7,"id":1}"#,
             br#"{"type":"send","id":"1","to":"a","text":"x"}"#,
             br#"{"type":"send","id":1,"to":"a","text":"x"} trailing"#,
+            // Not UTF-8, in a field nobody reads: malformed all the same.
+            b"{\"type\":\"ping\",\"id\":1,\"x\":\"\xff\xfe\"}",
         ] {
             assert_eq!(
                 ClientMsg::decode_direct(body),
@@ -547,6 +551,8 @@ mod tests {
                 String::from_utf8_lossy(body)
             );
         }
+        let malformed = ClientMsg::decode(b"{\"type\":\"ping\",\"id\":1,\"x\":\"\xff\"}");
+        assert!(matches!(malformed, Err((super::frame::DecodeError::Malformed(_), None))));
         let repaired = ClientMsg::decode(br#"{"type":"send","id":1,"to":"a","text":"\ud83d"}"#);
         assert!(matches!(repaired, Ok(ClientMsg::Send(s)) if s.text == "\u{fffd}"));
         let last = ClientMsg::decode(br#"{"type":"send","id":1,"to":"a","text":"x","text":"y"}"#);
