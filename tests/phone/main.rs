@@ -7,10 +7,9 @@
 //! - [`fake_telegram`]: the fake Bot API itself, driven by real teloxide;
 //! - [`synapse_harness`]: the Synapse harness itself;
 //! - [`telegram`]: the Telegram bridge's main scenarios;
-//! - [`telegram_roles`]: roles on Telegram;
 //! - [`matrix`]: the Matrix bridge's main scenarios;
 //! - [`projects`]: project work, one scenario run on each phone;
-//! - [`matrix_roles`]: roles on Matrix;
+//! - [`roles`]: roles, one scenario run on each phone (and a Telegram topic renamed after the bridge was away);
 //! - [`typed`]: typing in a session's topic or thread, one scenario run on each phone;
 //! - [`workers`]: managed workers, one scenario run on each phone ([`shepherd_harness::phone::Phone`]);
 //! - [`projects_phone`]: what the project-work scenario needs besides the phone;
@@ -18,12 +17,11 @@
 
 mod fake_telegram;
 mod matrix;
-mod matrix_roles;
 mod projects;
 mod projects_phone;
+mod roles;
 mod synapse_harness;
 mod telegram;
-mod telegram_roles;
 mod typed;
 mod workers;
 mod workers_phone;

@@ -62,7 +62,9 @@ async fn project_work_on(mut phone: impl Phone, manager_id: &str) -> Result<()> 
         .await
         .with_context(|| core.log())?;
     let place = took.place.clone().context("the role is said in a place")?;
-    phone.place_named(&place, "🧭 manager · app").await?;
+    phone
+        .place_named(&place, |name| name == "🧭 manager · app")
+        .await?;
 
     // Delegated: the Lead commits and ends its turn; its update is said once, tagged, in
     // the Manager's place, and mailed to the Manager.

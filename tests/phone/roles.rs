@@ -1,19 +1,25 @@
-//! Roles on Telegram, end to end: the real `shepherd up` (core + bridge) against the
-//! strict fake Bot API in a forum, with protocol-level Pi sessions in a temp git
-//! repository (a Manager in its primary checkout, a Lead in a linked worktree) and a Chief outside
-//! it. One core for the whole scenario: the role topics renamed (`🧭 manager · app`,
-//! `👑 chief`) with a line saying so, an ask addressed to the Manager tagged on its card
-//! and answered from the phone (the Manager gets a notice, the Lead the answer once), one
-//! the Manager answers first (the card says who), staff and supervisor edges shown in the
-//! receiver's topic, and `/staff` with a reply to a line (or to what its ✍️ button asks)
-//! steering that session.
+//! Roles on the phones, end to end, one scenario run on each ([`Phone`]): the real
+//! `shepherd up` (core + bridge) against the strict fake Bot API in a forum, or a real
+//! Synapse with a matrix-sdk client playing the human, with protocol-level Pi sessions in
+//! a temp git repository (a Manager in its primary checkout, a Lead in a linked worktree)
+//! and a Chief outside it. One core for the whole scenario: a role change said in the
+//! session's place (a Telegram topic is renamed after the role, `🧭 manager · app`,
+//! `👑 chief`, and back; a Matrix thread has no name to change), an ask addressed to the
+//! Manager tagged on its card and answered from the phone (the Manager gets a notice, the
+//! Lead the answer once), one the Manager answers first (the card says who), staff and
+//! supervisor edges shown in the receiver's place, and `/staff` (`!staff`) with a reply
+//! to a line steering that session, and a line's steer (Telegram: its ✍️ button and the
+//! reply it asks for) steering the Manager. On Telegram alone: a role taken while the
+//! bridge was away renames the topic when it is back.
 
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use shepherd_core::protocol::{DeliveryKind, Role};
-use shepherd_harness::fake_telegram::{FakeTelegram, FakeTelegramOptions, FakeUser, UserMessage};
+use shepherd_harness::fake_telegram::{FakeTelegram, FakeTelegramOptions, FakeUser};
 use shepherd_harness::git_repo::repo_with_worktree;
+use shepherd_harness::phone::{MatrixPhone, Phone, TelegramPhone};
+use shepherd_harness::synapse::skip_e2e;
 use shepherd_harness::{Core, Pi};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -21,95 +27,71 @@ const ADA: i64 = 4242;
 const FORUM: i64 = -1_001_234_567;
 
 #[tokio::test]
-async fn roles_get_topics_tagged_cards_edges_and_staff_on_telegram() -> Result<()> {
-    let ada = FakeUser::new(ADA, "Ada").with_username("ada");
-    // Flood limits are tested elsewhere (the `telegram` module): a forum's 20 messages a minute
-    // would only make this scenario slow.
-    let opts = FakeTelegramOptions::default()
-        .user(ada)
-        .forum(FORUM, "shepherd")
-        .no_rate_limits();
-    let tg = FakeTelegram::start(opts).await?;
-    let api = tg.api_url();
-    let core = Core::start_with(&[
-        ("SHEPHERD_TELEGRAM_TOKEN", tg.token()),
-        ("SHEPHERD_TELEGRAM__ALLOWED_USERS", "[4242]"),
-        ("SHEPHERD_TELEGRAM__CHAT_ID", &FORUM.to_string()),
-        ("SHEPHERD_TELEGRAM__API_URL", &api),
-        ("SHEPHERD_TELEGRAM__LIMITS__PER_CHAT_PER_SECOND", "200"),
-        ("SHEPHERD_TELEGRAM__LIMITS__PER_GROUP_PER_MINUTE", "10000"),
-        ("SHEPHERD_TELEGRAM__LIMITS__GLOBAL_PER_SECOND", "200"),
-    ])
-    .await?;
-    tg.wait_for("the bridge's first long poll", WAIT, |tg| {
-        tg.long_poll_waiting().then_some(())
-    })
-    .await?;
+async fn on_telegram_roles_get_places_tagged_cards_edges_and_staff() -> Result<()> {
+    roles_on(TelegramPhone::start().await?, "tr").await
+}
+
+#[tokio::test]
+async fn on_matrix_roles_get_places_tagged_cards_edges_and_staff() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    roles_on(MatrixPhone::start().await?, "mr").await
+}
+
+/// `ids`: the sessions' id prefix (`tr-mara`), as the `/staff` lines show them.
+async fn roles_on(mut phone: impl Phone, ids: &str) -> Result<()> {
+    let env = phone.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let core = Core::start_with(&env).await?;
+    phone.ready().await?;
     let work = tempfile::tempdir()?;
     let (repo, linked) = repo_with_worktree(work.path(), "app", "fix-login")?;
     let elsewhere = work.path().join("notes");
     std::fs::create_dir_all(&elsewhere)?;
 
-    // Each session gets its topic when it registers.
-    let mut mara = Pi::register(&core.socket(), "tr-mara", "mara", &repo).await?;
-    let mut lead = Pi::register(&core.socket(), "tr-lead", "fix-login", &linked).await?;
-    let mut cleo = Pi::register(&core.socket(), "tr-cleo", "cleo", &elsewhere).await?;
-    let topic_of = |tg: &FakeTelegram, name: &str| {
-        tg.topics(FORUM).into_iter().find(|t| t.name.contains(name))
-    };
-    let mara_topic = tg
-        .wait_for("mara's topic", WAIT, |tg| topic_of(tg, "mara"))
-        .await?;
-    let lead_topic = tg
-        .wait_for("the lead's topic", WAIT, |tg| topic_of(tg, "fix-login"))
-        .await?;
-    let cleo_topic = tg
-        .wait_for("cleo's topic", WAIT, |tg| topic_of(tg, "cleo"))
-        .await?;
+    // Each session gets its place when it registers.
+    let socket = core.socket();
+    let mut mara = Pi::register(&socket, &format!("{ids}-mara"), "mara", &repo).await?;
+    let mut lead = Pi::register(&socket, &format!("{ids}-lead"), "fix-login", &linked).await?;
+    let mut cleo = Pi::register(&socket, &format!("{ids}-cleo"), "cleo", &elsewhere).await?;
+    let mara_place = phone.place_of("mara").await?;
+    let lead_place = phone.place_of("fix-login").await?;
+    let cleo_place = phone.place_of("cleo").await?;
 
-    // Taking a role renames the topic after it, and says so there.
+    // Taking a role is said in the session's place (and renames a topic after it).
     mara.client.set_role(Role::Manager).await?;
     cleo.client.set_role(Role::Chief).await?;
-    for (topic, name, line) in [
+    for (place, name, line) in [
         (
-            &mara_topic,
+            &mara_place,
             "🧭 manager · app",
             "mara is now the manager of app",
         ),
-        (&cleo_topic, "👑 chief", "cleo is now the chief"),
+        (&cleo_place, "👑 chief", "cleo is now the chief"),
     ] {
-        tg.wait_for(&format!("the topic renamed {name}"), WAIT, |tg| {
-            tg.topics(FORUM)
-                .into_iter()
-                .find(|t| t.thread_id == topic.thread_id && t.name == name)
-        })
-        .await?;
-        let said = tg
-            .wait_for_message(FORUM, WAIT, |m| m.text.contains(line))
-            .await?;
-        assert_eq!(said.thread_id, Some(topic.thread_id), "{line}");
+        phone.place_named(place, |n| n == name).await?;
+        let said = phone.bot_says(|m| m.text.contains(line)).await?;
+        assert_eq!(said.place.as_ref(), Some(place), "{line}");
     }
 
-    // The Lead asks its supervisor: the card in the Lead's topic says whom it is for.
+    // The Lead asks its supervisor: the card in the Lead's place says whom it is for.
     let ask = lead
         .client
         .ask_supervisor("Merge the login fix?", vec!["merge".into(), "wait".into()])
         .await?;
     assert_eq!(ask.to.as_ref().map(|t| t.role), Some(Role::Manager));
-    let card = tg
-        .wait_for_message(FORUM, WAIT, |m| {
-            m.text.contains("Merge the login fix?") && !m.buttons().is_empty()
-        })
+    let card = phone
+        .bot_says(|m| m.text.contains("Merge the login fix?") && phone.is_open_card(m))
         .await?;
-    assert_eq!(card.thread_id, Some(lead_topic.thread_id));
+    assert_eq!(card.place.as_ref(), Some(&lead_place));
     assert!(card.text.contains("→ manager of app"), "{}", card.text);
     let to_mara = mara.next_delivery(WAIT).await?;
     assert_eq!(to_mara.kind, DeliveryKind::Ask);
     mara.ack(&[to_mara.id]).await?;
 
     // Ada answers from the phone: the Lead gets it once, the Manager a notice.
-    let press = tg.press_button(FORUM, card.message_id, ADA, &card.buttons()[0].1)?;
-    tg.wait_for_callback_answer(&press.query_id, WAIT).await?;
+    phone.choose(&card, 1).await?;
     let answer = lead.next_delivery(WAIT).await?;
     assert_eq!(
         (answer.kind, answer.text.as_str()),
@@ -118,94 +100,85 @@ async fn roles_get_topics_tagged_cards_edges_and_staff_on_telegram() -> Result<(
     lead.ack(&[answer.id]).await?;
     let notice = mara.next_delivery(WAIT).await?;
     assert_eq!(notice.kind, DeliveryKind::Notice);
-    assert!(notice.text.contains("telegram:@ada"), "{}", notice.text);
+    assert!(notice.text.contains(phone.human()), "{}", notice.text);
     mara.ack(&[notice.id]).await?;
-    let edited = tg
-        .wait_for_message(FORUM, WAIT, |m| {
-            m.message_id == card.message_id && !m.edits.is_empty()
-        })
+    let answered_by = format!("answered by {}", phone.human());
+    phone
+        .bot_says(|m| m.id == card.id && m.edited && m.text.contains(&answered_by))
         .await?;
-    assert!(
-        edited.text.contains("answered by telegram:@ada"),
-        "{}",
-        edited.text
-    );
 
     // The Manager answers the next one first: the card says it was the Manager.
     let ask2 = lead
         .client
         .ask_supervisor("Squash the commits?", vec![])
         .await?;
-    let card2 = tg
-        .wait_for_message(FORUM, WAIT, |m| m.text.contains("Squash the commits?"))
+    let card2 = phone
+        .bot_says(|m| m.text.contains("Squash the commits?") && !m.edited)
         .await?;
     let to_mara = mara.next_delivery(WAIT).await?;
     assert_eq!(to_mara.kind, DeliveryKind::Ask);
     mara.ack(&[to_mara.id]).await?;
     mara.client.answer(ask2.id, "yes, squash").await?;
-    let edited2 = tg
-        .wait_for_message(FORUM, WAIT, |m| {
-            m.message_id == card2.message_id && m.text.contains("yes, squash")
-        })
+    let edited2 = phone
+        .bot_says(|m| m.id == card2.id && m.text.contains("yes, squash"))
         .await?;
-    assert!(edited2.text.contains("manager of app"), "{}", edited2.text);
-    assert!(edited2.text.contains("mara"), "{}", edited2.text);
+    assert!(
+        edited2.text.contains("answered by manager of app mara"),
+        "{}",
+        edited2.text
+    );
     let answer2 = lead.next_delivery(WAIT).await?;
     assert_eq!(answer2.text, "yes, squash");
     lead.ack(&[answer2.id]).await?;
 
-    // Edges: a steer from the Manager in the Lead's topic, mail up in the Manager's.
+    // Edges: a steer from the Manager in the Lead's place, mail up in the Manager's.
     mara.client
         .message_staff(lead.session_id.as_str(), "rebase on main first")
         .await?;
-    let down = tg
-        .wait_for_message(FORUM, WAIT, |m| {
-            m.text.contains("manager → fix-login: rebase on main first")
-        })
+    let down = phone
+        .bot_says(|m| m.text.contains("manager → fix-login: rebase on main first"))
         .await?;
-    assert_eq!(down.thread_id, Some(lead_topic.thread_id));
+    assert_eq!(down.place.as_ref(), Some(&lead_place));
     let steer = lead.next_delivery(WAIT).await?;
     assert_eq!(steer.kind, DeliveryKind::StaffMessage);
     lead.ack(&[steer.id]).await?;
     lead.client
         .message_supervisor("rebased, tests pass")
         .await?;
-    let up = tg
-        .wait_for_message(FORUM, WAIT, |m| {
-            m.text.contains("fix-login → manager: rebased, tests pass")
-        })
+    let up = phone
+        .bot_says(|m| m.text.contains("fix-login → manager: rebased, tests pass"))
         .await?;
-    assert_eq!(up.thread_id, Some(mara_topic.thread_id));
+    assert_eq!(up.place.as_ref(), Some(&mara_place));
     let mail = mara.next_delivery(WAIT).await?;
     assert_eq!(mail.kind, DeliveryKind::SupervisorMessage);
     mara.ack(&[mail.id]).await?;
 
-    // /staff: chief → manager → lead, one line each; a reply to the Lead's line steers it.
-    tg.inject_message(UserMessage::new(FORUM, ADA, "/staff"))?;
-    tg.wait_for_message(FORUM, WAIT, |m| {
-        m.text.contains("Staff: 1 chief, 1 manager")
-    })
-    .await?;
-    let lines = tg
-        .wait_for("the staff lines", WAIT, |tg| {
-            let lines: Vec<_> = tg
-                .messages(FORUM)
-                .into_iter()
-                .filter(|m| m.text.contains("👑 chief ·") || m.text.contains(" · tr-"))
-                .collect();
-            (lines.len() >= 3).then_some(lines)
-        })
+    // /staff: chief → manager → lead, one line each, in the main timeline; a reply to the
+    // Lead's line steers it.
+    phone.command("staff").await?;
+    phone
+        .bot_says(|m| m.text.contains("Staff: 1 chief, 1 manager"))
         .await?;
+    let lead_line = phone
+        .bot_says(|m| m.text.contains("└ ") && m.text.contains(&format!(" · {ids}-lead")))
+        .await?;
+    let lines: Vec<_> = phone
+        .all_said()
+        .into_iter()
+        .filter(|m| m.text.contains("👑 chief ·") || m.text.contains(&format!(" · {ids}-")))
+        .collect();
     let texts: Vec<&str> = lines.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
     assert!(texts[0].starts_with("👑 chief · "), "{texts:?}");
     assert!(texts[1].starts_with("└ 🧭 manager of app · "), "{texts:?}");
     assert!(
         texts[2].contains("└ ") && texts[2].contains("fix-login"),
         "{texts:?}"
     );
-    tg.inject_message(
-        UserMessage::new(FORUM, ADA, "add a test for the SSO path").reply_to(lines[2].message_id),
-    )?;
+    assert!(lines.iter().all(|m| m.place.is_none()), "{lines:?}");
+    phone
+        .reply(&lead_line, "add a test for the SSO path")
+        .await?;
     let steer = lead.next_delivery(WAIT).await?;
     assert_eq!(
         (steer.kind, steer.text.as_str()),
@@ -213,26 +186,10 @@ async fn roles_get_topics_tagged_cards_edges_and_staff_on_telegram() -> Result<(
     );
     lead.ack(&[steer.id]).await?;
 
-    // One tap: a line's ✍️ button asks what to say (a forced reply); the reply steers.
-    let button = lines[1].buttons();
-    assert_eq!(button.len(), 1, "{button:?}");
-    assert_eq!(button[0].0, "✍️ steer");
-    let press = tg.press_button(FORUM, lines[1].message_id, ADA, &button[0].1)?;
-    tg.wait_for_callback_answer(&press.query_id, WAIT).await?;
-    let prompt = tg
-        .wait_for_message(FORUM, WAIT, |m| m.text.contains("What should mara do?"))
+    // The Manager's line steers it too.
+    phone
+        .steer_from_line(&lines[1], "hold merges until 5pm")
         .await?;
-    assert_eq!(
-        prompt
-            .reply_markup
-            .as_ref()
-            .map(|m| m["force_reply"].clone()),
-        Some(serde_json::json!(true)),
-        "the app opens the reply at once"
-    );
-    tg.inject_message(
-        UserMessage::new(FORUM, ADA, "hold merges until 5pm").reply_to(prompt.message_id),
-    )?;
     let steer = mara.next_delivery(WAIT).await?;
     assert_eq!(
         (steer.kind, steer.text.as_str()),
@@ -240,19 +197,16 @@ async fn roles_get_topics_tagged_cards_edges_and_staff_on_telegram() -> Result<(
     );
     mara.ack(&[steer.id]).await?;
 
-    // Leaving the role renames the topic back after the session.
+    // Leaving the role is said in its place (and names a topic after the session again).
     mara.client.set_role(Role::Lead).await?;
-    tg.wait_for("mara's topic named after her again", WAIT, |tg| {
-        tg.topics(FORUM)
-            .into_iter()
-            .find(|t| t.thread_id == mara_topic.thread_id && t.name.contains("mara"))
-    })
-    .await?;
-    tg.wait_for_message(FORUM, WAIT, |m| {
-        m.text.contains("mara left the manager role")
-    })
-    .await
-    .context("the leaving is said")?;
+    phone
+        .place_named(&mara_place, |n| n.contains("mara"))
+        .await?;
+    let left = phone
+        .bot_says(|m| m.text.contains("mara left the manager role"))
+        .await
+        .context("the leaving is said")?;
+    assert_eq!(left.place.as_ref(), Some(&mara_place));
     Ok(())
 }
 

@@ -552,7 +552,10 @@ mod tests {
             );
         }
         let malformed = ClientMsg::decode(b"{\"type\":\"ping\",\"id\":1,\"x\":\"\xff\"}");
-        assert!(matches!(malformed, Err((super::frame::DecodeError::Malformed(_), None))));
+        assert!(matches!(
+            malformed,
+            Err((super::frame::DecodeError::Malformed(_), None))
+        ));
         let repaired = ClientMsg::decode(br#"{"type":"send","id":1,"to":"a","text":"\ud83d"}"#);
         assert!(matches!(repaired, Ok(ClientMsg::Send(s)) if s.text == "\u{fffd}"));
         let last = ClientMsg::decode(br#"{"type":"send","id":1,"to":"a","text":"x","text":"y"}"#);

@@ -61,8 +61,16 @@ pub trait Phone {
     /// The first of the bot's messages (as it is now) for which `pred` holds.
     async fn bot_says(&self, pred: impl Fn(&Said) -> bool) -> Result<Said>;
 
+    /// Everything the bot has said so far, as it is now, oldest first.
+    fn all_said(&self) -> Vec<Said>;
+
     /// How many of the bot's messages contain `what`.
-    fn count_said(&self, what: &str) -> usize;
+    fn count_said(&self, what: &str) -> usize {
+        self.all_said()
+            .iter()
+            .filter(|m| m.text.contains(what))
+            .count()
+    }
 
     /// Where the bot talks about the session named `name` (its topic or thread).
     async fn place_of(&self, name: &str) -> Result<String>;
@@ -94,7 +102,13 @@ pub trait Phone {
     async fn reply(&self, to: &Said, text: &str) -> Result<()>;
 
     /// The bot's messages that contain `what`, as where each is (see [`Said::place`]).
-    fn places_said(&self, what: &str) -> Vec<Option<String>>;
+    fn places_said(&self, what: &str) -> Vec<Option<String>> {
+        self.all_said()
+            .into_iter()
+            .filter(|m| m.text.contains(what))
+            .map(|m| m.place)
+            .collect()
+    }
 
     /// Wait until the bot has said `what` `times` times.
     async fn wait_said_times(&self, what: &str, times: usize) -> Result<()> {
@@ -116,9 +130,13 @@ pub trait Phone {
     /// have none).
     fn place_names(&self) -> Vec<String>;
 
-    /// Wait until `place` is named `name` where places have names (Telegram's topics);
-    /// at once where they have none (Matrix's threads).
-    async fn place_named(&self, place: &str, name: &str) -> Result<()>;
+    /// Wait until `place`'s name is one for which `named` holds, where places have names
+    /// (Telegram's topics); at once where they have none (Matrix's threads).
+    async fn place_named(&self, place: &str, named: impl Fn(&str) -> bool) -> Result<()>;
+
+    /// Steer the session a `/staff` line shows, from the line (Telegram: its ✍️ button,
+    /// then a reply to the forced-reply prompt it asks with; Matrix: a reply to the line).
+    async fn steer_from_line(&self, line: &Said, text: &str) -> Result<()>;
 
     /// Whether `m` is a card still waiting for its answer (Telegram: it has buttons;
     /// Matrix: it was never edited).
@@ -223,12 +241,8 @@ impl Phone for TelegramPhone {
         Ok(Self::said(&m))
     }
 
-    fn count_said(&self, what: &str) -> usize {
-        self.tg
-            .messages(FORUM)
-            .iter()
-            .filter(|m| m.text.contains(what))
-            .count()
+    fn all_said(&self) -> Vec<Said> {
+        self.tg.messages(FORUM).iter().map(Self::said).collect()
     }
 
     async fn place_of(&self, name: &str) -> Result<String> {
@@ -290,27 +304,50 @@ impl Phone for TelegramPhone {
         Ok(())
     }
 
-    fn places_said(&self, what: &str) -> Vec<Option<String>> {
-        self.tg
-            .messages(FORUM)
-            .iter()
-            .filter(|m| m.text.contains(what))
-            .map(|m| m.thread_id.map(|t| t.to_string()))
-            .collect()
-    }
-
     fn place_names(&self) -> Vec<String> {
         self.tg.topics(FORUM).into_iter().map(|t| t.name).collect()
     }
 
-    async fn place_named(&self, place: &str, name: &str) -> Result<()> {
+    async fn place_named(&self, place: &str, named: impl Fn(&str) -> bool) -> Result<()> {
         self.tg
-            .wait_for(&format!("topic {place} named {name}"), PHONE_WAIT, |tg| {
+            .wait_for(&format!("topic {place} renamed"), PHONE_WAIT, |tg| {
                 tg.topics(FORUM)
                     .into_iter()
-                    .find(|t| t.thread_id.to_string() == place && t.name == name)
+                    .find(|t| t.thread_id.to_string() == place && named(&t.name))
             })
             .await?;
+        Ok(())
+    }
+
+    async fn steer_from_line(&self, line: &Said, text: &str) -> Result<()> {
+        let [(label, data)] = line.buttons.as_slice() else {
+            bail!("a staff line has one button, not {:?}", line.buttons);
+        };
+        if label != "✍️ steer" {
+            bail!("the staff line's button is {label:?}, not ✍️ steer");
+        }
+        let press = self
+            .tg
+            .press_button(FORUM, Self::message_id(line)?, ADA_TELEGRAM, data)?;
+        self.tg
+            .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
+            .await?;
+        let prompt = self
+            .tg
+            .wait_for_message(FORUM, PHONE_WAIT, |m| {
+                m.text.contains("What should ") && m.text.contains(" do?")
+            })
+            .await?;
+        // The app opens the reply at once.
+        let forced = prompt
+            .reply_markup
+            .as_ref()
+            .map(|m| m["force_reply"].clone());
+        if forced != Some(serde_json::json!(true)) {
+            bail!("the prompt does not force a reply: {prompt:?}");
+        }
+        let reply = UserMessage::new(FORUM, ADA_TELEGRAM, text).reply_to(prompt.message_id);
+        self.tg.inject_message(reply)?;
         Ok(())
     }
 
@@ -447,12 +484,13 @@ impl Phone for MatrixPhone {
         Ok(Self::said(&m))
     }
 
-    fn count_said(&self, what: &str) -> usize {
+    fn all_said(&self) -> Vec<Said> {
         self.ada
             .messages(&self.room)
             .iter()
-            .filter(|m| m.sender == BOT && m.body().contains(what))
-            .count()
+            .filter(|m| m.sender == BOT)
+            .map(Self::said)
+            .collect()
     }
 
     async fn place_of(&self, name: &str) -> Result<String> {
@@ -509,21 +547,16 @@ impl Phone for MatrixPhone {
         Ok(())
     }
 
-    fn places_said(&self, what: &str) -> Vec<Option<String>> {
-        self.ada
-            .messages(&self.room)
-            .iter()
-            .filter(|m| m.sender == BOT && m.body().contains(what))
-            .map(|m| m.thread_root().map(str::to_string))
-            .collect()
-    }
-
     fn place_names(&self) -> Vec<String> {
         Vec::new()
     }
 
-    async fn place_named(&self, _place: &str, _name: &str) -> Result<()> {
+    async fn place_named(&self, _place: &str, _named: impl Fn(&str) -> bool) -> Result<()> {
         Ok(())
+    }
+
+    async fn steer_from_line(&self, line: &Said, text: &str) -> Result<()> {
+        self.reply(line, text).await
     }
 
     fn is_open_card(&self, m: &Said) -> bool {
