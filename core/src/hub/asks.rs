@@ -229,6 +229,28 @@ impl State {
         Ok(())
     }
 
+    /// `list_asks`: the open asks, or every ask (read off the hub).
+    pub(super) fn list_asks(
+        &self,
+        cx: Cx,
+        req: requests::ListAsks,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        if req.all {
+            // Every ask ever asked can be many: read off the hub.
+            let id = cx.id;
+            self.read_off_hub(cx, out, move |db| {
+                let asks = store::asks::list(db, true)?;
+                Ok(ServerMsg::Asks { id, asks })
+            });
+            return Ok(());
+        }
+        let asks = store::asks::list(db, false)?;
+        out.send(cx.conn, &ServerMsg::Asks { id: cx.id, asks });
+        Ok(())
+    }
+
     pub(super) fn answer(
         &mut self,
         cx: Cx,
