@@ -4,11 +4,11 @@
 
 use rusqlite::Connection;
 
-use super::super::mail::Mailed;
-use super::super::reports::Posted;
-use super::super::{Cx, HubError, HubResult, Out, State};
 use super::{forbidden, role_label};
 use crate::clock::now_ms;
+use crate::hub::mail::Mailed;
+use crate::hub::reports::Posted;
+use crate::hub::{Cx, HubError, HubResult, Out, State};
 use crate::protocol::requests::{MessagePeer, MessageStaff, MessageSupervisor};
 use crate::protocol::{
     DeliveryKind, EdgeKind, EdgeMessage, ErrorCode, MessageId, ReportKind, Role, ServerMsg,

@@ -5,9 +5,9 @@
 
 use rusqlite::Connection;
 
-use super::super::{Cx, HubError, HubResult, Out, State, atomically};
 use super::{refused, role_label};
 use crate::clock::now_ms;
+use crate::hub::{Cx, HubError, HubResult, Out, State, atomically};
 use crate::protocol::requests::{ListRoles, SetRole};
 use crate::protocol::{
     Ask, AskTo, ClientKind, DeliveryKind, ErrorCode, Lease, Role, Sender, ServerMsg, SessionInfo,

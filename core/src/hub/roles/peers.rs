@@ -3,8 +3,8 @@
 
 use rusqlite::Connection;
 
-use super::super::{Cx, HubError, HubResult, Out, State};
 use super::{forbidden, is_lead};
+use crate::hub::{Cx, HubError, HubResult, Out, State};
 use crate::protocol::requests::ListPeers;
 use crate::protocol::{ErrorCode, Role, ServerMsg, SessionId, SessionInfo};
 use crate::store;

@@ -4,9 +4,9 @@
 
 use rusqlite::Connection;
 
-use super::super::{Cx, HubCommand, HubError, HubResult, Out, State};
 use super::{Leases, forbidden};
 use crate::clock::now_ms;
+use crate::hub::{Cx, HubCommand, HubError, HubResult, Out, State};
 use crate::protocol::requests::{InspectStaff, ListStaff};
 use crate::protocol::{
     ClientKind, ErrorCode, Lease, Role, ServerMsg, SessionId, SessionInfo, StaffMember, StaffView,
