@@ -9,6 +9,12 @@
 //! sends the responses and deliveries those commands produced. Nothing is acknowledged
 //! before it is durable, and under load one commit covers hundreds of messages. If the
 //! commit fails, every request of the batch gets `store_failed` and nothing is sent.
+//!
+//! This file holds the actor's loop and its group commit, its inbox, its state and what a
+//! batch produces (`Out`); `dispatch` hands each command and request to its feature,
+//! `failed` answers a batch the store failed, `flush` hands a committed batch's frames to
+//! the connections' writers, `subscribers` serves the bridges' subscriptions; every
+//! feature owns its requests in a module of its own.
 
 mod agents;
 mod asks;

@@ -5,7 +5,6 @@
 //! Chief to the human. Authority comes from the connection's session and the leases,
 //! never from names, cwd or payload fields. Model-facing targets are exact session ids:
 //! a session outside the caller's staff or peers is refused as unknown.
-
 //!
 //! This module holds the reporting lines (whom a session reports to, read from the
 //! leases) and the caller's identity; its children each own one responsibility:
