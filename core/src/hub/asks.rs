@@ -8,8 +8,8 @@ use rusqlite::Connection;
 use super::{Cx, HubError, HubResult, Out, State, atomically};
 use crate::clock::now_ms;
 use crate::protocol::{
-    AskState, AskTo, ClientKind, DeliveryKind, ErrorCode, Role, Sender, ServerMsg, SessionId,
-    SessionInfo, requests,
+    AskId, AskState, AskTo, ClientKind, DeliveryKind, ErrorCode, Role, Sender, ServerMsg,
+    SessionId, SessionInfo, requests,
 };
 use crate::store::{self, messages::NewMessage};
 
@@ -28,6 +28,29 @@ pub(super) fn human_label(kind: ClientKind, client_name: &str, by: Option<String
             .unwrap_or_else(|| client_name.to_string()),
         _ => "cli".to_string(),
     }
+}
+
+/// A question is not empty; at most [`MAX_OPTIONS`] options of 1 to
+/// [`MAX_OPTION_CHARS`] characters each.
+fn check_question(question: &str, options: &[String]) -> HubResult<()> {
+    if question.trim().is_empty() {
+        return Err(invalid("question must not be empty"));
+    }
+    if options.len() > MAX_OPTIONS {
+        return Err(invalid(format!(
+            "at most {MAX_OPTIONS} options, got {}",
+            options.len()
+        )));
+    }
+    if let Some(bad) = options
+        .iter()
+        .find(|o| o.trim().is_empty() || o.chars().count() > MAX_OPTION_CHARS)
+    {
+        return Err(invalid(format!(
+            "each option must be 1-{MAX_OPTION_CHARS} characters, got {bad:?}"
+        )));
+    }
+    Ok(())
 }
 
 impl State {
@@ -125,23 +148,7 @@ impl State {
             out.send(conn, &ServerMsg::Asked { id, ask });
             return Ok(());
         }
-        if question.trim().is_empty() {
-            return Err(invalid("question must not be empty"));
-        }
-        if options.len() > MAX_OPTIONS {
-            return Err(invalid(format!(
-                "at most {MAX_OPTIONS} options, got {}",
-                options.len()
-            )));
-        }
-        if let Some(bad) = options
-            .iter()
-            .find(|o| o.trim().is_empty() || o.chars().count() > MAX_OPTION_CHARS)
-        {
-            return Err(invalid(format!(
-                "each option must be 1-{MAX_OPTION_CHARS} characters, got {bad:?}"
-            )));
-        }
+        check_question(&question, &options)?;
         let max = self.facts.limits.max_open_asks_per_session;
         if store::asks::open_count(db, &session_id)? as usize >= max {
             return Err(HubError::new(
@@ -162,43 +169,10 @@ impl State {
                 key.as_deref(),
                 now_ms(),
             )?;
-            let mut deliver_to = None;
-            if to_supervisor {
-                let me = self.session_info(db, &session_id)?;
-                let reports_to = self.reports_to(&me, db)?;
-                if reports_to.session_id.is_none()
-                    && let Some(lead) = self.assigned_lead(&me.id, db)?
-                {
-                    // An assigned Lead asks its repository's Manager role, never the
-                    // Chief: the next Manager gets it.
-                    let to = AskTo {
-                        role: Role::Manager,
-                        repo_id: Some(lead.assignment.repo_id.clone()),
-                        project: Some(lead.assignment.project.clone()),
-                        session_id: None,
-                        session_name: None,
-                        worker: None,
-                    };
-                    store::asks::address(db, ask_id, &to)?;
-                } else if let Some(holder) = &reports_to.session_id {
-                    let holder = self.session_info(db, holder)?;
-                    let repo_id = match holder.role {
-                        Role::Manager => me.repo_id.clone(),
-                        _ => None,
-                    };
-                    let project = repo_id.as_ref().and(me.project.clone());
-                    let to = AskTo {
-                        role: holder.role,
-                        repo_id,
-                        project,
-                        session_id: Some(holder.id.clone()),
-                        session_name: Some(holder.name.clone()),
-                        worker: None,
-                    };
-                    store::asks::address(db, ask_id, &to)?;
-                    deliver_to = Some(holder);
-                }
-            }
+            let deliver_to = match to_supervisor {
+                true => self.address_to_supervisor(ask_id, &session_id, db)?,
+                false => None,
+            };
             let ask = store::asks::get(db, ask_id)?.expect("just inserted");
             // Measured as its largest frame (`asked` with the largest id) before anyone
             // hears of it.
@@ -226,6 +200,75 @@ impl State {
             },
         );
         self.broadcast(&ServerMsg::AskOpened { ask }, out);
+        Ok(())
+    }
+
+    /// Address a new ask to whom its session reports to: an assigned Lead's to its
+    /// repository's Manager role (held or not), anyone else's to the holder of the role it
+    /// reports to. The holder to deliver it to, if any (none: the human, or a role's
+    /// mailbox).
+    fn address_to_supervisor(
+        &self,
+        ask_id: AskId,
+        session_id: &SessionId,
+        db: &Connection,
+    ) -> HubResult<Option<SessionInfo>> {
+        let me = self.session_info(db, session_id)?;
+        let reports_to = self.reports_to(&me, db)?;
+        if reports_to.session_id.is_none()
+            && let Some(lead) = self.assigned_lead(&me.id, db)?
+        {
+            // An assigned Lead asks its repository's Manager role, never the
+            // Chief: the next Manager gets it.
+            let to = AskTo {
+                role: Role::Manager,
+                repo_id: Some(lead.assignment.repo_id.clone()),
+                project: Some(lead.assignment.project.clone()),
+                session_id: None,
+                session_name: None,
+                worker: None,
+            };
+            store::asks::address(db, ask_id, &to)?;
+        } else if let Some(holder) = &reports_to.session_id {
+            let holder = self.session_info(db, holder)?;
+            let repo_id = match holder.role {
+                Role::Manager => me.repo_id.clone(),
+                _ => None,
+            };
+            let project = repo_id.as_ref().and(me.project.clone());
+            let to = AskTo {
+                role: holder.role,
+                repo_id,
+                project,
+                session_id: Some(holder.id.clone()),
+                session_name: Some(holder.name.clone()),
+                worker: None,
+            };
+            store::asks::address(db, ask_id, &to)?;
+            return Ok(Some(holder));
+        }
+        Ok(None)
+    }
+
+    /// `list_asks`: the open asks, or every ask (read off the hub).
+    pub(super) fn list_asks(
+        &self,
+        cx: Cx,
+        req: requests::ListAsks,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        if req.all {
+            // Every ask ever asked can be many: read off the hub.
+            let id = cx.id;
+            self.read_off_hub(cx, out, move |db| {
+                let asks = store::asks::list(db, true)?;
+                Ok(ServerMsg::Asks { id, asks })
+            });
+            return Ok(());
+        }
+        let asks = store::asks::list(db, false)?;
+        out.send(cx.conn, &ServerMsg::Asks { id: cx.id, asks });
         Ok(())
     }
 

@@ -9,10 +9,19 @@
 //! sends the responses and deliveries those commands produced. Nothing is acknowledged
 //! before it is durable, and under load one commit covers hundreds of messages. If the
 //! commit fails, every request of the batch gets `store_failed` and nothing is sent.
+//!
+//! This file holds the actor's loop and its group commit, its inbox, its state and what a
+//! batch produces (`Out`); `dispatch` hands each command and request to its feature,
+//! `failed` answers a batch the store failed, `flush` hands a committed batch's frames to
+//! the connections' writers, `subscribers` serves the bridges' subscriptions; every
+//! feature owns its requests in a module of its own.
 
 mod agents;
 mod asks;
+mod dispatch;
+mod failed;
 mod fits;
+mod flush;
 mod forget;
 mod interrupt;
 mod keys;
@@ -26,6 +35,7 @@ mod reports;
 mod resolve;
 pub(crate) mod roles;
 mod session_change;
+mod subscribers;
 mod supervise;
 mod unanswer;
 mod usage;
@@ -44,12 +54,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Limits, SuperviseConfig};
 use crate::git::RepoContext;
-use crate::protocol::requests::{ListAsks, Subscribe};
 use crate::protocol::{
     ClientKind, ClientMsg, Delivery, ErrorCode, MessageId, ResultsMode, ServerMsg, SessionId, frame,
 };
 use crate::store::{self, Store};
-use crate::workers::launch::ProcKey;
 
 /// Most commands handled in one transaction.
 pub const MAX_BATCH: usize = 1024;
@@ -448,102 +456,16 @@ impl Hub {
     /// ([`store::BEGIN_BATCH`]) and `COMMIT` are cached statements: this runs for every
     /// batch.
     fn process(&mut self, batch: &mut Vec<HubCommand>) -> bool {
-        let mut out = Out::default();
-        let mut stop = false;
         if let Err(e) = self
             .db
             .prepare_cached(store::BEGIN_BATCH)
             .and_then(|mut s| s.execute([]))
         {
             tracing::error!(error = %e, "cannot begin a transaction");
-            let mut failed = Out::default();
-            for cmd in batch.drain(..) {
-                match cmd {
-                    HubCommand::Shutdown => stop = true,
-                    HubCommand::Request { conn, msg, .. } => {
-                        if let Some(id) = msg.request_id() {
-                            let err = HubError::new(
-                                ErrorCode::StoreFailed,
-                                format!("the database failed ({e}); retry"),
-                            );
-                            failed.error(conn, Some(id), err);
-                        }
-                    }
-                    // Presence must stay right even when the store is failing.
-                    cmd @ (HubCommand::Connect { .. }
-                    | HubCommand::Disconnect { .. }
-                    | HubCommand::Drained { .. }
-                    | HubCommand::Stopping) => self.state.handle(cmd, &self.db, &mut failed),
-                    HubCommand::ViewBuilt(done) => self.state.view_failed(*done, &mut failed),
-                    cmd @ (HubCommand::Respond { .. } | HubCommand::Frame { .. }) => {
-                        self.state.handle(cmd, &self.db, &mut failed)
-                    }
-                    // The next tick (or pass) tries again.
-                    HubCommand::Tick | HubCommand::Forget => {}
-                    // Without a store nothing about workers can change: say so, retry later.
-                    HubCommand::WorkerLaunched(done) => {
-                        tracing::error!(
-                            key = ?done.key,
-                            "a launch finished while the store failed"
-                        );
-                        if let Some((conn, id)) = done.reply {
-                            let what = match done.key {
-                                ProcKey::Worker(w) => format!("close it with `shepherd close {w}`"),
-                                ProcKey::Lead(_) => {
-                                    "`shepherd projects` shows it once the database works"
-                                        .to_string()
-                                }
-                            };
-                            failed.error(conn, Some(id), HubError::new(ErrorCode::StoreFailed, format!("the database failed ({e}); the process was started but could not be recorded: {what}")));
-                        }
-                    }
-                    HubCommand::LeadExited { assignment, .. } => {
-                        tracing::error!(
-                            assignment,
-                            "an assignment's Lead exited while the store failed"
-                        );
-                    }
-                    HubCommand::Continue(done) => {
-                        if let Some((conn, id)) = done.reply {
-                            failed.error(
-                                conn,
-                                Some(id),
-                                HubError::new(
-                                    ErrorCode::StoreFailed,
-                                    format!("the database failed ({e}); nothing was done: retry"),
-                                ),
-                            );
-                        }
-                    }
-                    HubCommand::GitDone(done) => {
-                        tracing::error!("a git operation finished while the store failed");
-                        if let Some((conn, id)) = done.reply {
-                            failed.error(conn, Some(id), HubError::new(ErrorCode::StoreFailed, format!("the database failed ({e}); the git work was done but not recorded: retry")));
-                        }
-                    }
-                    HubCommand::Stopped(done) => {
-                        tracing::error!("a process stopped while the store failed");
-                        if let Some((conn, id)) = done.reply {
-                            failed.error(conn, Some(id), HubError::new(ErrorCode::StoreFailed, format!("the database failed ({e}); the process was stopped but nothing after it was done: retry")));
-                        }
-                    }
-                    HubCommand::WorkerExited { worker, .. } => {
-                        tracing::error!(
-                            worker,
-                            "a worker exited while the store failed; it shows its last state"
-                        );
-                    }
-                    HubCommand::RecoverWorkers => {
-                        tracing::error!("cannot recover workers: the store failed");
-                    }
-                    HubCommand::AskCardDue { ask } => {
-                        tracing::error!(%ask, "a worker's question was not shown on the phones: the store failed");
-                    }
-                }
-            }
-            self.state.flush(failed);
-            return stop;
+            return self.state.fail_batch(batch, &e, &self.db);
         }
+        let mut out = Out::default();
+        let mut stop = false;
         for cmd in batch.drain(..) {
             match cmd {
                 HubCommand::Shutdown => stop = true,
@@ -563,317 +485,10 @@ impl Hub {
             Err(e) => {
                 tracing::error!(error = %e, "group commit failed; failing the batch");
                 let _ = self.db.execute_batch("ROLLBACK");
-                self.state.backlog.forget_all();
-                let mut failed = Out::default();
-                for (conn, id) in out.requests {
-                    let err = HubError::new(
-                        ErrorCode::StoreFailed,
-                        format!("the database could not commit ({e}); nothing was kept: retry"),
-                    );
-                    failed.error(conn, Some(id), err);
-                }
-                self.state.flush(failed);
+                self.state.fail_commit(out.requests, &e);
             }
         }
         stop
-    }
-}
-
-impl State {
-    fn handle(&mut self, cmd: HubCommand, db: &Connection, out: &mut Out) {
-        match cmd {
-            HubCommand::Connect {
-                conn,
-                handle,
-                close,
-            } => self.connect(conn, handle, close),
-            HubCommand::Disconnect { conn } => self.disconnect(conn, db, out),
-            HubCommand::Drained { conn } => {
-                let session = self.conns.get(&conn).and_then(|c| c.session.clone());
-                if let Some(session) = session
-                    && let Err(err) = self.replay(&session, db, out)
-                {
-                    tracing::error!(session = %session, "replaying the mailbox failed: {}", err.message);
-                }
-            }
-            HubCommand::Request { conn, msg, repo } => {
-                let id = msg.request_id();
-                if let Some(id) = id {
-                    out.requests.push((conn, id));
-                }
-                if let Err(err) = self.request(conn, *msg, repo, db, out) {
-                    if id.is_none() {
-                        tracing::warn!(conn, code = %err.code, "{}", err.message);
-                    }
-                    out.error(conn, id, err);
-                }
-            }
-            HubCommand::ViewBuilt(done) => self.view_built(*done, db, out),
-            HubCommand::Respond { conn, msg } => out.send(conn, &msg),
-            HubCommand::Frame { conn, bytes } => out.frames.push(Frame {
-                conn,
-                bytes,
-                delivery: None,
-            }),
-            HubCommand::Tick => self.tick(db),
-            HubCommand::Forget => {
-                self.forget_unseen(db);
-                self.expire_away_leases_logged(db, out);
-            }
-            HubCommand::WorkerLaunched(done) => match done.key {
-                ProcKey::Worker(worker) => self.worker_launched(worker, *done, db, out),
-                ProcKey::Lead(assignment) => self.lead_launched(assignment, *done, db, out),
-            },
-            HubCommand::LeadExited { assignment, code } => {
-                if let Err(err) = self.lead_exited(assignment, code, db, out) {
-                    tracing::error!(assignment, "handling a Lead's exit failed: {}", err.message);
-                }
-            }
-            HubCommand::GitDone(done) | HubCommand::Continue(done) => self.git_done(*done, db, out),
-            HubCommand::Stopped(done) => self.stopped(*done, db, out),
-            HubCommand::WorkerExited { worker, code } => {
-                if let Err(err) = self.worker_exited(worker, code, db, out) {
-                    tracing::error!(worker, "handling a worker's exit failed: {}", err.message);
-                }
-            }
-            HubCommand::RecoverWorkers => {
-                self.recover_integrations(out);
-                if let Err(err) = self.recover_workers(db, out) {
-                    tracing::error!("recovering workers failed: {}", err.message);
-                }
-                if let Err(err) = self.recover_leads(db, out) {
-                    tracing::error!("recovering assignments' Leads failed: {}", err.message);
-                }
-            }
-            HubCommand::AskCardDue { ask } => self.ask_card_due(ask, db, out),
-            HubCommand::Stopping => self.stopping = true,
-            HubCommand::Shutdown => {}
-        }
-    }
-
-    /// Hand one request to its handler: one line per message type.
-    fn request(
-        &mut self,
-        conn: ConnId,
-        msg: ClientMsg,
-        repo: Option<RepoContext>,
-        db: &Connection,
-        out: &mut Out,
-    ) -> HubResult<()> {
-        let kind = self.conns.get(&conn).map(|c| c.handle.kind);
-        let Some(kind) = kind else {
-            return Ok(()); // Raced with its own disconnect: nobody to answer.
-        };
-        let cx = Cx {
-            conn,
-            kind,
-            id: msg.request_id().unwrap_or_default(),
-        };
-        match msg {
-            ClientMsg::Hello(_) => Err(HubError::new(
-                ErrorCode::AlreadyGreeted,
-                "this connection already said hello",
-            )),
-            ClientMsg::Register(req) => self.register(cx, req, repo.unwrap_or_default(), db, out),
-            ClientMsg::Update(req) => self.update(cx, req, repo, db, out),
-            ClientMsg::Ask(req) => self.ask(cx, req, db, out),
-            ClientMsg::Report(req) => self.report(cx, req, db, out),
-            ClientMsg::Answer(req) => self.answer(cx, req, db, out),
-            ClientMsg::Send(req) => self.send_text(cx, req, db, out),
-            ClientMsg::Ack(req) => self.ack(cx, req, db, out),
-            ClientMsg::ListSessions(req) => self.list_sessions(cx, req, db, out),
-            ClientMsg::ListAsks(req) => self.list_asks(cx, req, db, out),
-            ClientMsg::Status(_) => self.status(cx, db, out),
-            ClientMsg::Subscribe(req) => self.subscribe(cx, req, out),
-            ClientMsg::Ping(_) => Self::ping(cx, out),
-            ClientMsg::Supervise(req) => self.supervise(cx, req, db, out),
-            ClientMsg::Unpair(req) => self.unpair(cx, req, db, out),
-            ClientMsg::SetGoal(req) => self.set_goal(cx, req, db, out),
-            ClientMsg::Look(req) => self.look(cx, req, db, out),
-            ClientMsg::WorkerView(_) => self.worker_view(cx, db),
-            ClientMsg::Verdict(req) => self.verdict(cx, req, db, out),
-            ClientMsg::ListPairings(req) => self.list_pairings(cx, req, db, out),
-            ClientMsg::Unanswer(req) => self.unanswer(cx, req, db, out),
-            ClientMsg::Interrupt(req) => self.interrupt(cx, req, db, out),
-            ClientMsg::Bye(req) => self.bye(cx, req),
-            ClientMsg::RunResult(req) => self.run_result(cx, req, repo, db, out),
-            ClientMsg::ListReports(req) => self.list_reports(cx, req, db, out),
-            ClientMsg::SetRole(req) => self.set_role(cx, req, db, out),
-            ClientMsg::ListRoles(req) => self.list_roles(cx, req, db, out),
-            ClientMsg::ReleaseRole(req) => self.release_role(cx, req, db, out),
-            ClientMsg::MessageSupervisor(req) => self.message_supervisor(cx, req, db, out),
-            ClientMsg::AskSupervisor(req) => self.ask_supervisor(cx, req, db, out),
-            ClientMsg::ListStaff(req) => self.list_staff(cx, req, db, out),
-            ClientMsg::InspectStaff(req) => self.inspect_staff(cx, req, db),
-            ClientMsg::MessageStaff(req) => self.message_staff(cx, req, db, out),
-            ClientMsg::ListPeers(req) => self.list_peers(cx, req, db, out),
-            ClientMsg::MessagePeer(req) => self.message_peer(cx, req, db, out),
-            ClientMsg::DelegateAgent(req) => self.delegate_agent(cx, req, db, out),
-            ClientMsg::ContinueAgent(req) => self.continue_agent(cx, req, db, out),
-            ClientMsg::ListWorkers(req) => self.list_workers(cx, req, db, out),
-            ClientMsg::SteerAgent(req) => self.steer_agent(cx, req, db, out),
-            ClientMsg::InterruptAgent(req) => self.interrupt_agent(cx, req, db, out),
-            ClientMsg::ReplyAgent(req) => self.reply_agent(cx, req, db, out),
-            ClientMsg::CloseAgent(req) => self.close_agent(cx, req, db, out),
-            ClientMsg::InspectAgent(req) => self.inspect_agent(cx, req, db),
-            ClientMsg::ReadAgentTranscript(req) => self.read_agent_transcript(cx, req, db),
-            ClientMsg::AskOwner(req) => self.ask_owner(cx, req, db, out),
-            ClientMsg::ListAgents(req) => self.list_agents(cx, req, db),
-            ClientMsg::Usage(req) => self.usage(cx, req, db),
-            ClientMsg::DelegateProject(req) => self.delegate_project(cx, req, db, out),
-            ClientMsg::ResumeWork(req) => self.resume_work(cx, req, db, out),
-            ClientMsg::StopLead(req) => self.stop_lead(cx, req, db, out),
-            ClientMsg::IntegrateBranch(req) => self.integrate_branch(cx, req, db, out),
-            ClientMsg::ListProjects(req) => self.list_projects(cx, req, db, out),
-        }
-    }
-
-    fn list_asks(&self, cx: Cx, req: ListAsks, db: &Connection, out: &mut Out) -> HubResult<()> {
-        if req.all {
-            // Every ask ever asked can be many: read off the hub.
-            let id = cx.id;
-            self.read_off_hub(cx, out, move |db| {
-                let asks = store::asks::list(db, true)?;
-                Ok(ServerMsg::Asks { id, asks })
-            });
-            return Ok(());
-        }
-        let asks = store::asks::list(db, false)?;
-        out.send(cx.conn, &ServerMsg::Asks { id: cx.id, asks });
-        Ok(())
-    }
-
-    fn ping(cx: Cx, out: &mut Out) -> HubResult<()> {
-        out.send(cx.conn, &ServerMsg::Pong { id: cx.id });
-        Ok(())
-    }
-
-    fn subscribe(&mut self, cx: Cx, req: Subscribe, out: &mut Out) -> HubResult<()> {
-        if let Some(bot) = req.serves {
-            self.claim_bot(cx, bot)?;
-        }
-        self.subscribers.insert(cx.conn);
-        out.send(cx.conn, &ServerMsg::Subscribed { id: cx.id });
-        Ok(())
-    }
-
-    /// Bind `bot` to this bridge connection, unless another live connection serves it.
-    fn claim_bot(&mut self, cx: Cx, bot: String) -> HubResult<()> {
-        if cx.kind != ClientKind::Bridge {
-            return Err(HubError::new(
-                ErrorCode::Forbidden,
-                "only a bridge serves a bot; subscribe without `serves`",
-            ));
-        }
-        let bot = bot.trim().to_string();
-        if bot.is_empty() || bot.len() > 256 {
-            return Err(HubError::new(
-                ErrorCode::InvalidArgument,
-                "serves must name the bot in 1 to 256 bytes (telegram:@name, matrix:@user:server)",
-            ));
-        }
-        let holder = self
-            .conns
-            .iter()
-            .find(|(id, c)| **id != cx.conn && c.serves.as_deref() == Some(bot.as_str()));
-        if let Some((_, holder)) = holder {
-            let h = &holder.handle;
-            let pid = h
-                .pid
-                .map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
-            return Err(HubError::new(
-                ErrorCode::AlreadyServed,
-                format!(
-                    "{bot} is already served by the bridge `{}` ({pid}, connected {}); \
-                     one bot takes one bridge: stop that one first (`shepherd status` lists bridges)",
-                    h.client_name,
-                    crate::human::ago(h.connected_at, crate::clock::now_ms()),
-                ),
-            ));
-        }
-        if let Some(conn) = self.conns.get_mut(&cx.conn) {
-            conn.serves = Some(bot);
-        }
-        Ok(())
-    }
-
-    /// Send one event to every subscriber, encoded once.
-    fn broadcast(&self, msg: &ServerMsg, out: &mut Out) {
-        if self.subscribers.is_empty() {
-            return;
-        }
-        let bytes = Bytes::from(frame::encode(msg));
-        for conn in &self.subscribers {
-            out.frames.push(Frame {
-                conn: *conn,
-                bytes: bytes.clone(),
-                delivery: None,
-            });
-        }
-    }
-
-    /// Hand frames to connection writers. A delivery that finds the outbox full waits in
-    /// the store (the session switches to replay); any other frame that finds it full
-    /// closes that connection as a slow consumer.
-    fn flush(&mut self, mut out: Out) {
-        let git_jobs = std::mem::take(&mut out.git);
-        if !git_jobs.is_empty() {
-            self.git.run(git_jobs);
-        }
-        let host_ops = std::mem::take(&mut out.host);
-        if !host_ops.is_empty() {
-            let host = self.host.as_ref().map(|h| &h.host);
-            workers::host_ops::run(host, host_ops, &self.self_tx);
-        }
-        for (conn, code) in out.closes {
-            if let Some(close) = self.conns.get_mut(&conn).and_then(|c| c.close.take()) {
-                let _ = close.send(code);
-            }
-        }
-        // Sessions whose outbox filled during this flush: nothing more for them now, so
-        // deliveries never overtake each other.
-        let mut stalled: HashSet<SessionId> = HashSet::new();
-        let max_bytes = self.facts.limits.max_outbound_bytes;
-        for frame in out.frames {
-            let Some(conn) = self.conns.get_mut(&frame.conn) else {
-                continue;
-            };
-            // Over the byte bound unless nothing is queued (one large frame always goes).
-            let len = frame.bytes.len();
-            let queued = conn.handle.queued_bytes.load(Ordering::Acquire);
-            let over = queued > 0 && queued.saturating_add(len) > max_bytes;
-            let Some((session, id)) = frame.delivery else {
-                match conn.handle.queue(frame.bytes, over) {
-                    Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
-                    Err(mpsc::error::TrySendError::Full(_)) => {
-                        if let Some(close) = conn.close.take() {
-                            tracing::warn!(
-                                conn = frame.conn,
-                                client = %conn.handle.client_name,
-                                "client is not reading its frames; disconnecting it (slow_consumer)"
-                            );
-                            let _ = close.send(ErrorCode::SlowConsumer);
-                        }
-                    }
-                }
-                continue;
-            };
-            let Some(live) = self.live.get_mut(&session) else {
-                continue;
-            };
-            if live.conn != frame.conn || id <= live.last_sent || stalled.contains(&session) {
-                continue;
-            }
-            match conn.handle.queue(frame.bytes, over) {
-                Ok(()) => live.last_sent = id,
-                Err(mpsc::error::TrySendError::Full(_)) => {
-                    live.replaying = true;
-                    conn.handle.drain_wanted.store(true, Ordering::Release);
-                    stalled.insert(session);
-                }
-                Err(mpsc::error::TrySendError::Closed(_)) => {}
-            }
-        }
     }
 }
 

@@ -57,24 +57,7 @@ impl State {
         check_text("task", &req.task)?;
         let parent = store::workers::live_by_session(db, &me.id)?;
         if let Some(parent) = &parent {
-            let allowed = &parent.launch.agents;
-            if !parent.worker.delegates || !allowed.iter().any(|a| a == &req.definition) {
-                return Err(refused(
-                    "not_allowed_to_delegate",
-                    if parent.worker.delegates {
-                        format!(
-                            "definition {:?} may delegate only to: {}",
-                            parent.worker.definition,
-                            allowed.join(", ")
-                        )
-                    } else {
-                        format!(
-                            "this worker ({}) is a leaf: its definition lists no agents it may delegate to",
-                            parent.worker.definition
-                        )
-                    },
-                ));
-            }
+            check_may_delegate(parent, &req.definition)?;
         }
         let def = match pending {
             Pending::Unread => {
@@ -86,22 +69,7 @@ impl State {
             }
             Pending::Read(def) => *def,
         };
-        let label = match &req.label {
-            Some(label) => {
-                check_label(label)?;
-                label.clone()
-            }
-            None => self.free_label(&me.id, &def.name, db)?,
-        };
-        if let Some(taken) = store::workers::live_by_label(db, &me.id, &label)? {
-            return Err(refused(
-                "agent_label_exists",
-                format!(
-                    "this session already has a live worker {label:?} (#{}, {}); choose another label or close it",
-                    taken.worker.id, taken.worker.state
-                ),
-            ));
-        }
+        let label = self.new_label(&me.id, req.label.as_deref(), &def.name, db)?;
         let fork = match &req.fork {
             Some(source) => Some(self.session_file_of(source, db)?),
             None => None,
@@ -316,6 +284,34 @@ impl State {
         })
     }
 
+    /// A new worker's label: the one asked for (checked) or the next free one, refused
+    /// when the owner already has a live worker by that label.
+    fn new_label(
+        &self,
+        owner: &SessionId,
+        asked: Option<&str>,
+        definition: &str,
+        db: &Connection,
+    ) -> HubResult<String> {
+        let label = match asked {
+            Some(label) => {
+                check_label(label)?;
+                label.to_string()
+            }
+            None => self.free_label(owner, definition, db)?,
+        };
+        if let Some(taken) = store::workers::live_by_label(db, owner, &label)? {
+            return Err(refused(
+                "agent_label_exists",
+                format!(
+                    "this session already has a live worker {label:?} (#{}, {}); choose another label or close it",
+                    taken.worker.id, taken.worker.state
+                ),
+            ));
+        }
+        Ok(label)
+    }
+
     /// The smallest `<definition>-<n>` label this owner has not used for a live worker.
     fn free_label(
         &self,
@@ -366,6 +362,30 @@ impl State {
             )),
         }
     }
+}
+
+/// A worker delegating further (`parent`) may start only the definitions its own lists;
+/// a leaf (its definition lists none) may start none.
+fn check_may_delegate(parent: &WorkerRow, definition: &str) -> HubResult<()> {
+    let allowed = &parent.launch.agents;
+    if !parent.worker.delegates || !allowed.iter().any(|a| a == definition) {
+        return Err(refused(
+            "not_allowed_to_delegate",
+            if parent.worker.delegates {
+                format!(
+                    "definition {:?} may delegate only to: {}",
+                    parent.worker.definition,
+                    allowed.join(", ")
+                )
+            } else {
+                format!(
+                    "this worker ({}) is a leaf: its definition lists no agents it may delegate to",
+                    parent.worker.definition
+                )
+            },
+        ));
+    }
+    Ok(())
 }
 
 /// What a new worker row needs besides its owner.

@@ -1,0 +1,224 @@
+//! Mail along an edge: `message_supervisor` (up, or a report to the human),
+//! `message_staff` (down) and `message_peer` (across), each stored as mail to the target
+//! and shown to the bridges when it touches a Manager or the Chief.
+
+use rusqlite::Connection;
+
+use super::{forbidden, role_label};
+use crate::clock::now_ms;
+use crate::hub::mail::Mailed;
+use crate::hub::reports::Posted;
+use crate::hub::{Cx, HubError, HubResult, Out, State};
+use crate::protocol::requests::{MessagePeer, MessageStaff, MessageSupervisor};
+use crate::protocol::{
+    DeliveryKind, EdgeKind, EdgeMessage, ErrorCode, MessageId, ReportKind, Role, ServerMsg,
+    SessionInfo, Superior,
+};
+use crate::store::messages::NewMessage;
+
+impl State {
+    /// `message_supervisor`: mail to whom the caller reports (the human gets a report).
+    pub(in crate::hub) fn message_supervisor(
+        &mut self,
+        cx: Cx,
+        req: MessageSupervisor,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let me = self.sender_of(cx, db)?;
+        if me.role == Role::Chief {
+            return Err(forbidden(
+                "chief",
+                "the Chief reports to the human: use report (or ask_human) instead",
+            ));
+        }
+        let text = nonempty(req.text, "message")?;
+        let to = self.reports_to(&me, db)?;
+        // An assigned Lead's messages belong to its repository's Manager role: tagged so
+        // the next Manager gets what this one never read (the role's mailbox when none).
+        let lead = match to.to {
+            Superior::Manager => self.assigned_lead(&me.id, db)?,
+            _ => None,
+        };
+        let (message_id, report_id, connected) = match &to.session_id {
+            _ if lead.is_some() => {
+                let lead = lead.expect("checked");
+                let body = format!(
+                    "Message from {} {} ({}): {text}",
+                    me.role.as_str(),
+                    me.name,
+                    me.id
+                );
+                let mailed = self.project_mail(
+                    &lead.assignment.repo_id,
+                    Some(lead.assignment.id),
+                    DeliveryKind::SupervisorMessage,
+                    &body,
+                    &Self::sender(&me),
+                    db,
+                    out,
+                )?;
+                if let Some(holder) = &to.session_id {
+                    let target = self.session_uncounted(db, holder)?;
+                    self.edge_shown(EdgeKind::Supervisor, &me, &target, &text, mailed.id, out);
+                }
+                (Some(mailed.id), None, mailed.connected)
+            }
+            None => {
+                let posted = Posted {
+                    text: text.clone(),
+                    kind: ReportKind::Report,
+                    key: None,
+                };
+                let report = self.store_report(me.id.clone(), posted, true, db, out)?;
+                (None, Some(report.id), !self.subscribers.is_empty())
+            }
+            Some(sup) => {
+                let target = self.session_uncounted(db, sup)?;
+                let body = format!(
+                    "Message from {} {} ({}): {text}",
+                    me.role.as_str(),
+                    me.name,
+                    me.id
+                );
+                let mailed =
+                    self.edge_mail(EdgeKind::Supervisor, &me, &target, &body, &text, db, out)?;
+                (Some(mailed.id), None, mailed.connected)
+            }
+        };
+        out.send(
+            cx.conn,
+            &ServerMsg::Routed {
+                id: cx.id,
+                to,
+                message_id,
+                report_id,
+                connected,
+            },
+        );
+        Ok(())
+    }
+
+    /// Store mail along an edge and show it to the bridges when it touches a Manager or
+    /// the Chief.
+    #[allow(clippy::too_many_arguments)]
+    fn edge_mail(
+        &self,
+        kind: EdgeKind,
+        from: &SessionInfo,
+        to: &SessionInfo,
+        body: &str,
+        text: &str,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<Mailed> {
+        let delivery = match kind {
+            EdgeKind::Supervisor => DeliveryKind::SupervisorMessage,
+            EdgeKind::Staff => DeliveryKind::StaffMessage,
+            EdgeKind::Peer => DeliveryKind::PeerMessage,
+        };
+        let sender = Self::sender(from);
+        let now = now_ms();
+        let mailed = self.mail(
+            NewMessage {
+                created_at: now,
+                ..NewMessage::plain(&to.id, delivery, body, &sender)
+            },
+            db,
+            out,
+        )?;
+        self.edge_shown(kind, from, to, text, mailed.id, out);
+        Ok(mailed)
+    }
+
+    /// Show mail along an edge to the bridges when it touches a Manager or the Chief.
+    fn edge_shown(
+        &self,
+        kind: EdgeKind,
+        from: &SessionInfo,
+        to: &SessionInfo,
+        text: &str,
+        message_id: MessageId,
+        out: &mut Out,
+    ) {
+        let staff_role = |r: Role| matches!(r, Role::Manager | Role::Chief);
+        if kind != EdgeKind::Peer && (staff_role(from.role) || staff_role(to.role)) {
+            let message = EdgeMessage {
+                kind,
+                from_id: from.id.clone(),
+                from_name: from.name.clone(),
+                from_role: from.role,
+                to_id: to.id.clone(),
+                to_name: to.name.clone(),
+                to_role: to.role,
+                text: text.to_string(),
+                message_id,
+                created_at: now_ms(),
+            };
+            self.broadcast(&ServerMsg::EdgeMessaged { message }, out);
+        }
+    }
+
+    /// `message_staff`: steer one of the caller's staff.
+    pub(in crate::hub) fn message_staff(
+        &mut self,
+        cx: Cx,
+        req: MessageStaff,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let me = self.staff_holder(cx, db)?;
+        let text = nonempty(req.text, "message")?;
+        let target = self.my_staff(&me, &req.session, db)?;
+        let body = format!(
+            "From the {} ({} {}): {text}",
+            role_label(me.role, me.project.as_deref()),
+            me.name,
+            me.id
+        );
+        let mailed = self.edge_mail(EdgeKind::Staff, &me, &target, &body, &text, db, out)?;
+        sent(cx, target, mailed, out);
+        Ok(())
+    }
+
+    /// `message_peer`: Lead to Lead, Manager to Manager; never to the Chief.
+    pub(in crate::hub) fn message_peer(
+        &mut self,
+        cx: Cx,
+        req: MessagePeer,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let me = self.peer_caller(cx, db)?;
+        let text = nonempty(req.text, "message")?;
+        let target = self.my_peer(&me, &req.session, db)?;
+        let body = format!("Peer message from {} ({}): {text}", me.name, me.id);
+        let mailed = self.edge_mail(EdgeKind::Peer, &me, &target, &body, &text, db, out)?;
+        sent(cx, target, mailed, out);
+        Ok(())
+    }
+}
+
+/// Answer a request with `sent` for mail to `target`.
+fn sent(cx: Cx, target: SessionInfo, mailed: Mailed, out: &mut Out) {
+    out.send(
+        cx.conn,
+        &ServerMsg::Sent {
+            id: cx.id,
+            message_id: mailed.id,
+            session_id: target.id,
+            session_name: target.name,
+            connected: mailed.connected,
+        },
+    );
+}
+
+fn nonempty(text: String, what: &str) -> HubResult<String> {
+    if text.trim().is_empty() {
+        return Err(HubError::new(
+            ErrorCode::InvalidArgument,
+            format!("{what} text must not be empty"),
+        ));
+    }
+    Ok(text)
+}

@@ -1,0 +1,88 @@
+//! A session's peers: connected Leads for a Lead, Managers for a Manager (the Chief has
+//! none); `list_peers` and the exact-id lookup that refuses anyone else as unknown.
+
+use rusqlite::Connection;
+
+use super::{forbidden, is_lead};
+use crate::hub::{Cx, HubError, HubResult, Out, State};
+use crate::protocol::requests::ListPeers;
+use crate::protocol::{ErrorCode, Role, ServerMsg, SessionId, SessionInfo};
+use crate::store;
+
+impl State {
+    /// The sessions `me` may message as peers: connected Leads for a Lead, Managers for a
+    /// Manager.
+    fn peers_of(&self, me: &SessionInfo, db: &Connection) -> HubResult<Vec<SessionInfo>> {
+        let mut peers = Vec::new();
+        for id in self.live.keys() {
+            if self.my_peer(me, id.as_str(), db).is_ok() {
+                // With its counts (open asks), which my_peer does not read.
+                peers.push(self.session_info(db, id)?);
+            }
+        }
+        peers.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(peers)
+    }
+
+    /// One connected peer of `me` by exact id; anyone else is unknown to it.
+    pub(super) fn my_peer(
+        &self,
+        me: &SessionInfo,
+        id: &str,
+        db: &Connection,
+    ) -> HubResult<SessionInfo> {
+        let id = SessionId::from(id);
+        let target = match self.live.contains_key(&id) && id != me.id {
+            true => store::sessions::get_uncounted(db, &id)?,
+            false => None,
+        };
+        let peer = |s: &SessionInfo| {
+            !s.subagent
+                && match me.role {
+                    Role::Manager => s.role == Role::Manager,
+                    _ => is_lead(s.role),
+                }
+        };
+        match target {
+            Some(mut t) if peer(&t) => {
+                t.connected = true;
+                Ok(t)
+            }
+            _ => Err(HubError::new(
+                ErrorCode::UnknownSession,
+                format!("no connected peer {id:?}; list_peers shows their exact ids"),
+            )),
+        }
+    }
+
+    pub(super) fn peer_caller(&self, cx: Cx, db: &Connection) -> HubResult<SessionInfo> {
+        let me = self.sender_of(cx, db)?;
+        if me.role == Role::Chief {
+            return Err(forbidden(
+                "chief",
+                "the Chief has no peers; it reaches Managers and Leads with message_staff",
+            ));
+        }
+        Ok(me)
+    }
+
+    /// `list_peers`.
+    pub(in crate::hub) fn list_peers(
+        &self,
+        cx: Cx,
+        _req: ListPeers,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let me = self.peer_caller(cx, db)?;
+        let sessions = self.peers_of(&me, db)?;
+        out.send(
+            cx.conn,
+            &ServerMsg::Sessions {
+                id: cx.id,
+                sessions,
+            },
+        );
+        Ok(())
+    }
+}

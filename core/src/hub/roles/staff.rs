@@ -1,0 +1,209 @@
+//! A Manager's or the Chief's staff: who counts as staff (the sessions that report to the
+//! caller by the leases), `list_staff`, the exact-id lookup that refuses anyone else as
+//! unknown, and `inspect_staff`'s bounded view built off the hub.
+
+use rusqlite::Connection;
+
+use super::{Leases, forbidden};
+use crate::clock::now_ms;
+use crate::hub::{Cx, HubCommand, HubError, HubResult, Out, State};
+use crate::protocol::requests::{InspectStaff, ListStaff};
+use crate::protocol::{
+    ClientKind, ErrorCode, Lease, Role, ServerMsg, SessionId, SessionInfo, StaffMember, StaffView,
+    ViewReason,
+};
+use crate::store;
+use crate::supervise::view;
+
+/// Upper bound of an `inspect_staff` view, in bytes.
+const MAX_STAFF_VIEW_BYTES: usize = 16 * 1024;
+
+impl State {
+    /// Sessions that may be someone's staff: the connected ones and every lease holder,
+    /// most recently seen first. Read by id: the sessions seen long ago (thousands, kept
+    /// for their history) are never read for a listing.
+    fn staff_candidates(&self, leases: &[Lease], db: &Connection) -> HubResult<Vec<SessionInfo>> {
+        let mut ids: Vec<&SessionId> = self.live.keys().collect();
+        for l in leases {
+            if !self.live.contains_key(&l.session_id) && !ids.contains(&&l.session_id) {
+                ids.push(&l.session_id);
+            }
+        }
+        let mut all = Vec::new();
+        for id in ids {
+            if let Some(mut s) = store::sessions::get(db, id)?
+                && !s.subagent
+            {
+                s.connected = self.live.contains_key(&s.id);
+                all.push(s);
+            }
+        }
+        all.sort_by(|a, b| b.last_seen.cmp(&a.last_seen).then_with(|| a.id.cmp(&b.id)));
+        Ok(all)
+    }
+
+    /// `list_staff`: a Manager's or the Chief's direct staff; for the human, everyone.
+    pub(in crate::hub) fn list_staff(
+        &mut self,
+        cx: Cx,
+        _req: ListStaff,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let me = match cx.kind {
+            ClientKind::Pi => Some(self.staff_holder(cx, db)?),
+            _ => None,
+        };
+        self.expire_away_leases(db, out)?;
+        let mut members = Vec::new();
+        let leases = store::leases::list(db)?;
+        for session in self.staff_candidates(&leases, db)? {
+            let reports_to = self.reports_to_in(&session, &Leases::Listed(&leases), db)?;
+            let mine = match &me {
+                None => true,
+                Some(me) => reports_to.session_id.as_ref() == Some(&me.id),
+            };
+            if mine {
+                members.push(StaffMember {
+                    session,
+                    reports_to,
+                });
+            }
+        }
+        // A Manager's assignments (its repository's); the human's: all; the Chief's: none.
+        let assignments = match &me {
+            None => self.staff_assignments(None, db)?,
+            Some(me) if me.role == Role::Manager => match &me.repo_id {
+                Some(repo) => self.staff_assignments(Some(repo), db)?,
+                None => Vec::new(),
+            },
+            Some(_) => Vec::new(),
+        };
+        if assignments.is_empty() {
+            out.send(
+                cx.conn,
+                &ServerMsg::Staff {
+                    id: cx.id,
+                    members,
+                    assignments,
+                },
+            );
+        } else {
+            // Ahead/behind come from git, on the git lane.
+            self.staff_with_git(cx, members, assignments, db, out)?;
+        }
+        Ok(())
+    }
+
+    /// The caller, if it is a Manager or the Chief.
+    pub(super) fn staff_holder(&self, cx: Cx, db: &Connection) -> HubResult<SessionInfo> {
+        let me = self.sender_of(cx, db)?;
+        if !matches!(me.role, Role::Manager | Role::Chief) {
+            return Err(forbidden(
+                "not_manager_or_chief",
+                format!(
+                    "only a Manager or the Chief has staff; this session is a {}",
+                    me.role.as_str()
+                ),
+            ));
+        }
+        Ok(me)
+    }
+
+    /// One of the caller's staff by exact id; anyone else is unknown to it.
+    pub(super) fn my_staff(
+        &self,
+        me: &SessionInfo,
+        id: &str,
+        db: &Connection,
+    ) -> HubResult<SessionInfo> {
+        let not_found = || {
+            HubError::new(
+                ErrorCode::UnknownSession,
+                format!("no session {id:?} among your staff; list_staff shows their exact ids"),
+            )
+        };
+        let mut target =
+            store::sessions::get_uncounted(db, &SessionId::from(id))?.ok_or_else(not_found)?;
+        target.connected = self.live.contains_key(&target.id);
+        let reports_to = self.reports_to(&target, db)?;
+        if reports_to.session_id.as_ref() != Some(&me.id) {
+            return Err(not_found());
+        }
+        Ok(target)
+    }
+
+    /// `inspect_staff`: a bounded view of what one of the caller's staff did recently,
+    /// built on a blocking thread and returned as `staff_view`.
+    pub(in crate::hub) fn inspect_staff(
+        &mut self,
+        cx: Cx,
+        req: InspectStaff,
+        db: &Connection,
+    ) -> HubResult<()> {
+        let me = self.staff_holder(cx, db)?;
+        let target = self.my_staff(&me, &req.session, db)?;
+        let Some(tx) = self.self_tx.upgrade() else {
+            return Ok(()); // Shutting down.
+        };
+        let (conn, id) = (cx.conn, cx.id);
+        tokio::task::spawn_blocking(move || {
+            let view = staff_view(&target);
+            let msg = ServerMsg::StaffViewed { id, view };
+            let _ = tx.blocking_send(HubCommand::Respond {
+                conn,
+                msg: Box::new(msg),
+            });
+        });
+        Ok(())
+    }
+}
+
+/// Build a staff session's recent view (blocking: reads its session file and git).
+pub(in crate::hub) fn staff_view(target: &SessionInfo) -> StaffView {
+    let cursor = view::Cursor::default();
+    let input = view::ViewInput {
+        cursor: &cursor,
+        worker: view::WorkerFacts {
+            name: &target.name,
+            status: &target.status,
+            model: target.model.as_deref(),
+            context_percent: target.context_percent,
+            context_tokens: target.context_tokens,
+            context_window: target.context_window,
+            cwd: &target.cwd,
+            repo: target.repo.as_deref(),
+            branch: target.branch.as_deref(),
+            session_file: target.session_file.as_deref(),
+        },
+        goal: None,
+        look: 0,
+        reason: ViewReason::Request,
+        now: now_ms(),
+    };
+    let built = std::panic::catch_unwind(|| view::build(&input)).ok();
+    let (mut text, entries) = match built {
+        Some(b) => (b.text, b.entries),
+        None => (
+            format!(
+                "The view of {} could not be built (a bug in shepherd).",
+                target.name
+            ),
+            0,
+        ),
+    };
+    if text.len() > MAX_STAFF_VIEW_BYTES {
+        // Keep the newest part: cut at a line start within the bound.
+        let from = text.len() - MAX_STAFF_VIEW_BYTES + 64;
+        let from = (from..text.len())
+            .find(|&i| text.is_char_boundary(i) && (i == 0 || text.as_bytes()[i - 1] == b'\n'))
+            .unwrap_or(text.len());
+        text = format!("[… older activity cut]\n{}", &text[from..]);
+    }
+    StaffView {
+        session_id: target.id.clone(),
+        session_name: target.name.clone(),
+        text,
+        entries,
+    }
+}
