@@ -143,6 +143,36 @@ pub async fn connect(
         path: paths.dir.clone(),
         source,
     })?;
+    let saved = saved_session(paths, &user_id)?;
+    if saved.is_none() && paths.store.exists() {
+        // A store without its session belongs to a device we can no longer use: a new
+        // login must start from an empty crypto store.
+        tracing::warn!(store = %paths.store.display(), "matrix: no session.json; starting a fresh store for the new login");
+        let _ = std::fs::remove_dir_all(&paths.store);
+    }
+    let client = open_client(&homeserver, paths, shutdown).await?;
+
+    if let Some(session) = saved {
+        let device = session.meta.device_id.clone();
+        client
+            .restore_session(session)
+            .await
+            .map_err(|e| MatrixError::Login(format!("restoring the saved session failed: {e}")))?;
+        tracing::info!(user = %user_id, device = %device, "matrix: session restored");
+        return Ok(client);
+    }
+
+    log_in(&client, config, &user_id, &homeserver, shutdown).await?;
+    save_session(&client, paths, &user_id)?;
+    Ok(client)
+}
+
+/// The login session saved by an earlier start (`session.json`), None on the first start;
+/// refused when it is another user's.
+fn saved_session(
+    paths: &Paths,
+    user_id: &OwnedUserId,
+) -> Result<Option<MatrixSession>, MatrixError> {
     let saved: Option<MatrixSession> = match std::fs::read_to_string(&paths.session) {
         Ok(text) => Some(
             serde_json::from_str(&text).map_err(|e| MatrixError::BadSession {
@@ -159,7 +189,7 @@ pub async fn connect(
         }
     };
     if let Some(s) = &saved
-        && s.meta.user_id != user_id
+        && s.meta.user_id != *user_id
     {
         return Err(MatrixError::BadSession {
             path: paths.session.clone(),
@@ -170,12 +200,16 @@ pub async fn connect(
             ),
         });
     }
-    if saved.is_none() && paths.store.exists() {
-        // A store without its session belongs to a device we can no longer use: a new
-        // login must start from an empty crypto store.
-        tracing::warn!(store = %paths.store.display(), "matrix: no session.json; starting a fresh store for the new login");
-        let _ = std::fs::remove_dir_all(&paths.store);
-    }
+    Ok(saved)
+}
+
+/// The client on the encrypted store (its passphrase made on first use), once the
+/// homeserver answers; the store's files made private.
+async fn open_client(
+    homeserver: &str,
+    paths: &Paths,
+    shutdown: &CancellationToken,
+) -> Result<Client, MatrixError> {
     let passphrase = passphrase(paths)?;
     private_store(paths).map_err(|source| MatrixError::State {
         path: paths.store.clone(),
@@ -183,14 +217,14 @@ pub async fn connect(
     })?;
     let client = retry_network(shutdown, "reach the homeserver", || async {
         Client::builder()
-            .homeserver_url(&homeserver)
+            .homeserver_url(homeserver)
             .sqlite_store(&paths.store, Some(&passphrase))
             .build()
             .await
     })
     .await?
     .map_err(|e| MatrixError::Homeserver {
-        url: homeserver.clone(),
+        url: homeserver.to_string(),
         reason: e.to_string(),
     })?;
     // A file matrix-sdk added that [`STORE_DATABASES`] does not name (a newer version):
@@ -198,24 +232,25 @@ pub async fn connect(
     if let Err(e) = private_files(&paths.store) {
         tracing::warn!(store = %paths.store.display(), "matrix: could not make the store's files private: {e}");
     }
+    Ok(client)
+}
 
-    if let Some(session) = saved {
-        let device = session.meta.device_id.clone();
-        client
-            .restore_session(session)
-            .await
-            .map_err(|e| MatrixError::Login(format!("restoring the saved session failed: {e}")))?;
-        tracing::info!(user = %user_id, device = %device, "matrix: session restored");
-        return Ok(client);
-    }
-
+/// The first login: with the password, else by adopting the access token (its device
+/// asked of the homeserver); neither configured is [`MatrixError::NoCredentials`].
+async fn log_in(
+    client: &Client,
+    config: &MatrixConfig,
+    user_id: &OwnedUserId,
+    homeserver: &str,
+    shutdown: &CancellationToken,
+) -> Result<(), MatrixError> {
     let password = read_secret(&config.password, &config.password_file)?;
     let token = read_secret(&config.access_token, &config.access_token_file)?;
     if let Some(password) = password {
         let login = retry_network(shutdown, "log in", || {
             client
                 .matrix_auth()
-                .login_username(&user_id, &password)
+                .login_username(user_id, &password)
                 .initial_device_display_name(&config.device_name)
                 .send()
         })
@@ -229,7 +264,7 @@ pub async fn connect(
             });
         }
     } else if let Some(token) = token {
-        let device = whoami_device(&homeserver, &user_id, &token).await?;
+        let device = whoami_device(homeserver, user_id, &token).await?;
         let session = MatrixSession {
             meta: SessionMeta {
                 user_id: user_id.clone(),
@@ -247,6 +282,11 @@ pub async fn connect(
     } else {
         return Err(MatrixError::NoCredentials);
     }
+    Ok(())
+}
+
+/// Keep the new login's session in `session.json` (0600) for every later start.
+fn save_session(client: &Client, paths: &Paths, user_id: &OwnedUserId) -> Result<(), MatrixError> {
     let session = client
         .matrix_auth()
         .session()
@@ -257,7 +297,7 @@ pub async fn connect(
         source,
     })?;
     tracing::info!(user = %user_id, device = %session.meta.device_id, "matrix: logged in; session saved");
-    Ok(client)
+    Ok(())
 }
 
 /// The device an access token belongs to (`/account/whoami`).

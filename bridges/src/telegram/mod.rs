@@ -20,7 +20,7 @@ use std::time::Duration;
 use shepherd_core::config::{ConfigError, TelegramConfig};
 use teloxide::Bot;
 use teloxide::prelude::Requester;
-use teloxide::types::BotCommand;
+use teloxide::types::{BotCommand, Me};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -77,48 +77,15 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), TelegramError> {
     validate(&config)?;
-    let token = config.resolve_token()?;
-    let mut bot = Bot::new(token);
-    if let Some(url) = &config.api_url {
-        let url = url
-            .parse()
-            .map_err(|_| TelegramError::BadUrl(url.clone()))?;
-        bot = bot.set_api_url(url);
-    }
+    let bot = bot(&config)?;
     let db = state_dir.join("telegram.db");
     let store = bridge_store(&db)?;
-
-    // Who we are; retried while Telegram is unreachable.
-    let mut backoff = Duration::from_secs(1);
-    let me = loop {
-        let attempt = tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
-            r = bot.get_me() => r,
-        };
-        match attempt {
-            Ok(me) => break me,
-            Err(teloxide::RequestError::Api(teloxide::ApiError::InvalidToken)) => {
-                return Err(TelegramError::BadToken);
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "telegram: cannot reach the Bot API yet; retrying");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(60));
-            }
-        }
+    let Some(me) = who_we_are(&bot, &shutdown).await? else {
+        return Ok(());
     };
     let username = me.username.clone().unwrap_or_default();
     tracing::info!(bot = %username, chat = ?config.chat_id, "telegram bridge started");
-    let commands: Vec<BotCommand> = COMMANDS
-        .iter()
-        .map(|c| match c.args {
-            "" => BotCommand::new(c.name, c.about),
-            args => BotCommand::new(c.name, format!("{args}: {}", c.about)),
-        })
-        .collect();
-    if let Err(e) = bot.set_my_commands(commands).await {
-        tracing::warn!(error = %e, "telegram: could not register the command list");
-    }
+    register_commands(&bot).await;
 
     let limits = outbox::RateLimits {
         per_chat_per_second: config.limits.per_chat_per_second,
@@ -189,6 +156,56 @@ pub async fn run(
     }
     tracing::info!("telegram bridge stopped");
     Ok(())
+}
+
+/// The Bot API client for the configured token, at `telegram.api_url` when set.
+fn bot(config: &TelegramConfig) -> Result<Bot, TelegramError> {
+    let token = config.resolve_token()?;
+    let mut bot = Bot::new(token);
+    if let Some(url) = &config.api_url {
+        let url = url
+            .parse()
+            .map_err(|_| TelegramError::BadUrl(url.clone()))?;
+        bot = bot.set_api_url(url);
+    }
+    Ok(bot)
+}
+
+/// Who we are (`getMe`), retried with backoff while Telegram is unreachable; None when
+/// shut down first.
+async fn who_we_are(bot: &Bot, shutdown: &CancellationToken) -> Result<Option<Me>, TelegramError> {
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        let attempt = tokio::select! {
+            _ = shutdown.cancelled() => return Ok(None),
+            r = bot.get_me() => r,
+        };
+        match attempt {
+            Ok(me) => return Ok(Some(me)),
+            Err(teloxide::RequestError::Api(teloxide::ApiError::InvalidToken)) => {
+                return Err(TelegramError::BadToken);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "telegram: cannot reach the Bot API yet; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(60));
+            }
+        }
+    }
+}
+
+/// The chat commands in Telegram's command menu; a failure is only logged.
+async fn register_commands(bot: &Bot) {
+    let commands: Vec<BotCommand> = COMMANDS
+        .iter()
+        .map(|c| match c.args {
+            "" => BotCommand::new(c.name, c.about),
+            args => BotCommand::new(c.name, format!("{args}: {}", c.about)),
+        })
+        .collect();
+    if let Err(e) = bot.set_my_commands(commands).await {
+        tracing::warn!(error = %e, "telegram: could not register the command list");
+    }
 }
 
 fn bridge_store(path: &std::path::Path) -> Result<store::BridgeStore, TelegramError> {

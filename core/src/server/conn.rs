@@ -226,6 +226,20 @@ impl Reader {
         pid: Option<u32>,
         place: Arc<Ticket>,
     ) -> Option<oneshot::Receiver<ErrorCode>> {
+        let body = self.first_frame(reader, pid, place).await?;
+        let hello = self.accept_hello(&body, pid).await?;
+        self.welcome(hello, pid).await
+    }
+
+    /// The first frame, read while this connection holds its place among those greeting;
+    /// None (the peer told why) when it came too late, the place was needed, or the
+    /// connection ended first.
+    async fn first_frame(
+        &mut self,
+        reader: &mut BufReader<OwnedReadHalf>,
+        pid: Option<u32>,
+        place: Arc<Ticket>,
+    ) -> Option<Vec<u8>> {
         let first = {
             // Holds a place among the connections greeting until the hello is read.
             let _place = Finish(&place);
@@ -239,8 +253,8 @@ impl Reader {
                 _ = tokio::time::sleep(self.settings.hello_timeout) => Greeting::Late,
             }
         };
-        let body = match first {
-            Greeting::Read(body) => body?,
+        match first {
+            Greeting::Read(body) => body,
             Greeting::Late => {
                 tracing::warn!(conn = self.id, pid, "closing: no hello in time");
                 let msg = format!(
@@ -249,7 +263,7 @@ impl Reader {
                 );
                 self.reply(error_frame(None, ErrorCode::HelloTimeout, msg))
                     .await;
-                return None;
+                None
             }
             Greeting::Evicted => {
                 tracing::warn!(
@@ -262,16 +276,17 @@ impl Reader {
                 );
                 self.reply(error_frame(None, ErrorCode::HelloTimeout, msg))
                     .await;
-                return None;
+                None
             }
-        };
-        let (id, kind, client_name) = match ClientMsg::decode(&body) {
-            Ok(ClientMsg::Hello(requests::Hello {
-                id,
-                protocol,
-                client,
-                client_name,
-            })) => {
+        }
+    }
+
+    /// The hello in the first frame, of this core's protocol. None (the peer told why) when
+    /// it is not a hello or speaks another protocol.
+    async fn accept_hello(&mut self, body: &[u8], pid: Option<u32>) -> Option<requests::Hello> {
+        match ClientMsg::decode(body) {
+            Ok(ClientMsg::Hello(hello)) => {
+                let requests::Hello { id, protocol, .. } = hello;
                 if protocol != PROTOCOL_VERSION {
                     tracing::warn!(conn = self.id, pid, protocol, "closing: protocol mismatch");
                     let msg = format!(
@@ -281,7 +296,7 @@ impl Reader {
                         .await;
                     return None;
                 }
-                (id, client, client_name)
+                Some(hello)
             }
             Ok(other) => {
                 let msg = "the first message must be hello; closing";
@@ -291,7 +306,7 @@ impl Reader {
                     msg,
                 ))
                 .await;
-                return None;
+                None
             }
             Err((e, id)) => {
                 let code = match e.code() {
@@ -300,9 +315,24 @@ impl Reader {
                 };
                 let msg = format!("{e}; the first message must be a valid hello; closing");
                 self.reply(error_frame(id, code, msg)).await;
-                return None;
+                None
             }
-        };
+        }
+    }
+
+    /// Welcome a greeted client and hand the connection to the hub; the hub's close
+    /// signal, None when the hub is gone.
+    async fn welcome(
+        &mut self,
+        hello: requests::Hello,
+        pid: Option<u32>,
+    ) -> Option<oneshot::Receiver<ErrorCode>> {
+        let requests::Hello {
+            id,
+            client: kind,
+            client_name,
+            ..
+        } = hello;
         let client_name = client_name.unwrap_or_else(|| default_name(kind).to_string());
         let welcome = ServerMsg::Welcome {
             id,

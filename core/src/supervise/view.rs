@@ -112,9 +112,60 @@ pub fn build(input: &ViewInput<'_>) -> BuiltView {
     let mut cursor = input.cursor.clone();
     let mut notes: Vec<String> = Vec::new();
     let mut activity = Activity::new(std::mem::take(&mut cursor.pending));
-    let mut restarted = false;
+    let restarted = read_new_entries(
+        input.worker.session_file,
+        &mut cursor,
+        &mut activity,
+        &mut notes,
+    );
+    activity.finish();
 
-    match input.worker.session_file {
+    let dir = Path::new(input.worker.cwd);
+    let changes = changes::read(dir, cursor.head.as_deref()).or_else(|| {
+        input
+            .worker
+            .repo
+            .and_then(|repo| changes::read(Path::new(repo), cursor.head.as_deref()))
+    });
+    let head_moved = changes.as_ref().is_some_and(changes::Changes::head_moved)
+        || (changes.is_none() && cursor.head.is_some());
+    cursor.head = changes.as_ref().and_then(|c| c.head.clone());
+    if activity.last_turn_at.is_some() {
+        cursor.last_turn_at = activity.last_turn_at.max(cursor.last_turn_at);
+    }
+    let pending = activity.pending.clone();
+    cursor.pending = pending.clone();
+
+    let entries = activity.entries;
+    let unchanged = entries == 0 && !head_moved && !restarted;
+    let text = render(
+        input,
+        &cursor,
+        &notes,
+        &activity,
+        changes.as_ref(),
+        &pending,
+    );
+    BuiltView {
+        text,
+        entries,
+        pending_tool_calls: u32::try_from(pending.len()).unwrap_or(u32::MAX),
+        unchanged,
+        cursor,
+    }
+}
+
+/// Read the worker's session file from `cursor` on into `activity`, moving the cursor past
+/// what was read; what the supervisor should know about the reading goes to `notes`. True
+/// when reading started over (another file, or this one shrank, was replaced or is gone).
+fn read_new_entries(
+    session_file: Option<&str>,
+    cursor: &mut Cursor,
+    activity: &mut Activity,
+    notes: &mut Vec<String>,
+) -> bool {
+    let mut restarted = false;
+    match session_file {
         None => {
             notes.push(
                 "The worker has no session file (an ephemeral session, or none written \
@@ -183,41 +234,7 @@ pub fn build(input: &ViewInput<'_>) -> BuiltView {
             }
         }
     }
-    activity.finish();
-
-    let dir = Path::new(input.worker.cwd);
-    let changes = changes::read(dir, cursor.head.as_deref()).or_else(|| {
-        input
-            .worker
-            .repo
-            .and_then(|repo| changes::read(Path::new(repo), cursor.head.as_deref()))
-    });
-    let head_moved = changes.as_ref().is_some_and(changes::Changes::head_moved)
-        || (changes.is_none() && cursor.head.is_some());
-    cursor.head = changes.as_ref().and_then(|c| c.head.clone());
-    if activity.last_turn_at.is_some() {
-        cursor.last_turn_at = activity.last_turn_at.max(cursor.last_turn_at);
-    }
-    let pending = activity.pending.clone();
-    cursor.pending = pending.clone();
-
-    let entries = activity.entries;
-    let unchanged = entries == 0 && !head_moved && !restarted;
-    let text = render(
-        input,
-        &cursor,
-        &notes,
-        &activity,
-        changes.as_ref(),
-        &pending,
-    );
-    BuiltView {
-        text,
-        entries,
-        pending_tool_calls: u32::try_from(pending.len()).unwrap_or(u32::MAX),
-        unchanged,
-        cursor,
-    }
+    restarted
 }
 
 // ---------------------------------------------------------------------------------------

@@ -205,123 +205,11 @@ pub fn parse_html(html: &str, strict_ampersand: bool) -> Result<Formatted, Strin
         let begin = i;
         i += 1;
         if at(b, i) != b'/' {
-            // A start tag.
-            while !is_space(at(b, i)) && at(b, i) != b'>' {
-                i += 1;
-            }
-            if at(b, i) == 0 {
-                return Err(format!("Unclosed start tag at byte offset {begin}"));
-            }
-            let tag = lower(&b[begin + 1..i]);
-            if !TAGS.contains(&tag.as_str()) {
-                return Err(format!(
-                    "Unsupported start tag \"{tag}\" at byte offset {begin}"
-                ));
-            }
-            let mut argument = String::new();
-            let mut date = 0i64;
-            while at(b, i) != b'>' {
-                while at(b, i) != 0 && is_space(at(b, i)) {
-                    i += 1;
-                }
-                if at(b, i) == b'>' {
-                    break;
-                }
-                let name_begin = i;
-                while !is_space(at(b, i)) && !matches!(at(b, i), b'=' | b'>' | b'/' | b'"' | b'\'')
-                {
-                    i += 1;
-                }
-                let name = &b[name_begin..i];
-                if name.is_empty() {
-                    return Err(format!(
-                        "Empty attribute name in the tag \"{tag}\" at byte offset {begin}"
-                    ));
-                }
-                while at(b, i) != 0 && is_space(at(b, i)) {
-                    i += 1;
-                }
-                if at(b, i) != b'=' {
-                    if at(b, i) == 0 {
-                        return Err(format!(
-                            "Unclosed start tag \"{tag}\" at byte offset {begin}"
-                        ));
-                    }
-                    if tag == "blockquote" && name == b"expandable" {
-                        argument = "1".into();
-                    }
-                    continue;
-                }
-                i += 1;
-                while at(b, i) != 0 && is_space(at(b, i)) {
-                    i += 1;
-                }
-                if at(b, i) == 0 {
-                    return Err(format!(
-                        "Unclosed start tag \"{tag}\" at byte offset {begin}"
-                    ));
-                }
-                let value = if at(b, i) != b'\'' && at(b, i) != b'"' {
-                    // A name token: letters, digits, periods, hyphens; case-insensitive.
-                    let token_begin = i;
-                    while at(b, i).is_ascii_alphanumeric() || matches!(at(b, i), b'.' | b'-') {
-                        i += 1;
-                    }
-                    if !is_space(at(b, i)) && at(b, i) != b'>' {
-                        return Err(format!(
-                            "Unexpected end of name token at byte offset {token_begin}"
-                        ));
-                    }
-                    lower(&b[token_begin..i])
-                } else {
-                    let quote = at(b, i);
-                    i += 1;
-                    let mut value = Vec::new();
-                    while at(b, i) != quote && at(b, i) != 0 {
-                        if at(b, i) == b'&' {
-                            let code = decode_entity(b, &mut i);
-                            if code != 0 {
-                                push_code_point(&mut value, code)?;
-                                continue;
-                            }
-                            if strict_ampersand {
-                                return Err(format!(
-                                    "Unescaped \"&\" at byte offset {i} (write &amp;; real Telegram \
-                                     keeps it, this fake is stricter)"
-                                ));
-                            }
-                        }
-                        value.push(at(b, i));
-                        i += 1;
-                    }
-                    if at(b, i) == quote {
-                        i += 1;
-                    }
-                    String::from_utf8_lossy(&value).into_owned()
-                };
-                if at(b, i) == 0 {
-                    return Err(format!("Unclosed start tag at byte offset {begin}"));
-                }
-                match (tag.as_str(), name) {
-                    ("a", b"href") => argument = value,
-                    ("code", b"class") if value.starts_with("language-") => {
-                        argument = value["language-".len()..].to_string()
-                    }
-                    ("span", b"class") if value.starts_with("tg-") => {
-                        argument = value["tg-".len()..].to_string()
-                    }
-                    ("tg-emoji", b"emoji-id") => argument = value,
-                    ("blockquote", b"expandable") => argument = "1".into(),
-                    ("tg-time", b"unix") => date = value.parse().unwrap_or(0),
-                    ("tg-time", b"format") => argument = value,
-                    _ => {}
-                }
-            }
-            if tag == "span" && argument != "spoiler" {
-                return Err(format!(
-                    "Tag \"span\" must have class \"tg-spoiler\" at byte offset {begin}"
-                ));
-            }
+            let StartTag {
+                tag,
+                argument,
+                date,
+            } = start_tag(b, &mut i, begin, strict_ampersand)?;
             stack.push(Open {
                 tag,
                 argument,
@@ -330,26 +218,10 @@ pub fn parse_html(html: &str, strict_ampersand: bool) -> Result<Formatted, Strin
                 begin: out.len(),
             });
         } else {
-            // An end tag.
             let Some(open) = stack.pop() else {
                 return Err(format!("Unexpected end tag at byte offset {begin}"));
             };
-            while !is_space(at(b, i)) && at(b, i) != b'>' {
-                i += 1;
-            }
-            let end_tag = lower(&b[begin + 2..i]);
-            while is_space(at(b, i)) && at(b, i) != 0 {
-                i += 1;
-            }
-            if at(b, i) != b'>' {
-                return Err(format!("Unclosed end tag at byte offset {begin}"));
-            }
-            if !end_tag.is_empty() && end_tag != open.tag {
-                return Err(format!(
-                    "Unmatched end tag at byte offset {begin}, expected \"</{}>\", found \"</{end_tag}>\"",
-                    open.tag
-                ));
-            }
+            end_tag(b, &mut i, begin, &open.tag)?;
             if utf16 > open.offset {
                 close_entity(&mut entities, open, utf16, &out)?;
             }
@@ -374,6 +246,178 @@ pub fn parse_html(html: &str, strict_ampersand: bool) -> Result<Formatted, Strin
         text,
         entities: entities.iter().map(Entity::to_json).collect(),
     })
+}
+
+/// What a start tag opens: its name and what its attributes set.
+struct StartTag {
+    tag: String,
+    argument: String,
+    date: i64,
+}
+
+/// The start tag that begins at byte `begin` (its `<`), `*pos` just past the `<`: its name
+/// checked against [`TAGS`], its attributes read. Leaves `*pos` on its `>`.
+fn start_tag(
+    b: &[u8],
+    pos: &mut usize,
+    begin: usize,
+    strict_ampersand: bool,
+) -> Result<StartTag, String> {
+    let mut i = *pos;
+    while !is_space(at(b, i)) && at(b, i) != b'>' {
+        i += 1;
+    }
+    if at(b, i) == 0 {
+        return Err(format!("Unclosed start tag at byte offset {begin}"));
+    }
+    let tag = lower(&b[begin + 1..i]);
+    if !TAGS.contains(&tag.as_str()) {
+        return Err(format!(
+            "Unsupported start tag \"{tag}\" at byte offset {begin}"
+        ));
+    }
+    let mut argument = String::new();
+    let mut date = 0i64;
+    while at(b, i) != b'>' {
+        while at(b, i) != 0 && is_space(at(b, i)) {
+            i += 1;
+        }
+        if at(b, i) == b'>' {
+            break;
+        }
+        let name_begin = i;
+        while !is_space(at(b, i)) && !matches!(at(b, i), b'=' | b'>' | b'/' | b'"' | b'\'') {
+            i += 1;
+        }
+        let name = &b[name_begin..i];
+        if name.is_empty() {
+            return Err(format!(
+                "Empty attribute name in the tag \"{tag}\" at byte offset {begin}"
+            ));
+        }
+        while at(b, i) != 0 && is_space(at(b, i)) {
+            i += 1;
+        }
+        if at(b, i) != b'=' {
+            if at(b, i) == 0 {
+                return Err(format!(
+                    "Unclosed start tag \"{tag}\" at byte offset {begin}"
+                ));
+            }
+            if tag == "blockquote" && name == b"expandable" {
+                argument = "1".into();
+            }
+            continue;
+        }
+        i += 1;
+        while at(b, i) != 0 && is_space(at(b, i)) {
+            i += 1;
+        }
+        if at(b, i) == 0 {
+            return Err(format!(
+                "Unclosed start tag \"{tag}\" at byte offset {begin}"
+            ));
+        }
+        let value = attribute_value(b, &mut i, strict_ampersand)?;
+        if at(b, i) == 0 {
+            return Err(format!("Unclosed start tag at byte offset {begin}"));
+        }
+        match (tag.as_str(), name) {
+            ("a", b"href") => argument = value,
+            ("code", b"class") if value.starts_with("language-") => {
+                argument = value["language-".len()..].to_string()
+            }
+            ("span", b"class") if value.starts_with("tg-") => {
+                argument = value["tg-".len()..].to_string()
+            }
+            ("tg-emoji", b"emoji-id") => argument = value,
+            ("blockquote", b"expandable") => argument = "1".into(),
+            ("tg-time", b"unix") => date = value.parse().unwrap_or(0),
+            ("tg-time", b"format") => argument = value,
+            _ => {}
+        }
+    }
+    if tag == "span" && argument != "spoiler" {
+        return Err(format!(
+            "Tag \"span\" must have class \"tg-spoiler\" at byte offset {begin}"
+        ));
+    }
+    *pos = i;
+    Ok(StartTag {
+        tag,
+        argument,
+        date,
+    })
+}
+
+/// An attribute's value at `*pos` (just past the `=` and any space): a name token
+/// (letters, digits, periods, hyphens; lowercased) or a quoted string with its entities
+/// decoded. Leaves `*pos` just past it.
+fn attribute_value(b: &[u8], pos: &mut usize, strict_ampersand: bool) -> Result<String, String> {
+    let mut i = *pos;
+    let value = if at(b, i) != b'\'' && at(b, i) != b'"' {
+        // A name token: letters, digits, periods, hyphens; case-insensitive.
+        let token_begin = i;
+        while at(b, i).is_ascii_alphanumeric() || matches!(at(b, i), b'.' | b'-') {
+            i += 1;
+        }
+        if !is_space(at(b, i)) && at(b, i) != b'>' {
+            return Err(format!(
+                "Unexpected end of name token at byte offset {token_begin}"
+            ));
+        }
+        lower(&b[token_begin..i])
+    } else {
+        let quote = at(b, i);
+        i += 1;
+        let mut value = Vec::new();
+        while at(b, i) != quote && at(b, i) != 0 {
+            if at(b, i) == b'&' {
+                let code = decode_entity(b, &mut i);
+                if code != 0 {
+                    push_code_point(&mut value, code)?;
+                    continue;
+                }
+                if strict_ampersand {
+                    return Err(format!(
+                        "Unescaped \"&\" at byte offset {i} (write &amp;; real Telegram \
+                         keeps it, this fake is stricter)"
+                    ));
+                }
+            }
+            value.push(at(b, i));
+            i += 1;
+        }
+        if at(b, i) == quote {
+            i += 1;
+        }
+        String::from_utf8_lossy(&value).into_owned()
+    };
+    *pos = i;
+    Ok(value)
+}
+
+/// The end tag that begins at byte `begin` (its `<`), `*pos` on its `/`: it must close
+/// `open` (or be `</>`). Leaves `*pos` on its `>`.
+fn end_tag(b: &[u8], pos: &mut usize, begin: usize, open: &str) -> Result<(), String> {
+    let mut i = *pos;
+    while !is_space(at(b, i)) && at(b, i) != b'>' {
+        i += 1;
+    }
+    let name = lower(&b[begin + 2..i]);
+    while is_space(at(b, i)) && at(b, i) != 0 {
+        i += 1;
+    }
+    if at(b, i) != b'>' {
+        return Err(format!("Unclosed end tag at byte offset {begin}"));
+    }
+    if !name.is_empty() && name != open {
+        return Err(format!(
+            "Unmatched end tag at byte offset {begin}, expected \"</{open}>\", found \"</{name}>\""
+        ));
+    }
+    *pos = i;
+    Ok(())
 }
 
 fn close_entity(

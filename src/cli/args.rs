@@ -1,0 +1,415 @@
+//! # What the command line accepts
+//!
+//! The clap derive types of `shepherd`: the global flags ([`Cli`]), every subcommand
+//! ([`Command`]) with its help text, and each subcommand's arguments. Declarations only;
+//! the parent module runs what they parse.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use shepherd_core::protocol::AskId;
+
+/// Run and steer many Pi coding-agent sessions from your phone.
+///
+/// `shepherd up` starts the core; Pi sessions with the shepherd extension connect to it.
+/// The other commands talk to the running core over its socket: list sessions and asks,
+/// answer, steer, and have a supervisor session watch a worker (`shepherd supervise`).
+#[derive(Debug, Parser)]
+#[command(name = "shepherd", version, propagate_version = true)]
+pub struct Cli {
+    /// Config file (TOML). Default: $PI_CODING_AGENT_DIR/shepherd/config.toml when it
+    /// exists; no file is needed.
+    #[arg(
+        long,
+        global = true,
+        env = "SHEPHERD_CONFIG",
+        hide_env_values = true,
+        value_name = "PATH"
+    )]
+    pub config: Option<PathBuf>,
+
+    /// The core's socket. Overrides SHEPHERD_SOCKET and `core.socket` from the config.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+
+    /// Print machine-readable JSON instead of text (errors too, as {"error": {...}}).
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start the core in the foreground (Ctrl-C or SIGTERM stops it cleanly).
+    ///
+    /// Logs go to stderr, filtered by RUST_LOG (default `info`); with --json they are
+    /// JSON lines. A second `shepherd up` on the same state directory refuses and names
+    /// the running pid.
+    Up(UpArgs),
+    /// Show the running core: versions, uptime, pid, paths, sessions, asks, bridges.
+    Status,
+    /// List Pi sessions (connected ones; --all adds those that went away).
+    Sessions(SessionsArgs),
+    /// List asks: questions sessions wait on (open ones; --all adds answered ones).
+    Asks(AsksArgs),
+    /// Answer an ask. The first answer wins; the asking session receives it.
+    Answer(AnswerArgs),
+    /// Steer a session: send it text it will see as coming from you.
+    ///
+    /// The session is named by exact id, unique id prefix or unique name. If it is not
+    /// connected, the text waits until it reconnects.
+    Send(SendArgs),
+    /// List supervisor/worker pairings (active ones; --all adds ended ones).
+    ///
+    /// Each row: id, worker, supervisor, goal, looks, steers, state (active, or how it
+    /// ended and by whom) and which sides are connected.
+    Pairings(PairingsArgs),
+    /// Have a supervisor session watch a worker session toward a goal: start, change the
+    /// goal, look now, stop.
+    ///
+    /// The supervisor is a second Pi session: at each look it reads what the worker did
+    /// and steers it, lets it run, or says it is done. Steers and the end show up on your
+    /// phone too.
+    Supervise(SuperviseArgs),
+    /// Check the installation: state directory, socket, core, database, config, Node,
+    /// Pi and the shepherd extension, each with a fix.
+    Doctor,
+    /// Without a session: stop the running core the way Ctrl-C does, and wait until it is
+    /// gone (with no core running it says so and succeeds). With a session: interrupt its
+    /// current run (as Escape in Pi does), then steer it with --then.
+    Stop(StopArgs),
+    /// Stop the running core (if any) and start it again in the background, as the Pi
+    /// extension starts it: `shepherd up --log-file` with this command's --config, --socket
+    /// and environment (the config file is read again). Waits until the new core accepts
+    /// connections, or shows why it did not start.
+    Restart(UpArgs),
+    /// Run only the chat bridges (the [telegram] and [matrix] sections), against a core that runs
+    /// elsewhere. `shepherd up` already runs them with the core.
+    Bot(UpArgs),
+    /// Install the Pi extension: write it to <agent dir>/shepherd/pi-ext and add it to
+    /// Pi's settings.json `packages`. Safe to run again (it updates an old copy).
+    Install,
+    /// List the role leases: the Manager of each repository and the Chief, who holds
+    /// each, and whether the holder is connected or away.
+    ///
+    /// A Pi session takes a role with `/manager` (in a repository's primary checkout) or
+    /// `/chief`, and leaves it with `/manager leave` or `/chief leave`. A lease whose holder
+    /// is away may be taken by another session; one away longer than
+    /// `[roles] away_expiry_hours` is released by the core. `shepherd roles release` takes
+    /// a lease away from its holder, connected or away.
+    Roles(RolesArgs),
+    /// Show who reports to whom: the Chief, each Manager with the Leads of its repository,
+    /// then the sessions that report to you; with state, branch, open asks and id.
+    ///
+    /// Lists every connected session and every lease holder. Steer one with
+    /// `shepherd send <id> <text>`.
+    Staff,
+    /// List what sessions reported and the results of their runs (each run's final text),
+    /// newest last: all sessions, or one.
+    Reports(ReportsArgs),
+    /// List the agent definitions a managed worker can be started from, and where each
+    /// came from.
+    ///
+    /// `<dir>/.pi/agents/*.md` (project) overrides `<agent dir>/agents/*.md` (global),
+    /// which overrides the bundled scout, implementer and reviewer. A file that cannot be
+    /// used is listed at the end with its error (the file and the field).
+    Agents(AgentsArgs),
+    /// List the managed workers: each owner's workers (and theirs) with label, id,
+    /// definition, state, age and task. `--all`: ended ones too.
+    ///
+    /// A Pi session starts a worker with its `delegate_agent` tool; the worker's result
+    /// comes back to that session once.
+    Workers(WorkersArgs),
+    /// Close a managed worker (its own workers first): its process stops, a question it
+    /// asked is abandoned, its Pi session file is kept. WORKER: its label or #id.
+    Close {
+        #[arg(value_name = "WORKER")]
+        worker: String,
+    },
+    /// Open a tmux-hosted worker's window in this terminal (detach with the tmux prefix, then d).
+    Attach {
+        #[arg(value_name = "WORKER")]
+        worker: String,
+    },
+    /// Tokens and cost from the Pi session files: per session, per model (highest cost
+    /// first) and in total. Without a session, every session the core knows a session
+    /// file of; with one, that session and the workers it owns.
+    ///
+    /// Sessions whose file cannot be read are listed as not counted, with the reason
+    /// ("coverage incomplete"); nothing is estimated.
+    Usage(UsageArgs),
+    /// List project work: each repository's Manager and its work assignments.
+    ///
+    /// Per repository: name, primary worktree, primary branch, its Manager or "no
+    /// manager"; per assignment: branch, state, Lead state, last update (age and first
+    /// line), ahead/behind the primary branch, open asks, tokens and cost of the Lead's tree.
+    ///
+    /// Project work starts in Pi: `/manager` in a repository's primary worktree, then the
+    /// Manager's `delegate_project` tool starts a Lead on a new branch in its own worktree.
+    #[command(after_help = "Examples:\n  shepherd projects\n  shepherd projects --json")]
+    Projects,
+    /// Integrate an assigned branch: fast-forward the primary branch to it, as the human.
+    ///
+    /// Approves a Manager's integrate_branch, or runs one on your own: REPO's primary
+    /// branch is fast-forwarded to SHA, the branch's tip, then the branch's worktree is
+    /// removed and the assignment retired (the branch is kept).
+    ///
+    /// Refused, with nothing changed, when SHA is not the branch's tip, the primary branch
+    /// cannot be fast-forwarded to it, or the primary worktree has uncommitted changes. If
+    /// removing the worktree fails, the same command again finishes it.
+    #[command(
+        after_help = "Examples:\n  shepherd integrate app feat/export 4b1d2c3e5f60718293a4b5c6d7e8f90a1b2c3d4e\n  shepherd integrate ~/src/app feat/export \"$(git -C ~/src/app rev-parse feat/export)\""
+    )]
+    Integrate(IntegrateArgs),
+    /// Start an assignment's Lead again (the same Pi session in the same worktree).
+    ///
+    /// Says so when the Lead already runs. A retired (integrated) assignment cannot be
+    /// resumed.
+    #[command(
+        after_help = "Examples:\n  shepherd resume feat/export\n  shepherd resume feat/export --repo app"
+    )]
+    Resume(LeadArgs),
+    /// Stop an assignment's Lead and its workers; the assignment is paused.
+    ///
+    /// Its session, branch, worktree and uncommitted changes are kept; `shepherd resume`
+    /// starts the same Lead again.
+    #[command(
+        after_help = "Examples:\n  shepherd stop-lead feat/export\n  shepherd stop-lead feat/export --repo ~/src/app"
+    )]
+    StopLead(LeadArgs),
+}
+
+/// `shepherd integrate`.
+#[derive(Debug, Args)]
+pub struct IntegrateArgs {
+    /// The repository: its name (as `shepherd projects` shows it) or a path in it.
+    #[arg(value_name = "REPO")]
+    pub repo: String,
+    /// The assigned branch.
+    #[arg(value_name = "BRANCH")]
+    pub branch: String,
+    /// The branch's tip, as you reviewed it (`git rev-parse <branch>`).
+    #[arg(value_name = "SHA")]
+    pub sha: String,
+    /// When the checkout holds what its branch does not (changes, untracked or ignored
+    /// files, a nested repository), remove it anyway: its directory is moved aside whole,
+    /// next to where it was, and git forgets it. Nothing is deleted.
+    #[arg(long)]
+    pub remove_anyway: bool,
+}
+
+/// `shepherd resume` and `shepherd stop-lead`.
+#[derive(Debug, Args)]
+pub struct LeadArgs {
+    /// The assigned branch.
+    #[arg(value_name = "BRANCH")]
+    pub branch: String,
+    /// The repository (name or path), when the branch is assigned in more than one.
+    #[arg(long, value_name = "REPO")]
+    pub repo: Option<String>,
+}
+
+/// `shepherd workers`.
+#[derive(Debug, Args)]
+pub struct WorkersArgs {
+    /// Also list workers that ended (done or closed).
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `shepherd agents`.
+#[derive(Debug, Args)]
+pub struct AgentsArgs {
+    /// The directory whose project definitions (`DIR/.pi/agents`) count; default: this one.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+/// `shepherd usage`.
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    /// Only this session and its workers: exact id, unique id prefix, or unique name.
+    #[arg(value_name = "SESSION")]
+    pub session: Option<String>,
+}
+
+/// `shepherd reports`.
+#[derive(Debug, Args)]
+pub struct ReportsArgs {
+    /// Only this session's: exact id, unique id prefix, or unique name.
+    #[arg(value_name = "SESSION")]
+    pub session: Option<String>,
+    /// Show the newest this many.
+    #[arg(long, short = 'n', default_value_t = 20, value_name = "N")]
+    pub limit: u32,
+}
+
+/// `shepherd up`.
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// Append logs to a file instead of stderr; without a value, `<state dir>/core.log`
+    /// (what the Pi extension uses when it starts the core in the background). A file over
+    /// 10 MiB is moved to `<file>.1` first.
+    #[arg(long, value_name = "PATH", num_args = 0..=1)]
+    pub log_file: Option<Option<PathBuf>>,
+}
+
+/// `shepherd sessions`.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Also list sessions that are not connected.
+    #[arg(long)]
+    pub all: bool,
+    /// After the list, print a line for every session that joins, changes, takes or
+    /// leaves a role, or leaves, until Ctrl-C.
+    #[arg(long, short)]
+    pub follow: bool,
+}
+
+/// `shepherd asks`.
+#[derive(Debug, Args)]
+pub struct AsksArgs {
+    /// Show this one ask in full instead of the list: session, times, the whole question
+    /// wrapped to the terminal (COLUMNS, else the terminal's width, else 80), its options,
+    /// details and answer.
+    #[arg(value_name = "ASK")]
+    pub ask: Option<u64>,
+    /// Also list answered asks.
+    #[arg(long, conflicts_with = "ask")]
+    pub all: bool,
+}
+
+/// `shepherd answer`.
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// The ask's number (the ID column of `shepherd asks`).
+    #[arg(value_name = "ASK")]
+    pub ask: AskId,
+    /// The answer; several words are joined with spaces. A number alone picks that option
+    /// (1 is the first) when the ask has options.
+    #[arg(required = true, value_name = "TEXT")]
+    pub text: Vec<String>,
+    /// Send the text as it is, even a number for an ask with options.
+    #[arg(long = "text")]
+    pub literal: bool,
+}
+
+/// `shepherd send`.
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// Exact session id, unique id prefix, or unique name.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    /// What to tell it; several words are joined with spaces.
+    #[arg(required = true, value_name = "TEXT")]
+    pub text: Vec<String>,
+}
+
+/// `shepherd roles`.
+#[derive(Debug, Args)]
+pub struct RolesArgs {
+    #[command(subcommand)]
+    pub action: Option<RolesAction>,
+}
+
+/// What `shepherd roles` does besides listing.
+#[derive(Debug, Subcommand)]
+pub enum RolesAction {
+    /// Take a lease away from its holder, connected or away: `release manager <project>`
+    /// or `release chief`.
+    ///
+    /// The holder becomes a Lead and is told (at once when connected, else when it
+    /// returns); the role is free for the next `/manager` or `/chief`.
+    Release {
+        /// `manager` or `chief`.
+        role: String,
+        /// For `manager`: the repository's project name (as `shepherd roles` shows it).
+        project: Option<String>,
+    },
+}
+
+/// `shepherd pairings`.
+#[derive(Debug, Args)]
+pub struct PairingsArgs {
+    /// Also list ended pairings.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `shepherd supervise`.
+#[derive(Debug, Args)]
+pub struct SuperviseArgs {
+    #[command(subcommand)]
+    pub action: SuperviseAction,
+}
+
+/// What `shepherd supervise` does.
+#[derive(Debug, Subcommand)]
+pub enum SuperviseAction {
+    /// Pair a supervisor with a worker session, optionally toward a goal.
+    ///
+    /// Without --supervisor, the core takes the free session with role `supervisor` in
+    /// the worker's directory (the most recently seen), or says there is none. A goal
+    /// that is one word with `/` or `.` is a file, read relative to this directory.
+    Start(SuperviseStartArgs),
+    /// End the pairing a session is in (either side).
+    Stop(SessionArg),
+    /// Replace the goal of the pairing a session is in (the steer history stays).
+    ///
+    /// A goal that is one word with `/` or `.` is a file, read relative to this
+    /// directory.
+    Goal(SuperviseGoalArgs),
+    /// Have the supervisor look at its worker now (it gets a view of what the worker did
+    /// since its last look).
+    Look(SessionArg),
+}
+
+/// `shepherd supervise start`.
+#[derive(Debug, Args)]
+pub struct SuperviseStartArgs {
+    /// The session to watch: exact id, unique id prefix, or unique name.
+    #[arg(value_name = "WORKER")]
+    pub worker: String,
+    /// What the worker should achieve, or a file holding it; several words are joined
+    /// with spaces. Without one, steers wait until `supervise goal` sets it.
+    #[arg(value_name = "GOAL")]
+    pub goal: Vec<String>,
+    /// The supervisor session (exact id, unique id prefix, or unique name) instead of
+    /// the one the core would pick.
+    #[arg(long, value_name = "SESSION")]
+    pub supervisor: Option<String>,
+}
+
+/// `shepherd supervise goal`.
+#[derive(Debug, Args)]
+pub struct SuperviseGoalArgs {
+    /// Either side of the pairing: exact id, unique id prefix, or unique name.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    /// The new goal, or a file holding it; several words are joined with spaces.
+    #[arg(required = true, value_name = "GOAL")]
+    pub goal: Vec<String>,
+}
+
+/// `shepherd stop [session] [--then <text>]`.
+#[derive(Debug, Args)]
+pub struct StopArgs {
+    /// The session whose run to interrupt (exact id, unique id prefix or unique name);
+    /// without one, the core itself stops.
+    #[arg(value_name = "SESSION")]
+    pub session: Option<String>,
+    /// After the interrupt, steer the session with this text.
+    #[arg(long, value_name = "TEXT", requires = "session")]
+    pub then: Option<String>,
+}
+
+/// A session argument alone.
+#[derive(Debug, Args)]
+pub struct SessionArg {
+    /// Either side of the pairing: exact id, unique id prefix, or unique name.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+}
