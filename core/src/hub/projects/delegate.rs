@@ -32,6 +32,14 @@ struct Delegation {
     task: String,
 }
 
+/// How [`State::stop_lead_then`] waits for a Lead's exit: at most `bound`, then `then`
+/// (with `reply`, the request that asked, answered when it is done).
+pub(in crate::hub) struct StopWait {
+    pub bound: std::time::Duration,
+    pub reply: Option<(crate::hub::ConnId, u64)>,
+    pub then: crate::hub::workers::host_ops::AfterStop,
+}
+
 impl State {
     /// `delegate_project`: checks, then the branch and worktree on the git lane; the
     /// continuation records the assignment and launches its Lead.
@@ -423,17 +431,15 @@ impl State {
     /// host's stop returned and none of its recorded pids runs), or with `false` when it
     /// has not within `bound`. Waits even when the row says no process runs (a stop
     /// already under way is waited for: the host's stop is idempotent).
-    #[allow(clippy::too_many_arguments)]
     pub(in crate::hub) fn stop_lead_then(
         &mut self,
         row: &AssignmentRow,
         by: &str,
-        bound: std::time::Duration,
-        reply: Option<(crate::hub::ConnId, u64)>,
-        then: crate::hub::workers::host_ops::AfterStop,
+        wait: StopWait,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        let StopWait { bound, reply, then } = wait;
         let pids: Vec<u32> = [row.assignment.pid, row.bound_pid]
             .into_iter()
             .flatten()

@@ -376,7 +376,12 @@ impl State {
         let then: AfterStop = Box::new(move |state, db, out, exited| {
             state.lead_stopped_for_cleanup(run, plan, exited, db, out)
         });
-        self.stop_lead_then(&row, &by, LEAD_EXIT_BOUND, reply, then, db, out)?;
+        let wait = super::StopWait {
+            bound: LEAD_EXIT_BOUND,
+            reply,
+            then,
+        };
+        self.stop_lead_then(&row, &by, wait, db, out)?;
         let row = self.assignment_row(db, row.assignment.id)?;
         self.assignment_changed(&row, out);
         Ok(())
@@ -624,11 +629,13 @@ impl State {
             name: by.to_string(),
         };
         self.project_mail(
-            &row.assignment.repo_id,
-            None,
-            DeliveryKind::Integration,
-            body,
-            &from,
+            super::ProjectMail {
+                repo_id: &row.assignment.repo_id,
+                assignment: None,
+                kind: DeliveryKind::Integration,
+                text: body,
+                from: &from,
+            },
             db,
             out,
         )?;

@@ -57,6 +57,16 @@ fn lead_label(row: &AssignmentRow) -> String {
     format!("lead-{slug}")
 }
 
+/// Mail for a repository's Manager role ([`State::project_mail`]): what it is, about
+/// which assignment if any, and from whom.
+pub(in crate::hub) struct ProjectMail<'a> {
+    pub repo_id: &'a str,
+    pub assignment: Option<AssignmentId>,
+    pub kind: DeliveryKind,
+    pub text: &'a str,
+    pub from: &'a Sender,
+}
+
 impl State {
     /// The spec that starts `row`'s Lead from `start`: a plain Pi (all tools, the
     /// Manager's model) in the checkout.
@@ -197,11 +207,13 @@ impl State {
         );
         let from = Self::core_sender();
         self.project_mail(
-            &a.repo_id,
-            Some(a.id),
-            DeliveryKind::AssignmentUpdate,
-            &body,
-            &from,
+            ProjectMail {
+                repo_id: &a.repo_id,
+                assignment: Some(a.id),
+                kind: DeliveryKind::AssignmentUpdate,
+                text: &body,
+                from: &from,
+            },
             db,
             out,
         )?;
@@ -335,11 +347,13 @@ impl State {
         };
         let now = now_ms();
         let mailed = self.project_mail(
-            &a.repo_id,
-            Some(a.id),
-            DeliveryKind::AssignmentUpdate,
-            &body,
-            &from,
+            ProjectMail {
+                repo_id: &a.repo_id,
+                assignment: Some(a.id),
+                kind: DeliveryKind::AssignmentUpdate,
+                text: &body,
+                from: &from,
+            },
             db,
             out,
         )?;
@@ -361,17 +375,19 @@ impl State {
     /// Mail for a repository's Manager role: to the lease's holder, or into the role's
     /// mailbox until a Manager takes the lease. Tagged so a new holder gets what the old
     /// one never read, and so retiring `assignment` drops what is still pending about it.
-    #[allow(clippy::too_many_arguments)]
     pub(in crate::hub) fn project_mail(
         &self,
-        repo_id: &str,
-        assignment: Option<AssignmentId>,
-        kind: DeliveryKind,
-        text: &str,
-        from: &Sender,
+        mail: ProjectMail<'_>,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<Mailed> {
+        let ProjectMail {
+            repo_id,
+            assignment,
+            kind,
+            text,
+            from,
+        } = mail;
         let recipient = match store::leases::get(db, Role::Manager, Some(repo_id))? {
             Some(lease) => lease.session_id,
             None => store::projects::role_mailbox(repo_id),

@@ -7,6 +7,7 @@ use rusqlite::Connection;
 use super::{forbidden, role_label};
 use crate::clock::now_ms;
 use crate::hub::mail::Mailed;
+use crate::hub::projects::ProjectMail;
 use crate::hub::reports::Posted;
 use crate::hub::{Cx, HubError, HubResult, Out, State};
 use crate::protocol::requests::{MessagePeer, MessageStaff, MessageSupervisor};
@@ -15,6 +16,20 @@ use crate::protocol::{
     SessionInfo, Superior,
 };
 use crate::store::messages::NewMessage;
+
+/// One edge mail travels along: its kind, its sender and its receiver.
+#[derive(Clone, Copy)]
+struct Edge<'a> {
+    kind: EdgeKind,
+    from: &'a SessionInfo,
+    to: &'a SessionInfo,
+}
+
+impl<'a> Edge<'a> {
+    fn new(kind: EdgeKind, from: &'a SessionInfo, to: &'a SessionInfo) -> Edge<'a> {
+        Edge { kind, from, to }
+    }
+}
 
 impl State {
     /// `message_supervisor`: mail to whom the caller reports (the human gets a report).
@@ -50,17 +65,24 @@ impl State {
                     me.id
                 );
                 let mailed = self.project_mail(
-                    &lead.assignment.repo_id,
-                    Some(lead.assignment.id),
-                    DeliveryKind::SupervisorMessage,
-                    &body,
-                    &Self::sender(&me),
+                    ProjectMail {
+                        repo_id: &lead.assignment.repo_id,
+                        assignment: Some(lead.assignment.id),
+                        kind: DeliveryKind::SupervisorMessage,
+                        text: &body,
+                        from: &Self::sender(&me),
+                    },
                     db,
                     out,
                 )?;
                 if let Some(holder) = &to.session_id {
                     let target = self.session_uncounted(db, holder)?;
-                    self.edge_shown(EdgeKind::Supervisor, &me, &target, &text, mailed.id, out);
+                    self.edge_shown(
+                        Edge::new(EdgeKind::Supervisor, &me, &target),
+                        &text,
+                        mailed.id,
+                        out,
+                    );
                 }
                 (Some(mailed.id), None, mailed.connected)
             }
@@ -81,8 +103,13 @@ impl State {
                     me.name,
                     me.id
                 );
-                let mailed =
-                    self.edge_mail(EdgeKind::Supervisor, &me, &target, &body, &text, db, out)?;
+                let mailed = self.edge_mail(
+                    Edge::new(EdgeKind::Supervisor, &me, &target),
+                    &body,
+                    &text,
+                    db,
+                    out,
+                )?;
                 (Some(mailed.id), None, mailed.connected)
             }
         };
@@ -101,17 +128,15 @@ impl State {
 
     /// Store mail along an edge and show it to the bridges when it touches a Manager or
     /// the Chief.
-    #[allow(clippy::too_many_arguments)]
     fn edge_mail(
         &self,
-        kind: EdgeKind,
-        from: &SessionInfo,
-        to: &SessionInfo,
+        edge: Edge<'_>,
         body: &str,
         text: &str,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<Mailed> {
+        let Edge { kind, from, to } = edge;
         let delivery = match kind {
             EdgeKind::Supervisor => DeliveryKind::SupervisorMessage,
             EdgeKind::Staff => DeliveryKind::StaffMessage,
@@ -127,20 +152,13 @@ impl State {
             db,
             out,
         )?;
-        self.edge_shown(kind, from, to, text, mailed.id, out);
+        self.edge_shown(edge, text, mailed.id, out);
         Ok(mailed)
     }
 
     /// Show mail along an edge to the bridges when it touches a Manager or the Chief.
-    fn edge_shown(
-        &self,
-        kind: EdgeKind,
-        from: &SessionInfo,
-        to: &SessionInfo,
-        text: &str,
-        message_id: MessageId,
-        out: &mut Out,
-    ) {
+    fn edge_shown(&self, edge: Edge<'_>, text: &str, message_id: MessageId, out: &mut Out) {
+        let Edge { kind, from, to } = edge;
         let staff_role = |r: Role| matches!(r, Role::Manager | Role::Chief);
         if kind != EdgeKind::Peer && (staff_role(from.role) || staff_role(to.role)) {
             let message = EdgeMessage {
@@ -176,7 +194,13 @@ impl State {
             me.name,
             me.id
         );
-        let mailed = self.edge_mail(EdgeKind::Staff, &me, &target, &body, &text, db, out)?;
+        let mailed = self.edge_mail(
+            Edge::new(EdgeKind::Staff, &me, &target),
+            &body,
+            &text,
+            db,
+            out,
+        )?;
         sent(cx, target, mailed, out);
         Ok(())
     }
@@ -193,7 +217,13 @@ impl State {
         let text = nonempty(req.text, "message")?;
         let target = self.my_peer(&me, &req.session, db)?;
         let body = format!("Peer message from {} ({}): {text}", me.name, me.id);
-        let mailed = self.edge_mail(EdgeKind::Peer, &me, &target, &body, &text, db, out)?;
+        let mailed = self.edge_mail(
+            Edge::new(EdgeKind::Peer, &me, &target),
+            &body,
+            &text,
+            db,
+            out,
+        )?;
         sent(cx, target, mailed, out);
         Ok(())
     }
