@@ -88,4 +88,5 @@ pub fn build(scope: &[Scoped]) -> UsageReport {
 }
 
 #[cfg(test)]
+#[allow(clippy::too_many_lines)]
 mod tests;
