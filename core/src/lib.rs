@@ -9,16 +9,19 @@
 //! - [`agents`]: agent definitions (Markdown + YAML frontmatter) for managed workers.
 //! - [`protocol`]: the wire contract (serde types, framing, error codes). No I/O.
 //! - [`config`]: typed settings from defaults, TOML file and `SHEPHERD_*` environment.
-//! - [`store`]: the SQLite database (schema, queries); owned by the hub task.
+//! - [`store`]: the SQLite database (schema, queries); written by the hub task alone.
 //! - [`hub`]: the one actor that owns routing state and the store, and commits in groups.
 //! - [`server`]: the socket listener and per-connection reader/writer tasks.
 //! - [`client`]: an async intercom client for the CLI, bridges, tests and benchmarks.
-//! - [`git`]: git2: the repository context of a session's cwd.
+//! - [`git`]: git2: the repository context of a session's cwd, project work's worktrees,
+//!   and the primary branch's fast-forward.
 //! - [`supervise`]: pairing rules and the views a supervisor session reads.
 //! - [`usage`]: tokens and cost summed from Pi session files.
 //! - [`clock`]: wall time in Unix milliseconds, which tests can stop and move.
 //! - [`human`]: time spans as people read them (CLI, chat, views).
-//! - [`files`]: private (0600) files whatever the umask: databases, the lock.
+//! - [`files`]: private (0600) files and (0700) directories whatever the umask, and
+//!   bounded reads of a user's files (regular files only).
+//! - [`framing`]: frames on async streams, with the bounds on a frame's arrival.
 //! - [`daemon`]: `shepherd up`: lock the state dir, open the store, start and stop the core.
 //! - [`workers`]: managed workers' processes: launch lines, the process host (headless or
 //!   tmux), `/proc` ancestry.
