@@ -12,15 +12,20 @@ use super::{
     requests,
 };
 
-/// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`): the
+/// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`; a request
+/// whose handling needs the repository context of a directory is marked `git`, and its
+/// struct says which directory in `git_context`): the
 /// internally tagged wire enum with one newtype variant per struct in [`requests`], a
 /// private externally tagged twin for decoding, `TYPES`, `request_id`, each struct's
-/// `TYPE` and its `From` into [`ClientMsg`]. Decoding goes through the twin so that
+/// `TYPE` and its `From` into [`ClientMsg`], and `git_context`. Decoding goes through the twin so that
 /// `serde_path_to_error` can name the offending field (`ask.question: invalid type …`);
 /// internally tagged enums buffer their content and lose the path.
 macro_rules! client_messages {
+    // What a request line marked `git` needs read before the hub handles it.
+    (@git $m:ident) => { requests::GitContext::None };
+    (@git $m:ident git) => { $m.git_context() };
     (
-        requests { $( $rtype:literal => $req:ident ),* $(,)? }
+        requests { $( $rtype:literal => $req:ident $($git:ident)? ),* $(,)? }
         notices { $( $ntype:literal => $notice:ident ),* $(,)? }
     ) => {
         /// Client → core: requests (with an `id` the response echoes) and notices
@@ -91,6 +96,15 @@ macro_rules! client_messages {
                 }
             }
 
+            /// The repository context this request needs read before the hub handles it
+            /// (its line says `git`; the connection task reads it off the hub).
+            pub fn git_context(&self) -> requests::GitContext<'_> {
+                match self {
+                    $( ClientMsg::$req(_m) => client_messages!(@git _m $($git)?), )*
+                    $( ClientMsg::$notice(_) => requests::GitContext::None, )*
+                }
+            }
+
             /// The wire `type`.
             pub fn kind(&self) -> &'static str {
                 match self {
@@ -130,8 +144,8 @@ macro_rules! client_messages {
 client_messages! {
     requests {
         "hello" => Hello,
-        "register" => Register,
-        "update" => Update,
+        "register" => Register git,
+        "update" => Update git,
         "ask" => Ask,
         "report" => Report,
         "answer" => Answer,
@@ -150,7 +164,7 @@ client_messages! {
         "list_pairings" => ListPairings,
         "unanswer" => Unanswer,
         "interrupt" => Interrupt,
-        "result" => RunResult,
+        "result" => RunResult git,
         "list_reports" => ListReports,
         "set_role" => SetRole,
         "list_roles" => ListRoles,
@@ -509,6 +523,41 @@ impl ServerMsg {
 #[cfg(test)]
 mod tests {
     use super::ClientMsg;
+
+    /// Only the requests declared `git` ask for a repository context, each for the
+    /// directory it says.
+    #[test]
+    fn the_git_context_is_what_each_request_declares() {
+        use super::requests::GitContext;
+        let decode = |body: &str| ClientMsg::decode(body.as_bytes()).unwrap();
+        let cases = [
+            (
+                r#"{"type":"register","id":1,"session":{"session_id":"s","cwd":"/w/app","pid":1}}"#,
+                GitContext::Cwd("/w/app"),
+            ),
+            (
+                r#"{"type":"update","id":2,"cwd":"/w/b"}"#,
+                GitContext::Cwd("/w/b"),
+            ),
+            (
+                r#"{"type":"update","id":3,"status":"idle"}"#,
+                GitContext::SessionCwd,
+            ),
+            (
+                r#"{"type":"update","id":4,"status":"thinking"}"#,
+                GitContext::None,
+            ),
+            (
+                r#"{"type":"result","id":5,"text":"done"}"#,
+                GitContext::SessionCwd,
+            ),
+            (r#"{"type":"ping","id":6}"#, GitContext::None),
+            (r#"{"type":"ack","ids":[1]}"#, GitContext::None),
+        ];
+        for (body, want) in cases {
+            assert_eq!(decode(body).git_context(), want, "{body}");
+        }
+    }
 
     /// The direct read and the read through a JSON tree agree on every golden client
     /// fixture, and the direct read steps aside (so the tree's error or repair stands)

@@ -33,6 +33,38 @@ pub struct Register {
     pub session: Registration,
 }
 
+/// The repository context a request needs read before the hub handles it: the connection
+/// task reads it (git discovery, off the hub) and hands it over with the request. Only the
+/// requests marked `git` in `client_messages!` have one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GitContext<'a> {
+    /// None: most requests.
+    None,
+    /// The repository at this directory (a registration's or a move's cwd).
+    Cwd(&'a str),
+    /// The repository at the session's directory as the connection last knew it.
+    SessionCwd,
+}
+
+impl Register {
+    /// A registration reads the repository of the directory it names.
+    pub fn git_context(&self) -> GitContext<'_> {
+        GitContext::Cwd(&self.session.cwd)
+    }
+}
+
+impl Update {
+    /// A move reads its new directory's repository; a session gone idle reads its
+    /// directory's again (it may have committed or switched branches).
+    pub fn git_context(&self) -> GitContext<'_> {
+        match (&self.cwd, &self.status) {
+            (Some(cwd), _) => GitContext::Cwd(cwd),
+            (None, Some(status)) if status.is_idle() => GitContext::SessionCwd,
+            _ => GitContext::None,
+        }
+    }
+}
+
 /// Pi only: change what the session says about itself. Absent fields stay as they are.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Update {
@@ -284,6 +316,13 @@ pub struct RunResult {
     /// one kept then, not a second result (nor a second assignment update).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+}
+
+impl RunResult {
+    /// A run settled: an assigned Lead's update names its checkout's HEAD.
+    pub fn git_context(&self) -> GitContext<'_> {
+        GitContext::SessionCwd
+    }
 }
 
 /// Kept reports and results, oldest first. `session` (id, unique id prefix or name)

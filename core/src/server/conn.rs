@@ -27,6 +27,7 @@ use crate::clock::now_ms;
 use crate::framing::{Arrival, FrameError, read_frame_arriving};
 use crate::git::{self, RepoContext};
 use crate::hub::{ConnHandle, ConnId, HubCommand, HubHandle};
+use crate::protocol::requests::GitContext;
 use crate::protocol::{
     ClientKind, ClientMsg, ErrorCode, PROTOCOL_VERSION, ServerMsg, frame, requests,
 };
@@ -409,20 +410,15 @@ impl Reader {
         }
     }
 
-    /// Repository context for requests that set or may have changed it. `cwd` is this
+    /// Repository context for the requests declared to need it (`git` in
+    /// `client_messages!`, [`ClientMsg::git_context`]). `cwd` is this
     /// task's best knowledge of the session's directory; the hub ignores a context read
     /// for any directory other than the session's accepted cwd.
     async fn repo_for(&mut self, msg: &ClientMsg) -> Option<RepoContext> {
-        let cwd = match msg {
-            ClientMsg::Register(req) => req.session.cwd.clone(),
-            ClientMsg::Update(requests::Update { cwd: Some(cwd), .. }) => cwd.clone(),
-            ClientMsg::Update(requests::Update {
-                status: Some(status),
-                ..
-            }) if status.is_idle() => self.cwd.clone()?,
-            // A run settled: an assigned Lead's update names the checkout's HEAD.
-            ClientMsg::RunResult(_) => self.cwd.clone()?,
-            _ => return None,
+        let cwd = match msg.git_context() {
+            GitContext::None => return None,
+            GitContext::Cwd(cwd) => cwd.to_string(),
+            GitContext::SessionCwd => self.cwd.clone()?,
         };
         if !cwd.starts_with('/') {
             return None; // The hub refuses it; nothing to read.
