@@ -113,13 +113,22 @@ impl CoreLink {
 
     /// `list_asks`: the open asks, or (`all`) the answered ones too.
     pub async fn asks(&mut self, all: bool) -> Reply<Vec<Ask>> {
-        self.call(requests::ListAsks { id: 0, all }).await
+        self.call(requests::ListAsks {
+            id: 0,
+            all,
+            ask: None,
+        })
+        .await
     }
 
-    /// One ask (open or answered), if the core knows it.
+    /// One ask (open or answered), if the core knows it: `list_asks {ask}`.
     pub async fn ask(&mut self, ask: u64) -> Option<Ask> {
-        let asks = self.asks(true).await.ok()?;
-        asks.into_iter().find(|a| a.id == ask)
+        let one = requests::ListAsks {
+            id: 0,
+            all: false,
+            ask: Some(ask.into()),
+        };
+        self.call(one).await.ok()?.into_iter().next()
     }
 
     /// `list_workers` as a bridge: every live managed worker (`all`: ended ones too).

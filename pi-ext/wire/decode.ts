@@ -338,7 +338,11 @@ const CLIENT_BODIES: Bodies<ClientMsg> = {
   send: record({ id: req(u64), to: req(str), text: req(str), by: maybeNull(str) }),
   ack: record({ ids: req(arrayOf(u64)) }),
   list_sessions: listAll,
-  list_asks: listAll,
+  list_asks: record<{ id: number; all?: boolean; ask?: number | null }>({
+    id: req(u64),
+    all: maybe(bool),
+    ask: maybeNull(u64),
+  }),
   status: idOnly,
   subscribe: record({ id: req(u64), serves: maybeNull(str) }),
   ping: idOnly,

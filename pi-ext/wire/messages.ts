@@ -74,7 +74,7 @@ export type AnswerMsg = { type: "answer"; id: number; ask: number; text: string;
 export type SendMsg = { type: "send"; id: number; to: string; text: string; by?: string | null };
 export type AckMsg = { type: "ack"; ids: number[] };
 export type ListSessionsMsg = { type: "list_sessions"; id: number; all?: boolean };
-export type ListAsksMsg = { type: "list_asks"; id: number; all?: boolean };
+export type ListAsksMsg = { type: "list_asks"; id: number; all?: boolean; ask?: number | null };
 export type StatusMsg = { type: "status"; id: number };
 /** `serves`: bridges only, the bot they serve (`telegram:@name`); one live bridge per bot. */
 export type SubscribeMsg = { type: "subscribe"; id: number; serves?: string | null };

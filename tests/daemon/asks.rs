@@ -63,3 +63,38 @@ async fn two_concurrent_answers_exactly_one_wins() -> anyhow::Result<()> {
     assert_eq!(all[0]["answer"], delivery.text.as_str());
     Ok(())
 }
+
+/// `list_asks {ask}`: just that ask, open and then answered, among others; an id the core
+/// never gave lists nothing.
+#[tokio::test]
+async fn one_ask_is_listed_by_its_id_open_or_answered() -> anyhow::Result<()> {
+    let core = Core::start().await?;
+    let mut pi = core.pi("sess-ask-one", "asker").await?;
+    let ask = |q: &str| requests::Ask {
+        question: q.into(),
+        ..Default::default()
+    };
+    let first = pi.client.call(ask("First?")).await?;
+    let second = pi.client.call(ask("Second?")).await?;
+    let mut bridge = core.client(ClientKind::Bridge).await?;
+    let one = |ask| requests::ListAsks {
+        ask: Some(ask),
+        ..Default::default()
+    };
+    let listed = bridge.call(one(second.id)).await?;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(
+        (listed[0].id, listed[0].question.as_str(), listed[0].state),
+        (second.id, "Second?", AskState::Open)
+    );
+    bridge.answer(first.id, "yes").await?;
+    let listed = bridge.call(one(first.id)).await?;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(
+        (listed[0].state, listed[0].answer.as_deref()),
+        (AskState::Answered, Some("yes"))
+    );
+    let none = bridge.call(one((second.id.get() + 100).into())).await?;
+    assert!(none.is_empty(), "{none:?}");
+    Ok(())
+}

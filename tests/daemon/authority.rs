@@ -95,7 +95,10 @@ fn no(code: ErrorCode, reason: Option<&str>) -> Outcome {
 async fn footprint(core: &Core) -> Result<(usize, usize, usize, usize)> {
     let mut cli = core.client(ClientKind::Cli).await?;
     let asks = cli
-        .call(requests::ListAsks { id: 0, all: true })
+        .call(requests::ListAsks {
+            all: true,
+            ..Default::default()
+        })
         .await?
         .len();
     let reports = cli.call(requests::ListReports::default()).await?.len();

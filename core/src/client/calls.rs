@@ -207,7 +207,12 @@ impl Client {
 
     /// Open asks; with `all`, answered ones too.
     pub async fn list_asks(&mut self, all: bool) -> Result<Vec<Ask>, ClientError> {
-        self.call(requests::ListAsks { id: 0, all }).await
+        self.call(requests::ListAsks {
+            id: 0,
+            all,
+            ask: None,
+        })
+        .await
     }
 
     /// Active pairings; with `all`, ended ones too.

@@ -258,6 +258,11 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        if let Some(ask) = req.ask {
+            let asks = store::asks::get(db, ask)?.into_iter().collect();
+            out.send(cx.conn, &ServerMsg::Asks { id: cx.id, asks });
+            return Ok(());
+        }
         if req.all {
             // Every ask ever asked can be many: read off the hub.
             let id = cx.id;

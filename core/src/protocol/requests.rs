@@ -162,12 +162,16 @@ pub struct ListSessions {
     pub all: bool,
 }
 
-/// Answered by `asks`. `all` adds answered asks.
+/// Answered by `asks`. `all` adds answered asks; `ask` narrows to that one.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ListAsks {
     pub id: u64,
     #[serde(default)]
     pub all: bool,
+    /// Just this ask, open or answered (none when the core has no such ask): what a
+    /// bridge needs to redraw one card, without listing every ask there ever was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<AskId>,
 }
 
 /// Answered by `core_status`.
