@@ -299,6 +299,15 @@ pub fn write_prompt(launch: &Launch) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn proc_keys_round_trip_through_the_hosts_key() {
+        let worker = ProcKey::Worker(WorkerId::new(7));
+        let lead = ProcKey::Lead(AssignmentId::new(7));
+        assert_eq!((worker.raw(), lead.raw()), (7, -7));
+        assert_eq!(ProcKey::of(worker.raw()), worker);
+        assert_eq!(ProcKey::of(lead.raw()), lead);
+    }
+
     fn spec() -> LaunchSpec {
         LaunchSpec {
             worker: 7,
