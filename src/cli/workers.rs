@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use shepherd_core::protocol::{Worker, WorkerBackend, requests};
+use shepherd_core::protocol::{Worker, WorkerBackend, WorkerId, requests};
 
 use super::format::{ago, now_ms};
 use super::table::{Align, Table};
@@ -66,9 +66,10 @@ pub async fn close(ctx: &Ctx, agent: &str) -> anyhow::Result<ExitCode> {
 pub async fn attach(ctx: &Ctx, agent: &str) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
     let workers = conn.call(requests::ListWorkers::default()).await?;
+    let by_id = agent.trim_start_matches('#').parse::<WorkerId>().ok();
     let found: Vec<&Worker> = workers
         .iter()
-        .filter(|w| w.label == agent || w.id.to_string() == agent.trim_start_matches('#'))
+        .filter(|w| w.label == agent || by_id == Some(w.id))
         .collect();
     let worker = match found.as_slice() {
         [one] => *one,

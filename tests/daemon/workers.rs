@@ -33,7 +33,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 use shepherd_core::protocol::{
-    ClientMsg, DeliveryKind, ErrorCode, ServerMsg, Worker, WorkerState, requests,
+    ClientMsg, DeliveryKind, ErrorCode, ServerMsg, Worker, WorkerId, WorkerState, requests,
 };
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
 use shepherd_harness::workers::{
@@ -894,7 +894,7 @@ async fn live_workers_are_bounded_per_owner_and_in_total() -> Result<()> {
     assert_eq!(b2.state, WorkerState::Starting);
     wait_gone(pid).await?;
     let live: Vec<Worker> = serde_json::from_value(core.cli_json(&["workers"])?)?;
-    let mut live: Vec<u64> = live.iter().map(|w| w.id).collect();
+    let mut live: Vec<WorkerId> = live.iter().map(|w| w.id).collect();
     live.sort();
     assert_eq!(live, vec![accepted[1].1.id, b1.id, b2.id]);
     Ok(())

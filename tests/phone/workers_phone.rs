@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use shepherd_core::protocol::{DeliveryKind, Worker, WorkerState, requests};
+use shepherd_core::protocol::{DeliveryKind, Worker, WorkerId, WorkerState, requests};
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
 use shepherd_harness::{Core, Pi};
 
@@ -74,7 +74,7 @@ pub async fn delegate(owner: &mut Pi, task: &str, label: &str) -> Result<Worker>
 }
 
 /// Wait until the worker's session file has a usage record (its first model reply).
-pub async fn wait_usage_written(core: &Core, id: u64) -> Result<()> {
+pub async fn wait_usage_written(core: &Core, id: WorkerId) -> Result<()> {
     let deadline = tokio::time::Instant::now() + LONG;
     loop {
         let w = listed(core, id)?;

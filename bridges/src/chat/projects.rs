@@ -266,13 +266,13 @@ pub fn changed(a: &Assignment, change: Change) -> Rendered {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shepherd_core::protocol::{Lease, Role, UsageTotals, WorkerBackend};
+    use shepherd_core::protocol::{AssignmentId, Lease, Role, UsageTotals, WorkerBackend};
 
     const NOW: Millis = 10_000_000;
 
     fn assignment(branch: &str) -> Assignment {
         Assignment {
-            id: 1,
+            id: AssignmentId::new(1),
             repo_id: "/src/app/.git".into(),
             project: "app".into(),
             branch: branch.into(),

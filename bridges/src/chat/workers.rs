@@ -276,12 +276,12 @@ mod tests {
 
     fn worker(id: u64, label: &str, owner: &str, parent: Option<u64>) -> Worker {
         Worker {
-            id,
+            id: WorkerId::new(id),
             label: label.into(),
             definition: "scout".into(),
             owner_id: format!("{owner}-id").into(),
             owner_name: owner.into(),
-            parent_worker: parent,
+            parent_worker: parent.map(WorkerId::new),
             session_id: format!("w{id}").into(),
             session_file: None,
             cwd: "/work/app".into(),
@@ -314,7 +314,10 @@ mod tests {
             ..worker(4, "child", "lead-1", Some(3))
         };
         let other = worker(5, "scout-1", "fix-login", None);
-        let usage = HashMap::from([(3, totals(12_345, 0.01234)), (5, totals(7, 0.0))]);
+        let usage = HashMap::from([
+            (WorkerId::new(3), totals(12_345, 0.01234)),
+            (WorkerId::new(5), totals(7, 0.0)),
+        ]);
         let (head, lines) =
             workers_list(&[lead, child, other], &usage, NOW, '/', "✖ close closes it");
         assert_eq!(
@@ -388,7 +391,7 @@ mod tests {
 
     #[test]
     fn worker_lines_are_about_hash_ids() {
-        assert_eq!(worker_ref("#12"), Some(12));
+        assert_eq!(worker_ref("#12"), Some(WorkerId::new(12)));
         assert_eq!(worker_ref("#"), None);
         assert_eq!(worker_ref("#1a"), None);
         assert_eq!(worker_ref("3f2a9c1b-session"), None);
@@ -406,11 +409,11 @@ mod tests {
     #[test]
     fn a_workers_card_says_owner_and_label() {
         assert_eq!(
-            ask_to(Some("fix-login"), 5, Some("scout-1")),
+            ask_to(Some("fix-login"), WorkerId::new(5), Some("scout-1")),
             "→ owner fix-login · worker scout-1"
         );
         assert_eq!(
-            ask_to(Some("fix-login"), 5, None),
+            ask_to(Some("fix-login"), WorkerId::new(5), None),
             "→ owner fix-login · worker #5"
         );
     }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use matrix_sdk::ruma::OwnedEventId;
 use matrix_sdk::{Client, Room};
-use shepherd_core::protocol::{Ask, SessionInfo};
+use shepherd_core::protocol::{Ask, SessionInfo, WorkerId};
 use tokio_util::sync::CancellationToken;
 
 use super::decide::Known;
@@ -146,7 +146,7 @@ impl Platform for Matrix {
         }
     }
 
-    async fn post_worker_line(&mut self, place: Option<String>, line: Rendered, worker: u64) {
+    async fn post_worker_line(&mut self, place: Option<String>, line: Rendered, worker: WorkerId) {
         // About `#<id>`: a reply steers that worker, `!close` in reply closes it.
         self.post_line(place, line, &format!("#{worker}")).await;
     }

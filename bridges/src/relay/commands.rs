@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 
-use shepherd_core::protocol::{Millis, Pairing, SessionId, Worker};
+use shepherd_core::protocol::{Millis, Pairing, SessionId, Worker, WorkerId};
 
 use super::pairings::Here;
 use crate::chat::commands::{ChatCommand, SessionArgs, UsageError};
@@ -167,7 +167,7 @@ pub async fn answer(
 async fn usage_of(
     link: &mut CoreLink,
     list: &[Worker],
-) -> HashMap<u64, shepherd_core::protocol::UsageTotals> {
+) -> HashMap<WorkerId, shepherd_core::protocol::UsageTotals> {
     let mut out = HashMap::new();
     for w in list {
         let Ok(report) = link.usage(w.session_id.as_str()).await else {

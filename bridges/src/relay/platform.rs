@@ -11,7 +11,7 @@
 
 use std::future::Future;
 
-use shepherd_core::protocol::{Ask, SessionInfo};
+use shepherd_core::protocol::{Ask, SessionInfo, WorkerId};
 
 use crate::chat::render::{AskCard, Rendered};
 
@@ -72,7 +72,7 @@ pub trait Platform: Send {
         &mut self,
         place: Option<Self::Place>,
         line: Rendered,
-        worker: u64,
+        worker: WorkerId,
     ) -> impl Future<Output = ()> + Send;
 
     /// Post an open ask's card at `place` (the place of `home`, the session the ask is

@@ -13,7 +13,7 @@ use teloxide::types::{
     ThreadId,
 };
 
-use shepherd_core::protocol::{Ask, SessionInfo};
+use shepherd_core::protocol::{Ask, SessionInfo, WorkerId};
 
 use super::outbox::{OutboxOp, TelegramOutbox};
 use super::store::{BridgeStore, Card};
@@ -148,7 +148,7 @@ impl Platform for Telegram {
         }
     }
 
-    async fn post_worker_line(&mut self, thread: Option<i32>, line: Rendered, worker: u64) {
+    async fn post_worker_line(&mut self, thread: Option<i32>, line: Rendered, worker: WorkerId) {
         let keyboard = InlineKeyboardMarkup::new([[InlineKeyboardButton::callback(
             CLOSE_LABEL,
             format!("x:{worker}"),
@@ -383,7 +383,7 @@ pub const STEER_LABEL: &str = "✍️ steer";
 pub const CLOSE_LABEL: &str = "✖ close";
 
 /// The worker of a `/workers` line's close button (`x:<id>`).
-pub(super) fn parse_close(data: &str) -> Option<u64> {
+pub(super) fn parse_close(data: &str) -> Option<WorkerId> {
     data.strip_prefix("x:")?.parse().ok()
 }
 

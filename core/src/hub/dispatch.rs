@@ -56,14 +56,14 @@ impl State {
             },
             HubCommand::LeadExited { assignment, code } => {
                 if let Err(err) = self.lead_exited(assignment, code, db, out) {
-                    tracing::error!(assignment, "handling a Lead's exit failed: {}", err.message);
+                    tracing::error!(%assignment, "handling a Lead's exit failed: {}", err.message);
                 }
             }
             HubCommand::GitDone(done) | HubCommand::Continue(done) => self.git_done(*done, db, out),
             HubCommand::Stopped(done) => self.stopped(*done, db, out),
             HubCommand::WorkerExited { worker, code } => {
                 if let Err(err) = self.worker_exited(worker, code, db, out) {
-                    tracing::error!(worker, "handling a worker's exit failed: {}", err.message);
+                    tracing::error!(%worker, "handling a worker's exit failed: {}", err.message);
                 }
             }
             HubCommand::RecoverWorkers => {

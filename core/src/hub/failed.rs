@@ -95,7 +95,7 @@ impl State {
             }
             HubCommand::LeadExited { assignment, .. } => {
                 tracing::error!(
-                    assignment,
+                    %assignment,
                     "an assignment's Lead exited while the store failed"
                 );
             }
@@ -125,7 +125,7 @@ impl State {
             }
             HubCommand::WorkerExited { worker, .. } => {
                 tracing::error!(
-                    worker,
+                    %worker,
                     "a worker exited while the store failed; it shows its last state"
                 );
             }

@@ -253,6 +253,16 @@ numeric_id!(
     MessageId
 );
 
+numeric_id!(
+    /// A worker's id: one generation of one assignment, assigned by the core, growing.
+    WorkerId
+);
+
+numeric_id!(
+    /// An assignment's id, assigned by the core, growing.
+    AssignmentId
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,10 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::ids::AssignmentId;
 use super::{AskId, Lease, Millis, SessionId, UsageTotals, WorkerBackend};
-
-/// An assignment's id, assigned by the core, growing.
-pub type AssignmentId = u64;
 
 /// Where an assignment stands. Only a successful removal of its checkout (by shepherd, or
 /// proved by a complete worktree inventory) retires it.

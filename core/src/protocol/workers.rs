@@ -5,10 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::ids::WorkerId;
 use super::{AskId, Millis, SessionId};
-
-/// A worker's id: one generation of one assignment, assigned by the core, growing.
-pub type WorkerId = u64;
 
 /// What a worker is doing, as far as its owner can act on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

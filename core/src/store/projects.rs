@@ -170,7 +170,7 @@ pub fn insert(conn: &Connection, a: &NewAssignment<'_>) -> rusqlite::Result<Assi
         a.head,
         a.now,
     ])?;
-    Ok(conn.last_insert_rowid() as AssignmentId)
+    Ok(AssignmentId::new(conn.last_insert_rowid() as u64))
 }
 
 pub fn get(conn: &Connection, id: AssignmentId) -> rusqlite::Result<Option<AssignmentRow>> {

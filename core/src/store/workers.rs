@@ -142,7 +142,7 @@ pub fn insert(conn: &Connection, w: &NewWorker<'_>) -> rusqlite::Result<WorkerId
         w.delegates,
         w.now
     ])?;
-    Ok(conn.last_insert_rowid() as WorkerId)
+    Ok(WorkerId::new(conn.last_insert_rowid() as u64))
 }
 
 pub fn get(conn: &Connection, id: WorkerId) -> rusqlite::Result<Option<WorkerRow>> {

@@ -47,6 +47,8 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::protocol::{AssignmentId, WorkerId};
+
 /// Tools every worker keeps whatever its definition says: a worker must be able to ask
 /// its owner.
 pub const MANDATORY_TOOLS: &[&str] = &["ask_owner"];
@@ -55,24 +57,24 @@ pub const MANDATORY_TOOLS: &[&str] = &["ask_owner"];
 /// a worker's id as is, an assignment's Lead as the assignment id negated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ProcKey {
-    Worker(u64),
-    Lead(u64),
+    Worker(WorkerId),
+    Lead(AssignmentId),
 }
 
 impl ProcKey {
     /// The key the host uses.
     pub fn raw(self) -> i64 {
         match self {
-            ProcKey::Worker(id) => id as i64,
-            ProcKey::Lead(id) => -(id as i64),
+            ProcKey::Worker(id) => id.get() as i64,
+            ProcKey::Lead(id) => -(id.get() as i64),
         }
     }
 
     pub fn of(raw: i64) -> ProcKey {
         if raw < 0 {
-            ProcKey::Lead(raw.unsigned_abs())
+            ProcKey::Lead(AssignmentId::new(raw.unsigned_abs()))
         } else {
-            ProcKey::Worker(raw as u64)
+            ProcKey::Worker(WorkerId::new(raw as u64))
         }
     }
 }
@@ -296,6 +298,15 @@ pub fn write_prompt(launch: &Launch) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_keys_round_trip_through_the_hosts_key() {
+        let worker = ProcKey::Worker(WorkerId::new(7));
+        let lead = ProcKey::Lead(AssignmentId::new(7));
+        assert_eq!((worker.raw(), lead.raw()), (7, -7));
+        assert_eq!(ProcKey::of(worker.raw()), worker);
+        assert_eq!(ProcKey::of(lead.raw()), lead);
+    }
 
     fn spec() -> LaunchSpec {
         LaunchSpec {

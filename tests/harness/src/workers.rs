@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use shepherd_core::protocol::{Delivery, DeliveryKind, Worker, WorkerState};
+use shepherd_core::protocol::{Delivery, DeliveryKind, Worker, WorkerId, WorkerState};
 
 use crate::Core;
 use crate::fake_model::FakeModel;
@@ -62,7 +62,7 @@ pub async fn owner(core: &Core, id: &str, name: &str) -> Result<crate::Pi> {
 }
 
 /// The worker as `shepherd workers --all --json` lists it.
-pub fn listed(core: &Core, id: u64) -> Result<Worker> {
+pub fn listed(core: &Core, id: WorkerId) -> Result<Worker> {
     let all: Vec<Worker> = serde_json::from_value(core.cli_json(&["workers", "--all"])?)?;
     all.into_iter()
         .find(|w| w.id == id)
@@ -70,7 +70,7 @@ pub fn listed(core: &Core, id: u64) -> Result<Worker> {
 }
 
 /// Wait until the worker is in `state`.
-pub async fn wait_state(core: &Core, id: u64, state: WorkerState) -> Result<Worker> {
+pub async fn wait_state(core: &Core, id: WorkerId, state: WorkerState) -> Result<Worker> {
     let deadline = tokio::time::Instant::now() + LONG;
     loop {
         let w = listed(core, id)?;
@@ -102,7 +102,7 @@ pub async fn next_of_kind(pi: &mut crate::Pi, kind: DeliveryKind) -> Result<Deli
 }
 
 /// The launched pid the core recorded for a worker (its "worker process started" log line).
-pub fn worker_pid(core: &Core, id: u64) -> Result<u32> {
+pub fn worker_pid(core: &Core, id: WorkerId) -> Result<u32> {
     let log = core.log();
     let needle = format!("worker={id} pid=");
     let line = log

@@ -17,7 +17,7 @@ use super::{Actor, GitDone, GitJob};
 use crate::git::worktrees::{self, Presence};
 use crate::hub::{Cx, HubResult, Out, State};
 use crate::protocol::requests::ListProjects;
-use crate::protocol::{Assignment, Project, Role, ServerMsg, UsageTotals};
+use crate::protocol::{Assignment, AssignmentId, Project, Role, ServerMsg, UsageTotals};
 use crate::store;
 use crate::usage;
 
@@ -94,12 +94,12 @@ impl State {
         &mut self,
         cx: Cx,
         repo: Option<String>,
-        facts: Vec<(u64, Facts)>,
+        facts: Vec<(AssignmentId, Facts)>,
         primaries: BTreeMap<PathBuf, Option<String>>,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let mut by_id: BTreeMap<u64, Facts> = facts.into_iter().collect();
+        let mut by_id: BTreeMap<AssignmentId, Facts> = facts.into_iter().collect();
         let mut projects: BTreeMap<String, Project> = BTreeMap::new();
         for row in store::projects::list_open(db, repo.as_deref())? {
             let facts = by_id.remove(&row.assignment.id);

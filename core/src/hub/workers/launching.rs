@@ -19,7 +19,9 @@ use super::requests::{
 use crate::clock::now_ms;
 use crate::hub::{Cx, HubError, HubResult, Out, State, atomically};
 use crate::protocol::requests::{ContinueAgent, DelegateAgent};
-use crate::protocol::{ClientKind, DeliveryKind, ErrorCode, SessionId, SessionInfo, WorkerBackend};
+use crate::protocol::{
+    ClientKind, DeliveryKind, ErrorCode, SessionId, SessionInfo, WorkerBackend, WorkerId,
+};
 use crate::store::workers::{LaunchSettings, NewWorker, WorkerRow};
 use crate::store::{self, messages::NewMessage};
 use crate::workers::launch::SessionStart;
@@ -118,7 +120,7 @@ impl State {
             spec: Box::new(launch_spec(&row, start)),
             reply: Some((cx.conn, cx.id)),
         });
-        tracing::info!(worker = row.worker.id, label = %label, owner = %me.id, definition = %def.name, "worker accepted");
+        tracing::info!(worker = %row.worker.id, label = %label, owner = %me.id, definition = %def.name, "worker accepted");
         Ok(())
     }
 
@@ -392,7 +394,7 @@ fn check_may_delegate(parent: &WorkerRow, definition: &str) -> HubResult<()> {
 struct NewWorkerArgs<'a> {
     label: &'a str,
     definition: &'a str,
-    parent: Option<u64>,
+    parent: Option<WorkerId>,
     session_id: &'a SessionId,
     session_file: Option<&'a str>,
     cwd: &'a str,

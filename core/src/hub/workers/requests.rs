@@ -6,18 +6,17 @@
 use rusqlite::Connection;
 
 use crate::hub::{Cx, HubCommand, HubError, HubResult, Out, State, atomically};
-use crate::protocol::ids::check_range;
 use crate::protocol::requests::{
     CloseAgent, InspectAgent, InterruptAgent, ListWorkers, ReadAgentTranscript, ReplyAgent,
     SteerAgent,
 };
 use crate::protocol::{
-    ClientKind, DeliveryKind, ErrorCode, Sender, ServerMsg, SessionId, SessionInfo, Worker,
-    WorkerAction, WorkerState,
+    ClientKind, DeliveryKind, ErrorCode, IdError, Sender, ServerMsg, SessionId, SessionInfo,
+    Worker, WorkerAction, WorkerId, WorkerState,
 };
 use crate::store::workers::WorkerRow;
 use crate::store::{self, messages::NewMessage};
-use crate::workers::launch::{LaunchSpec, SessionStart};
+use crate::workers::launch::{LaunchSpec, ProcKey, SessionStart};
 
 /// Longest task or steer text, in bytes (the mail's frame bound applies too).
 const MAX_TASK_BYTES: usize = 128 * 1024;
@@ -107,7 +106,7 @@ pub(super) fn owner_sender(owner: &SessionInfo) -> Sender {
 pub(in crate::hub) fn launch_spec(row: &WorkerRow, start: SessionStart) -> LaunchSpec {
     let w = &row.worker;
     LaunchSpec {
-        worker: w.id as i64,
+        worker: ProcKey::Worker(w.id).raw(),
         label: w.label.clone(),
         cwd: w.cwd.clone().into(),
         start,
@@ -159,15 +158,17 @@ impl State {
                 format!("this session has no live worker {agent:?}; list_agents shows yours"),
             ));
         }
-        let by_id = match agent.trim_start_matches('#').parse::<u64>() {
+        let by_id = match agent.trim_start_matches('#').parse::<WorkerId>() {
+            Ok(id) => store::workers::get(db, id)?,
             // A number past the store's range is no worker's id: the sender's mistake,
             // refused like an out-of-range id field, not a store failure.
-            Ok(id) => {
-                let id = check_range(id)
-                    .map_err(|e| HubError::new(ErrorCode::InvalidMessage, format!("agent: {e}")))?;
-                store::workers::get(db, id)?
+            Err(e @ IdError::OutOfRange(_)) => {
+                return Err(HubError::new(
+                    ErrorCode::InvalidMessage,
+                    format!("agent: {e}"),
+                ));
             }
-            Err(_) => None,
+            Err(IdError::NotANumber(_)) => None,
         };
         if let Some(row) = by_id {
             return Ok(row);
@@ -229,7 +230,11 @@ impl State {
         self.broadcast(&ServerMsg::WorkerChanged { worker }, out);
     }
 
-    pub(in crate::hub) fn worker_record(&self, db: &Connection, id: u64) -> HubResult<WorkerRow> {
+    pub(in crate::hub) fn worker_record(
+        &self,
+        db: &Connection,
+        id: WorkerId,
+    ) -> HubResult<WorkerRow> {
         store::workers::get(db, id)?.ok_or_else(|| {
             HubError::new(
                 ErrorCode::Internal,
@@ -307,7 +312,7 @@ impl State {
         let from = self.worker_message_sender(cx, db)?;
         let mail = NewMessage::plain(&row.worker.session_id, kind, message, &from);
         self.mail(mail, db, out)?;
-        tracing::info!(worker = row.worker.id, by = %from.name, action = action.as_str(), "worker mailed");
+        tracing::info!(worker = %row.worker.id, by = %from.name, action = action.as_str(), "worker mailed");
         let worker = row.worker;
         out.send(cx.conn, &ServerMsg::WorkerIs { id: cx.id, worker });
         Ok(())
