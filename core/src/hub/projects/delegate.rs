@@ -169,7 +169,7 @@ impl State {
             )?;
             self.assignment_row(db, id)
         })?;
-        tracing::info!(assignment = %row.assignment.id, tag = %tag(&row.assignment), checkout = %path, created = checkout.created, "assignment recorded; launching its Lead");
+        tracing::info!(assignment = row.assignment.id.get(), tag = %tag(&row.assignment), checkout = %path, created = checkout.created, "assignment recorded; launching its Lead");
         self.projects.first_launch.insert(row.assignment.id);
         self.assignment_changed(&row, out);
         out.host.push(HostOp::Launch {
@@ -368,7 +368,7 @@ impl State {
                 id: row.assignment.session_id.to_string(),
             },
         };
-        tracing::info!(assignment = %row.assignment.id, tag = %tag(&row.assignment), "relaunching an assignment's Lead");
+        tracing::info!(assignment = row.assignment.id.get(), tag = %tag(&row.assignment), "relaunching an assignment's Lead");
         self.assignment_changed(&row, out);
         out.host.push(HostOp::Launch {
             spec: Box::new(self.lead_spec(&row, start)),
@@ -394,7 +394,7 @@ impl State {
         self.stop_lead_process(&row, &by, db, out)?;
         store::projects::set_state(db, row.assignment.id, AssignmentState::Paused, now_ms())?;
         let row = self.assignment_row(db, row.assignment.id)?;
-        tracing::info!(assignment = %row.assignment.id, tag = %tag(&row.assignment), by, "Lead stopped; assignment paused");
+        tracing::info!(assignment = row.assignment.id.get(), tag = %tag(&row.assignment), by, "Lead stopped; assignment paused");
         self.assignment_changed(&row, out);
         let assignment = self.assignment_record(&row);
         out.send(

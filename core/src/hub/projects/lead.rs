@@ -99,7 +99,7 @@ impl State {
             (Ok(()), _) => {}
             (Err(err), Some((conn, rid))) => out.error(conn, Some(rid), err),
             (Err(err), None) => {
-                tracing::warn!(assignment = %id, "a Lead's launch: {}", err.message)
+                tracing::warn!(assignment = id.get(), "a Lead's launch: {}", err.message)
             }
         }
     }
@@ -123,7 +123,11 @@ impl State {
                     now_ms(),
                 )?;
                 let row = self.assignment_row(db, id)?;
-                tracing::info!(assignment = %id, pid = launched.pid, "Lead process started");
+                tracing::info!(
+                    assignment = id.get(),
+                    pid = launched.pid,
+                    "Lead process started"
+                );
                 self.assignment_changed(&row, out);
                 if let Some((conn, rid)) = done.reply {
                     let assignment = self.assignment_record(&row);
@@ -140,7 +144,7 @@ impl State {
             Err(e) if first => {
                 // Nothing started: the delegation did not happen (its worktree is kept
                 // and reused by the next delegation of the branch).
-                tracing::warn!(assignment = %id, error = %e, "a new Lead could not be started; the assignment is undone");
+                tracing::warn!(assignment = id.get(), error = %e, "a new Lead could not be started; the assignment is undone");
                 if store::projects::delete(db, id, &row.assignment.session_id)? > 0 {
                     self.backlog.forget_all();
                 }
@@ -161,7 +165,7 @@ impl State {
                 ))
             }
             Err(e) => {
-                tracing::warn!(assignment = %id, error = %e, "a Lead could not be started or found again");
+                tracing::warn!(assignment = id.get(), error = %e, "a Lead could not be started or found again");
                 store::projects::stopped(db, id, now_ms())?;
                 let row = self.assignment_row(db, id)?;
                 self.assignment_changed(&row, out);
@@ -195,7 +199,7 @@ impl State {
         }
         store::projects::stopped(db, id, now_ms())?;
         let row = self.assignment_row(db, id)?;
-        tracing::info!(assignment = %id, tag = %tag(&row.assignment), code = ?code, "an assignment's Lead exited");
+        tracing::info!(assignment = id.get(), tag = %tag(&row.assignment), code = ?code, "an assignment's Lead exited");
         self.assignment_changed(&row, out);
         // Not stopped by anyone: its Manager must know the work stands still.
         let a = &row.assignment;
@@ -245,7 +249,7 @@ impl State {
             }
         };
         let mismatch = |why: &str| {
-            tracing::warn!(assignment = %row.assignment.id, session = %reg.session_id, pid = ?pid, "refused a registration as an assignment's Lead: {why}");
+            tracing::warn!(assignment = row.assignment.id.get(), session = %reg.session_id, pid = ?pid, "refused a registration as an assignment's Lead: {why}");
             refused(
                 "launch_mismatch",
                 format!(
@@ -290,7 +294,7 @@ impl State {
         db: &Connection,
     ) -> HubResult<AssignmentRow> {
         store::projects::bind(db, row.assignment.id, pid, session_file, now_ms())?;
-        tracing::info!(assignment = %row.assignment.id, pid = ?pid, "Lead bound");
+        tracing::info!(assignment = row.assignment.id.get(), pid = ?pid, "Lead bound");
         self.assignment_row(db, row.assignment.id)
     }
 
@@ -359,7 +363,7 @@ impl State {
         )?;
         store::projects::updated(db, a.id, text, current.as_deref(), head.as_deref(), now)?;
         let row = self.assignment_row(db, a.id)?;
-        tracing::info!(assignment = %a.id, tag = %tag(a), message = %mailed.id, "assignment update for the Manager role");
+        tracing::info!(assignment = a.id.get(), tag = %tag(a), message = %mailed.id, "assignment update for the Manager role");
         let assignment = self.assignment_record(&row);
         self.broadcast(
             &ServerMsg::AssignmentUpdated {

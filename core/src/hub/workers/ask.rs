@@ -80,7 +80,7 @@ impl State {
             )?;
             Ok(store::asks::get(db, ask_id)?.expect("just inserted"))
         })?;
-        tracing::info!(worker = %row.worker.id, ask = %ask.id, "worker asked its owner");
+        tracing::info!(worker = row.worker.id.get(), ask = %ask.id, "worker asked its owner");
         out.send(
             cx.conn,
             &ServerMsg::Asked {

@@ -120,7 +120,7 @@ impl State {
             spec: Box::new(launch_spec(&row, start)),
             reply: Some((cx.conn, cx.id)),
         });
-        tracing::info!(worker = %row.worker.id, label = %label, owner = %me.id, definition = %def.name, "worker accepted");
+        tracing::info!(worker = row.worker.id.get(), label = %label, owner = %me.id, definition = %def.name, "worker accepted");
         Ok(())
     }
 

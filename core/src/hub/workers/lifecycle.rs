@@ -59,7 +59,7 @@ impl State {
             return Ok(None);
         };
         let mismatch = |why: &str| {
-            tracing::warn!(worker = %row.worker.id, session = %reg.session_id, pid = ?pid, "refused a registration as a managed worker: {why}");
+            tracing::warn!(worker = row.worker.id.get(), session = %reg.session_id, pid = ?pid, "refused a registration as a managed worker: {why}");
             refused(
                 "launch_mismatch",
                 format!(
@@ -107,7 +107,7 @@ impl State {
             store::workers::set_state(db, row.worker.id, WorkerState::Working, now)?;
         }
         let row = self.worker_record(db, row.worker.id)?;
-        tracing::info!(worker = %row.worker.id, label = %row.worker.label, pid = ?pid, "worker bound");
+        tracing::info!(worker = row.worker.id.get(), label = %row.worker.label, pid = ?pid, "worker bound");
         self.worker_changed(row.worker.clone(), out);
         Ok(row)
     }
@@ -129,13 +129,13 @@ impl State {
             || row.worker.pending_ask.is_some()
             || row.result_message.is_some()
         {
-            tracing::debug!(worker = %row.worker.id, state = %row.worker.state, "a worker's run ended; not its result");
+            tracing::debug!(worker = row.worker.id.get(), state = %row.worker.state, "a worker's run ended; not its result");
             return Ok(true);
         }
         // A delegating worker finishes only after its own workers have.
         if !store::workers::children(db, row.worker.id)?.is_empty() {
             tracing::info!(
-                worker = %row.worker.id,
+                worker = row.worker.id.get(),
                 "a delegating worker's run ended while its workers are live; not its result yet"
             );
             return Ok(true);
@@ -162,7 +162,7 @@ impl State {
             Ok(mailed.id)
         })?;
         self.workers.awaiting_ack.insert(id, row.worker.id);
-        tracing::info!(worker = %row.worker.id, message = %id, "worker result stored for its owner");
+        tracing::info!(worker = row.worker.id.get(), message = %id, "worker result stored for its owner");
         let row = self.worker_record(db, row.worker.id)?;
         self.worker_changed(row.worker, out);
         Ok(true)
@@ -261,7 +261,7 @@ impl State {
         out.host.push(HostOp::Stop {
             key: ProcKey::Worker(row.worker.id),
         });
-        tracing::info!(worker = %row.worker.id, label = %row.worker.label, by, "worker closed");
+        tracing::info!(worker = row.worker.id.get(), label = %row.worker.label, by, "worker closed");
         let closed = self.worker_record(db, row.worker.id)?;
         self.worker_changed(closed.worker, out);
         Ok(())
@@ -301,7 +301,7 @@ impl State {
                 )?;
                 let row = self.worker_record(db, row.worker.id)?;
                 tracing::info!(
-                    worker = %row.worker.id,
+                    worker = row.worker.id.get(),
                     pid = launched.pid,
                     "worker process started"
                 );
@@ -319,7 +319,7 @@ impl State {
             }
             Err(e) if done.reply.is_some() => {
                 // Nothing was started: the delegation did not happen.
-                tracing::warn!(worker = %row.worker.id, error = %e, "worker launch failed");
+                tracing::warn!(worker = row.worker.id.get(), error = %e, "worker launch failed");
                 store::workers::set_state(db, row.worker.id, WorkerState::Closed, now_ms())?;
                 if store::messages::drop_pending(db, &row.worker.session_id)? > 0 {
                     self.backlog.forget_all();
@@ -334,7 +334,7 @@ impl State {
                 ))
             }
             Err(e) => {
-                tracing::warn!(worker = %row.worker.id, error = %e, "worker could not be restarted or found again");
+                tracing::warn!(worker = row.worker.id.get(), error = %e, "worker could not be restarted or found again");
                 self.worker_lost(
                     &row,
                     &format!("it could not be started again: {e}"),
@@ -401,7 +401,7 @@ impl State {
                 out,
             )?;
         }
-        tracing::warn!(worker = %row.worker.id, label = %row.worker.label, why, "worker lost");
+        tracing::warn!(worker = row.worker.id.get(), label = %row.worker.label, why, "worker lost");
         let row = self.worker_record(db, row.worker.id)?;
         self.worker_changed(row.worker, out);
         Ok(())
@@ -463,7 +463,7 @@ impl State {
         }
         let row = self.worker_record(db, row.worker.id)?;
         tracing::info!(
-            worker = %row.worker.id,
+            worker = row.worker.id.get(),
             resume = file.is_some(),
             "relaunching a worker after a restart"
         );

@@ -312,7 +312,7 @@ impl State {
         let from = self.worker_message_sender(cx, db)?;
         let mail = NewMessage::plain(&row.worker.session_id, kind, message, &from);
         self.mail(mail, db, out)?;
-        tracing::info!(worker = %row.worker.id, by = %from.name, action = action.as_str(), "worker mailed");
+        tracing::info!(worker = row.worker.id.get(), by = %from.name, action = action.as_str(), "worker mailed");
         let worker = row.worker;
         out.send(cx.conn, &ServerMsg::WorkerIs { id: cx.id, worker });
         Ok(())
