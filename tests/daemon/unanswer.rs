@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use shepherd_core::client::{Client, ClientError};
 use shepherd_core::protocol::{
     AskId, AskState, ClientKind, DeliveryKind, ErrorCode, ServerMsg, requests,
@@ -51,25 +51,6 @@ async fn left(sub: &mut Client, id: &str) -> Result<()> {
     Ok(())
 }
 
-/// The rule compares milliseconds (an answer is unseen when it was made after the
-/// session's last contact): one made in the very millisecond the session left cannot be
-/// told from one it saw, and is refused. A person's answer always comes later; wait until
-/// the wall clock the core reads has moved past the session's `last_seen`.
-async fn past_last_seen(client: &mut Client, id: &str) -> Result<()> {
-    let sessions = client
-        .call(requests::ListSessions { id: 0, all: true })
-        .await?;
-    let last_seen = sessions
-        .iter()
-        .find(|s| s.id == id)
-        .with_context(|| format!("session {id} is not listed"))?
-        .last_seen;
-    while shepherd_core::clock::now_ms() <= last_seen {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    Ok(())
-}
-
 #[tokio::test]
 async fn an_unseen_answer_becomes_a_steer_and_the_ask_opens_again() -> Result<()> {
     let core = Core::start().await?;
@@ -80,7 +61,7 @@ async fn an_unseen_answer_becomes_a_steer_and_the_ask_opens_again() -> Result<()
     left(&mut sub, "un-1").await?;
 
     let mut bridge = core.client(ClientKind::Bridge).await?;
-    past_last_seen(&mut bridge, "un-1").await?;
+    core.past_last_seen("un-1").await?;
     bridge.answer(ask_id, "go ahead and deploy").await?;
     let undone = unanswer(&mut bridge, ask_id).await?;
     assert_eq!(undone.ask.state, AskState::Open);

@@ -177,6 +177,7 @@ async fn several_then_away_on(mut phone: impl Phone) -> Result<()> {
         matches!(m, ServerMsg::SessionLeft { .. })
     })
     .await?;
+    core.past_last_seen(&id).await?;
     phone.type_in(&place, "only after CI is green").await?;
     let offer = phone
         .bot_says(is_undo_offer(&phone, first.id.get()))

@@ -266,6 +266,27 @@ impl Core {
         Ok(Client::connect(&self.socket(), kind, "harness").await?)
     }
 
+    /// Wait until the wall clock (the one the core reads) has moved past session `id`'s
+    /// `last_seen`. An answer is "unseen" (and can be taken back) only when it was made
+    /// after the session's last contact, compared in milliseconds: one made in the very
+    /// millisecond the session left cannot be told from one it saw. A person's answer
+    /// always comes later; a test that answers at once waits for this first.
+    pub async fn past_last_seen(&self, id: &str) -> Result<()> {
+        let mut client = self.client(ClientKind::Cli).await?;
+        let sessions = client
+            .call(shepherd_core::protocol::requests::ListSessions { id: 0, all: true })
+            .await?;
+        let last_seen = sessions
+            .iter()
+            .find(|s| s.id == id)
+            .with_context(|| format!("session {id} is not listed"))?
+            .last_seen;
+        while shepherd_core::clock::now_ms() <= last_seen {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        Ok(())
+    }
+
     /// A registered Pi session with this id and name, cwd = the temp dir.
     pub async fn pi(&self, session_id: &str, name: &str) -> Result<Pi> {
         Pi::register(&self.socket(), session_id, name, self.dir.path()).await
