@@ -78,6 +78,10 @@ echo 2
 </code></pre><blockquote>quoted</blockquote>' > "$corpus/chat_split/html"
 
 cd fuzz
+# All targets in one build first (each run then starts at once), timed for the CI log.
+built=$SECONDS
+cargo +nightly fuzz build
+echo "==> fuzz targets built in $((SECONDS - built)) s"
 for target in frame client_msg chat_command chat_split; do
     echo "==> fuzzing $target for ${seconds}s"
     log="$corpus/$target.log"

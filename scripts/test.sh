@@ -11,10 +11,30 @@
 #   5. with a nightly toolchain, 30 s of fuzzing per target: the protocol decoders, the chat
 #      command parser, Markdown rendering and splitting (scripts/fuzz.sh).
 # Fails on the first failing step. Nothing is skipped: a missing dependency is an error.
+# Each step's start is logged, and the run ends with how long each step took.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says when it started (minutes:seconds into the run), and the run ends with how
+# long each step took: where a slow CI run spends its time.
+started=$SECONDS
+timings=()
+last=""
+mark() {
+    local now=$((SECONDS - started))
+    [ -n "$last" ] && timings+=("$(printf '%4d s  %s' $((now - last_at)) "$last")")
+    last="$1"
+    last_at=$now
+}
+step() {
+    mark "$*"
+    printf '\n==> [%d:%02d] %s\n' $((last_at / 60)) $((last_at % 60)) "$*"
+}
+summary() {
+    mark ""
+    printf '\n==> where the time went (%d s in all)\n' $((SECONDS - started))
+    printf '%s\n' "${timings[@]}"
+}
 
 # Cargo prints one line per crate it builds (hundreds, with matrix-sdk): keep the log to
 # warnings, errors and test results so a failure is easy to find.
@@ -51,7 +71,10 @@ done
 step "pi-ext: type check and unit tests"
 scripts/test-ts.sh
 
-step "cargo test (unit, protocol fixtures, real daemon, real Pi end to end)"
+step "cargo test: build (unit, protocol fixtures, real daemon, real Pi end to end)"
+cargo test --workspace --locked --no-run
+
+step "cargo test: run"
 cargo test --workspace --locked
 
 # Fuzzing needs nightly (libFuzzer's instrumentation); where there is none it is said, not
@@ -62,3 +85,5 @@ if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
 else
     echo "no nightly toolchain here: fuzzing not run (rustup toolchain install nightly, then scripts/fuzz.sh)"
 fi
+
+summary
