@@ -122,11 +122,11 @@ impl CoreLink {
     }
 
     /// One ask (open or answered), if the core knows it: `list_asks {ask}`.
-    pub async fn ask(&mut self, ask: u64) -> Option<Ask> {
+    pub async fn ask(&mut self, ask: AskId) -> Option<Ask> {
         let one = requests::ListAsks {
             id: 0,
             all: false,
-            ask: Some(ask.into()),
+            ask: Some(ask),
         };
         self.call(one).await.ok()?.into_iter().next()
     }
@@ -191,10 +191,10 @@ impl CoreLink {
     }
 
     /// `answer`: answer an ask for the human `by`.
-    pub async fn answer(&mut self, ask: u64, text: &str, by: &str) -> Reply<()> {
+    pub async fn answer(&mut self, ask: AskId, text: &str, by: &str) -> Reply<()> {
         let request = requests::Answer {
             id: 0,
-            ask: ask.into(),
+            ask,
             text: text.to_string(),
             by: Some(by.to_string()),
         };
@@ -202,10 +202,10 @@ impl CoreLink {
     }
 
     /// `unanswer`: take ask `ask`'s answer back and steer its text instead, for `by`.
-    pub async fn unanswer(&mut self, ask: u64, by: &str) -> Reply<Unanswered> {
+    pub async fn unanswer(&mut self, ask: AskId, by: &str) -> Reply<Unanswered> {
         let request = requests::Unanswer {
             id: 0,
-            ask: ask.into(),
+            ask,
             by: Some(by.to_string()),
         };
         self.call(request).await

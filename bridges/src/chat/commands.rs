@@ -15,7 +15,7 @@
 //! [`answer_text`] and [`reaction_option`] read a reply to an ask card: an option's number
 //! or keycap reaction means that option, anything else is free text.
 
-use shepherd_core::protocol::{Ask, Role};
+use shepherd_core::protocol::{Ask, AskId, Role};
 
 /// The keycap emoji for options 1 to 10: the reactions a Matrix user answers with (and
 /// the keys an ask card shows).
@@ -150,7 +150,7 @@ pub enum ChatCommand {
     /// Send `text` to `session` as a steer.
     Steer { session: String, text: String },
     /// Answer ask `ask` with `text` (an option's number picks that option).
-    Answer { ask: u64, text: String },
+    Answer { ask: AskId, text: String },
     /// Pair a free supervisor with a session (the first argument, or the topic's), toward
     /// the rest as goal.
     Supervise(SessionArgs),
@@ -493,7 +493,7 @@ fn answer(args: &str) -> ChatCommand {
     let (ask, text) = first_argument(args);
     match ask.trim_start_matches('#').parse::<u64>() {
         Ok(ask) if !text.is_empty() => ChatCommand::Answer {
-            ask,
+            ask: AskId::from(ask),
             text: text.to_string(),
         },
         _ => ChatCommand::Usage(UsageError::AnswerWithoutAsk),
@@ -866,14 +866,14 @@ mod tests {
         assert_eq!(
             parse("/answer 7 2", '/', None),
             Some(ChatCommand::Answer {
-                ask: 7,
+                ask: 7.into(),
                 text: "2".into()
             })
         );
         assert_eq!(
             parse("!answer #12 ship it\nnow", '!', None),
             Some(ChatCommand::Answer {
-                ask: 12,
+                ask: 12.into(),
                 text: "ship it\nnow".into()
             })
         );

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use matrix_sdk::ruma::OwnedEventId;
 use matrix_sdk::{Client, Room};
-use shepherd_core::protocol::{Ask, SessionInfo, WorkerId};
+use shepherd_core::protocol::{Ask, AskId, SessionInfo, WorkerId};
 use tokio_util::sync::CancellationToken;
 
 use super::decide::Known;
@@ -37,13 +37,13 @@ pub struct Matrix {
 }
 
 impl Known for MatrixStore {
-    fn card(&self, event_id: &str) -> Option<(u64, bool)> {
+    fn card(&self, event_id: &str) -> Option<(AskId, bool)> {
         self.card_at(event_id)
             .ok()
             .flatten()
             .map(|c| (c.ask_id, c.answered))
     }
-    fn open_card_in_thread(&self, root: &str) -> Option<u64> {
+    fn open_card_in_thread(&self, root: &str) -> Option<AskId> {
         MatrixStore::open_card_in_thread(self, root)
             .ok()
             .flatten()
@@ -55,7 +55,7 @@ impl Known for MatrixStore {
     fn about(&self, event_id: &str) -> Option<String> {
         MatrixStore::about(self, event_id).ok().flatten()
     }
-    fn undo_offer(&self, event_id: &str) -> Option<u64> {
+    fn undo_offer(&self, event_id: &str) -> Option<AskId> {
         MatrixStore::undo_offer(self, event_id).ok().flatten()
     }
 }
@@ -68,12 +68,12 @@ impl Platform for Matrix {
     const UNDO_HINT: &'static str =
         "Meant as a steer? React with ↩️ to this message while the session has not read it.";
 
-    fn has_card(&self, ask: u64) -> bool {
+    fn has_card(&self, ask: AskId) -> bool {
         let cards = self.store.cards_of(ask).unwrap_or_default();
         cards.iter().any(|c| !c.answered)
     }
 
-    fn open_cards(&self) -> Vec<u64> {
+    fn open_cards(&self) -> Vec<AskId> {
         let cards = self.store.open_cards().unwrap_or_default();
         cards.into_iter().map(|c| c.ask_id).collect()
     }
@@ -169,7 +169,7 @@ impl Platform for Matrix {
         let root = thread.map_or_else(|| event_id.to_string(), |t| t.root.to_string());
         self.remember(self.store.add_card(&Card {
             event_id: event_id.to_string(),
-            ask_id: ask.id.get(),
+            ask_id: ask.id,
             session_id: ask.session_id.to_string(),
             thread_root: root,
             answered: false,
@@ -185,7 +185,7 @@ impl Platform for Matrix {
 
     /// Edit every card of an answered ask (`m.replace`).
     async fn close_cards(&mut self, ask: &Ask, answered: Rendered) {
-        for card in self.store.cards_of(ask.id.get()).unwrap_or_default() {
+        for card in self.store.cards_of(ask.id).unwrap_or_default() {
             if card.answered {
                 continue;
             }
@@ -202,7 +202,13 @@ impl Platform for Matrix {
     }
 
     /// Said in the thread, with the bot's own ↩️ on it: the human taps it to undo.
-    async fn offer_undo(&mut self, place: Option<String>, session: &str, ask: u64, said: Rendered) {
+    async fn offer_undo(
+        &mut self,
+        place: Option<String>,
+        session: &str,
+        ask: AskId,
+        said: Rendered,
+    ) {
         let mut thread = place.and_then(|root| self.in_thread(&root));
         let op = MatrixOp::Message {
             html: said.html,
@@ -219,7 +225,7 @@ impl Platform for Matrix {
                 });
             }
             Err(e) => {
-                tracing::error!(ask, error = %e, "matrix: could not say what answered the ask")
+                tracing::error!(ask = ask.get(), error = %e, "matrix: could not say what answered the ask")
             }
         }
     }
@@ -232,7 +238,7 @@ impl Platform for Matrix {
             .iter()
             .filter_map(|o| o.key.map(str::to_string))
             .collect();
-        for card in self.store.cards_of(ask.id.get()).unwrap_or_default() {
+        for card in self.store.cards_of(ask.id).unwrap_or_default() {
             if card.answered {
                 continue;
             }

@@ -14,6 +14,8 @@
 //! message gets the help. A reaction on a card answers it with that option; ↩️ on the
 //! bot's "answered ask N" takes that typed answer back.
 
+use shepherd_core::protocol::AskId;
+
 use crate::chat::access::{Allowlist, Decision};
 use crate::chat::commands::{self, ChatCommand};
 
@@ -45,15 +47,15 @@ pub enum IncomingKind {
 /// What the bridge knows about its own events.
 pub trait Known {
     /// The ask a card event shows, and whether the card is already answered.
-    fn card(&self, event_id: &str) -> Option<(u64, bool)>;
+    fn card(&self, event_id: &str) -> Option<(AskId, bool)>;
     /// The ask of the newest open card in the thread starting at `root`.
-    fn open_card_in_thread(&self, root: &str) -> Option<u64>;
+    fn open_card_in_thread(&self, root: &str) -> Option<AskId>;
     /// The session whose thread starts at `root`.
     fn session_of_thread(&self, root: &str) -> Option<String>;
     /// The session a bot event is about.
     fn about(&self, event_id: &str) -> Option<String>;
     /// The ask whose typed answer a bot event offers to take back.
-    fn undo_offer(&self, event_id: &str) -> Option<u64>;
+    fn undo_offer(&self, event_id: &str) -> Option<AskId>;
 }
 
 /// What to do with an incoming event. `thread` is where a reply goes.
@@ -70,13 +72,13 @@ pub enum Action {
     /// Answer an ask with text (free text or an option's number, read by
     /// [`commands::answer_text`] once the ask is known).
     Answer {
-        ask_id: u64,
+        ask_id: AskId,
         text: String,
         thread: Option<String>,
     },
     /// Answer an ask with the option a reaction `key` on its `card` stands for.
     React {
-        ask_id: u64,
+        ask_id: AskId,
         key: String,
         card: String,
     },
@@ -93,7 +95,7 @@ pub enum Action {
         thread: Option<String>,
     },
     /// Take ask `ask_id`'s typed answer back (↩️ on the bot's `offer`).
-    Undo { ask_id: u64, offer: String },
+    Undo { ask_id: AskId, offer: String },
     /// A message the bot cannot place: answer with the help.
     Help { thread: Option<String> },
 }
@@ -231,17 +233,17 @@ mod tests {
 
     #[derive(Default)]
     struct Fake {
-        cards: HashMap<String, (u64, bool, String)>,
+        cards: HashMap<String, (AskId, bool, String)>,
         threads: HashMap<String, String>,
         about: HashMap<String, String>,
-        undo: HashMap<String, u64>,
+        undo: HashMap<String, AskId>,
     }
 
     impl Known for Fake {
-        fn card(&self, event_id: &str) -> Option<(u64, bool)> {
+        fn card(&self, event_id: &str) -> Option<(AskId, bool)> {
             self.cards.get(event_id).map(|(a, done, _)| (*a, *done))
         }
-        fn open_card_in_thread(&self, root: &str) -> Option<u64> {
+        fn open_card_in_thread(&self, root: &str) -> Option<AskId> {
             self.cards
                 .values()
                 .filter(|(_, done, r)| !done && r == root)
@@ -254,7 +256,7 @@ mod tests {
         fn about(&self, event_id: &str) -> Option<String> {
             self.about.get(event_id).cloned()
         }
-        fn undo_offer(&self, event_id: &str) -> Option<u64> {
+        fn undo_offer(&self, event_id: &str) -> Option<AskId> {
             self.undo.get(event_id).copied()
         }
     }
@@ -282,7 +284,8 @@ mod tests {
     fn known() -> Fake {
         let mut k = Fake::default();
         k.threads.insert("$root".into(), "s1".into());
-        k.cards.insert("$card".into(), (7, false, "$root".into()));
+        k.cards
+            .insert("$card".into(), (7.into(), false, "$root".into()));
         k.about.insert("$report".into(), "s2".into());
         k
     }
@@ -373,7 +376,8 @@ mod tests {
             }
         );
         // In a thread of no session (a card that started its own), it answers the card.
-        k.cards.insert("$lone".into(), (9, false, "$lone".into()));
+        k.cards
+            .insert("$lone".into(), (9.into(), false, "$lone".into()));
         assert_eq!(
             decide(
                 &text("@ada:hs", "yes", Some("$lone"), None),
@@ -382,7 +386,7 @@ mod tests {
                 &k
             ),
             Action::Answer {
-                ask_id: 9,
+                ask_id: 9.into(),
                 text: "yes".into(),
                 thread: Some("$lone".into())
             }
@@ -396,13 +400,14 @@ mod tests {
                 &k
             ),
             Action::Answer {
-                ask_id: 7,
+                ask_id: 7.into(),
                 text: "yes".into(),
                 thread: None
             }
         );
         // Once answered, still typed text for the session.
-        k.cards.insert("$card".into(), (7, true, "$root".into()));
+        k.cards
+            .insert("$card".into(), (7.into(), true, "$root".into()));
         assert_eq!(
             decide(
                 &text("@ada:hs", "go on", Some("$root"), None),
@@ -490,7 +495,7 @@ mod tests {
         assert_eq!(
             decide(&reaction("$card"), ME, &allow(), &k),
             Action::React {
-                ask_id: 7,
+                ask_id: 7.into(),
                 key: "2\u{fe0f}\u{20e3}".into(),
                 card: "$card".into()
             }
@@ -504,7 +509,7 @@ mod tests {
         assert_eq!(decide(&own, ME, &allow(), &k), Action::Ignore);
         // ↩️ on an "answered ask" message takes the answer back; other keys do nothing.
         let mut k = k;
-        k.undo.insert("$said".into(), 7);
+        k.undo.insert("$said".into(), 7.into());
         let mut undo = reaction("$said");
         if let IncomingKind::Reaction { key, .. } = &mut undo.kind {
             *key = "↩\u{fe0f}".into();
@@ -512,7 +517,7 @@ mod tests {
         assert_eq!(
             decide(&undo, ME, &allow(), &k),
             Action::Undo {
-                ask_id: 7,
+                ask_id: 7.into(),
                 offer: "$said".into()
             }
         );

@@ -8,6 +8,7 @@
 //! what it missed and nothing twice. matrix-sdk keeps everything else
 //! (sync token, room state, crypto) in its own SQLite store beside this file.
 
+use shepherd_core::protocol::AskId;
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -16,7 +17,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Card {
     pub event_id: String,
-    pub ask_id: u64,
+    pub ask_id: AskId,
     pub session_id: String,
     /// The root of the thread the card is in (its own id when it started the thread).
     pub thread_root: String,
@@ -112,7 +113,7 @@ impl MatrixStore {
     }
 
     /// Every card of an ask.
-    pub fn cards_of(&self, ask_id: u64) -> rusqlite::Result<Vec<Card>> {
+    pub fn cards_of(&self, ask_id: AskId) -> rusqlite::Result<Vec<Card>> {
         self.conn
             .prepare_cached(&format!("{CARD_COLUMNS} WHERE ask_id = ?1"))?
             .query_map([ask_id], card_row)?
@@ -163,7 +164,7 @@ impl MatrixStore {
     }
 
     /// Remember that a bot event offers to take ask `ask_id`'s typed answer back.
-    pub fn set_undo_offer(&self, event_id: &str, ask_id: u64) -> rusqlite::Result<()> {
+    pub fn set_undo_offer(&self, event_id: &str, ask_id: AskId) -> rusqlite::Result<()> {
         self.conn.execute(
             "INSERT OR REPLACE INTO undo_offers (event_id, ask_id) VALUES (?1, ?2)",
             params![event_id, ask_id],
@@ -172,7 +173,7 @@ impl MatrixStore {
     }
 
     /// The ask whose typed answer a bot event offers to take back.
-    pub fn undo_offer(&self, event_id: &str) -> rusqlite::Result<Option<u64>> {
+    pub fn undo_offer(&self, event_id: &str) -> rusqlite::Result<Option<AskId>> {
         self.conn
             .prepare_cached("SELECT ask_id FROM undo_offers WHERE event_id = ?1")?
             .query_row([event_id], |r| r.get(0))
@@ -207,7 +208,7 @@ mod tests {
     fn card(event: &str, ask: u64, root: &str) -> Card {
         Card {
             event_id: event.into(),
-            ask_id: ask,
+            ask_id: ask.into(),
             session_id: "s1".into(),
             thread_root: root.into(),
             answered: false,
@@ -242,10 +243,13 @@ mod tests {
             store.card_at("$root").unwrap(),
             Some(card("$root", 7, "$root"))
         );
-        assert_eq!(store.cards_of(8).unwrap(), vec![card("$c2", 8, "$root")]);
+        assert_eq!(
+            store.cards_of(8.into()).unwrap(),
+            vec![card("$c2", 8, "$root")]
+        );
         assert_eq!(store.about("$report").unwrap().as_deref(), Some("s1"));
-        store.set_undo_offer("$said", 7).unwrap();
-        assert_eq!(store.undo_offer("$said").unwrap(), Some(7));
+        store.set_undo_offer("$said", 7.into()).unwrap();
+        assert_eq!(store.undo_offer("$said").unwrap(), Some(AskId::from(7)));
         assert_eq!(store.undo_offer("$report").unwrap(), None);
         // The newest open card of a thread is the one a plain thread message answers.
         assert_eq!(

@@ -195,12 +195,12 @@ impl<P: Platform> Relay<P> {
         }
         self.resync_projects().await;
         for ask_id in self.platform.open_cards() {
-            if let Some(ask) = snapshot.answered.get(&AskId::from(ask_id)) {
+            if let Some(ask) = snapshot.answered.get(&ask_id) {
                 self.close_cards(ask).await;
             }
         }
         for ask in &snapshot.open {
-            if !self.platform.has_card(ask.id.get()) {
+            if !self.platform.has_card(ask.id) {
                 self.post_card(ask).await;
             }
         }
@@ -215,7 +215,7 @@ impl<P: Platform> Relay<P> {
 
     /// An open ask's card, in its session's place (its worker's, while it supervises one).
     async fn post_card(&mut self, ask: &Ask) {
-        if self.platform.has_card(ask.id.get()) {
+        if self.platform.has_card(ask.id) {
             return; // Already shown (an event after a resync).
         }
         let card = render::ask_card_for(
@@ -304,7 +304,7 @@ impl<P: Platform> Relay<P> {
         };
         let mut waiting = Vec::new();
         for ask in asks.into_iter().filter(|a| a.session_id == session.id) {
-            if !self.platform.has_card(ask.id.get()) {
+            if !self.platform.has_card(ask.id) {
                 continue;
             }
             let card = session_news::waiting_card(&ask, Some(session), reason);
@@ -425,7 +425,7 @@ impl<P: Platform> Relay<P> {
     }
 
     /// An ask, from the core.
-    pub async fn ask(&mut self, ask_id: u64) -> Option<Ask> {
+    pub async fn ask(&mut self, ask_id: AskId) -> Option<Ask> {
         self.core.ask(ask_id).await
     }
 
@@ -433,7 +433,7 @@ impl<P: Platform> Relay<P> {
     /// anything else is free text.
     pub async fn reply_to_ask(
         &mut self,
-        ask_id: u64,
+        ask_id: AskId,
         text: &str,
         by: &str,
         place: Option<P::Place>,
@@ -448,7 +448,7 @@ impl<P: Platform> Relay<P> {
     }
 
     /// Answer an ask; a refusal is said at `place`.
-    pub async fn answer(&mut self, ask_id: u64, answer: &str, by: &str, place: Option<P::Place>) {
+    pub async fn answer(&mut self, ask_id: AskId, answer: &str, by: &str, place: Option<P::Place>) {
         match self.core.answer(ask_id, answer, by).await {
             Ok(()) => {} // The card's edit (from the ask_answered event) is the confirmation.
             Err(e) if e.code() == Some(ErrorCode::AlreadyAnswered) => {

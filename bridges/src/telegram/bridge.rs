@@ -13,7 +13,7 @@ use teloxide::types::{
     ThreadId,
 };
 
-use shepherd_core::protocol::{Ask, SessionInfo, WorkerId};
+use shepherd_core::protocol::{Ask, AskId, SessionInfo, WorkerId};
 
 use super::outbox::{OutboxOp, TelegramOutbox};
 use super::store::{BridgeStore, Card};
@@ -49,12 +49,12 @@ impl Platform for Telegram {
     const UNDO_HINT: &'static str =
         "Meant as a steer? Tap the button below while the session has not read it.";
 
-    fn has_card(&self, ask: u64) -> bool {
+    fn has_card(&self, ask: AskId) -> bool {
         let cards = self.store.cards_of(ask).unwrap_or_default();
         cards.iter().any(|c| !c.answered)
     }
 
-    fn open_cards(&self) -> Vec<u64> {
+    fn open_cards(&self) -> Vec<AskId> {
         let cards = self.store.open_cards().unwrap_or_default();
         cards.into_iter().map(|c| c.ask_id).collect()
     }
@@ -170,7 +170,7 @@ impl Platform for Telegram {
         match self.send(thread, card.html, card.plain, keyboard).await {
             Ok(message_id) => {
                 let card = Card {
-                    ask_id: ask.id.get(),
+                    ask_id: ask.id,
                     chat_id: self.chat_id,
                     message_id,
                     answered: false,
@@ -188,7 +188,7 @@ impl Platform for Telegram {
     }
 
     async fn close_cards(&mut self, ask: &Ask, answered: Rendered) {
-        for card in self.store.cards_of(ask.id.get()).unwrap_or_default() {
+        for card in self.store.cards_of(ask.id).unwrap_or_default() {
             if card.answered {
                 continue;
             }
@@ -204,7 +204,7 @@ impl Platform for Telegram {
     }
 
     /// Said with an undo button (`u:<ask>`); a reply to it steers the session.
-    async fn offer_undo(&mut self, thread: Option<i32>, session: &str, ask: u64, said: Rendered) {
+    async fn offer_undo(&mut self, thread: Option<i32>, session: &str, ask: AskId, said: Rendered) {
         let button = InlineKeyboardButton::callback(UNDO_LABEL, format!("u:{ask}"));
         let keyboard = InlineKeyboardMarkup::new([[button]]);
         match self
@@ -213,13 +213,13 @@ impl Platform for Telegram {
         {
             Ok(id) => self.remember(self.store.set_about(self.chat_id, id, session)),
             Err(e) => {
-                tracing::error!(ask, error = %e, "telegram: could not say what answered the ask")
+                tracing::error!(ask = ask.get(), error = %e, "telegram: could not say what answered the ask")
             }
         }
     }
 
     async fn mark_cards(&mut self, ask: &Ask, rendered: Rendered, buttons: bool) {
-        for card in self.store.cards_of(ask.id.get()).unwrap_or_default() {
+        for card in self.store.cards_of(ask.id).unwrap_or_default() {
             if card.answered {
                 continue;
             }
@@ -393,15 +393,20 @@ pub(super) fn parse_steer(data: &str) -> Option<&str> {
 }
 
 /// The ask of an undo button's callback data (`u:<ask>`).
-pub(super) fn parse_undo(data: &str) -> Option<u64> {
-    data.strip_prefix("u:")?.parse().ok()
+pub(super) fn parse_undo(data: &str) -> Option<AskId> {
+    data.strip_prefix("u:")?
+        .parse::<u64>()
+        .ok()
+        .map(AskId::from)
 }
 
 /// The ask and option index of a button's callback data (`a:<ask>:<index>`).
-pub(super) fn parse_callback(data: &str) -> Option<(u64, usize)> {
+pub(super) fn parse_callback(data: &str) -> Option<(AskId, usize)> {
     let mut parts = data.split(':');
     match (parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some("a"), Some(ask), Some(index), None) => Some((ask.parse().ok()?, index.parse().ok()?)),
+        (Some("a"), Some(ask), Some(index), None) => {
+            Some((AskId::from(ask.parse::<u64>().ok()?), index.parse().ok()?))
+        }
         _ => None,
     }
 }
@@ -412,11 +417,11 @@ mod tests {
 
     #[test]
     fn callback_data_round_trips() {
-        assert_eq!(parse_callback("a:12:1"), Some((12, 1)));
+        assert_eq!(parse_callback("a:12:1"), Some((AskId::from(12), 1)));
         assert_eq!(parse_callback("a:12"), None);
         assert_eq!(parse_callback("x:1:2"), None);
         assert_eq!(parse_callback("a:1:2:3"), None);
-        assert_eq!(parse_undo("u:12"), Some(12));
+        assert_eq!(parse_undo("u:12"), Some(AskId::from(12)));
         assert_eq!(parse_callback("u:12"), None);
         assert_eq!(parse_undo("a:12:1"), None);
         assert_eq!(parse_steer("s:3f2a-77"), Some("3f2a-77"));

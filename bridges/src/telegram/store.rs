@@ -5,6 +5,7 @@
 //! which bot messages are about which session (a reply to one steers it), and the last
 //! report posted in each chat (so a restart posts what it missed, and nothing twice).
 
+use shepherd_core::protocol::AskId;
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -12,7 +13,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 /// One card: a bot message showing an ask.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Card {
-    pub ask_id: u64,
+    pub ask_id: AskId,
     pub chat_id: i64,
     pub message_id: i32,
     pub answered: bool,
@@ -98,7 +99,7 @@ impl BridgeStore {
     }
 
     /// Every card of an ask.
-    pub fn cards_of(&self, ask_id: u64) -> rusqlite::Result<Vec<Card>> {
+    pub fn cards_of(&self, ask_id: AskId) -> rusqlite::Result<Vec<Card>> {
         self.conn
             .prepare_cached(
                 "SELECT ask_id, chat_id, message_id, answered FROM cards WHERE ask_id = ?1",
@@ -218,7 +219,7 @@ mod tests {
         assert_eq!(store.last_report("st", -100).unwrap(), None);
         store.set_last_report("st", -100, 9).unwrap();
         let card = Card {
-            ask_id: 7,
+            ask_id: 7.into(),
             chat_id: -100,
             message_id: 5,
             answered: false,
@@ -233,7 +234,7 @@ mod tests {
         assert_eq!(store.last_report("other-store", -100).unwrap(), None);
         assert_eq!(store.last_report("st", -200).unwrap(), None);
         assert_eq!(store.card_at(-100, 5).unwrap(), Some(card.clone()));
-        assert_eq!(store.cards_of(7).unwrap(), vec![card]);
+        assert_eq!(store.cards_of(7.into()).unwrap(), vec![card]);
         assert_eq!(
             store.topic("s1", -100).unwrap(),
             Some((11, "fix-login".into()))

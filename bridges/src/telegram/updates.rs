@@ -12,7 +12,7 @@ use teloxide::payloads::AnswerCallbackQuerySetters;
 use teloxide::prelude::Requester;
 use teloxide::types::{CallbackQuery, Message, Update, UpdateKind, User};
 
-use shepherd_core::protocol::ErrorCode;
+use shepherd_core::protocol::{AskId, ErrorCode};
 
 use super::bridge::{Telegram, parse_callback, parse_close, parse_steer, parse_undo};
 use super::outbox::OutboxOp;
@@ -194,7 +194,7 @@ impl Relay<Telegram> {
     }
 
     /// The text of option `index` of an ask.
-    async fn option_text(&mut self, ask_id: u64, index: usize) -> Option<String> {
+    async fn option_text(&mut self, ask_id: AskId, index: usize) -> Option<String> {
         self.ask(ask_id).await?.options.get(index).cloned()
     }
 }
