@@ -1,10 +1,12 @@
 //! Who may send each request, against a real daemon: for every request type, the senders
 //! this test expects (client kinds, and a Pi session's roles), and for every other kind and
-//! role the refusal the hub answers, code, reason and message byte for byte. Each request
-//! is sent as its golden fixture (`tests/fixtures/protocol/client/<type>.json`), so a new
-//! request is covered by adding its row here. The rows are this test's own: a declaration
-//! loosened in `core/src/protocol/messages.rs` fails here twice, once as a table that no
-//! longer matches and once as a request the hub carried out.
+//! role the refusal the hub answers, code, reason and message byte for byte (and, for a
+//! request for some roles only, `not_registered` to a Pi connection that has not
+//! registered, whose role is not known yet). Each request is sent as its golden fixture
+//! (`tests/fixtures/protocol/client/<type>.json`), so a new request is covered by adding
+//! its row here. The rows are this test's own: a declaration loosened in
+//! `core/src/protocol/messages.rs` fails here twice, once as a table that no longer matches
+//! and once as a refusal that no longer comes (the handler goes on to other answers).
 
 use std::time::Duration;
 
@@ -374,6 +376,8 @@ async fn every_request_refuses_each_sender_it_does_not_list_as_before() -> Resul
         (Who::Pi(Role::Chief), chief.client),
     ];
 
+    let mut unregistered = core.client(ClientKind::Pi).await?;
+
     let mut refused = Vec::new();
     let mut wrong = Vec::new();
     for row in ROWS {
@@ -391,6 +395,21 @@ async fn every_request_refuses_each_sender_it_does_not_list_as_before() -> Resul
                 ));
             }
             refused.push(*who);
+        }
+        // A request for some roles only needs the Pi session registered to know its role.
+        if row.other_role.is_some() {
+            let got = answer_to(&mut unregistered, &msg).await?;
+            let want = Err((
+                ErrorCode::NotRegistered,
+                None,
+                "this connection has no registered session: send `register` first".to_string(),
+            ));
+            if got != want {
+                wrong.push(format!(
+                    "{} from an unregistered Pi:\n  got  {got:?}\n  want {want:?}",
+                    row.kind
+                ));
+            }
         }
     }
     if !wrong.is_empty() {
