@@ -17,6 +17,7 @@
 //! - [`reports`]: results and reports, kept and listed;
 //! - [`roles`]: the Manager and Chief leases and what each role may do;
 //! - [`scale`]: 200 sessions at once, exact counts;
+//! - [`senders`]: who may send each request, and how everyone else is refused;
 //! - [`supervise`]: supervision at the protocol level;
 //! - [`unanswer`]: taking back an answer the session cannot have seen;
 //! - [`usage`]: `usage` over recorded session files;
@@ -39,6 +40,7 @@ mod projects;
 mod reports;
 mod roles;
 mod scale;
+mod senders;
 mod supervise;
 mod unanswer;
 mod usage;

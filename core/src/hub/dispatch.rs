@@ -1,6 +1,7 @@
 //! Dispatch: each [`HubCommand`] to the feature that handles it, and each request to its
-//! handler, one line per message type (`State::request`). A request that fails is answered
-//! here with its error; handlers only return it.
+//! handler, one line per message type (`State::request`), once its sender is one the
+//! request declares (`check_sender`). A request that fails is answered here with its
+//! error; handlers only return it.
 
 use rusqlite::Connection;
 
@@ -99,6 +100,7 @@ impl State {
             kind,
             id: msg.request_id().unwrap_or_default(),
         };
+        self.check_sender(cx, msg.senders(), db)?;
         match msg {
             ClientMsg::Hello(_) => Err(HubError::new(
                 ErrorCode::AlreadyGreeted,

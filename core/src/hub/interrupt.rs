@@ -5,9 +5,9 @@
 
 use rusqlite::Connection;
 
-use super::{Cx, HubError, HubResult, Out, State};
+use super::{Cx, HubResult, Out, State};
 use crate::protocol::requests::Interrupt;
-use crate::protocol::{ClientKind, DeliveryKind, ErrorCode, ServerMsg, SessionStatus};
+use crate::protocol::{DeliveryKind, ServerMsg, SessionStatus};
 use crate::store::{self, messages::NewMessage};
 
 impl State {
@@ -21,12 +21,6 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let Cx { conn, kind, id } = cx;
-        if kind == ClientKind::Pi {
-            return Err(HubError::new(
-                ErrorCode::Forbidden,
-                "only the human interrupts a session (the CLI's `shepherd stop <session>` or a chat's /stop); a session reaches others along its edges (message_supervisor, message_staff, message_peer)",
-            ));
-        }
         let then = req.then.map(|t| t.trim().to_string()).unwrap_or_default();
         let target = self.resolve(&req.session, db)?;
         let from = self.human_sender(conn, kind, req.by);

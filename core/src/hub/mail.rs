@@ -7,7 +7,7 @@ use rusqlite::Connection;
 use super::{Cx, HubError, HubResult, Out, State};
 use crate::clock::now_ms;
 use crate::protocol::requests::{Ack, Send};
-use crate::protocol::{ClientKind, Delivery, DeliveryKind, ErrorCode, ServerMsg};
+use crate::protocol::{Delivery, DeliveryKind, ErrorCode, ServerMsg};
 use crate::protocol::{MessageId, SessionId};
 use crate::store::{self, messages::NewMessage};
 
@@ -79,13 +79,6 @@ impl State {
                 ErrorCode::InvalidArgument,
                 "message text must not be empty",
             ));
-        }
-        if kind == ClientKind::Pi {
-            return Err(HubError::new(
-                ErrorCode::Forbidden,
-                "a Pi session does not send to arbitrary sessions: it reaches its supervisor with message_supervisor, its staff with message_staff and its peers with message_peer; `send` is the human's (CLI and chat)",
-            )
-            .with_details(serde_json::json!({ "reason": "direct_edges_only" })));
         }
         let from = self.human_sender(conn, kind, by);
         let target = self.resolve(&to, db)?;
@@ -215,7 +208,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{Sender, frame};
+    use crate::protocol::{ClientKind, Sender, frame};
 
     /// The bound is never below the real size, even for strings JSON escapes the most and
     /// the largest numbers.

@@ -11,7 +11,8 @@
 //! commit fails, every request of the batch gets `store_failed` and nothing is sent.
 //!
 //! This file holds the actor's loop and its group commit, its inbox, its state and what a
-//! batch produces (`Out`); `dispatch` hands each command and request to its feature,
+//! batch produces (`Out`); `dispatch` hands each command and request to its feature
+//! (after `senders` has checked the request's sender against its declaration),
 //! `failed` answers a batch the store failed, `flush` hands a committed batch's frames to
 //! the connections' writers, `subscribers` serves the bridges' subscriptions; every
 //! feature owns its requests in a module of its own.
@@ -34,6 +35,7 @@ mod release;
 mod reports;
 mod resolve;
 pub(crate) mod roles;
+mod senders;
 mod session_change;
 mod subscribers;
 mod supervise;

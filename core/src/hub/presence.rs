@@ -279,16 +279,13 @@ impl State {
         match entry.and_then(|c| c.session.as_ref()) {
             Some(id) => Ok(id),
             None => {
+                // Another kind of client is refused by the sender check already.
                 let pi = entry.is_some_and(|c| c.handle.kind == ClientKind::Pi);
-                let hint = if pi {
-                    "send `register` first"
-                } else {
-                    "only Pi sessions (client kind `pi`) can do this"
+                let message = match pi {
+                    true => "this connection has no registered session: send `register` first",
+                    false => crate::protocol::senders::NO_SESSION.message,
                 };
-                Err(HubError::new(
-                    ErrorCode::NotRegistered,
-                    format!("this connection has no registered session: {hint}"),
-                ))
+                Err(HubError::new(ErrorCode::NotRegistered, message))
             }
         }
     }
@@ -349,15 +346,10 @@ impl State {
         self.announce_registration(cx, arrived, rejoined, &previous, db, out)
     }
 
-    /// Only a Pi connection registers, with valid fields, and only one session per connection.
+    /// Valid fields, and only one session per connection (only a Pi connection gets here:
+    /// `register` declares `[pi]`).
     fn check_registration(&self, conn: ConnId, reg: &Registration) -> HubResult<()> {
         let entry = self.conns.get(&conn).expect("checked by the caller");
-        if entry.handle.kind != ClientKind::Pi {
-            return Err(HubError::new(
-                ErrorCode::Forbidden,
-                "only Pi sessions (client kind `pi`) register",
-            ));
-        }
         check_session_id(&reg.session_id)?;
         if let Some(name) = &reg.name {
             check_name(name)?;

@@ -32,13 +32,6 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        if cx.kind == ClientKind::Pi {
-            return Err(HubError::new(
-                ErrorCode::Forbidden,
-                "only the human releases another session's role (`shepherd roles release`, or /release in a chat); a session leaves its own with set_role lead (/manager leave, /chief leave)",
-            )
-            .with_details(serde_json::json!({ "reason": "human_only" })));
-        }
         self.expire_away_leases(db, out)?;
         let leases = store::leases::list(db)?;
         let lease = match req.role {

@@ -23,12 +23,6 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let Cx { conn, kind, id } = cx;
-        if !kind.is_human() {
-            return Err(HubError::new(
-                ErrorCode::Forbidden,
-                "Pi sessions cannot take answers back; only the human who answers can (CLI or chat)",
-            ));
-        }
         let ask_id = req.ask;
         let ask = store::asks::get(db, ask_id)?.ok_or_else(|| {
             HubError::new(

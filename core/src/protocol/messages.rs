@@ -9,24 +9,45 @@ use super::{
     AgentDef, Ask, Assignment, CoreStatus, Delivery, EdgeMessage, ErrorCode, Integration, Lease,
     LeaveReason, MessageId, Pairing, PairingChange, Project, Report, ReportsTo, Role, SessionId,
     SessionInfo, SessionStatus, StaffMember, StaffView, UsageReport, Verdict, View, Worker, frame,
-    requests,
+    requests, senders,
 };
 
-/// Declares [`ClientMsg`] from one line per message (`"supervise" => Supervise`; a request
-/// whose handling needs the repository context of a directory is marked `git`, and its
-/// struct says which directory in `git_context`): the
+/// Declares [`ClientMsg`] from one line per message: `"send" => Send [cli bridge] else
+/// SEND_IS_HUMANS`. A request whose handling needs the repository context of a directory
+/// is marked `git` (its struct says which directory in `git_context`); the brackets say
+/// who may send it ([`senders`]: `pi`, `cli`, `bridge`, and `pi(manager|chief else
+/// REFUSAL)` for Pi sessions of those roles only), and `else` names the refusal a client
+/// of another kind gets when it is not [`senders::NO_SESSION`]. The macro makes the
 /// internally tagged wire enum with one newtype variant per struct in [`requests`], a
 /// private externally tagged twin for decoding, `TYPES`, `request_id`, each struct's
-/// `TYPE` and its `From` into [`ClientMsg`], and `git_context`. Decoding goes through the twin so that
+/// `TYPE`, `SENDERS` and its `From` into [`ClientMsg`], `git_context` and `senders`. Decoding goes through the twin so that
 /// `serde_path_to_error` can name the offending field (`ask.question: invalid type …`);
 /// internally tagged enums buffer their content and lose the path.
 macro_rules! client_messages {
     // What a request line marked `git` needs read before the hub handles it.
     (@git $m:ident) => { requests::GitContext::None };
     (@git $m:ident git) => { $m.git_context() };
+    // A line's senders: its bracket read word by word onto `Senders::NONE`.
+    (@senders [$($who:tt)*] $($refusal:ident)?) => {
+        client_messages!(@who senders::Senders::NONE $(.refusing(senders::$refusal))? ; $($who)*)
+    };
+    (@who $s:expr ;) => { $s };
+    (@who $s:expr ; cli $($rest:tt)*) => { client_messages!(@who $s.cli() ; $($rest)*) };
+    (@who $s:expr ; bridge $($rest:tt)*) => { client_messages!(@who $s.bridge() ; $($rest)*) };
+    (@who $s:expr ; pi ($($role:ident)|+ else $refusal:ident) $($rest:tt)*) => {
+        client_messages!(
+            @who $s.pi_as(&[$(client_messages!(@role $role)),+], senders::$refusal) ; $($rest)*
+        )
+    };
+    (@who $s:expr ; pi $($rest:tt)*) => { client_messages!(@who $s.pi() ; $($rest)*) };
+    (@role lead) => { Role::Lead };
+    (@role manager) => { Role::Manager };
+    (@role chief) => { Role::Chief };
     (
-        requests { $( $rtype:literal => $req:ident $($git:ident)? ),* $(,)? }
-        notices { $( $ntype:literal => $notice:ident ),* $(,)? }
+        requests { $(
+            $rtype:literal => $req:ident $($git:ident)? [$($who:tt)*] $(else $refusal:ident)?
+        ),* $(,)? }
+        notices { $( $ntype:literal => $notice:ident [$($nwho:tt)*] ),* $(,)? }
     ) => {
         /// Client → core: requests (with an `id` the response echoes) and notices
         /// (without). Each variant's fields are the struct of the same name in
@@ -112,12 +133,30 @@ macro_rules! client_messages {
                     $( ClientMsg::$notice(_) => $ntype, )*
                 }
             }
+
+            /// Who may send this message, as its line declares; the hub checks it before
+            /// the handler runs.
+            pub fn senders(&self) -> senders::Senders {
+                match self {
+                    $( ClientMsg::$req(_) => requests::$req::SENDERS, )*
+                    $( ClientMsg::$notice(_) => requests::$notice::SENDERS, )*
+                }
+            }
+
+            /// Every `type` with its senders, in the table's order.
+            pub const SENDERS: &'static [(&'static str, senders::Senders)] = &[
+                $( ($rtype, requests::$req::SENDERS), )*
+                $( ($ntype, requests::$notice::SENDERS), )*
+            ];
         }
 
         $(
             impl requests::$req {
                 /// The wire `type`.
                 pub const TYPE: &'static str = $rtype;
+                /// Who may send it.
+                pub const SENDERS: senders::Senders =
+                    client_messages!(@senders [$($who)*] $($refusal)?);
             }
 
             impl From<requests::$req> for ClientMsg {
@@ -130,6 +169,8 @@ macro_rules! client_messages {
             impl requests::$notice {
                 /// The wire `type`.
                 pub const TYPE: &'static str = $ntype;
+                /// Who may send it.
+                pub const SENDERS: senders::Senders = client_messages!(@senders [$($nwho)*]);
             }
 
             impl From<requests::$notice> for ClientMsg {
@@ -143,60 +184,60 @@ macro_rules! client_messages {
 
 client_messages! {
     requests {
-        "hello" => Hello,
-        "register" => Register git,
-        "update" => Update git,
-        "ask" => Ask,
-        "report" => Report,
-        "answer" => Answer,
-        "send" => Send,
-        "list_sessions" => ListSessions,
-        "list_asks" => ListAsks,
-        "status" => Status,
-        "subscribe" => Subscribe,
-        "ping" => Ping,
-        "supervise" => Supervise,
-        "unpair" => Unpair,
-        "set_goal" => SetGoal,
-        "look" => Look,
-        "worker_view" => WorkerView,
-        "verdict" => Verdict,
-        "list_pairings" => ListPairings,
-        "unanswer" => Unanswer,
-        "interrupt" => Interrupt,
-        "result" => RunResult git,
-        "list_reports" => ListReports,
-        "set_role" => SetRole,
-        "list_roles" => ListRoles,
-        "release_role" => ReleaseRole,
-        "message_supervisor" => MessageSupervisor,
-        "ask_supervisor" => AskSupervisor,
-        "list_staff" => ListStaff,
-        "inspect_staff" => InspectStaff,
-        "message_staff" => MessageStaff,
-        "list_peers" => ListPeers,
-        "message_peer" => MessagePeer,
-        "delegate_agent" => DelegateAgent,
-        "continue_agent" => ContinueAgent,
-        "list_workers" => ListWorkers,
-        "steer_agent" => SteerAgent,
-        "interrupt_agent" => InterruptAgent,
-        "reply_agent" => ReplyAgent,
-        "close_agent" => CloseAgent,
-        "inspect_agent" => InspectAgent,
-        "read_agent_transcript" => ReadAgentTranscript,
-        "ask_owner" => AskOwner,
-        "list_agents" => ListAgents,
-        "usage" => Usage,
-        "delegate_project" => DelegateProject,
-        "resume_work" => ResumeWork,
-        "stop_lead" => StopLead,
-        "integrate_branch" => IntegrateBranch,
-        "list_projects" => ListProjects,
+        "hello" => Hello [pi cli bridge],
+        "register" => Register git [pi] else ONLY_PI_REGISTERS,
+        "update" => Update git [pi],
+        "ask" => Ask [pi],
+        "report" => Report [pi],
+        "answer" => Answer [pi cli bridge],
+        "send" => Send [cli bridge] else SEND_IS_HUMANS,
+        "list_sessions" => ListSessions [pi cli bridge],
+        "list_asks" => ListAsks [pi cli bridge],
+        "status" => Status [pi cli bridge],
+        "subscribe" => Subscribe [pi cli bridge],
+        "ping" => Ping [pi cli bridge],
+        "supervise" => Supervise [pi cli bridge],
+        "unpair" => Unpair [pi cli bridge],
+        "set_goal" => SetGoal [pi cli bridge],
+        "look" => Look [pi cli bridge],
+        "worker_view" => WorkerView [pi],
+        "verdict" => Verdict [pi],
+        "list_pairings" => ListPairings [pi cli bridge],
+        "unanswer" => Unanswer [cli bridge] else UNANSWER_IS_HUMANS,
+        "interrupt" => Interrupt [cli bridge] else INTERRUPT_IS_HUMANS,
+        "result" => RunResult git [pi],
+        "list_reports" => ListReports [pi cli bridge],
+        "set_role" => SetRole [pi],
+        "list_roles" => ListRoles [pi cli bridge],
+        "release_role" => ReleaseRole [cli bridge] else RELEASE_IS_HUMANS,
+        "message_supervisor" => MessageSupervisor [pi(lead|manager else CHIEF_HAS_NO_SUPERVISOR)],
+        "ask_supervisor" => AskSupervisor [pi],
+        "list_staff" => ListStaff [pi(manager|chief else NOT_STAFF_HOLDER) cli bridge],
+        "inspect_staff" => InspectStaff [pi(manager|chief else NOT_STAFF_HOLDER)],
+        "message_staff" => MessageStaff [pi(manager|chief else NOT_STAFF_HOLDER)],
+        "list_peers" => ListPeers [pi(lead|manager else CHIEF_HAS_NO_PEERS)],
+        "message_peer" => MessagePeer [pi(lead|manager else CHIEF_HAS_NO_PEERS)],
+        "delegate_agent" => DelegateAgent [pi] else DELEGATE_IS_PIS,
+        "continue_agent" => ContinueAgent [pi] else CONTINUE_IS_PIS,
+        "list_workers" => ListWorkers [pi cli bridge],
+        "steer_agent" => SteerAgent [pi cli bridge],
+        "interrupt_agent" => InterruptAgent [pi cli bridge],
+        "reply_agent" => ReplyAgent [pi cli bridge],
+        "close_agent" => CloseAgent [pi cli bridge],
+        "inspect_agent" => InspectAgent [pi cli bridge],
+        "read_agent_transcript" => ReadAgentTranscript [pi cli bridge],
+        "ask_owner" => AskOwner [pi],
+        "list_agents" => ListAgents [pi cli bridge],
+        "usage" => Usage [pi cli bridge],
+        "delegate_project" => DelegateProject [pi(manager else NOT_MANAGER)] else ONLY_A_MANAGER,
+        "resume_work" => ResumeWork [pi(manager else NOT_MANAGER) cli bridge],
+        "stop_lead" => StopLead [pi(manager else NOT_MANAGER) cli bridge],
+        "integrate_branch" => IntegrateBranch [pi(manager else NOT_MANAGER) cli bridge],
+        "list_projects" => ListProjects [pi(manager else NOT_MANAGER) cli bridge],
     }
     notices {
-        "ack" => Ack,
-        "bye" => Bye,
+        "ack" => Ack [pi],
+        "bye" => Bye [pi],
     }
 }
 

@@ -10,6 +10,8 @@
 //! - [`messages`]: [`ClientMsg`] (client → core) and [`ServerMsg`] (core → client),
 //!   internally tagged by `type`.
 //! - [`requests`]: one struct per client message (`ClientMsg::Supervise(Supervise)`).
+//! - [`senders`]: who may send each request (client kinds, a Pi session's roles) and how
+//!   everyone else is refused, as the message table declares it.
 //! - [`types`]: the records inside messages (sessions, asks, deliveries, reports).
 //! - [`ids`]: session, ask, pairing and message ids as newtypes.
 //! - [`status`]: domain values sent as strings (session status, pairing end reason, why a
@@ -25,6 +27,7 @@ pub mod ids;
 pub mod messages;
 pub mod projects;
 pub mod requests;
+pub mod senders;
 pub mod status;
 pub mod types;
 pub mod usage;

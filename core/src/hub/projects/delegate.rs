@@ -14,9 +14,7 @@ use crate::hub::workers::HostOp;
 use crate::hub::workers::requests::{check_text, new_nonce, new_session_id};
 use crate::hub::{Cx, HubError, HubResult, Out, State, atomically};
 use crate::protocol::requests::{DelegateProject, ResumeWork, StopLead};
-use crate::protocol::{
-    AssignmentState, ClientKind, DeliveryKind, ErrorCode, Sender, ServerMsg, SessionId,
-};
+use crate::protocol::{AssignmentState, ClientKind, DeliveryKind, Sender, ServerMsg, SessionId};
 use crate::store::projects::{AssignmentRow, NewAssignment, Process};
 use crate::store::{self, messages::NewMessage};
 use crate::workers::launch::{ProcKey, SessionStart};
@@ -50,12 +48,6 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        if cx.kind != ClientKind::Pi {
-            return Err(HubError::new(
-                ErrorCode::Forbidden,
-                "delegate_project is the Manager's (a Pi session holding /manager); the human resumes, stops and integrates with `shepherd resume`, `shepherd integrate`",
-            ));
-        }
         let (me, lease) = self.manager(cx, db)?;
         check_text("task", &req.task)?;
         self.host_backend()?;

@@ -95,15 +95,19 @@ impl State {
             Some(lease) if lease.role == Role::Manager && lease.repo_id.is_some() => {
                 Ok((me, lease))
             }
-            _ => Err(refused(
-                "not_manager",
-                "project work is the Manager's: run /manager in the repository's primary worktree first (set_role manager)",
+            // The sender check admitted a Manager, and nothing ran since.
+            _ => Err(HubError::new(
+                ErrorCode::Internal,
+                format!(
+                    "session {} holds no Manager lease after the sender check",
+                    me.id
+                ),
             )),
         }
     }
 
-    /// Who is asking: a Manager (Pi) or the human (CLI, bridge). Other Pi sessions are
-    /// refused.
+    /// Who is asking: a Manager (Pi) or the human (CLI, bridge); the sender check refused
+    /// other Pi sessions (`pi(manager else NOT_MANAGER)`).
     fn project_actor(&self, cx: Cx, db: &Connection) -> HubResult<Actor> {
         match cx.kind {
             ClientKind::Pi => {

@@ -4,7 +4,7 @@
 
 use rusqlite::Connection;
 
-use super::{forbidden, role_label};
+use super::role_label;
 use crate::clock::now_ms;
 use crate::hub::mail::Mailed;
 use crate::hub::projects::ProjectMail;
@@ -41,12 +41,6 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let me = self.sender_of(cx, db)?;
-        if me.role == Role::Chief {
-            return Err(forbidden(
-                "chief",
-                "the Chief reports to the human: use report (or ask_human) instead",
-            ));
-        }
         let text = nonempty(req.text, "message")?;
         let to = self.reports_to(&me, db)?;
         // An assigned Lead's messages belong to its repository's Manager role: tagged so
@@ -185,7 +179,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let me = self.staff_holder(cx, db)?;
+        let me = self.sender_of(cx, db)?;
         let text = nonempty(req.text, "message")?;
         let target = self.my_staff(&me, &req.session, db)?;
         let body = format!(
@@ -213,7 +207,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let me = self.peer_caller(cx, db)?;
+        let me = self.sender_of(cx, db)?;
         let text = nonempty(req.text, "message")?;
         let target = self.my_peer(&me, &req.session, db)?;
         let body = format!("Peer message from {} ({}): {text}", me.name, me.id);

@@ -32,11 +32,6 @@ fn refused(reason: &str, message: impl Into<String>) -> HubError {
         .with_details(serde_json::json!({ "reason": reason }))
 }
 
-fn forbidden(reason: &str, message: impl Into<String>) -> HubError {
-    HubError::new(ErrorCode::Forbidden, message)
-        .with_details(serde_json::json!({ "reason": reason }))
-}
-
 /// Whether a role counts as a Lead for authority (`supervisor` is a Lead's hint that it
 /// is free to supervise, not a role the core grants).
 fn is_lead(role: Role) -> bool {

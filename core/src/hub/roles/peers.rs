@@ -3,7 +3,7 @@
 
 use rusqlite::Connection;
 
-use super::{forbidden, is_lead};
+use super::is_lead;
 use crate::hub::{Cx, HubError, HubResult, Out, State};
 use crate::protocol::requests::ListPeers;
 use crate::protocol::{ErrorCode, Role, ServerMsg, SessionId, SessionInfo};
@@ -55,17 +55,6 @@ impl State {
         }
     }
 
-    pub(super) fn peer_caller(&self, cx: Cx, db: &Connection) -> HubResult<SessionInfo> {
-        let me = self.sender_of(cx, db)?;
-        if me.role == Role::Chief {
-            return Err(forbidden(
-                "chief",
-                "the Chief has no peers; it reaches Managers and Leads with message_staff",
-            ));
-        }
-        Ok(me)
-    }
-
     /// `list_peers`.
     pub(in crate::hub) fn list_peers(
         &self,
@@ -74,7 +63,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let me = self.peer_caller(cx, db)?;
+        let me = self.sender_of(cx, db)?;
         let sessions = self.peers_of(&me, db)?;
         out.send(
             cx.conn,

@@ -4,7 +4,7 @@
 
 use rusqlite::Connection;
 
-use super::{Leases, forbidden};
+use super::Leases;
 use crate::clock::now_ms;
 use crate::hub::{Cx, HubCommand, HubError, HubResult, Out, State};
 use crate::protocol::requests::{InspectStaff, ListStaff};
@@ -51,7 +51,7 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let me = match cx.kind {
-            ClientKind::Pi => Some(self.staff_holder(cx, db)?),
+            ClientKind::Pi => Some(self.sender_of(cx, db)?),
             _ => None,
         };
         self.expire_away_leases(db, out)?;
@@ -95,21 +95,6 @@ impl State {
         Ok(())
     }
 
-    /// The caller, if it is a Manager or the Chief.
-    pub(super) fn staff_holder(&self, cx: Cx, db: &Connection) -> HubResult<SessionInfo> {
-        let me = self.sender_of(cx, db)?;
-        if !matches!(me.role, Role::Manager | Role::Chief) {
-            return Err(forbidden(
-                "not_manager_or_chief",
-                format!(
-                    "only a Manager or the Chief has staff; this session is a {}",
-                    me.role.as_str()
-                ),
-            ));
-        }
-        Ok(me)
-    }
-
     /// One of the caller's staff by exact id; anyone else is unknown to it.
     pub(super) fn my_staff(
         &self,
@@ -141,7 +126,7 @@ impl State {
         req: InspectStaff,
         db: &Connection,
     ) -> HubResult<()> {
-        let me = self.staff_holder(cx, db)?;
+        let me = self.sender_of(cx, db)?;
         let target = self.my_staff(&me, &req.session, db)?;
         let Some(tx) = self.self_tx.upgrade() else {
             return Ok(()); // Shutting down.

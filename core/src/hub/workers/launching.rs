@@ -19,9 +19,7 @@ use super::requests::{
 use crate::clock::now_ms;
 use crate::hub::{Cx, HubError, HubResult, Out, State, atomically};
 use crate::protocol::requests::{ContinueAgent, DelegateAgent};
-use crate::protocol::{
-    ClientKind, DeliveryKind, ErrorCode, SessionId, SessionInfo, WorkerBackend, WorkerId,
-};
+use crate::protocol::{DeliveryKind, ErrorCode, SessionId, SessionInfo, WorkerBackend, WorkerId};
 use crate::store::workers::{LaunchSettings, NewWorker, WorkerRow};
 use crate::store::{self, messages::NewMessage};
 use crate::workers::launch::SessionStart;
@@ -49,12 +47,6 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        if cx.kind != ClientKind::Pi {
-            return Err(HubError::new(
-                ErrorCode::Forbidden,
-                "only a Pi session delegates to workers (it owns them and gets their results)",
-            ));
-        }
         let me = self.me(cx, db)?;
         check_text("task", &req.task)?;
         let parent = store::workers::live_by_session(db, &me.id)?;
@@ -144,12 +136,6 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        if cx.kind != ClientKind::Pi {
-            return Err(HubError::new(
-                ErrorCode::Forbidden,
-                "only a Pi session continues a worker session (it becomes the owner)",
-            ));
-        }
         let me = self.me(cx, db)?;
         check_text("task", &req.task)?;
         if store::workers::live_by_session(db, &me.id)?.is_some() {
