@@ -14,6 +14,8 @@
 //! - a registration of a Lead's session by any process but the one launched for it is
 //!   refused (`launch_mismatch`); a headless Lead is relaunched on its session after a core
 //!   restart, told why once, and its next run is one update;
+//! - a first launch that fails (no Pi at the configured path) undoes its delegation: no
+//!   assignment (the branch kept), or a closed worker whose label is free again;
 //! - `integrate_branch` waits for the human's approval, then fast-forwards the primary
 //!   branch, removes the worktree, retires the assignment and keeps the branch; a denial's
 //!   reason reaches the Manager; a diverged primary, a wrong sha and a dirty primary are
@@ -557,6 +559,67 @@ async fn a_leads_session_is_its_launched_process_and_a_restart_relaunches_it_on_
         1,
         "told once, in the same session file"
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_launch_that_fails_undoes_its_delegation_for_a_lead_and_for_a_worker() -> Result<()>
+{
+    let (_model, core) = start(&[("SHEPHERD_WORKERS__PI", r#"["/nonexistent/pi"]"#)]).await?;
+    let app = repo(&core, "app")?;
+    let mut mgr = manager(&core, &app, "0193a5c2-0000-7000-8000-00000000c00f").await?;
+
+    // A Lead that cannot start: nothing is assigned, the worktree is kept.
+    let err = refusal(
+        &mut mgr,
+        requests::DelegateProject {
+            task: "TURN-1 never runs".into(),
+            branch: Some("feat/nope".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(error_code(&err), Some(ErrorCode::ProjectRefused), "{err:#}");
+    assert_eq!(reason(&err), "launch_failed", "{err:#}");
+    assert!(err.to_string().contains("nothing was assigned"), "{err:#}");
+    assert!(assignment(&core, "feat/nope").await?.is_none());
+    assert!(rev(&app, "feat/nope").is_ok(), "the branch is kept");
+
+    // A worker that cannot start: the delegation did not happen, its row is closed.
+    let err = refusal(
+        &mut mgr,
+        requests::DelegateAgent {
+            definition: "scout".into(),
+            task: "TASK-X never runs".into(),
+            label: Some("never".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(error_code(&err), Some(ErrorCode::WorkerRefused), "{err:#}");
+    assert_eq!(reason(&err), "launch_failed", "{err:#}");
+    assert!(err.to_string().contains("could not be started"), "{err:#}");
+    let all = core.cli_json(&["workers", "--all"])?;
+    let states: Vec<&str> = all
+        .as_array()
+        .context("a list")?
+        .iter()
+        .filter(|w| w["label"] == "never")
+        .filter_map(|w| w["state"].as_str())
+        .collect();
+    assert_eq!(states, ["closed"], "{all}");
+    // The label is free again: the next attempt is refused for the same reason only.
+    let err = refusal(
+        &mut mgr,
+        requests::DelegateAgent {
+            definition: "scout".into(),
+            task: "TASK-X again".into(),
+            label: Some("never".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(reason(&err), "launch_failed", "{err:#}");
     Ok(())
 }
 
