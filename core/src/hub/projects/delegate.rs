@@ -235,15 +235,7 @@ impl State {
             Ok(row) => row,
             Err(e) => return Err(self.retired_or(e, &actor, &req.branch, db)?),
         };
-        let record = self.assignment_record(&row);
-        if record.lead != crate::protocol::LeadState::Stopped {
-            out.send(
-                cx.conn,
-                &ServerMsg::AssignmentIs {
-                    id: cx.id,
-                    assignment: Box::new(record),
-                },
-            );
+        if self.answered_running(cx, &row, out) {
             return Ok(());
         }
         self.host_backend()?;
@@ -312,15 +304,7 @@ impl State {
         if row.assignment.state == AssignmentState::Retired {
             return Err(refused("retired", "the assignment was retired meanwhile"));
         }
-        let record = self.assignment_record(&row);
-        if record.lead != crate::protocol::LeadState::Stopped {
-            out.send(
-                cx.conn,
-                &ServerMsg::AssignmentIs {
-                    id: cx.id,
-                    assignment: Box::new(record),
-                },
-            );
+        if self.answered_running(cx, &row, out) {
             return Ok(());
         }
         if self.live.contains_key(&row.assignment.session_id) {
@@ -338,6 +322,23 @@ impl State {
             db,
         )?;
         self.relaunch(&Proc::Lead(row), Some((cx.conn, cx.id)), db, out)
+    }
+
+    /// A Lead that runs (or is starting) is what `resume_work` answers with: answered.
+    fn answered_running(&self, cx: Cx, row: &AssignmentRow, out: &mut Out) -> bool {
+        let record = self.assignment_record(row);
+        if record.lead == crate::protocol::LeadState::Stopped {
+            return false;
+        }
+        let assignment = Box::new(record);
+        out.send(
+            cx.conn,
+            &ServerMsg::AssignmentIs {
+                id: cx.id,
+                assignment,
+            },
+        );
+        true
     }
 
     /// `stop_lead`: stop the Lead and its workers; the assignment is paused.
