@@ -11,6 +11,11 @@
 //!   the backlog once; the Lead's message_supervisor waits too, never going to the Chief;
 //! - `stop_lead` pauses it (process gone, everything kept); `resume_work` relaunches the
 //!   same session in the same checkout;
+//! - a registration of a Lead's session by any process but the one launched for it is
+//!   refused (`launch_mismatch`); a headless Lead is relaunched on its session after a core
+//!   restart, told why once, and its next run is one update;
+//! - a first launch that fails (no Pi at the configured path) undoes its delegation: no
+//!   assignment (the branch kept), or a closed worker whose label is free again;
 //! - `integrate_branch` waits for the human's approval, then fast-forwards the primary
 //!   branch, removes the worktree, retires the assignment and keeps the branch; a denial's
 //!   reason reaches the Manager; a diverged primary, a wrong sha and a dirty primary are
@@ -39,7 +44,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::json;
 use shepherd_core::protocol::{
     AssignmentState, ClientKind, DeliveryKind, ErrorCode, IntegrationStatus, LeadState, requests,
@@ -48,7 +53,7 @@ use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
 use shepherd_harness::git_repo::git;
 use shepherd_harness::projects::{assignment, manager, projects, repo, rev, wait_assignment};
 use shepherd_harness::workers::{next_of_kind, worker_core_with};
-use shepherd_harness::{Core, Pi, error_code, error_details};
+use shepherd_harness::{Core, Pi, error_code, error_details, registration};
 
 /// What the Leads' model does, by the marker in the newest user message.
 fn lead_script(req: &ModelRequest) -> Reply {
@@ -91,6 +96,9 @@ fn lead_script(req: &ModelRequest) -> Reply {
                 json!({"message": "RISK-M the schema may change"}),
             ),
         };
+    }
+    if user.contains("interrupted by a restart of shepherd") {
+        return Reply::text("UPDATE-R went on after the restart");
     }
     for turn in ["TURN-1", "TURN-2"] {
         if user.contains(turn) {
@@ -469,6 +477,149 @@ async fn stop_lead_pauses_and_resume_work_relaunches_the_same_session_in_the_sam
     let stopped =
         wait_assignment(&core, "feat/a", "stopped", |a| a.lead == LeadState::Stopped).await?;
     assert_eq!(stopped.state, AssignmentState::Active, "kept as it was");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leads_session_is_its_launched_process_and_a_restart_relaunches_it_on_that_session()
+-> Result<()> {
+    let (model, mut core) = start(&[]).await?;
+    let app = repo(&core, "app")?;
+    let mgr_id = "0193a5c2-0000-7000-8000-00000000c00e";
+    let mut mgr = manager(&core, &app, mgr_id).await?;
+    let a = delegate(&mut mgr, "TURN-1 say hello", "feat/r").await?;
+    assert!(update(&mut mgr).await?.contains("UPDATE-TURN-1 done"));
+    let running =
+        wait_assignment(&core, "feat/r", "running", |a| a.lead == LeadState::Running).await?;
+    let pid = running.pid.expect("a running Lead has a pid");
+
+    // Only the process launched for the Lead's session may register it.
+    for launch in [None, Some("not-the-nonce".to_string())] {
+        let mut reg = registration(a.session_id.as_str(), "impostor", Path::new(&a.checkout));
+        reg.launch = launch.clone();
+        let err = Pi::register_full(&core.socket(), reg)
+            .await
+            .err()
+            .with_context(|| format!("registered with launch {launch:?}"))?;
+        assert_eq!(error_code(&err), Some(ErrorCode::ProjectRefused), "{err:#}");
+        assert_eq!(reason(&err), "launch_mismatch", "{err:#}");
+        assert!(err.to_string().contains("app@feat/r"), "{err:#}");
+    }
+    let same =
+        wait_assignment(&core, "feat/r", "running", |a| a.lead == LeadState::Running).await?;
+    assert_eq!(same.pid, Some(pid), "the Lead is untouched");
+
+    // A headless Lead dies with the core; the next core relaunches it on its session.
+    drop(mgr);
+    core.terminate()?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while alive(pid) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the Lead {pid} outlived the core"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    core.restart().await?;
+    let mut mgr = manager(&core, &app, mgr_id).await?;
+    let back = wait_assignment(&core, "feat/r", "running again", |a| {
+        a.lead == LeadState::Running && a.pid != Some(pid)
+    })
+    .await?;
+    assert_eq!(back.session_id, a.session_id, "the same session");
+    assert_eq!(back.state, AssignmentState::Active);
+    assert!(core.log().contains("relaunching an assignment's Lead"));
+    let text = loop {
+        let text = update(&mut mgr).await?;
+        if text.contains("UPDATE-R") {
+            break text;
+        }
+    };
+    assert!(text.contains("app@feat/r"), "{text}");
+    let told = model
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.last_user_text()
+                .contains("interrupted by a restart of shepherd")
+        })
+        .count();
+    assert!(told >= 1, "the Lead was told why it was started again");
+    let file = core
+        .cli_json(&["sessions"])?
+        .as_array()
+        .and_then(|v| v.iter().find(|s| s["id"] == a.session_id.as_str()).cloned())
+        .and_then(|s| s["session_file"].as_str().map(str::to_string))
+        .context("the Lead's session file")?;
+    let transcript = std::fs::read_to_string(file)?;
+    assert_eq!(
+        transcript
+            .matches("interrupted by a restart of shepherd")
+            .count(),
+        1,
+        "told once, in the same session file"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_launch_that_fails_undoes_its_delegation_for_a_lead_and_for_a_worker() -> Result<()>
+{
+    let (_model, core) = start(&[("SHEPHERD_WORKERS__PI", r#"["/nonexistent/pi"]"#)]).await?;
+    let app = repo(&core, "app")?;
+    let mut mgr = manager(&core, &app, "0193a5c2-0000-7000-8000-00000000c00f").await?;
+
+    // A Lead that cannot start: nothing is assigned, the worktree is kept.
+    let err = refusal(
+        &mut mgr,
+        requests::DelegateProject {
+            task: "TURN-1 never runs".into(),
+            branch: Some("feat/nope".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(error_code(&err), Some(ErrorCode::ProjectRefused), "{err:#}");
+    assert_eq!(reason(&err), "launch_failed", "{err:#}");
+    assert!(err.to_string().contains("nothing was assigned"), "{err:#}");
+    assert!(assignment(&core, "feat/nope").await?.is_none());
+    assert!(rev(&app, "feat/nope").is_ok(), "the branch is kept");
+
+    // A worker that cannot start: the delegation did not happen, its row is closed.
+    let err = refusal(
+        &mut mgr,
+        requests::DelegateAgent {
+            definition: "scout".into(),
+            task: "TASK-X never runs".into(),
+            label: Some("never".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(error_code(&err), Some(ErrorCode::WorkerRefused), "{err:#}");
+    assert_eq!(reason(&err), "launch_failed", "{err:#}");
+    assert!(err.to_string().contains("could not be started"), "{err:#}");
+    let all = core.cli_json(&["workers", "--all"])?;
+    let states: Vec<&str> = all
+        .as_array()
+        .context("a list")?
+        .iter()
+        .filter(|w| w["label"] == "never")
+        .filter_map(|w| w["state"].as_str())
+        .collect();
+    assert_eq!(states, ["closed"], "{all}");
+    // The label is free again: the next attempt is refused for the same reason only.
+    let err = refusal(
+        &mut mgr,
+        requests::DelegateAgent {
+            definition: "scout".into(),
+            task: "TASK-X again".into(),
+            label: Some("never".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(reason(&err), "launch_failed", "{err:#}");
     Ok(())
 }
 

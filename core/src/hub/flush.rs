@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use tokio::sync::mpsc;
 
-use super::{Out, State, workers};
+use super::{Out, State, launched};
 use crate::protocol::{ErrorCode, SessionId};
 
 impl State {
@@ -22,7 +22,7 @@ impl State {
         let host_ops = std::mem::take(&mut out.host);
         if !host_ops.is_empty() {
             let host = self.host.as_ref().map(|h| &h.host);
-            workers::host_ops::run(host, host_ops, &self.self_tx);
+            launched::host_ops::run(host, host_ops, &self.self_tx);
         }
         for (conn, code) in out.closes {
             if let Some(close) = self.conns.get_mut(&conn).and_then(|c| c.close.take()) {

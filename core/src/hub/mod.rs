@@ -26,6 +26,7 @@ mod flush;
 mod forget;
 mod interrupt;
 mod keys;
+mod launched;
 mod mail;
 mod names;
 mod off_hub;
@@ -130,7 +131,7 @@ pub enum HubCommand {
     /// Once a second: start timer views that are due.
     Tick,
     /// A worker's process started (or failed to), or was found again after a restart.
-    WorkerLaunched(Box<workers::host_ops::LaunchDone>),
+    WorkerLaunched(Box<launched::host_ops::LaunchDone>),
     /// A worker's process ended (`code`: its exit code; none when killed by a signal).
     WorkerExited {
         worker: crate::protocol::WorkerId,
@@ -144,7 +145,7 @@ pub enum HubCommand {
     /// Project git work finished on the git lane: continue on the hub.
     GitDone(Box<projects::GitDone>),
     /// A process stopped (or did not within its bound) for work that waited for it.
-    Stopped(Box<workers::host_ops::StopDone>),
+    Stopped(Box<launched::host_ops::StopDone>),
     /// Blocking work that is no git (reading an agent definition, summing session files)
     /// finished on a blocking thread: continue on the hub ([`State::blocking_then`]).
     Continue(Box<projects::GitDone>),
@@ -214,7 +215,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
     if facts.supervise.look_interval_secs > 0 {
         tokio::spawn(tick(tx.downgrade(), armed));
     }
-    let host = workers::host_ops::start_host(facts.workers.as_ref(), tx.downgrade());
+    let host = launched::host_ops::start_host(facts.workers.as_ref(), tx.downgrade());
     // First of all: adopt or relaunch the workers a previous core left.
     let _ = tx.try_send(HubCommand::RecoverWorkers);
     if facts.forget_sessions_after_days > 0 || facts.away_expiry_ms > 0 {
@@ -239,7 +240,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             workers: workers::Workers::default(),
             host,
             git: projects::GitLane::start(tx.downgrade()),
-            projects: projects::Projects::default(),
+            launches: launched::Launches::default(),
         },
         db: store.conn,
     };
@@ -304,11 +305,11 @@ struct State {
     workers: workers::Workers,
     /// Starts and stops workers' processes; `None` when it could not start (delegating is
     /// then refused with the reason).
-    host: Option<workers::host_ops::HostLink>,
+    host: Option<launched::host_ops::HostLink>,
     /// Project work's git operations, one at a time off the hub.
     git: projects::GitLane,
-    /// Project work: what the hot paths must not query for.
-    projects: projects::Projects,
+    /// Launched processes (workers, Leads): what the hot paths must not query for.
+    launches: launched::Launches,
 }
 
 struct Live {
@@ -349,7 +350,7 @@ struct Out {
     requests: Vec<(ConnId, u64)>,
     closes: Vec<(ConnId, ErrorCode)>,
     /// Process work for the worker host, started after the commit.
-    host: Vec<workers::HostOp>,
+    host: Vec<launched::HostOp>,
     /// Git work for the project lane, started after the commit.
     git: Vec<projects::GitJob>,
     /// Listings to read off the hub, started after the commit.

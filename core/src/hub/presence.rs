@@ -5,6 +5,7 @@
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use super::launched::Proc;
 use super::names::{self, MAX_NAME};
 use super::session_change::{ChangeKind, SessionChange};
 use super::{Conn, ConnHandle, ConnId, Cx, HubError, HubResult, Live, Out, State, atomically};
@@ -311,11 +312,7 @@ impl State {
         let pid = self.conns.get(&conn).and_then(|c| c.handle.pid);
         // A managed worker's or an assigned Lead's session registers only from the process
         // launched for it.
-        let lead = self.check_lead_launch(&reg, pid, db)?;
-        let worker = match lead {
-            Some(_) => None,
-            None => self.check_worker_launch(&reg, pid, db)?,
-        };
+        let launched = self.check_launch(&reg, pid, db)?;
         let takeover = self.takeover(conn, &reg, pid)?;
         let previous = store::sessions::get(db, &reg.session_id)?;
         let name = registration_name(&reg, &previous, &repo, |name| {
@@ -325,22 +322,23 @@ impl State {
         });
         let session_file = reg.session_file.clone();
         let info = store_registration(reg, name, pid, &previous, repo, db)?;
-        let worker = match worker {
-            Some(row) => Some(self.bind_worker(&row, pid, session_file.as_deref(), db, out)?),
-            None => None,
-        };
-        let lead = match lead {
-            Some(row) => Some(self.bind_lead(&row, pid, session_file.as_deref(), db)?),
+        let launched = match launched {
+            Some(proc) => Some(self.bind_launch(&proc, pid, session_file.as_deref(), db, out)?),
             None => None,
         };
         let rejoined = self.bind_session(conn, &info, takeover, out);
-        let assignment = lead.map(|row| {
-            self.assignment_changed(&row, out);
-            Box::new(self.assignment_record(&row))
-        });
+        // A Lead's record shows its session's presence: told once the session is bound.
+        let (worker, assignment) = match launched {
+            Some(Proc::Worker(row)) => (Some(Box::new(row.worker)), None),
+            Some(Proc::Lead(row)) => {
+                self.assignment_changed(&row, out);
+                (None, Some(Box::new(self.assignment_record(&row))))
+            }
+            None => (None, None),
+        };
         let arrived = Arrived {
             info,
-            worker: worker.map(|w| Box::new(w.worker)),
+            worker,
             assignment,
         };
         self.announce_registration(cx, arrived, rejoined, &previous, db, out)

@@ -10,8 +10,7 @@ use rusqlite::Connection;
 use super::{Actor, GitDone, GitJob, refused, tag};
 use crate::clock::now_ms;
 use crate::git::worktrees::{self, Checkout, Presence};
-use crate::hub::workers::HostOp;
-use crate::hub::workers::requests::{check_text, new_nonce, new_session_id};
+use crate::hub::launched::{Asker, HostOp, Opened, Proc, new_session_id};
 use crate::hub::{Cx, HubError, HubResult, Out, State, atomically};
 use crate::protocol::requests::{DelegateProject, ResumeWork, StopLead};
 use crate::protocol::{AssignmentState, ClientKind, DeliveryKind, Sender, ServerMsg, SessionId};
@@ -35,7 +34,7 @@ struct Delegation {
 pub(in crate::hub) struct StopWait {
     pub bound: std::time::Duration,
     pub reply: Option<(crate::hub::ConnId, u64)>,
-    pub then: crate::hub::workers::host_ops::AfterStop,
+    pub then: crate::hub::launched::host_ops::AfterStop,
 }
 
 impl State {
@@ -48,9 +47,8 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let (me, lease) = self.manager(cx, db)?;
-        check_text("task", &req.task)?;
-        self.host_backend()?;
+        let Opened { me, lease, .. } = self.opening(cx, Asker::Manager, &req.task, db)?;
+        let lease = lease.expect("a Manager's opening has its lease");
         let repo_id = lease
             .repo_id
             .clone()
@@ -121,9 +119,8 @@ impl State {
         }
         let path = checkout.path.to_string_lossy().to_string();
         self.check_unoccupied(&path, None, db)?;
-        let backend = self.host_backend()?;
-        let session_id = SessionId::from(new_session_id().as_str());
-        let nonce = new_nonce();
+        let ticket = self.ticket(None, db)?;
+        let session_id = new_session_id();
         let now = now_ms();
         let text = format!(
             "Assignment from the manager of {} ({}) · branch {} · checkout {}\n\n{}",
@@ -148,8 +145,8 @@ impl State {
                     task: &d.task,
                     created_by: &d.manager_name,
                     created_by_id: Some(&d.manager),
-                    backend,
-                    nonce: &nonce,
+                    backend: ticket.backend,
+                    nonce: &ticket.nonce,
                     model: d.model.as_deref(),
                     now,
                 },
@@ -162,17 +159,17 @@ impl State {
             self.assignment_row(db, id)
         })?;
         tracing::info!(assignment = row.assignment.id.get(), tag = %tag(&row.assignment), checkout = %path, created = checkout.created, "assignment recorded; launching its Lead");
-        self.projects.first_launch.insert(row.assignment.id);
         self.assignment_changed(&row, out);
-        out.host.push(HostOp::Launch {
-            spec: Box::new(self.lead_spec(
-                &row,
-                SessionStart::New {
-                    id: session_id.to_string(),
-                },
-            )),
-            reply: Some((d.cx.conn, d.cx.id)),
-        });
+        let start = SessionStart::New {
+            id: session_id.to_string(),
+        };
+        self.launch(
+            &Proc::Lead(row),
+            start,
+            Some((d.cx.conn, d.cx.id)),
+            true,
+            out,
+        );
         Ok(())
     }
 
@@ -230,15 +227,7 @@ impl State {
             Ok(row) => row,
             Err(e) => return Err(self.retired_or(e, &actor, &req.branch, db)?),
         };
-        let record = self.assignment_record(&row);
-        if record.lead != crate::protocol::LeadState::Stopped {
-            out.send(
-                cx.conn,
-                &ServerMsg::AssignmentIs {
-                    id: cx.id,
-                    assignment: Box::new(record),
-                },
-            );
+        if self.answered_running(cx, &row, out) {
             return Ok(());
         }
         self.host_backend()?;
@@ -307,15 +296,7 @@ impl State {
         if row.assignment.state == AssignmentState::Retired {
             return Err(refused("retired", "the assignment was retired meanwhile"));
         }
-        let record = self.assignment_record(&row);
-        if record.lead != crate::protocol::LeadState::Stopped {
-            out.send(
-                cx.conn,
-                &ServerMsg::AssignmentIs {
-                    id: cx.id,
-                    assignment: Box::new(record),
-                },
-            );
+        if self.answered_running(cx, &row, out) {
             return Ok(());
         }
         if self.live.contains_key(&row.assignment.session_id) {
@@ -332,41 +313,24 @@ impl State {
             Some(&row.assignment.session_id),
             db,
         )?;
-        self.relaunch_lead(&row, Some((cx.conn, cx.id)), db, out)
+        self.relaunch(&Proc::Lead(row), Some((cx.conn, cx.id)), db, out)
     }
 
-    /// Start `row`'s Lead again on its session (its file when Pi wrote one).
-    pub(in crate::hub) fn relaunch_lead(
-        &mut self,
-        row: &AssignmentRow,
-        reply: Option<(crate::hub::ConnId, u64)>,
-        db: &Connection,
-        out: &mut Out,
-    ) -> HubResult<()> {
-        let now = now_ms();
-        let nonce = new_nonce();
-        store::projects::launching(db, row.assignment.id, &nonce, now)?;
-        if row.assignment.state != AssignmentState::Active {
-            store::projects::set_state(db, row.assignment.id, AssignmentState::Active, now)?;
+    /// A Lead that runs (or is starting) is what `resume_work` answers with: answered.
+    fn answered_running(&self, cx: Cx, row: &AssignmentRow, out: &mut Out) -> bool {
+        let record = self.assignment_record(row);
+        if record.lead == crate::protocol::LeadState::Stopped {
+            return false;
         }
-        let row = self.assignment_row(db, row.assignment.id)?;
-        let start = match row
-            .session_file
-            .as_deref()
-            .filter(|f| Path::new(f).is_file())
-        {
-            Some(file) => SessionStart::Resume { file: file.into() },
-            None => SessionStart::New {
-                id: row.assignment.session_id.to_string(),
+        let assignment = Box::new(record);
+        out.send(
+            cx.conn,
+            &ServerMsg::AssignmentIs {
+                id: cx.id,
+                assignment,
             },
-        };
-        tracing::info!(assignment = row.assignment.id.get(), tag = %tag(&row.assignment), "relaunching an assignment's Lead");
-        self.assignment_changed(&row, out);
-        out.host.push(HostOp::Launch {
-            spec: Box::new(self.lead_spec(&row, start)),
-            reply,
-        });
-        Ok(())
+        );
+        true
     }
 
     /// `stop_lead`: stop the Lead and its workers; the assignment is paused.

@@ -20,7 +20,7 @@ use crate::clock::now_ms;
 use crate::config::IntegratePolicy;
 use crate::git::integrate::{self as git_integrate, Plan, Refusal};
 use crate::git::worktrees::{self, Presence, RemoveError, Removed};
-use crate::hub::workers::host_ops::AfterStop;
+use crate::hub::launched::host_ops::AfterStop;
 use crate::hub::{ConnId, Cx, HubError, HubResult, Out, State};
 use crate::protocol::requests::IntegrateBranch;
 use crate::protocol::{

@@ -10,8 +10,10 @@
 //!
 //! - [`git_lane`]: git work, one operation at a time off the hub, continued on the hub.
 //! - [`delegate`]: `delegate_project`, `resume_work`, `stop_lead`.
-//! - [`lead`]: the Lead's process and session: launch, registration (nonce), each run's
-//!   update to the Manager role, exit, recovery after a restart; the role's mail.
+//! - [`lead`]: the Lead's launch line, a failed launch, its exit told to the Manager
+//!   role, each run's update to that role; the role's mail. Its process (launch, binding
+//!   by nonce, exit, relaunch) goes through the lifecycle it shares with workers,
+//!   `hub/launched/`.
 //! - [`integrate`]: `integrate_branch`, its approval, cleanup and retirement.
 //! - [`listing`]: `list_projects` and the assignments in `list_staff`.
 
@@ -24,9 +26,7 @@ mod listing;
 pub(in crate::hub) use delegate::StopWait;
 pub use git_lane::GitDone;
 pub(super) use git_lane::{GitJob, GitLane};
-pub(in crate::hub) use lead::ProjectMail;
-
-use std::collections::HashSet;
+pub(in crate::hub) use lead::{ProjectMail, lead_spec};
 
 use rusqlite::Connection;
 
@@ -35,13 +35,6 @@ use crate::protocol::{
     Assignment, AssignmentId, ClientKind, ErrorCode, Lease, Role, ServerMsg, SessionInfo,
 };
 use crate::store::{self, projects::AssignmentRow};
-
-/// The hub's own state about project work (the rows are the truth).
-#[derive(Default)]
-pub(in crate::hub) struct Projects {
-    /// Assignments whose first launch is on its way: a failure undoes the delegation.
-    first_launch: HashSet<AssignmentId>,
-}
 
 pub(in crate::hub) fn refused(reason: &str, message: impl Into<String>) -> HubError {
     HubError::new(ErrorCode::ProjectRefused, message)
@@ -88,7 +81,11 @@ impl State {
     }
 
     /// The Pi session on `cx` with the Manager lease of its repository.
-    fn manager(&self, cx: Cx, db: &Connection) -> HubResult<(SessionInfo, Lease)> {
+    pub(in crate::hub) fn manager(
+        &self,
+        cx: Cx,
+        db: &Connection,
+    ) -> HubResult<(SessionInfo, Lease)> {
         let id = self.registered(cx.conn)?.clone();
         let me = self.session_uncounted(db, &id)?;
         match store::leases::held_by(db, &me.id)? {

@@ -35,7 +35,11 @@ fn worker_limit(limit: &str, live: usize, max: usize, message: String) -> HubErr
 impl State {
     /// Refuse one more worker for `owner` when it, or the core, has as many live workers
     /// as allowed; the refusal names the bound, the count and how to change it.
-    pub(super) fn check_worker_bounds(&self, owner: &SessionId, db: &Connection) -> HubResult<()> {
+    pub(in crate::hub) fn check_worker_bounds(
+        &self,
+        owner: &SessionId,
+        db: &Connection,
+    ) -> HubResult<()> {
         let max = self.facts.max_workers_per_owner;
         let live = store::workers::count_running(db, Some(owner))?;
         if live >= max {

@@ -1,7 +1,10 @@
 //! A new worker: `delegate_agent` (a fresh session, or a fork of a saved one) and
-//! `continue_agent` (a new generation on a saved session). Both check who may start what,
-//! resolve the agent definition, record the worker with its launch nonce and its task as
-//! mail, and queue the launch; the reply waits for the process, never for the work.
+//! `continue_agent` (a new generation on a saved session). Both go through the opening
+//! checks every launch request shares (`hub/launched/opening.rs`: who asks, the task,
+//! what the asker's state allows; at the end the host, the bounds and the nonce), resolve
+//! the agent definition, record the worker with its launch nonce and its task as mail,
+//! and queue its launch (`hub/launched/`); the reply waits for the process, never for
+//! the work.
 //!
 //! The definition is a file (perhaps a repository's: untrusted), so it is read and parsed
 //! on a blocking thread: the request is checked, the definition resolved off the hub, and
@@ -12,14 +15,12 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-use super::HostOp;
-use super::requests::{
-    check_label, check_text, launch_spec, new_nonce, new_session_id, owner_sender, refused,
-};
+use super::requests::{check_label, owner_sender, refused};
 use crate::clock::now_ms;
+use crate::hub::launched::{Asker, Opened, Proc, new_session_id};
 use crate::hub::{Cx, HubError, HubResult, Out, State, atomically};
 use crate::protocol::requests::{ContinueAgent, DelegateAgent};
-use crate::protocol::{DeliveryKind, ErrorCode, SessionId, SessionInfo, WorkerBackend, WorkerId};
+use crate::protocol::{DeliveryKind, ErrorCode, SessionId, SessionInfo, WorkerId};
 use crate::store::workers::{LaunchSettings, NewWorker, WorkerRow};
 use crate::store::{self, messages::NewMessage};
 use crate::workers::launch::SessionStart;
@@ -47,12 +48,10 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let me = self.me(cx, db)?;
-        check_text("task", &req.task)?;
-        let parent = store::workers::live_by_session(db, &me.id)?;
-        if let Some(parent) = &parent {
-            check_may_delegate(parent, &req.definition)?;
-        }
+        let asker = Asker::Owner {
+            definition: &req.definition,
+        };
+        let Opened { me, parent, .. } = self.opening(cx, asker, &req.task, db)?;
         let def = match pending {
             Pending::Unread => {
                 let (name, cwd) = (req.definition.clone(), PathBuf::from(&me.cwd));
@@ -81,7 +80,7 @@ impl State {
                 def.agents.clone()
             },
         };
-        let session_id = SessionId::from(new_session_id().as_str());
+        let session_id = new_session_id();
         let delegates = parent.is_none() && !def.agents.is_empty();
         let row = self.insert_worker(
             &me,
@@ -108,11 +107,9 @@ impl State {
                 id: session_id.to_string(),
             },
         };
-        out.host.push(HostOp::Launch {
-            spec: Box::new(launch_spec(&row, start)),
-            reply: Some((cx.conn, cx.id)),
-        });
-        tracing::info!(worker = row.worker.id.get(), label = %label, owner = %me.id, definition = %def.name, "worker accepted");
+        let (id, reply) = (row.worker.id, Some((cx.conn, cx.id)));
+        self.launch(&Proc::Worker(row), start, reply, true, out);
+        tracing::info!(worker = id.get(), label = %label, owner = %me.id, definition = %def.name, "worker accepted");
         Ok(())
     }
 
@@ -136,14 +133,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let me = self.me(cx, db)?;
-        check_text("task", &req.task)?;
-        if store::workers::live_by_session(db, &me.id)?.is_some() {
-            return Err(refused(
-                "not_allowed_to_delegate",
-                "a worker cannot continue saved sessions; ask your owner",
-            ));
-        }
+        let Opened { me, .. } = self.opening(cx, Asker::Continuer, &req.task, db)?;
         let file = self.session_file_of(&req.session, db)?;
         let previous = store::workers::newest_by_file(db, &file)?
             .or(store::workers::newest_by_session(
@@ -220,13 +210,8 @@ impl State {
             db,
             out,
         )?;
-        out.host.push(HostOp::Launch {
-            spec: Box::new(launch_spec(
-                &row,
-                SessionStart::Resume { file: file.into() },
-            )),
-            reply: Some((cx.conn, cx.id)),
-        });
+        let start = SessionStart::Resume { file: file.into() };
+        self.launch(&Proc::Worker(row), start, Some((cx.conn, cx.id)), true, out);
         Ok(())
     }
 
@@ -239,9 +224,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<WorkerRow> {
-        let backend = self.host_backend()?;
-        self.check_worker_bounds(&me.id, db)?;
-        let nonce = new_nonce();
+        let ticket = self.ticket(Some(&me.id), db)?;
         let now = now_ms();
         let from = owner_sender(me);
         atomically(db, || {
@@ -255,8 +238,8 @@ impl State {
                     session_id: a.session_id,
                     session_file: a.session_file,
                     cwd: a.cwd,
-                    backend,
-                    nonce: &nonce,
+                    backend: ticket.backend,
+                    nonce: &ticket.nonce,
                     task: a.task,
                     launch: a.settings,
                     delegates: a.delegates,
@@ -352,30 +335,6 @@ impl State {
     }
 }
 
-/// A worker delegating further (`parent`) may start only the definitions its own lists;
-/// a leaf (its definition lists none) may start none.
-fn check_may_delegate(parent: &WorkerRow, definition: &str) -> HubResult<()> {
-    let allowed = &parent.launch.agents;
-    if !parent.worker.delegates || !allowed.iter().any(|a| a == definition) {
-        return Err(refused(
-            "not_allowed_to_delegate",
-            if parent.worker.delegates {
-                format!(
-                    "definition {:?} may delegate only to: {}",
-                    parent.worker.definition,
-                    allowed.join(", ")
-                )
-            } else {
-                format!(
-                    "this worker ({}) is a leaf: its definition lists no agents it may delegate to",
-                    parent.worker.definition
-                )
-            },
-        ));
-    }
-    Ok(())
-}
-
 /// What a new worker row needs besides its owner.
 struct NewWorkerArgs<'a> {
     label: &'a str,
@@ -444,28 +403,5 @@ impl State {
             move || resolve_definition(&name, &cwd),
             move |state, resolved, db, out| then(state, resolved?, db, out),
         );
-    }
-
-    /// The backend new workers get, once the host can launch them.
-    pub(in crate::hub) fn host_backend(&self) -> HubResult<WorkerBackend> {
-        let Some(link) = &self.host else {
-            return Err(refused(
-                "launch_failed",
-                "this core launches no workers (it was started without a worker host)",
-            ));
-        };
-        if !link.extension.is_file() {
-            return Err(refused(
-                "launch_failed",
-                format!(
-                    "the shepherd extension workers load is not at {}: run `shepherd install`, or set [workers] extension",
-                    link.extension.display()
-                ),
-            ));
-        }
-        Ok(match link.backend {
-            crate::workers::host::Backend::Tmux => WorkerBackend::Tmux,
-            crate::workers::host::Backend::Headless => WorkerBackend::Headless,
-        })
     }
 }

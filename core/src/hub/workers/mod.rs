@@ -12,21 +12,20 @@
 //!   `interrupt_agent`, `reply_agent`, `close_agent`, `list_workers`, views), and the
 //!   checks they share (who names which worker, what its state allows).
 //! - [`ask`]: the worker's `ask_owner`, and when the phones see it.
-//! - [`lifecycle`]: what happens to a worker without a request: its registration binds it,
-//!   its run's result settles it, its owner's ack ends it, its process exiting loses it,
-//!   and a core restart adopts or relaunches it.
+//! - [`lifecycle`]: what happens to a worker without a request: its run's result settles
+//!   it, its owner's ack ends it, its loss is told to its owner. Its process (launch,
+//!   binding by nonce, exit, relaunch after a restart) goes through the lifecycle it
+//!   shares with Leads, `hub/launched/`.
 //! - [`bounds`]: how many live workers an owner and the core may have, and an owner that
 //!   leaves for good taking its workers with it.
-//! - [`host_ops`]: the process work the hub hands to the host after its commit.
 
 mod ask;
 mod bounds;
-pub(super) mod host_ops;
 mod launching;
 mod lifecycle;
 pub(super) mod requests;
 
-pub(super) use host_ops::HostOp;
+pub(super) use requests::launch_spec;
 
 use std::collections::HashMap;
 

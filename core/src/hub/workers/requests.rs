@@ -27,35 +27,6 @@ pub(in crate::hub) fn refused(reason: &str, message: impl Into<String>) -> HubEr
         .with_details(serde_json::json!({ "reason": reason }))
 }
 
-/// A random hex string of `bytes` bytes.
-fn random_hex(bytes: usize) -> String {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).expect("the OS random source works");
-    buf.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A fresh UUID (version 4) for a worker's Pi session.
-pub(in crate::hub) fn new_session_id() -> String {
-    let mut b = [0u8; 16];
-    getrandom::fill(&mut b).expect("the OS random source works");
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
-}
-
-/// A one-time launch nonce.
-pub(in crate::hub) fn new_nonce() -> String {
-    random_hex(24)
-}
-
 /// `^[a-z][a-z0-9_-]{0,31}$`.
 pub(in crate::hub) fn check_label(label: &str) -> HubResult<()> {
     let mut chars = label.chars();
@@ -121,7 +92,7 @@ pub(in crate::hub) fn launch_spec(row: &WorkerRow, start: SessionStart) -> Launc
 
 impl State {
     /// The registered Pi session asking, with its record.
-    pub(super) fn me(&self, cx: Cx, db: &Connection) -> HubResult<SessionInfo> {
+    pub(in crate::hub) fn me(&self, cx: Cx, db: &Connection) -> HubResult<SessionInfo> {
         let id = self.registered(cx.conn)?.clone();
         self.session_info(db, &id)
     }
