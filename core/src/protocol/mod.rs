@@ -28,6 +28,8 @@ pub mod requests;
 pub mod status;
 pub mod types;
 pub mod usage;
+#[cfg(test)]
+mod wire_gen;
 pub mod workers;
 
 pub use error_code::ErrorCode;
