@@ -379,3 +379,85 @@ fn doc(schema: &Value) -> Option<String> {
         .and_then(Value::as_str)
         .map(str::to_owned)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn field<'a>(fields: &'a [Field], name: &str) -> &'a Field {
+        fields.iter().find(|f| f.name == name).unwrap()
+    }
+
+    fn record<'a>(wire: &'a Wire, name: &str) -> &'a [Field] {
+        &wire.records.iter().find(|r| r.name == name).unwrap().fields
+    }
+
+    fn message<'a>(msgs: &'a [Message], kind: &str) -> &'a [Field] {
+        &msgs.iter().find(|m| m.kind == kind).unwrap().fields
+    }
+
+    /// Each serde attribute the protocol uses gives the reader fields.ts documents, by side.
+    #[test]
+    fn each_field_reads_as_its_serde_attributes_say() {
+        let wire = read();
+        let report = record(&wire, "Report");
+        assert_eq!(field(report, "id").presence, Presence::Required);
+        assert_eq!(
+            field(report, "kind").presence,
+            Presence::Default(json!("report"))
+        );
+        assert_eq!(field(report, "kind").ty, Ty::Enum("ReportKind".into()));
+        assert_eq!(
+            field(report, "announced").presence,
+            Presence::Default(json!(true))
+        );
+        let session = record(&wire, "SessionInfo");
+        assert_eq!(
+            (&field(session, "pid").ty, &field(session, "pid").presence),
+            (&Ty::U32, &Presence::Nullable)
+        );
+        assert_eq!(field(session, "status").ty, Ty::Str);
+        let ask = record(&wire, "Ask");
+        assert_eq!(field(ask, "id").ty, Ty::U64, "a numeric id is its number");
+        assert_eq!(
+            field(ask, "to").presence,
+            Presence::Omitted { nullable: true }
+        );
+        let staff = message(&wire.server, "staff");
+        assert_eq!(
+            field(staff, "assignments").presence,
+            Presence::Omitted { nullable: false }
+        );
+        let error = message(&wire.server, "error");
+        assert_eq!(field(error, "code").ty, Ty::ErrorCode);
+        assert_eq!(
+            (
+                &field(error, "details").ty,
+                &field(error, "details").presence
+            ),
+            (&Ty::Json, &Presence::Nullable)
+        );
+        let pairing = record(&wire, "Pairing");
+        assert_eq!(
+            field(pairing, "end_reason").ty,
+            Ty::Enum("EndReason".into())
+        );
+
+        let registration = record(&wire, "Registration");
+        assert_eq!(
+            field(registration, "session_id").presence,
+            Presence::Required
+        );
+        assert_eq!(field(registration, "pid").presence, Presence::MaybeNull);
+        assert_eq!(field(registration, "context").presence, Presence::Maybe);
+        let ask_msg = message(&wire.client, "ask");
+        assert_eq!(field(ask_msg, "options").presence, Presence::Maybe);
+        assert_eq!(field(ask_msg, "key").presence, Presence::MaybeNull);
+        assert_eq!(
+            field(message(&wire.client, "ack"), "ids").ty,
+            Ty::Array(Box::new(Ty::U64))
+        );
+    }
+}
