@@ -153,7 +153,7 @@ export function maybeNull<T>(conv: Conv<T>): Opt<T | null> {
 
 /**
  * Optional field that Rust defaults but never accepts as null: a client message's, or a
- * record the core leaves out when empty (`skip_serializing_if`).
+ * record's field the core leaves out when empty (`skip_serializing_if`).
  */
 export function maybe<T>(conv: Conv<T>): Opt<T> {
   return {
