@@ -6,7 +6,8 @@
 #      then lints (clippy -D warnings, every target; and the binary built with one phone
 #      bridge, or none);
 #   3. the extension's TypeScript type check and node --test unit tests;
-#   4. every Rust test: unit, golden protocol fixtures, the real daemon over its socket,
+#   4. every Rust test: unit (among them the check that pi-ext/wire/generated/ is what the
+#      Rust protocol types generate), golden protocol fixtures, the real daemon over its socket,
 #      and end to end with a real Pi against the scripted fake model (and a real Synapse);
 #   5. with a nightly toolchain, 30 s of fuzzing per target: the protocol decoders, the chat
 #      command parser, Markdown rendering and splitting (scripts/fuzz.sh).

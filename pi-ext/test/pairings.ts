@@ -1,6 +1,6 @@
 // Pairing records for the supervision tests, shaped like tests/fixtures/protocol/server/paired.json.
 
-import type { Pairing } from "../wire.ts";
+import type { EndReason, Pairing } from "../wire.ts";
 
 export const SUPERVISOR_ID = "0193a5c2-aaaa-7b8a-9c3f-1e2d3c4b5a01";
 export const WORKER_ID = "0193a5c2-7d1e-7b8a-9c3f-1e2d3c4b5a69";
@@ -30,6 +30,6 @@ export function pairing(overrides: Partial<Pairing> = {}): Pairing {
   };
 }
 
-export function ended(p: Pairing, reason: string, by: string, evidence: string | null = null): Pairing {
+export function ended(p: Pairing, reason: EndReason, by: string, evidence: string | null = null): Pairing {
   return { ...p, state: "ended", ended_at: p.created_at + 1000, end_reason: reason, ended_by: by, evidence };
 }

@@ -298,6 +298,27 @@ describe("field conventions", () => {
     assert.equal(accepted.pairing.evidence, null);
   });
 
+  test("a field the core leaves out reads null as absent, as Rust reads it as None", () => {
+    const asked = decodeServerMsg(
+      '{"type":"asked","id":2,"ask":{"id":3,"session_id":"s","session_name":"n","question":"q","state":"open","created_at":1,"to":null}}',
+    );
+    assert.ok(asked.type === "asked");
+    assert.equal("to" in asked.ask, false);
+    expectDecodeError(
+      () => decodeServerMsg('{"type":"staff","id":1,"members":[],"assignments":null}'),
+      "invalid_message",
+      1,
+      "assignments",
+    );
+    // A client's Option field keeps its null, as sent.
+    assert.deepEqual(decodeClientMsg('{"type":"report","id":1,"text":"t","key":null}'), {
+      type: "report",
+      id: 1,
+      text: "t",
+      key: null,
+    });
+  });
+
   test("unknown fields are dropped, unknown error codes kept (compatible additions)", () => {
     const msg = decodeServerMsg('{"type":"pong","id":1,"extra":true}');
     assert.deepEqual(msg, { type: "pong", id: 1 });

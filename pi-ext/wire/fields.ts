@@ -1,10 +1,24 @@
-// Checked reading of untrusted JSON, the toolkit of wire/decode.ts: converters for one value
-// (`str`, `u64`, `oneOf`, `arrayOf`, …), field readers saying what absence and null mean for
-// one field of an object (`req`, `nullable`, `withDefault`, `maybeNull`, `maybe`), and
-// `record`, which turns one reader per field into the decoder of a whole object. Anything
-// wrong throws a FieldError naming its path (`register.session.role: expected …`).
+// Checked reading of untrusted JSON, the toolkit of the generated decoders
+// (wire/generated/decoders.ts): converters for one value (`str`, `u64`, `oneOf`, `arrayOf`,
+// …), field readers saying what absence and null mean for one field of an object (`req`,
+// `nullable`, `withDefault`, `optional`, `maybeNull`, `maybe`), and `record`, which turns
+// one reader per field into the decoder of a whole object. Anything wrong throws a
+// FieldError naming its path (`register.session.role: expected …`).
+//
+// Field conventions, following serde on the Rust side (core/src/protocol/wire_gen picks the
+// reader of each field from its Rust attributes):
+// - Records the core sends are normalized: an `Option` field is `T | null` (absent reads as
+//   null), a `#[serde(default)]` field absent reads as its default (a list as empty), and a
+//   field the core leaves out (`skip_serializing_if`) is optional (`key?:`), null reading as
+//   absent for an `Option`.
+// - Client messages keep what they were built with: an `Option` field is either absent,
+//   null or a value; a field Rust defaults without `Option` (ask.options,
+//   register.session.context/status/role/subagent, list_*.all, verdict.text) is absent or a
+//   value, never null.
+// - Unknown fields are dropped on decode (the protocol lets peers add optional fields).
 
-import type { Json, JsonObject } from "./records.ts";
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
 
 /** Thrown by converters and field readers; decode.ts turns it into an `invalid_message`. */
 export class FieldError extends Error {}
@@ -75,7 +89,7 @@ export interface Req<T> {
   read(obj: Obj, key: string, path: string): T;
 }
 
-/** Reads a field of a client message that may be left out, and is then left out again. */
+/** Reads a field that may be left out, and is then left out again. */
 export interface Opt<T> {
   readonly optional: true;
   read(obj: Obj, key: string, path: string): T | typeof ABSENT;
@@ -114,6 +128,17 @@ export function withDefault<T>(conv: Conv<T>, fallback: () => T): Req<T> {
   };
 }
 
+/** `Option<T>` the core leaves out when `None` (`skip_serializing_if`): absent or null reads as absent. */
+export function optional<T>(conv: Conv<T>): Opt<T> {
+  return {
+    optional: true,
+    read(obj, key, path) {
+      const v = obj[key];
+      return v === undefined || v === null ? ABSENT : conv(v, `${path}.${key}`);
+    },
+  };
+}
+
 /** Optional field of a client message, `Option<T>` in Rust: kept absent, null or a value. */
 export function maybeNull<T>(conv: Conv<T>): Opt<T | null> {
   return {
@@ -126,7 +151,10 @@ export function maybeNull<T>(conv: Conv<T>): Opt<T | null> {
   };
 }
 
-/** Optional field of a client message that Rust defaults but never accepts as null. */
+/**
+ * Optional field that Rust defaults but never accepts as null: a client message's, or a
+ * record's field the core leaves out when empty (`skip_serializing_if`).
+ */
 export function maybe<T>(conv: Conv<T>): Opt<T> {
   return {
     optional: true,
@@ -165,3 +193,8 @@ export function record<T>(fields: NoInfer<Fields<T>>): Conv<T> {
     return out as T;
   };
 }
+
+/** One decoder per message `type` of the union `M`, of every field but `type`. */
+export type Bodies<M extends { type: string }> = {
+  readonly [T in M["type"]]: Conv<Omit<Extract<M, { type: T }>, "type">>;
+};

@@ -2,7 +2,8 @@
 // object. encodeFrame writes one message; FrameDecoder splits a byte stream, however it is
 // chunked, into frame bodies for wire/decode.ts. Pure code: no sockets.
 
-import type { ClientMsg, ServerMsg } from "./messages.ts";
+import type { ClientMsg } from "./generated/client.ts";
+import type { ServerMsg } from "./generated/server.ts";
 
 /** Bytes in the length prefix. */
 export const HEADER_LEN = 4;

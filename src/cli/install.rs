@@ -17,8 +17,8 @@ use shepherd_core::config;
 use super::{Ctx, Failure, print, print_json};
 
 /// The extension, as built into this binary: (path below the extension's directory,
-/// contents). A test checks this list against `pi-ext/` and `pi-ext/wire/` so no file is
-/// forgotten.
+/// contents). A test checks this list against `pi-ext/`, `pi-ext/wire/` and
+/// `pi-ext/wire/generated/` so no file is forgotten.
 pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("package.json", include_str!("../../pi-ext/package.json")),
     ("index.ts", include_str!("../../pi-ext/index.ts")),
@@ -38,14 +38,6 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("result.ts", include_str!("../../pi-ext/result.ts")),
     ("wire.ts", include_str!("../../pi-ext/wire.ts")),
     (
-        "wire/records.ts",
-        include_str!("../../pi-ext/wire/records.ts"),
-    ),
-    (
-        "wire/messages.ts",
-        include_str!("../../pi-ext/wire/messages.ts"),
-    ),
-    (
         "wire/fields.ts",
         include_str!("../../pi-ext/wire/fields.ts"),
     ),
@@ -55,16 +47,24 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ),
     ("wire/frame.ts", include_str!("../../pi-ext/wire/frame.ts")),
     (
-        "wire/workers.ts",
-        include_str!("../../pi-ext/wire/workers.ts"),
+        "wire/generated/names.ts",
+        include_str!("../../pi-ext/wire/generated/names.ts"),
     ),
     (
-        "wire/projects.ts",
-        include_str!("../../pi-ext/wire/projects.ts"),
+        "wire/generated/records.ts",
+        include_str!("../../pi-ext/wire/generated/records.ts"),
     ),
     (
-        "wire/shared.ts",
-        include_str!("../../pi-ext/wire/shared.ts"),
+        "wire/generated/client.ts",
+        include_str!("../../pi-ext/wire/generated/client.ts"),
+    ),
+    (
+        "wire/generated/server.ts",
+        include_str!("../../pi-ext/wire/generated/server.ts"),
+    ),
+    (
+        "wire/generated/decoders.ts",
+        include_str!("../../pi-ext/wire/generated/decoders.ts"),
     ),
     (
         "supervise-pi.ts",
@@ -294,7 +294,8 @@ mod tests {
     use super::*;
 
     /// Every file Pi needs from `pi-ext/` is embedded: the manifest, every TypeScript
-    /// module outside the tests (also those in `wire/`), and nothing that is not there.
+    /// module outside the tests (also those in `wire/` and `wire/generated/`), and nothing
+    /// that is not there.
     #[test]
     fn embedded_files_match_the_extension_directory() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("pi-ext");
@@ -315,6 +316,7 @@ mod tests {
         let mut on_disk: Vec<String> = names("")
             .into_iter()
             .chain(names("wire"))
+            .chain(names("wire/generated"))
             .filter(|n| n.ends_with(".ts") || n == "package.json" || n == "README.md")
             .collect();
         on_disk.sort();

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// Every error the core can put in an `error` frame. Codes marked *closes* are followed by
 /// the core closing the connection; the others leave it open.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {

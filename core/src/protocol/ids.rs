@@ -15,6 +15,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// Pi's exact session id (`ctx.sessionManager.getSessionId()`).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct SessionId(String);
@@ -171,6 +172,7 @@ pub(crate) fn optional_store_id<'de, D: serde::Deserializer<'de>>(
 macro_rules! numeric_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
+        #[cfg_attr(test, derive(schemars::JsonSchema))]
         #[derive(
             Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize,
         )]

@@ -52,6 +52,7 @@ macro_rules! client_messages {
         /// Client → core: requests (with an `id` the response echoes) and notices
         /// (without). Each variant's fields are the struct of the same name in
         /// [`requests`].
+        #[cfg_attr(test, derive(schemars::JsonSchema))]
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "type")]
         pub enum ClientMsg {
@@ -285,6 +286,7 @@ macro_rules! server_messages {
         ),* $(,)? }
     ) => {
         /// Core → client: responses (with the request's `id`) and events (without).
+        #[cfg_attr(test, derive(schemars::JsonSchema))]
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "type")]
         pub enum ServerMsg {

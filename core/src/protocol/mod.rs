@@ -31,6 +31,8 @@ pub mod senders;
 pub mod status;
 pub mod types;
 pub mod usage;
+#[cfg(test)]
+mod wire_gen;
 pub mod workers;
 
 pub use error_code::ErrorCode;

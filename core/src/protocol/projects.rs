@@ -10,6 +10,7 @@ use super::{AskId, Lease, Millis, SessionId, UsageTotals, WorkerBackend};
 
 /// Where an assignment stands. Only a successful removal of its checkout (by shepherd, or
 /// proved by a complete worktree inventory) retires it.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AssignmentState {
@@ -49,6 +50,7 @@ impl std::fmt::Display for AssignmentState {
 }
 
 /// Whether an assignment's Lead runs.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LeadState {
@@ -77,6 +79,7 @@ impl std::fmt::Display for LeadState {
 }
 
 /// A work assignment: one branch of one repository, carried out by one Lead session.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Assignment {
     pub id: AssignmentId,
@@ -143,6 +146,7 @@ pub struct Assignment {
 }
 
 /// One repository with project work, for `/projects` and `shepherd projects`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Project {
     pub repo_id: String,
@@ -160,6 +164,7 @@ pub struct Project {
 }
 
 /// How an `integrate_branch` ended.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IntegrationStatus {
@@ -184,6 +189,7 @@ impl IntegrationStatus {
 }
 
 /// What an `integrate_branch` did.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Integration {
     pub status: IntegrationStatus,

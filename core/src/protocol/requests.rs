@@ -15,6 +15,7 @@ use super::{
 };
 
 /// First message on every connection. Answered by `welcome`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
     pub id: u64,
@@ -27,6 +28,7 @@ pub struct Hello {
 
 /// Pi only: bind this connection to a Pi session. Answered by `registered`, then every
 /// unacknowledged delivery for the session follows as `deliver` events.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Register {
     pub id: u64,
@@ -66,6 +68,7 @@ impl Update {
 }
 
 /// Pi only: change what the session says about itself. Absent fields stay as they are.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Update {
     pub id: u64,
@@ -86,6 +89,7 @@ pub struct Update {
 }
 
 /// Pi only: open a question for whoever supervises the session. Answered by `asked`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Ask {
     pub id: u64,
@@ -103,6 +107,7 @@ pub struct Ask {
 
 /// Pi only: post information (no question) for whoever supervises the session. Answered
 /// by `reported`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Report {
     pub id: u64,
@@ -113,6 +118,7 @@ pub struct Report {
 }
 
 /// CLI and bridges: give an ask its one answer. Answered by `answered`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Answer {
     pub id: u64,
@@ -126,6 +132,7 @@ pub struct Answer {
 /// CLI and bridges: take an answer back and send its text to the session as a steer
 /// instead ("it was meant as a steer"), reopening the ask. Accepted only while the answer
 /// cannot have reached the session (see `docs/PROTOCOL.md`). Answered by `unanswered`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Unanswer {
     pub id: u64,
@@ -137,6 +144,7 @@ pub struct Unanswer {
 
 /// Send text to a session (exact id, unique id prefix or unique name). From the CLI or a
 /// bridge it is a steer; from a Pi session, a message. Answered by `sent`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Send {
     pub id: u64,
@@ -149,12 +157,14 @@ pub struct Send {
 
 /// Pi only: these deliveries reached the model (or were dropped as duplicates). No
 /// response, so no `id`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Ack {
     pub ids: Vec<MessageId>,
 }
 
 /// Answered by `sessions`. `all` adds sessions that are not connected.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ListSessions {
     pub id: u64,
@@ -163,6 +173,7 @@ pub struct ListSessions {
 }
 
 /// Answered by `asks`. `all` adds answered asks; `ask` narrows to that one.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ListAsks {
     pub id: u64,
@@ -175,12 +186,14 @@ pub struct ListAsks {
 }
 
 /// Answered by `core_status`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Status {
     pub id: u64,
 }
 
 /// Receive presence, ask and report events on this connection. Answered by `subscribed`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Subscribe {
     pub id: u64,
@@ -193,6 +206,7 @@ pub struct Subscribe {
 }
 
 /// Answered by `pong`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Ping {
     pub id: u64,
@@ -204,6 +218,7 @@ pub struct Ping {
 /// supervisor-role session in the worker's cwd. A `goal` that is one word containing `/`
 /// or `.` is a file, read whole (relative to `cwd`, else the requester's or the worker's
 /// cwd). Answered by `paired`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Supervise {
     pub id: u64,
@@ -223,6 +238,7 @@ pub struct Supervise {
 
 /// End a pairing without a verdict. From a Pi session: its own pairing; from the CLI or a
 /// bridge: the pairing of `session` (either side). Answered by `unpaired`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Unpair {
     pub id: u64,
@@ -234,6 +250,7 @@ pub struct Unpair {
 
 /// Change a pairing's goal in place (the steer history stays). `session` as for
 /// [`Unpair`]. Answered by `goal_set`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SetGoal {
     pub id: u64,
@@ -248,6 +265,7 @@ pub struct SetGoal {
 
 /// Deliver a view to the supervisor now. `session` as for [`Unpair`]. Answered by
 /// `look_requested`; the view follows as a `deliver` of kind `view`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Look {
     pub id: u64,
@@ -259,6 +277,7 @@ pub struct Look {
 
 /// Supervisor only: what the worker did since the last view, returned (not delivered) and
 /// not counted as a look. Answered by `view`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct WorkerView {
     pub id: u64,
@@ -266,6 +285,7 @@ pub struct WorkerView {
 
 /// Supervisor only: the answer to the current look. Answered by `verdict_accepted`, or
 /// refused by a guard (`verdict_refused`, `runaway`).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub id: u64,
@@ -275,6 +295,7 @@ pub struct Verdict {
 }
 
 /// Answered by `pairings`. `all` adds ended pairings.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ListPairings {
     pub id: u64,
@@ -286,6 +307,7 @@ pub struct ListPairings {
 /// prefix or unique name), then, if `then` is given, steer it with that text. Stored and
 /// delivered like a steer (a `deliver` of kind `interrupt`, acknowledged), so a session
 /// that is away gets it on its return. Answered by `interrupted`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Interrupt {
     pub id: u64,
@@ -300,6 +322,7 @@ pub struct Interrupt {
 /// Pi only: the session is closing this connection on purpose (Pi closed the session).
 /// `returning`: it comes straight back on a new connection (Pi's `/reload`), so the
 /// leaving is no ending. No response, so no `id`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Bye {
     #[serde(default)]
@@ -310,6 +333,7 @@ pub struct Bye {
 /// `kind: result`. `results` is this session's own `results` setting (`SHEPHERD_RESULTS`
 /// or `/shepherd results`); absent, the core's `core.results` decides whether it goes to
 /// the bridges. Answered by `reported`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunResult {
     pub id: u64,
@@ -332,6 +356,7 @@ impl RunResult {
 /// Kept reports and results, oldest first. `session` (id, unique id prefix or name)
 /// narrows to one session; `after` to those with a larger id (a bridge catching up);
 /// `limit` keeps the newest that many. Answered by `reports`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ListReports {
     pub id: u64,
@@ -351,6 +376,7 @@ pub struct ListReports {
 /// `reclaim`: the extension asks again for the role its session file says it held (after a
 /// restart or a reconnect); refused (`released`) when the human released it, or it
 /// expired, since: only an explicit `set_role` takes it back then.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SetRole {
     pub id: u64,
@@ -360,6 +386,7 @@ pub struct SetRole {
 }
 
 /// Anyone: the leases the core holds (`shepherd roles`). Answered by `roles`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ListRoles {
     pub id: u64,
@@ -372,6 +399,7 @@ pub struct ListRoles {
 /// Refusals: `forbidden` (`details.reason: human_only`) from a Pi session, `role_refused`
 /// with `details.reason: not_held` (and `details.leases`) when nobody holds it. Answered
 /// by `role_released`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ReleaseRole {
     pub id: u64,
@@ -386,6 +414,7 @@ pub struct ReleaseRole {
 /// Pi only (a Lead or a Manager): non-blocking mail to the session's effective supervisor
 /// (its repository's Manager, else the Chief, else the human, who gets it as a report).
 /// Answered by `routed`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MessageSupervisor {
     pub id: u64,
@@ -396,6 +425,7 @@ pub struct MessageSupervisor {
 /// (or the human when there is none); fields as for [`Ask`]. The supervisor gets it as a
 /// `deliver` of kind `ask` and answers with `answer`; the human can answer it too.
 /// Answered by `asked` (`ask.to` says whom it went to).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AskSupervisor {
     pub id: u64,
@@ -410,6 +440,7 @@ pub struct AskSupervisor {
 
 /// A Manager or the Chief: its direct staff; the CLI and bridges: every connected session
 /// and every lease holder, each with whom it reports to. Answered by `staff`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ListStaff {
     pub id: u64,
@@ -417,6 +448,7 @@ pub struct ListStaff {
 
 /// A Manager or the Chief: a bounded view (≤ 16 KiB) of what one of its staff did
 /// recently. `session` is an exact session id. Answered by `staff_view`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct InspectStaff {
     pub id: u64,
@@ -424,6 +456,7 @@ pub struct InspectStaff {
 }
 
 /// A Manager or the Chief: steer one of its staff (exact session id). Answered by `sent`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MessageStaff {
     pub id: u64,
@@ -436,6 +469,7 @@ pub struct MessageStaff {
 /// ones), broken files included with their error. `cwd` is an absolute path; a Pi
 /// session leaves it out for its own cwd; the CLI passes its own; without one (a bridge)
 /// only the global and bundled definitions count. Answered by `agents`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ListAgents {
     pub id: u64,
@@ -445,12 +479,14 @@ pub struct ListAgents {
 
 /// Pi only (a Lead or a Manager): the connected sessions it may message as peers (Leads
 /// for a Lead, Managers for a Manager). Answered by `sessions`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ListPeers {
     pub id: u64,
 }
 
 /// Pi only (a Lead or a Manager): mail to a peer (exact session id). Answered by `sent`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MessagePeer {
     pub id: u64,
@@ -464,6 +500,7 @@ pub struct MessagePeer {
 /// back later as an `agent_result` delivery. `label` (`^[a-z][a-z0-9_-]{0,31}$`, unique
 /// among this session's live workers) defaults to the definition's name with a number;
 /// `fork` starts from a copy of a saved session (its file path or id). Answered by `worker`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct DelegateAgent {
     pub id: u64,
@@ -478,6 +515,7 @@ pub struct DelegateAgent {
 /// Pi only: a new generation on a saved worker session (its file path or id), with a new
 /// task, in the session's own directory and with its definition read again. Refused while
 /// the session has a live generation. Answered by `worker`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ContinueAgent {
     pub id: u64,
@@ -488,6 +526,7 @@ pub struct ContinueAgent {
 /// The workers a caller may see: for a Pi session its own tree (its workers and theirs);
 /// for the CLI and bridges every live worker. `all`: ended ones too. Answered by
 /// `workers`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ListWorkers {
     pub id: u64,
@@ -498,6 +537,7 @@ pub struct ListWorkers {
 /// Steer a worker's current assignment (at-least-once; no second result). `agent`: the
 /// label (a Pi owner: one of its direct workers) or, for the human, a worker id or a
 /// label that names one live worker. Answered by `worker`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SteerAgent {
     pub id: u64,
@@ -507,6 +547,7 @@ pub struct SteerAgent {
 
 /// Abort what a worker is doing and continue the same assignment with `message`.
 /// Answered by `worker`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct InterruptAgent {
     pub id: u64,
@@ -516,6 +557,7 @@ pub struct InterruptAgent {
 
 /// Answer a worker's pending `ask_owner`; the same assignment continues. Answered by
 /// `worker`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ReplyAgent {
     pub id: u64,
@@ -525,6 +567,7 @@ pub struct ReplyAgent {
 
 /// Close a worker (its own workers first): the process stops, a pending ask is abandoned,
 /// the Pi session file is kept. Answered by `worker`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct CloseAgent {
     pub id: u64,
@@ -533,6 +576,7 @@ pub struct CloseAgent {
 
 /// A bounded live view (≤ 16 KiB) of what a worker did recently. Answered by
 /// `agent_text`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct InspectAgent {
     pub id: u64,
@@ -540,6 +584,7 @@ pub struct InspectAgent {
 }
 
 /// A worker's saved conversation (≤ 16 KiB, newest kept). Answered by `agent_text`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ReadAgentTranscript {
     pub id: u64,
@@ -549,6 +594,7 @@ pub struct ReadAgentTranscript {
 /// A managed worker only: ask its owner a question. The only and last tool call of its
 /// turn; one pending at a time; no timeout. Answered by `asked`; the reply arrives as an
 /// `answer` delivery.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AskOwner {
     pub id: u64,
@@ -561,6 +607,7 @@ pub struct AskOwner {
 /// The CLI and bridges: with `session` (exact id, unique id prefix or unique name) that
 /// session's tree; without, every session the core knows a session file of. Answered by
 /// `usage`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Usage {
     pub id: u64,
@@ -574,6 +621,7 @@ pub struct Usage {
 /// worktree is created or an unoccupied one reused. Refused when the branch already has an
 /// assignment (`resume_work` it) or another live session works in that checkout. Answered
 /// by `assignment` once the Lead's process started; the task is its first message.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct DelegateProject {
     pub id: u64,
@@ -588,6 +636,7 @@ pub struct DelegateProject {
 /// branches; the running Lead when it already runs. A retired assignment is not revived. A
 /// Manager names its repository's `branch`; the CLI and bridges may add `repo` (name or
 /// path) when the branch is assigned in more than one repository. Answered by `assignment`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResumeWork {
     pub id: u64,
@@ -598,6 +647,7 @@ pub struct ResumeWork {
 
 /// Stop an assignment's Lead and its workers, keeping the assignment (now `paused`), the
 /// session, the branch, the checkout and its git state. Answered by `assignment`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct StopLead {
     pub id: u64,
@@ -614,6 +664,7 @@ pub struct StopLead {
 /// the branch has; else the assignment stays `cleanup_pending` with what is in the way.
 /// `remove_anyway` (the human's only; refused from a Manager) then moves the checkout
 /// aside whole, next to where it was, instead of keeping it: nothing is deleted.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct IntegrateBranch {
     pub id: u64,
@@ -628,6 +679,7 @@ pub struct IntegrateBranch {
 /// Repositories with assignments (not retired), each with its assignments, ahead/behind
 /// and the Leads' usage read from git and the session files. A Manager sees its own
 /// repository. Answered by `projects`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ListProjects {
     pub id: u64,

@@ -107,7 +107,24 @@ impl<'de> Deserialize<'de> for SessionStatus {
     }
 }
 
+/// On the wire a string (the TypeScript wire reads it as one).
+#[cfg(test)]
+impl schemars::JsonSchema for SessionStatus {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SessionStatus".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string" })
+    }
+}
+
 /// Why a pairing ended.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndReason {
@@ -144,6 +161,7 @@ impl fmt::Display for EndReason {
 
 /// How a session's connection ended, in `session_left`: it said goodbye (`bye`, Pi closed
 /// the session) or the connection was lost without one (Pi exited or crashed).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LeaveReason {

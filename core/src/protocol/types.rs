@@ -9,6 +9,7 @@ use super::{AskId, EndReason, MessageId, PairingId, SessionId, SessionStatus};
 pub type Millis = u64;
 
 /// What kind of program is on the other end of a connection.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClientKind {
@@ -28,6 +29,7 @@ impl ClientKind {
 }
 
 /// A session's place in the hierarchy (see DESIGN.md: Lead, Manager, Chief).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
@@ -57,6 +59,7 @@ impl Role {
 
 /// How full a session's context window is, as Pi reports it. Each part may be unknown
 /// (Pi reports no token count right after a compaction).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct ContextUsage {
     #[serde(default)]
@@ -69,6 +72,7 @@ pub struct ContextUsage {
 
 /// What a Pi session says about itself in `register`. The core ignores nothing silently:
 /// every field is validated, and the pid is taken from the socket's peer credentials.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Registration {
     /// Pi's exact session id (`ctx.sessionManager.getSessionId()`).
@@ -103,6 +107,7 @@ pub struct Registration {
 }
 
 /// A session as the core knows it; the records of `shepherd sessions --json`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionInfo {
     pub id: SessionId,
@@ -146,6 +151,7 @@ pub struct SessionInfo {
 }
 
 /// Where an ask is.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AskState {
@@ -154,6 +160,7 @@ pub enum AskState {
 }
 
 /// A question from a session that needs a decision.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ask {
     pub id: AskId,
@@ -179,6 +186,7 @@ pub struct Ask {
 /// Whom an `ask_supervisor` ask is addressed to: a role (the Manager of one repository,
 /// or the Chief), and the session that held it when the ask was opened or last handed
 /// over. Whoever holds the role now may answer.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AskTo {
     /// `manager` or `chief`.
@@ -201,6 +209,7 @@ pub struct AskTo {
 }
 
 /// One role lease the core granted: the Manager of a repository, or the Chief.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Lease {
     /// `manager` or `chief`.
@@ -219,6 +228,7 @@ pub struct Lease {
 
 /// Who a session reports to: its effective supervisor, computed by the core from the
 /// leases when asked (the Manager of its repository, else the Chief, else the human).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReportsTo {
     /// `manager`, `chief` or `human`.
@@ -241,6 +251,7 @@ impl ReportsTo {
 }
 
 /// Whom a session's supervisor edge leads to.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Superior {
@@ -250,6 +261,7 @@ pub enum Superior {
 }
 
 /// A session in a staff tree (`list_staff`): the session and whom it reports to.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StaffMember {
     pub session: SessionInfo,
@@ -257,6 +269,7 @@ pub struct StaffMember {
 }
 
 /// Which direct edge a message travelled.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EdgeKind {
@@ -270,6 +283,7 @@ pub enum EdgeKind {
 
 /// A message between sessions along a direct edge, as the bridges see it
 /// (`edge_message`): supervisor and staff edges that touch a Manager or a Chief.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EdgeMessage {
     pub kind: EdgeKind,
@@ -286,6 +300,7 @@ pub struct EdgeMessage {
 
 /// What `inspect_staff` returns: a bounded view of what a staff session did recently,
 /// built from its session file by the supervisor view builder.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StaffView {
     pub session_id: SessionId,
@@ -297,6 +312,7 @@ pub struct StaffView {
 }
 
 /// Where an agent definition came from (`list_agents`), highest precedence first.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DefSource {
@@ -320,6 +336,7 @@ impl DefSource {
 }
 
 /// A Pi thinking level, as Pi's `--thinking` takes it.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Thinking {
@@ -350,6 +367,7 @@ impl Thinking {
 /// is wrong and in which file); its `name` is the frontmatter's when readable, else the
 /// file name without `.md`, and the other fields are then their defaults. The prompt (the
 /// file's body) is not sent.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentDef {
     pub name: String,
@@ -385,6 +403,7 @@ fn enabled_default() -> bool {
 }
 
 /// Why a message is in a session's mailbox.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryKind {
@@ -433,6 +452,7 @@ pub enum DeliveryKind {
 }
 
 /// Who sent a delivery, stamped by the core from the sender's connection.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sender {
     pub kind: ClientKind,
@@ -445,6 +465,7 @@ pub struct Sender {
 
 /// One message for a session. `id` is unique within the store (`store_id` in `welcome`)
 /// and increases in delivery order, so a receiver can drop anything it has seen.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Delivery {
     pub id: MessageId,
@@ -467,6 +488,7 @@ pub struct Delivery {
 
 /// Information a session posted for whoever supervises it: a report (the `report` tool)
 /// or a run's result (its final assistant text, sent by the extension when the run ends).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub id: u64,
@@ -489,6 +511,7 @@ fn announced_default() -> bool {
 }
 
 /// What a kept [`Report`] is. On the wire a string: `report` or `result`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReportKind {
@@ -520,6 +543,7 @@ impl ReportKind {
 /// The `results` setting: which runs' results reach the phones. On the wire and in the
 /// config a string: `all` (default), `asks_only` (only runs in which the session asked the
 /// human) or `off`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ResultsMode {
@@ -530,6 +554,7 @@ pub enum ResultsMode {
 }
 
 /// A connected chat bridge, as `status` lists it.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BridgeInfo {
     pub name: String,
@@ -538,6 +563,7 @@ pub struct BridgeInfo {
 }
 
 /// What `shepherd status` shows.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CoreStatus {
     pub core_version: String,
@@ -554,6 +580,7 @@ pub struct CoreStatus {
 }
 
 /// Whether a pairing is still running.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PairingState {
@@ -563,6 +590,7 @@ pub enum PairingState {
 
 /// A supervisor session watching a worker session toward a goal. Held by the core, so it
 /// survives `/reload`, resume and core restarts.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pairing {
     pub id: PairingId,
@@ -595,6 +623,7 @@ pub struct Pairing {
 }
 
 /// A supervisor's answer to one look.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VerdictKind {
@@ -607,6 +636,7 @@ pub enum VerdictKind {
 }
 
 /// One verdict, as stored and as shown to the human.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub kind: VerdictKind,
@@ -617,6 +647,7 @@ pub struct Verdict {
 }
 
 /// Why a view was built.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ViewReason {
@@ -634,6 +665,7 @@ pub enum ViewReason {
 
 /// What the worker did since the previous view, compacted by the core from its session
 /// file (no model calls).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct View {
     pub pairing_id: PairingId,
@@ -652,6 +684,7 @@ pub struct View {
 }
 
 /// What changed about a pairing, in a `pairing_event`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PairingChange {

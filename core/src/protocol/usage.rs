@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::SessionId;
 
 /// Token counts and cost summed over usage records.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct UsageTotals {
     /// Input tokens (Pi's `input`: not read from a cache).
@@ -38,6 +39,7 @@ impl UsageTotals {
 }
 
 /// One session of a usage report.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionUsage {
     pub session_id: SessionId,
@@ -53,6 +55,7 @@ pub struct SessionUsage {
 }
 
 /// One model's row of a usage report.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelUsage {
     /// `provider/model`; null for usage Pi records without naming a model (compaction and
@@ -63,6 +66,7 @@ pub struct ModelUsage {
 }
 
 /// A session whose usage is not in the report, and why.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MissingUsage {
     pub session_id: SessionId,
@@ -71,6 +75,7 @@ pub struct MissingUsage {
 
 /// What `usage` answers: each session once, rows per model sorted by cost (highest
 /// first), the total, and whether every session in scope could be counted.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UsageReport {
     pub sessions: Vec<SessionUsage>,

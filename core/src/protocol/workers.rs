@@ -9,6 +9,7 @@ pub use super::ids::WorkerId;
 use super::{AskId, Millis, SessionId};
 
 /// What a worker is doing, as far as its owner can act on it.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerState {
@@ -86,6 +87,7 @@ impl std::fmt::Display for WorkerState {
 }
 
 /// Something an owner may do with a worker.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerAction {
@@ -111,6 +113,7 @@ impl WorkerAction {
 }
 
 /// How a worker's process is hosted.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerBackend {
@@ -138,6 +141,7 @@ impl WorkerBackend {
 }
 
 /// A managed worker: one Pi session the core launched for an owner, on one assignment.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Worker {
     pub id: WorkerId,

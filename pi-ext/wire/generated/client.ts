@@ -1,0 +1,724 @@
+// Client → core: every message a client sends, its union and its list of types.
+//
+// Generated from the Rust protocol types (core/src/protocol/) by
+// core/src/protocol/wire_gen: do not edit. After changing a protocol type run
+//   SHEPHERD_REGENERATE=1 cargo test -p shepherd-core --lib protocol::wire_gen
+// (CI fails while a generated file is stale).
+
+import type { ClientKind, ResultsMode, Role, VerdictKind } from "./names.ts";
+import type { ContextUsage, Registration } from "./records.ts";
+
+/** First message on every connection. Answered by `welcome`. */
+export interface HelloMsg {
+  type: "hello";
+  id: number;
+  protocol: number;
+  client: ClientKind;
+  /** Free-form label: `telegram`, `shepherd-cli 0.1.0`, `pi-ext 0.1.0`. */
+  client_name?: string | null;
+}
+
+/**
+ * Pi only: bind this connection to a Pi session. Answered by `registered`, then every
+ * unacknowledged delivery for the session follows as `deliver` events.
+ */
+export interface RegisterMsg {
+  type: "register";
+  id: number;
+  session: Registration;
+}
+
+/** Pi only: change what the session says about itself. Absent fields stay as they are. */
+export interface UpdateMsg {
+  type: "update";
+  id: number;
+  name?: string | null;
+  model?: string | null;
+  context?: ContextUsage | null;
+  status?: string | null;
+  cwd?: string | null;
+  role?: Role | null;
+  session_file?: string | null;
+}
+
+/** Pi only: open a question for whoever supervises the session. Answered by `asked`. */
+export interface AskMsg {
+  type: "ask";
+  id: number;
+  question: string;
+  options?: string[];
+  details?: string | null;
+  /**
+   * An idempotency key the session chose (1-128 characters): an ask sent again with a
+   * key this session already used gets the ask it made then, not a second one (a
+   * queued ask resent after a lost reply). Omitted from the wire when `None`.
+   */
+  key?: string | null;
+}
+
+/**
+ * Pi only: post information (no question) for whoever supervises the session. Answered
+ * by `reported`.
+ */
+export interface ReportMsg {
+  type: "report";
+  id: number;
+  text: string;
+  /** An idempotency key, as for `Ask`: a report sent again with it is stored once. */
+  key?: string | null;
+}
+
+/** CLI and bridges: give an ask its one answer. Answered by `answered`. */
+export interface AnswerMsg {
+  type: "answer";
+  id: number;
+  ask: number;
+  text: string;
+  /** Bridges only: the human who answered (`telegram:@alice`). Ignored for the CLI. */
+  by?: string | null;
+}
+
+/**
+ * Send text to a session (exact id, unique id prefix or unique name). From the CLI or a
+ * bridge it is a steer; from a Pi session, a message. Answered by `sent`.
+ */
+export interface SendMsg {
+  type: "send";
+  id: number;
+  to: string;
+  text: string;
+  /** Bridges only: the human who wrote it. */
+  by?: string | null;
+}
+
+/** Answered by `sessions`. `all` adds sessions that are not connected. */
+export interface ListSessionsMsg {
+  type: "list_sessions";
+  id: number;
+  all?: boolean;
+}
+
+/** Answered by `asks`. `all` adds answered asks; `ask` narrows to that one. */
+export interface ListAsksMsg {
+  type: "list_asks";
+  id: number;
+  all?: boolean;
+  /**
+   * Just this ask, open or answered (none when the core has no such ask): what a
+   * bridge needs to redraw one card, without listing every ask there ever was.
+   */
+  ask?: number | null;
+}
+
+/** Answered by `core_status`. */
+export interface StatusMsg {
+  type: "status";
+  id: number;
+}
+
+/** Receive presence, ask and report events on this connection. Answered by `subscribed`. */
+export interface SubscribeMsg {
+  type: "subscribe";
+  id: number;
+  /**
+   * Bridges only: the bot this bridge serves (`telegram:@shepherd_bot`,
+   * `matrix:@shepherd:example.org`). While this connection lives, another bridge that
+   * claims the same bot is refused with `already_served`, so one bot never has two
+   * pollers answering the same human.
+   */
+  serves?: string | null;
+}
+
+/** Answered by `pong`. */
+export interface PingMsg {
+  type: "ping";
+  id: number;
+}
+
+/**
+ * Start a pairing. From a Pi session: it becomes the supervisor of `worker` (exact id,
+ * unique prefix or unique name; absent: the one free session in its cwd). From the CLI or
+ * a bridge: `worker` is required and `supervisor` defaults to the one free
+ * supervisor-role session in the worker's cwd. A `goal` that is one word containing `/`
+ * or `.` is a file, read whole (relative to `cwd`, else the requester's or the worker's
+ * cwd). Answered by `paired`.
+ */
+export interface SuperviseMsg {
+  type: "supervise";
+  id: number;
+  worker?: string | null;
+  supervisor?: string | null;
+  goal?: string | null;
+  /** CLI: the directory a goal path is relative to. */
+  cwd?: string | null;
+  /** Bridges only: the human who asked. */
+  by?: string | null;
+}
+
+/**
+ * End a pairing without a verdict. From a Pi session: its own pairing; from the CLI or a
+ * bridge: the pairing of `session` (either side). Answered by `unpaired`.
+ */
+export interface UnpairMsg {
+  type: "unpair";
+  id: number;
+  session?: string | null;
+  by?: string | null;
+}
+
+/**
+ * Change a pairing's goal in place (the steer history stays). `session` as for
+ * [`Unpair`]. Answered by `goal_set`.
+ */
+export interface SetGoalMsg {
+  type: "set_goal";
+  id: number;
+  goal: string;
+  session?: string | null;
+  cwd?: string | null;
+  by?: string | null;
+}
+
+/**
+ * Deliver a view to the supervisor now. `session` as for [`Unpair`]. Answered by
+ * `look_requested`; the view follows as a `deliver` of kind `view`.
+ */
+export interface LookMsg {
+  type: "look";
+  id: number;
+  session?: string | null;
+  by?: string | null;
+}
+
+/**
+ * Supervisor only: what the worker did since the last view, returned (not delivered) and
+ * not counted as a look. Answered by `view`.
+ */
+export interface WorkerViewMsg {
+  type: "worker_view";
+  id: number;
+}
+
+/**
+ * Supervisor only: the answer to the current look. Answered by `verdict_accepted`, or
+ * refused by a guard (`verdict_refused`, `runaway`).
+ */
+export interface VerdictMsg {
+  type: "verdict";
+  id: number;
+  verdict: VerdictKind;
+  text?: string;
+}
+
+/** Answered by `pairings`. `all` adds ended pairings. */
+export interface ListPairingsMsg {
+  type: "list_pairings";
+  id: number;
+  all?: boolean;
+}
+
+/**
+ * CLI and bridges: take an answer back and send its text to the session as a steer
+ * instead ("it was meant as a steer"), reopening the ask. Accepted only while the answer
+ * cannot have reached the session (see `docs/PROTOCOL.md`). Answered by `unanswered`.
+ */
+export interface UnanswerMsg {
+  type: "unanswer";
+  id: number;
+  ask: number;
+  /** Bridges only: the human who took it back (`telegram:@alice`). Ignored for the CLI. */
+  by?: string | null;
+}
+
+/**
+ * CLI and bridges: abort the session's current run (`session`: exact id, unique id
+ * prefix or unique name), then, if `then` is given, steer it with that text. Stored and
+ * delivered like a steer (a `deliver` of kind `interrupt`, acknowledged), so a session
+ * that is away gets it on its return. Answered by `interrupted`.
+ */
+export interface InterruptMsg {
+  type: "interrupt";
+  id: number;
+  session: string;
+  then?: string | null;
+  /** Bridges only: the human who asked. */
+  by?: string | null;
+}
+
+/**
+ * Pi only: the final assistant text of a run that just ended, kept with the reports as
+ * `kind: result`. `results` is this session's own `results` setting (`SHEPHERD_RESULTS`
+ * or `/shepherd results`); absent, the core's `core.results` decides whether it goes to
+ * the bridges. Answered by `reported`.
+ */
+export interface ResultMsg {
+  type: "result";
+  id: number;
+  text: string;
+  results?: ResultsMode | null;
+  /**
+   * The run's idempotency key: a result sent again with it (its reply was lost) is the
+   * one kept then, not a second result (nor a second assignment update).
+   */
+  key?: string | null;
+}
+
+/**
+ * Kept reports and results, oldest first. `session` (id, unique id prefix or name)
+ * narrows to one session; `after` to those with a larger id (a bridge catching up);
+ * `limit` keeps the newest that many. Answered by `reports`.
+ */
+export interface ListReportsMsg {
+  type: "list_reports";
+  id: number;
+  session?: string | null;
+  limit?: number | null;
+  after?: number | null;
+}
+
+/**
+ * Pi only: take or leave a role. `manager`: become the Manager of the repository whose
+ * primary worktree is the session's cwd (one per repository); `chief`: become the Chief
+ * (one per core); `lead`: leave whichever role the session holds. The core grants roles:
+ * refusals are `role_refused` with `details.reason` (`not_a_repository`,
+ * `linked_worktree`, `held`, `wrong_role`, `released`). Answered by `role_set`.
+ * `reclaim`: the extension asks again for the role its session file says it held (after a
+ * restart or a reconnect); refused (`released`) when the human released it, or it
+ * expired, since: only an explicit `set_role` takes it back then.
+ */
+export interface SetRoleMsg {
+  type: "set_role";
+  id: number;
+  role: Role;
+  reclaim?: boolean;
+}
+
+/** Anyone: the leases the core holds (`shepherd roles`). Answered by `roles`. */
+export interface ListRolesMsg {
+  type: "list_roles";
+  id: number;
+}
+
+/**
+ * The human only (`cli`, `bridge`): take a Manager or Chief lease away from whoever holds
+ * it, connected or away (`shepherd roles release`, a chat's `/release`). `project` names
+ * the repository of a Manager lease (its project name or its `repo_id`). The holder
+ * becomes a Lead and is told by a `notice` in its mailbox (at once, or when it returns).
+ * Refusals: `forbidden` (`details.reason: human_only`) from a Pi session, `role_refused`
+ * with `details.reason: not_held` (and `details.leases`) when nobody holds it. Answered
+ * by `role_released`.
+ */
+export interface ReleaseRoleMsg {
+  type: "release_role";
+  id: number;
+  role: Role;
+  project?: string | null;
+  /** The chat user acting, for a bridge (the holder is told who released its role). */
+  by?: string | null;
+}
+
+/**
+ * Pi only (a Lead or a Manager): non-blocking mail to the session's effective supervisor
+ * (its repository's Manager, else the Chief, else the human, who gets it as a report).
+ * Answered by `routed`.
+ */
+export interface MessageSupervisorMsg {
+  type: "message_supervisor";
+  id: number;
+  text: string;
+}
+
+/**
+ * Pi only (a Lead or a Manager): an ask addressed to the session's effective supervisor
+ * (or the human when there is none); fields as for [`Ask`]. The supervisor gets it as a
+ * `deliver` of kind `ask` and answers with `answer`; the human can answer it too.
+ * Answered by `asked` (`ask.to` says whom it went to).
+ */
+export interface AskSupervisorMsg {
+  type: "ask_supervisor";
+  id: number;
+  question: string;
+  options?: string[];
+  details?: string | null;
+  key?: string | null;
+}
+
+/**
+ * A Manager or the Chief: its direct staff; the CLI and bridges: every connected session
+ * and every lease holder, each with whom it reports to. Answered by `staff`.
+ */
+export interface ListStaffMsg {
+  type: "list_staff";
+  id: number;
+}
+
+/**
+ * A Manager or the Chief: a bounded view (≤ 16 KiB) of what one of its staff did
+ * recently. `session` is an exact session id. Answered by `staff_view`.
+ */
+export interface InspectStaffMsg {
+  type: "inspect_staff";
+  id: number;
+  session: string;
+}
+
+/** A Manager or the Chief: steer one of its staff (exact session id). Answered by `sent`. */
+export interface MessageStaffMsg {
+  type: "message_staff";
+  id: number;
+  session: string;
+  text: string;
+}
+
+/**
+ * Pi only (a Lead or a Manager): the connected sessions it may message as peers (Leads
+ * for a Lead, Managers for a Manager). Answered by `sessions`.
+ */
+export interface ListPeersMsg {
+  type: "list_peers";
+  id: number;
+}
+
+/** Pi only (a Lead or a Manager): mail to a peer (exact session id). Answered by `sent`. */
+export interface MessagePeerMsg {
+  type: "message_peer";
+  id: number;
+  session: string;
+  text: string;
+}
+
+/**
+ * Pi only: hand bounded work to a new managed worker running `definition` (an agent
+ * definition; `list_agents` names them). Returns once the worker is recorded, its task
+ * stored in its mailbox and its process started, never after the work: the result comes
+ * back later as an `agent_result` delivery. `label` (`^[a-z][a-z0-9_-]{0,31}$`, unique
+ * among this session's live workers) defaults to the definition's name with a number;
+ * `fork` starts from a copy of a saved session (its file path or id). Answered by `worker`.
+ */
+export interface DelegateAgentMsg {
+  type: "delegate_agent";
+  id: number;
+  definition: string;
+  task: string;
+  label?: string | null;
+  fork?: string | null;
+}
+
+/**
+ * Pi only: a new generation on a saved worker session (its file path or id), with a new
+ * task, in the session's own directory and with its definition read again. Refused while
+ * the session has a live generation. Answered by `worker`.
+ */
+export interface ContinueAgentMsg {
+  type: "continue_agent";
+  id: number;
+  session: string;
+  task: string;
+}
+
+/**
+ * The workers a caller may see: for a Pi session its own tree (its workers and theirs);
+ * for the CLI and bridges every live worker. `all`: ended ones too. Answered by
+ * `workers`.
+ */
+export interface ListWorkersMsg {
+  type: "list_workers";
+  id: number;
+  all?: boolean;
+}
+
+/**
+ * Steer a worker's current assignment (at-least-once; no second result). `agent`: the
+ * label (a Pi owner: one of its direct workers) or, for the human, a worker id or a
+ * label that names one live worker. Answered by `worker`.
+ */
+export interface SteerAgentMsg {
+  type: "steer_agent";
+  id: number;
+  agent: string;
+  message: string;
+}
+
+/**
+ * Abort what a worker is doing and continue the same assignment with `message`.
+ * Answered by `worker`.
+ */
+export interface InterruptAgentMsg {
+  type: "interrupt_agent";
+  id: number;
+  agent: string;
+  message: string;
+}
+
+/**
+ * Answer a worker's pending `ask_owner`; the same assignment continues. Answered by
+ * `worker`.
+ */
+export interface ReplyAgentMsg {
+  type: "reply_agent";
+  id: number;
+  agent: string;
+  answer: string;
+}
+
+/**
+ * Close a worker (its own workers first): the process stops, a pending ask is abandoned,
+ * the Pi session file is kept. Answered by `worker`.
+ */
+export interface CloseAgentMsg {
+  type: "close_agent";
+  id: number;
+  agent: string;
+}
+
+/**
+ * A bounded live view (≤ 16 KiB) of what a worker did recently. Answered by
+ * `agent_text`.
+ */
+export interface InspectAgentMsg {
+  type: "inspect_agent";
+  id: number;
+  agent: string;
+}
+
+/** A worker's saved conversation (≤ 16 KiB, newest kept). Answered by `agent_text`. */
+export interface ReadAgentTranscriptMsg {
+  type: "read_agent_transcript";
+  id: number;
+  agent: string;
+}
+
+/**
+ * A managed worker only: ask its owner a question. The only and last tool call of its
+ * turn; one pending at a time; no timeout. Answered by `asked`; the reply arrives as an
+ * `answer` delivery.
+ */
+export interface AskOwnerMsg {
+  type: "ask_owner";
+  id: number;
+  question: string;
+}
+
+/**
+ * Any client: the agent definitions a managed worker can be started from, as they are
+ * in effect for `cwd` (`<cwd>/.pi/agents/` over `<agent dir>/agents/` over the bundled
+ * ones), broken files included with their error. `cwd` is an absolute path; a Pi
+ * session leaves it out for its own cwd; the CLI passes its own; without one (a bridge)
+ * only the global and bundled definitions count. Answered by `agents`.
+ */
+export interface ListAgentsMsg {
+  type: "list_agents";
+  id: number;
+  cwd?: string | null;
+}
+
+/**
+ * Tokens and cost from Pi's session files. A Pi session: without `session`, itself and
+ * the workers it owns (their trees); with it, the exact id of a session of that tree, and
+ * that session's tree.
+ * The CLI and bridges: with `session` (exact id, unique id prefix or unique name) that
+ * session's tree; without, every session the core knows a session file of. Answered by
+ * `usage`.
+ */
+export interface UsageMsg {
+  type: "usage";
+  id: number;
+  session?: string | null;
+}
+
+/**
+ * A Manager (holding its repository's lease) only: hand a branch-sized task to a new Lead
+ * in its own linked worktree. `branch` (default: generated from the task) is created at
+ * `base` (a branch or sha; default the primary branch's HEAD) unless it exists; the
+ * worktree is created or an unoccupied one reused. Refused when the branch already has an
+ * assignment (`resume_work` it) or another live session works in that checkout. Answered
+ * by `assignment` once the Lead's process started; the task is its first message.
+ */
+export interface DelegateProjectMsg {
+  type: "delegate_project";
+  id: number;
+  task: string;
+  branch?: string | null;
+  base?: string | null;
+}
+
+/**
+ * Relaunch an assignment's Lead: the same session in the same checkout, without switching
+ * branches; the running Lead when it already runs. A retired assignment is not revived. A
+ * Manager names its repository's `branch`; the CLI and bridges may add `repo` (name or
+ * path) when the branch is assigned in more than one repository. Answered by `assignment`.
+ */
+export interface ResumeWorkMsg {
+  type: "resume_work";
+  id: number;
+  branch: string;
+  repo?: string | null;
+}
+
+/**
+ * Stop an assignment's Lead and its workers, keeping the assignment (now `paused`), the
+ * session, the branch, the checkout and its git state. Answered by `assignment`.
+ */
+export interface StopLeadMsg {
+  type: "stop_lead";
+  id: number;
+  branch: string;
+  repo?: string | null;
+}
+
+/**
+ * Fast-forward the primary branch to `sha`, the assigned `branch`'s tip, then remove the
+ * checkout and retire the assignment. From a Manager, `[projects] integrate` decides:
+ * `ask` (the human approves on the phone or with `shepherd integrate`), `allow`, `deny`.
+ * From the CLI or a bridge (the human) it runs at once, and settles a pending approval.
+ * Answered by `integration`. The checkout is removed only when it holds nothing but what
+ * the branch has; else the assignment stays `cleanup_pending` with what is in the way.
+ * `remove_anyway` (the human's only; refused from a Manager) then moves the checkout
+ * aside whole, next to where it was, instead of keeping it: nothing is deleted.
+ */
+export interface IntegrateBranchMsg {
+  type: "integrate_branch";
+  id: number;
+  branch: string;
+  sha: string;
+  repo?: string | null;
+  remove_anyway?: boolean;
+}
+
+/**
+ * Repositories with assignments (not retired), each with its assignments, ahead/behind
+ * and the Leads' usage read from git and the session files. A Manager sees its own
+ * repository. Answered by `projects`.
+ */
+export interface ListProjectsMsg {
+  type: "list_projects";
+  id: number;
+}
+
+/**
+ * Pi only: these deliveries reached the model (or were dropped as duplicates). No
+ * response, so no `id`.
+ */
+export interface AckMsg {
+  type: "ack";
+  ids: number[];
+}
+
+/**
+ * Pi only: the session is closing this connection on purpose (Pi closed the session).
+ * `returning`: it comes straight back on a new connection (Pi's `/reload`), so the
+ * leaving is no ending. No response, so no `id`.
+ */
+export interface ByeMsg {
+  type: "bye";
+  returning?: boolean;
+}
+
+export type ClientMsg =
+  | HelloMsg
+  | RegisterMsg
+  | UpdateMsg
+  | AskMsg
+  | ReportMsg
+  | AnswerMsg
+  | SendMsg
+  | ListSessionsMsg
+  | ListAsksMsg
+  | StatusMsg
+  | SubscribeMsg
+  | PingMsg
+  | SuperviseMsg
+  | UnpairMsg
+  | SetGoalMsg
+  | LookMsg
+  | WorkerViewMsg
+  | VerdictMsg
+  | ListPairingsMsg
+  | UnanswerMsg
+  | InterruptMsg
+  | ResultMsg
+  | ListReportsMsg
+  | SetRoleMsg
+  | ListRolesMsg
+  | ReleaseRoleMsg
+  | MessageSupervisorMsg
+  | AskSupervisorMsg
+  | ListStaffMsg
+  | InspectStaffMsg
+  | MessageStaffMsg
+  | ListPeersMsg
+  | MessagePeerMsg
+  | DelegateAgentMsg
+  | ContinueAgentMsg
+  | ListWorkersMsg
+  | SteerAgentMsg
+  | InterruptAgentMsg
+  | ReplyAgentMsg
+  | CloseAgentMsg
+  | InspectAgentMsg
+  | ReadAgentTranscriptMsg
+  | AskOwnerMsg
+  | ListAgentsMsg
+  | UsageMsg
+  | DelegateProjectMsg
+  | ResumeWorkMsg
+  | StopLeadMsg
+  | IntegrateBranchMsg
+  | ListProjectsMsg
+  | AckMsg
+  | ByeMsg;
+
+export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
+  "hello",
+  "register",
+  "update",
+  "ask",
+  "report",
+  "answer",
+  "send",
+  "list_sessions",
+  "list_asks",
+  "status",
+  "subscribe",
+  "ping",
+  "supervise",
+  "unpair",
+  "set_goal",
+  "look",
+  "worker_view",
+  "verdict",
+  "list_pairings",
+  "unanswer",
+  "interrupt",
+  "result",
+  "list_reports",
+  "set_role",
+  "list_roles",
+  "release_role",
+  "message_supervisor",
+  "ask_supervisor",
+  "list_staff",
+  "inspect_staff",
+  "message_staff",
+  "list_peers",
+  "message_peer",
+  "delegate_agent",
+  "continue_agent",
+  "list_workers",
+  "steer_agent",
+  "interrupt_agent",
+  "reply_agent",
+  "close_agent",
+  "inspect_agent",
+  "read_agent_transcript",
+  "ask_owner",
+  "list_agents",
+  "usage",
+  "delegate_project",
+  "resume_work",
+  "stop_lead",
+  "integrate_branch",
+  "list_projects",
+  "ack",
+  "bye",
+];
