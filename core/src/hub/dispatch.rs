@@ -8,7 +8,6 @@ use rusqlite::Connection;
 use super::{ConnId, Cx, Frame, HubCommand, HubError, HubResult, Out, State};
 use crate::git::RepoContext;
 use crate::protocol::{ClientMsg, ErrorCode, ServerMsg};
-use crate::workers::launch::ProcKey;
 
 impl State {
     pub(super) fn handle(&mut self, cmd: HubCommand, db: &Connection, out: &mut Out) {
@@ -51,22 +50,14 @@ impl State {
                 self.forget_unseen(db);
                 self.expire_away_leases_logged(db, out);
             }
-            HubCommand::WorkerLaunched(done) => match done.key {
-                ProcKey::Worker(worker) => self.worker_launched(worker, *done, db, out),
-                ProcKey::Lead(assignment) => self.lead_launched(assignment, *done, db, out),
-            },
-            HubCommand::LeadExited { assignment, code } => {
-                if let Err(err) = self.lead_exited(assignment, code, db, out) {
-                    tracing::error!(%assignment, "handling a Lead's exit failed: {}", err.message);
+            HubCommand::ProcLaunched(done) => self.proc_launched(*done, db, out),
+            HubCommand::ProcExited { key, code } => {
+                if let Err(err) = self.proc_exited(key, code, db, out) {
+                    tracing::error!(?key, "handling a process's exit failed: {}", err.message);
                 }
             }
             HubCommand::GitDone(done) | HubCommand::Continue(done) => self.git_done(*done, db, out),
             HubCommand::Stopped(done) => self.stopped(*done, db, out),
-            HubCommand::WorkerExited { worker, code } => {
-                if let Err(err) = self.worker_exited(worker, code, db, out) {
-                    tracing::error!(%worker, "handling a worker's exit failed: {}", err.message);
-                }
-            }
             HubCommand::RecoverWorkers => {
                 self.recover_integrations(out);
                 if let Err(err) = self.recover_workers(db, out) {

@@ -77,7 +77,7 @@ impl State {
             // The next tick (or pass) tries again.
             HubCommand::Tick | HubCommand::Forget => {}
             // Without a store nothing about workers can change: say so, retry later.
-            HubCommand::WorkerLaunched(done) => {
+            HubCommand::ProcLaunched(done) => {
                 tracing::error!(key = ?done.key, "a launch finished while the store failed");
                 let what = match done.key {
                     ProcKey::Worker(w) => format!("close it with `shepherd close {w}`"),
@@ -93,7 +93,10 @@ impl State {
                     ),
                 );
             }
-            HubCommand::LeadExited { assignment, .. } => {
+            HubCommand::ProcExited {
+                key: ProcKey::Lead(assignment),
+                ..
+            } => {
                 tracing::error!(
                     %assignment,
                     "an assignment's Lead exited while the store failed"
@@ -123,7 +126,10 @@ impl State {
                     ),
                 );
             }
-            HubCommand::WorkerExited { worker, .. } => {
+            HubCommand::ProcExited {
+                key: ProcKey::Worker(worker),
+                ..
+            } => {
                 tracing::error!(
                     %worker,
                     "a worker exited while the store failed; it shows its last state"

@@ -130,16 +130,12 @@ pub enum HubCommand {
     Frame { conn: ConnId, bytes: Bytes },
     /// Once a second: start timer views that are due.
     Tick,
-    /// A worker's process started (or failed to), or was found again after a restart.
-    WorkerLaunched(Box<launched::host_ops::LaunchDone>),
-    /// A worker's process ended (`code`: its exit code; none when killed by a signal).
-    WorkerExited {
-        worker: crate::protocol::WorkerId,
-        code: Option<i32>,
-    },
-    /// An assignment's Lead process ended.
-    LeadExited {
-        assignment: crate::protocol::AssignmentId,
+    /// A launched process (a worker's or a Lead's) started (or failed to), or was found
+    /// again after a restart.
+    ProcLaunched(Box<launched::host_ops::LaunchDone>),
+    /// A launched process ended (`code`: its exit code; none when killed by a signal).
+    ProcExited {
+        key: crate::workers::launch::ProcKey,
         code: Option<i32>,
     },
     /// Project git work finished on the git lane: continue on the hub.

@@ -122,7 +122,7 @@ pub(in crate::hub) fn run(
                 reply,
                 result: result.map_err(|e| e.to_string()),
             };
-            let _ = tx.send(HubCommand::WorkerLaunched(Box::new(done))).await;
+            let _ = tx.send(HubCommand::ProcLaunched(Box::new(done))).await;
         });
     }
 }
@@ -136,7 +136,7 @@ pub(in crate::hub) struct HostLink {
 }
 
 /// Start the worker host for this core; its exit reports become
-/// [`HubCommand::WorkerExited`]. `None` when the core was started without one (tests of
+/// [`HubCommand::ProcExited`]. `None` when the core was started without one (tests of
 /// other parts): delegating is then refused with the reason.
 pub(in crate::hub) fn start_host(
     cfg: Option<&HostConfig>,
@@ -153,9 +153,9 @@ pub(in crate::hub) fn start_host(
         while let Some(event) = rx.recv().await {
             let Some(tx) = hub.upgrade() else { break };
             let crate::workers::host::HostEvent::Exited { worker, code } = event;
-            let cmd = match ProcKey::of(worker) {
-                ProcKey::Worker(worker) => HubCommand::WorkerExited { worker, code },
-                ProcKey::Lead(assignment) => HubCommand::LeadExited { assignment, code },
+            let cmd = HubCommand::ProcExited {
+                key: ProcKey::of(worker),
+                code,
             };
             if tx.send(cmd).await.is_err() {
                 break;

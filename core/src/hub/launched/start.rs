@@ -266,47 +266,4 @@ impl State {
         }
         Ok(())
     }
-
-    // The hub's dispatch names these by kind (`HubCommand::WorkerExited`, `LeadExited`,
-    // `WorkerLaunched`); each is the one lifecycle step above.
-
-    pub(in crate::hub) fn worker_launched(
-        &mut self,
-        _: crate::protocol::WorkerId,
-        done: LaunchDone,
-        db: &Connection,
-        out: &mut Out,
-    ) {
-        self.proc_launched(done, db, out)
-    }
-
-    pub(in crate::hub) fn lead_launched(
-        &mut self,
-        _: crate::protocol::AssignmentId,
-        done: LaunchDone,
-        db: &Connection,
-        out: &mut Out,
-    ) {
-        self.proc_launched(done, db, out)
-    }
-
-    pub(in crate::hub) fn worker_exited(
-        &mut self,
-        worker: crate::protocol::WorkerId,
-        code: Option<i32>,
-        db: &Connection,
-        out: &mut Out,
-    ) -> HubResult<()> {
-        self.proc_exited(ProcKey::Worker(worker), code, db, out)
-    }
-
-    pub(in crate::hub) fn lead_exited(
-        &mut self,
-        assignment: crate::protocol::AssignmentId,
-        code: Option<i32>,
-        db: &Connection,
-        out: &mut Out,
-    ) -> HubResult<()> {
-        self.proc_exited(ProcKey::Lead(assignment), code, db, out)
-    }
 }
