@@ -10,7 +10,8 @@
 #      Rust protocol types generate), golden protocol fixtures, the real daemon over its socket,
 #      and end to end with a real Pi against the scripted fake model (and a real Synapse);
 #   5. with a nightly toolchain, 30 s of fuzzing per target: the protocol decoders, the chat
-#      command parser, Markdown rendering and splitting (scripts/fuzz.sh).
+#      command parser, Markdown rendering and splitting (scripts/fuzz.sh; its build starts
+#      in the background after step 1 and is waited for before the tests run).
 # Fails on the first failing step. Nothing is skipped: a missing dependency is an error.
 # Each step's start is logged, and the run ends with how long each step took.
 set -euo pipefail
@@ -54,6 +55,18 @@ cargo fmt --all -- --check
 step "no import cycles between modules (scripts/module-cycles.py)"
 python3 scripts/module-cycles.py
 
+# The fuzz targets' build (nightly, its own target dir) starts now, in the background: it
+# overlaps the downloads of the test dependencies, and is waited for before the tests run
+# so that it never slows them. Its log: target/fuzz-build.log.
+fuzz_build=""
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    mkdir -p target
+    setsid scripts/fuzz.sh build >target/fuzz-build.log 2>&1 &
+    fuzz_build=$!
+    # On an early failure, stop it (its whole process group; setsid made it the leader).
+    trap '[ -n "$fuzz_build" ] && { kill -- -"$fuzz_build" || kill "$fuzz_build"; } 2>/dev/null || true' EXIT
+fi
+
 step "test dependencies (Node 22, pinned Pi, Synapse)"
 deps_env="$(scripts/test-deps.sh --env)"
 eval "$deps_env"
@@ -74,6 +87,17 @@ scripts/test-ts.sh
 
 step "cargo test: build (unit, protocol fixtures, real daemon, real Pi end to end)"
 cargo test --workspace --locked --no-run
+
+if [ -n "$fuzz_build" ]; then
+    step "the fuzz targets' build (started in the background)"
+    if ! wait "$fuzz_build"; then
+        tail -40 target/fuzz-build.log
+        echo "scripts/test.sh: building the fuzz targets failed (whole log: target/fuzz-build.log)" >&2
+        exit 1
+    fi
+    fuzz_build=""
+    grep '^==> fuzz targets built' target/fuzz-build.log || true
+fi
 
 step "cargo test: run"
 cargo test --workspace --locked
