@@ -1,8 +1,9 @@
 //! The phone bridges end to end: one test binary (`cargo test --test phone`), one module
 //! per area, Telegram against the strict fake Bot API (`shepherd_harness::fake_telegram`)
-//! and Matrix against a real Synapse (pinned, from PyPI; each test that needs it starts
-//! its own on a free port, and `SHEPHERD_SKIP_E2E=1` makes them return early while
-//! iterating). Filter by module: `cargo test --test phone telegram_roles::`.
+//! and Matrix against a real Synapse (pinned, from PyPI; one for the whole binary,
+//! `Synapse::shared`, on which each test makes users and rooms of its own, so the tests
+//! stay independent and run side by side; `SHEPHERD_SKIP_E2E=1` makes them return early
+//! while iterating). Filter by module: `cargo test --test phone telegram_roles::`.
 //!
 //! - [`fake_telegram`]: the fake Bot API itself, driven by real teloxide;
 //! - [`synapse_harness`]: the Synapse harness itself;

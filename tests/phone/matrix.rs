@@ -12,13 +12,10 @@ use shepherd_core::protocol::{DeliveryKind, Role, VerdictKind, requests};
 use shepherd_harness::fake_model::{FakeModel, Reply};
 use shepherd_harness::matrix_user::{MatrixUser, Message};
 use shepherd_harness::pi_process::{PiOptions, PiSession};
-use shepherd_harness::synapse::{Method, Synapse, skip_e2e};
+use shepherd_harness::synapse::{Method, Synapse, skip_e2e, unique};
 use shepherd_harness::{Core, Pi, eventually, registration};
 
 const WAIT: Duration = Duration::from_secs(45);
-const BOT: &str = "@bot:localhost";
-const ADA: &str = "@ada:localhost";
-const MALLORY: &str = "@mallory:localhost";
 const BOT_PASSWORD: &str = "bot-password";
 const KEY1: &str = "1\u{fe0f}\u{20e3}";
 const KEY2: &str = "2\u{fe0f}\u{20e3}";
@@ -33,9 +30,12 @@ enum RoomMode {
     Encrypted,
 }
 
+/// A test's own users on the binary's shared Synapse, the core and its bridge.
 struct Setup {
     synapse: Synapse,
     core: Core,
+    /// The bot's MXID (`@bot-3:localhost`).
+    bot_id: String,
     ada: MatrixUser,
     mallory: Option<MatrixUser>,
     room: String,
@@ -53,20 +53,20 @@ impl Setup {
         self.ada
             .messages(&self.room)
             .into_iter()
-            .filter(|m| m.sender == BOT)
+            .filter(|m| m.sender == self.bot_id)
             .collect()
     }
 
     /// Wait for a message from the bot for which `pred` holds.
     async fn bot_says(&self, pred: impl Fn(&Message) -> bool) -> Result<Message> {
         self.ada
-            .wait_for_message(&self.room, WAIT, |m| m.sender == BOT && pred(m))
+            .wait_for_message(&self.room, WAIT, |m| m.sender == self.bot_id && pred(m))
             .await
     }
 
     /// The bot's devices, from the admin API.
     async fn bot_devices(&self) -> Result<Vec<String>> {
-        self.synapse.devices(&self.admin, BOT).await
+        self.synapse.devices(&self.admin, &self.bot_id).await
     }
 
     /// Where the bridge logs: the core's log, or `shepherd bot`'s.
@@ -116,33 +116,35 @@ async fn setup_bot(mode: RoomMode) -> Result<Setup> {
 }
 
 async fn setup_with(mode: RoomMode, with_mallory: bool, separate_bot: bool) -> Result<Setup> {
-    let synapse = Synapse::start().await?;
-    synapse.register("bot", BOT_PASSWORD, false).await?;
-    synapse.register("ada", "ada-password", false).await?;
-    synapse.register("root", "root-password", true).await?;
-    let admin = synapse.login("root", "root-password").await?;
-    let ada = MatrixUser::login(&synapse.url(), "ada", "ada-password").await?;
+    let synapse = Synapse::shared().await?;
+    let bot_id = synapse
+        .register(&unique("bot"), BOT_PASSWORD, false)
+        .await?;
+    let (ada_name, root) = (unique("ada"), unique("root"));
+    let ada_id = synapse.register(&ada_name, "ada-password", false).await?;
+    synapse.register(&root, "root-password", true).await?;
+    let admin = synapse.login(&root, "root-password").await?;
+    let ada = MatrixUser::login(&synapse.url(), &ada_name, "ada-password").await?;
     let mallory = if with_mallory {
-        synapse
-            .register("mallory", "mallory-password", false)
-            .await?;
-        Some(MatrixUser::login(&synapse.url(), "mallory", "mallory-password").await?)
+        let name = unique("mallory");
+        synapse.register(&name, "mallory-password", false).await?;
+        Some(MatrixUser::login(&synapse.url(), &name, "mallory-password").await?)
     } else {
         None
     };
     let url = synapse.url();
     let mut env = vec![
         ("SHEPHERD_MATRIX__HOMESERVER", url.clone()),
-        ("SHEPHERD_MATRIX__USER_ID", BOT.to_string()),
+        ("SHEPHERD_MATRIX__USER_ID", bot_id.clone()),
         ("SHEPHERD_MATRIX_PASSWORD", BOT_PASSWORD.to_string()),
-        ("SHEPHERD_MATRIX__ALLOWED_USERS", format!("[\"{ADA}\"]")),
+        ("SHEPHERD_MATRIX__ALLOWED_USERS", format!("[\"{ada_id}\"]")),
     ];
     let precreated = match mode {
         RoomMode::BotCreates => None,
         RoomMode::Plain | RoomMode::Encrypted => {
-            let mut invite = vec![BOT];
-            if with_mallory {
-                invite.push(MALLORY);
+            let mut invite = vec![bot_id.as_str()];
+            if let Some(mallory) = &mallory {
+                invite.push(mallory.user_id());
             }
             let room = ada
                 .create_room("shepherd", &invite, mode == RoomMode::Encrypted)
@@ -175,6 +177,7 @@ async fn setup_with(mode: RoomMode, with_mallory: bool, separate_bot: bool) -> R
     let s = Setup {
         synapse,
         core,
+        bot_id,
         ada,
         mallory,
         room,
@@ -183,7 +186,7 @@ async fn setup_with(mode: RoomMode, with_mallory: bool, separate_bot: bool) -> R
         bridge_env: env,
     };
     s.bridge_started(1).await?;
-    s.ada.wait_for_member(&s.room, BOT, WAIT).await?;
+    s.ada.wait_for_member(&s.room, &s.bot_id, WAIT).await?;
     Ok(s)
 }
 
@@ -218,7 +221,10 @@ fn is_card_for(question: &str) -> impl Fn(&Message) -> bool + '_ {
 async fn option_reactions(s: &Setup, card: &Message, keys: &[&str]) -> Result<()> {
     s.ada
         .wait_for_message(&s.room, WAIT, |m| {
-            m.event_id == card.event_id && keys.iter().all(|k| m.reaction_keys_by(BOT).contains(k))
+            m.event_id == card.event_id
+                && keys
+                    .iter()
+                    .all(|k| m.reaction_keys_by(&s.bot_id).contains(k))
         })
         .await
         .map(|_| ())
@@ -280,7 +286,7 @@ async fn a_real_pi_asks_and_a_threaded_reply_answers_it() -> Result<()> {
         .bot_says(|m| m.event_id == card.event_id && m.edits > 0)
         .await?;
     assert!(
-        edited.text().contains("ship-it-now") && edited.text().contains(ADA),
+        edited.text().contains("ship-it-now") && edited.text().contains(s.ada.user_id()),
         "the card says the answer and who gave it: {}",
         edited.text()
     );
@@ -305,7 +311,7 @@ async fn a_reaction_answers_and_a_cli_answer_edits_the_card() -> Result<()> {
         (delivery.kind, delivery.text.as_str()),
         (DeliveryKind::Answer, "wait")
     );
-    assert_eq!(delivery.from.name, format!("matrix:{ADA}"));
+    assert_eq!(delivery.from.name, format!("matrix:{}", s.ada.user_id()));
     pi.ack(&[delivery.id]).await?;
     let edited = s
         .bot_says(|m| m.event_id == card.event_id && m.edits > 0)
@@ -343,7 +349,7 @@ async fn a_reaction_answers_and_a_cli_answer_edits_the_card() -> Result<()> {
                 && e["content"]["m.relates_to"]["event_id"] == card2.event_id.as_str()
         })
         .context("an m.replace event for the card")?;
-    assert_eq!(raw_edit["sender"], BOT);
+    assert_eq!(raw_edit["sender"], s.bot_id.as_str());
     Ok(())
 }
 
@@ -413,7 +419,9 @@ async fn strangers_are_ignored_and_audited() -> Result<()> {
     option_reactions(&s, &card, &[KEY1, KEY2]).await?;
 
     // Her invite to a room of her own is refused, too.
-    let her_room = mallory.create_room("mallory's", &[BOT], false).await?;
+    let her_room = mallory
+        .create_room("mallory's", &[s.bot_id.as_str()], false)
+        .await?;
     mallory.react(&s.room, &card.event_id, KEY1).await?;
     mallory
         .send_thread_reply(&s.room, &thread_of(&card), &card.event_id, "1")
@@ -447,7 +455,7 @@ async fn strangers_are_ignored_and_audited() -> Result<()> {
                     !s.ada
                         .events(&s.room)
                         .iter()
-                        .any(|e| e["event_id"] == r && e["sender"] == MALLORY)
+                        .any(|e| e["event_id"] == r && e["sender"] == mallory.user_id())
                 })),
         "no reply to a stranger"
     );
@@ -458,7 +466,7 @@ async fn strangers_are_ignored_and_audited() -> Result<()> {
         std::fs::read_to_string(&audit_path)
             .unwrap_or_default()
             .lines()
-            .filter(|l| l.contains(MALLORY))
+            .filter(|l| l.contains(mallory.user_id()))
             .count()
     };
     // Nothing more comes: one more message of hers (the fence) is audited after those
@@ -467,7 +475,7 @@ async fn strangers_are_ignored_and_audited() -> Result<()> {
         std::fs::read_to_string(&audit_path)
             .unwrap_or_default()
             .lines()
-            .filter(|l| l.contains(MALLORY) && l.contains(r#""what":"message""#))
+            .filter(|l| l.contains(mallory.user_id()) && l.contains(r#""what":"message""#))
             .count()
     };
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -494,7 +502,7 @@ async fn strangers_are_ignored_and_audited() -> Result<()> {
         )
         .await?;
     assert!(
-        members["joined"].get(BOT).is_none(),
+        members["joined"].get(&s.bot_id).is_none(),
         "the bot did not join Mallory's room: {members}"
     );
     assert!(
@@ -599,7 +607,7 @@ async fn a_second_bridge_for_the_same_user_is_refused_naming_the_running_one() -
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains(&format!("matrix:{BOT}"))
+        err.contains(&format!("matrix:{}", s.bot_id))
             && err.contains("already served by the bridge `matrix`"),
         "{err}"
     );
@@ -641,7 +649,7 @@ async fn commands_answer_unknown_ones_get_help_and_a_thread_message_steers() -> 
     s.ada.send_text(&s.room, "!help").await?;
     s.ada
         .wait_for_message(&s.room, WAIT, |m| {
-            m.sender == BOT && m.body().contains("!steer") && m.event_id != help.event_id
+            m.sender == s.bot_id && m.body().contains("!steer") && m.event_id != help.event_id
         })
         .await?;
 
@@ -717,7 +725,9 @@ async fn supervision_lives_in_the_workers_thread() -> Result<()> {
         start
             .body()
             .contains("Goal: the login form accepts SSO users")
-            && start.body().contains("started by matrix:@ada:localhost"),
+            && start
+                .body()
+                .contains(&format!("started by matrix:{}", s.ada.user_id())),
         "{}",
         start.body()
     );
@@ -762,7 +772,10 @@ async fn supervision_lives_in_the_workers_thread() -> Result<()> {
         .send_thread_reply(&s.room, &root, &steer.event_id, "!unpair")
         .await?;
     let stopped = s
-        .bot_says(|m| m.body().contains("stopped by matrix:@ada:localhost"))
+        .bot_says(|m| {
+            m.body()
+                .contains(&format!("stopped by matrix:{}", s.ada.user_id()))
+        })
         .await?;
     assert_eq!(thread_of(&stopped), root);
     assert!(
@@ -880,7 +893,7 @@ async fn a_real_pi_in_its_thread_is_interrupted_and_its_closing_is_said_once() -
         .wait_for_message(&s.room, WAIT, |m| {
             m.event_id == card.event_id
                 && m.body().contains("your answer waits for its return")
-                && m.reaction_keys_by(BOT).is_empty()
+                && m.reaction_keys_by(&s.bot_id).is_empty()
         })
         .await?;
     assert!(
@@ -952,7 +965,7 @@ async fn a_session_that_dies_is_announced_once_in_its_thread() -> Result<()> {
         .wait_for_message(&s.room, WAIT, |m| {
             m.event_id == card.event_id
                 && m.body().contains("💥 session exited")
-                && m.reaction_keys_by(BOT).is_empty()
+                && m.reaction_keys_by(&s.bot_id).is_empty()
         })
         .await?;
     // Back: the same thread, and the card's reactions come back.
@@ -963,7 +976,7 @@ async fn a_session_that_dies_is_announced_once_in_its_thread() -> Result<()> {
                 && !m.body().contains("waits for its return")
                 && [KEY1, KEY2]
                     .iter()
-                    .all(|k| m.reaction_keys_by(BOT).contains(k))
+                    .all(|k| m.reaction_keys_by(&s.bot_id).contains(k))
         })
         .await?;
     s.ada

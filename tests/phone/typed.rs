@@ -17,9 +17,7 @@ use shepherd_harness::{Core, next_event_where};
 
 /// A core whose bridge posts to `phone`, ready.
 async fn setup(phone: &mut impl Phone) -> Result<Core> {
-    let env = phone.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let core = Core::start_with(&env).await?;
+    let core = Core::start_for(&*phone, &[]).await?;
     phone.ready().await?;
     Ok(core)
 }

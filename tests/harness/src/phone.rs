@@ -8,7 +8,8 @@
 //!
 //! - [`TelegramPhone`]: the strict fake Bot API ([`crate::fake_telegram`]) with a forum
 //!   and one allowed user, Ada;
-//! - [`MatrixPhone`]: a real Synapse ([`crate::synapse`]) with the bot's account and Ada's,
+//! - [`MatrixPhone`]: a real Synapse (the test binary's shared one,
+//!   [`crate::synapse::Synapse::shared`]) with a bot account and an Ada of the phone's own,
 //!   Ada a real matrix-sdk client ([`crate::matrix_user`]) that accepts the bot's invite.
 //!
 //! What differs between the chats stays in the implementations: Telegram's `/` commands
@@ -18,9 +19,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use crate::Core;
 use crate::fake_telegram::{FakeTelegram, FakeTelegramOptions, FakeUser, SentMessage, UserMessage};
 use crate::matrix_user::{MatrixUser, Message};
-use crate::synapse::Synapse;
+use crate::synapse::{Synapse, unique};
 
 /// How long a phone waits for the bot.
 pub const PHONE_WAIT: Duration = Duration::from_secs(60);
@@ -55,8 +57,8 @@ pub trait Phone {
     /// Once the core runs: wait until its bridge is here (polling, or in the room).
     async fn ready(&mut self) -> Result<()>;
 
-    /// The human as the core records who acted (`telegram:@ada`, `matrix:@ada:localhost`).
-    fn human(&self) -> &'static str;
+    /// The human as the core records who acted (`telegram:@ada`, `matrix:@ada-3:localhost`).
+    fn human(&self) -> &str;
 
     /// The first of the bot's messages (as it is now) for which `pred` holds.
     async fn bot_says(&self, pred: impl Fn(&Said) -> bool) -> Result<Said>;
@@ -126,6 +128,10 @@ pub trait Phone {
         Ok(())
     }
 
+    /// Whether the places the bot makes have names (Telegram's forum topics do; Matrix's
+    /// threads do not).
+    fn names_places(&self) -> bool;
+
     /// The names of the places the bot made (Telegram's forum topics; Matrix's threads
     /// have none).
     fn place_names(&self) -> Vec<String>;
@@ -153,6 +159,17 @@ pub trait Phone {
     /// Close the worker a `/workers` line shows (Telegram: its `✖ close` button; Matrix:
     /// `!close` in reply); what the bot answers.
     async fn close_worker(&self, line: &Said) -> Result<String>;
+}
+
+impl Core {
+    /// Start a core whose bridge serves `phone` (its [`Phone::env`]), with `more`
+    /// environment.
+    pub async fn start_for(phone: &impl Phone, more: &[(&str, &str)]) -> Result<Core> {
+        let env = phone.env();
+        let mut all = crate::pairs(&env);
+        all.extend_from_slice(more);
+        Core::start_with(&all).await
+    }
 }
 
 /// The fake Telegram's forum.
@@ -229,7 +246,7 @@ impl Phone for TelegramPhone {
             .await
     }
 
-    fn human(&self) -> &'static str {
+    fn human(&self) -> &str {
         "telegram:@ada"
     }
 
@@ -273,9 +290,7 @@ impl Phone for TelegramPhone {
     }
 
     async fn undo(&self, offer: &Said) -> Result<String> {
-        let [(_, data)] = offer.buttons.as_slice() else {
-            bail!("an undo offer has one button, not {:?}", offer.buttons);
-        };
+        let data = only_button(offer, UNDO_LABEL)?;
         let id = Self::message_id(offer)?;
         let press = self.tg.press_button(FORUM, id, ADA_TELEGRAM, data)?;
         let answer = self
@@ -304,6 +319,10 @@ impl Phone for TelegramPhone {
         Ok(())
     }
 
+    fn names_places(&self) -> bool {
+        true
+    }
+
     fn place_names(&self) -> Vec<String> {
         self.tg.topics(FORUM).into_iter().map(|t| t.name).collect()
     }
@@ -320,12 +339,7 @@ impl Phone for TelegramPhone {
     }
 
     async fn steer_from_line(&self, line: &Said, text: &str) -> Result<()> {
-        let [(label, data)] = line.buttons.as_slice() else {
-            bail!("a staff line has one button, not {:?}", line.buttons);
-        };
-        if label != "✍️ steer" {
-            bail!("the staff line's button is {label:?}, not ✍️ steer");
-        }
+        let data = only_button(line, "✍️ steer")?;
         let press = self
             .tg
             .press_button(FORUM, Self::message_id(line)?, ADA_TELEGRAM, data)?;
@@ -381,12 +395,7 @@ impl Phone for TelegramPhone {
     }
 
     async fn close_worker(&self, line: &Said) -> Result<String> {
-        let [(label, data)] = line.buttons.as_slice() else {
-            bail!("a worker's line has one button, not {:?}", line.buttons);
-        };
-        if label != "✖ close" {
-            bail!("the worker's line's button is {label:?}, not ✖ close");
-        }
+        let data = only_button(line, "✖ close")?;
         let press = self
             .tg
             .press_button(FORUM, Self::message_id(line)?, ADA_TELEGRAM, data)?;
@@ -398,38 +407,59 @@ impl Phone for TelegramPhone {
     }
 }
 
+/// The callback data of `m`'s one button, which must be labelled `label` (Telegram).
+fn only_button<'m>(m: &'m Said, label: &str) -> Result<&'m str> {
+    match m.buttons.as_slice() {
+        [(only, data)] if only == label => Ok(data),
+        buttons => bail!(
+            "{:?} should have one button, {label:?}, not {buttons:?}",
+            m.text
+        ),
+    }
+}
+
 /// The bot's own reaction a human taps to take a typed answer back.
 const UNDO_KEY: &str = "↩️";
 /// The label of Telegram's button for the same.
 const UNDO_LABEL: &str = "↩️ undo: it was meant as a steer";
 
-/// The bot's Matrix account.
-const BOT: &str = "@bot:localhost";
-/// Ada's Matrix account.
-const ADA_MATRIX: &str = "@ada:localhost";
-
-/// A room on a real Synapse; see the module docs.
+/// A room on a real Synapse (the test binary's shared one, with a bot and an Ada of this
+/// phone's own); see the module docs.
 pub struct MatrixPhone {
     pub synapse: Synapse,
     pub ada: MatrixUser,
+    /// The bot's MXID (`@bot-3:localhost`).
+    pub bot: String,
+    /// `matrix:` and Ada's MXID, as the core records her.
+    human: String,
     /// The room the bot invited Ada to (known once [`Phone::ready`]).
     pub room: String,
 }
 
 impl MatrixPhone {
     pub async fn start() -> Result<MatrixPhone> {
-        let synapse = Synapse::start().await?;
-        synapse.register("bot", "bot-password", false).await?;
-        synapse.register("ada", "ada-password", false).await?;
-        let ada = MatrixUser::login(&synapse.url(), "ada", "ada-password").await?;
+        let synapse = Synapse::shared().await?;
+        let bot = synapse
+            .register(&unique("bot"), "bot-password", false)
+            .await?;
+        let ada_name = unique("ada");
+        let ada_id = synapse.register(&ada_name, "ada-password", false).await?;
+        let ada = MatrixUser::login(&synapse.url(), &ada_name, "ada-password").await?;
         Ok(MatrixPhone {
             synapse,
             ada,
+            bot,
+            human: format!("matrix:{ada_id}"),
             room: String::new(),
         })
     }
 
-    fn said(m: &Message) -> Said {
+    /// Ada's MXID.
+    pub fn ada_id(&self) -> &str {
+        self.human.trim_start_matches("matrix:")
+    }
+
+    fn said(&self, m: &Message) -> Said {
         Said {
             id: m.event_id.clone(),
             text: m.body().to_string(),
@@ -437,7 +467,7 @@ impl MatrixPhone {
             edited: m.edits > 0,
             buttons: Vec::new(),
             marks: m
-                .reaction_keys_by(BOT)
+                .reaction_keys_by(&self.bot)
                 .into_iter()
                 .map(str::to_string)
                 .collect(),
@@ -453,11 +483,11 @@ impl Phone for MatrixPhone {
     fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("SHEPHERD_MATRIX__HOMESERVER", self.synapse.url()),
-            ("SHEPHERD_MATRIX__USER_ID", BOT.to_string()),
+            ("SHEPHERD_MATRIX__USER_ID", self.bot.clone()),
             ("SHEPHERD_MATRIX_PASSWORD", "bot-password".to_string()),
             (
                 "SHEPHERD_MATRIX__ALLOWED_USERS",
-                format!("[\"{ADA_MATRIX}\"]"),
+                format!("[\"{}\"]", self.ada_id()),
             ),
         ]
     }
@@ -465,31 +495,31 @@ impl Phone for MatrixPhone {
     async fn ready(&mut self) -> Result<()> {
         self.room = self.ada.accept_invite(None, PHONE_WAIT).await?;
         self.ada
-            .wait_for_member(&self.room, BOT, PHONE_WAIT)
+            .wait_for_member(&self.room, &self.bot, PHONE_WAIT)
             .await?;
         Ok(())
     }
 
-    fn human(&self) -> &'static str {
-        "matrix:@ada:localhost"
+    fn human(&self) -> &str {
+        &self.human
     }
 
     async fn bot_says(&self, pred: impl Fn(&Said) -> bool) -> Result<Said> {
         let m = self
             .ada
             .wait_for_message(&self.room, PHONE_WAIT, |m| {
-                m.sender == BOT && pred(&Self::said(m))
+                m.sender == self.bot && pred(&self.said(m))
             })
             .await?;
-        Ok(Self::said(&m))
+        Ok(self.said(&m))
     }
 
     fn all_said(&self) -> Vec<Said> {
         self.ada
             .messages(&self.room)
             .iter()
-            .filter(|m| m.sender == BOT)
-            .map(Self::said)
+            .filter(|m| m.sender == self.bot)
+            .map(|m| self.said(m))
             .collect()
     }
 
@@ -545,6 +575,10 @@ impl Phone for MatrixPhone {
     async fn reply(&self, to: &Said, text: &str) -> Result<()> {
         self.ada.send_reply(&self.room, &to.id, text).await?;
         Ok(())
+    }
+
+    fn names_places(&self) -> bool {
+        false
     }
 
     fn place_names(&self) -> Vec<String> {
