@@ -7,8 +7,10 @@
 //!
 //! - [`fake_telegram`]: the fake Bot API itself, driven by real teloxide;
 //! - [`synapse_harness`]: the Synapse harness itself;
-//! - [`telegram`]: the Telegram bridge's main scenarios;
-//! - [`matrix`]: the Matrix bridge's main scenarios;
+//! - [`sessions`]: a session's life (interrupted, closed, dead, its results, a bridge
+//!   that was down), one scenario run on each phone;
+//! - [`telegram`]: what only the Telegram bridge does, or does its own way;
+//! - [`matrix`]: what only the Matrix bridge does, or does its own way;
 //! - [`projects`]: project work, one scenario run on each phone;
 //! - [`roles`]: roles, one scenario run on each phone (and a Telegram topic renamed after the bridge was away);
 //! - [`typed`]: typing in a session's topic or thread, one scenario run on each phone;
@@ -24,6 +26,7 @@ mod matrix;
 mod projects;
 mod projects_phone;
 mod roles;
+mod sessions;
 mod synapse_harness;
 mod telegram;
 mod typed;

@@ -2,7 +2,10 @@
 //! against a real Synapse (pinned, from PyPI), configured only through environment
 //! variables, with a second Matrix client (matrix-sdk, its own crypto store) playing the
 //! human, and Pi sessions on the other side (a real Pi for the main scenario,
-//! protocol-level sessions for the rest).
+//! protocol-level sessions for the rest). Each test has users of its own on the test
+//! binary's shared Synapse. What both phones do alike is written once in the modules
+//! whose scenarios run on each (`sessions`, `roles`, …); here is what only Matrix does, or
+//! does its own way: rooms the human makes, encryption, reactions, devices.
 
 use std::time::Duration;
 
@@ -13,7 +16,7 @@ use shepherd_harness::fake_model::{FakeModel, Reply};
 use shepherd_harness::matrix_user::{MatrixUser, Message};
 use shepherd_harness::pi_process::{PiOptions, PiSession};
 use shepherd_harness::synapse::{Method, Synapse, skip_e2e, unique};
-use shepherd_harness::{Core, Pi, eventually, registration};
+use shepherd_harness::{Core, Pi, registration};
 
 const WAIT: Duration = Duration::from_secs(45);
 const BOT_PASSWORD: &str = "bot-password";
@@ -41,10 +44,6 @@ struct Setup {
     room: String,
     /// An admin's access token, for the admin API.
     admin: String,
-    /// The bridge as its own `shepherd bot` (with [`setup_bot`]), else inside the core.
-    bot: Option<shepherd_harness::Bot>,
-    /// The bridge's environment (for starting `shepherd bot` again).
-    bridge_env: Vec<(&'static str, String)>,
 }
 
 impl Setup {
@@ -69,30 +68,11 @@ impl Setup {
         self.synapse.devices(&self.admin, &self.bot_id).await
     }
 
-    /// Where the bridge logs: the core's log, or `shepherd bot`'s.
-    fn bridge_log(&self) -> String {
-        match &self.bot {
-            Some(bot) => bot.log(),
-            None => self.core.log(),
-        }
-    }
-
-    /// Start the bridge again as `shepherd bot` (after [`setup_bot`] and a kill).
-    fn spawn_bot(&mut self) -> Result<()> {
-        let env: Vec<(&str, &str)> = self
-            .bridge_env
-            .iter()
-            .map(|(k, v)| (*k, v.as_str()))
-            .collect();
-        self.bot = Some(self.core.spawn_bot(&env)?);
-        Ok(())
-    }
-
     /// Wait until the core log says the bridge started `n` times (after its first sync).
     async fn bridge_started(&self, n: usize) -> Result<()> {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            let log = self.bridge_log();
+            let log = self.core.log();
             if log.matches("matrix bridge started").count() >= n {
                 return Ok(());
             }
@@ -107,15 +87,6 @@ impl Setup {
 }
 
 async fn setup(mode: RoomMode, with_mallory: bool) -> Result<Setup> {
-    setup_with(mode, with_mallory, false).await
-}
-
-/// The core alone, and the bridge as `shepherd bot` (which can go down and come back).
-async fn setup_bot(mode: RoomMode) -> Result<Setup> {
-    setup_with(mode, false, true).await
-}
-
-async fn setup_with(mode: RoomMode, with_mallory: bool, separate_bot: bool) -> Result<Setup> {
     let synapse = Synapse::shared().await?;
     let bot_id = synapse
         .register(&unique("bot"), BOT_PASSWORD, false)
@@ -153,20 +124,8 @@ async fn setup_with(mode: RoomMode, with_mallory: bool, separate_bot: bool) -> R
             Some(room)
         }
     };
-    if separate_bot {
-        env.push((
-            "RUST_LOG",
-            "info,shepherd_bridges::relay::reports=debug".into(),
-        ));
-    }
-    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let (core, bot) = if separate_bot {
-        let core = Core::start().await?;
-        let bot = core.spawn_bot(&env_refs)?;
-        (core, Some(bot))
-    } else {
-        (Core::start_with(&env_refs).await?, None)
-    };
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let core = Core::start_with(&env).await?;
     let room = match precreated {
         Some(room) => room,
         None => ada.accept_invite(None, WAIT).await?,
@@ -182,8 +141,6 @@ async fn setup_with(mode: RoomMode, with_mallory: bool, separate_bot: bool) -> R
         mallory,
         room,
         admin,
-        bot,
-        bridge_env: env,
     };
     s.bridge_started(1).await?;
     s.ada.wait_for_member(&s.room, &s.bot_id, WAIT).await?;
@@ -792,412 +749,5 @@ async fn supervision_lives_in_the_workers_thread() -> Result<()> {
         .filter(|m| m.body().contains("supervises fix-login."))
         .count();
     assert_eq!(starts, 1, "the start is said once");
-    Ok(())
-}
-
-/// The everyday life of one real Pi session in the room: its thread starts as soon as it
-/// registers; `!stop then …` in the thread aborts its long bash call at once and its steer
-/// starts the next turn; `!status` there shows the session, not the core; when Pi closes,
-/// the thread says so once, and its open ask card loses its reactions and says the answer
-/// waits (a reply still answers it).
-#[tokio::test]
-async fn a_real_pi_in_its_thread_is_interrupted_and_its_closing_is_said_once() -> Result<()> {
-    if skip_e2e() {
-        return Ok(());
-    }
-    let s = setup(RoomMode::Plain, false).await?;
-    let model = FakeModel::start(|req| {
-        let t = req.transcript();
-        if t.contains("Answer to your question") {
-            Reply::text("Writing the guide.")
-        } else if t.contains("now-write-docs") {
-            Reply::tool(
-                "ask_human",
-                json!({"question": "Which docs first?", "options": ["api", "guide"]}),
-            )
-        } else {
-            Reply::tool("bash", json!({"command": "sleep 60"}))
-        }
-    })
-    .await?;
-    let mut opts = PiOptions::new(s.core.agent_dir());
-    opts.name = Some("mx-runner".into());
-    let mut pi = PiSession::spawn(&model, opts).await?;
-    s.core.connected_session("mx-runner", WAIT).await?;
-
-    // The thread comes with the registration: its root says the session started.
-    let started = s
-        .bot_says(|m| m.body().contains("mx-runner started"))
-        .await?;
-    assert_eq!(started.thread_root(), None, "the thread's root");
-    let root = started.event_id.clone();
-
-    pi.prompt("run the long job").await?;
-    eventually(WAIT, "the session in its bash call", || {
-        s.core
-            .session_named("mx-runner")
-            .filter(|v| v["status"] == "tool:bash")
-    })
-    .await?;
-    let asked = std::time::Instant::now();
-    s.ada
-        .send_thread_reply(&s.room, &root, &root, "!stop then now-write-docs")
-        .await?;
-    let reply = s.bot_says(|m| m.body().contains("⏹ stopping")).await?;
-    assert_eq!(thread_of(&reply), root);
-    assert!(
-        reply
-            .body()
-            .contains("⏹ stopping mx-runner (it was running tool:bash). Your steer follows."),
-        "{}",
-        reply.body()
-    );
-    let requests = model.wait_requests(2, WAIT).await?;
-    assert!(
-        asked.elapsed() < Duration::from_secs(20),
-        "the run ended promptly, not after the 60 s sleep: {:?}",
-        asked.elapsed()
-    );
-    assert!(
-        requests[1].transcript().contains("now-write-docs"),
-        "the steer reaches the model after the abort"
-    );
-
-    let card = s.bot_says(is_card_for("Which docs first?")).await?;
-    assert_eq!(thread_of(&card), root, "in the session's thread");
-    option_reactions(&s, &card, &[KEY1, KEY2]).await?;
-
-    // !status in the thread: this session, not the core.
-    s.ada
-        .send_thread_reply(&s.room, &root, &root, "!status")
-        .await?;
-    let status = s.bot_says(|m| m.body().contains("now: ")).await?;
-    assert!(
-        status.body().contains("mx-runner")
-            && status.body().contains("model: fake/fake-model")
-            && status.body().contains("❓ #")
-            && status.body().contains("Which docs first?"),
-        "{}",
-        status.body()
-    );
-    assert!(!status.body().contains("uptime"), "{}", status.body());
-
-    // Pi closes: said once, and the card waits without its reactions.
-    pi.shutdown().await?;
-    let closed = s
-        .bot_says(|m| m.body().contains("⏹ mx-runner closed"))
-        .await?;
-    assert_eq!(thread_of(&closed), root);
-    let marked = s
-        .ada
-        .wait_for_message(&s.room, WAIT, |m| {
-            m.event_id == card.event_id
-                && m.body().contains("your answer waits for its return")
-                && m.reaction_keys_by(&s.bot_id).is_empty()
-        })
-        .await?;
-    assert!(
-        marked.body().contains("⏹ session closed"),
-        "{}",
-        marked.body()
-    );
-
-    // A reply still answers it; the answer waits in the session's mailbox.
-    s.ada
-        .send_thread_reply(&s.room, &root, &card.event_id, "2")
-        .await?;
-    s.ada
-        .wait_for_message(&s.room, WAIT, |m| {
-            m.event_id == card.event_id && m.body().contains("answered by")
-        })
-        .await?;
-    let asks = s.core.cli_json(&["asks", "--all"])?;
-    assert_eq!(asks[0]["answer"], "guide", "{asks}");
-    let all = s.core.cli_json(&["sessions", "--all"])?;
-    let runner = all
-        .as_array()
-        .and_then(|a| a.iter().find(|x| x["name"] == "mx-runner"))
-        .context("mx-runner listed")?;
-    assert_eq!(runner["pending_messages"], 1, "the answer waits: {runner}");
-    let said = |needle: &str| {
-        s.bot_messages()
-            .iter()
-            .filter(|m| m.body().contains(needle))
-            .count()
-    };
-    assert_eq!(said("mx-runner closed"), 1, "the ending is said once");
-    assert_eq!(said("mx-runner started"), 1, "one start");
-    Ok(())
-}
-
-/// A session that vanishes without a goodbye is announced once, in its thread, as exited
-/// with what it was doing; coming back reuses the thread.
-#[tokio::test]
-async fn a_session_that_dies_is_announced_once_in_its_thread() -> Result<()> {
-    if skip_e2e() {
-        return Ok(());
-    }
-    let s = setup(RoomMode::Plain, false).await?;
-    let mut pi = s.core.pi("mx-dies", "mx-crasher").await?;
-    let started = s
-        .bot_says(|m| m.body().contains("mx-crasher started"))
-        .await?;
-    ask(&mut pi, "Keep the old API?", &["yes", "no"]).await?;
-    let card = s.bot_says(is_card_for("Keep the old API?")).await?;
-    option_reactions(&s, &card, &[KEY1, KEY2]).await?;
-    pi.client
-        .call(requests::Update {
-            status: Some("tool:bash".into()),
-            ..Default::default()
-        })
-        .await?;
-    drop(pi);
-    let ended = s.bot_says(|m| m.body().contains("💥 mx-crasher")).await?;
-    assert_eq!(thread_of(&ended), started.event_id);
-    assert!(
-        ended
-            .body()
-            .contains("💥 mx-crasher exited while running tool:bash"),
-        "{}",
-        ended.body()
-    );
-    s.ada
-        .wait_for_message(&s.room, WAIT, |m| {
-            m.event_id == card.event_id
-                && m.body().contains("💥 session exited")
-                && m.reaction_keys_by(&s.bot_id).is_empty()
-        })
-        .await?;
-    // Back: the same thread, and the card's reactions come back.
-    let _pi = s.core.pi("mx-dies", "mx-crasher").await?;
-    s.ada
-        .wait_for_message(&s.room, WAIT, |m| {
-            m.event_id == card.event_id
-                && !m.body().contains("waits for its return")
-                && [KEY1, KEY2]
-                    .iter()
-                    .all(|k| m.reaction_keys_by(&s.bot_id).contains(k))
-        })
-        .await?;
-    s.ada
-        .send_thread_reply(&s.room, &started.event_id, &started.event_id, "!status")
-        .await?;
-    let status = s.bot_says(|m| m.body().contains("now: idle")).await?;
-    assert_eq!(thread_of(&status), started.event_id);
-    let said = |needle: &str| {
-        s.bot_messages()
-            .iter()
-            .filter(|m| m.body().contains(needle))
-            .count()
-    };
-    assert_eq!(said("mx-crasher exited"), 1);
-    assert_eq!(said("mx-crasher started"), 1, "the thread is reused");
-    Ok(())
-}
-
-/// A result, as the bot posts a run's final text.
-fn is_result(m: &Message) -> bool {
-    m.text().contains("· result")
-}
-
-/// A run's final text in Markdown, as models write it (with HTML that must stay text).
-const MARKDOWN_RESULT: &str = "## Login fixed\n\nFixed the **login redirect** (see [the PR](https://x.test/pr/7)).\n\n- All `214` tests pass.\n- <script>alert(1)</script> stays text\n\n```sh\ncargo test\n```";
-
-#[tokio::test]
-async fn a_real_pi_run_ends_and_its_result_shows_in_its_thread() -> Result<()> {
-    if skip_e2e() {
-        return Ok(());
-    }
-    let s = setup(RoomMode::Plain, false).await?;
-    let model = FakeModel::start(|req| {
-        let t = req.transcript();
-        if t.contains("ship-it-now") {
-            Reply::text("Deployed as you said: v2.3 is live.")
-        } else if t.contains("deploy when") {
-            Reply::tool(
-                "ask_human",
-                json!({"question": "Deploy the release?", "options": ["ship-it-now", "hold"]}),
-            )
-        } else {
-            Reply::text(MARKDOWN_RESULT)
-        }
-    })
-    .await?;
-    let mut opts = PiOptions::new(s.core.agent_dir());
-    opts.name = Some("mx-runner".into());
-    let mut pi = PiSession::spawn(&model, opts).await?;
-    s.core.connected_session("mx-runner", WAIT).await?;
-    pi.prompt("fix the login redirect").await?;
-
-    let result = s.bot_says(is_result).await?;
-    let text = result.text();
-    assert!(
-        text.starts_with("🏁 mx-runner") && text.contains("All 214 tests pass."),
-        "{text}"
-    );
-    // Its Markdown as Matrix shows it: the HTML with a heading as a bold line, bold, a
-    // link, a list as `• ` lines, inline code and a code block, the HTML in it escaped;
-    // the body the same text without markup.
-    let html = result.html().unwrap_or_default();
-    assert!(
-        html.contains(
-            "<b>Login fixed</b><br><br>Fixed the <b>login redirect</b> (see \
-             <a href=\"https://x.test/pr/7\">the PR</a>).<br><br>• All <code>214</code> tests pass.<br>\
-             • &lt;script&gt;alert(1)&lt;/script&gt; stays text<br><br>\
-             <pre><code class=\"language-sh\">cargo test</code></pre>"
-        ),
-        "{html}"
-    );
-    assert!(!html.contains("<script"), "{html}");
-    assert!(
-        result.body().contains(
-            "Login fixed\n\nFixed the login redirect (see the PR).\n\n• All 214 tests pass.\n\
-             • <script>alert(1)</script> stays text\n\ncargo test"
-        ),
-        "{}",
-        result.body()
-    );
-    for markup in ["**", "##", "```", "[the PR]"] {
-        assert!(
-            !result.text().contains(markup),
-            "{markup} in {}",
-            result.text()
-        );
-    }
-
-    // A run that ends on ask_human has no result; the run its answer starts has one, in
-    // the same thread.
-    pi.wait_settled(WAIT).await?;
-    pi.prompt("deploy when the human says so").await?;
-    let card = s.bot_says(is_card_for("Deploy the release?")).await?;
-    assert_eq!(
-        thread_of(&card),
-        thread_of(&result),
-        "one thread per session"
-    );
-    s.ada
-        .send_thread_reply(&s.room, &thread_of(&card), &card.event_id, "1")
-        .await?;
-    let deployed = s.bot_says(|m| m.text().contains("v2.3 is live")).await?;
-    assert!(is_result(&deployed));
-    assert_eq!(thread_of(&deployed), thread_of(&result));
-    let results: Vec<String> = s
-        .bot_messages()
-        .into_iter()
-        .filter(is_result)
-        .map(|m| m.text())
-        .collect();
-    assert_eq!(
-        results.len(),
-        2,
-        "the ask's run posted nothing: {results:?}"
-    );
-    pi.shutdown().await?;
-    Ok(())
-}
-
-#[tokio::test]
-async fn a_bridge_that_was_down_posts_what_it_missed_once() -> Result<()> {
-    if skip_e2e() {
-        return Ok(());
-    }
-    let mut s = setup_bot(RoomMode::Plain).await?;
-    let wait_log = |s: &Setup, needle: String| {
-        let log = s.bridge_log();
-        log.contains(&needle).then_some(())
-    };
-    let mut a = s.core.pi("mx-miss-a", "alpha").await?;
-    let mut b = s.core.pi("mx-miss-b", "beta").await?;
-    shepherd_harness::eventually(WAIT, "the bridge's first catch-up", || {
-        wait_log(&s, "posting reports from now on".into())
-    })
-    .await?;
-    let live = a.client.report("live: bridge up").await?;
-    s.bot_says(|m| m.text().contains("live: bridge up")).await?;
-    // Killed once it has recorded the post (a kill between the two would post it again).
-    shepherd_harness::eventually(WAIT, "the post recorded", || {
-        wait_log(&s, format!("reports up to {} posted", live.id))
-    })
-    .await?;
-    s.bot.as_mut().unwrap().kill9();
-
-    for i in 1..=7 {
-        a.client
-            .call(requests::RunResult {
-                id: 0,
-                text: format!("alpha missed {i}"),
-                results: None,
-                key: None,
-            })
-            .await?;
-    }
-    b.client.report("beta missed 1").await?;
-    b.client.report("beta missed 2").await?;
-    a.client
-        .call(requests::RunResult {
-            id: 0,
-            text: "alpha held back".into(),
-            results: Some(shepherd_core::protocol::ResultsMode::Off),
-            key: None,
-        })
-        .await?;
-
-    s.spawn_bot()?;
-    // Said while the bridge comes back: in its catch-up, its events or both, posted once.
-    b.client.report("beta during the catch-up").await?;
-    s.bot_says(|m| m.text().contains("alpha missed 7")).await?;
-    s.bot_says(|m| m.text().contains("beta missed 2")).await?;
-    let back = a.client.report("live: back again").await?;
-    s.bot_says(|m| m.text().contains("live: back again"))
-        .await?;
-    shepherd_harness::eventually(WAIT, "the post recorded", || {
-        wait_log(&s, format!("reports up to {} posted", back.id))
-    })
-    .await?;
-    let check = |s: &Setup| {
-        let texts: Vec<String> = s.bot_messages().into_iter().map(|m| m.text()).collect();
-        let count = |needle: &str| texts.iter().filter(|t| t.contains(needle)).count();
-        for needle in [
-            "live: bridge up",
-            "alpha missed 3",
-            "alpha missed 4",
-            "alpha missed 5",
-            "alpha missed 6",
-            "alpha missed 7",
-            "beta missed 1",
-            "beta missed 2",
-            "beta during the catch-up",
-            "… and 2 earlier (shepherd reports alpha)",
-            "live: back again",
-        ] {
-            assert_eq!(count(needle), 1, "{needle:?} once: {texts:#?}");
-        }
-        for needle in [
-            "alpha missed 1",
-            "alpha missed 2",
-            "alpha held back",
-            "earlier (shepherd reports beta)",
-        ] {
-            assert_eq!(count(needle), 0, "{needle:?} not posted: {texts:#?}");
-        }
-    };
-    check(&s);
-    let messages = s.bot_messages();
-    let find = |needle: &str| messages.iter().find(|m| m.text().contains(needle)).unwrap();
-    let earlier = find("earlier (shepherd reports alpha)");
-    assert_eq!(
-        thread_of(earlier),
-        thread_of(find("live: bridge up")),
-        "in alpha's thread"
-    );
-    assert_eq!(thread_of(find("alpha missed 3")), thread_of(earlier));
-
-    // A second restart posts nothing again.
-    s.bot.as_mut().unwrap().kill9();
-    s.spawn_bot()?;
-    a.client.report("live: third start").await?;
-    s.bot_says(|m| m.text().contains("live: third start"))
-        .await?;
-    check(&s);
     Ok(())
 }

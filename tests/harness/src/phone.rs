@@ -19,10 +19,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use crate::Core;
 use crate::fake_telegram::{FakeTelegram, FakeTelegramOptions, FakeUser, SentMessage, UserMessage};
 use crate::matrix_user::{MatrixUser, Message};
 use crate::synapse::{Synapse, unique};
+use crate::{Bot, Core};
 
 /// How long a phone waits for the bot.
 pub const PHONE_WAIT: Duration = Duration::from_secs(60);
@@ -56,6 +56,12 @@ pub trait Phone {
 
     /// Once the core runs: wait until its bridge is here (polling, or in the room).
     async fn ready(&mut self) -> Result<()>;
+
+    /// After a restart of the bridge: wait until it serves the chat again, its log (`log`)
+    /// saying it started `starts` times. Telegram: at once (what the human sends
+    /// meanwhile waits on the server for the next poll); Matrix: once it has synced (what
+    /// was said before that is history, which it does not answer).
+    async fn bridge_back(&self, log: impl Fn() -> String, starts: usize) -> Result<()>;
 
     /// The human as the core records who acted (`telegram:@ada`, `matrix:@ada-3:localhost`).
     fn human(&self) -> &str;
@@ -102,6 +108,10 @@ pub trait Phone {
 
     /// Reply to one of the bot's messages with `text`.
     async fn reply(&self, to: &Said, text: &str) -> Result<()>;
+
+    /// Reply to one of the bot's messages from inside its place, as the apps do there
+    /// (Telegram: in its topic; Matrix: in its thread, a reply falling back to it).
+    async fn reply_in_place(&self, to: &Said, text: &str) -> Result<()>;
 
     /// The bot's messages that contain `what`, as where each is (see [`Said::place`]).
     fn places_said(&self, what: &str) -> Vec<Option<String>> {
@@ -170,6 +180,15 @@ impl Core {
         all.extend_from_slice(more);
         Core::start_with(&all).await
     }
+
+    /// Start the bridge for `phone` as its own `shepherd bot` next to this core (which
+    /// runs none), with `more` environment.
+    pub fn spawn_bot_for(&self, phone: &impl Phone, more: &[(&str, &str)]) -> Result<Bot> {
+        let env = phone.env();
+        let mut all = crate::pairs(&env);
+        all.extend_from_slice(more);
+        self.spawn_bot(&all)
+    }
 }
 
 /// The fake Telegram's forum.
@@ -203,6 +222,16 @@ impl TelegramPhone {
             buttons: m.buttons(),
             marks: Vec::new(),
         }
+    }
+
+    /// The fake's record of a message the bot sent (its entities, markup, …).
+    pub fn message(&self, said: &Said) -> Result<SentMessage> {
+        let id = Self::message_id(said)?;
+        self.tg
+            .messages(FORUM)
+            .into_iter()
+            .find(|m| m.message_id == id)
+            .with_context(|| format!("no message {id}"))
     }
 
     fn message_id(said: &Said) -> Result<i32> {
@@ -244,6 +273,10 @@ impl Phone for TelegramPhone {
                 tg.long_poll_waiting().then_some(())
             })
             .await
+    }
+
+    async fn bridge_back(&self, _log: impl Fn() -> String, _starts: usize) -> Result<()> {
+        Ok(())
     }
 
     fn human(&self) -> &str {
@@ -315,6 +348,16 @@ impl Phone for TelegramPhone {
 
     async fn reply(&self, to: &Said, text: &str) -> Result<()> {
         let message = UserMessage::new(FORUM, ADA_TELEGRAM, text).reply_to(Self::message_id(to)?);
+        self.tg.inject_message(message)?;
+        Ok(())
+    }
+
+    async fn reply_in_place(&self, to: &Said, text: &str) -> Result<()> {
+        let mut message =
+            UserMessage::new(FORUM, ADA_TELEGRAM, text).reply_to(Self::message_id(to)?);
+        if let Some(topic) = &to.place {
+            message = message.in_topic(topic.parse().context("a Telegram topic")?);
+        }
         self.tg.inject_message(message)?;
         Ok(())
     }
@@ -454,6 +497,15 @@ impl MatrixPhone {
         })
     }
 
+    /// The message as Ada's client has it (its HTML, relations, …).
+    pub fn message(&self, said: &Said) -> Result<Message> {
+        self.ada
+            .messages(&self.room)
+            .into_iter()
+            .find(|m| m.event_id == said.id)
+            .with_context(|| format!("no event {}", said.id))
+    }
+
     /// Ada's MXID.
     pub fn ada_id(&self) -> &str {
         self.human.trim_start_matches("matrix:")
@@ -497,6 +549,17 @@ impl Phone for MatrixPhone {
         self.ada
             .wait_for_member(&self.room, &self.bot, PHONE_WAIT)
             .await?;
+        Ok(())
+    }
+
+    async fn bridge_back(&self, log: impl Fn() -> String, starts: usize) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + PHONE_WAIT;
+        while log().matches("matrix bridge started").count() < starts {
+            if tokio::time::Instant::now() > deadline {
+                bail!("the Matrix bridge did not start (#{starts}):\n{}", log());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         Ok(())
     }
 
@@ -574,6 +637,13 @@ impl Phone for MatrixPhone {
 
     async fn reply(&self, to: &Said, text: &str) -> Result<()> {
         self.ada.send_reply(&self.room, &to.id, text).await?;
+        Ok(())
+    }
+
+    async fn reply_in_place(&self, to: &Said, text: &str) -> Result<()> {
+        self.ada
+            .send_thread_reply(&self.room, &self.thread_of(to), &to.id, text)
+            .await?;
         Ok(())
     }
 
