@@ -7,8 +7,9 @@
 //!
 //! - [`fake_telegram`]: the fake Bot API itself, driven by real teloxide;
 //! - [`synapse_harness`]: the Synapse harness itself;
-//! - [`sessions`]: a session's life (interrupted, closed, dead, its results, a bridge
-//!   that was down), one scenario run on each phone;
+//! - [`sessions`]: a session's life (its asks, interrupted, closed, dead, its results, a
+//!   bridge that was down), one scenario run on each phone;
+//! - [`supervision`]: supervision in the worker's place, one scenario run on each phone;
 //! - [`telegram`]: what only the Telegram bridge does, or does its own way;
 //! - [`matrix`]: what only the Matrix bridge does, or does its own way;
 //! - [`projects`]: project work, one scenario run on each phone;
@@ -27,6 +28,7 @@ mod projects;
 mod projects_phone;
 mod roles;
 mod sessions;
+mod supervision;
 mod synapse_harness;
 mod telegram;
 mod typed;

@@ -10,13 +10,10 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use serde_json::json;
-use shepherd_core::protocol::{DeliveryKind, Role, VerdictKind, requests};
-use shepherd_harness::fake_model::{FakeModel, Reply};
+use shepherd_core::protocol::{DeliveryKind, requests};
+use shepherd_harness::Core;
 use shepherd_harness::matrix_user::{MatrixUser, Message};
-use shepherd_harness::pi_process::{PiOptions, PiSession};
 use shepherd_harness::synapse::{Method, Synapse, skip_e2e, unique};
-use shepherd_harness::{Core, Pi, registration};
 
 const WAIT: Duration = Duration::from_secs(45);
 const BOT_PASSWORD: &str = "bot-password";
@@ -185,70 +182,6 @@ async fn option_reactions(s: &Setup, card: &Message, keys: &[&str]) -> Result<()
         })
         .await
         .map(|_| ())
-}
-
-#[tokio::test]
-async fn a_real_pi_asks_and_a_threaded_reply_answers_it() -> Result<()> {
-    if skip_e2e() {
-        return Ok(());
-    }
-    let s = setup(RoomMode::BotCreates, false).await?;
-    let model = FakeModel::start(|req| {
-        if req.transcript().contains("ship-it-now") {
-            Reply::text("Shipping.")
-        } else {
-            Reply::tool(
-                "ask_human",
-                json!({"question": "Deploy the release?", "options": ["ship-it-now", "hold"]}),
-            )
-        }
-    })
-    .await?;
-    let mut opts = PiOptions::new(s.core.agent_dir());
-    opts.name = Some("mx-asker".into());
-    let mut pi = PiSession::spawn(&model, opts).await?;
-    // The ask goes out from the model's first turn: prompt once the extension is in.
-    s.core.connected_session("mx-asker", WAIT).await?;
-    pi.prompt("deploy when the human says so").await?;
-
-    let card = s.bot_says(is_card_for("Deploy the release?")).await?;
-    let text = card.text();
-    assert!(
-        text.contains("mx-asker"),
-        "the card names the session: {text}"
-    );
-    assert!(
-        card.body().contains("1")
-            && card.body().contains("ship-it-now")
-            && card.body().contains("hold"),
-        "numbered options: {}",
-        card.body()
-    );
-    assert!(
-        card.html().is_some(),
-        "formatted_body HTML with a plain body"
-    );
-    option_reactions(&s, &card, &[KEY1, KEY2]).await?;
-
-    // Ada answers with the option's number, as a reply in the card's thread.
-    s.ada
-        .send_thread_reply(&s.room, &thread_of(&card), &card.event_id, "1")
-        .await?;
-    let requests = model.wait_requests(2, WAIT).await?;
-    assert!(
-        requests[1].transcript().contains("ship-it-now"),
-        "the model sees the answer"
-    );
-    let edited = s
-        .bot_says(|m| m.event_id == card.event_id && m.edits > 0)
-        .await?;
-    assert!(
-        edited.text().contains("ship-it-now") && edited.text().contains(s.ada.user_id()),
-        "the card says the answer and who gave it: {}",
-        edited.text()
-    );
-    pi.shutdown().await?;
-    Ok(())
 }
 
 #[tokio::test]
@@ -643,111 +576,5 @@ async fn commands_answer_unknown_ones_get_help_and_a_thread_message_steers() -> 
         1,
         "{status}"
     );
-    Ok(())
-}
-
-/// Supervision from Matrix: `!supervise <goal>` in the worker's thread (no session named:
-/// the thread's) pairs it with the free supervisor-role session; the thread shows the
-/// start once, a steer, and the supervisor's question, which a plain message in the
-/// thread answers; `!unpair` there ends it and says who stopped it.
-#[tokio::test]
-async fn supervision_lives_in_the_workers_thread() -> Result<()> {
-    if skip_e2e() {
-        return Ok(());
-    }
-    let s = setup(RoomMode::Plain, false).await?;
-    let mut worker = s.core.pi("mx-w1", "fix-login").await?;
-    let mut reg = registration("mx-sup1", "watch-login", s.core.agent_dir());
-    reg.role = Role::Supervisor;
-    let (mut sup, _) = Pi::register_full(&s.core.socket(), reg).await?;
-    worker.client.report("starting on the login form").await?;
-    let report = s
-        .bot_says(|m| m.body().contains("starting on the login form"))
-        .await?;
-    let root = thread_of(&report);
-
-    s.ada
-        .send_thread_reply(
-            &s.room,
-            &root,
-            &report.event_id,
-            "!supervise the login form accepts SSO users",
-        )
-        .await?;
-    let start = s
-        .bot_says(|m| m.body().contains("watch-login supervises fix-login"))
-        .await?;
-    assert_eq!(thread_of(&start), root, "in the worker's thread");
-    assert!(
-        start
-            .body()
-            .contains("Goal: the login form accepts SSO users")
-            && start
-                .body()
-                .contains(&format!("started by matrix:{}", s.ada.user_id())),
-        "{}",
-        start.body()
-    );
-    let pairings = s.core.cli_json(&["pairings"])?;
-    assert_eq!(pairings[0]["worker_name"], "fix-login", "{pairings}");
-    assert_eq!(pairings[0]["goal"], "the login form accepts SSO users");
-
-    sup.client
-        .call(requests::Verdict {
-            id: 0,
-            verdict: VerdictKind::Steer,
-            text: "run the SSO tests first".into(),
-        })
-        .await?;
-    let steer = s
-        .bot_says(|m| m.body().contains("👁 steer: run the SSO tests first"))
-        .await?;
-    assert_eq!(thread_of(&steer), root);
-
-    ask(&mut sup, "Use the staging SSO provider?", &["yes", "no"]).await?;
-    let card = s
-        .bot_says(is_card_for("Use the staging SSO provider?"))
-        .await?;
-    assert_eq!(
-        thread_of(&card),
-        root,
-        "the supervisor's ask is in the worker's thread"
-    );
-    s.ada
-        .send_thread_reply(&s.room, &root, &card.event_id, "2")
-        .await?;
-    let answer = loop {
-        let d = sup.next_delivery(WAIT).await?;
-        sup.ack(&[d.id]).await?;
-        if d.kind == DeliveryKind::Answer {
-            break d;
-        }
-    };
-    assert_eq!(answer.text, "no");
-
-    s.ada
-        .send_thread_reply(&s.room, &root, &steer.event_id, "!unpair")
-        .await?;
-    let stopped = s
-        .bot_says(|m| {
-            m.body()
-                .contains(&format!("stopped by matrix:{}", s.ada.user_id()))
-        })
-        .await?;
-    assert_eq!(thread_of(&stopped), root);
-    assert!(
-        stopped
-            .body()
-            .contains("watch-login no longer supervises fix-login"),
-        "{}",
-        stopped.body()
-    );
-    assert_eq!(s.core.cli_json(&["pairings"])?, json!([]));
-    let starts = s
-        .bot_messages()
-        .iter()
-        .filter(|m| m.body().contains("supervises fix-login."))
-        .count();
-    assert_eq!(starts, 1, "the start is said once");
     Ok(())
 }

@@ -2,6 +2,8 @@
 //! ([`Phone`]: the real `shepherd up`, or `shepherd bot` next to a core, against the strict
 //! fake Bot API in a forum or a real Synapse with a matrix-sdk client playing the human):
 //!
+//! - a real Pi's `ask_human` is a card naming the session with its options; the human's
+//!   choice reaches the model, and the card says the answer and who gave it;
 //! - a real Pi in its place (topic or thread, there as soon as it registers, its first
 //!   message saying so): `stop then …` typed there aborts its long bash call at once and
 //!   the steer starts its next turn; `status` there shows the session, not the core; when
@@ -43,6 +45,87 @@ async fn setup(phone: &mut impl Phone) -> Result<Core> {
 /// reactions.
 fn has_choices(m: &Said) -> bool {
     !m.buttons.is_empty() || !m.marks.is_empty()
+}
+
+#[tokio::test]
+async fn on_telegram_a_real_pi_asks_and_the_human_answers_it() -> Result<()> {
+    asks_on(TelegramPhone::start().await?, |_, _| Ok(())).await
+}
+
+#[tokio::test]
+async fn on_matrix_a_real_pi_asks_and_the_human_answers_it() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    asks_on(MatrixPhone::start().await?, |phone, card| {
+        let card = phone.message(card)?;
+        assert!(
+            card.html().is_some(),
+            "formatted_body HTML with a plain body"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// A real Pi's `ask_human` is a card naming the session and offering its options; the
+/// human chooses one (a button, a keycap reaction): the model sees the answer and the
+/// card says it and who gave it, no longer open. `card_format`: the phone's own checks of
+/// the card.
+async fn asks_on<P: Phone>(
+    mut phone: P,
+    card_format: impl Fn(&P, &Said) -> Result<()>,
+) -> Result<()> {
+    let core = setup(&mut phone).await?;
+    let model = FakeModel::start(|req| {
+        if req.transcript().contains("ship-it-now") {
+            Reply::text("Shipping.")
+        } else {
+            Reply::tool(
+                "ask_human",
+                json!({"question": "Deploy the release?", "options": ["ship-it-now", "hold"]}),
+            )
+        }
+    })
+    .await?;
+    let mut opts = PiOptions::new(core.agent_dir());
+    opts.name = Some("asker".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    // The ask goes out from the model's first turn: prompt once the extension is in.
+    core.connected_session("asker", WAIT).await?;
+    pi.prompt("deploy when the human says so").await?;
+
+    let card = phone
+        .bot_says(|m| m.text.contains("Deploy the release?") && phone.is_open_card(m))
+        .await?;
+    assert!(
+        card.text.contains("asker"),
+        "the card names the session: {}",
+        card.text
+    );
+    phone.offers(&card, &["ship-it-now", "hold"]).await?;
+    card_format(&phone, &card)?;
+    if let Some(shown) = phone.choose(&card, 1).await? {
+        assert!(shown.contains("ship-it-now"), "{shown:?}");
+    }
+
+    let requests = model.wait_requests(2, WAIT).await?;
+    assert!(
+        requests[1].transcript().contains("ship-it-now"),
+        "the model sees the answer"
+    );
+    let edited = phone.bot_says(|m| m.id == card.id && m.edited).await?;
+    assert!(
+        edited.text.contains("ship-it-now") && edited.text.contains(phone.human()),
+        "the card says the answer and who gave it: {}",
+        edited.text
+    );
+    assert!(
+        !phone.is_open_card(&edited),
+        "an answered card is closed (no buttons): {edited:?}"
+    );
+    pi.shutdown().await?;
+    Ok(())
 }
 
 #[tokio::test]

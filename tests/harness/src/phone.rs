@@ -163,8 +163,9 @@ pub trait Phone {
     async fn offers(&self, card: &Said, options: &[&str]) -> Result<()>;
 
     /// Choose the card's option number `n` (1-based) as the human would: its button, or
-    /// its keycap reaction.
-    async fn choose(&self, card: &Said, n: usize) -> Result<()>;
+    /// its keycap reaction; what the chat shows the human at once (Telegram: the button's
+    /// answer; Matrix: nothing, `None`).
+    async fn choose(&self, card: &Said, n: usize) -> Result<Option<String>>;
 
     /// Close the worker a `/workers` line shows (Telegram: its `✖ close` button; Matrix:
     /// `!close` in reply); what the bot answers.
@@ -423,7 +424,7 @@ impl Phone for TelegramPhone {
         Ok(())
     }
 
-    async fn choose(&self, card: &Said, n: usize) -> Result<()> {
+    async fn choose(&self, card: &Said, n: usize) -> Result<Option<String>> {
         let (_, data) = card
             .buttons
             .get(n - 1)
@@ -431,10 +432,11 @@ impl Phone for TelegramPhone {
         let press = self
             .tg
             .press_button(FORUM, Self::message_id(card)?, ADA_TELEGRAM, data)?;
-        self.tg
+        let answer = self
+            .tg
             .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
             .await?;
-        Ok(())
+        Ok(Some(answer.text.unwrap_or_default()))
     }
 
     async fn close_worker(&self, line: &Said) -> Result<String> {
@@ -680,12 +682,12 @@ impl Phone for MatrixPhone {
         Ok(())
     }
 
-    async fn choose(&self, card: &Said, n: usize) -> Result<()> {
+    async fn choose(&self, card: &Said, n: usize) -> Result<Option<String>> {
         let key = keycap(n);
         self.bot_says(|m| m.id == card.id && m.marks.contains(&key))
             .await?;
         self.ada.react(&self.room, &card.id, &key).await?;
-        Ok(())
+        Ok(None)
     }
 
     async fn close_worker(&self, line: &Said) -> Result<String> {
