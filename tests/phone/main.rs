@@ -5,6 +5,8 @@
 //! stay independent and run side by side; `SHEPHERD_SKIP_E2E=1` makes them return early
 //! while iterating). Filter by module: `cargo test --test phone telegram_roles::`.
 //!
+//! - [`bridge`]: the bridge as a process (a second one refused), one scenario run on each
+//!   phone;
 //! - [`fake_telegram`]: the fake Bot API itself, driven by real teloxide;
 //! - [`synapse_harness`]: the Synapse harness itself;
 //! - [`sessions`]: a session's life (its asks, interrupted, closed, dead, its results, a
@@ -22,6 +24,7 @@
 // A scenario reads as one story: its test may run past the product's 100-line rule.
 #![allow(clippy::too_many_lines)]
 
+mod bridge;
 mod fake_telegram;
 mod matrix;
 mod projects;

@@ -185,65 +185,6 @@ async fn option_reactions(s: &Setup, card: &Message, keys: &[&str]) -> Result<()
 }
 
 #[tokio::test]
-async fn a_reaction_answers_and_a_cli_answer_edits_the_card() -> Result<()> {
-    if skip_e2e() {
-        return Ok(());
-    }
-    let s = setup(RoomMode::Plain, false).await?;
-    let mut pi = s.core.pi("mx-s1", "builder").await?;
-    ask(&mut pi, "Merge PR 7?", &["merge", "wait"]).await?;
-    let card = s.bot_says(is_card_for("Merge PR 7?")).await?;
-    option_reactions(&s, &card, &[KEY1, KEY2]).await?;
-
-    s.ada.react(&s.room, &card.event_id, KEY2).await?;
-    let delivery = pi.next_delivery(WAIT).await?;
-    assert_eq!(
-        (delivery.kind, delivery.text.as_str()),
-        (DeliveryKind::Answer, "wait")
-    );
-    assert_eq!(delivery.from.name, format!("matrix:{}", s.ada.user_id()));
-    pi.ack(&[delivery.id]).await?;
-    let edited = s
-        .bot_says(|m| m.event_id == card.event_id && m.edits > 0)
-        .await?;
-    assert!(edited.text().contains("wait"), "{}", edited.text());
-
-    // Answered on the CLI: the card is edited (m.replace) to say so.
-    ask(&mut pi, "Tag the release?", &["yes", "no"]).await?;
-    let card2 = s.bot_says(is_card_for("Tag the release?")).await?;
-    let asks = s.core.cli_json(&["asks"])?;
-    let id = asks
-        .as_array()
-        .context("asks")?
-        .iter()
-        .find(|a| a["question"] == "Tag the release?")
-        .context("listed")?["id"]
-        .to_string();
-    let out = s.core.cli(&["answer", &id, "yes, v1.2"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let edited2 = s
-        .bot_says(|m| m.event_id == card2.event_id && m.text().contains("yes, v1.2"))
-        .await?;
-    assert!(edited2.edits > 0);
-    assert!(edited2.text().contains("cli"), "{}", edited2.text());
-    let raw_edit = s
-        .ada
-        .events(&s.room)
-        .into_iter()
-        .find(|e| {
-            e["content"]["m.relates_to"]["rel_type"] == "m.replace"
-                && e["content"]["m.relates_to"]["event_id"] == card2.event_id.as_str()
-        })
-        .context("an m.replace event for the card")?;
-    assert_eq!(raw_edit["sender"], s.bot_id.as_str());
-    Ok(())
-}
-
-#[tokio::test]
 async fn an_encrypted_room_works_both_ways() -> Result<()> {
     if skip_e2e() {
         return Ok(());
@@ -478,36 +419,6 @@ async fn a_restart_neither_reanswers_history_nor_makes_a_new_device() -> Result<
         Some(1),
         "no second room after the restart: {rooms}"
     );
-    Ok(())
-}
-
-/// A second bridge for the same Matrix user (`shepherd bot` next to the running core's
-/// bridge) is refused by the core before it syncs: it exits naming the running bridge, and
-/// `status` lists one Matrix bridge.
-#[tokio::test]
-async fn a_second_bridge_for_the_same_user_is_refused_naming_the_running_one() -> Result<()> {
-    if skip_e2e() {
-        return Ok(());
-    }
-    let s = setup(RoomMode::Plain, false).await?;
-    let mut second = tokio::process::Command::from(s.core.command());
-    let out = tokio::time::timeout(WAIT, second.arg("bot").output())
-        .await
-        .context("the second bridge did not stop")??;
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains(&format!("matrix:{}", s.bot_id))
-            && err.contains("already served by the bridge `matrix`"),
-        "{err}"
-    );
-    let status = s.core.cli_json(&["status"])?;
-    let bridges = status["bridges"].as_array().context("bridges")?;
-    assert_eq!(bridges.len(), 1, "{status}");
-    // The running bridge still answers.
-    s.ada.send_text(&s.room, "!sessions").await?;
-    s.bot_says(|m| m.body().to_lowercase().contains("session"))
-        .await?;
     Ok(())
 }
 

@@ -4,6 +4,8 @@
 //!
 //! - a real Pi's `ask_human` is a card naming the session with its options; the human's
 //!   choice reaches the model, and the card says the answer and who gave it;
+//! - a reply `2` to an ask's card picks its second option (on Telegram in Ada's private
+//!   chat), and an ask answered on the CLI has its card edited to say so;
 //! - a real Pi in its place (topic or thread, there as soon as it registers, its first
 //!   message saying so): `stop then …` typed there aborts its long bash call at once and
 //!   the steer starts its next turn; `status` there shows the session, not the core; when
@@ -25,7 +27,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use shepherd_core::protocol::{ResultsMode, requests};
+use shepherd_core::protocol::{DeliveryKind, ResultsMode, requests};
 use shepherd_harness::fake_model::{FakeModel, Reply};
 use shepherd_harness::phone::{MatrixPhone, PHONE_WAIT, Phone, Said, TelegramPhone};
 use shepherd_harness::pi_process::{PiOptions, PiSession};
@@ -125,6 +127,110 @@ async fn asks_on<P: Phone>(
         "an answered card is closed (no buttons): {edited:?}"
     );
     pi.shutdown().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn on_telegram_a_reply_answers_an_ask_and_a_cli_answer_edits_the_card() -> Result<()> {
+    // In Ada's private chat; the old card's button, pressed once answered, says who won
+    // (unless the card has lost its buttons already: then it cannot be pressed at all).
+    let stale = async |phone: &TelegramPhone, card: &Said| {
+        if let Some(answer) = phone.press_as_seen(card, 1).await? {
+            assert!(
+                answer.contains("Already answered by telegram:@ada"),
+                "{answer}"
+            );
+        }
+        Ok(())
+    };
+    answers_on(TelegramPhone::start_private().await?, stale, |_, _| Ok(())).await
+}
+
+#[tokio::test]
+async fn on_matrix_a_reply_answers_an_ask_and_a_cli_answer_edits_the_card() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    // The edit is a real `m.replace` event from the bot.
+    let replaced = |phone: &MatrixPhone, card: &Said| {
+        let raw_edit = phone
+            .ada
+            .events(&phone.room)
+            .into_iter()
+            .find(|e| {
+                e["content"]["m.relates_to"]["rel_type"] == "m.replace"
+                    && e["content"]["m.relates_to"]["event_id"] == card.id.as_str()
+            })
+            .context("an m.replace event for the card")?;
+        assert_eq!(raw_edit["sender"], phone.bot.as_str());
+        Ok(())
+    };
+    let stale = async |_: &MatrixPhone, _: &Said| Ok(());
+    answers_on(MatrixPhone::start().await?, stale, replaced).await
+}
+
+/// A protocol-level session's ask: a reply `2` to its card picks the second option (the
+/// session gets it as an answer from the human) and the card says so; an ask answered on
+/// the CLI edits its card to say so. `stale` and `edited`: the phone's own checks, once
+/// the answer is in and once the CLI's edit is.
+async fn answers_on<P: Phone>(
+    mut phone: P,
+    stale: impl AsyncFn(&P, &Said) -> Result<()>,
+    edited: impl Fn(&P, &Said) -> Result<()>,
+) -> Result<()> {
+    let core = setup(&mut phone).await?;
+    let mut pi = core.pi("s1", "builder").await?;
+    let ask = |q: &str| requests::Ask {
+        id: 0,
+        question: q.into(),
+        options: vec!["merge".into(), "wait".into()],
+        details: None,
+        key: None,
+    };
+    pi.client.call(ask("Merge PR 7?")).await?;
+    let card = phone
+        .bot_says(|m| m.text.contains("Merge PR 7?") && phone.is_open_card(m))
+        .await?;
+    phone.offers(&card, &["merge", "wait"]).await?;
+
+    // A text reply to the card: "2" picks the second option.
+    phone.reply(&card, "2").await?;
+    let delivery = pi.next_delivery(WAIT).await?;
+    assert_eq!(
+        (delivery.kind, delivery.text.as_str()),
+        (DeliveryKind::Answer, "wait")
+    );
+    assert_eq!(delivery.from.name, phone.human());
+    pi.ack(&[delivery.id]).await?;
+    stale(&phone, &card).await?;
+    let answered = phone.bot_says(|m| m.id == card.id && m.edited).await?;
+    assert!(answered.text.contains("wait"), "{}", answered.text);
+
+    // Answered on the CLI: the card is edited to say so.
+    pi.client.call(ask("Tag the release?")).await?;
+    let card2 = phone
+        .bot_says(|m| m.text.contains("Tag the release?") && phone.is_open_card(m))
+        .await?;
+    let asks = core.cli_json(&["asks"])?;
+    let id = asks
+        .as_array()
+        .context("asks")?
+        .iter()
+        .find(|a| a["question"] == "Tag the release?")
+        .context("listed")?["id"]
+        .to_string();
+    let out = core.cli(&["answer", &id, "yes, v1.2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let edited2 = phone
+        .bot_says(|m| m.id == card2.id && m.text.contains("yes, v1.2"))
+        .await?;
+    assert!(edited2.edited, "{edited2:?}");
+    assert!(edited2.text.contains("cli"), "{}", edited2.text);
+    edited(&phone, &card2)?;
     Ok(())
 }
 

@@ -69,66 +69,6 @@ fn is_card_for(question: &str) -> impl Fn(&SentMessage) -> bool + '_ {
     move |m| m.text.contains(question) && !m.buttons().is_empty()
 }
 
-#[tokio::test]
-async fn reply_answers_stale_buttons_say_who_won_and_cli_answers_edit_cards() -> Result<()> {
-    let s = setup(false, None).await?;
-    let mut pi = s.core.pi("tg-s1", "builder").await?;
-    let ask = |q: &str| requests::Ask {
-        id: 0,
-        question: q.into(),
-        options: vec!["merge".into(), "wait".into()],
-        details: None,
-        key: None,
-    };
-    let q1 = ask("Merge PR 7?");
-    pi.client.call(q1.clone()).await?;
-    let card =
-        s.tg.wait_for_message(s.chat, WAIT, is_card_for("Merge PR 7?"))
-            .await?;
-
-    // A text reply to the card: "2" picks the second option.
-    s.tg.inject_message(UserMessage::new(s.chat, ADA, "2").reply_to(card.message_id))?;
-    let delivery = pi.next_delivery(WAIT).await?;
-    assert_eq!(
-        (delivery.kind, delivery.text.as_str()),
-        (DeliveryKind::Answer, "wait")
-    );
-    assert_eq!(delivery.from.name, "telegram:@ada");
-    pi.ack(&[delivery.id]).await?;
-
-    // The old button is stale now.
-    let press =
-        s.tg.press_button(s.chat, card.message_id, ADA, &card.buttons()[0].1);
-    if let Ok(press) = press {
-        let answer = s.tg.wait_for_callback_answer(&press.query_id, WAIT).await?;
-        let text = answer.text.unwrap_or_default();
-        assert!(text.contains("Already answered by telegram:@ada"), "{text}");
-    } // (A card already edited without buttons cannot be pressed at all: also fine.)
-
-    // Answered on the CLI: the card is edited to say so.
-    let q2 = ask("Tag the release?");
-    pi.client.call(q2.clone()).await?;
-    let card2 =
-        s.tg.wait_for_message(s.chat, WAIT, is_card_for("Tag the release?"))
-            .await?;
-    let asks = s.core.cli_json(&["asks"])?;
-    let id = asks
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["question"] == "Tag the release?")
-        .context("listed")?["id"]
-        .to_string();
-    assert!(s.core.cli(&["answer", &id, "yes, v1.2"]).status.success());
-    let edited =
-        s.tg.wait_for_message(s.chat, WAIT, |m| {
-            m.message_id == card2.message_id && m.text.contains("yes, v1.2")
-        })
-        .await?;
-    assert!(edited.text.contains("cli"), "{}", edited.text);
-    Ok(())
-}
-
 /// Mallory is in the forum (she can see and press the card) and has a private chat with
 /// the bot, but she is not in `allowed_users`: nothing she does reaches a session.
 #[tokio::test]
@@ -480,39 +420,6 @@ async fn a_token_alone_runs_pairing_mode_which_tells_a_writer_their_id() -> Resu
         Some(1),
         "{status}"
     );
-    Ok(())
-}
-
-/// A second bridge on the same bot (`shepherd bot` next to the running core's bridge) is
-/// refused by the core before it polls: it exits naming the running bridge, the running
-/// one keeps its long poll, and `status` lists one Telegram bridge.
-#[tokio::test]
-async fn a_second_bridge_on_the_same_bot_is_refused_naming_the_running_one() -> Result<()> {
-    let s = setup(false, None).await?;
-    let polls = s.tg.calls_to("getUpdates").len();
-    let mut second = tokio::process::Command::from(s.core.command());
-    let out = tokio::time::timeout(WAIT, second.arg("bot").output())
-        .await
-        .context("the second bridge did not stop")??;
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("telegram:@") && err.contains("already served by the bridge `telegram`"),
-        "{err}"
-    );
-    assert!(
-        err.contains("pid "),
-        "names the running bridge's process: {err}"
-    );
-    assert_eq!(
-        s.tg.calls_to("getUpdates").len(),
-        polls,
-        "the refused bridge never polled"
-    );
-    assert!(s.tg.long_poll_waiting(), "the running bridge still polls");
-    let status = s.core.cli_json(&["status"])?;
-    let bridges = status["bridges"].as_array().context("bridges")?;
-    assert_eq!(bridges.len(), 1, "{status}");
     Ok(())
 }
 

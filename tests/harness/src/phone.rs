@@ -63,6 +63,10 @@ pub trait Phone {
     /// was said before that is history, which it does not answer).
     async fn bridge_back(&self, log: impl Fn() -> String, starts: usize) -> Result<()>;
 
+    /// The bot's account as the core names the bridge's identity (`telegram:@<bot>`,
+    /// `matrix:<bot's MXID>`).
+    fn bot_account(&self) -> String;
+
     /// The human as the core records who acted (`telegram:@ada`, `matrix:@ada-3:localhost`).
     fn human(&self) -> &str;
 
@@ -197,12 +201,16 @@ const FORUM: i64 = -1_001_234_567;
 /// Ada's Telegram user id.
 const ADA_TELEGRAM: i64 = 4242;
 
-/// A forum on the strict fake Bot API; see the module docs.
+/// A forum (or Ada's private chat with the bot) on the strict fake Bot API; see the
+/// module docs.
 pub struct TelegramPhone {
     pub tg: FakeTelegram,
+    /// The chat the bot posts to: the forum, or Ada's private chat.
+    chat: i64,
 }
 
 impl TelegramPhone {
+    /// The bot in a forum: a topic per session.
     pub async fn start() -> Result<TelegramPhone> {
         let ada = FakeUser::new(ADA_TELEGRAM, "Ada").with_username("ada");
         let opts = FakeTelegramOptions::default()
@@ -211,6 +219,20 @@ impl TelegramPhone {
             .no_rate_limits();
         Ok(TelegramPhone {
             tg: FakeTelegram::start(opts).await?,
+            chat: FORUM,
+        })
+    }
+
+    /// The bot in Ada's private chat: no topics, everything in one timeline.
+    pub async fn start_private() -> Result<TelegramPhone> {
+        let ada = FakeUser::new(ADA_TELEGRAM, "Ada").with_username("ada");
+        let opts = FakeTelegramOptions::default()
+            .user(ada.clone())
+            .private_chat(ada)
+            .no_rate_limits();
+        Ok(TelegramPhone {
+            tg: FakeTelegram::start(opts).await?,
+            chat: ADA_TELEGRAM,
         })
     }
 
@@ -225,11 +247,32 @@ impl TelegramPhone {
         }
     }
 
+    /// Press button `n` (1-based) of `m` as it was when seen (perhaps stale by now): what
+    /// the button answers, or `None` when Telegram refuses the press (the message has no
+    /// buttons any more).
+    pub async fn press_as_seen(&self, m: &Said, n: usize) -> Result<Option<String>> {
+        let (_, data) = m
+            .buttons
+            .get(n - 1)
+            .with_context(|| format!("no button {n} on {:?}", m.buttons))?;
+        let Ok(press) = self
+            .tg
+            .press_button(self.chat, Self::message_id(m)?, ADA_TELEGRAM, data)
+        else {
+            return Ok(None);
+        };
+        let answer = self
+            .tg
+            .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
+            .await?;
+        Ok(Some(answer.text.unwrap_or_default()))
+    }
+
     /// The fake's record of a message the bot sent (its entities, markup, …).
     pub fn message(&self, said: &Said) -> Result<SentMessage> {
         let id = Self::message_id(said)?;
         self.tg
-            .messages(FORUM)
+            .messages(self.chat)
             .into_iter()
             .find(|m| m.message_id == id)
             .with_context(|| format!("no message {id}"))
@@ -254,7 +297,7 @@ impl Phone for TelegramPhone {
                 "SHEPHERD_TELEGRAM__ALLOWED_USERS",
                 format!("[{ADA_TELEGRAM}]"),
             ),
-            ("SHEPHERD_TELEGRAM__CHAT_ID", FORUM.to_string()),
+            ("SHEPHERD_TELEGRAM__CHAT_ID", self.chat.to_string()),
             ("SHEPHERD_TELEGRAM__API_URL", self.tg.api_url()),
             (
                 "SHEPHERD_TELEGRAM__LIMITS__PER_CHAT_PER_SECOND",
@@ -280,6 +323,10 @@ impl Phone for TelegramPhone {
         Ok(())
     }
 
+    fn bot_account(&self) -> String {
+        format!("telegram:@{}", FakeTelegramOptions::default().bot_username)
+    }
+
     fn human(&self) -> &str {
         "telegram:@ada"
     }
@@ -287,20 +334,22 @@ impl Phone for TelegramPhone {
     async fn bot_says(&self, pred: impl Fn(&Said) -> bool) -> Result<Said> {
         let m = self
             .tg
-            .wait_for_message(FORUM, PHONE_WAIT, |m| pred(&Self::said(m)))
+            .wait_for_message(self.chat, PHONE_WAIT, |m| pred(&Self::said(m)))
             .await?;
         Ok(Self::said(&m))
     }
 
     fn all_said(&self) -> Vec<Said> {
-        self.tg.messages(FORUM).iter().map(Self::said).collect()
+        self.tg.messages(self.chat).iter().map(Self::said).collect()
     }
 
     async fn place_of(&self, name: &str) -> Result<String> {
         let topic = self
             .tg
             .wait_for(&format!("the topic of {name}"), PHONE_WAIT, |tg| {
-                tg.topics(FORUM).into_iter().find(|t| t.name.contains(name))
+                tg.topics(self.chat)
+                    .into_iter()
+                    .find(|t| t.name.contains(name))
             })
             .await?;
         Ok(topic.thread_id.to_string())
@@ -315,7 +364,7 @@ impl Phone for TelegramPhone {
             .parse()
             .with_context(|| format!("not a Telegram topic: {place}"))?;
         self.tg
-            .inject_message(UserMessage::new(FORUM, ADA_TELEGRAM, text).in_topic(topic))?;
+            .inject_message(UserMessage::new(self.chat, ADA_TELEGRAM, text).in_topic(topic))?;
         Ok(())
     }
 
@@ -326,13 +375,13 @@ impl Phone for TelegramPhone {
     async fn undo(&self, offer: &Said) -> Result<String> {
         let data = only_button(offer, UNDO_LABEL)?;
         let id = Self::message_id(offer)?;
-        let press = self.tg.press_button(FORUM, id, ADA_TELEGRAM, data)?;
+        let press = self.tg.press_button(self.chat, id, ADA_TELEGRAM, data)?;
         let answer = self
             .tg
             .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
             .await?;
         self.tg
-            .wait_for_message(FORUM, PHONE_WAIT, |m| {
+            .wait_for_message(self.chat, PHONE_WAIT, |m| {
                 m.message_id == id && !m.edits.is_empty() && m.buttons().is_empty()
             })
             .await
@@ -343,19 +392,20 @@ impl Phone for TelegramPhone {
     async fn command(&self, command: &str) -> Result<()> {
         let text = format!("/{command}");
         self.tg
-            .inject_message(UserMessage::new(FORUM, ADA_TELEGRAM, &text))?;
+            .inject_message(UserMessage::new(self.chat, ADA_TELEGRAM, &text))?;
         Ok(())
     }
 
     async fn reply(&self, to: &Said, text: &str) -> Result<()> {
-        let message = UserMessage::new(FORUM, ADA_TELEGRAM, text).reply_to(Self::message_id(to)?);
+        let message =
+            UserMessage::new(self.chat, ADA_TELEGRAM, text).reply_to(Self::message_id(to)?);
         self.tg.inject_message(message)?;
         Ok(())
     }
 
     async fn reply_in_place(&self, to: &Said, text: &str) -> Result<()> {
         let mut message =
-            UserMessage::new(FORUM, ADA_TELEGRAM, text).reply_to(Self::message_id(to)?);
+            UserMessage::new(self.chat, ADA_TELEGRAM, text).reply_to(Self::message_id(to)?);
         if let Some(topic) = &to.place {
             message = message.in_topic(topic.parse().context("a Telegram topic")?);
         }
@@ -368,13 +418,17 @@ impl Phone for TelegramPhone {
     }
 
     fn place_names(&self) -> Vec<String> {
-        self.tg.topics(FORUM).into_iter().map(|t| t.name).collect()
+        self.tg
+            .topics(self.chat)
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
     }
 
     async fn place_named(&self, place: &str, named: impl Fn(&str) -> bool) -> Result<()> {
         self.tg
             .wait_for(&format!("topic {place} renamed"), PHONE_WAIT, |tg| {
-                tg.topics(FORUM)
+                tg.topics(self.chat)
                     .into_iter()
                     .find(|t| t.thread_id.to_string() == place && named(&t.name))
             })
@@ -386,13 +440,13 @@ impl Phone for TelegramPhone {
         let data = only_button(line, "✍️ steer")?;
         let press = self
             .tg
-            .press_button(FORUM, Self::message_id(line)?, ADA_TELEGRAM, data)?;
+            .press_button(self.chat, Self::message_id(line)?, ADA_TELEGRAM, data)?;
         self.tg
             .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
             .await?;
         let prompt = self
             .tg
-            .wait_for_message(FORUM, PHONE_WAIT, |m| {
+            .wait_for_message(self.chat, PHONE_WAIT, |m| {
                 m.text.contains("What should ") && m.text.contains(" do?")
             })
             .await?;
@@ -404,7 +458,7 @@ impl Phone for TelegramPhone {
         if forced != Some(serde_json::json!(true)) {
             bail!("the prompt does not force a reply: {prompt:?}");
         }
-        let reply = UserMessage::new(FORUM, ADA_TELEGRAM, text).reply_to(prompt.message_id);
+        let reply = UserMessage::new(self.chat, ADA_TELEGRAM, text).reply_to(prompt.message_id);
         self.tg.inject_message(reply)?;
         Ok(())
     }
@@ -431,7 +485,7 @@ impl Phone for TelegramPhone {
             .with_context(|| format!("no button {n} on {:?}", card.buttons))?;
         let press = self
             .tg
-            .press_button(FORUM, Self::message_id(card)?, ADA_TELEGRAM, data)?;
+            .press_button(self.chat, Self::message_id(card)?, ADA_TELEGRAM, data)?;
         let answer = self
             .tg
             .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
@@ -443,7 +497,7 @@ impl Phone for TelegramPhone {
         let data = only_button(line, "✖ close")?;
         let press = self
             .tg
-            .press_button(FORUM, Self::message_id(line)?, ADA_TELEGRAM, data)?;
+            .press_button(self.chat, Self::message_id(line)?, ADA_TELEGRAM, data)?;
         let answer = self
             .tg
             .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
@@ -563,6 +617,10 @@ impl Phone for MatrixPhone {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         Ok(())
+    }
+
+    fn bot_account(&self) -> String {
+        format!("matrix:{}", self.bot)
     }
 
     fn human(&self) -> &str {
