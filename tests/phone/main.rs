@@ -7,6 +7,8 @@
 //!
 //! - [`bridge`]: the bridge as a process (a second one refused), one scenario run on each
 //!   phone;
+//! - [`commands`]: chat commands and steering from a session's place, one scenario run on
+//!   each phone;
 //! - [`fake_telegram`]: the fake Bot API itself, driven by real teloxide;
 //! - [`synapse_harness`]: the Synapse harness itself;
 //! - [`sessions`]: a session's life (its asks, interrupted, closed, dead, its results, a
@@ -25,6 +27,7 @@
 #![allow(clippy::too_many_lines)]
 
 mod bridge;
+mod commands;
 mod fake_telegram;
 mod matrix;
 mod projects;

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use shepherd_core::protocol::{DeliveryKind, requests};
 use shepherd_harness::Core;
 use shepherd_harness::matrix_user::{MatrixUser, Message};
@@ -418,74 +418,6 @@ async fn a_restart_neither_reanswers_history_nor_makes_a_new_device() -> Result<
         rooms["joined_rooms"].as_array().map(Vec::len),
         Some(1),
         "no second room after the restart: {rooms}"
-    );
-    Ok(())
-}
-
-#[tokio::test]
-async fn commands_answer_unknown_ones_get_help_and_a_thread_message_steers() -> Result<()> {
-    if skip_e2e() {
-        return Ok(());
-    }
-    let s = setup(RoomMode::Plain, false).await?;
-    let mut pi = s.core.pi("mx-s5", "listed").await?;
-    pi.client.report("hello from the thread").await?;
-    let report = s
-        .bot_says(|m| m.body().contains("hello from the thread"))
-        .await?;
-
-    s.ada.send_text(&s.room, "!sessions").await?;
-    let listing = s
-        .bot_says(|m| {
-            m.body().contains("listed")
-                && !m.body().contains("hello from")
-                && !m.body().contains("listed started")
-        })
-        .await?;
-    assert_ne!(listing.event_id, report.event_id);
-
-    s.ada.send_text(&s.room, "!frobnicate").await?;
-    let help = s.bot_says(|m| m.body().contains("!steer")).await?;
-    assert!(help.body().contains("!sessions"), "{}", help.body());
-    s.ada.send_text(&s.room, "!help").await?;
-    s.ada
-        .wait_for_message(&s.room, WAIT, |m| {
-            m.sender == s.bot_id && m.body().contains("!steer") && m.event_id != help.event_id
-        })
-        .await?;
-
-    // A plain message in the session's thread steers that session.
-    s.ada
-        .send_thread_reply(
-            &s.room,
-            &thread_of(&report),
-            &report.event_id,
-            "please run the linter",
-        )
-        .await?;
-    let steer = pi.next_delivery(WAIT).await?;
-    assert_eq!(
-        (steer.kind, steer.text.as_str()),
-        (DeliveryKind::Steer, "please run the linter")
-    );
-    pi.ack(&[steer.id]).await?;
-
-    s.ada
-        .send_text(&s.room, "!steer listed check the logs")
-        .await?;
-    let steer = pi.next_delivery(WAIT).await?;
-    assert_eq!(
-        (steer.kind, steer.text.as_str()),
-        (DeliveryKind::Steer, "check the logs")
-    );
-    pi.ack(&[steer.id]).await?;
-
-    let status = s.core.cli_json(&["status"])?;
-    let bridges = status["bridges"].as_array().context("bridges")?;
-    assert_eq!(
-        bridges.iter().filter(|b| b["name"] == "matrix").count(),
-        1,
-        "{status}"
     );
     Ok(())
 }

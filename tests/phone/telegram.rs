@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use shepherd_core::protocol::{DeliveryKind, Role, requests};
+use shepherd_core::protocol::{Role, requests};
 use shepherd_harness::fake_model::{FakeModel, Reply};
 use shepherd_harness::fake_telegram::{
     FakeTelegram, FakeTelegramOptions, FakeUser, RateLimits, SentMessage, UserMessage,
@@ -233,75 +233,6 @@ async fn a_burst_of_50_gets_through_429s_in_order() -> Result<()> {
         s.tg.error_counts().too_many_requests > 0,
         "the fake did push back with 429s"
     );
-    Ok(())
-}
-
-#[tokio::test]
-async fn forum_topics_follow_sessions_and_a_plain_message_in_a_topic_steers() -> Result<()> {
-    let s = setup(true, None).await?;
-    let mut pi = s.core.pi("tg-s5", "topical").await?;
-    pi.client.report("hello from the topic").await?;
-    let topic =
-        s.tg.wait_for("a topic", WAIT, |tg| tg.topics(FORUM).into_iter().next())
-            .await?;
-    assert!(topic.name.contains("topical"), "{}", topic.name);
-    let report =
-        s.tg.wait_for_message(FORUM, WAIT, |m| m.text.contains("hello from the topic"))
-            .await?;
-    assert_eq!(report.thread_id, Some(topic.thread_id));
-
-    s.tg.inject_message(
-        UserMessage::new(FORUM, ADA, "please run the linter").in_topic(topic.thread_id),
-    )?;
-    let steer = pi.next_delivery(WAIT).await?;
-    assert_eq!(
-        (steer.kind, steer.text.as_str()),
-        (DeliveryKind::Steer, "please run the linter")
-    );
-    pi.ack(&[steer.id]).await?;
-
-    pi.client
-        .call(requests::Update {
-            name: Some("renamed".into()),
-            ..Default::default()
-        })
-        .await?;
-    s.tg.wait_for("the topic renamed", WAIT, |tg| {
-        tg.topics(FORUM)
-            .into_iter()
-            .find(|t| t.thread_id == topic.thread_id && t.name.contains("renamed"))
-    })
-    .await?;
-    Ok(())
-}
-
-#[tokio::test]
-async fn commands_answer_and_unknown_ones_get_help() -> Result<()> {
-    let s = setup(false, None).await?;
-    let _pi = s.core.pi("tg-s6", "listed").await?;
-    let commands =
-        s.tg.wait_for("setMyCommands", WAIT, |tg| tg.commands())
-            .await?;
-    assert!(commands.to_string().contains("steer"), "{commands}");
-    s.tg.inject_message(UserMessage::new(s.chat, ADA, "/sessions"))?;
-    s.tg.wait_for_message(s.chat, WAIT, |m| m.text.contains("listed"))
-        .await?;
-    s.tg.inject_message(UserMessage::new(s.chat, ADA, "/frobnicate"))?;
-    let help =
-        s.tg.wait_for_message(s.chat, WAIT, |m| m.text.contains("frobnicate"))
-            .await?;
-    assert!(
-        help.text.contains("/steer"),
-        "unknown commands get the help: {}",
-        help.text
-    );
-    s.tg.inject_message(UserMessage::new(
-        s.chat,
-        ADA,
-        "/steer listed check the logs",
-    ))?;
-    s.tg.wait_for_message(s.chat, WAIT, |m| m.text.contains("steered listed"))
-        .await?;
     Ok(())
 }
 
