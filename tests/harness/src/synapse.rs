@@ -1,9 +1,10 @@
 //! A real Synapse homeserver for the Matrix tests: the pinned `matrix-synapse` from PyPI
 //! (installed into a venv under `target/test-deps/` by `scripts/synapse-deps.sh`), on a
 //! temp dir with a generated config: `server_name: localhost`, one plain-HTTP client
-//! listener on 127.0.0.1:<free port>, sqlite, every `rc_*` rate limit raised, federation
-//! and presence off, open registration off (users are made with the shared-secret admin
-//! API, [`Synapse::register`]). Killed on drop; on a failing test its log tail is printed.
+//! listener on 127.0.0.1:<free port>, sqlite, every `rc_*` rate limit raised, the cheapest
+//! bcrypt, federation and presence off, open registration off (users are made with the
+//! shared-secret admin API, [`Synapse::register`]). Killed on drop; on a failing test its
+//! log tail is printed.
 //!
 //! [`Synapse::shared`] is one such server for the whole test binary (started by the first
 //! test that asks, stopped with the binary's process): a test on it makes its own users
@@ -378,6 +379,9 @@ registration_shared_secret: "{secret}"
 macaroon_secret_key: "{macaroon}"
 form_secret: "{form}"
 enable_registration: false
+# The cheapest password hashing bcrypt allows (default 12): every test registers and
+# logs in several users, and each hash at 12 costs Synapse a few hundred ms.
+bcrypt_rounds: 4
 report_stats: false
 trusted_key_servers: []
 suppress_key_server_warning: true
