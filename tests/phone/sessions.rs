@@ -70,16 +70,10 @@ async fn on_matrix_a_real_pi_asks_and_the_human_answers_it() -> Result<()> {
     .await
 }
 
-/// A real Pi's `ask_human` is a card naming the session and offering its options; the
-/// human chooses one (a button, a keycap reaction): the model sees the answer and the
-/// card says it and who gave it, no longer open. `card_format`: the phone's own checks of
-/// the card.
-async fn asks_on<P: Phone>(
-    mut phone: P,
-    card_format: impl Fn(&P, &Said) -> Result<()>,
-) -> Result<()> {
-    let core = setup(&mut phone).await?;
-    let model = FakeModel::start(|req| {
+/// A model whose run asks the human `Deploy the release?` (`ship-it-now` or `hold`) and,
+/// once it has the answer `ship-it-now`, ends with `Shipping.`.
+pub async fn deploy_model() -> Result<FakeModel> {
+    FakeModel::start(|req| {
         if req.transcript().contains("ship-it-now") {
             Reply::text("Shipping.")
         } else {
@@ -89,7 +83,19 @@ async fn asks_on<P: Phone>(
             )
         }
     })
-    .await?;
+    .await
+}
+
+/// A real Pi's `ask_human` is a card naming the session and offering its options; the
+/// human chooses one (a button, a keycap reaction): the model sees the answer and the
+/// card says it and who gave it, no longer open. `card_format`: the phone's own checks of
+/// the card.
+async fn asks_on<P: Phone>(
+    mut phone: P,
+    card_format: impl Fn(&P, &Said) -> Result<()>,
+) -> Result<()> {
+    let core = setup(&mut phone).await?;
+    let model = deploy_model().await?;
     let mut opts = PiOptions::new(core.agent_dir());
     opts.name = Some("asker".into());
     let mut pi = PiSession::spawn(&model, opts).await?;

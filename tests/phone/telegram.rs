@@ -65,6 +65,18 @@ async fn setup(forum: bool, tg_limits: Option<RateLimits>) -> Result<Setup> {
     Ok(Setup { core, tg, chat })
 }
 
+/// A fake Telegram with Ada alone, in her private chat with the bot (nothing pointed at
+/// it yet).
+async fn ada_alone() -> Result<FakeTelegram> {
+    let ada = FakeUser::new(ADA, "Ada").with_username("ada");
+    FakeTelegram::start(
+        FakeTelegramOptions::default()
+            .user(ada.clone())
+            .private_chat(ada),
+    )
+    .await
+}
+
 fn is_card_for(question: &str) -> impl Fn(&SentMessage) -> bool + '_ {
     move |m| m.text.contains(question) && !m.buttons().is_empty()
 }
@@ -312,13 +324,7 @@ async fn status_lists_the_bridge_and_a_broken_config_refuses_to_start() -> Resul
 /// it, and nobody is served (a session's report goes nowhere).
 #[tokio::test]
 async fn a_token_alone_runs_pairing_mode_which_tells_a_writer_their_id() -> Result<()> {
-    let ada = FakeUser::new(ADA, "Ada").with_username("ada");
-    let tg = FakeTelegram::start(
-        FakeTelegramOptions::default()
-            .user(ada.clone())
-            .private_chat(ada),
-    )
-    .await?;
+    let tg = ada_alone().await?;
     let api = tg.api_url();
     let core = Core::start_with(&[
         ("SHEPHERD_TELEGRAM_TOKEN", tg.token()),
@@ -358,13 +364,7 @@ async fn a_token_alone_runs_pairing_mode_which_tells_a_writer_their_id() -> Resu
 /// session's report arrives), `status` lists it, and it stops cleanly on SIGTERM.
 #[tokio::test]
 async fn shepherd_bot_alone_serves_a_core_that_runs_no_bridge() -> Result<()> {
-    let ada = FakeUser::new(ADA, "Ada").with_username("ada");
-    let tg = FakeTelegram::start(
-        FakeTelegramOptions::default()
-            .user(ada.clone())
-            .private_chat(ada),
-    )
-    .await?;
+    let tg = ada_alone().await?;
     let core = Core::start().await?;
     let status = core.cli_json(&["status"])?;
     assert_eq!(status["bridges"], json!([]), "{status}");
