@@ -48,9 +48,7 @@ async fn on_matrix_lists_updates_and_approves() -> Result<()> {
 
 async fn project_work_on(mut phone: impl Phone, manager_id: &str) -> Result<()> {
     let model = model().await?;
-    let env = phone.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let core = project_core(&model, &env).await?;
+    let core = project_core(&model, &phone).await?;
     phone.ready().await?;
     let repo = repo(&core, "app")?;
     let main_before = tip(&repo, "main")?;
@@ -85,8 +83,8 @@ async fn project_work_on(mut phone: impl Phone, manager_id: &str) -> Result<()> 
     assert!(update.text.contains(&sha[..7]), "{}", update.text);
     // Where places have names, the Lead's is named after the repository and branch (not
     // the worktree's directory).
-    let names = phone.place_names();
-    if phone.name() == "telegram" {
+    if phone.names_places() {
+        let names = phone.place_names();
         assert!(names.iter().any(|t| t == "app@feat/a"), "{names:?}");
     }
 

@@ -15,6 +15,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::json;
 use shepherd_core::protocol::{Assignment, Integration, requests};
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
+use shepherd_harness::phone::Phone;
 use shepherd_harness::{Core, Pi};
 
 pub const LONG: Duration = Duration::from_secs(90);
@@ -54,10 +55,10 @@ pub async fn model() -> Result<FakeModel> {
         .with_cost(3.0, 15.0, 0.0, 0.0))
 }
 
-/// A core with a bridge (`bridge_env`) whose Leads run headless with the pinned Pi;
+/// A core whose bridge serves `phone` and whose Leads run headless with the pinned Pi;
 /// `[projects] integrate` is the default (`ask`).
-pub async fn project_core(model: &FakeModel, bridge_env: &[(&str, &str)]) -> Result<Core> {
-    shepherd_harness::workers::worker_core_with(model, "headless", bridge_env).await
+pub async fn project_core(model: &FakeModel, phone: &impl Phone) -> Result<Core> {
+    shepherd_harness::workers::worker_core_for(model, "headless", phone, &[]).await
 }
 
 /// The Manager hands `branch` to a new Lead with `task`.

@@ -41,9 +41,7 @@ async fn on_matrix_roles_get_places_tagged_cards_edges_and_staff() -> Result<()>
 
 /// `ids`: the sessions' id prefix (`tr-mara`), as the `/staff` lines show them.
 async fn roles_on(mut phone: impl Phone, ids: &str) -> Result<()> {
-    let env = phone.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let core = Core::start_with(&env).await?;
+    let core = Core::start_for(&phone, &[]).await?;
     phone.ready().await?;
     let work = tempfile::tempdir()?;
     let (repo, linked) = repo_with_worktree(work.path(), "app", "fix-login")?;

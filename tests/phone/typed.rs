@@ -7,9 +7,7 @@
 //! nothing; `/answer <ask> <text>` (`!answer`) answers one.
 
 use anyhow::{Context, Result};
-use serde_json::json;
 use shepherd_core::protocol::{DeliveryKind, ServerMsg, requests};
-use shepherd_harness::fake_model::{FakeModel, Reply};
 use shepherd_harness::phone::{MatrixPhone, PHONE_WAIT, Phone, Said, TelegramPhone};
 use shepherd_harness::pi_process::{PiOptions, PiSession};
 use shepherd_harness::synapse::skip_e2e;
@@ -17,9 +15,7 @@ use shepherd_harness::{Core, next_event_where};
 
 /// A core whose bridge posts to `phone`, ready.
 async fn setup(phone: &mut impl Phone) -> Result<Core> {
-    let env = phone.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let core = Core::start_with(&env).await?;
+    let core = Core::start_for(&*phone, &[]).await?;
     phone.ready().await?;
     Ok(core)
 }
@@ -51,17 +47,7 @@ async fn on_matrix_a_real_pi_gets_typed_text_as_its_answer_and_the_undo_is_refus
 
 async fn answer_read_on(mut phone: impl Phone) -> Result<()> {
     let core = setup(&mut phone).await?;
-    let model = FakeModel::start(|req| {
-        if req.transcript().contains("ship-it-now") {
-            Reply::text("Shipping.")
-        } else {
-            Reply::tool(
-                "ask_human",
-                json!({"question": "Deploy the release?", "options": ["ship-it-now", "hold"]}),
-            )
-        }
-    })
-    .await?;
+    let model = crate::sessions::deploy_model().await?;
     let name = format!("{}-typer", phone.name());
     let mut opts = PiOptions::new(core.agent_dir());
     opts.name = Some(name.clone());

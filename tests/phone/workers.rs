@@ -42,9 +42,7 @@ async fn on_matrix_list_steer_close_ask_and_finish() -> Result<()> {
 
 async fn workers_on(mut phone: impl Phone, owner_id: &str) -> Result<()> {
     let model = model().await?;
-    let env = phone.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let core = worker_core(&model, &env).await?;
+    let core = worker_core(&model, &phone).await?;
     phone.ready().await?;
     let mut boss = owner(&core, owner_id, "boss").await?;
     let boss_place = phone.place_of("boss").await?;

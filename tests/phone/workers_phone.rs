@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::json;
 use shepherd_core::protocol::{DeliveryKind, Worker, WorkerId, WorkerState, requests};
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
+use shepherd_harness::phone::Phone;
 use shepherd_harness::{Core, Pi};
 
 pub const LONG: Duration = Duration::from_secs(90);
@@ -51,12 +52,11 @@ pub async fn model() -> Result<FakeModel> {
         .with_cost(3.0, 15.0, 0.0, 0.0))
 }
 
-/// A core with a bridge (`bridge_env`) whose workers run headless with the pinned Pi;
+/// A core whose bridge serves `phone` and whose workers run headless with the pinned Pi;
 /// a Lead's worker asks reach the phones after one second.
-pub async fn worker_core(model: &FakeModel, bridge_env: &[(&str, &str)]) -> Result<Core> {
-    let mut env: Vec<(&str, &str)> = vec![("SHEPHERD_WORKERS__ASK_CARD_AFTER_SECS", "1")];
-    env.extend_from_slice(bridge_env);
-    shepherd_harness::workers::worker_core_with(model, "headless", &env).await
+pub async fn worker_core(model: &FakeModel, phone: &impl Phone) -> Result<Core> {
+    let more = [("SHEPHERD_WORKERS__ASK_CARD_AFTER_SECS", "1")];
+    shepherd_harness::workers::worker_core_for(model, "headless", phone, &more).await
 }
 
 pub use shepherd_harness::workers::{listed, next_of_kind, owner, wait_state, worker_pid};

@@ -40,6 +40,11 @@ use shepherd_core::protocol::{ClientKind, Delivery, MessageId, Registration, Ser
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
+/// `env` as the borrowed pairs [`Core::start_with`] takes.
+pub(crate) fn pairs<'e>(env: &'e [(&'static str, String)]) -> Vec<(&'e str, &'e str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
 /// The `shepherd` binary under test: `$SHEPHERD_BIN`, else the one cargo built next to
 /// the running test (`target/<profile>/shepherd`).
 pub fn shepherd_bin() -> PathBuf {

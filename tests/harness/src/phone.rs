@@ -8,7 +8,8 @@
 //!
 //! - [`TelegramPhone`]: the strict fake Bot API ([`crate::fake_telegram`]) with a forum
 //!   and one allowed user, Ada;
-//! - [`MatrixPhone`]: a real Synapse ([`crate::synapse`]) with the bot's account and Ada's,
+//! - [`MatrixPhone`]: a real Synapse (the test binary's shared one,
+//!   [`crate::synapse::Synapse::shared`]) with a bot account and an Ada of the phone's own,
 //!   Ada a real matrix-sdk client ([`crate::matrix_user`]) that accepts the bot's invite.
 //!
 //! What differs between the chats stays in the implementations: Telegram's `/` commands
@@ -20,7 +21,8 @@ use anyhow::{Context, Result, bail};
 
 use crate::fake_telegram::{FakeTelegram, FakeTelegramOptions, FakeUser, SentMessage, UserMessage};
 use crate::matrix_user::{MatrixUser, Message};
-use crate::synapse::Synapse;
+use crate::synapse::{Synapse, unique};
+use crate::{Bot, Core};
 
 /// How long a phone waits for the bot.
 pub const PHONE_WAIT: Duration = Duration::from_secs(60);
@@ -55,8 +57,18 @@ pub trait Phone {
     /// Once the core runs: wait until its bridge is here (polling, or in the room).
     async fn ready(&mut self) -> Result<()>;
 
-    /// The human as the core records who acted (`telegram:@ada`, `matrix:@ada:localhost`).
-    fn human(&self) -> &'static str;
+    /// After a restart of the bridge: wait until it serves the chat again, its log (`log`)
+    /// saying it started `starts` times. Telegram: at once (what the human sends
+    /// meanwhile waits on the server for the next poll); Matrix: once it has synced (what
+    /// was said before that is history, which it does not answer).
+    async fn bridge_back(&self, log: impl Fn() -> String, starts: usize) -> Result<()>;
+
+    /// The bot's account as the core names the bridge's identity (`telegram:@<bot>`,
+    /// `matrix:<bot's MXID>`).
+    fn bot_account(&self) -> String;
+
+    /// The human as the core records who acted (`telegram:@ada`, `matrix:@ada-3:localhost`).
+    fn human(&self) -> &str;
 
     /// The first of the bot's messages (as it is now) for which `pred` holds.
     async fn bot_says(&self, pred: impl Fn(&Said) -> bool) -> Result<Said>;
@@ -101,6 +113,10 @@ pub trait Phone {
     /// Reply to one of the bot's messages with `text`.
     async fn reply(&self, to: &Said, text: &str) -> Result<()>;
 
+    /// Reply to one of the bot's messages from inside its place, as the apps do there
+    /// (Telegram: in its topic; Matrix: in its thread, a reply falling back to it).
+    async fn reply_in_place(&self, to: &Said, text: &str) -> Result<()>;
+
     /// The bot's messages that contain `what`, as where each is (see [`Said::place`]).
     fn places_said(&self, what: &str) -> Vec<Option<String>> {
         self.all_said()
@@ -126,6 +142,10 @@ pub trait Phone {
         Ok(())
     }
 
+    /// Whether the places the bot makes have names (Telegram's forum topics do; Matrix's
+    /// threads do not).
+    fn names_places(&self) -> bool;
+
     /// The names of the places the bot made (Telegram's forum topics; Matrix's threads
     /// have none).
     fn place_names(&self) -> Vec<String>;
@@ -147,12 +167,33 @@ pub trait Phone {
     async fn offers(&self, card: &Said, options: &[&str]) -> Result<()>;
 
     /// Choose the card's option number `n` (1-based) as the human would: its button, or
-    /// its keycap reaction.
-    async fn choose(&self, card: &Said, n: usize) -> Result<()>;
+    /// its keycap reaction; what the chat shows the human at once (Telegram: the button's
+    /// answer; Matrix: nothing, `None`).
+    async fn choose(&self, card: &Said, n: usize) -> Result<Option<String>>;
 
     /// Close the worker a `/workers` line shows (Telegram: its `✖ close` button; Matrix:
     /// `!close` in reply); what the bot answers.
     async fn close_worker(&self, line: &Said) -> Result<String>;
+}
+
+impl Core {
+    /// Start a core whose bridge serves `phone` (its [`Phone::env`]), with `more`
+    /// environment.
+    pub async fn start_for(phone: &impl Phone, more: &[(&str, &str)]) -> Result<Core> {
+        let env = phone.env();
+        let mut all = crate::pairs(&env);
+        all.extend_from_slice(more);
+        Core::start_with(&all).await
+    }
+
+    /// Start the bridge for `phone` as its own `shepherd bot` next to this core (which
+    /// runs none), with `more` environment.
+    pub fn spawn_bot_for(&self, phone: &impl Phone, more: &[(&str, &str)]) -> Result<Bot> {
+        let env = phone.env();
+        let mut all = crate::pairs(&env);
+        all.extend_from_slice(more);
+        self.spawn_bot(&all)
+    }
 }
 
 /// The fake Telegram's forum.
@@ -160,12 +201,16 @@ const FORUM: i64 = -1_001_234_567;
 /// Ada's Telegram user id.
 const ADA_TELEGRAM: i64 = 4242;
 
-/// A forum on the strict fake Bot API; see the module docs.
+/// A forum (or Ada's private chat with the bot) on the strict fake Bot API; see the
+/// module docs.
 pub struct TelegramPhone {
     pub tg: FakeTelegram,
+    /// The chat the bot posts to: the forum, or Ada's private chat.
+    chat: i64,
 }
 
 impl TelegramPhone {
+    /// The bot in a forum: a topic per session.
     pub async fn start() -> Result<TelegramPhone> {
         let ada = FakeUser::new(ADA_TELEGRAM, "Ada").with_username("ada");
         let opts = FakeTelegramOptions::default()
@@ -174,6 +219,20 @@ impl TelegramPhone {
             .no_rate_limits();
         Ok(TelegramPhone {
             tg: FakeTelegram::start(opts).await?,
+            chat: FORUM,
+        })
+    }
+
+    /// The bot in Ada's private chat: no topics, everything in one timeline.
+    pub async fn start_private() -> Result<TelegramPhone> {
+        let ada = FakeUser::new(ADA_TELEGRAM, "Ada").with_username("ada");
+        let opts = FakeTelegramOptions::default()
+            .user(ada.clone())
+            .private_chat(ada)
+            .no_rate_limits();
+        Ok(TelegramPhone {
+            tg: FakeTelegram::start(opts).await?,
+            chat: ADA_TELEGRAM,
         })
     }
 
@@ -186,6 +245,37 @@ impl TelegramPhone {
             buttons: m.buttons(),
             marks: Vec::new(),
         }
+    }
+
+    /// Press button `n` (1-based) of `m` as it was when seen (perhaps stale by now): what
+    /// the button answers, or `None` when Telegram refuses the press (the message has no
+    /// buttons any more).
+    pub async fn press_as_seen(&self, m: &Said, n: usize) -> Result<Option<String>> {
+        let (_, data) = m
+            .buttons
+            .get(n - 1)
+            .with_context(|| format!("no button {n} on {:?}", m.buttons))?;
+        let Ok(press) = self
+            .tg
+            .press_button(self.chat, Self::message_id(m)?, ADA_TELEGRAM, data)
+        else {
+            return Ok(None);
+        };
+        let answer = self
+            .tg
+            .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
+            .await?;
+        Ok(Some(answer.text.unwrap_or_default()))
+    }
+
+    /// The fake's record of a message the bot sent (its entities, markup, …).
+    pub fn message(&self, said: &Said) -> Result<SentMessage> {
+        let id = Self::message_id(said)?;
+        self.tg
+            .messages(self.chat)
+            .into_iter()
+            .find(|m| m.message_id == id)
+            .with_context(|| format!("no message {id}"))
     }
 
     fn message_id(said: &Said) -> Result<i32> {
@@ -207,7 +297,7 @@ impl Phone for TelegramPhone {
                 "SHEPHERD_TELEGRAM__ALLOWED_USERS",
                 format!("[{ADA_TELEGRAM}]"),
             ),
-            ("SHEPHERD_TELEGRAM__CHAT_ID", FORUM.to_string()),
+            ("SHEPHERD_TELEGRAM__CHAT_ID", self.chat.to_string()),
             ("SHEPHERD_TELEGRAM__API_URL", self.tg.api_url()),
             (
                 "SHEPHERD_TELEGRAM__LIMITS__PER_CHAT_PER_SECOND",
@@ -229,27 +319,37 @@ impl Phone for TelegramPhone {
             .await
     }
 
-    fn human(&self) -> &'static str {
+    async fn bridge_back(&self, _log: impl Fn() -> String, _starts: usize) -> Result<()> {
+        Ok(())
+    }
+
+    fn bot_account(&self) -> String {
+        format!("telegram:@{}", FakeTelegramOptions::default().bot_username)
+    }
+
+    fn human(&self) -> &str {
         "telegram:@ada"
     }
 
     async fn bot_says(&self, pred: impl Fn(&Said) -> bool) -> Result<Said> {
         let m = self
             .tg
-            .wait_for_message(FORUM, PHONE_WAIT, |m| pred(&Self::said(m)))
+            .wait_for_message(self.chat, PHONE_WAIT, |m| pred(&Self::said(m)))
             .await?;
         Ok(Self::said(&m))
     }
 
     fn all_said(&self) -> Vec<Said> {
-        self.tg.messages(FORUM).iter().map(Self::said).collect()
+        self.tg.messages(self.chat).iter().map(Self::said).collect()
     }
 
     async fn place_of(&self, name: &str) -> Result<String> {
         let topic = self
             .tg
             .wait_for(&format!("the topic of {name}"), PHONE_WAIT, |tg| {
-                tg.topics(FORUM).into_iter().find(|t| t.name.contains(name))
+                tg.topics(self.chat)
+                    .into_iter()
+                    .find(|t| t.name.contains(name))
             })
             .await?;
         Ok(topic.thread_id.to_string())
@@ -264,7 +364,7 @@ impl Phone for TelegramPhone {
             .parse()
             .with_context(|| format!("not a Telegram topic: {place}"))?;
         self.tg
-            .inject_message(UserMessage::new(FORUM, ADA_TELEGRAM, text).in_topic(topic))?;
+            .inject_message(UserMessage::new(self.chat, ADA_TELEGRAM, text).in_topic(topic))?;
         Ok(())
     }
 
@@ -273,17 +373,15 @@ impl Phone for TelegramPhone {
     }
 
     async fn undo(&self, offer: &Said) -> Result<String> {
-        let [(_, data)] = offer.buttons.as_slice() else {
-            bail!("an undo offer has one button, not {:?}", offer.buttons);
-        };
+        let data = only_button(offer, UNDO_LABEL)?;
         let id = Self::message_id(offer)?;
-        let press = self.tg.press_button(FORUM, id, ADA_TELEGRAM, data)?;
+        let press = self.tg.press_button(self.chat, id, ADA_TELEGRAM, data)?;
         let answer = self
             .tg
             .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
             .await?;
         self.tg
-            .wait_for_message(FORUM, PHONE_WAIT, |m| {
+            .wait_for_message(self.chat, PHONE_WAIT, |m| {
                 m.message_id == id && !m.edits.is_empty() && m.buttons().is_empty()
             })
             .await
@@ -294,24 +392,43 @@ impl Phone for TelegramPhone {
     async fn command(&self, command: &str) -> Result<()> {
         let text = format!("/{command}");
         self.tg
-            .inject_message(UserMessage::new(FORUM, ADA_TELEGRAM, &text))?;
+            .inject_message(UserMessage::new(self.chat, ADA_TELEGRAM, &text))?;
         Ok(())
     }
 
     async fn reply(&self, to: &Said, text: &str) -> Result<()> {
-        let message = UserMessage::new(FORUM, ADA_TELEGRAM, text).reply_to(Self::message_id(to)?);
+        let message =
+            UserMessage::new(self.chat, ADA_TELEGRAM, text).reply_to(Self::message_id(to)?);
         self.tg.inject_message(message)?;
         Ok(())
     }
 
+    async fn reply_in_place(&self, to: &Said, text: &str) -> Result<()> {
+        let mut message =
+            UserMessage::new(self.chat, ADA_TELEGRAM, text).reply_to(Self::message_id(to)?);
+        if let Some(topic) = &to.place {
+            message = message.in_topic(topic.parse().context("a Telegram topic")?);
+        }
+        self.tg.inject_message(message)?;
+        Ok(())
+    }
+
+    fn names_places(&self) -> bool {
+        true
+    }
+
     fn place_names(&self) -> Vec<String> {
-        self.tg.topics(FORUM).into_iter().map(|t| t.name).collect()
+        self.tg
+            .topics(self.chat)
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
     }
 
     async fn place_named(&self, place: &str, named: impl Fn(&str) -> bool) -> Result<()> {
         self.tg
             .wait_for(&format!("topic {place} renamed"), PHONE_WAIT, |tg| {
-                tg.topics(FORUM)
+                tg.topics(self.chat)
                     .into_iter()
                     .find(|t| t.thread_id.to_string() == place && named(&t.name))
             })
@@ -320,21 +437,16 @@ impl Phone for TelegramPhone {
     }
 
     async fn steer_from_line(&self, line: &Said, text: &str) -> Result<()> {
-        let [(label, data)] = line.buttons.as_slice() else {
-            bail!("a staff line has one button, not {:?}", line.buttons);
-        };
-        if label != "✍️ steer" {
-            bail!("the staff line's button is {label:?}, not ✍️ steer");
-        }
+        let data = only_button(line, "✍️ steer")?;
         let press = self
             .tg
-            .press_button(FORUM, Self::message_id(line)?, ADA_TELEGRAM, data)?;
+            .press_button(self.chat, Self::message_id(line)?, ADA_TELEGRAM, data)?;
         self.tg
             .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
             .await?;
         let prompt = self
             .tg
-            .wait_for_message(FORUM, PHONE_WAIT, |m| {
+            .wait_for_message(self.chat, PHONE_WAIT, |m| {
                 m.text.contains("What should ") && m.text.contains(" do?")
             })
             .await?;
@@ -346,7 +458,7 @@ impl Phone for TelegramPhone {
         if forced != Some(serde_json::json!(true)) {
             bail!("the prompt does not force a reply: {prompt:?}");
         }
-        let reply = UserMessage::new(FORUM, ADA_TELEGRAM, text).reply_to(prompt.message_id);
+        let reply = UserMessage::new(self.chat, ADA_TELEGRAM, text).reply_to(prompt.message_id);
         self.tg.inject_message(reply)?;
         Ok(())
     }
@@ -366,30 +478,26 @@ impl Phone for TelegramPhone {
         Ok(())
     }
 
-    async fn choose(&self, card: &Said, n: usize) -> Result<()> {
+    async fn choose(&self, card: &Said, n: usize) -> Result<Option<String>> {
         let (_, data) = card
             .buttons
             .get(n - 1)
             .with_context(|| format!("no button {n} on {:?}", card.buttons))?;
         let press = self
             .tg
-            .press_button(FORUM, Self::message_id(card)?, ADA_TELEGRAM, data)?;
-        self.tg
+            .press_button(self.chat, Self::message_id(card)?, ADA_TELEGRAM, data)?;
+        let answer = self
+            .tg
             .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
             .await?;
-        Ok(())
+        Ok(Some(answer.text.unwrap_or_default()))
     }
 
     async fn close_worker(&self, line: &Said) -> Result<String> {
-        let [(label, data)] = line.buttons.as_slice() else {
-            bail!("a worker's line has one button, not {:?}", line.buttons);
-        };
-        if label != "✖ close" {
-            bail!("the worker's line's button is {label:?}, not ✖ close");
-        }
+        let data = only_button(line, "✖ close")?;
         let press = self
             .tg
-            .press_button(FORUM, Self::message_id(line)?, ADA_TELEGRAM, data)?;
+            .press_button(self.chat, Self::message_id(line)?, ADA_TELEGRAM, data)?;
         let answer = self
             .tg
             .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
@@ -398,38 +506,68 @@ impl Phone for TelegramPhone {
     }
 }
 
+/// The callback data of `m`'s one button, which must be labelled `label` (Telegram).
+fn only_button<'m>(m: &'m Said, label: &str) -> Result<&'m str> {
+    match m.buttons.as_slice() {
+        [(only, data)] if only == label => Ok(data),
+        buttons => bail!(
+            "{:?} should have one button, {label:?}, not {buttons:?}",
+            m.text
+        ),
+    }
+}
+
 /// The bot's own reaction a human taps to take a typed answer back.
 const UNDO_KEY: &str = "↩️";
 /// The label of Telegram's button for the same.
 const UNDO_LABEL: &str = "↩️ undo: it was meant as a steer";
 
-/// The bot's Matrix account.
-const BOT: &str = "@bot:localhost";
-/// Ada's Matrix account.
-const ADA_MATRIX: &str = "@ada:localhost";
-
-/// A room on a real Synapse; see the module docs.
+/// A room on a real Synapse (the test binary's shared one, with a bot and an Ada of this
+/// phone's own); see the module docs.
 pub struct MatrixPhone {
     pub synapse: Synapse,
     pub ada: MatrixUser,
+    /// The bot's MXID (`@bot-3:localhost`).
+    pub bot: String,
+    /// `matrix:` and Ada's MXID, as the core records her.
+    human: String,
     /// The room the bot invited Ada to (known once [`Phone::ready`]).
     pub room: String,
 }
 
 impl MatrixPhone {
     pub async fn start() -> Result<MatrixPhone> {
-        let synapse = Synapse::start().await?;
-        synapse.register("bot", "bot-password", false).await?;
-        synapse.register("ada", "ada-password", false).await?;
-        let ada = MatrixUser::login(&synapse.url(), "ada", "ada-password").await?;
+        let synapse = Synapse::shared().await?;
+        let bot = synapse
+            .register(&unique("bot"), "bot-password", false)
+            .await?;
+        let ada_name = unique("ada");
+        let ada_id = synapse.register(&ada_name, "ada-password", false).await?;
+        let ada = MatrixUser::login(&synapse.url(), &ada_name, "ada-password").await?;
         Ok(MatrixPhone {
             synapse,
             ada,
+            bot,
+            human: format!("matrix:{ada_id}"),
             room: String::new(),
         })
     }
 
-    fn said(m: &Message) -> Said {
+    /// The message as Ada's client has it (its HTML, relations, …).
+    pub fn message(&self, said: &Said) -> Result<Message> {
+        self.ada
+            .messages(&self.room)
+            .into_iter()
+            .find(|m| m.event_id == said.id)
+            .with_context(|| format!("no event {}", said.id))
+    }
+
+    /// Ada's MXID.
+    pub fn ada_id(&self) -> &str {
+        self.human.trim_start_matches("matrix:")
+    }
+
+    fn said(&self, m: &Message) -> Said {
         Said {
             id: m.event_id.clone(),
             text: m.body().to_string(),
@@ -437,7 +575,7 @@ impl MatrixPhone {
             edited: m.edits > 0,
             buttons: Vec::new(),
             marks: m
-                .reaction_keys_by(BOT)
+                .reaction_keys_by(&self.bot)
                 .into_iter()
                 .map(str::to_string)
                 .collect(),
@@ -453,11 +591,11 @@ impl Phone for MatrixPhone {
     fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("SHEPHERD_MATRIX__HOMESERVER", self.synapse.url()),
-            ("SHEPHERD_MATRIX__USER_ID", BOT.to_string()),
+            ("SHEPHERD_MATRIX__USER_ID", self.bot.clone()),
             ("SHEPHERD_MATRIX_PASSWORD", "bot-password".to_string()),
             (
                 "SHEPHERD_MATRIX__ALLOWED_USERS",
-                format!("[\"{ADA_MATRIX}\"]"),
+                format!("[\"{}\"]", self.ada_id()),
             ),
         ]
     }
@@ -465,31 +603,46 @@ impl Phone for MatrixPhone {
     async fn ready(&mut self) -> Result<()> {
         self.room = self.ada.accept_invite(None, PHONE_WAIT).await?;
         self.ada
-            .wait_for_member(&self.room, BOT, PHONE_WAIT)
+            .wait_for_member(&self.room, &self.bot, PHONE_WAIT)
             .await?;
         Ok(())
     }
 
-    fn human(&self) -> &'static str {
-        "matrix:@ada:localhost"
+    async fn bridge_back(&self, log: impl Fn() -> String, starts: usize) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + PHONE_WAIT;
+        while log().matches("matrix bridge started").count() < starts {
+            if tokio::time::Instant::now() > deadline {
+                bail!("the Matrix bridge did not start (#{starts}):\n{}", log());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(())
+    }
+
+    fn bot_account(&self) -> String {
+        format!("matrix:{}", self.bot)
+    }
+
+    fn human(&self) -> &str {
+        &self.human
     }
 
     async fn bot_says(&self, pred: impl Fn(&Said) -> bool) -> Result<Said> {
         let m = self
             .ada
             .wait_for_message(&self.room, PHONE_WAIT, |m| {
-                m.sender == BOT && pred(&Self::said(m))
+                m.sender == self.bot && pred(&self.said(m))
             })
             .await?;
-        Ok(Self::said(&m))
+        Ok(self.said(&m))
     }
 
     fn all_said(&self) -> Vec<Said> {
         self.ada
             .messages(&self.room)
             .iter()
-            .filter(|m| m.sender == BOT)
-            .map(Self::said)
+            .filter(|m| m.sender == self.bot)
+            .map(|m| self.said(m))
             .collect()
     }
 
@@ -547,6 +700,17 @@ impl Phone for MatrixPhone {
         Ok(())
     }
 
+    async fn reply_in_place(&self, to: &Said, text: &str) -> Result<()> {
+        self.ada
+            .send_thread_reply(&self.room, &self.thread_of(to), &to.id, text)
+            .await?;
+        Ok(())
+    }
+
+    fn names_places(&self) -> bool {
+        false
+    }
+
     fn place_names(&self) -> Vec<String> {
         Vec::new()
     }
@@ -576,12 +740,12 @@ impl Phone for MatrixPhone {
         Ok(())
     }
 
-    async fn choose(&self, card: &Said, n: usize) -> Result<()> {
+    async fn choose(&self, card: &Said, n: usize) -> Result<Option<String>> {
         let key = keycap(n);
         self.bot_says(|m| m.id == card.id && m.marks.contains(&key))
             .await?;
         self.ada.react(&self.room, &card.id, &key).await?;
-        Ok(())
+        Ok(None)
     }
 
     async fn close_worker(&self, line: &Said) -> Result<String> {

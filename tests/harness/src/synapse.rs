@@ -1,9 +1,14 @@
 //! A real Synapse homeserver for the Matrix tests: the pinned `matrix-synapse` from PyPI
 //! (installed into a venv under `target/test-deps/` by `scripts/synapse-deps.sh`), on a
 //! temp dir with a generated config: `server_name: localhost`, one plain-HTTP client
-//! listener on 127.0.0.1:<free port>, sqlite, every `rc_*` rate limit raised, federation
-//! and presence off, open registration off (users are made with the shared-secret admin
-//! API, [`Synapse::register`]). Killed on drop; on a failing test its log tail is printed.
+//! listener on 127.0.0.1:<free port>, sqlite, every `rc_*` rate limit raised, the cheapest
+//! bcrypt, federation and presence off, open registration off (users are made with the
+//! shared-secret admin API, [`Synapse::register`]). Killed on drop; on a failing test its
+//! log tail is printed.
+//!
+//! [`Synapse::shared`] is one such server for the whole test binary (started by the first
+//! test that asks, stopped with the binary's process): a test on it makes its own users
+//! with [`unique`] names, and so its own rooms, and runs next to the others.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -81,9 +86,12 @@ pub fn skip_e2e() -> bool {
 /// The server name of every test homeserver.
 pub const SERVER_NAME: &str = "localhost";
 
-/// A running Synapse on its own temp dir.
+/// A running Synapse on its own temp dir, or a handle on the binary's shared one.
 pub struct Synapse {
-    dir: tempfile::TempDir,
+    dir: PathBuf,
+    /// The temp dir of a Synapse of this test's own (removed on drop); `None` on the
+    /// shared one, whose watcher removes its dir.
+    _own_dir: Option<tempfile::TempDir>,
     child: Option<Child>,
     port: u16,
     shared_secret: String,
@@ -97,16 +105,14 @@ impl Synapse {
         let deps = synapse_deps()?;
         let mut dir = tempfile::Builder::new().prefix("synapse").tempdir()?;
         let shared_secret = random_hex(32);
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .no_proxy()
-            .build()?;
+        let http = http_client()?;
         let mut last_err = None;
         // A free port can be taken between probing and Synapse binding it: retry then.
         for _ in 0..3 {
             let port = free_port()?;
             let mut synapse = Synapse {
-                dir,
+                dir: dir.path().to_path_buf(),
+                _own_dir: Some(dir),
                 child: None,
                 port,
                 shared_secret: shared_secret.clone(),
@@ -132,6 +138,24 @@ impl Synapse {
         Err(last_err.unwrap_or_else(|| anyhow!("Synapse did not start")))
     }
 
+    /// The binary's shared Synapse, started by the first caller: a handle with its own
+    /// HTTP client. Users and rooms on it are shared by every test of the binary, so a
+    /// test makes its own ([`unique`] localparts). The server stops when the binary's
+    /// process ends, however it ends: a watcher shell holds a pipe from this process and
+    /// kills Synapse (and removes its dir) when the pipe closes.
+    pub async fn shared() -> Result<Synapse> {
+        static SHARED: tokio::sync::OnceCell<Shared> = tokio::sync::OnceCell::const_new();
+        let shared = SHARED.get_or_try_init(Shared::start).await?;
+        Ok(Synapse {
+            dir: shared.dir.clone(),
+            _own_dir: None,
+            child: None,
+            port: shared.port,
+            shared_secret: shared.secret.clone(),
+            http: http_client()?,
+        })
+    }
+
     /// `http://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
@@ -149,19 +173,17 @@ impl Synapse {
 
     /// The temp dir holding the config, database, media and log.
     pub fn dir(&self) -> &Path {
-        self.dir.path()
+        &self.dir
     }
 
     pub fn log_path(&self) -> PathBuf {
-        self.dir.path().join("homeserver.log")
+        self.dir.join("homeserver.log")
     }
 
     /// The homeserver's log so far (its stdout/stderr appended).
     pub fn log(&self) -> String {
         let mut log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
-        log.push_str(
-            &std::fs::read_to_string(self.dir.path().join("stdio.log")).unwrap_or_default(),
-        );
+        log.push_str(&std::fs::read_to_string(self.dir.join("stdio.log")).unwrap_or_default());
         log
     }
 
@@ -306,7 +328,7 @@ impl Synapse {
     }
 
     fn write_config(&self) -> Result<()> {
-        let dir = self.dir.path();
+        let dir = &self.dir;
         let d = dir.display();
         let port = self.port;
         let log_config = format!(
@@ -330,7 +352,9 @@ disable_existing_loggers: false
 "#
         );
         std::fs::write(dir.join("log.config"), log_config)?;
-        // Generous rate limits everywhere: tests send bursts and log in often.
+        // Generous rate limits everywhere: tests send bursts and log in often. The cheapest
+        // password hashing bcrypt allows (`bcrypt_rounds`, default 12): every test
+        // registers and logs in several users, and each hash at 12 costs a few hundred ms.
         let lots = "{per_second: 10000, burst_count: 100000}";
         let config = format!(
             r#"# Generated by shepherd-harness (tests/harness/src/synapse.rs).
@@ -357,6 +381,7 @@ registration_shared_secret: "{secret}"
 macaroon_secret_key: "{macaroon}"
 form_secret: "{form}"
 enable_registration: false
+bcrypt_rounds: 4
 report_stats: false
 trusted_key_servers: []
 suppress_key_server_warning: true
@@ -410,8 +435,8 @@ rc_federation:
     fn base_command(&self, python: &Path) -> Command {
         let mut cmd = Command::new(python);
         cmd.args(["-m", "synapse.app.homeserver", "--config-path"])
-            .arg(self.dir.path().join("homeserver.yaml"))
-            .current_dir(self.dir.path())
+            .arg(self.dir.join("homeserver.yaml"))
+            .current_dir(&self.dir)
             .env("SYNAPSE_ASYNC_IO_REACTOR", "0")
             .env_remove("http_proxy")
             .env_remove("https_proxy")
@@ -443,7 +468,7 @@ rc_federation:
         let stdio = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.dir.path().join("stdio.log"))?;
+            .open(self.dir.join("stdio.log"))?;
         let child = self
             .base_command(python)
             .stdout(stdio.try_clone()?)
@@ -451,15 +476,22 @@ rc_federation:
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("starting {} -m synapse.app.homeserver", python.display()))?;
+        let mut child = child;
+        let answered = {
+            let mut exited = || child.try_wait().ok().flatten().map(|s| s.to_string());
+            self.answers(&mut exited).await
+        };
         self.child = Some(child);
+        answered
+    }
+
+    /// Wait until Synapse answers `/_matrix/client/versions`; fail at once when `exited`
+    /// says how its process ended.
+    async fn answers(&self, exited: &mut impl FnMut() -> Option<String>) -> Result<()> {
         let url = format!("{}/_matrix/client/versions", self.url());
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
+            if let Some(status) = exited() {
                 bail!(
                     "Synapse exited ({status}) before answering; last log lines:\n{}",
                     self.log_tail(40)
@@ -494,6 +526,119 @@ impl Drop for Synapse {
             let _ = child.start_kill();
         }
     }
+}
+
+/// The shared server ([`Synapse::shared`]): where it is, and the watcher shell whose stdin
+/// pipe this process holds until it ends.
+struct Shared {
+    dir: PathBuf,
+    port: u16,
+    secret: String,
+    _watcher: std::sync::Mutex<std::process::Child>,
+}
+
+/// Runs Synapse (`$0 "$@"`) and waits for it; a second shell waits for this process's
+/// end (its stdin, a pipe from the test binary, closing), then stops Synapse and removes
+/// its dir.
+const WATCHER: &str = r#"exec 3<&0
+"$0" "$@" </dev/null &
+synapse=$!
+(
+    read -r _ <&3
+    kill "$synapse" 2>/dev/null
+    while kill -0 "$synapse" 2>/dev/null; do sleep 0.1; done
+    rm -rf "$SYNAPSE_DIR"
+) &
+wait "$synapse"
+"#;
+
+impl Shared {
+    async fn start() -> Result<Shared> {
+        let deps = synapse_deps()?;
+        let secret = random_hex(32);
+        let mut last_err = None;
+        for attempt in 0..3 {
+            let dir = std::env::temp_dir().join(format!(
+                "synapse-shared-{}-{attempt}-{}",
+                std::process::id(),
+                random_hex(4)
+            ));
+            std::fs::create_dir_all(&dir)?;
+            let synapse = Synapse {
+                dir: dir.clone(),
+                _own_dir: None,
+                child: None,
+                port: free_port()?,
+                shared_secret: secret.clone(),
+                http: http_client()?,
+            };
+            synapse.write_config()?;
+            synapse.generate_keys(&deps.python).await?;
+            let stdio = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join("stdio.log"))?;
+            let command = synapse.base_command(&deps.python);
+            let std = command.as_std();
+            let mut watcher = std::process::Command::new("sh");
+            watcher
+                .arg("-c")
+                .arg(WATCHER)
+                .arg(std.get_program())
+                .args(std.get_args())
+                .current_dir(&dir)
+                .env("SYNAPSE_DIR", &dir)
+                .env("SYNAPSE_ASYNC_IO_REACTOR", "0")
+                .env_remove("http_proxy")
+                .env_remove("https_proxy")
+                .env_remove("HTTP_PROXY")
+                .env_remove("HTTPS_PROXY")
+                .stdin(Stdio::piped())
+                .stdout(stdio.try_clone()?)
+                .stderr(stdio);
+            let mut child = watcher.spawn().with_context(|| {
+                format!(
+                    "starting {} -m synapse.app.homeserver",
+                    deps.python.display()
+                )
+            })?;
+            let mut exited = || child.try_wait().ok().flatten().map(|s| s.to_string());
+            match synapse.answers(&mut exited).await {
+                Ok(()) => {
+                    return Ok(Shared {
+                        dir,
+                        port: synapse.port,
+                        secret,
+                        _watcher: std::sync::Mutex::new(child),
+                    });
+                }
+                Err(e) => {
+                    let in_use = synapse.log().contains("Address already in use");
+                    let _ = child.kill();
+                    if !in_use {
+                        return Err(e);
+                    }
+                    last_err = Some(e);
+                }
+            }
+        }
+        Err(last_err.unwrap_or_else(|| anyhow!("the shared Synapse did not start")))
+    }
+}
+
+/// `localpart` made unique in this test binary (`ada` → `ada-7`): users of their own for
+/// each test on the [`Synapse::shared`] server.
+pub fn unique(localpart: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{localpart}-{n}")
+}
+
+fn http_client() -> Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .no_proxy()
+        .build()?)
 }
 
 fn free_port() -> Result<u16> {

@@ -10,6 +10,7 @@ use shepherd_core::protocol::{Delivery, DeliveryKind, Worker, WorkerId, WorkerSt
 
 use crate::Core;
 use crate::fake_model::FakeModel;
+use crate::phone::Phone;
 use crate::pi_process::pi_deps;
 
 /// Start such a core; `backend` is `headless` or `tmux`.
@@ -23,17 +24,44 @@ pub async fn worker_core_with(
     backend: &str,
     env: &[(&str, &str)],
 ) -> Result<Core> {
-    let deps = pi_deps()?;
-    let pi = serde_json::to_string(&[deps.pi.display().to_string()])?;
-    let ext = deps.ext.display().to_string();
-    let mut all = vec![
-        ("SHEPHERD_WORKERS__BACKEND", backend),
-        ("SHEPHERD_WORKERS__PI", pi.as_str()),
-        ("SHEPHERD_WORKERS__EXTENSION", ext.as_str()),
-        ("PI_OFFLINE", "1"),
-    ];
+    let base = worker_env(backend)?;
+    let mut all = crate::pairs(&base);
     all.extend_from_slice(env);
-    let core = Core::start_with(&all).await?;
+    prepared(Core::start_with(&all).await?, model)
+}
+
+/// As [`worker_core`], whose bridge serves `phone`, with `more` environment for the core.
+pub async fn worker_core_for(
+    model: &FakeModel,
+    backend: &str,
+    phone: &impl Phone,
+    more: &[(&str, &str)],
+) -> Result<Core> {
+    let base = worker_env(backend)?;
+    let mut all = crate::pairs(&base);
+    all.extend_from_slice(more);
+    prepared(Core::start_for(phone, &all).await?, model)
+}
+
+/// The environment that makes a core launch workers with `backend` and the pinned Pi.
+fn worker_env(backend: &str) -> Result<Vec<(&'static str, String)>> {
+    let deps = pi_deps()?;
+    Ok(vec![
+        ("SHEPHERD_WORKERS__BACKEND", backend.to_string()),
+        (
+            "SHEPHERD_WORKERS__PI",
+            serde_json::to_string(&[deps.pi.display().to_string()])?,
+        ),
+        (
+            "SHEPHERD_WORKERS__EXTENSION",
+            deps.ext.display().to_string(),
+        ),
+        ("PI_OFFLINE", "1".to_string()),
+    ])
+}
+
+/// `core` with the model's `models.json`, the `lead-scout` definition and [`work_dir`].
+fn prepared(core: Core, model: &FakeModel) -> Result<Core> {
     std::fs::write(
         core.agent_dir().join("models.json"),
         serde_json::to_vec_pretty(&model.models_json())?,

@@ -1,0 +1,114 @@
+//! Chat commands and steering on the phones, end to end, one scenario run on each
+//! ([`Phone`]: the real `shepherd up` against the strict fake Bot API in a forum, or a
+//! real Synapse with a matrix-sdk client playing the human): a session's report is in its
+//! place; `sessions` lists it; an unknown command gets the help; a plain message in the
+//! session's place steers it, and so does `steer <session> <text>` (confirmed); a renamed
+//! session renames its place where places have names; `status` on the CLI lists the
+//! bridge once.
+
+use anyhow::{Context, Result};
+use shepherd_core::protocol::{DeliveryKind, requests};
+use shepherd_harness::Core;
+use shepherd_harness::phone::{MatrixPhone, PHONE_WAIT, Phone, TelegramPhone};
+use shepherd_harness::synapse::skip_e2e;
+
+#[tokio::test]
+async fn on_telegram_commands_answer_unknown_ones_get_help_and_the_place_steers() -> Result<()> {
+    // The bot's command menu (setMyCommands) offers them.
+    let menu = async |phone: &TelegramPhone| {
+        let commands = phone
+            .tg
+            .wait_for("setMyCommands", PHONE_WAIT, |tg| tg.commands())
+            .await?;
+        assert!(commands.to_string().contains("steer"), "{commands}");
+        Ok(())
+    };
+    commands_on(TelegramPhone::start().await?, menu).await
+}
+
+#[tokio::test]
+async fn on_matrix_commands_answer_unknown_ones_get_help_and_the_place_steers() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    commands_on(MatrixPhone::start().await?, async |_: &MatrixPhone| Ok(())).await
+}
+
+/// `menu`: the phone's own check of its command menu, once the bridge runs.
+async fn commands_on<P: Phone>(mut phone: P, menu: impl AsyncFn(&P) -> Result<()>) -> Result<()> {
+    let core = Core::start_for(&phone, &[]).await?;
+    phone.ready().await?;
+    let p = phone.prefix();
+    let mut pi = core.pi("s5", "listed").await?;
+    pi.client.report("hello from the place").await?;
+    let place = phone.place_of("listed").await?;
+    let report = phone
+        .bot_says(|m| m.text.contains("hello from the place"))
+        .await?;
+    assert_eq!(phone.thread_of(&report), place, "in the session's place");
+    menu(&phone).await?;
+
+    phone.command("sessions").await?;
+    let listing = phone
+        .bot_says(|m| {
+            m.text.contains("listed")
+                && !m.text.contains("hello from")
+                && !m.text.contains("listed started")
+        })
+        .await?;
+    assert_ne!(listing.id, report.id);
+
+    phone.command("frobnicate").await?;
+    let help = phone.bot_says(|m| m.text.contains("frobnicate")).await?;
+    for command in ["steer", "sessions"] {
+        assert!(
+            help.text.contains(&format!("{p}{command}")),
+            "unknown commands get the help: {}",
+            help.text
+        );
+    }
+    phone.command("help").await?;
+    phone
+        .bot_says(|m| m.text.contains(&format!("{p}steer")) && m.id != help.id)
+        .await?;
+
+    // A plain message in the session's place steers that session.
+    phone.type_in(&place, "please run the linter").await?;
+    let steer = pi.next_delivery(PHONE_WAIT).await?;
+    assert_eq!(
+        (steer.kind, steer.text.as_str()),
+        (DeliveryKind::Steer, "please run the linter")
+    );
+    pi.ack(&[steer.id]).await?;
+
+    phone.command("steer listed check the logs").await?;
+    let steer = pi.next_delivery(PHONE_WAIT).await?;
+    assert_eq!(
+        (steer.kind, steer.text.as_str()),
+        (DeliveryKind::Steer, "check the logs")
+    );
+    pi.ack(&[steer.id]).await?;
+    phone
+        .bot_says(|m| m.text.contains("steered listed"))
+        .await?;
+
+    // Renamed: its place follows, where places have names.
+    pi.client
+        .call(requests::Update {
+            name: Some("renamed".into()),
+            ..Default::default()
+        })
+        .await?;
+    phone
+        .place_named(&place, |name| name.contains("renamed"))
+        .await?;
+
+    let status = core.cli_json(&["status"])?;
+    let bridges = status["bridges"].as_array().context("bridges")?;
+    assert_eq!(
+        bridges.iter().filter(|b| b["name"] == phone.name()).count(),
+        1,
+        "{status}"
+    );
+    Ok(())
+}
