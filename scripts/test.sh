@@ -63,8 +63,14 @@ if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     mkdir -p target
     setsid scripts/fuzz.sh build >target/fuzz-build.log 2>&1 &
     fuzz_build=$!
-    # On an early failure, stop it (its whole process group; setsid made it the leader).
-    trap '[ -n "$fuzz_build" ] && { kill -- -"$fuzz_build" || kill "$fuzz_build"; } 2>/dev/null || true' EXIT
+    # On an early failure or an interrupt, stop it (its whole process group: setsid made
+    # it the leader).
+    stop_fuzz_build() {
+        [ -n "$fuzz_build" ] && { kill -- -"$fuzz_build" || kill "$fuzz_build"; } 2>/dev/null
+        fuzz_build=""
+    }
+    trap stop_fuzz_build EXIT
+    trap 'stop_fuzz_build; exit 130' INT TERM
 fi
 
 step "test dependencies (Node 22, pinned Pi, Synapse)"
