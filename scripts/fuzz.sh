@@ -88,7 +88,7 @@ cd fuzz
 export CARGO_TARGET_DIR="$PWD/target"
 # All targets in one build first (each run then starts at once), timed for the CI log.
 # The release profile is opt-level 1 (fuzz/Cargo.toml): a third less to compile than
-# opt-level 3, and about as many runs a second for these targets.
+# opt-level 3, for 70-85% as many runs a second.
 built=$SECONDS
 cargo +nightly fuzz build
 echo "==> fuzz targets built in $((SECONDS - built)) s"
