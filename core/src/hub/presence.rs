@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 use super::launched::Proc;
 use super::names::{self, MAX_NAME};
 use super::session_change::{ChangeKind, SessionChange};
-use super::{Conn, ConnHandle, ConnId, Cx, HubError, HubResult, Live, Out, State, atomically};
+use super::{Conn, ConnHandle, ConnId, Cx, HubError, HubResult, Live, Out, State};
 use crate::clock::now_ms;
 use crate::git::RepoContext;
 use crate::protocol::SessionId;
@@ -215,7 +215,6 @@ impl State {
                 info.last_seen = now_ms();
                 store::sessions::upsert(db, &info)?;
                 tracing::info!(session = %session_id, name = %info.name, ?reason, last_status = %was, "session left");
-                let name = info.name.clone();
                 let left = ServerMsg::SessionLeft {
                     session: info,
                     reason,
@@ -225,15 +224,13 @@ impl State {
                 // A session that goes away mid-turn has stopped too.
                 let change = SessionChange {
                     session: &session_id,
-                    kind: ChangeKind::Left,
+                    kind: ChangeKind::Left {
+                        closed: reason == Some(LeaveReason::Closed),
+                    },
                     was: Some(&was),
                     now: &SessionStatus::Idle,
                 };
                 self.session_changed(&change, db, out);
-                // Left for good: its workers go with it (`hub/workers/bounds.rs`).
-                if reason == Some(LeaveReason::Closed) {
-                    atomically(db, || self.owner_left_for_good(&session_id, &name, db, out))?;
-                }
             }
             Ok(())
         })();

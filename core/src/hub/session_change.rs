@@ -1,7 +1,9 @@
 //! Session changes: the one internal event presence raises when a Pi session registers,
 //! changes (status, name) or leaves. Every feature that keeps state about sessions hears
-//! it from [`State::session_changed`], in a fixed order (today supervision; roles and
-//! managed workers join the list there), so presence never needs to know who cares.
+//! it from [`State::session_changed`], in a fixed order (supervision, then managed
+//! workers), so presence never needs to know who cares. What registration itself checks
+//! (a launched process's nonce, expired leases) is part of answering `register`, not a
+//! reaction to it, and stays there.
 
 use rusqlite::Connection;
 
@@ -15,8 +17,9 @@ pub(super) enum ChangeKind {
     Registered { rejoined: bool },
     /// It described itself anew (`update`); `renamed` when its name changed.
     Updated { renamed: bool },
-    /// Its connection closed.
-    Left,
+    /// Its connection closed; `closed` when it said goodbye for good (`bye`), not lost
+    /// or coming straight back.
+    Left { closed: bool },
 }
 
 /// One change of one session, with its status before (when known) and now.
@@ -44,7 +47,7 @@ impl SessionChange<'_> {
         match self.kind {
             ChangeKind::Registered { rejoined } => !rejoined,
             ChangeKind::Updated { renamed } => renamed,
-            ChangeKind::Left => true,
+            ChangeKind::Left { .. } => true,
         }
     }
 }
@@ -59,5 +62,6 @@ impl State {
         out: &mut Out,
     ) {
         self.supervision_session_changed(change, db, out);
+        self.workers_session_changed(change, db, out);
     }
 }

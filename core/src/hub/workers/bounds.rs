@@ -9,7 +9,7 @@
 //! that arrive together cannot overshoot (the hub handles one at a time).
 //!
 //! An owner session that leaves for good (`bye {returning: false}`, then its connection
-//! closes) has its live workers closed as `close_agent` closes them (their own workers
+//! closes: the session-change event, `hub/session_change.rs`) has its live workers closed as `close_agent` closes them (their own workers
 //! first, a pending ask abandoned, unread mail withdrawn, the process stopped); one that
 //! may come back (`bye {returning: true}`, a connection that drops without `bye`, a core
 //! that stops) keeps them. Only Pi sessions own workers (`delegate_agent` refuses the CLI
@@ -18,7 +18,8 @@
 use rusqlite::Connection;
 use serde_json::json;
 
-use crate::hub::{HubError, HubResult, Out, State};
+use crate::hub::session_change::{ChangeKind, SessionChange};
+use crate::hub::{HubError, HubResult, Out, State, atomically};
 use crate::protocol::{ErrorCode, SessionId};
 use crate::store;
 
@@ -71,9 +72,29 @@ impl State {
         Ok(())
     }
 
+    /// A session change, as managed workers hear it: an owner that left for good (said
+    /// goodbye) takes its workers with it; one that was lost may come back to them.
+    pub(in crate::hub) fn workers_session_changed(
+        &mut self,
+        change: &SessionChange<'_>,
+        db: &Connection,
+        out: &mut Out,
+    ) {
+        if change.kind != (ChangeKind::Left { closed: true }) {
+            return;
+        }
+        let owner = change.session;
+        let closed = self.session_uncounted(db, owner).and_then(|info| {
+            atomically(db, || self.owner_left_for_good(owner, &info.name, db, out))
+        });
+        if let Err(err) = closed {
+            tracing::error!(session = %owner, "closing the workers of an owner that left failed: {}", err.message);
+        }
+    }
+
     /// `owner` (named `name`) left for good: close every live worker it owns, each with
     /// its own workers first. Returns how many it closed directly.
-    pub(in crate::hub) fn owner_left_for_good(
+    fn owner_left_for_good(
         &mut self,
         owner: &SessionId,
         name: &str,
