@@ -91,7 +91,7 @@ impl State {
             kind,
             id: msg.request_id().unwrap_or_default(),
         };
-        self.check_sender(cx, msg.senders(), db)?;
+        let checked = self.check_sender(cx, msg.senders(), db)?;
         match msg {
             ClientMsg::Hello(_) => Err(HubError::new(
                 ErrorCode::AlreadyGreeted,
@@ -124,13 +124,15 @@ impl State {
             ClientMsg::SetRole(req) => self.set_role(cx, req, db, out),
             ClientMsg::ListRoles(req) => self.list_roles(cx, req, db, out),
             ClientMsg::ReleaseRole(req) => self.release_role(cx, req, db, out),
-            ClientMsg::MessageSupervisor(req) => self.message_supervisor(cx, req, db, out),
+            ClientMsg::MessageSupervisor(req) => {
+                self.message_supervisor(cx, req, checked.me()?, db, out)
+            }
             ClientMsg::AskSupervisor(req) => self.ask_supervisor(cx, req, db, out),
-            ClientMsg::ListStaff(req) => self.list_staff(cx, req, db, out),
-            ClientMsg::InspectStaff(req) => self.inspect_staff(cx, req, db),
-            ClientMsg::MessageStaff(req) => self.message_staff(cx, req, db, out),
-            ClientMsg::ListPeers(req) => self.list_peers(cx, req, db, out),
-            ClientMsg::MessagePeer(req) => self.message_peer(cx, req, db, out),
+            ClientMsg::ListStaff(req) => self.list_staff(cx, req, checked.pi(), db, out),
+            ClientMsg::InspectStaff(req) => self.inspect_staff(cx, req, checked.me()?, db),
+            ClientMsg::MessageStaff(req) => self.message_staff(cx, req, checked.me()?, db, out),
+            ClientMsg::ListPeers(req) => self.list_peers(cx, req, checked.me()?, db, out),
+            ClientMsg::MessagePeer(req) => self.message_peer(cx, req, checked.me()?, db, out),
             ClientMsg::DelegateAgent(req) => self.delegate_agent(cx, req, db, out),
             ClientMsg::ContinueAgent(req) => self.continue_agent(cx, req, db, out),
             ClientMsg::ListWorkers(req) => self.list_workers(cx, req, db, out),

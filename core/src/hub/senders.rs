@@ -7,8 +7,7 @@ use rusqlite::Connection;
 
 use super::{Cx, HubError, HubResult, State};
 use crate::protocol::senders::{Refusal, Senders};
-use crate::protocol::{ClientKind, Role};
-use crate::store;
+use crate::protocol::{ClientKind, ErrorCode, Role, SessionInfo};
 
 fn refused(refusal: Refusal, role: Option<Role>) -> HubError {
     let err = HubError::new(refusal.code, refusal.message_for(role));
@@ -20,28 +19,51 @@ fn refused(refusal: Refusal, role: Option<Role>) -> HubError {
 
 impl State {
     /// Refuse the sender on `cx` unless `senders` admits it: its kind, and for a Pi
-    /// session that declares roles, its role (which needs the session registered).
-    pub(super) fn check_sender(&self, cx: Cx, senders: Senders, db: &Connection) -> HubResult<()> {
+    /// session that declares roles, its role (which needs the session registered). For
+    /// such a request the sender's record is read here, once, and handed back for the
+    /// handler ([`Checked::me`]).
+    pub(super) fn check_sender(
+        &self,
+        cx: Cx,
+        senders: Senders,
+        db: &Connection,
+    ) -> HubResult<Checked> {
         if !senders.admits_kind(cx.kind) {
             return Err(refused(senders.other_kind, None));
         }
         if cx.kind != ClientKind::Pi || senders.roles.is_none() {
-            return Ok(());
+            return Ok(Checked(None));
         }
-        let role = self.sender_role(cx, db)?;
-        match (senders.admits_role(role), senders.other_role) {
-            (false, Some(refusal)) => Err(refused(refusal, Some(role))),
-            _ => Ok(()),
+        // The stored role mirrors the lease: granting, releasing and expiring a lease
+        // all record the holder's role (`record_role`), and `register` takes it from the
+        // lease.
+        let id = self.registered(cx.conn)?;
+        let me = self.session_uncounted(db, id)?;
+        match senders.role_refusal(me.role) {
+            Some(refusal) => Err(refused(refusal, Some(me.role))),
+            None => Ok(Checked(Some(me))),
         }
     }
+}
 
-    /// The role of the Pi session on `cx`: its lease's (Manager, Chief), else its own
-    /// (Lead, or the supervisor hint).
-    fn sender_role(&self, cx: Cx, db: &Connection) -> HubResult<Role> {
-        let id = self.registered(cx.conn)?;
-        if let Some(lease) = store::leases::held_by(db, id)? {
-            return Ok(lease.role);
-        }
-        Ok(self.session_uncounted(db, id)?.role)
+/// What the sender check read: the Pi sender's record, for a request that declares roles.
+pub(super) struct Checked(Option<SessionInfo>);
+
+impl Checked {
+    /// The Pi sender's record, for a handler of a request that declares roles (the
+    /// check read it for every Pi sender of such a request).
+    pub(super) fn me(self) -> HubResult<SessionInfo> {
+        self.0.ok_or_else(|| {
+            HubError::new(
+                ErrorCode::Internal,
+                "a role-limited request reached its handler without its sender's record",
+            )
+        })
+    }
+
+    /// The sender's record when a Pi session sent the request, `None` for a human's
+    /// client (for requests that admit both).
+    pub(super) fn pi(self) -> Option<SessionInfo> {
+        self.0
     }
 }

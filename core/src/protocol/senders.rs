@@ -36,12 +36,11 @@ pub struct Senders {
     pub pi: bool,
     pub cli: bool,
     pub bridge: bool,
-    /// For a Pi session: the roles admitted (`None`: any role).
-    pub roles: Option<&'static [Role]>,
+    /// For a Pi session: the roles admitted, and how another role is refused (`None`:
+    /// any role).
+    pub roles: Option<(&'static [Role], Refusal)>,
     /// How a client of another kind is refused.
     pub other_kind: Refusal,
-    /// How a Pi session of another role is refused (with `roles`).
-    pub other_role: Option<Refusal>,
 }
 
 impl Senders {
@@ -52,7 +51,6 @@ impl Senders {
         bridge: false,
         roles: None,
         other_kind: NO_SESSION,
-        other_role: None,
     };
 
     pub const fn cli(self) -> Senders {
@@ -74,8 +72,7 @@ impl Senders {
     pub const fn pi_as(self, roles: &'static [Role], refusal: Refusal) -> Senders {
         Senders {
             pi: true,
-            roles: Some(roles),
-            other_role: Some(refusal),
+            roles: Some((roles, refusal)),
             ..self
         }
     }
@@ -100,11 +97,20 @@ impl Senders {
 
     /// Whether a Pi session of `role` may send the request (`supervisor` counts as a Lead).
     pub fn admits_role(&self, role: Role) -> bool {
+        self.role_refusal(role).is_none()
+    }
+
+    /// How a Pi session of `role` is refused, if the request does not admit that role
+    /// (`supervisor` counts as a Lead).
+    pub fn role_refusal(&self, role: Role) -> Option<Refusal> {
         let role = match role {
             Role::Supervisor => Role::Lead,
             r => r,
         };
-        self.roles.is_none_or(|roles| roles.contains(&role))
+        match self.roles {
+            Some((roles, refusal)) if !roles.contains(&role) => Some(refusal),
+            _ => None,
+        }
     }
 }
 
@@ -115,7 +121,7 @@ impl std::fmt::Display for Senders {
         if self.pi {
             words.push(match self.roles {
                 None => "pi".to_string(),
-                Some(roles) => {
+                Some((roles, _)) => {
                     let roles: Vec<&str> = roles.iter().map(|r| r.as_str()).collect();
                     format!("pi({})", roles.join("|"))
                 }

@@ -37,10 +37,10 @@ impl State {
         &mut self,
         cx: Cx,
         req: MessageSupervisor,
+        me: SessionInfo,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let me = self.sender_of(cx, db)?;
         let text = nonempty(req.text, "message")?;
         let to = self.reports_to(&me, db)?;
         // An assigned Lead's messages belong to its repository's Manager role: tagged so
@@ -176,10 +176,10 @@ impl State {
         &mut self,
         cx: Cx,
         req: MessageStaff,
+        me: SessionInfo,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let me = self.sender_of(cx, db)?;
         let text = nonempty(req.text, "message")?;
         let target = self.my_staff(&me, &req.session, db)?;
         let body = format!(
@@ -204,10 +204,10 @@ impl State {
         &mut self,
         cx: Cx,
         req: MessagePeer,
+        me: SessionInfo,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let me = self.sender_of(cx, db)?;
         let text = nonempty(req.text, "message")?;
         let target = self.my_peer(&me, &req.session, db)?;
         let body = format!("Peer message from {} ({}): {text}", me.name, me.id);

@@ -156,13 +156,6 @@ impl State {
         self.session_info(db, &id)
     }
 
-    /// [`State::caller`] without its counts (open asks, unread mail): for mail along an
-    /// edge, whose cost must not grow with the sender's own backlog.
-    fn sender_of(&self, cx: Cx, db: &Connection) -> HubResult<SessionInfo> {
-        let id = self.registered(cx.conn)?.clone();
-        self.session_uncounted(db, &id)
-    }
-
     fn sender(info: &SessionInfo) -> Sender {
         Sender {
             kind: ClientKind::Pi,

@@ -60,10 +60,10 @@ impl State {
         &self,
         cx: Cx,
         _req: ListPeers,
+        me: SessionInfo,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let me = self.sender_of(cx, db)?;
         let sessions = self.peers_of(&me, db)?;
         out.send(
             cx.conn,

@@ -9,8 +9,7 @@ use crate::clock::now_ms;
 use crate::hub::{Cx, HubCommand, HubError, HubResult, Out, State};
 use crate::protocol::requests::{InspectStaff, ListStaff};
 use crate::protocol::{
-    ClientKind, ErrorCode, Lease, Role, ServerMsg, SessionId, SessionInfo, StaffMember, StaffView,
-    ViewReason,
+    ErrorCode, Lease, Role, ServerMsg, SessionId, SessionInfo, StaffMember, StaffView, ViewReason,
 };
 use crate::store;
 use crate::supervise::view;
@@ -47,13 +46,10 @@ impl State {
         &mut self,
         cx: Cx,
         _req: ListStaff,
+        me: Option<SessionInfo>,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let me = match cx.kind {
-            ClientKind::Pi => Some(self.sender_of(cx, db)?),
-            _ => None,
-        };
         self.expire_away_leases(db, out)?;
         let mut members = Vec::new();
         let leases = store::leases::list(db)?;
@@ -124,9 +120,9 @@ impl State {
         &mut self,
         cx: Cx,
         req: InspectStaff,
+        me: SessionInfo,
         db: &Connection,
     ) -> HubResult<()> {
-        let me = self.sender_of(cx, db)?;
         let target = self.my_staff(&me, &req.session, db)?;
         let Some(tx) = self.self_tx.upgrade() else {
             return Ok(()); // Shutting down.
