@@ -11,6 +11,8 @@
 //!   the backlog once; the Lead's message_supervisor waits too, never going to the Chief;
 //! - `stop_lead` pauses it (process gone, everything kept); `resume_work` relaunches the
 //!   same session in the same checkout;
+//! - `stop_lead` closes the Lead's own workers and stops their processes, as closing a
+//!   worker closes its tree;
 //! - a registration of a Lead's session by any process but the one launched for it is
 //!   refused (`launch_mismatch`); a headless Lead is relaunched on its session after a core
 //!   restart, told why once, and its next run is one update;
@@ -47,12 +49,13 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::json;
 use shepherd_core::protocol::{
-    AssignmentState, ClientKind, DeliveryKind, ErrorCode, IntegrationStatus, LeadState, requests,
+    AssignmentState, ClientKind, DeliveryKind, ErrorCode, IntegrationStatus, LeadState, Worker,
+    WorkerState, requests,
 };
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
 use shepherd_harness::git_repo::git;
 use shepherd_harness::projects::{assignment, manager, projects, repo, rev, wait_assignment};
-use shepherd_harness::workers::{next_of_kind, worker_core_with};
+use shepherd_harness::workers::{listed, next_of_kind, wait_state, worker_core_with, worker_pid};
 use shepherd_harness::{Core, Pi, error_code, error_details, registration};
 
 /// What the Leads' model does, by the marker in the newest user message.
@@ -64,6 +67,19 @@ fn lead_script(req: &ModelRequest) -> Reply {
             "echo {file} > {file} && git add {file} && git -c user.name=lead -c user.email=lead@example.invalid -c commit.gpgsign=false commit -qm 'add {file}'"
         )
     };
+    // A Lead that delegates a worker (TASK-W), and the worker that then works on.
+    if user.contains("TASK-W-CHILD") {
+        return Reply::tool("bash", json!({"command": "sleep 120"}));
+    }
+    if user.contains("TASK-W") {
+        return match role.as_str() {
+            "tool" => Reply::text("UPDATE-W delegated a helper"),
+            _ => Reply::tool(
+                "delegate_agent",
+                json!({"definition": "implementer", "task": "TASK-W-CHILD look around", "label": "helper"}),
+            ),
+        };
+    }
     if user.contains("TASK-A") {
         return match role.as_str() {
             "tool" => Reply::text("UPDATE-A committed a.txt"),
@@ -477,6 +493,62 @@ async fn stop_lead_pauses_and_resume_work_relaunches_the_same_session_in_the_sam
     let stopped =
         wait_assignment(&core, "feat/a", "stopped", |a| a.lead == LeadState::Stopped).await?;
     assert_eq!(stopped.state, AssignmentState::Active, "kept as it was");
+    Ok(())
+}
+
+/// Stopping a Lead is one step with closing a worker: the Lead's own workers are closed
+/// and their processes stopped first, then the Lead's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_lead_closes_the_leads_workers_and_stops_their_processes() -> Result<()> {
+    let (_model, core) = start(&[]).await?;
+    let app = repo(&core, "app")?;
+    let mut mgr = manager(&core, &app, "0193a5c2-0000-7000-8000-00000000c0a1").await?;
+    let a = delegate(&mut mgr, "TASK-W split the work", "feat/w").await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    let helper = loop {
+        let all: Vec<Worker> = serde_json::from_value(core.cli_json(&["workers"])?)?;
+        if let Some(w) = all.into_iter().find(|w| w.owner_id == a.session_id) {
+            break w;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the Lead never delegated:\n{}",
+            core.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    wait_state(&core, helper.id, WorkerState::Working).await?;
+    let helper_pid = worker_pid(&core, helper.id)?;
+    let running =
+        wait_assignment(&core, "feat/w", "running", |a| a.lead == LeadState::Running).await?;
+    let lead_pid = running.pid.expect("a running Lead has a pid");
+
+    let stopped = mgr
+        .client
+        .call(requests::StopLead {
+            branch: "feat/w".into(),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(stopped.state, AssignmentState::Paused);
+    assert_eq!(listed(&core, helper.id)?.state, WorkerState::Closed);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while alive(helper_pid) || alive(lead_pid) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still running: helper {} ({helper_pid}), Lead {} ({lead_pid})",
+            alive(helper_pid),
+            alive(lead_pid)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let log = core.log();
+    assert!(
+        log.lines().any(|l| l.contains("worker closed")
+            && l.contains(&format!("worker={}", helper.id))
+            && l.contains("the manager")),
+        "the helper is closed by the Manager's stop:\n{log}"
+    );
     Ok(())
 }
 

@@ -15,22 +15,27 @@
 //!   pane that outlived the core.
 //! - [`bind`]: its session registering, proved by the launch nonce and the launched pid
 //!   (fail closed), then bound.
+//! - [`stop`]: its workers stopped first, then its record's ending, then the process,
+//!   at once or with a wait for its exit (`stop_lead`, `close_agent`, an owner leaving for
+//!   good, the bounds, an integration, a retirement).
 //! - [`host_ops`]: the process work handed to the host after the hub's commit.
 //!
 //! What differs is data in [`Proc`]: a worker has an owner (its results and its loss go to
 //! that session) and a state machine of its own (one launch per generation, a restart
 //! relaunches it); a Lead has an assignment (a worktree, a branch, the repository's Manager
 //! role for its updates) and is launched again and again on one session (`resume_work`,
-//! `stop_lead`). What each does with its result, its asks and its stop stays with its
-//! feature (`hub/workers/`, `hub/projects/`).
+//! `stop_lead`). What each does with its result and its asks stays with its feature
+//! (`hub/workers/`, `hub/projects/`).
 
 mod bind;
 pub(super) mod host_ops;
 mod opening;
 mod start;
+mod stop;
 
 pub(super) use host_ops::HostOp;
 pub(in crate::hub) use opening::{Asker, Opened};
+pub(in crate::hub) use stop::StopWait;
 
 use std::collections::HashSet;
 

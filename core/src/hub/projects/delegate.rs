@@ -10,13 +10,13 @@ use rusqlite::Connection;
 use super::{Actor, GitDone, GitJob, refused, tag};
 use crate::clock::now_ms;
 use crate::git::worktrees::{self, Checkout, Presence};
-use crate::hub::launched::{Asker, HostOp, Opened, Proc, new_session_id};
+use crate::hub::launched::{Asker, Opened, Proc, new_session_id};
 use crate::hub::{Cx, HubError, HubResult, Out, State, atomically};
 use crate::protocol::requests::{DelegateProject, ResumeWork, StopLead};
 use crate::protocol::{AssignmentState, ClientKind, DeliveryKind, Sender, ServerMsg, SessionId};
-use crate::store::projects::{AssignmentRow, NewAssignment, Process};
+use crate::store::projects::{AssignmentRow, NewAssignment};
 use crate::store::{self, messages::NewMessage};
-use crate::workers::launch::{ProcKey, SessionStart};
+use crate::workers::launch::SessionStart;
 
 /// What a delegation carries from the request to its continuation.
 struct Delegation {
@@ -27,14 +27,6 @@ struct Delegation {
     repo_id: String,
     project: String,
     task: String,
-}
-
-/// How [`State::stop_lead_then`] waits for a Lead's exit: at most `bound`, then `then`
-/// (with `reply`, the request that asked, answered when it is done).
-pub(in crate::hub) struct StopWait {
-    pub bound: std::time::Duration,
-    pub reply: Option<(crate::hub::ConnId, u64)>,
-    pub then: crate::hub::launched::host_ops::AfterStop,
 }
 
 impl State {
@@ -347,7 +339,7 @@ impl State {
             Actor::Manager { me, .. } => format!("the manager {}", me.name),
             Actor::Human => self.human_label(cx.conn, cx.kind, None),
         };
-        self.stop_lead_process(&row, &by, db, out)?;
+        self.stop_proc(&Proc::Lead(row.clone()), &by, None, db, out)?;
         store::projects::set_state(db, row.assignment.id, AssignmentState::Paused, now_ms())?;
         let row = self.assignment_row(db, row.assignment.id)?;
         tracing::info!(assignment = row.assignment.id.get(), tag = %tag(&row.assignment), by, "Lead stopped; assignment paused");
@@ -360,57 +352,6 @@ impl State {
                 assignment: Box::new(assignment),
             },
         );
-        Ok(())
-    }
-
-    /// Stop the Lead's process and close its live workers (their trees).
-    pub(in crate::hub) fn stop_lead_process(
-        &mut self,
-        row: &AssignmentRow,
-        by: &str,
-        db: &Connection,
-        out: &mut Out,
-    ) -> HubResult<()> {
-        for worker in store::workers::owned_by(db, &row.assignment.session_id, false)? {
-            self.close_tree(&worker, by, db, out)?;
-        }
-        if row.process != Process::None {
-            out.host.push(HostOp::Stop {
-                key: ProcKey::Lead(row.assignment.id),
-            });
-        }
-        store::projects::stopped(db, row.assignment.id, now_ms())?;
-        Ok(())
-    }
-
-    /// [`Self::stop_lead_process`], then `then` once the Lead's process has exited (the
-    /// host's stop returned and none of its recorded pids runs), or with `false` when it
-    /// has not within `bound`. Waits even when the row says no process runs (a stop
-    /// already under way is waited for: the host's stop is idempotent).
-    pub(in crate::hub) fn stop_lead_then(
-        &mut self,
-        row: &AssignmentRow,
-        by: &str,
-        wait: StopWait,
-        db: &Connection,
-        out: &mut Out,
-    ) -> HubResult<()> {
-        let StopWait { bound, reply, then } = wait;
-        let pids: Vec<u32> = [row.assignment.pid, row.bound_pid]
-            .into_iter()
-            .flatten()
-            .collect();
-        for worker in store::workers::owned_by(db, &row.assignment.session_id, false)? {
-            self.close_tree(&worker, by, db, out)?;
-        }
-        out.host.push(HostOp::StopThen {
-            key: ProcKey::Lead(row.assignment.id),
-            pids,
-            bound,
-            reply,
-            then,
-        });
-        store::projects::stopped(db, row.assignment.id, now_ms())?;
         Ok(())
     }
 

@@ -21,6 +21,7 @@ use crate::config::IntegratePolicy;
 use crate::git::integrate::{self as git_integrate, Plan, Refusal};
 use crate::git::worktrees::{self, Presence, RemoveError, Removed};
 use crate::hub::launched::host_ops::AfterStop;
+use crate::hub::launched::{Proc, StopWait};
 use crate::hub::{ConnId, Cx, HubError, HubResult, Out, State};
 use crate::protocol::requests::IntegrateBranch;
 use crate::protocol::{
@@ -376,12 +377,12 @@ impl State {
         let then: AfterStop = Box::new(move |state, db, out, exited| {
             state.lead_stopped_for_cleanup(run, plan, exited, db, out)
         });
-        let wait = super::StopWait {
+        let wait = StopWait {
             bound: LEAD_EXIT_BOUND,
             reply,
             then,
         };
-        self.stop_lead_then(&row, &by, wait, db, out)?;
+        self.stop_proc(&Proc::Lead(row.clone()), &by, Some(wait), db, out)?;
         let row = self.assignment_row(db, row.assignment.id)?;
         self.assignment_changed(&row, out);
         Ok(())
@@ -657,7 +658,7 @@ impl State {
             out,
         )?;
         if row.process != store::projects::Process::None {
-            self.stop_lead_process(row, "shepherd", db, out)?;
+            self.stop_proc(&Proc::Lead(row.clone()), "shepherd", None, db, out)?;
         }
         if store::projects::retire(db, row.assignment.id, now_ms())? > 0 {
             self.backlog.forget_all();

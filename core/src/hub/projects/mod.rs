@@ -23,7 +23,6 @@ mod integrate;
 mod lead;
 mod listing;
 
-pub(in crate::hub) use delegate::StopWait;
 pub use git_lane::GitDone;
 pub(super) use git_lane::{GitJob, GitLane};
 pub(in crate::hub) use lead::{ProjectMail, lead_spec};

@@ -8,7 +8,7 @@ use rusqlite::Connection;
 
 use super::requests::refused;
 use crate::clock::now_ms;
-use crate::hub::launched::HostOp;
+use crate::hub::launched::{HostOp, Proc};
 use crate::hub::{HubError, HubResult, Out, State, atomically};
 use crate::protocol::{
     Ask, ClientKind, DeliveryKind, ErrorCode, MessageId, Sender, ServerMsg, SessionId, WorkerState,
@@ -150,8 +150,8 @@ impl State {
         Ok(())
     }
 
-    /// Close `row` and, first, every live worker it owns: stop the processes, abandon a
-    /// pending ask, withdraw mail not yet read. `by` names who closed it.
+    /// Close `row` and, first, every live worker it owns, and stop their processes
+    /// ([`State::stop_proc`]). `by` names who closed it.
     pub(in crate::hub) fn close_tree(
         &mut self,
         row: &WorkerRow,
@@ -159,9 +159,18 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        for child in store::workers::children(db, row.worker.id)? {
-            self.close_tree(&child, by, db, out)?;
-        }
+        self.stop_proc(&Proc::Worker(row.clone()), by, None, db, out)
+    }
+
+    /// A worker's record closed, as [`State::stop_proc`] ends it: a pending ask
+    /// abandoned, mail it has not read withdrawn, its state `closed`.
+    pub(in crate::hub) fn worker_closed(
+        &mut self,
+        row: &WorkerRow,
+        by: &str,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
         let now = now_ms();
         if let Some(ask) = row.worker.pending_ask
             && store::asks::answer(db, ask, "(the worker was closed)", by, now)?
@@ -180,9 +189,6 @@ impl State {
         if let Some(result) = row.result_message {
             self.workers.awaiting_ack.remove(&result);
         }
-        out.host.push(HostOp::Stop {
-            key: ProcKey::Worker(row.worker.id),
-        });
         tracing::info!(worker = row.worker.id.get(), label = %row.worker.label, by, "worker closed");
         let closed = self.worker_record(db, row.worker.id)?;
         self.worker_changed(closed.worker, out);
