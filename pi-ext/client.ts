@@ -70,12 +70,12 @@ export class CoreClient extends CoreConnection {
 
   /** `key`: an idempotency key (the core stores a keyed ask once, however often sent). */
   async ask(question: string, options: string[], details: string | null, key?: string): Promise<Ask> {
-    const res = await this.request((id) => ({ type: "ask", id, ...askFields(question, options, details, key) }), "asked");
+    const res = await this.request((id) => ({ type: "ask", id, ...askFields(question, options, details, key) }));
     return res.ask;
   }
 
   async report(text: string, key?: string): Promise<Report> {
-    const res = await this.request((id) => ({ type: "report", id, text, ...(key !== undefined ? { key } : {}) }), "reported");
+    const res = await this.request((id) => ({ type: "report", id, text, ...(key !== undefined ? { key } : {}) }));
     return res.report;
   }
 
@@ -83,14 +83,13 @@ export class CoreClient extends CoreConnection {
   async result(text: string, results: ResultsMode | null, key: string | null = null): Promise<Report> {
     const res = await this.request(
       (id) => ({ type: "result", id, text, ...(results !== null ? { results } : {}), ...(key !== null ? { key } : {}) }),
-      "reported",
     );
     return res.report;
   }
 
   /** This session's asks that are still open (the core lists every session's). */
   async openAsks(): Promise<Ask[]> {
-    const res = await this.request((id) => ({ type: "list_asks", id, all: false }), "asks");
+    const res = await this.request((id) => ({ type: "list_asks", id, all: false }));
     const mine = this.session?.id;
     return res.asks.filter((a) => a.state === "open" && a.session_id === mine);
   }
@@ -98,7 +97,7 @@ export class CoreClient extends CoreConnection {
   /** Send presence changes; a no-op while not registered (the next register carries them). */
   async update(fields: PresenceUpdate): Promise<void> {
     if (!this.ready) return;
-    const res = await this.request((id) => ({ type: "update", id, ...fields }), "updated");
+    const res = await this.request((id) => ({ type: "update", id, ...fields }));
     this.rememberSession(res.session);
   }
 
@@ -106,42 +105,42 @@ export class CoreClient extends CoreConnection {
 
   /** Become the supervisor of `worker` (absent: the one free session in this cwd). */
   async supervise(request: { worker?: string; goal?: string; cwd: string }): Promise<Pairing> {
-    const res = await this.request((id) => ({ type: "supervise", id, ...request }), "paired");
+    const res = await this.request((id) => ({ type: "supervise", id, ...request }));
     return res.pairing;
   }
 
   /** End this session's pairing without a verdict. */
   async unpair(): Promise<Pairing> {
-    const res = await this.request((id) => ({ type: "unpair", id }), "unpaired");
+    const res = await this.request((id) => ({ type: "unpair", id }));
     return res.pairing;
   }
 
   /** Replace the pairing's goal (text, or a path relative to `cwd`). */
   async setGoal(goal: string, cwd: string): Promise<Pairing> {
-    const res = await this.request((id) => ({ type: "set_goal", id, goal, cwd }), "goal_set");
+    const res = await this.request((id) => ({ type: "set_goal", id, goal, cwd }));
     return res.pairing;
   }
 
   /** Ask for a view now; it arrives as a `view` delivery. */
   async look(): Promise<Pairing> {
-    const res = await this.request((id) => ({ type: "look", id }), "look_requested");
+    const res = await this.request((id) => ({ type: "look", id }));
     return res.pairing;
   }
 
   /** What the worker did since the last view, returned (not delivered, not a look). */
   async workerView(): Promise<View> {
-    const res = await this.request((id) => ({ type: "worker_view", id }), "view");
+    const res = await this.request((id) => ({ type: "worker_view", id }));
     return res.view;
   }
 
   async verdict(verdict: VerdictKind, text: string): Promise<{ pairing: Pairing; verdict: Verdict; hint: string | null }> {
-    const res = await this.request((id) => ({ type: "verdict", id, verdict, text }), "verdict_accepted");
+    const res = await this.request((id) => ({ type: "verdict", id, verdict, text }));
     return { pairing: res.pairing, verdict: res.verdict, hint: res.hint };
   }
 
   /** Active pairings (every session's). */
   async listPairings(): Promise<Pairing[]> {
-    const res = await this.request((id) => ({ type: "list_pairings", id, all: false }), "pairings");
+    const res = await this.request((id) => ({ type: "list_pairings", id, all: false }));
     return res.pairings;
   }
 
@@ -153,62 +152,62 @@ export class CoreClient extends CoreConnection {
    * `released` if the human released it, or it expired, meanwhile).
    */
   async setRole(role: Role, reclaim = false): Promise<{ session: SessionInfo; previous: Role }> {
-    const res = await this.request((id) => (reclaim ? { type: "set_role", id, role, reclaim } : { type: "set_role", id, role }), "role_set");
+    const res = await this.request((id) => (reclaim ? { type: "set_role", id, role, reclaim } : { type: "set_role", id, role }));
     this.rememberSession(res.session);
     return { session: res.session, previous: res.previous };
   }
 
   /** Every lease the core holds: who is the Manager of which repository, who is the Chief. */
   async listRoles(): Promise<Lease[]> {
-    const res = await this.request((id) => ({ type: "list_roles", id }), "roles");
+    const res = await this.request((id) => ({ type: "list_roles", id }));
     return res.leases;
   }
 
   /** Mail to whom this session reports (the human gets it as a report). */
   async messageSupervisor(text: string): Promise<{ to: ReportsTo; messageId: number | null; reportId: number | null; connected: boolean }> {
-    const res = await this.request((id) => ({ type: "message_supervisor", id, text }), "routed");
+    const res = await this.request((id) => ({ type: "message_supervisor", id, text }));
     return { to: res.to, messageId: res.message_id, reportId: res.report_id, connected: res.connected };
   }
 
   /** An ask addressed to whom this session reports (`ask.to`; absent: the human). */
   async askSupervisor(question: string, options: string[], details: string | null, key?: string): Promise<Ask> {
-    const res = await this.request((id) => ({ type: "ask_supervisor", id, ...askFields(question, options, details, key) }), "asked");
+    const res = await this.request((id) => ({ type: "ask_supervisor", id, ...askFields(question, options, details, key) }));
     return res.ask;
   }
 
   /** A Manager's or the Chief's direct staff, and (a Manager) its repository's work assignments. */
   async listStaff(): Promise<{ members: StaffMember[]; assignments: Assignment[] }> {
-    const res = await this.request((id) => ({ type: "list_staff", id }), "staff");
+    const res = await this.request((id) => ({ type: "list_staff", id }));
     return { members: res.members, assignments: res.assignments ?? [] };
   }
 
   /** What one of this session's staff did recently (exact session id). */
   async inspectStaff(session: string): Promise<StaffView> {
-    const res = await this.request((id) => ({ type: "inspect_staff", id, session }), "staff_view");
+    const res = await this.request((id) => ({ type: "inspect_staff", id, session }));
     return res.view;
   }
 
   /** Steer one of this session's staff (exact session id). */
   async messageStaff(session: string, text: string): Promise<Omit<SentMsg, "type" | "id">> {
-    const res = await this.request((id) => ({ type: "message_staff", id, session, text }), "sent");
+    const res = await this.request((id) => ({ type: "message_staff", id, session, text }));
     return { message_id: res.message_id, session_id: res.session_id, session_name: res.session_name, connected: res.connected };
   }
 
   /** The connected sessions this one may message as peers. */
   async listPeers(): Promise<SessionInfo[]> {
-    const res = await this.request((id) => ({ type: "list_peers", id }), "sessions");
+    const res = await this.request((id) => ({ type: "list_peers", id }));
     return res.sessions;
   }
 
   /** Mail to a peer (exact session id). */
   async messagePeer(session: string, text: string): Promise<Omit<SentMsg, "type" | "id">> {
-    const res = await this.request((id) => ({ type: "message_peer", id, session, text }), "sent");
+    const res = await this.request((id) => ({ type: "message_peer", id, session, text }));
     return { message_id: res.message_id, session_id: res.session_id, session_name: res.session_name, connected: res.connected };
   }
 
   /** Answer an ask addressed to the role this session holds (answer_staff). */
   async answer(ask: number, text: string): Promise<Ask> {
-    const res = await this.request((id) => ({ type: "answer", id, ask, text }), "answered");
+    const res = await this.request((id) => ({ type: "answer", id, ask, text }));
     return res.ask;
   }
 
@@ -216,13 +215,13 @@ export class CoreClient extends CoreConnection {
 
   /** Tokens and cost over this session and the workers it owns (each session once). */
   async usage(): Promise<UsageReport> {
-    const res = await this.request((id) => ({ type: "usage", id }), "usage");
+    const res = await this.request((id) => ({ type: "usage", id }));
     return res.report;
   }
 
   /** The agent definitions in effect for this session's cwd (broken files with their error). */
   async listAgents(): Promise<AgentDef[]> {
-    const res = await this.request((id) => ({ type: "list_agents", id }), "agents");
+    const res = await this.request((id) => ({ type: "list_agents", id }));
     return res.agents;
   }
 
@@ -237,20 +236,19 @@ export class CoreClient extends CoreConnection {
         ...(label !== null ? { label } : {}),
         ...(fork !== null ? { fork } : {}),
       }),
-      "worker",
     );
     return res.worker;
   }
 
   /** A new generation on a saved worker session (its file path or id). */
   async continueAgent(session: string, task: string): Promise<Worker> {
-    const res = await this.request((id) => ({ type: "continue_agent", id, session, task }), "worker");
+    const res = await this.request((id) => ({ type: "continue_agent", id, session, task }));
     return res.worker;
   }
 
   /** This session's tree of workers (`all`: ended ones too). */
   async listWorkers(all = false): Promise<Worker[]> {
-    const res = await this.request((id) => ({ type: "list_workers", id, all }), "workers");
+    const res = await this.request((id) => ({ type: "list_workers", id, all }));
     return res.workers;
   }
 
@@ -271,7 +269,7 @@ export class CoreClient extends CoreConnection {
         case "close":
           return { type: "close_agent", id, agent };
       }
-    }, "worker");
+    });
     return res.worker;
   }
 
@@ -279,14 +277,13 @@ export class CoreClient extends CoreConnection {
   async agentText(what: "inspect" | "transcript", agent: string): Promise<{ worker: Worker; text: string }> {
     const res = await this.request(
       (id) => (what === "inspect" ? { type: "inspect_agent", id, agent } : { type: "read_agent_transcript", id, agent }),
-      "agent_text",
     );
     return { worker: res.worker, text: res.text };
   }
 
   /** A managed worker's question to its owner (`ask.to.worker` set); the reply comes as an answer. */
   async askOwner(question: string): Promise<Ask> {
-    const res = await this.request((id) => ({ type: "ask_owner", id, question }), "asked");
+    const res = await this.request((id) => ({ type: "ask_owner", id, question }));
     return res.ask;
   }
 
@@ -302,7 +299,6 @@ export class CoreClient extends CoreConnection {
         ...(branch !== null ? { branch } : {}),
         ...(base !== null ? { base } : {}),
       }),
-      "assignment",
     );
     return res.assignment;
   }
@@ -311,14 +307,13 @@ export class CoreClient extends CoreConnection {
   async leadAction(action: "resume" | "stop", branch: string): Promise<Assignment> {
     const res = await this.request(
       (id) => (action === "resume" ? { type: "resume_work", id, branch } : { type: "stop_lead", id, branch }),
-      "assignment",
     );
     return res.assignment;
   }
 
   /** Fast-forward the primary branch to `sha`, the assigned branch's tip (or ask the human to approve it). */
   async integrateBranch(branch: string, sha: string): Promise<Integration> {
-    const res = await this.request((id) => ({ type: "integrate_branch", id, branch, sha }), "integration");
+    const res = await this.request((id) => ({ type: "integrate_branch", id, branch, sha }));
     return res.integration;
   }
 

@@ -18,6 +18,7 @@ import {
   FrameDecoder,
   MAX_INBOUND_FRAME,
   PROTOCOL_VERSION,
+  REPLY_TYPES,
   WireDecodeError,
   type Assignment,
   type ClientMsg,
@@ -25,8 +26,12 @@ import {
   type Json,
   type Pairing,
   type PairingEventMsg,
+  type HelloMsg,
   type Registration,
+  type RegisterMsg,
   type RegisteredMsg,
+  type ReplyOf,
+  type RequestMsg,
   type ServerMsg,
   type SessionInfo,
   type WelcomeMsg,
@@ -126,7 +131,6 @@ export interface CoreClientOptions {
   maxFrame?: number;
 }
 
-type ResponseType = ServerMsg["type"];
 /** Responses that carry the pairing they changed. */
 export type PairingResponse = Extract<ServerMsg, { type: "paired" | "unpaired" | "goal_set" | "look_requested" | "verdict_accepted" }>;
 
@@ -142,10 +146,9 @@ function pairingResponse(msg: ServerMsg): PairingResponse | null {
       return null;
   }
 }
-type ResponseOf<T extends ResponseType> = Extract<ServerMsg, { type: T }>;
-
-function isResponse<T extends ResponseType>(msg: ServerMsg, type: T): msg is ResponseOf<T> {
-  return msg.type === type;
+/** Whether `msg` is the response `request` declares (generated REPLY_TYPES). */
+function isReplyTo<M extends RequestMsg>(request: M, msg: ServerMsg): msg is ReplyOf<M["type"]> {
+  return msg.type === REPLY_TYPES[request.type];
 }
 
 type Waiter = {
@@ -391,11 +394,10 @@ export class CoreConnection {
         failed(e instanceof Error ? e : new Error(String(e)));
         return;
       }
-      this.#send((id) => ({ type: "register", id, session: registration }), "registered", opts, registered, failed);
+      this.#send<RegisterMsg>((id) => ({ type: "register", id, session: registration }), opts, registered, failed);
     };
-    this.#send(
+    this.#send<HelloMsg>(
       (id) => ({ type: "hello", id, protocol: PROTOCOL_VERSION, client: "pi", client_name: this.#opts.clientName }),
-      "welcome",
       opts,
       welcomed,
       failed,
@@ -538,19 +540,21 @@ export class CoreConnection {
     return true;
   }
 
-  /** Send a request and wait for its `expect` response (a CoreError for the core's `error`). */
-  protected request<T extends ResponseType>(build: (id: number) => ClientMsg, expect: T): Promise<ResponseOf<T>> {
-    return new Promise<ResponseOf<T>>((resolve, reject) => {
-      this.#send(build, expect, {}, resolve, reject);
+  /**
+   * Send a request and wait for the response its declaration names (REPLY_TYPES, generated
+   * from the Rust table); a CoreError for the core's `error`.
+   */
+  protected request<M extends RequestMsg>(build: (id: number) => M): Promise<ReplyOf<M["type"]>> {
+    return new Promise<ReplyOf<M["type"]>>((resolve, reject) => {
+      this.#send(build, {}, resolve, reject);
     });
   }
 
   /** Send a request; exactly one of onOk / onError is called, synchronously on its answer. */
-  #send<T extends ResponseType>(
-    build: (id: number) => ClientMsg,
-    expect: T,
+  #send<M extends RequestMsg>(
+    build: (id: number) => M,
     options: { allowUnregistered?: boolean; timeoutMs?: number },
-    onOk: (res: ResponseOf<T>) => void,
+    onOk: (res: ReplyOf<M["type"]>) => void,
     onError: (error: Error) => void,
   ): void {
     if (!options.allowUnregistered && !this.ready) {
@@ -583,7 +587,7 @@ export class CoreConnection {
       timer,
       fail: onError,
       settle: (res) => {
-        if (isResponse(res, expect)) onOk(res);
+        if (isReplyTo(msg, res)) onOk(res);
         else onError(new Error(`the shepherd core answered ${msg.type} with ${res.type}`));
       },
     });

@@ -18,6 +18,7 @@ import {
   FrameDecoder,
   FrameTooLargeError,
   PROTOCOL_VERSION,
+  REPLY_TYPES,
   SERVER_TYPES,
   TruncatedFrameError,
   WireDecodeError,
@@ -125,6 +126,28 @@ describe("golden fixtures", () => {
       }
     });
   }
+});
+
+describe("replies", () => {
+  test("every request declares its reply; only the notices (ack, bye) have none", () => {
+    const requests = Object.keys(REPLY_TYPES);
+    assert.deepEqual(
+      CLIENT_TYPES.filter((t) => !requests.includes(t)),
+      ["ack", "bye"],
+    );
+    for (const t of requests) assert.ok((CLIENT_TYPES as readonly string[]).includes(t), `${t}: not a client type`);
+  });
+
+  test("each declared reply is a response: its fixture decodes and echoes a request id", () => {
+    const server = new Map(fixtures("server").map((f) => [f.file, f]));
+    for (const [request, reply] of Object.entries(REPLY_TYPES)) {
+      const f = server.get(reply);
+      assert.ok(f !== undefined, `${request} → ${reply}: no server fixture ${reply}.json`);
+      const msg = decodeServerMsg(f.text);
+      assert.equal(msg.type, reply);
+      assert.equal(typeof (msg as { id?: unknown }).id, "number", `${request} → ${reply}: not a response`);
+    }
+  });
 });
 
 describe("framing", () => {

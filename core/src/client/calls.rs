@@ -61,7 +61,10 @@ pub struct VerdictAccepted {
     pub hint: Option<String>,
 }
 
-/// One `impl Request` per line: `Request => Reply type: reply pattern => value`.
+/// One `impl Request` per line: `Request => Reply type: reply pattern => value`. The
+/// pattern reads the response the request's declaration names (`-> "sent"` in
+/// [`crate::protocol::ClientMsg`]'s table); a test holds each to the golden fixture of that
+/// response.
 macro_rules! replies {
     ($( $req:ident => $reply:ty : $pat:pat => $value:expr ),* $(,)?) => {
         $(
@@ -82,6 +85,31 @@ macro_rules! replies {
                 }
             }
         )*
+
+        /// Each reply pattern reads the golden fixture of the response its request
+        /// declares, and every request has a line here.
+        #[cfg(test)]
+        #[test]
+        fn every_reply_reads_the_response_its_request_declares() {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../tests/fixtures/protocol/server");
+            let mut read = Vec::new();
+            $(
+                let declared = requests::$req::REPLY;
+                let body = std::fs::read(dir.join(format!("{declared}.json")))
+                    .unwrap_or_else(|e| panic!("the fixture of `{declared}`: {e}"));
+                let msg: ServerMsg = serde_json::from_slice(&body).expect("a golden fixture decodes");
+                if let Err(got) = <requests::$req as Request>::reply(msg) {
+                    panic!(
+                        "{} declares `{declared}`, but its line in replies! does not read that response (it refused `{got}`)",
+                        requests::$req::TYPE,
+                    );
+                }
+                read.push(requests::$req::TYPE);
+            )*
+            let declared: Vec<&str> = ClientMsg::REPLIES.iter().map(|(t, _)| *t).collect();
+            assert_eq!(read, declared, "one reply line per request, in the table's order");
+        }
     };
 }
 
@@ -130,7 +158,6 @@ replies! {
     ListPeers => Vec<SessionInfo>: ServerMsg::Sessions { sessions, .. } => sessions,
     MessagePeer => Sent: ServerMsg::Sent { message_id, session_id, session_name, connected, .. } =>
         Sent { message_id, session_id, session_name, connected },
-    ListAgents => Vec<AgentDef>: ServerMsg::Agents { agents, .. } => agents,
     DelegateAgent => Worker: ServerMsg::WorkerIs { worker, .. } => worker,
     ContinueAgent => Worker: ServerMsg::WorkerIs { worker, .. } => worker,
     ListWorkers => Vec<Worker>: ServerMsg::Workers { workers, .. } => workers,
@@ -141,6 +168,7 @@ replies! {
     InspectAgent => (Worker, String): ServerMsg::AgentText { worker, text, .. } => (worker, text),
     ReadAgentTranscript => (Worker, String): ServerMsg::AgentText { worker, text, .. } => (worker, text),
     AskOwner => Ask: ServerMsg::Asked { ask, .. } => ask,
+    ListAgents => Vec<AgentDef>: ServerMsg::Agents { agents, .. } => agents,
     Usage => UsageReport: ServerMsg::UsageReported { report, .. } => report,
     DelegateProject => Assignment: ServerMsg::AssignmentIs { assignment, .. } => *assignment,
     ResumeWork => Assignment: ServerMsg::AssignmentIs { assignment, .. } => *assignment,

@@ -13,14 +13,18 @@ use super::{
 };
 
 /// Declares [`ClientMsg`] from one line per message: `"send" => Send [cli bridge] else
-/// SEND_IS_HUMANS`. A request whose handling needs the repository context of a directory
+/// SEND_IS_HUMANS -> "sent"`. A request whose handling needs the repository context of a directory
 /// is marked `git` (its struct says which directory in `git_context`); the brackets say
 /// who may send it ([`senders`]: `pi`, `cli`, `bridge`, and `pi(manager|chief else
 /// REFUSAL)` for Pi sessions of those roles only), and `else` names the refusal a client
-/// of another kind gets when it is not [`senders::NO_SESSION`]. The macro makes the
+/// of another kind gets when it is not [`senders::NO_SESSION`]; `->` names the `type` of
+/// the response that answers it (the core answers `error` instead when it refuses; the
+/// Rust client's `Request` impls and the generated TypeScript client read their replies by
+/// it, and tests hold both to it). The macro makes the
 /// internally tagged wire enum with one newtype variant per struct in [`requests`], a
 /// private externally tagged twin for decoding, `TYPES`, `request_id`, each struct's
-/// `TYPE`, `SENDERS` and its `From` into [`ClientMsg`], `git_context` and `senders`. Decoding goes through the twin so that
+/// `TYPE`, `SENDERS`, `REPLY` and its `From` into [`ClientMsg`], `git_context`, `senders`,
+/// `reply_type` and `REPLIES`. Decoding goes through the twin so that
 /// `serde_path_to_error` can name the offending field (`ask.question: invalid type …`);
 /// internally tagged enums buffer their content and lose the path.
 macro_rules! client_messages {
@@ -46,6 +50,7 @@ macro_rules! client_messages {
     (
         requests { $(
             $rtype:literal => $req:ident $($git:ident)? [$($who:tt)*] $(else $refusal:ident)?
+                -> $reply:literal
         ),* $(,)? }
         notices { $( $ntype:literal => $notice:ident [$($nwho:tt)*] ),* $(,)? }
     ) => {
@@ -144,6 +149,21 @@ macro_rules! client_messages {
                 }
             }
 
+            /// The `type` of the response that answers this request (an `error` aside);
+            /// `None` for a notice, which gets no answer.
+            pub fn reply_type(&self) -> Option<&'static str> {
+                match self {
+                    $( ClientMsg::$req(_) => Some($reply), )*
+                    $( ClientMsg::$notice(_) => None, )*
+                }
+            }
+
+            /// Every request's `type` with the `type` of the response that answers it, in
+            /// the table's order.
+            pub const REPLIES: &'static [(&'static str, &'static str)] = &[
+                $( ($rtype, $reply), )*
+            ];
+
             /// Every `type` with its senders, in the table's order.
             pub const SENDERS: &'static [(&'static str, senders::Senders)] = &[
                 $( ($rtype, requests::$req::SENDERS), )*
@@ -158,6 +178,8 @@ macro_rules! client_messages {
                 /// Who may send it.
                 pub const SENDERS: senders::Senders =
                     client_messages!(@senders [$($who)*] $($refusal)?);
+                /// The `type` of the response that answers it (an `error` aside).
+                pub const REPLY: &'static str = $reply;
             }
 
             impl From<requests::$req> for ClientMsg {
@@ -185,56 +207,56 @@ macro_rules! client_messages {
 
 client_messages! {
     requests {
-        "hello" => Hello [pi cli bridge],
-        "register" => Register git [pi] else ONLY_PI_REGISTERS,
-        "update" => Update git [pi],
-        "ask" => Ask [pi],
-        "report" => Report [pi],
-        "answer" => Answer [pi cli bridge],
-        "send" => Send [cli bridge] else SEND_IS_HUMANS,
-        "list_sessions" => ListSessions [pi cli bridge],
-        "list_asks" => ListAsks [pi cli bridge],
-        "status" => Status [pi cli bridge],
-        "subscribe" => Subscribe [pi cli bridge],
-        "ping" => Ping [pi cli bridge],
-        "supervise" => Supervise [pi cli bridge],
-        "unpair" => Unpair [pi cli bridge],
-        "set_goal" => SetGoal [pi cli bridge],
-        "look" => Look [pi cli bridge],
-        "worker_view" => WorkerView [pi],
-        "verdict" => Verdict [pi],
-        "list_pairings" => ListPairings [pi cli bridge],
-        "unanswer" => Unanswer [cli bridge] else UNANSWER_IS_HUMANS,
-        "interrupt" => Interrupt [cli bridge] else INTERRUPT_IS_HUMANS,
-        "result" => RunResult git [pi],
-        "list_reports" => ListReports [pi cli bridge],
-        "set_role" => SetRole [pi],
-        "list_roles" => ListRoles [pi cli bridge],
-        "release_role" => ReleaseRole [cli bridge] else RELEASE_IS_HUMANS,
-        "message_supervisor" => MessageSupervisor [pi(lead|manager else CHIEF_HAS_NO_SUPERVISOR)],
-        "ask_supervisor" => AskSupervisor [pi],
-        "list_staff" => ListStaff [pi(manager|chief else NOT_STAFF_HOLDER) cli bridge],
-        "inspect_staff" => InspectStaff [pi(manager|chief else NOT_STAFF_HOLDER)],
-        "message_staff" => MessageStaff [pi(manager|chief else NOT_STAFF_HOLDER)],
-        "list_peers" => ListPeers [pi(lead|manager else CHIEF_HAS_NO_PEERS)],
-        "message_peer" => MessagePeer [pi(lead|manager else CHIEF_HAS_NO_PEERS)],
-        "delegate_agent" => DelegateAgent [pi] else DELEGATE_IS_PIS,
-        "continue_agent" => ContinueAgent [pi] else CONTINUE_IS_PIS,
-        "list_workers" => ListWorkers [pi cli bridge],
-        "steer_agent" => SteerAgent [pi cli bridge],
-        "interrupt_agent" => InterruptAgent [pi cli bridge],
-        "reply_agent" => ReplyAgent [pi cli bridge],
-        "close_agent" => CloseAgent [pi cli bridge],
-        "inspect_agent" => InspectAgent [pi cli bridge],
-        "read_agent_transcript" => ReadAgentTranscript [pi cli bridge],
-        "ask_owner" => AskOwner [pi],
-        "list_agents" => ListAgents [pi cli bridge],
-        "usage" => Usage [pi cli bridge],
-        "delegate_project" => DelegateProject [pi(manager else NOT_MANAGER)] else ONLY_A_MANAGER,
-        "resume_work" => ResumeWork [pi(manager else NOT_MANAGER) cli bridge],
-        "stop_lead" => StopLead [pi(manager else NOT_MANAGER) cli bridge],
-        "integrate_branch" => IntegrateBranch [pi(manager else NOT_MANAGER) cli bridge],
-        "list_projects" => ListProjects [pi(manager else NOT_MANAGER) cli bridge],
+        "hello" => Hello [pi cli bridge] -> "welcome",
+        "register" => Register git [pi] else ONLY_PI_REGISTERS -> "registered",
+        "update" => Update git [pi] -> "updated",
+        "ask" => Ask [pi] -> "asked",
+        "report" => Report [pi] -> "reported",
+        "answer" => Answer [pi cli bridge] -> "answered",
+        "send" => Send [cli bridge] else SEND_IS_HUMANS -> "sent",
+        "list_sessions" => ListSessions [pi cli bridge] -> "sessions",
+        "list_asks" => ListAsks [pi cli bridge] -> "asks",
+        "status" => Status [pi cli bridge] -> "core_status",
+        "subscribe" => Subscribe [pi cli bridge] -> "subscribed",
+        "ping" => Ping [pi cli bridge] -> "pong",
+        "supervise" => Supervise [pi cli bridge] -> "paired",
+        "unpair" => Unpair [pi cli bridge] -> "unpaired",
+        "set_goal" => SetGoal [pi cli bridge] -> "goal_set",
+        "look" => Look [pi cli bridge] -> "look_requested",
+        "worker_view" => WorkerView [pi] -> "view",
+        "verdict" => Verdict [pi] -> "verdict_accepted",
+        "list_pairings" => ListPairings [pi cli bridge] -> "pairings",
+        "unanswer" => Unanswer [cli bridge] else UNANSWER_IS_HUMANS -> "unanswered",
+        "interrupt" => Interrupt [cli bridge] else INTERRUPT_IS_HUMANS -> "interrupted",
+        "result" => RunResult git [pi] -> "reported",
+        "list_reports" => ListReports [pi cli bridge] -> "reports",
+        "set_role" => SetRole [pi] -> "role_set",
+        "list_roles" => ListRoles [pi cli bridge] -> "roles",
+        "release_role" => ReleaseRole [cli bridge] else RELEASE_IS_HUMANS -> "role_released",
+        "message_supervisor" => MessageSupervisor [pi(lead|manager else CHIEF_HAS_NO_SUPERVISOR)] -> "routed",
+        "ask_supervisor" => AskSupervisor [pi] -> "asked",
+        "list_staff" => ListStaff [pi(manager|chief else NOT_STAFF_HOLDER) cli bridge] -> "staff",
+        "inspect_staff" => InspectStaff [pi(manager|chief else NOT_STAFF_HOLDER)] -> "staff_view",
+        "message_staff" => MessageStaff [pi(manager|chief else NOT_STAFF_HOLDER)] -> "sent",
+        "list_peers" => ListPeers [pi(lead|manager else CHIEF_HAS_NO_PEERS)] -> "sessions",
+        "message_peer" => MessagePeer [pi(lead|manager else CHIEF_HAS_NO_PEERS)] -> "sent",
+        "delegate_agent" => DelegateAgent [pi] else DELEGATE_IS_PIS -> "worker",
+        "continue_agent" => ContinueAgent [pi] else CONTINUE_IS_PIS -> "worker",
+        "list_workers" => ListWorkers [pi cli bridge] -> "workers",
+        "steer_agent" => SteerAgent [pi cli bridge] -> "worker",
+        "interrupt_agent" => InterruptAgent [pi cli bridge] -> "worker",
+        "reply_agent" => ReplyAgent [pi cli bridge] -> "worker",
+        "close_agent" => CloseAgent [pi cli bridge] -> "worker",
+        "inspect_agent" => InspectAgent [pi cli bridge] -> "agent_text",
+        "read_agent_transcript" => ReadAgentTranscript [pi cli bridge] -> "agent_text",
+        "ask_owner" => AskOwner [pi] -> "asked",
+        "list_agents" => ListAgents [pi cli bridge] -> "agents",
+        "usage" => Usage [pi cli bridge] -> "usage",
+        "delegate_project" => DelegateProject [pi(manager else NOT_MANAGER)] else ONLY_A_MANAGER -> "assignment",
+        "resume_work" => ResumeWork [pi(manager else NOT_MANAGER) cli bridge] -> "assignment",
+        "stop_lead" => StopLead [pi(manager else NOT_MANAGER) cli bridge] -> "assignment",
+        "integrate_branch" => IntegrateBranch [pi(manager else NOT_MANAGER) cli bridge] -> "integration",
+        "list_projects" => ListProjects [pi(manager else NOT_MANAGER) cli bridge] -> "projects",
     }
     notices {
         "ack" => Ack [pi],

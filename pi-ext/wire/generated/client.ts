@@ -7,6 +7,7 @@
 
 import type { ClientKind, ResultsMode, Role, VerdictKind } from "./names.ts";
 import type { ContextUsage, Registration } from "./records.ts";
+import type { ServerMsg } from "./server.ts";
 
 /** First message on every connection. Answered by `welcome`. */
 export interface HelloMsg {
@@ -722,3 +723,66 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "ack",
   "bye",
 ];
+
+/** The messages the core answers: every client message but the notices. */
+export type RequestMsg = Exclude<ClientMsg, AckMsg | ByeMsg>;
+
+/**
+ * Each request's reply: the `type` of the response the core answers it with (or an
+ * `error`), as the request's declaration in the Rust table names it.
+ */
+export const REPLY_TYPES = {
+  hello: "welcome",
+  register: "registered",
+  update: "updated",
+  ask: "asked",
+  report: "reported",
+  answer: "answered",
+  send: "sent",
+  list_sessions: "sessions",
+  list_asks: "asks",
+  status: "core_status",
+  subscribe: "subscribed",
+  ping: "pong",
+  supervise: "paired",
+  unpair: "unpaired",
+  set_goal: "goal_set",
+  look: "look_requested",
+  worker_view: "view",
+  verdict: "verdict_accepted",
+  list_pairings: "pairings",
+  unanswer: "unanswered",
+  interrupt: "interrupted",
+  result: "reported",
+  list_reports: "reports",
+  set_role: "role_set",
+  list_roles: "roles",
+  release_role: "role_released",
+  message_supervisor: "routed",
+  ask_supervisor: "asked",
+  list_staff: "staff",
+  inspect_staff: "staff_view",
+  message_staff: "sent",
+  list_peers: "sessions",
+  message_peer: "sent",
+  delegate_agent: "worker",
+  continue_agent: "worker",
+  list_workers: "workers",
+  steer_agent: "worker",
+  interrupt_agent: "worker",
+  reply_agent: "worker",
+  close_agent: "worker",
+  inspect_agent: "agent_text",
+  read_agent_transcript: "agent_text",
+  ask_owner: "asked",
+  list_agents: "agents",
+  usage: "usage",
+  delegate_project: "assignment",
+  resume_work: "assignment",
+  stop_lead: "assignment",
+  integrate_branch: "integration",
+  list_projects: "projects",
+} as const satisfies Record<RequestMsg["type"], ServerMsg["type"]>;
+
+/** The response that answers a request of type `T`. */
+export type ReplyOf<T extends RequestMsg["type"]> = Extract<ServerMsg, { type: (typeof REPLY_TYPES)[T] }>;

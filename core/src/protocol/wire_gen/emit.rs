@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use super::model::{Enum, Field, Message, Presence, Record, Side, Ty, Wire};
-use crate::protocol::{ErrorCode, PROTOCOL_VERSION};
+use crate::protocol::{ClientMsg, ErrorCode, PROTOCOL_VERSION};
 
 /// Decoders up to this long stay on one line.
 const ONE_LINE: usize = 120;
@@ -40,6 +40,7 @@ pub(super) fn typescript(wire: &Wire, command: &str) -> Vec<(&'static str, Strin
         "Client → core: every message a client sends, its union and its list of types.",
     );
     client.messages(Side::Client, &wire.client, &client_names);
+    client.replies(&wire.client, &client_names);
     let mut server = File::new(
         "server.ts",
         "Core → client: every response, error and event, its union and its list of types.",
@@ -271,6 +272,43 @@ impl File {
             &kinds,
             "];",
         );
+    }
+
+    /// The requests (the client messages the core answers), and each one's reply as its
+    /// declaration names it ([`ClientMsg::REPLIES`]): the `type` of the response, and the
+    /// type that reads it.
+    fn replies(&mut self, msgs: &[Message], names: &[String]) {
+        let replies: BTreeMap<&str, &str> = ClientMsg::REPLIES.iter().copied().collect();
+        let notices: Vec<&str> = msgs
+            .iter()
+            .zip(names)
+            .filter(|(m, _)| !replies.contains_key(m.kind.as_str()))
+            .map(|(_, name)| name.as_str())
+            .collect();
+        self.import("./server.ts", "ServerMsg", true);
+        self.line("");
+        self.line("/** The messages the core answers: every client message but the notices. */");
+        self.line(&format!(
+            "export type RequestMsg = Exclude<ClientMsg, {}>;",
+            notices.join(" | ")
+        ));
+        self.line("");
+        self.line("/**");
+        self.line(
+            " * Each request's reply: the `type` of the response the core answers it with (or an",
+        );
+        self.line(" * `error`), as the request's declaration in the Rust table names it.");
+        self.line(" */");
+        self.line("export const REPLY_TYPES = {");
+        for m in msgs {
+            if let Some(reply) = replies.get(m.kind.as_str()) {
+                self.line(&format!("  {}: \"{reply}\",", m.kind));
+            }
+        }
+        self.line("} as const satisfies Record<RequestMsg[\"type\"], ServerMsg[\"type\"]>;");
+        self.line("");
+        self.line("/** The response that answers a request of type `T`. */");
+        self.line("export type ReplyOf<T extends RequestMsg[\"type\"]> = Extract<ServerMsg, { type: (typeof REPLY_TYPES)[T] }>;");
     }
 
     fn record_decoder(&mut self, r: &Record) {
