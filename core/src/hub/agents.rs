@@ -34,7 +34,7 @@ impl State {
                 Some(path)
             }
             None if cx.kind == ClientKind::Pi => {
-                let me = self.registered(cx.conn)?.clone();
+                let me = self.presence.registered(cx.conn)?.clone();
                 Some(PathBuf::from(self.session_uncounted(db, &me)?.cwd))
             }
             None => None,

@@ -62,8 +62,8 @@ impl State {
         by: Option<String>,
     ) -> String {
         let client_name = self
-            .conns
-            .get(&conn)
+            .presence
+            .conn(&conn)
             .map(|c| c.handle.client_name.clone())
             .unwrap_or_default();
         human_label(kind, &client_name, by)
@@ -138,7 +138,7 @@ impl State {
             key,
             ..
         } = req;
-        let session_id = self.registered(conn)?.clone();
+        let session_id = self.presence.registered(conn)?.clone();
         super::keys::check_key(key.as_deref())?;
         // Sent again (a queued ask resent after a lost reply): the ask made then.
         if let Some(key) = &key
@@ -199,7 +199,7 @@ impl State {
                 ask: ask.clone(),
             },
         );
-        self.broadcast(&ServerMsg::AskOpened { ask }, out);
+        self.presence.broadcast(&ServerMsg::AskOpened { ask }, out);
         Ok(())
     }
 
@@ -317,7 +317,7 @@ impl State {
         let (label, answerer) = if kind.is_human() {
             (self.human_label(conn, kind, by), None)
         } else {
-            let me = self.registered(conn)?.clone();
+            let me = self.presence.registered(conn)?.clone();
             let me = self.session_info(db, &me)?;
             self.check_addressee(&ask, &me, db)?;
             let to = ask.to.as_ref().expect("checked");
@@ -386,7 +386,8 @@ impl State {
         if let Some(approval) = approval {
             self.approval_answered(approval, &text, &label, db, out)?;
         }
-        self.broadcast(&ServerMsg::AskAnswered { ask: ask.clone() }, out);
+        self.presence
+            .broadcast(&ServerMsg::AskAnswered { ask: ask.clone() }, out);
         Ok(ask)
     }
 }

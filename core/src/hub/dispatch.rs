@@ -19,7 +19,7 @@ impl State {
             } => self.connect(conn, handle, close),
             HubCommand::Disconnect { conn } => self.disconnect(conn, db, out),
             HubCommand::Drained { conn } => {
-                let session = self.conns.get(&conn).and_then(|c| c.session.clone());
+                let session = self.presence.conn(&conn).and_then(|c| c.session.clone());
                 if let Some(session) = session
                     && let Err(err) = self.replay(&session, db, out)
                 {
@@ -82,7 +82,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let kind = self.conns.get(&conn).map(|c| c.handle.kind);
+        let kind = self.presence.conn(&conn).map(|c| c.handle.kind);
         let Some(kind) = kind else {
             return Ok(()); // Raced with its own disconnect: nobody to answer.
         };

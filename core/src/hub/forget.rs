@@ -46,7 +46,7 @@ impl State {
             let candidates = store::sessions::forgettable(db, cutoff, PER_PASS)?;
             let mut forgotten = 0;
             // Connected for that long without a word: still here, not forgotten.
-            for id in candidates.iter().filter(|id| !self.live.contains_key(*id)) {
+            for id in candidates.iter().filter(|id| !self.presence.is_live(id)) {
                 store::sessions::forget(db, id)?;
                 forgotten += 1;
             }

@@ -24,7 +24,7 @@ impl State {
         let then = req.then.map(|t| t.trim().to_string()).unwrap_or_default();
         let target = self.resolve(&req.session, db)?;
         let from = self.human_sender(conn, kind, req.by);
-        let connected = self.live.contains_key(&target.id);
+        let connected = self.presence.is_live(&target.id);
         let was = if connected {
             store::sessions::get(db, &target.id)?.map_or(SessionStatus::Idle, |s| s.status)
         } else {

@@ -150,7 +150,7 @@ impl State {
     /// Queue a stored delivery for its session if connected; true if it is. While the
     /// session's mailbox is being replayed, the replay sends it in order instead.
     pub(super) fn deliver(&self, session_id: &SessionId, message: Delivery, out: &mut Out) -> bool {
-        match self.live.get(session_id) {
+        match self.presence.live(session_id) {
             Some(live) => {
                 if !live.replaying {
                     out.deliver(live.conn, session_id, message);
@@ -171,7 +171,7 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let chunk = (self.facts.limits.max_outbound_frames / 2).max(1);
-        let Some(live) = self.live.get_mut(session_id) else {
+        let Some(live) = self.presence.live_mut(session_id) else {
             return Ok(());
         };
         let bytes = (self.facts.limits.max_outbound_bytes / 2).max(1);
@@ -180,7 +180,7 @@ impl State {
             store::messages::pending_after(db, session_id, live.last_sent, chunk, bytes)?;
         live.replaying = more;
         let conn = live.conn;
-        if more && let Some(c) = self.conns.get(&conn) {
+        if more && let Some(c) = self.presence.conn(&conn) {
             c.handle
                 .drain_wanted
                 .store(true, std::sync::atomic::Ordering::Release);
@@ -198,7 +198,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let session_id = self.registered(cx.conn)?.clone();
+        let session_id = self.presence.registered(cx.conn)?.clone();
         let acked = store::messages::ack(db, &session_id, &req.ids, now_ms())?;
         self.backlog.add(&session_id, -(acked as i64));
         self.worker_results_acked(&session_id, &req.ids, db, out)

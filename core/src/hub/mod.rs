@@ -14,7 +14,8 @@
 //! batch produces (`Out`); `dispatch` hands each command and request to its feature
 //! (after `senders` has checked the request's sender against its declaration),
 //! `failed` answers a batch the store failed, `flush` hands a committed batch's frames to
-//! the connections' writers, `subscribers` serves the bridges' subscriptions; every
+//! the connections' writers; `presence` owns who is connected (connections, live
+//! sessions, the bridges' subscriptions) and the broadcast to subscribers; every
 //! feature owns its requests in a module of its own.
 
 mod agents;
@@ -38,7 +39,6 @@ mod resolve;
 pub(crate) mod roles;
 mod senders;
 mod session_change;
-mod subscribers;
 mod supervise;
 mod unanswer;
 mod usage;
@@ -46,7 +46,6 @@ mod workers;
 
 pub use supervise::ViewDone;
 
-use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -224,9 +223,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
                 .path()
                 .filter(|p| !p.is_empty())
                 .map(PathBuf::from),
-            conns: HashMap::new(),
-            live: HashMap::new(),
-            subscribers: HashSet::new(),
+            presence: presence::Presence::default(),
             facts,
             supervision: supervise::Supervision::default(),
             timer,
@@ -265,26 +262,12 @@ struct Hub {
     state: State,
 }
 
-/// A connection as the hub tracks it.
-struct Conn {
-    handle: ConnHandle,
-    close: Option<oneshot::Sender<ErrorCode>>,
-    session: Option<SessionId>,
-    /// The bot this bridge connection serves (`subscribe.serves`).
-    serves: Option<String>,
-    /// The session said `bye` on this connection (`Some(returning)`): its closing is on
-    /// purpose, not a loss.
-    bye: Option<bool>,
-}
-
 /// Routing state: everything but the database.
 struct State {
     /// The database file, for reads off the hub (`None`: a store in memory).
     db_path: Option<PathBuf>,
-    conns: HashMap<ConnId, Conn>,
-    /// Connected session id → its connection and display name.
-    live: HashMap<SessionId, Live>,
-    subscribers: HashSet<ConnId>,
+    /// Who is connected: connections, live sessions, subscribers.
+    presence: presence::Presence,
     facts: CoreFacts,
     supervision: supervise::Supervision,
     /// Whether the once-a-second tick runs: disarmed by a tick that finds no active
@@ -306,27 +289,6 @@ struct State {
     git: projects::GitLane,
     /// Launched processes (workers, Leads): what the hot paths must not query for.
     launches: launched::Launches,
-}
-
-struct Live {
-    conn: ConnId,
-    name: String,
-    /// Highest delivery id handed to this connection's writer.
-    last_sent: MessageId,
-    /// Mail is waiting in the store for room in the outbox: live deliveries are not sent
-    /// (they would overtake it); the replay sends them in id order as the writer drains.
-    replaying: bool,
-}
-
-impl Live {
-    fn new(conn: ConnId, name: String) -> Live {
-        Live {
-            conn,
-            name,
-            last_sent: MessageId::from(0),
-            replaying: false,
-        }
-    }
 }
 
 /// One encoded frame for one connection.
@@ -443,7 +405,7 @@ impl Hub {
             }
             stopping = self.process(&mut batch);
         }
-        for (_, conn) in self.state.conns.drain() {
+        for conn in self.state.presence.drain_conns() {
             if let Some(close) = conn.close {
                 let _ = close.send(ErrorCode::ShuttingDown);
             }

@@ -88,7 +88,7 @@ impl State {
         }
         let now = now_ms();
         for lease in store::leases::list(db)? {
-            if self.live.contains_key(&lease.session_id) {
+            if self.presence.is_live(&lease.session_id) {
                 continue;
             }
             let last_seen = store::sessions::get_uncounted(db, &lease.session_id)?
@@ -124,7 +124,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<Lease> {
-        lease.connected = self.live.contains_key(&lease.session_id);
+        lease.connected = self.presence.is_live(&lease.session_id);
         store::leases::release(db, &lease.session_id)?;
         store::leases::mark_released(db, &lease.session_id, why)?;
         let label = role_label(lease.role, lease.project.as_deref());

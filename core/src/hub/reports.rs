@@ -21,8 +21,8 @@ pub(super) struct Posted {
 impl State {
     /// The name a session's reports carry: its live name, else its id.
     fn name_of(&self, session_id: &crate::protocol::SessionId) -> String {
-        self.live
-            .get(session_id)
+        self.presence
+            .live(session_id)
             .map_or_else(|| session_id.to_string(), |l| l.name.clone())
     }
 
@@ -36,7 +36,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let session_id = self.registered(cx.conn)?.clone();
+        let session_id = self.presence.registered(cx.conn)?.clone();
         if text.trim().is_empty() {
             return Err(HubError::new(
                 ErrorCode::InvalidArgument,
@@ -117,7 +117,7 @@ impl State {
             announced,
         };
         if announced {
-            self.broadcast(
+            self.presence.broadcast(
                 &ServerMsg::ReportPosted {
                     report: report.clone(),
                 },
@@ -154,7 +154,7 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         // A managed worker's run: its result is its owner's (mailed once), not the phone's.
-        let session = self.registered(cx.conn)?.clone();
+        let session = self.presence.registered(cx.conn)?.clone();
         super::keys::check_key(req.key.as_deref())?;
         // Sent again with its key (the reply was lost): what was kept then, acted on once.
         if let Some(key) = &req.key

@@ -23,7 +23,7 @@ impl State {
                 "no session named: give an id, id prefix or name",
             ));
         }
-        if let Some(live) = self.live.get(selector) {
+        if let Some(live) = self.presence.live(selector) {
             return Ok(Target {
                 id: SessionId::from(selector),
                 name: live.name.clone(),
@@ -49,7 +49,7 @@ impl State {
         let by_name = store::sessions::named_by_name(db, selector)?;
         let connected: Vec<&Named> = by_name
             .iter()
-            .filter(|s| self.live.contains_key(&s.id))
+            .filter(|s| self.presence.is_live(&s.id))
             .collect();
         match (by_name.len(), connected.len()) {
             (0, _) => Err(HubError::new(
@@ -72,7 +72,7 @@ impl State {
     fn ambiguous(&self, selector: &str, what: &str, matches: Vec<Named>) -> HubError {
         let candidates: Vec<serde_json::Value> = matches
             .iter()
-            .map(|s| serde_json::json!({ "id": s.id, "name": s.name, "connected": self.live.contains_key(&s.id) }))
+            .map(|s| serde_json::json!({ "id": s.id, "name": s.name, "connected": self.presence.is_live(&s.id) }))
             .collect();
         let listed: Vec<String> = matches
             .iter()

@@ -37,7 +37,7 @@ impl State {
         // The stored role mirrors the lease: granting, releasing and expiring a lease
         // all record the holder's role (`record_role`), and `register` takes it from the
         // lease.
-        let id = self.registered(cx.conn)?;
+        let id = self.presence.registered(cx.conn)?;
         let me = self.session_uncounted(db, id)?;
         match senders.role_refusal(me.role) {
             Some(refusal) => Err(refused(refusal, Some(me.role))),

@@ -43,7 +43,7 @@ impl State {
         let unseen = row
             .as_ref()
             .is_some_and(|r| !r.acked && r.created_at > last_seen)
-            && !self.live.contains_key(&ask.session_id);
+            && !self.presence.is_live(&ask.session_id);
         let Some(row) = row.filter(|_| unseen) else {
             return Err(HubError::new(
                 ErrorCode::AlreadyDelivered,
@@ -90,7 +90,7 @@ impl State {
             },
         );
         // Open again: subscribers show it as they show a new ask.
-        self.broadcast(&ServerMsg::AskOpened { ask }, out);
+        self.presence.broadcast(&ServerMsg::AskOpened { ask }, out);
         Ok(())
     }
 }

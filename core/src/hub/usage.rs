@@ -58,12 +58,12 @@ impl State {
         let selector = req.session.as_deref().map(str::trim);
         let ids: Vec<SessionId> = match (cx.kind, selector) {
             (ClientKind::Pi, None) => {
-                let me = self.registered(cx.conn)?.clone();
+                let me = self.presence.registered(cx.conn)?.clone();
                 owned_sessions(db, &me)?
             }
             (ClientKind::Pi, Some(session)) => {
                 // From a session, targets are exact ids, and only its own tree exists.
-                let me = self.registered(cx.conn)?.clone();
+                let me = self.presence.registered(cx.conn)?.clone();
                 let target = SessionId::from(session);
                 if !owned_sessions(db, &me)?.contains(&target) {
                     return Err(HubError::new(

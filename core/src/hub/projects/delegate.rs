@@ -187,7 +187,7 @@ impl State {
             ));
         }
         let inside = |cwd: &str| cwd == checkout || cwd.starts_with(&format!("{checkout}/"));
-        for id in self.live.keys() {
+        for id in self.presence.live_ids() {
             if Some(id) == except {
                 continue;
             }
@@ -291,7 +291,7 @@ impl State {
         if self.answered_running(cx, &row, out) {
             return Ok(());
         }
-        if self.live.contains_key(&row.assignment.session_id) {
+        if self.presence.is_live(&row.assignment.session_id) {
             return Err(refused(
                 "lead_stopping",
                 format!(

@@ -238,7 +238,7 @@ impl State {
         )?;
         let ask = store::asks::get(db, ask_id)?.expect("just inserted");
         tracing::info!(ask = %ask_id, tag = %tag(a), sha = %plan.to, "integration waits for the human's approval");
-        self.broadcast(&ServerMsg::AskOpened { ask }, out);
+        self.presence.broadcast(&ServerMsg::AskOpened { ask }, out);
         let integration = Integration {
             status: IntegrationStatus::AwaitingApproval,
             assignment: self.assignment_record(&row),
@@ -321,7 +321,8 @@ impl State {
             if store::asks::answer(db, a.ask_id, text, "shepherd", now_ms())? {
                 store::messages::withdraw_asks(db, a.ask_id)?;
                 if let Some(ask) = store::asks::get(db, a.ask_id)? {
-                    self.broadcast(&ServerMsg::AskAnswered { ask }, out);
+                    self.presence
+                        .broadcast(&ServerMsg::AskAnswered { ask }, out);
                 }
             }
         }

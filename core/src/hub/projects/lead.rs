@@ -99,7 +99,7 @@ impl State {
         }
         let mut gone = self.assignment_record(row);
         gone.state = AssignmentState::Retired;
-        self.broadcast(
+        self.presence.broadcast(
             &ServerMsg::AssignmentChanged {
                 assignment: Box::new(gone),
             },
@@ -238,7 +238,7 @@ impl State {
         let row = self.assignment_row(db, a.id)?;
         tracing::info!(assignment = a.id.get(), tag = %tag(a), message = %mailed.id, "assignment update for the Manager role");
         let assignment = self.assignment_record(&row);
-        self.broadcast(
+        self.presence.broadcast(
             &ServerMsg::AssignmentUpdated {
                 assignment: Box::new(assignment),
                 text: text.to_string(),
@@ -292,7 +292,7 @@ impl State {
         self.backlog.forget_all();
         // Older ids than the connection was given: replay the mailbox from its start (the
         // extension drops ids it has seen).
-        if let Some(live) = self.live.get_mut(holder) {
+        if let Some(live) = self.presence.live_mut(holder) {
             live.last_sent = crate::protocol::MessageId::from(0);
         }
         self.replay(holder, db, out)

@@ -146,7 +146,7 @@ impl State {
         for project in projects.values_mut() {
             project.manager =
                 store::leases::get(db, Role::Manager, Some(&project.repo_id))?.map(|mut l| {
-                    l.connected = self.live.contains_key(&l.session_id);
+                    l.connected = self.presence.is_live(&l.session_id);
                     l
                 });
         }

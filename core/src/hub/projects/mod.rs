@@ -56,7 +56,7 @@ pub(in crate::hub) enum Actor {
 impl State {
     /// The record of `row` as clients see it now.
     pub(in crate::hub) fn assignment_record(&self, row: &AssignmentRow) -> Assignment {
-        row.record(self.live.contains_key(&row.assignment.session_id))
+        row.record(self.presence.is_live(&row.assignment.session_id))
     }
 
     pub(in crate::hub) fn assignment_row(
@@ -71,7 +71,7 @@ impl State {
     /// Tell the subscribers an assignment changed.
     pub(in crate::hub) fn assignment_changed(&self, row: &AssignmentRow, out: &mut Out) {
         let assignment = self.assignment_record(row);
-        self.broadcast(
+        self.presence.broadcast(
             &ServerMsg::AssignmentChanged {
                 assignment: Box::new(assignment),
             },
@@ -85,7 +85,7 @@ impl State {
         cx: Cx,
         db: &Connection,
     ) -> HubResult<(SessionInfo, Lease)> {
-        let id = self.registered(cx.conn)?.clone();
+        let id = self.presence.registered(cx.conn)?.clone();
         let me = self.session_uncounted(db, &id)?;
         match store::leases::held_by(db, &me.id)? {
             Some(lease) if lease.role == Role::Manager && lease.repo_id.is_some() => {

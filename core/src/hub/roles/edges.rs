@@ -87,7 +87,7 @@ impl State {
                     key: None,
                 };
                 let report = self.store_report(me.id.clone(), posted, true, db, out)?;
-                (None, Some(report.id), !self.subscribers.is_empty())
+                (None, Some(report.id), self.presence.has_subscribers())
             }
             Some(sup) => {
                 let target = self.session_uncounted(db, sup)?;
@@ -167,7 +167,8 @@ impl State {
                 message_id,
                 created_at: now_ms(),
             };
-            self.broadcast(&ServerMsg::EdgeMessaged { message }, out);
+            self.presence
+                .broadcast(&ServerMsg::EdgeMessaged { message }, out);
         }
     }
 

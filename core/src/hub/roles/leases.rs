@@ -28,13 +28,13 @@ impl State {
         store::sessions::upsert(db, &info)?;
         if previous != role {
             tracing::info!(session = %info.id, name = %info.name, from = previous.as_str(), to = role.as_str(), "role changed");
-            self.broadcast(
+            self.presence.broadcast(
                 &ServerMsg::SessionChanged {
                     session: info.clone(),
                 },
                 out,
             );
-            self.broadcast(
+            self.presence.broadcast(
                 &ServerMsg::RoleChanged {
                     session: info.clone(),
                     previous,
@@ -178,7 +178,7 @@ impl State {
                 let info = self.record_role(info, role, db, out)?;
                 return Ok((info, Some(lease)));
             }
-            if self.live.contains_key(&held.session_id) {
+            if self.presence.is_live(&held.session_id) {
                 return Err(refused(
                     "held",
                     format!(

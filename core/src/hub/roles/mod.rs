@@ -53,7 +53,7 @@ impl State {
     }
 
     fn live_lease(&self, mut lease: Lease) -> Lease {
-        lease.connected = self.live.contains_key(&lease.session_id);
+        lease.connected = self.presence.is_live(&lease.session_id);
         lease
     }
 
@@ -152,7 +152,7 @@ impl State {
 
     /// The registered session on `cx` with its stored record.
     fn caller(&self, cx: Cx, db: &Connection) -> HubResult<SessionInfo> {
-        let id = self.registered(cx.conn)?.clone();
+        let id = self.presence.registered(cx.conn)?.clone();
         self.session_info(db, &id)
     }
 

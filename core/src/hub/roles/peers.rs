@@ -14,7 +14,7 @@ impl State {
     /// Manager.
     fn peers_of(&self, me: &SessionInfo, db: &Connection) -> HubResult<Vec<SessionInfo>> {
         let mut peers = Vec::new();
-        for id in self.live.keys() {
+        for id in self.presence.live_ids() {
             if self.my_peer(me, id.as_str(), db).is_ok() {
                 // With its counts (open asks), which my_peer does not read.
                 peers.push(self.session_info(db, id)?);
@@ -32,7 +32,7 @@ impl State {
         db: &Connection,
     ) -> HubResult<SessionInfo> {
         let id = SessionId::from(id);
-        let target = match self.live.contains_key(&id) && id != me.id {
+        let target = match self.presence.is_live(&id) && id != me.id {
             true => store::sessions::get_uncounted(db, &id)?,
             false => None,
         };

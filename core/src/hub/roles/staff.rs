@@ -22,9 +22,9 @@ impl State {
     /// most recently seen first. Read by id: the sessions seen long ago (thousands, kept
     /// for their history) are never read for a listing.
     fn staff_candidates(&self, leases: &[Lease], db: &Connection) -> HubResult<Vec<SessionInfo>> {
-        let mut ids: Vec<&SessionId> = self.live.keys().collect();
+        let mut ids: Vec<&SessionId> = self.presence.live_ids().collect();
         for l in leases {
-            if !self.live.contains_key(&l.session_id) && !ids.contains(&&l.session_id) {
+            if !self.presence.is_live(&l.session_id) && !ids.contains(&&l.session_id) {
                 ids.push(&l.session_id);
             }
         }
@@ -33,7 +33,7 @@ impl State {
             if let Some(mut s) = store::sessions::get(db, id)?
                 && !s.subagent
             {
-                s.connected = self.live.contains_key(&s.id);
+                s.connected = self.presence.is_live(&s.id);
                 all.push(s);
             }
         }
@@ -106,7 +106,7 @@ impl State {
         };
         let mut target =
             store::sessions::get_uncounted(db, &SessionId::from(id))?.ok_or_else(not_found)?;
-        target.connected = self.live.contains_key(&target.id);
+        target.connected = self.presence.is_live(&target.id);
         let reports_to = self.reports_to(&target, db)?;
         if reports_to.session_id.as_ref() != Some(&me.id) {
             return Err(not_found());

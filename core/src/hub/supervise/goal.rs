@@ -72,7 +72,7 @@ impl State {
         };
         let base = match (cwd, kind) {
             (Some(cwd), _) => cwd,
-            (None, ClientKind::Pi) => self.session_info(db, self.registered(conn)?)?.cwd,
+            (None, ClientKind::Pi) => self.session_info(db, self.presence.registered(conn)?)?.cwd,
             (None, _) => stored.pairing.cwd.clone(),
         };
         let goal = rules::resolve_goal(&goal, Path::new(&base)).map_err(goal_error)?;

@@ -222,7 +222,7 @@ impl State {
             );
             return Ok(());
         }
-        if !self.live.contains_key(&stored.pairing.supervisor_id) {
+        if !self.presence.is_live(&stored.pairing.supervisor_id) {
             // Nobody would read it: keep the cursor where it is; the supervisor gets one
             // view of everything when it returns (`supervisor_returned`).
             tracing::debug!(pairing = %done.pairing, "supervisor away: view withheld");

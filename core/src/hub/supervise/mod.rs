@@ -67,8 +67,8 @@ impl State {
     /// The wire record with live `connected` flags.
     pub(super) fn pairing_record(&self, stored: &Stored) -> Pairing {
         let mut p = stored.pairing.clone();
-        p.supervisor_connected = self.live.contains_key(&p.supervisor_id);
-        p.worker_connected = self.live.contains_key(&p.worker_id);
+        p.supervisor_connected = self.presence.is_live(&p.supervisor_id);
+        p.worker_connected = self.presence.is_live(&p.worker_id);
         p
     }
 
@@ -104,13 +104,13 @@ impl State {
             verdict,
             by,
         };
-        self.broadcast(&msg, out);
+        self.presence.broadcast(&msg, out);
         for side in [&pairing.supervisor_id, &pairing.worker_id] {
             if Some(side.as_str()) == except {
                 continue;
             }
-            if let Some(live) = self.live.get(side)
-                && !self.subscribers.contains(&live.conn)
+            if let Some(live) = self.presence.live(side)
+                && !self.presence.is_subscriber(&live.conn)
             {
                 out.send(live.conn, &msg);
             }
@@ -128,11 +128,11 @@ impl State {
     /// Who is acting, as recorded: the session's name for Pi, else the human's label.
     fn actor(&self, conn: ConnId, kind: ClientKind, by: Option<String>) -> String {
         if kind == ClientKind::Pi
-            && let Some(id) = self.conns.get(&conn).and_then(|c| c.session.as_deref())
+            && let Some(id) = self.presence.conn(&conn).and_then(|c| c.session.as_deref())
         {
             return self
-                .live
-                .get(id)
+                .presence
+                .live(id)
                 .map_or_else(|| id.to_string(), |l| l.name.clone());
         }
         self.human_label(conn, kind, by)
@@ -148,7 +148,7 @@ impl State {
         db: &Connection,
     ) -> HubResult<Stored> {
         if kind == ClientKind::Pi {
-            let me = self.registered(conn)?.clone();
+            let me = self.presence.registered(conn)?.clone();
             return store::pairings::active_for(db, &me)?.ok_or_else(|| not_paired("this session"));
         }
         let Some(selector) = session else {
@@ -163,7 +163,7 @@ impl State {
 
     /// A Pi request that only the supervisor of its pairing may make.
     fn supervisor_pairing(&self, conn: ConnId, db: &Connection) -> HubResult<Stored> {
-        let me = self.registered(conn)?.clone();
+        let me = self.presence.registered(conn)?.clone();
         let stored =
             store::pairings::active_for(db, &me)?.ok_or_else(|| not_paired("this session"))?;
         if stored.pairing.supervisor_id != me {
@@ -187,7 +187,7 @@ impl State {
         let stored = self.pairing_for_request(conn, kind, session.as_deref(), db)?;
         let by = self.actor(conn, kind, by);
         let pid = stored.pairing.id;
-        let me = self.conns.get(&conn).and_then(|c| c.session.clone());
+        let me = self.presence.conn(&conn).and_then(|c| c.session.clone());
         let ended = atomically(db, || {
             store::pairings::end(db, pid, EndReason::Stopped, &by, None, now_ms())?;
             let ended = self.pairing_now(pid, db)?;

@@ -18,7 +18,7 @@ use crate::supervise::rules;
 
 impl State {
     fn free(&self, s: &SessionInfo, db: &Connection) -> HubResult<bool> {
-        Ok(self.live.contains_key(&s.id) && store::pairings::active_for(db, &s.id)?.is_none())
+        Ok(self.presence.is_live(&s.id) && store::pairings::active_for(db, &s.id)?.is_none())
     }
 
     fn candidates_error(&self, code: ErrorCode, message: String, list: &[SessionInfo]) -> HubError {
@@ -26,7 +26,7 @@ impl State {
             .iter()
             .map(|s| {
                 serde_json::json!({
-                    "id": s.id, "name": s.name, "connected": self.live.contains_key(&s.id),
+                    "id": s.id, "name": s.name, "connected": self.presence.is_live(&s.id),
                     "cwd": s.cwd, "status": s.status,
                 })
             })
@@ -67,7 +67,7 @@ impl State {
         sessions: &[SessionInfo],
         db: &Connection,
     ) -> HubResult<(SessionInfo, SessionInfo)> {
-        let me = self.registered(conn)?.clone();
+        let me = self.presence.registered(conn)?.clone();
         if args.supervisor.is_some() {
             return Err(HubError::new(
                 ErrorCode::InvalidArgument,

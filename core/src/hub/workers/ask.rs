@@ -23,7 +23,7 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         check_text("question", &req.question)?;
-        let me = self.registered(cx.conn)?.clone();
+        let me = self.presence.registered(cx.conn)?.clone();
         let row = store::workers::live_by_session(db, &me)?.ok_or_else(|| {
             refused(
                 "not_a_worker",
@@ -92,7 +92,7 @@ impl State {
         // stay between them until `workers.ask_card_after_secs` has passed (`shepherd asks`
         // lists them all).
         if matches!(owner_role, Role::Manager | Role::Chief) {
-            self.broadcast(&ServerMsg::AskOpened { ask }, out);
+            self.presence.broadcast(&ServerMsg::AskOpened { ask }, out);
         } else {
             self.ask_card_timer(ask.id);
         }
@@ -121,7 +121,7 @@ impl State {
         match store::asks::get(db, ask) {
             Ok(Some(ask)) if ask.state == AskState::Open => {
                 tracing::info!(ask = %ask.id, "a worker's question waited: shown on the phones");
-                self.broadcast(&ServerMsg::AskOpened { ask }, out);
+                self.presence.broadcast(&ServerMsg::AskOpened { ask }, out);
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(%ask, error = %e, "cannot read a worker's question"),

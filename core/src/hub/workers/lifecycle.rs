@@ -177,7 +177,8 @@ impl State {
         {
             store::messages::withdraw_asks(db, ask)?;
             if let Some(ask) = store::asks::get(db, ask)? {
-                self.broadcast(&ServerMsg::AskAnswered { ask }, out);
+                self.presence
+                    .broadcast(&ServerMsg::AskAnswered { ask }, out);
             }
         }
         if store::messages::drop_pending(db, &row.worker.session_id)? > 0 {

@@ -93,7 +93,7 @@ pub(in crate::hub) fn launch_spec(row: &WorkerRow, start: SessionStart) -> Launc
 impl State {
     /// The registered Pi session asking, with its record.
     pub(in crate::hub) fn me(&self, cx: Cx, db: &Connection) -> HubResult<SessionInfo> {
-        let id = self.registered(cx.conn)?.clone();
+        let id = self.presence.registered(cx.conn)?.clone();
         self.session_info(db, &id)
     }
 
@@ -108,7 +108,7 @@ impl State {
     ) -> HubResult<WorkerRow> {
         let agent = agent.trim();
         if cx.kind == ClientKind::Pi {
-            let me = self.registered(cx.conn)?.clone();
+            let me = self.presence.registered(cx.conn)?.clone();
             if let Some(row) = store::workers::live_by_label(db, &me, agent)? {
                 return Ok(row);
             }
@@ -198,7 +198,8 @@ impl State {
 
     /// Tell subscribers a worker changed.
     pub(in crate::hub) fn worker_changed(&self, worker: Worker, out: &mut Out) {
-        self.broadcast(&ServerMsg::WorkerChanged { worker }, out);
+        self.presence
+            .broadcast(&ServerMsg::WorkerChanged { worker }, out);
     }
 
     pub(in crate::hub) fn worker_record(
@@ -223,7 +224,7 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let rows = if cx.kind == ClientKind::Pi {
-            let me = self.registered(cx.conn)?.clone();
+            let me = self.presence.registered(cx.conn)?.clone();
             store::workers::tree_of(db, &me, req.all)?
         } else {
             store::workers::list(db, req.all)?

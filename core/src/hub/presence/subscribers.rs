@@ -1,18 +1,21 @@
 //! The bridges' side of the hub: `subscribe` (with the bot a bridge serves, one bridge
 //! per bot) and the broadcast of an event to every subscriber.
 
-use bytes::Bytes;
-
-use super::{Cx, Frame, HubError, HubResult, Out, State};
+use crate::hub::{Cx, HubError, HubResult, Out, State};
 use crate::protocol::requests::Subscribe;
-use crate::protocol::{ClientKind, ErrorCode, ServerMsg, frame};
+use crate::protocol::{ClientKind, ErrorCode, ServerMsg};
 
 impl State {
-    pub(super) fn subscribe(&mut self, cx: Cx, req: Subscribe, out: &mut Out) -> HubResult<()> {
+    pub(in crate::hub) fn subscribe(
+        &mut self,
+        cx: Cx,
+        req: Subscribe,
+        out: &mut Out,
+    ) -> HubResult<()> {
         if let Some(bot) = req.serves {
             self.claim_bot(cx, bot)?;
         }
-        self.subscribers.insert(cx.conn);
+        self.presence.subscribers.insert(cx.conn);
         out.send(cx.conn, &ServerMsg::Subscribed { id: cx.id });
         Ok(())
     }
@@ -33,6 +36,7 @@ impl State {
             ));
         }
         let holder = self
+            .presence
             .conns
             .iter()
             .find(|(id, c)| **id != cx.conn && c.serves.as_deref() == Some(bot.as_str()));
@@ -51,24 +55,9 @@ impl State {
                 ),
             ));
         }
-        if let Some(conn) = self.conns.get_mut(&cx.conn) {
+        if let Some(conn) = self.presence.conns.get_mut(&cx.conn) {
             conn.serves = Some(bot);
         }
         Ok(())
-    }
-
-    /// Send one event to every subscriber, encoded once.
-    pub(super) fn broadcast(&self, msg: &ServerMsg, out: &mut Out) {
-        if self.subscribers.is_empty() {
-            return;
-        }
-        let bytes = Bytes::from(frame::encode(msg));
-        for conn in &self.subscribers {
-            out.frames.push(Frame {
-                conn: *conn,
-                bytes: bytes.clone(),
-                delivery: None,
-            });
-        }
     }
 }

@@ -5,10 +5,16 @@
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+mod outbox;
+mod subscribers;
+mod table;
+
+pub(in crate::hub) use table::{Conn, Live, Presence};
+
 use super::launched::Proc;
 use super::names::{self, MAX_NAME};
 use super::session_change::{ChangeKind, SessionChange};
-use super::{Conn, ConnHandle, ConnId, Cx, HubError, HubResult, Live, Out, State};
+use super::{ConnHandle, ConnId, Cx, HubError, HubResult, Out, State};
 use crate::clock::now_ms;
 use crate::git::RepoContext;
 use crate::protocol::SessionId;
@@ -186,21 +192,26 @@ impl State {
             serves: None,
             bye: None,
         };
-        self.conns.insert(conn, entry);
+        self.presence.conns.insert(conn, entry);
     }
 
     pub(super) fn disconnect(&mut self, conn: ConnId, db: &Connection, out: &mut Out) {
-        self.subscribers.remove(&conn);
-        let Some(entry) = self.conns.remove(&conn) else {
+        self.presence.subscribers.remove(&conn);
+        let Some(entry) = self.presence.conns.remove(&conn) else {
             return;
         };
         let Some(session_id) = entry.session else {
             return;
         };
-        if self.live.get(&session_id).is_none_or(|l| l.conn != conn) {
+        if self
+            .presence
+            .live
+            .get(&session_id)
+            .is_none_or(|l| l.conn != conn)
+        {
             return; // Replaced by a newer connection.
         }
-        self.live.remove(&session_id);
+        self.presence.live.remove(&session_id);
         // Said goodbye: closed (or coming straight back: no ending); else lost. While the
         // core itself stops, nobody is ending: the sessions come back to the next core.
         let reason = match entry.bye {
@@ -220,7 +231,7 @@ impl State {
                     reason,
                     last_status: Some(was.clone()),
                 };
-                self.broadcast(&left, out);
+                self.presence.broadcast(&left, out);
                 // A session that goes away mid-turn has stopped too.
                 let change = SessionChange {
                     session: &session_id,
@@ -243,8 +254,8 @@ impl State {
     /// connection closes, its leaving is announced as `closed` (or, `returning`, as no
     /// ending at all). A connection with no session has nobody to say goodbye for.
     pub(super) fn bye(&mut self, cx: Cx, req: Bye) -> HubResult<()> {
-        self.registered(cx.conn)?;
-        if let Some(entry) = self.conns.get_mut(&cx.conn) {
+        self.presence.registered(cx.conn)?;
+        if let Some(entry) = self.presence.conns.get_mut(&cx.conn) {
             entry.bye = Some(req.returning);
         }
         Ok(())
@@ -254,7 +265,7 @@ impl State {
     pub(super) fn session_info(&self, db: &Connection, id: &SessionId) -> HubResult<SessionInfo> {
         let mut info = store::sessions::get(db, id)?
             .ok_or_else(|| HubError::new(ErrorCode::Internal, format!("session {id} vanished")))?;
-        info.connected = self.live.contains_key(id);
+        info.connected = self.presence.live.contains_key(id);
         Ok(info)
     }
 
@@ -267,25 +278,8 @@ impl State {
     ) -> HubResult<SessionInfo> {
         let mut info = store::sessions::get_uncounted(db, id)?
             .ok_or_else(|| HubError::new(ErrorCode::Internal, format!("session {id} vanished")))?;
-        info.connected = self.live.contains_key(id);
+        info.connected = self.presence.live.contains_key(id);
         Ok(info)
-    }
-
-    /// The session registered on `conn`, or `not_registered`.
-    pub(super) fn registered(&self, conn: ConnId) -> HubResult<&SessionId> {
-        let entry = self.conns.get(&conn);
-        match entry.and_then(|c| c.session.as_ref()) {
-            Some(id) => Ok(id),
-            None => {
-                // Another kind of client is refused by the sender check already.
-                let pi = entry.is_some_and(|c| c.handle.kind == ClientKind::Pi);
-                let message = match pi {
-                    true => "this connection has no registered session: send `register` first",
-                    false => crate::protocol::senders::NO_SESSION.message,
-                };
-                Err(HubError::new(ErrorCode::NotRegistered, message))
-            }
-        }
     }
 
     /// `register`: check who may register what, take the session over from an older
@@ -306,14 +300,15 @@ impl State {
         // lease that expired while its holder was away is released first (and it is told).
         self.expire_away_leases(db, out)?;
         reg.role = self.registered_role(db, &reg.session_id, reg.role)?;
-        let pid = self.conns.get(&conn).and_then(|c| c.handle.pid);
+        let pid = self.presence.conns.get(&conn).and_then(|c| c.handle.pid);
         // A managed worker's or an assigned Lead's session registers only from the process
         // launched for it.
         let launched = self.check_launch(&reg, pid, db)?;
         let takeover = self.takeover(conn, &reg, pid)?;
         let previous = store::sessions::get(db, &reg.session_id)?;
         let name = registration_name(&reg, &previous, &repo, |name| {
-            self.live
+            self.presence
+                .live
                 .iter()
                 .any(|(id, live)| *id != reg.session_id && live.name == name)
         });
@@ -344,7 +339,11 @@ impl State {
     /// Valid fields, and only one session per connection (only a Pi connection gets here:
     /// `register` declares `[pi]`).
     fn check_registration(&self, conn: ConnId, reg: &Registration) -> HubResult<()> {
-        let entry = self.conns.get(&conn).expect("checked by the caller");
+        let entry = self
+            .presence
+            .conns
+            .get(&conn)
+            .expect("checked by the caller");
         check_session_id(&reg.session_id)?;
         if let Some(name) = &reg.name {
             check_name(name)?;
@@ -373,9 +372,13 @@ impl State {
         reg: &Registration,
         pid: Option<u32>,
     ) -> HubResult<Option<ConnId>> {
-        let takeover = match self.live.get(&reg.session_id) {
+        let takeover = match self.presence.live.get(&reg.session_id) {
             Some(holder) if holder.conn != conn => {
-                let holder_pid = self.conns.get(&holder.conn).and_then(|c| c.handle.pid);
+                let holder_pid = self
+                    .presence
+                    .conns
+                    .get(&holder.conn)
+                    .and_then(|c| c.handle.pid);
                 let same_process = holder_pid.is_some() && holder_pid == pid;
                 let gone = holder_pid.is_some_and(|p| !process_alive(p));
                 if !same_process && !gone {
@@ -393,7 +396,7 @@ impl State {
             }
             Some(_) => None,
             None => {
-                if self.live.len() >= self.facts.limits.max_sessions {
+                if self.presence.live.len() >= self.facts.limits.max_sessions {
                     let max = self.facts.limits.max_sessions;
                     return Err(HubError::new(
                         ErrorCode::LimitExceeded,
@@ -417,7 +420,7 @@ impl State {
         out: &mut Out,
     ) -> bool {
         if let Some(old) = takeover
-            && let Some(old_entry) = self.conns.get_mut(&old)
+            && let Some(old_entry) = self.presence.conns.get_mut(&old)
         {
             old_entry.session = None;
             tracing::info!(session = %info.id, old_conn = old, "session re-registered on a new connection; closing the old one");
@@ -431,10 +434,11 @@ impl State {
             );
             out.closes.push((old, ErrorCode::Replaced));
         }
-        let rejoined = self.live.contains_key(&info.id);
-        self.live
+        let rejoined = self.presence.live.contains_key(&info.id);
+        self.presence
+            .live
             .insert(info.id.clone(), Live::new(conn, info.name.clone()));
-        self.conns.get_mut(&conn).expect("checked").session = Some(info.id.clone());
+        self.presence.conns.get_mut(&conn).expect("checked").session = Some(info.id.clone());
         rejoined
     }
 
@@ -477,7 +481,7 @@ impl State {
         } else {
             ServerMsg::SessionJoined { session: info }
         };
-        self.broadcast(&event, out);
+        self.presence.broadcast(&event, out);
         // A session that stopped while it was away (or the core was down) has stopped.
         let change = SessionChange {
             session: &session_id,
@@ -498,7 +502,7 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let Cx { conn, id, .. } = cx;
-        let session_id = self.registered(conn)?.clone();
+        let session_id = self.presence.registered(conn)?.clone();
         let mut info = self.session_info(db, &session_id)?;
         let was = info.status.clone();
         let old_name = info.name.clone();
@@ -533,7 +537,7 @@ impl State {
         }
         info.last_seen = now_ms();
         store::sessions::upsert(db, &info)?;
-        if let Some(live) = self.live.get_mut(&session_id) {
+        if let Some(live) = self.presence.live.get_mut(&session_id) {
             live.name.clone_from(&info.name);
         }
         out.send(
@@ -545,7 +549,8 @@ impl State {
         );
         let status = info.status.clone();
         let renamed = info.name != old_name;
-        self.broadcast(&ServerMsg::SessionChanged { session: info }, out);
+        self.presence
+            .broadcast(&ServerMsg::SessionChanged { session: info }, out);
         let change = SessionChange {
             session: &session_id,
             kind: ChangeKind::Updated { renamed },
@@ -565,7 +570,8 @@ impl State {
     ) -> HubResult<()> {
         if req.all {
             // Every session ever seen can be many: read off the hub.
-            let live: std::collections::HashSet<SessionId> = self.live.keys().cloned().collect();
+            let live: std::collections::HashSet<SessionId> =
+                self.presence.live.keys().cloned().collect();
             let id = cx.id;
             self.read_off_hub(cx, out, move |db| {
                 let mut sessions = store::sessions::list(db)?;
@@ -577,8 +583,8 @@ impl State {
             return Ok(());
         }
         // The connected ones: read by id, whatever the number ever seen.
-        let mut sessions = Vec::with_capacity(self.live.len());
-        for id in self.live.keys() {
+        let mut sessions = Vec::with_capacity(self.presence.live.len());
+        for id in self.presence.live.keys() {
             if let Some(mut s) = store::sessions::get(db, id)? {
                 s.connected = true;
                 sessions.push(s);
@@ -604,6 +610,7 @@ impl State {
     fn core_status(&self, db: &Connection) -> HubResult<CoreStatus> {
         let now = now_ms();
         let mut bridges: Vec<BridgeInfo> = self
+            .presence
             .conns
             .values()
             .filter(|c| c.handle.kind == ClientKind::Bridge)
@@ -626,7 +633,7 @@ impl State {
             uptime_ms: now.saturating_sub(self.facts.started_at),
             state_dir: self.facts.state_dir.display().to_string(),
             socket: self.facts.socket.display().to_string(),
-            sessions_connected: self.live.len() as u32,
+            sessions_connected: self.presence.live.len() as u32,
             sessions_known: store::sessions::count(db)?,
             open_asks: store::asks::open_total(db)?,
             bridges,
