@@ -10,8 +10,9 @@
 //! before it is durable, and under load one commit covers hundreds of messages. If the
 //! commit fails, every request of the batch gets `store_failed` and nothing is sent.
 //!
-//! This file holds the actor's loop and its group commit, its inbox, its state and what a
-//! batch produces (`Out`); `dispatch` hands each command and request to its feature
+//! This file holds the actor's loop and its group commit, its inbox and its state; `base`
+//! the shared types every feature uses (`Cx`, `HubError`, `Out`: what a batch produces);
+//! `dispatch` hands each command and request to its feature
 //! (after `senders` has checked the request's sender against its declaration),
 //! `failed` answers a batch the store failed, `flush` hands a committed batch's frames to
 //! the connections' writers; `presence` owns who is connected (connections, live
@@ -20,6 +21,7 @@
 
 mod agents;
 mod asks;
+mod base;
 mod dispatch;
 mod failed;
 mod fits;
@@ -46,6 +48,9 @@ mod workers;
 
 pub use supervise::ViewDone;
 
+pub(crate) use base::HubError;
+use base::{Cx, Frame, HubResult, Out, atomically};
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -56,9 +61,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Limits, SuperviseConfig};
 use crate::git::RepoContext;
-use crate::protocol::{
-    ClientKind, ClientMsg, Delivery, ErrorCode, MessageId, ResultsMode, ServerMsg, SessionId, frame,
-};
+use crate::protocol::{ClientKind, ClientMsg, ErrorCode, ResultsMode, ServerMsg};
 use crate::store::{self, Store};
 
 /// Most commands handled in one transaction.
@@ -291,103 +294,6 @@ struct State {
     launches: launched::Launches,
 }
 
-/// One encoded frame for one connection.
-struct Frame {
-    conn: ConnId,
-    bytes: Bytes,
-    /// Set for `deliver` frames: whose mailbox, which id. Deliveries are durable, so when
-    /// the outbox is full they wait in the store instead of cutting the session off.
-    delivery: Option<(SessionId, MessageId)>,
-}
-
-/// What a batch produced, sent only after its commit.
-#[derive(Default)]
-struct Out {
-    frames: Vec<Frame>,
-    /// Requests handled in this batch, to fail them if the commit fails.
-    requests: Vec<(ConnId, u64)>,
-    closes: Vec<(ConnId, ErrorCode)>,
-    /// Process work for the worker host, started after the commit.
-    host: Vec<launched::HostOp>,
-    /// Git work for the project lane, started after the commit.
-    git: Vec<projects::GitJob>,
-    /// Listings to read off the hub, started after the commit.
-    reads: Vec<off_hub::ReadJob>,
-}
-
-impl Out {
-    fn send(&mut self, conn: ConnId, msg: &ServerMsg) {
-        let bytes = Bytes::from(frame::encode(msg));
-        self.frames.push(Frame {
-            conn,
-            bytes,
-            delivery: None,
-        });
-    }
-
-    fn deliver(&mut self, conn: ConnId, session_id: &SessionId, message: Delivery) {
-        let id = message.id;
-        let bytes = Bytes::from(frame::encode(&ServerMsg::Deliver { message }));
-        self.frames.push(Frame {
-            conn,
-            bytes,
-            delivery: Some((session_id.clone(), id)),
-        });
-    }
-
-    fn error(&mut self, conn: ConnId, id: Option<u64>, err: HubError) {
-        let msg = ServerMsg::Error {
-            id,
-            code: err.code,
-            message: err.message,
-            details: err.details,
-        };
-        self.send(conn, &msg);
-    }
-}
-
-/// A request that failed, as the client will see it.
-#[derive(Debug)]
-pub(crate) struct HubError {
-    code: ErrorCode,
-    message: String,
-    details: Option<serde_json::Value>,
-}
-
-impl HubError {
-    fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        HubError {
-            code,
-            message: message.into(),
-            details: None,
-        }
-    }
-
-    fn with_details(mut self, details: serde_json::Value) -> Self {
-        self.details = Some(details);
-        self
-    }
-}
-
-impl From<rusqlite::Error> for HubError {
-    fn from(e: rusqlite::Error) -> Self {
-        tracing::error!(error = %e, "store query failed");
-        HubError::new(ErrorCode::StoreFailed, format!("the database failed: {e}"))
-    }
-}
-
-type HubResult<T> = Result<T, HubError>;
-
-/// Who sent the request a handler is answering: the connection, its kind of client and
-/// the request id the response echoes (0 for `ack`, which gets none). Handlers take this
-/// plus the request's struct from [`crate::protocol::requests`].
-#[derive(Debug, Clone, Copy)]
-struct Cx {
-    conn: ConnId,
-    kind: ClientKind,
-    id: u64,
-}
-
 impl Hub {
     async fn run(mut self, mut rx: mpsc::Receiver<HubCommand>) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
@@ -450,20 +356,5 @@ impl Hub {
             }
         }
         stop
-    }
-}
-
-/// Run `f` so that either all of its writes happen or none do.
-fn atomically<T>(db: &Connection, f: impl FnOnce() -> HubResult<T>) -> HubResult<T> {
-    db.execute_batch("SAVEPOINT request")?;
-    match f() {
-        Ok(value) => {
-            db.execute_batch("RELEASE request")?;
-            Ok(value)
-        }
-        Err(err) => {
-            db.execute_batch("ROLLBACK TO request; RELEASE request")?;
-            Err(err)
-        }
     }
 }
