@@ -102,6 +102,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         integrate: config.projects.integrate,
         forget_sessions_after_days: config.core.forget_sessions_after_days,
         away_expiry_ms: config.roles.away_expiry_ms(),
+        hosts: config.hosts.clone(),
     };
     let checkpointer = Checkpointer::spawn(&db_path);
     store.on_commit(checkpointer.waker());

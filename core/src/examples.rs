@@ -80,6 +80,7 @@ pub fn session_info() -> SessionInfo {
         pending_messages: 0,
         first_seen: 1_000_000_000,
         last_seen: 1_000_000_000,
+        host: None,
     }
 }
 

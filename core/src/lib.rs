@@ -11,6 +11,8 @@
 //! - [`config`]: typed settings from defaults, TOML file and `SHEPHERD_*` environment.
 //! - [`store`]: the SQLite database (schema, queries); written by the hub task alone.
 //! - [`hub`]: the one actor that owns routing state and the store, and commits in groups.
+//! - [`hosts`]: linked hosts: the other machines' cores this one reaches through a link
+//!   command (`[[hosts]]`), their sessions and asks mirrored here.
 //! - [`server`]: the socket listener and per-connection reader/writer tasks.
 //! - [`client`]: an async intercom client for the CLI, bridges, tests and benchmarks.
 //! - [`git`]: git2: the repository context of a session's cwd, project work's worktrees,
@@ -37,6 +39,7 @@ pub mod examples;
 pub mod files;
 pub mod framing;
 pub mod git;
+pub mod hosts;
 pub mod hub;
 pub mod human;
 pub mod protocol;

@@ -180,6 +180,43 @@ pub enum Command {
         after_help = "Examples:\n  shepherd stop-lead feat/export\n  shepherd stop-lead feat/export --repo ~/src/app"
     )]
     StopLead(LeadArgs),
+    /// List the other machines' cores this one links to (`[[hosts]]`), or add one.
+    ///
+    /// Each row: the host, its link's state (connected, connecting since, failed with the
+    /// reason ssh or the far core gave), the last round trip, the far core's version and
+    /// protocol, its connected sessions and open asks, the link command. `shepherd
+    /// sessions` lists the linked hosts' sessions too, in a HOST column.
+    #[command(
+        after_help = "Examples:\n  shepherd hosts\n  shepherd hosts add gpu -- ssh -T me@gpu-box shepherd link\n  shepherd hosts --json"
+    )]
+    Hosts(HostsArgs),
+    /// The far end of a host link: start this machine's core if none runs, then join
+    /// stdin and stdout to its socket until either side closes.
+    ///
+    /// Not run by hand: the home core's link command runs it (`ssh -T me@this-box shepherd
+    /// link`).
+    Link,
+}
+
+/// `shepherd hosts`.
+#[derive(Debug, Args)]
+pub struct HostsArgs {
+    #[command(subcommand)]
+    pub action: Option<HostsAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HostsAction {
+    /// Add a host to the config file: its name, then `--` and the command whose stdin and
+    /// stdout reach that machine's `shepherd link`. `shepherd restart` links it.
+    Add {
+        /// How listings name the host: lowercase letters, digits and `-` (`gpu`).
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// The link command and its arguments (no shell), after `--`.
+        #[arg(value_name = "CMD", last = true, required = true)]
+        command: Vec<String>,
+    },
 }
 
 /// `shepherd integrate`.

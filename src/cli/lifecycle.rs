@@ -100,6 +100,17 @@ pub async fn interrupt(ctx: &Ctx, session: &str, then: Option<&str>) -> anyhow::
     Ok(ExitCode::SUCCESS)
 }
 
+/// The socket of this machine's core, started in the background (logging to the state
+/// directory's `core.log`) when none answers there: for `shepherd link`.
+pub async fn ensure_running(ctx: &Ctx) -> Result<PathBuf, Failure> {
+    let (socket, state_dir) = places(ctx)?;
+    if tokio::net::UnixStream::connect(&socket).await.is_ok() {
+        return Ok(socket);
+    }
+    start_background(ctx, &socket, &state_dir.join("core.log")).await?;
+    Ok(socket)
+}
+
 /// Run `shepherd restart`.
 pub async fn restart(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
     // A configuration the new core would refuse leaves the running one alone.

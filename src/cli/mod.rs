@@ -13,6 +13,7 @@ mod args;
 pub mod asks;
 pub mod doctor;
 pub mod format;
+pub mod hosts;
 pub mod install;
 pub mod integrate;
 pub mod lead;
@@ -41,8 +42,9 @@ use shepherd_core::config::{Config, ConfigError, Loaded};
 use shepherd_core::protocol::{ClientKind, ErrorCode};
 
 pub use args::{
-    AgentsArgs, AnswerArgs, AsksArgs, Cli, Command, IntegrateArgs, LeadArgs, PairingsArgs,
-    ReportsArgs, RolesAction, SendArgs, SessionsArgs, StopArgs, SuperviseAction, UpArgs, UsageArgs,
+    AgentsArgs, AnswerArgs, AsksArgs, Cli, Command, HostsAction, IntegrateArgs, LeadArgs,
+    PairingsArgs, ReportsArgs, RolesAction, SendArgs, SessionsArgs, StopArgs, SuperviseAction,
+    UpArgs, UsageArgs,
 };
 
 /// How long the CLI waits for the core to connect or to answer one request.
@@ -110,6 +112,11 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Integrate(args) => integrate::run(ctx, &args).await,
         Command::Resume(args) => lead::resume(ctx, &args).await,
         Command::StopLead(args) => lead::stop(ctx, &args).await,
+        Command::Hosts(args) => match args.action {
+            None => hosts::list(ctx).await,
+            Some(HostsAction::Add { name, command }) => hosts::add(ctx, &name, &command),
+        },
+        Command::Link => hosts::link(ctx).await,
     }
 }
 

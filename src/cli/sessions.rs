@@ -1,6 +1,7 @@
 //! # `shepherd sessions`
 //!
-//! Lists the Pi sessions the core knows: a table for people (short id, name, status,
+//! Lists the Pi sessions the core knows, and the linked hosts' connected sessions (a HOST
+//! column then says where each runs): a table for people (short id, name, status,
 //! model, context fill, role, repository@branch, cwd, and when it was last seen), or with
 //! `--json` the protocol's `SessionInfo` objects unchanged. `--follow` subscribes
 //! *before* listing (so no change between the list and the subscription is missed) and
@@ -145,7 +146,13 @@ fn event_line(event: &ServerMsg, s: &SessionInfo, now: u64) -> String {
 /// The human table.
 pub fn render(sessions: &[SessionInfo], now: u64, width: usize) -> String {
     let ids = unique_prefixes(sessions.iter().map(|s| s.id.as_str()), MIN_ID);
-    let mut table = Table::new()
+    // Linked hosts' sessions say where they run; without any, the column is left out.
+    let hosts = sessions.iter().any(|s| s.host.is_some());
+    let mut table = Table::new();
+    if hosts {
+        table = table.column("HOST", Align::Left);
+    }
+    let mut table = table
         .column("ID", Align::Left)
         .middle("NAME", 20)
         .column("STATUS", Align::Left)
@@ -156,21 +163,28 @@ pub fn render(sessions: &[SessionInfo], now: u64, width: usize) -> String {
         .middle("CWD", 10)
         .column("SEEN", Align::Left);
     for (s, id) in sessions.iter().zip(ids) {
-        table.row(vec![
-            id.to_string(),
-            s.name.clone(),
-            s.status.to_string(),
-            s.model.clone().unwrap_or_else(|| "-".into()),
-            percent(s.context_percent),
-            s.role.as_str().to_string(),
-            repo_branch(s),
-            tilde(&s.cwd),
-            if s.connected {
-                "connected".to_string()
-            } else {
-                ago(s.last_seen, now)
-            },
-        ]);
+        let host = hosts.then(|| s.host.clone().unwrap_or_else(|| "(here)".to_string()));
+        table.row(
+            host.into_iter()
+                .chain([
+                    id.to_string(),
+                    s.name.clone(),
+                    s.status.to_string(),
+                    s.model.clone().unwrap_or_else(|| "-".into()),
+                    percent(s.context_percent),
+                    s.role.as_str().to_string(),
+                    repo_branch(s),
+                    tilde(&s.cwd),
+                    if s.connected {
+                        "connected".to_string()
+                    } else if s.host.is_some() {
+                        "unreachable".to_string()
+                    } else {
+                        ago(s.last_seen, now)
+                    },
+                ])
+                .collect(),
+        );
     }
     table.render(width)
 }
@@ -271,6 +285,26 @@ mod tests {
             event_line(&event, &s, 0).ends_with("role     0193a5c2  mara  manager (was lead)"),
             "{}",
             event_line(&event, &s, 0)
+        );
+    }
+
+    #[test]
+    fn a_linked_hosts_session_says_its_host_and_the_column_is_there_only_then() {
+        let here = session("0193a5c2-7d1e", "fix-login");
+        let far = SessionInfo {
+            host: Some("gpu".into()),
+            connected: false,
+            ..session("0193a5c2-8e2f", "train")
+        };
+        let without = render(std::slice::from_ref(&here), 2_000_000, 200);
+        assert!(!without.contains("HOST"), "{without}");
+        let with = render(&[here, far], 2_000_000, 200);
+        let lines: Vec<&str> = with.lines().collect();
+        assert!(lines[0].starts_with("HOST"), "{with}");
+        assert!(lines[1].starts_with("(here)"), "{with}");
+        assert!(
+            lines[2].starts_with("gpu") && lines[2].ends_with("unreachable"),
+            "{with}"
         );
     }
 

@@ -465,3 +465,52 @@ fn stop_ends_a_core_of_another_protocol() {
         );
     }
 }
+
+/// `shepherd hosts add` writes a `[[hosts]]` entry the config reads back; a bad name, an
+/// empty command, a name already taken or a file that would not read are refused with
+/// nothing written.
+#[test]
+fn hosts_add_writes_an_entry_and_refuses_what_would_not_work() {
+    let env = Env::new();
+    let config = env.path().join("config.toml");
+    std::fs::write(&config, "[core]\nresults = \"all\"\n").unwrap();
+    let add = |args: &[&str]| {
+        let mut all = vec!["--config", config.to_str().unwrap(), "hosts", "add"];
+        all.extend_from_slice(args);
+        env.run(&all)
+    };
+    let out = add(&["gpu", "--", "ssh", "-T", "me@gpu-box", "shepherd", "link"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("shepherd restart"),
+        "{}",
+        stdout(&out)
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        text.starts_with("[core]\nresults = \"all\"\n\n[[hosts]]\n"),
+        "{text}"
+    );
+    let parsed = shepherd_core::config::Config::from_toml(&text, "test").unwrap();
+    assert_eq!(parsed.hosts[0].name.as_str(), "gpu");
+    assert_eq!(
+        parsed.hosts[0].command.argv(),
+        ["ssh", "-T", "me@gpu-box", "shepherd", "link"]
+    );
+
+    let refused = |args: &[&str], says: &str| {
+        let out = add(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        assert_eq!(
+            std::fs::read_to_string(&config).unwrap(),
+            text,
+            "{args:?} wrote"
+        );
+    };
+    refused(&["gpu", "--", "ssh", "other"], "already configured");
+    refused(&["GPU box", "--", "ssh"], "not a host name");
+    refused(&["box", "--", ""], "at least a program");
+    let out = add(&["box"]);
+    assert_eq!(out.status.code(), Some(2), "a command is required");
+}

@@ -9,6 +9,7 @@
 //! - [`crash`]: `kill -9` with messages, asks and answers in flight, then restart;
 //! - [`endings`]: `bye`, lost sessions, `/reload`, and `interrupt`;
 //! - [`files`]: what `shepherd up` does to the files and directories it is given;
+//! - [`hosts`]: cores on other machines linked into one herd (`[[hosts]]`, `shepherd link`);
 //! - [`keys`]: idempotency keys on `ask` and `report`;
 //! - [`mail`]: steers and messages, ordering, redelivery, acknowledgements;
 //! - [`names`]: readable default session names;
@@ -32,6 +33,7 @@ mod bad_input;
 mod crash;
 mod endings;
 mod files;
+mod hosts;
 mod keys;
 mod mail;
 mod names;

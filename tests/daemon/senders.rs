@@ -21,13 +21,16 @@ use shepherd_harness::{Core, Pi, registration};
 enum Who {
     Cli,
     Bridge,
+    /// A linked core (`shepherd link`): it has the CLI's authority.
+    Core,
     Pi(Role),
 }
 
 impl Who {
-    const ALL: [Who; 6] = [
+    const ALL: [Who; 7] = [
         Who::Cli,
         Who::Bridge,
+        Who::Core,
         Who::Pi(Role::Lead),
         Who::Pi(Role::Supervisor),
         Who::Pi(Role::Manager),
@@ -259,6 +262,7 @@ const ROWS: &[Row] = &[
         NO_SESSION,
         NOT_MANAGER,
     ),
+    row("list_hosts", ANYONE),
     row("ack", PI),
     row("bye", PI),
 ];
@@ -269,7 +273,7 @@ impl Row {
     fn allows(&self, who: Who) -> bool {
         let words: Vec<&str> = self.senders.split([' ', '(', ')', '|']).collect();
         match who {
-            Who::Cli => words.contains(&"cli"),
+            Who::Cli | Who::Core => words.contains(&"cli"),
             Who::Bridge => words.contains(&"bridge"),
             Who::Pi(role) => {
                 if self.senders.split(' ').any(|w| w == "pi") {
@@ -370,6 +374,7 @@ async fn every_request_refuses_each_sender_it_does_not_list_as_before() -> Resul
     let mut clients = [
         (Who::Cli, core.client(ClientKind::Cli).await?),
         (Who::Bridge, core.client(ClientKind::Bridge).await?),
+        (Who::Core, core.client(ClientKind::Core).await?),
         (Who::Pi(Role::Lead), lead.client),
         (Who::Pi(Role::Supervisor), supervisor.client),
         (Who::Pi(Role::Manager), mgr.client),

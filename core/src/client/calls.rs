@@ -5,9 +5,10 @@
 
 use super::{Client, ClientError, Welcome};
 use crate::protocol::{
-    AgentDef, Ask, AskId, Assignment, ClientMsg, CoreStatus, Integration, Lease, MessageId,
-    Pairing, Project, Registration, Report, ReportsTo, Role, ServerMsg, SessionId, SessionInfo,
-    SessionStatus, StaffMember, StaffView, UsageReport, Verdict, View, Worker, requests,
+    AgentDef, Ask, AskId, Assignment, ClientMsg, CoreStatus, HostLink, Integration, Lease,
+    MessageId, Pairing, Project, Registration, Report, ReportsTo, Role, ServerMsg, SessionId,
+    SessionInfo, SessionStatus, StaffMember, StaffView, UsageReport, Verdict, View, Worker,
+    requests,
 };
 
 /// A request the core answers with one reply of type [`Request::Reply`].
@@ -175,6 +176,7 @@ replies! {
     StopLead => Assignment: ServerMsg::AssignmentIs { assignment, .. } => *assignment,
     IntegrateBranch => Integration: ServerMsg::Integrated { integration, .. } => *integration,
     ListProjects => Vec<Project>: ServerMsg::Projects { projects, .. } => projects,
+    ListHosts => Vec<HostLink>: ServerMsg::Hosts { hosts, .. } => hosts,
 }
 
 /// `set_role`'s reply: the session with its new role, the one it had, and its lease.

@@ -16,7 +16,7 @@ pub use calls::{
 use std::collections::VecDeque;
 use std::path::Path;
 
-use tokio::io::BufReader;
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
@@ -86,10 +86,11 @@ pub struct Welcome {
     pub pid: u32,
 }
 
-/// A greeted connection to the core.
-pub struct Client {
-    reader: BufReader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
+/// A greeted connection to the core: over its socket (the default), or over any byte
+/// stream that reaches it ([`Client::over`]: a host link's command).
+pub struct Client<R = OwnedReadHalf, W = OwnedWriteHalf> {
+    reader: BufReader<R>,
+    writer: W,
     next_id: u64,
     queued: VecDeque<ServerMsg>,
     welcome: Welcome,
@@ -118,8 +119,34 @@ impl Client {
                 _ => ClientError::Io(e),
             })?;
         let (read, writer) = stream.into_split();
+        Client::over(read, writer, kind, client_name).await
+    }
+
+    /// Take the greeted connection apart, for a caller that reads and writes raw frames
+    /// from here on (the benchmark's measured loops). Fails if a frame is already queued
+    /// or buffered, since the raw reader would never see it.
+    pub fn into_split(self) -> Result<(OwnedReadHalf, OwnedWriteHalf), ClientError> {
+        if !self.queued.is_empty() || !self.reader.buffer().is_empty() {
+            return Err(ClientError::Protocol(
+                "frames arrived before the connection was taken apart".into(),
+            ));
+        }
+        Ok((self.reader.into_inner(), self.writer))
+    }
+}
+
+impl<In: AsyncRead + Unpin, Out: AsyncWrite + Unpin> Client<In, Out> {
+    /// Say hello as `kind` over a byte stream that reaches a core (`reader` from it,
+    /// `writer` to it). A `welcome` with another protocol version than
+    /// [`PROTOCOL_VERSION`] is [`ClientError::ProtocolMismatch`].
+    pub async fn over(
+        reader: In,
+        writer: Out,
+        kind: ClientKind,
+        client_name: &str,
+    ) -> Result<Client<In, Out>, ClientError> {
         let mut client = Client {
-            reader: BufReader::new(read),
+            reader: BufReader::new(reader),
             writer,
             next_id: 1,
             queued: VecDeque::new(),
@@ -152,18 +179,6 @@ impl Client {
     /// The core's greeting.
     pub fn welcome(&self) -> &Welcome {
         &self.welcome
-    }
-
-    /// Take the greeted connection apart, for a caller that reads and writes raw frames
-    /// from here on (the benchmark's measured loops). Fails if a frame is already queued
-    /// or buffered, since the raw reader would never see it.
-    pub fn into_split(self) -> Result<(OwnedReadHalf, OwnedWriteHalf), ClientError> {
-        if !self.queued.is_empty() || !self.reader.buffer().is_empty() {
-            return Err(ClientError::Protocol(
-                "frames arrived before the connection was taken apart".into(),
-            ));
-        }
-        Ok((self.reader.into_inner(), self.writer))
     }
 
     /// Send a request with a fresh id and wait for its reply, as the request's reply

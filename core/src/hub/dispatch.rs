@@ -150,6 +150,7 @@ impl State {
             ClientMsg::StopLead(req) => self.stop_lead(cx, req, db, out),
             ClientMsg::IntegrateBranch(req) => self.integrate_branch(cx, req, db, out),
             ClientMsg::ListProjects(req) => self.list_projects(cx, req, db, out),
+            ClientMsg::ListHosts(_) => self.list_hosts(cx, out),
         }
     }
 

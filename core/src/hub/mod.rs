@@ -27,6 +27,7 @@ mod failed;
 mod fits;
 mod flush;
 mod forget;
+mod hosts;
 mod interrupt;
 mod keys;
 mod launched;
@@ -197,6 +198,8 @@ pub struct CoreFacts {
     pub forget_sessions_after_days: u64,
     /// `roles.away_expiry_hours` in milliseconds (0: never).
     pub away_expiry_ms: u64,
+    /// `[[hosts]]`: the other machines' cores this one links to.
+    pub hosts: Vec<crate::config::HostEntry>,
 }
 
 /// Start the hub task. The returned join handle ends after `Shutdown` (or when every
@@ -219,6 +222,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
     if facts.forget_sessions_after_days > 0 || facts.away_expiry_ms > 0 {
         tokio::spawn(forget::timer(tx.downgrade()));
     }
+    let facts_hosts = facts.hosts.clone();
     let hub = Hub {
         state: State {
             db_path: store
@@ -237,6 +241,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             host,
             git: projects::GitLane::start(tx.downgrade()),
             launches: launched::Launches::default(),
+            links: crate::hosts::Links::start(&facts_hosts),
         },
         db: store.conn,
     };
@@ -292,6 +297,8 @@ struct State {
     git: projects::GitLane,
     /// Launched processes (workers, Leads): what the hot paths must not query for.
     launches: launched::Launches,
+    /// Linked hosts (`[[hosts]]`): each link's state and its far core's mirrored sessions.
+    links: crate::hosts::Links,
 }
 
 impl Hub {

@@ -6,10 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentDef, Ask, Assignment, CoreStatus, Delivery, EdgeMessage, ErrorCode, Integration, Lease,
-    LeaveReason, MessageId, Pairing, PairingChange, Project, Report, ReportsTo, Role, SessionId,
-    SessionInfo, SessionStatus, StaffMember, StaffView, UsageReport, Verdict, View, Worker, frame,
-    requests, senders,
+    AgentDef, Ask, Assignment, CoreStatus, Delivery, EdgeMessage, ErrorCode, HostLink, Integration,
+    Lease, LeaveReason, MessageId, Pairing, PairingChange, Project, Report, ReportsTo, Role,
+    SessionId, SessionInfo, SessionStatus, StaffMember, StaffView, UsageReport, Verdict, View,
+    Worker, frame, requests, senders,
 };
 
 /// Declares [`ClientMsg`] from one line per message: `"send" => Send [cli bridge] else
@@ -257,6 +257,7 @@ client_messages! {
         "stop_lead" => StopLead [pi(manager else NOT_MANAGER) cli bridge] -> "assignment",
         "integrate_branch" => IntegrateBranch [pi(manager else NOT_MANAGER) cli bridge] -> "integration",
         "list_projects" => ListProjects [pi(manager else NOT_MANAGER) cli bridge] -> "projects",
+        "list_hosts" => ListHosts [pi cli bridge] -> "hosts",
     }
     notices {
         "ack" => Ack [pi],
@@ -507,6 +508,8 @@ server_messages! {
         "integration" => Integrated { id: u64, integration: Box<Integration> },
         /// Response to `list_projects`: by repository name.
         "projects" => Projects { id: u64, projects: Vec<Project> },
+        /// Response to `list_hosts`: in the config's order.
+        "hosts" => Hosts { id: u64, hosts: Vec<HostLink> },
     }
     errors {
         /// A request failed, or (without `id`) the connection did.

@@ -18,11 +18,13 @@
 //!   session left).
 //! - [`workers`]: the managed worker record, its states and actions.
 //! - [`projects`]: project work: assignments, projects, integrations.
+//! - [`hosts`]: linked hosts (other machines' cores) and where their links stand.
 //! - [`usage`]: the usage report (tokens and cost from session files).
 //! - [`error_code`]: the stable error codes a client can match on.
 
 pub mod error_code;
 pub mod frame;
+pub mod hosts;
 pub mod ids;
 pub mod messages;
 pub mod projects;
@@ -36,6 +38,7 @@ mod wire_gen;
 pub mod workers;
 
 pub use error_code::ErrorCode;
+pub use hosts::{HostLink, LinkState};
 pub use ids::{AskId, IdError, MAX_ID, MessageId, PairingId, SessionId};
 pub use messages::{ClientMsg, ServerMsg};
 pub use projects::{

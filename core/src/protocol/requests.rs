@@ -684,3 +684,11 @@ pub struct IntegrateBranch {
 pub struct ListProjects {
     pub id: u64,
 }
+
+/// The hosts this core links to (`[[hosts]]`), each with where its link stands, its
+/// round trip and the far core's sessions and open asks. Answered by `hosts`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListHosts {
+    pub id: u64,
+}

@@ -92,6 +92,8 @@ impl Senders {
             ClientKind::Pi => self.pi,
             ClientKind::Cli => self.cli,
             ClientKind::Bridge => self.bridge,
+            // A linked core acts for the human with the CLI's authority.
+            ClientKind::Core => self.cli,
         }
     }
 

@@ -19,12 +19,18 @@ pub enum ClientKind {
     Bridge,
     /// The `shepherd` command line, acting for the human.
     Cli,
+    /// Another machine's shepherd core linked to this one (`shepherd link`): it acts for
+    /// the human, with what the CLI may do.
+    Core,
 }
 
 impl ClientKind {
     /// True for the clients that act for the human owner (CLI and bridges).
     pub fn is_human(self) -> bool {
-        matches!(self, ClientKind::Bridge | ClientKind::Cli)
+        matches!(
+            self,
+            ClientKind::Bridge | ClientKind::Cli | ClientKind::Core
+        )
     }
 }
 
@@ -148,6 +154,9 @@ pub struct SessionInfo {
     pub pending_messages: u32,
     pub first_seen: Millis,
     pub last_seen: Millis,
+    /// The linked host the session runs on (`[[hosts]]` name); absent for this core's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Where an ask is.

@@ -455,6 +455,7 @@ fn default_name(kind: ClientKind) -> &'static str {
         ClientKind::Pi => "pi",
         ClientKind::Bridge => "bridge",
         ClientKind::Cli => "cli",
+        ClientKind::Core => "core",
     }
 }
 

@@ -34,6 +34,7 @@ fn client_str(kind: ClientKind) -> &'static str {
         ClientKind::Pi => "pi",
         ClientKind::Bridge => "bridge",
         ClientKind::Cli => "cli",
+        ClientKind::Core => "core",
     }
 }
 
@@ -65,6 +66,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Delivery> {
             kind: match from_kind.as_str() {
                 "pi" => ClientKind::Pi,
                 "bridge" => ClientKind::Bridge,
+                "core" => ClientKind::Core,
                 _ => ClientKind::Cli,
             },
             session_id: row.get(4)?,

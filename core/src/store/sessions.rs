@@ -46,6 +46,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionInfo> {
         subagent: row.get(19)?,
         repo_id: row.get(20)?,
         project: row.get(21)?,
+        host: None,
     })
 }
 

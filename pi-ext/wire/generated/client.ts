@@ -597,6 +597,15 @@ export interface ListProjectsMsg {
 }
 
 /**
+ * The hosts this core links to (`[[hosts]]`), each with where its link stands, its
+ * round trip and the far core's sessions and open asks. Answered by `hosts`.
+ */
+export interface ListHostsMsg {
+  type: "list_hosts";
+  id: number;
+}
+
+/**
  * Pi only: these deliveries reached the model (or were dropped as duplicates). No
  * response, so no `id`.
  */
@@ -666,6 +675,7 @@ export type ClientMsg =
   | StopLeadMsg
   | IntegrateBranchMsg
   | ListProjectsMsg
+  | ListHostsMsg
   | AckMsg
   | ByeMsg;
 
@@ -720,6 +730,7 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "stop_lead",
   "integrate_branch",
   "list_projects",
+  "list_hosts",
   "ack",
   "bye",
 ];
@@ -782,6 +793,7 @@ export const REPLY_TYPES = {
   stop_lead: "assignment",
   integrate_branch: "integration",
   list_projects: "projects",
+  list_hosts: "hosts",
 } as const satisfies Record<RequestMsg["type"], ServerMsg["type"]>;
 
 /** The response that answers a request of type `T`. */

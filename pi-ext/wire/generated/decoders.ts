@@ -37,6 +37,7 @@ import {
   INTEGRATION_STATUSES,
   LEAD_STATES,
   LEAVE_REASONS,
+  LINK_STATES,
   PAIRING_STATES,
   REPORT_KINDS,
   RESULTS_MODES,
@@ -60,6 +61,7 @@ import type {
   CoreStatus,
   Delivery,
   EdgeMessage,
+  HostLink,
   Integration,
   Lease,
   MissingUsage,
@@ -126,6 +128,7 @@ const sessionInfo: Conv<SessionInfo> = record({
   pending_messages: req(u32),
   first_seen: req(u64),
   last_seen: req(u64),
+  host: optional(str),
 });
 
 const pairing: Conv<Pairing> = record({
@@ -369,6 +372,20 @@ const project: Conv<Project> = record({
   assignments: req(arrayOf(assignment)),
 });
 
+const hostLink: Conv<HostLink> = record({
+  name: req(str),
+  command: req(arrayOf(str)),
+  state: req(oneOf(LINK_STATES)),
+  since: req(u64),
+  error: nullable(str),
+  rtt_us: nullable(u64),
+  core_version: nullable(str),
+  protocol: nullable(u32),
+  sessions: req(u32),
+  open_asks: req(u32),
+  connects: req(u32),
+});
+
 const sender: Conv<Sender> = record({ kind: req(oneOf(CLIENT_KINDS)), session_id: nullable(str), name: req(str) });
 
 const delivery: Conv<Delivery> = record({
@@ -487,6 +504,7 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
     remove_anyway: maybe(bool),
   }),
   list_projects: record({ id: req(u64) }),
+  list_hosts: record({ id: req(u64) }),
   ack: record({ ids: req(arrayOf(u64)) }),
   bye: record({ returning: maybe(bool) }),
 };
@@ -554,6 +572,7 @@ export const SERVER_BODIES: Bodies<ServerMsg> = {
   assignment: record({ id: req(u64), assignment: req(assignment) }),
   integration: record({ id: req(u64), integration: req(integration) }),
   projects: record({ id: req(u64), projects: req(arrayOf(project)) }),
+  hosts: record({ id: req(u64), hosts: req(arrayOf(hostLink)) }),
   error: record({ id: nullable(u64), code: req(str), message: req(str), details: nullable(json) }),
   deliver: record({ message: req(delivery) }),
   session_joined: record({ session: req(sessionInfo) }),

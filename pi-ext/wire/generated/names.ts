@@ -13,9 +13,11 @@ export const PROTOCOL_VERSION = 2;
  * - `pi`: A Pi session running the shepherd extension.
  * - `bridge`: A chat bridge (Telegram, Matrix) acting for the human.
  * - `cli`: The `shepherd` command line, acting for the human.
+ * - `core`: Another machine's shepherd core linked to this one (`shepherd link`): it acts for
+ *   the human, with what the CLI may do.
  */
-export type ClientKind = "pi" | "bridge" | "cli";
-export const CLIENT_KINDS: readonly ClientKind[] = ["pi", "bridge", "cli"];
+export type ClientKind = "pi" | "bridge" | "cli" | "core";
+export const CLIENT_KINDS: readonly ClientKind[] = ["pi", "bridge", "cli", "core"];
 
 /**
  * A session's place in the hierarchy (see DESIGN.md: Lead, Manager, Chief).
@@ -186,6 +188,18 @@ export const INTEGRATION_STATUSES: readonly IntegrationStatus[] = [
   "cleanup_pending",
   "awaiting_approval",
 ];
+
+/**
+ * Where a link to a host stands.
+ *
+ * - `connecting`: The link command runs (or is about to run again) and the far core has not greeted
+ *   it yet.
+ * - `connected`: The far core greeted this one and its sessions are mirrored here.
+ * - `failed`: The link command or the far core refused; `error` says why (it is tried again
+ *   after a pause).
+ */
+export type LinkState = "connecting" | "connected" | "failed";
+export const LINK_STATES: readonly LinkState[] = ["connecting", "connected", "failed"];
 
 /**
  * Why a message is in a session's mailbox.

@@ -15,6 +15,7 @@ import type {
   EndReason,
   IntegrationStatus,
   LeadState,
+  LinkState,
   PairingState,
   ReportKind,
   Role,
@@ -104,6 +105,8 @@ export interface SessionInfo {
   pending_messages: number;
   first_seen: number;
   last_seen: number;
+  /** The linked host the session runs on (`[[hosts]]` name); absent for this core's own. */
+  host?: string;
 }
 
 /**
@@ -514,6 +517,32 @@ export interface Project {
   manager: Lease | null;
   /** Its assignments that are not retired, oldest first. */
   assignments: Assignment[];
+}
+
+/** One linked host, as the home core sees its link. */
+export interface HostLink {
+  /** The host's name in this core's config (`gpu`). */
+  name: string;
+  /** The link command, as configured. */
+  command: string[];
+  state: LinkState;
+  /** When the link entered its state (ms since the epoch). */
+  since: number;
+  /**
+   * Why the last attempt failed: the far core's refusal, or the link command's own last
+   * words (ssh's host key or authentication error, `shepherd: command not found`).
+   */
+  error: string | null;
+  /** The last `ping` round trip over the link, in microseconds. */
+  rtt_us: number | null;
+  /** The far core's version and protocol, from its `welcome`. */
+  core_version: string | null;
+  protocol: number | null;
+  /** The far core's connected sessions and open asks, as mirrored here. */
+  sessions: number;
+  open_asks: number;
+  /** How many times the link was (re)established since this core started. */
+  connects: number;
 }
 
 /** Who sent a delivery, stamped by the core from the sender's connection. */

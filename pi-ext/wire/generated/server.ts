@@ -14,6 +14,7 @@ import type {
   CoreStatus,
   Delivery,
   EdgeMessage,
+  HostLink,
   Integration,
   Lease,
   Pairing,
@@ -347,6 +348,13 @@ export interface ProjectsMsg {
   projects: Project[];
 }
 
+/** Response to `list_hosts`: in the config's order. */
+export interface HostsMsg {
+  type: "hosts";
+  id: number;
+  hosts: HostLink[];
+}
+
 /** A request failed, or (without `id`) the connection did. */
 export interface ErrorMsg {
   type: "error";
@@ -494,6 +502,7 @@ export type ServerMsg =
   | AssignmentMsg
   | IntegrationMsg
   | ProjectsMsg
+  | HostsMsg
   | ErrorMsg
   | DeliverMsg
   | SessionJoinedMsg
@@ -546,6 +555,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "assignment",
   "integration",
   "projects",
+  "hosts",
   "error",
   "deliver",
   "session_joined",

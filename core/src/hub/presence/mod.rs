@@ -170,6 +170,7 @@ fn store_registration(
         pending_messages: 0,
         first_seen: previous.as_ref().map_or(now, |p| p.first_seen),
         last_seen: now,
+        host: None,
     };
     apply_context(&mut info, reg.context);
     apply_repo(&mut info, repo);
@@ -573,11 +574,16 @@ impl State {
             let live: std::collections::HashSet<SessionId> =
                 self.presence.live.keys().cloned().collect();
             let id = cx.id;
+            let remote = match cx.kind {
+                ClientKind::Cli => self.links.sessions(),
+                _ => Vec::new(),
+            };
             self.read_off_hub(cx, out, move |db| {
                 let mut sessions = store::sessions::list(db)?;
                 for s in &mut sessions {
                     s.connected = live.contains(&s.id);
                 }
+                sessions.extend(remote);
                 Ok(ServerMsg::Sessions { id, sessions })
             });
             return Ok(());
@@ -591,6 +597,10 @@ impl State {
             }
         }
         sessions.sort_by(|a, b| (b.last_seen, &a.id).cmp(&(a.last_seen, &b.id)));
+        // The CLI sees the herd: the linked hosts' sessions too, each with its host.
+        if cx.kind == ClientKind::Cli {
+            sessions.extend(self.links.sessions());
+        }
         out.send(
             cx.conn,
             &ServerMsg::Sessions {

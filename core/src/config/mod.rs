@@ -18,6 +18,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::ResultsMode;
 
+mod hosts;
+
+pub use hosts::{HostEntry, HostName, LinkCommand};
+
 /// Everything shepherd can be told.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -33,6 +37,8 @@ pub struct Config {
     pub projects: ProjectsConfig,
     /// Role leases: when an away holder loses its lease.
     pub roles: RolesConfig,
+    /// Other machines' cores this one links to (`[[hosts]]`): one herd, one phone.
+    pub hosts: Vec<HostEntry>,
 }
 
 /// The `[roles]` section.
@@ -661,6 +667,22 @@ fn read_table(path: &Path) -> Result<toml::Table, ConfigError> {
 type FromEnv = [(String, String)];
 
 fn from_table(table: toml::Table, origin: &str, from_env: &FromEnv) -> Result<Config, ConfigError> {
+    let config = deserialize(table, origin, from_env)?;
+    if let Some(name) = hosts::duplicate_name(&config.hosts) {
+        return Err(ConfigError::Invalid {
+            origin: origin.to_string(),
+            key: "hosts".to_string(),
+            message: format!("two hosts are named `{name}`: give each [[hosts]] its own name"),
+        });
+    }
+    Ok(config)
+}
+
+fn deserialize(
+    table: toml::Table,
+    origin: &str,
+    from_env: &FromEnv,
+) -> Result<Config, ConfigError> {
     serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
         let key = e.path().to_string();
         // toml appends "in `section`" on a line of its own; the key path already says it.
@@ -804,7 +826,7 @@ mod tests {
 
     #[test]
     fn example_file_parses_and_matches_defaults() {
-        let text = include_str!("../../config/shepherd.example.toml");
+        let text = include_str!("../../../config/shepherd.example.toml");
         let config = Config::from_toml(text, "shepherd.example.toml").unwrap();
         let mut expected = Config::default();
         // The example spells out the default paths; everything else equals the defaults.
@@ -823,7 +845,7 @@ mod tests {
     /// The commented-out bridge sections are valid too: uncommented, they parse.
     #[test]
     fn example_bridge_sections_parse_when_uncommented() {
-        let text = include_str!("../../config/shepherd.example.toml");
+        let text = include_str!("../../../config/shepherd.example.toml");
         let uncommented: String = text
             .lines()
             .map(|line| match line.strip_prefix("# ") {

@@ -1,0 +1,221 @@
+//! One link: run the command, greet the far core through it, mirror what it announces,
+//! ping it, and start again after a pause when it drops or refuses.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+
+use super::HostView;
+use crate::client::{Client, ClientError};
+use crate::clock::now_ms;
+use crate::config::HostEntry;
+use crate::protocol::{ClientKind, LinkState, ServerMsg, requests};
+
+/// The first pause after a failure, doubled after each failure in a row up to
+/// [`MAX_PAUSE`]; a link that was connected starts again after the first.
+const MIN_PAUSE: Duration = Duration::from_secs(1);
+const MAX_PAUSE: Duration = Duration::from_secs(30);
+/// How long the far core has to greet this one through the command (ssh's own set-up
+/// included).
+const HANDSHAKE: Duration = Duration::from_secs(30);
+/// How often the far core is pinged for the round trip.
+const PING_EVERY: Duration = Duration::from_secs(10);
+/// How much of the command's stderr is kept to say why it failed.
+const STDERR_TAIL: usize = 2048;
+
+type LinkClient = Client<ChildStdout, ChildStdin>;
+
+/// Keep `entry`'s link up until the task is aborted.
+pub(super) async fn run(entry: HostEntry, tx: watch::Sender<HostView>) {
+    let mut pause = MIN_PAUSE;
+    loop {
+        tx.send_modify(|v| {
+            v.link.state = LinkState::Connecting;
+            v.link.since = now_ms();
+        });
+        let wait = match attempt(&entry, &tx).await {
+            // It was connected, then dropped: its sessions are unreachable, not gone.
+            Ok(why) => {
+                tracing::warn!(host = %entry.name, error = %why, "host link dropped");
+                pause = MIN_PAUSE;
+                tx.send_modify(|v| {
+                    v.link.state = LinkState::Connecting;
+                    v.link.error = Some(why);
+                    v.link.since = now_ms();
+                    for s in v.sessions.values_mut() {
+                        s.connected = false;
+                    }
+                    v.recount();
+                });
+                MIN_PAUSE
+            }
+            Err(why) => {
+                let wait = pause;
+                pause = (pause * 2).min(MAX_PAUSE);
+                tracing::warn!(host = %entry.name, error = %why, retry_in_s = wait.as_secs(), "host link failed");
+                tx.send_modify(|v| {
+                    v.link.state = LinkState::Failed;
+                    v.link.error = Some(why);
+                    v.link.since = now_ms();
+                });
+                wait
+            }
+        };
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// One run of the command: `Err` when it never got connected (why), `Ok` with why it
+/// dropped after it was.
+async fn attempt(entry: &HostEntry, tx: &watch::Sender<HostView>) -> Result<String, String> {
+    let argv = entry.command.argv();
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot run the link command `{}`: {e}", argv[0]))?;
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err("the link command's stdio could not be taken".to_string());
+    };
+    let stderr = tokio::spawn(tail(stderr));
+    let name = format!("shepherd-core {} (home)", env!("CARGO_PKG_VERSION"));
+    let greeted = tokio::time::timeout(
+        HANDSHAKE,
+        Client::over(stdout, stdin, ClientKind::Core, &name),
+    )
+    .await;
+    let mut client = match greeted {
+        Ok(Ok(client)) => client,
+        Ok(Err(e)) => return Err(failure(&e.to_string(), child, stderr).await),
+        Err(_) => {
+            let why = format!(
+                "the far core did not greet within {} s",
+                HANDSHAKE.as_secs()
+            );
+            return Err(failure(&why, child, stderr).await);
+        }
+    };
+    if let Err(e) = mirror_from_scratch(&mut client, tx).await {
+        return Err(failure(&e.to_string(), child, stderr).await);
+    }
+    tracing::info!(host = %entry.name, version = %client.welcome().core_version, "host linked");
+    let why = follow(&mut client, &mut child, tx).await;
+    drop(client);
+    Ok(failure(&why, child, stderr).await)
+}
+
+/// Greeted: subscribe, then take the far core's sessions and open asks as they are now.
+async fn mirror_from_scratch(
+    client: &mut LinkClient,
+    tx: &watch::Sender<HostView>,
+) -> Result<(), ClientError> {
+    client.call(requests::Subscribe::default()).await?;
+    let sessions = client.call(requests::ListSessions::default()).await?;
+    let asks = client.call(requests::ListAsks::default()).await?;
+    let welcome = client.welcome().clone();
+    tx.send_modify(|v| {
+        v.sessions = sessions.into_iter().map(|s| (s.id.clone(), s)).collect();
+        v.asks = asks.into_iter().map(|a| a.id).collect();
+        v.link.state = LinkState::Connected;
+        v.link.since = now_ms();
+        v.link.error = None;
+        v.link.core_version = Some(welcome.core_version);
+        v.link.protocol = Some(welcome.protocol);
+        v.link.connects += 1;
+        v.recount();
+    });
+    Ok(())
+}
+
+/// Mirror what the far core announces and ping it, until the link drops; returns why.
+async fn follow(
+    client: &mut LinkClient,
+    child: &mut Child,
+    tx: &watch::Sender<HostView>,
+) -> String {
+    let mut ping = tokio::time::interval(PING_EVERY);
+    loop {
+        tokio::select! {
+            event = client.next_event() => match event {
+                Ok(event) => tx.send_if_modified(|v| apply(v, event)),
+                Err(e) => return format!("the far core's connection ended: {e}"),
+            },
+            _ = ping.tick() => {
+                let sent = Instant::now();
+                if let Err(e) = client.call(requests::Ping::default()).await {
+                    return format!("the far core did not answer a ping: {e}");
+                }
+                let rtt = sent.elapsed().as_micros() as u64;
+                tx.send_modify(|v| v.link.rtt_us = Some(rtt));
+                continue;
+            }
+            status = child.wait() => {
+                return match status {
+                    Ok(status) => format!("the link command exited ({status})"),
+                    Err(e) => format!("the link command could not be waited for: {e}"),
+                };
+            }
+        };
+    }
+}
+
+/// One announcement into the mirror; whether it changed anything.
+fn apply(v: &mut HostView, event: ServerMsg) -> bool {
+    match event {
+        ServerMsg::SessionJoined { session } | ServerMsg::SessionChanged { session } => {
+            v.sessions.insert(session.id.clone(), session);
+        }
+        ServerMsg::SessionLeft { session, .. } => {
+            v.sessions.remove(&session.id);
+        }
+        ServerMsg::AskOpened { ask } => {
+            v.asks.insert(ask.id);
+        }
+        ServerMsg::AskAnswered { ask } => {
+            v.asks.remove(&ask.id);
+        }
+        _ => return false,
+    }
+    v.recount();
+    true
+}
+
+/// `why`, with the command's last words when it wrote any (ssh says why it failed on
+/// stderr), once the command is gone.
+async fn failure(why: &str, mut child: Child, stderr: tokio::task::JoinHandle<String>) -> String {
+    let _ = child.start_kill();
+    let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+    let said = match tokio::time::timeout(Duration::from_secs(2), stderr).await {
+        Ok(Ok(text)) => text,
+        _ => String::new(),
+    };
+    let said = said.trim();
+    match said.is_empty() {
+        true => why.to_string(),
+        false => format!("{why}; the link command said: {said}"),
+    }
+}
+
+/// The last [`STDERR_TAIL`] bytes the command writes to stderr, once it closes it.
+async fn tail(mut stderr: tokio::process::ChildStderr) -> String {
+    let mut kept: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        kept.extend_from_slice(&buf[..n]);
+        if kept.len() > STDERR_TAIL {
+            kept.drain(..kept.len() - STDERR_TAIL);
+        }
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}
