@@ -24,6 +24,7 @@ async fn send(cli: &mut Client, i: usize) -> Result<(), ClientError> {
         to: "away".into(),
         text: format!("steer {i}: run the full test suite before you push"),
         by: None,
+        host: None,
     })
     .await
     .map(|_| ())

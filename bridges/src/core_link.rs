@@ -197,6 +197,7 @@ impl CoreLink {
             ask,
             text: text.to_string(),
             by: Some(by.to_string()),
+            host: None,
         };
         self.call(request).await.map(|_| ())
     }
@@ -218,6 +219,7 @@ impl CoreLink {
             to: to.to_string(),
             text: text.to_string(),
             by: Some(by.to_string()),
+            host: None,
         };
         self.call(request).await
     }

@@ -50,6 +50,7 @@ pub fn ask() -> Ask {
         created_at: 0,
         answered_at: None,
         to: None,
+        host: None,
     }
 }
 

@@ -10,7 +10,7 @@
 use std::process::ExitCode;
 
 use shepherd_core::client::ClientError;
-use shepherd_core::protocol::{AskId, ErrorCode, requests};
+use shepherd_core::protocol::{ErrorCode, requests};
 
 use super::format::{ago, now_ms, utc};
 use super::{AnswerArgs, Ctx, Failure, print, print_json};
@@ -18,18 +18,28 @@ use super::{AnswerArgs, Ctx, Failure, print, print_json};
 /// Run `shepherd answer`.
 pub async fn run(ctx: &Ctx, args: &AnswerArgs) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
-    let ask_id = args.ask;
+    let named = args.ask.clone();
+    let ask_id = named.id;
     let mut text = args.text.join(" ");
     if let Some(n) = option_number(&text, args.literal) {
         // An unknown ask is left to the core's answer below, which says so.
-        if let Ok(ask) = super::asks::fetch_one(&mut conn, ask_id).await {
-            text = pick_option(ask_id, &ask.options, n)?.unwrap_or(text);
+        let found = match &named.host {
+            None => super::asks::fetch_one(&mut conn, ask_id).await.ok(),
+            // A linked host's open asks are in the listing, with their host.
+            Some(host) => super::asks::fetch(&mut conn, false)
+                .await?
+                .into_iter()
+                .find(|a| a.id == ask_id && a.host.as_ref() == Some(host)),
+        };
+        if let Some(ask) = found {
+            text = pick_option(&named, &ask.options, n)?.unwrap_or(text);
         }
     }
     let reply = conn
         .try_call(requests::Answer {
             ask: ask_id,
             text,
+            host: named.host.clone(),
             ..Default::default()
         })
         .await?;
@@ -39,7 +49,7 @@ pub async fn run(ctx: &Ctx, args: &AnswerArgs) -> anyhow::Result<ExitCode> {
             code,
             message,
             details,
-        }) => return Err(explain(ask_id, code, &message, details).into()),
+        }) => return Err(explain(&named, code, &message, details).into()),
         Err(e) => return Err(Failure::from_client(e, &conn.socket).into()),
     };
     if ctx.json {
@@ -56,7 +66,7 @@ pub async fn run(ctx: &Ctx, args: &AnswerArgs) -> anyhow::Result<ExitCode> {
     let connected = match listed {
         Ok(sessions) => sessions
             .iter()
-            .find(|s| s.id == ask.session_id)
+            .find(|s| s.id == ask.session_id && s.host == named.host)
             .map(|s| s.connected),
         _ => None,
     };
@@ -66,8 +76,8 @@ pub async fn run(ctx: &Ctx, args: &AnswerArgs) -> anyhow::Result<ExitCode> {
         None => "",
     };
     print(&format!(
-        "answered ask {} for {} ({}){how}\n",
-        ask.id, ask.session_name, ask.session_id
+        "answered ask {named} for {} ({}){how}\n",
+        ask.session_name, ask.session_id
     ))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -82,7 +92,11 @@ fn option_number(text: &str, literal: bool) -> Option<u64> {
 
 /// The text of option `n` (1 is the first); `None` when the ask has no options (the
 /// number is then the answer itself); an error naming the valid range when out of it.
-fn pick_option(ask: AskId, options: &[String], n: u64) -> Result<Option<String>, Failure> {
+fn pick_option(
+    ask: &impl std::fmt::Display,
+    options: &[String],
+    n: u64,
+) -> Result<Option<String>, Failure> {
     if options.is_empty() {
         return Ok(None);
     }
@@ -102,7 +116,7 @@ fn pick_option(ask: AskId, options: &[String], n: u64) -> Result<Option<String>,
 
 /// The core's refusal of an answer, in words.
 fn explain(
-    ask: AskId,
+    ask: &impl std::fmt::Display,
     code: ErrorCode,
     message: &str,
     details: Option<serde_json::Value>,
@@ -137,6 +151,7 @@ fn explain(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shepherd_core::protocol::AskId;
 
     #[test]
     fn already_answered_names_who_when_and_what() {
@@ -144,7 +159,7 @@ mod tests {
             "answered_by": "telegram:@ada", "answered_at": 1_796_130_379_000u64, "answer": "squash"
         });
         let f = explain(
-            AskId::new(12),
+            &AskId::new(12),
             ErrorCode::AlreadyAnswered,
             "x",
             Some(details),
@@ -168,16 +183,16 @@ mod tests {
         assert_eq!(option_number("2 please", false), None);
         assert_eq!(option_number("-1", false), None);
         assert_eq!(
-            pick_option(4.into(), &options, 2).unwrap().as_deref(),
+            pick_option(&AskId::new(4), &options, 2).unwrap().as_deref(),
             Some("merge")
         );
         assert_eq!(
-            pick_option(4.into(), &[], 2).unwrap(),
+            pick_option(&AskId::new(4), &[], 2).unwrap(),
             None,
             "no options: the number"
         );
         for n in [0, 3] {
-            let f = pick_option(4.into(), &options, n).unwrap_err();
+            let f = pick_option(&AskId::new(4), &options, n).unwrap_err();
             assert_eq!(f.code, "no_such_option");
             assert!(
                 f.message.starts_with("ask 4 has options 1-2;"),
@@ -189,7 +204,7 @@ mod tests {
 
     #[test]
     fn unknown_ask_says_where_to_look() {
-        let f = explain(AskId::new(99), ErrorCode::UnknownAsk, "no such ask", None);
+        let f = explain(&AskId::new(99), ErrorCode::UnknownAsk, "no such ask", None);
         assert!(f.message.contains("no ask 99"), "{}", f.message);
         assert!(f.message.contains("shepherd asks"), "{}", f.message);
     }

@@ -322,9 +322,10 @@ pub struct AsksArgs {
 /// `shepherd answer`.
 #[derive(Debug, Args)]
 pub struct AnswerArgs {
-    /// The ask's number (the ID column of `shepherd asks`).
+    /// The ask's number (the ID column of `shepherd asks`); `HOST:NUMBER` for a linked
+    /// host's ask (`gpu:17`).
     #[arg(value_name = "ASK")]
-    pub ask: AskId,
+    pub ask: AskRef,
     /// The answer; several words are joined with spaces. A number alone picks that option
     /// (1 is the first) when the ask has options.
     #[arg(required = true, value_name = "TEXT")]
@@ -337,7 +338,8 @@ pub struct AnswerArgs {
 /// `shepherd send`.
 #[derive(Debug, Args)]
 pub struct SendArgs {
-    /// Exact session id, unique id prefix, or unique name.
+    /// Exact session id, unique id prefix, or unique name; `HOST:SESSION` for a session on
+    /// a linked host (`gpu:train-7`).
     #[arg(value_name = "SESSION")]
     pub session: String,
     /// What to tell it; several words are joined with spaces.
@@ -449,4 +451,52 @@ pub struct SessionArg {
     /// Either side of the pairing: exact id, unique id prefix, or unique name.
     #[arg(value_name = "SESSION")]
     pub session: String,
+}
+
+/// An ask as the command line names it: its number, or `HOST:NUMBER` for an ask on a
+/// linked host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AskRef {
+    pub host: Option<String>,
+    pub id: AskId,
+}
+
+impl std::str::FromStr for AskRef {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<AskRef, String> {
+        let (host, number) = split_host(text);
+        let id = number.parse::<AskId>().map_err(|_| {
+            format!("{text:?} is not an ask: its number (`17`), or HOST:NUMBER (`gpu:17`)")
+        })?;
+        Ok(AskRef {
+            host: host.map(str::to_string),
+            id,
+        })
+    }
+}
+
+impl std::fmt::Display for AskRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.host {
+            Some(host) => write!(f, "{host}:{}", self.id),
+            None => write!(f, "{}", self.id),
+        }
+    }
+}
+
+/// `gpu:rest` → (`gpu`, `rest`) when what comes before the first `:` reads as a host name
+/// (a lowercase letter, then lowercase letters, digits and `-`); else no host.
+pub fn split_host(text: &str) -> (Option<&str>, &str) {
+    match text.split_once(':') {
+        Some((host, rest))
+            if host.starts_with(|c: char| c.is_ascii_lowercase())
+                && host
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') =>
+        {
+            (Some(host), rest)
+        }
+        _ => (None, text),
+    }
 }

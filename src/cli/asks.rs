@@ -4,7 +4,8 @@
 //! table for people whose question, options and answer columns shrink to fit the
 //! terminal, or with `--json` the protocol's `Ask` objects unchanged. `shepherd asks <ID>`
 //! shows one ask in full, its question wrapped to the terminal. Answer one with
-//! `shepherd answer <ID> <text>`. [`fetch`] is the one request to the core, also used by
+//! `shepherd answer <ID> <text>`. A linked host's open asks are listed too, their ID
+//! written `HOST:NUMBER` (`gpu:17`), as `shepherd answer` takes it. [`fetch`] is the one request to the core, also used by
 //! `shepherd answer` to map an option number to its text.
 
 use std::process::ExitCode;
@@ -92,8 +93,13 @@ pub fn render(asks: &[Ask], width: usize) -> String {
                 .collect::<Vec<_>>()
                 .join("  ")
         };
+        // A linked host's ask is named as `shepherd answer` takes it: `gpu:17`.
+        let id = match &ask.host {
+            Some(host) => format!("{host}:{}", ask.id),
+            None => ask.id.to_string(),
+        };
         table.row(vec![
-            ask.id.to_string(),
+            id,
             ask.session_name.clone(),
             match ask.state {
                 AskState::Open => "open",

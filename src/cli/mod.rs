@@ -41,6 +41,7 @@ use shepherd_core::client::{Client, ClientError, Request};
 use shepherd_core::config::{Config, ConfigError, Loaded};
 use shepherd_core::protocol::{ClientKind, ErrorCode};
 
+pub use args::split_host;
 pub use args::{
     AgentsArgs, AnswerArgs, AsksArgs, Cli, Command, HostsAction, IntegrateArgs, LeadArgs,
     PairingsArgs, ReportsArgs, RolesAction, SendArgs, SessionsArgs, StopArgs, SuperviseAction,

@@ -16,12 +16,13 @@ use super::{Ctx, Failure, SendArgs, print, print_json};
 /// Run `shepherd send`.
 pub async fn run(ctx: &Ctx, args: &SendArgs) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
-    let to = args.session.clone();
+    let (host, to) = super::split_host(&args.session);
     let text = args.text.join(" ");
     let reply = conn
         .try_call(requests::Send {
-            to,
+            to: to.to_string(),
             text,
+            host: host.map(str::to_string),
             ..Default::default()
         })
         .await?;

@@ -35,7 +35,8 @@ async fn two_concurrent_answers_exactly_one_wins() -> anyhow::Result<()> {
             id: 0,
             ask: ask_id,
             text: "keep".into(),
-            by: Some("telegram:@alice".into())
+            by: Some("telegram:@alice".into()),
+            host: None,
         }),
     );
     let (winner, loser) = match (ra, rb) {

@@ -95,6 +95,7 @@ async fn steer_sender(socket: PathBuf, name: String, to: &'static str) -> Result
                 to: to.into(),
                 text,
                 by: Some(format!("telegram:@{name}")),
+                host: None,
             })
             .await
         {
@@ -171,6 +172,7 @@ async fn answerer(
                 ask: ask.id,
                 text: text.clone(),
                 by: Some(by.clone()),
+                host: None,
             })
             .await;
         match reply {

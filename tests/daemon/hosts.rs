@@ -2,7 +2,9 @@
 //! agent directory and socket): home's `[[hosts]]` reach a and b through `shepherd link`
 //! run by a local command, as `ssh -T me@box shepherd link` would run it on another
 //! machine. Home mirrors their connected sessions and open asks: `shepherd hosts` says
-//! where each link stands, `shepherd sessions` lists the far sessions with their host. A
+//! where each link stands, `shepherd sessions` and `shepherd asks` list the far ones with
+//! their host; `shepherd answer b:ID` and `shepherd send a:NAME` reach the far sessions
+//! once, applied by their own cores. A
 //! link command that cannot run is reported with why; a link whose command dies shows its
 //! host's sessions as unreachable, then reconnects and lists them once.
 
@@ -11,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::Value;
-use shepherd_core::protocol::{PROTOCOL_VERSION, requests};
+use shepherd_core::protocol::{DeliveryKind, PROTOCOL_VERSION, requests};
 use shepherd_harness::{Core, eventually, shepherd_bin};
 
 const LINKED: Duration = Duration::from_secs(30);
@@ -83,7 +85,7 @@ fn link_pid(socket: &Path) -> Option<u32> {
 async fn a_home_core_links_two_cores_and_lists_their_sessions_with_their_host() -> Result<()> {
     let a = Core::start().await?;
     let b = Core::start().await?;
-    let _lead_a = a
+    let mut lead_a = a
         .pi("0193a5c2-0000-7000-8000-0000000a0001", "lead-a")
         .await?;
     let mut lead_b = b
@@ -151,6 +153,65 @@ async fn a_home_core_links_two_cores_and_lists_their_sessions_with_their_host() 
         hosts_table.contains("connected") && hosts_table.contains("failed"),
         "{hosts_table}"
     );
+
+    // The human's answer and steer from home reach the far sessions, once, applied by
+    // their own cores (the first answer wins there).
+    let asks = home.cli_json(&["asks"])?;
+    let ask = asks
+        .as_array()
+        .and_then(|all| all.iter().find(|a| a["host"] == "b"))
+        .context("b's ask listed at home")?;
+    assert_eq!(ask["question"], "Ship it?");
+    let ask_ref = format!("b:{}", ask["id"]);
+    let listed = String::from_utf8(home.cli(&["asks"]).stdout)?;
+    assert!(listed.contains(&ask_ref), "{listed}");
+    let out = home.cli(&["answer", &ask_ref, "yes, ship it"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let delivered = lead_b.next_delivery(LINKED).await?;
+    assert_eq!(delivered.kind, DeliveryKind::Answer);
+    assert!(
+        delivered.text.contains("yes, ship it"),
+        "{}",
+        delivered.text
+    );
+    lead_b.ack(&[delivered.id]).await?;
+    let again = home.cli(&["answer", &ask_ref, "no"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("already answered"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(
+        lead_b
+            .next_delivery(Duration::from_millis(500))
+            .await
+            .is_err(),
+        "the second answer reached the session"
+    );
+    let out = home.cli(&["send", "a:lead-a", "steer from home"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let steer = lead_a.next_delivery(LINKED).await?;
+    assert_eq!(steer.kind, DeliveryKind::Steer);
+    assert_eq!(steer.text, "steer from home");
+    lead_a.ack(&[steer.id]).await?;
+    for (args, says) in [
+        (["answer", "zz:1", "x"], "no linked host is named `zz`"),
+        (["send", "gone:lead", "x"], "host `gone` is not connected"),
+    ] {
+        let out = home.cli(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 
     // What a far core announces reaches home: a session joining, one leaving.
     let lead_a2 = a

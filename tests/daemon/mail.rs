@@ -24,6 +24,7 @@ async fn send(client: &mut Client, to: &str, text: &str, by: Option<&str>) -> Re
             to: to.into(),
             text: text.into(),
             by: by.map(str::to_string),
+            host: None,
         })
         .await?;
     Ok(reply.message_id)
@@ -547,6 +548,7 @@ async fn a_steer_the_core_accepts_is_delivered_within_the_frame_limit() -> Resul
         to: "limit-1".into(),
         text: String::new(),
         by: None,
+        host: None,
     }))?
     .len();
     let text = "s".repeat(SMALL_LIMIT - overhead - 8);

@@ -422,6 +422,7 @@ async fn answer(
             ask,
             text: text.into(),
             by: Some("telegram:@ada".into()),
+            host: None,
         })
         .await
 }

@@ -1,17 +1,20 @@
 //! One link: run the command, greet the far core through it, mirror what it announces,
-//! ping it, and start again after a pause when it drops or refuses.
+//! pass on the requests forwarded to it ([`super::forward`]), ping it, and start again
+//! after a pause when it drops or refuses.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
-use super::HostView;
+use super::forward::Answers;
+use super::{Forward, HostView};
 use crate::client::{Client, ClientError};
 use crate::clock::now_ms;
 use crate::config::HostEntry;
+use crate::hub::HubCommand;
 use crate::protocol::{ClientKind, LinkState, ServerMsg, requests};
 
 /// The first pause after a failure, doubled after each failure in a row up to
@@ -28,15 +31,29 @@ const STDERR_TAIL: usize = 2048;
 
 type LinkClient = Client<ChildStdout, ChildStdin>;
 
-/// Keep `entry`'s link up until the task is aborted.
-pub(super) async fn run(entry: HostEntry, tx: watch::Sender<HostView>) {
+/// The channels of one link's task: what it publishes, what it is asked to forward.
+pub(super) struct Channels {
+    pub view: watch::Sender<HostView>,
+    pub forwards: mpsc::Receiver<Forward>,
+}
+
+/// Keep `entry`'s link up until the task is aborted; `hub` gets the answers to forwarded
+/// requests.
+pub(super) async fn run(entry: HostEntry, channels: Channels, hub: mpsc::WeakSender<HubCommand>) {
+    let Channels {
+        view: tx,
+        mut forwards,
+    } = channels;
+    let mut answers = Answers::new(hub);
     let mut pause = MIN_PAUSE;
     loop {
         tx.send_modify(|v| {
             v.link.state = LinkState::Connecting;
             v.link.since = now_ms();
         });
-        let wait = match attempt(&entry, &tx).await {
+        let outcome = attempt(&entry, &tx, &mut forwards, &mut answers).await;
+        answers.dropped(entry.name.as_str(), &mut forwards).await;
+        let wait = match outcome {
             // It was connected, then dropped: its sessions are unreachable, not gone.
             Ok(why) => {
                 tracing::warn!(host = %entry.name, error = %why, "host link dropped");
@@ -70,7 +87,12 @@ pub(super) async fn run(entry: HostEntry, tx: watch::Sender<HostView>) {
 
 /// One run of the command: `Err` when it never got connected (why), `Ok` with why it
 /// dropped after it was.
-async fn attempt(entry: &HostEntry, tx: &watch::Sender<HostView>) -> Result<String, String> {
+async fn attempt(
+    entry: &HostEntry,
+    tx: &watch::Sender<HostView>,
+    forwards: &mut mpsc::Receiver<Forward>,
+    answers: &mut Answers,
+) -> Result<String, String> {
     let argv = entry.command.argv();
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
@@ -107,7 +129,7 @@ async fn attempt(entry: &HostEntry, tx: &watch::Sender<HostView>) -> Result<Stri
         return Err(failure(&e.to_string(), child, stderr).await);
     }
     tracing::info!(host = %entry.name, version = %client.welcome().core_version, "host linked");
-    let why = follow(&mut client, &mut child, tx).await;
+    let why = follow(&mut client, &mut child, tx, forwards, answers).await;
     drop(client);
     Ok(failure(&why, child, stderr).await)
 }
@@ -123,7 +145,7 @@ async fn mirror_from_scratch(
     let welcome = client.welcome().clone();
     tx.send_modify(|v| {
         v.sessions = sessions.into_iter().map(|s| (s.id.clone(), s)).collect();
-        v.asks = asks.into_iter().map(|a| a.id).collect();
+        v.asks = asks.into_iter().map(|a| (a.id, a)).collect();
         v.link.state = LinkState::Connected;
         v.link.since = now_ms();
         v.link.error = None;
@@ -135,19 +157,38 @@ async fn mirror_from_scratch(
     Ok(())
 }
 
-/// Mirror what the far core announces and ping it, until the link drops; returns why.
+/// Mirror what the far core announces, pass forwarded requests on and their answers
+/// back, and ping it, until the link drops; returns why.
 async fn follow(
     client: &mut LinkClient,
     child: &mut Child,
     tx: &watch::Sender<HostView>,
+    forwards: &mut mpsc::Receiver<Forward>,
+    answers: &mut Answers,
 ) -> String {
     let mut ping = tokio::time::interval(PING_EVERY);
     loop {
         tokio::select! {
             event = client.next_event() => match event {
-                Ok(event) => tx.send_if_modified(|v| apply(v, event)),
+                Ok(event) => {
+                    if !answers.answered(&event).await {
+                        tx.send_if_modified(|v| apply(v, event));
+                    }
+                    continue;
+                }
                 Err(e) => return format!("the far core's connection ended: {e}"),
             },
+            forward = forwards.recv() => {
+                let Some(forward) = forward else {
+                    return "the core is stopping".to_string();
+                };
+                if let Some(msg) = answers.outgoing(&forward)
+                    && let Err(e) = client.send(&msg).await
+                {
+                    return format!("the far core's connection ended: {e}");
+                }
+                continue;
+            }
             _ = ping.tick() => {
                 let sent = Instant::now();
                 if let Err(e) = client.call(requests::Ping::default()).await {
@@ -177,7 +218,7 @@ fn apply(v: &mut HostView, event: ServerMsg) -> bool {
             v.sessions.remove(&session.id);
         }
         ServerMsg::AskOpened { ask } => {
-            v.asks.insert(ask.id);
+            v.asks.insert(ask.id, ask);
         }
         ServerMsg::AskAnswered { ask } => {
             v.asks.remove(&ask.id);

@@ -9,19 +9,30 @@
 //! `shepherd: command not found`) is shown as it is, not retried in a tight loop.
 //!
 //! Each task publishes what it knows on a watch channel; the hub reads the latest value
-//! when it answers `list_hosts` and the CLI's `list_sessions`, and never waits for a link.
+//! when it answers `list_hosts` and the CLI's `list_sessions` and `list_asks`, and never
+//! waits for a link. A human's request for a host (`answer` or `send` with `host`) is
+//! handed to that host's task ([`Links::forward`]), which sends it on with an id of its own
+//! and hands the far core's response back to the hub under the asker's id: the far core
+//! applies it with its own rules (the first answer wins there).
 //! The far core stays the authority for what runs on it: its socket's uid check applies
 //! to `shepherd link` there as to any local client.
 
+mod forward;
 mod link;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::clock::now_ms;
 use crate::config::HostEntry;
-use crate::protocol::{AskId, HostLink, LinkState, SessionId, SessionInfo};
+use crate::hub::{ConnId, HubCommand};
+use crate::protocol::{
+    Ask, AskId, ClientMsg, ErrorCode, HostLink, LinkState, SessionId, SessionInfo,
+};
+
+/// How many forwarded requests may wait for one link's task at once.
+const FORWARD_QUEUE: usize = 256;
 
 /// What one link knows: where it stands, and the far core's sessions and open asks as
 /// last heard (kept, shown as not connected, while the link is down).
@@ -29,7 +40,7 @@ use crate::protocol::{AskId, HostLink, LinkState, SessionId, SessionInfo};
 pub struct HostView {
     pub link: HostLink,
     pub sessions: BTreeMap<SessionId, SessionInfo>,
-    pub asks: BTreeSet<AskId>,
+    pub asks: BTreeMap<AskId, Ask>,
 }
 
 impl HostView {
@@ -49,7 +60,7 @@ impl HostView {
                 connects: 0,
             },
             sessions: BTreeMap::new(),
-            asks: BTreeSet::new(),
+            asks: BTreeMap::new(),
         }
     }
 
@@ -60,20 +71,53 @@ impl HostView {
     }
 }
 
+/// A human's request for a linked host, and where its answer goes.
+pub struct Forward {
+    pub msg: ClientMsg,
+    pub conn: ConnId,
+    pub id: u64,
+}
+
+/// Why a request could not be handed to a host: the error's code is
+/// [`ErrorCode::HostUnreachable`], `details.host` names it.
+#[derive(Debug)]
+pub struct Unreachable {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+/// One running link: what it publishes, where its forwarded requests go, its task.
+struct Host {
+    view: watch::Receiver<HostView>,
+    forwards: mpsc::Sender<Forward>,
+    task: tokio::task::JoinHandle<()>,
+}
+
 /// The running links, in the config's order; dropping it stops them (and their commands).
 #[derive(Default)]
 pub struct Links {
-    hosts: Vec<(watch::Receiver<HostView>, tokio::task::JoinHandle<()>)>,
+    hosts: Vec<Host>,
 }
 
 impl Links {
-    /// Start one link task per entry (on the current runtime).
-    pub fn start(entries: &[HostEntry]) -> Links {
+    /// Start one link task per entry (on the current runtime); `hub` gets the far cores'
+    /// answers to forwarded requests.
+    pub fn start(entries: &[HostEntry], hub: mpsc::WeakSender<HubCommand>) -> Links {
         let hosts = entries
             .iter()
             .map(|entry| {
-                let (tx, rx) = watch::channel(HostView::new(entry));
-                (rx, tokio::spawn(link::run(entry.clone(), tx)))
+                let (tx, view) = watch::channel(HostView::new(entry));
+                let (forwards, rx) = mpsc::channel(FORWARD_QUEUE);
+                let channels = link::Channels {
+                    view: tx,
+                    forwards: rx,
+                };
+                let task = tokio::spawn(link::run(entry.clone(), channels, hub.clone()));
+                Host {
+                    view,
+                    forwards,
+                    task,
+                }
             })
             .collect();
         Links { hosts }
@@ -83,15 +127,15 @@ impl Links {
     pub fn list(&self) -> Vec<HostLink> {
         self.hosts
             .iter()
-            .map(|(rx, _)| rx.borrow().link.clone())
+            .map(|h| h.view.borrow().link.clone())
             .collect()
     }
 
     /// The far cores' sessions as mirrored here, each with its `host` set.
     pub fn sessions(&self) -> Vec<SessionInfo> {
         let mut all = Vec::new();
-        for (rx, _) in &self.hosts {
-            let view = rx.borrow();
+        for h in &self.hosts {
+            let view = h.view.borrow();
             all.extend(view.sessions.values().cloned().map(|mut s| {
                 s.host = Some(view.link.name.clone());
                 s
@@ -99,12 +143,77 @@ impl Links {
         }
         all
     }
+
+    /// The far cores' open asks as mirrored here, each with its `host` set.
+    pub fn asks(&self) -> Vec<Ask> {
+        let mut all = Vec::new();
+        for h in &self.hosts {
+            let view = h.view.borrow();
+            all.extend(view.asks.values().cloned().map(|mut a| {
+                a.host = Some(view.link.name.clone());
+                a
+            }));
+        }
+        all
+    }
+
+    /// Hand `forward` to the link of `host`, connected now; its answer reaches the hub
+    /// as a frame for `forward.conn`.
+    pub fn forward(&self, host: &str, forward: Forward) -> Result<(), Unreachable> {
+        let h = self.connected(host)?;
+        h.forwards.try_send(forward).map_err(|_| Unreachable {
+            code: ErrorCode::HostUnreachable,
+            message: format!(
+                "host `{host}` has {FORWARD_QUEUE} requests waiting on its link already: try again"
+            ),
+        })
+    }
+
+    /// Whether a request for `host` can be handed to its link now, and if not, why.
+    pub fn check(&self, host: &str) -> Result<(), Unreachable> {
+        self.connected(host).map(drop)
+    }
+
+    fn connected(&self, host: &str) -> Result<&Host, Unreachable> {
+        let unreachable = |message: String| Unreachable {
+            code: ErrorCode::HostUnreachable,
+            message,
+        };
+        let Some(h) = self
+            .hosts
+            .iter()
+            .find(|h| h.view.borrow().link.name == host)
+        else {
+            let names: Vec<String> = self.list().into_iter().map(|l| l.name).collect();
+            return Err(unreachable(match names.is_empty() {
+                true => format!(
+                    "no linked host is named `{host}`: this core links to none (`shepherd hosts add`)"
+                ),
+                false => format!(
+                    "no linked host is named `{host}`; the linked hosts: {}",
+                    names.join(", ")
+                ),
+            }));
+        };
+        let link = h.view.borrow().link.clone();
+        if link.state != LinkState::Connected {
+            let why = link.error.map(|e| format!(": {e}")).unwrap_or_default();
+            return Err(unreachable(format!(
+                "host `{host}` is not connected ({}{why}); `shepherd hosts` shows its link",
+                match link.state {
+                    LinkState::Failed => "its link failed",
+                    _ => "its link is connecting",
+                }
+            )));
+        }
+        Ok(h)
+    }
 }
 
 impl Drop for Links {
     fn drop(&mut self) {
-        for (_, task) in &self.hosts {
-            task.abort();
+        for h in &self.hosts {
+            h.task.abort();
         }
     }
 }

@@ -272,7 +272,11 @@ impl State {
             });
             return Ok(());
         }
-        let asks = store::asks::list(db, false)?;
+        let mut asks = store::asks::list(db, false)?;
+        // The CLI sees the herd: the linked hosts' open asks too, each with its host.
+        if cx.kind == ClientKind::Cli {
+            asks.extend(self.links.asks());
+        }
         out.send(cx.conn, &ServerMsg::Asks { id: cx.id, asks });
         Ok(())
     }

@@ -29,6 +29,8 @@ pub(in crate::hub) struct Out {
     pub(in crate::hub) host: Vec<launched::HostOp>,
     /// Git work for the project lane, started after the commit.
     pub(in crate::hub) git: Vec<projects::GitJob>,
+    /// Requests for linked hosts, handed to their links after the commit.
+    pub(in crate::hub) forwards: Vec<(String, crate::hosts::Forward)>,
     /// Listings to read off the hub, started after the commit.
     pub(in crate::hub) reads: Vec<off_hub::ReadJob>,
 }

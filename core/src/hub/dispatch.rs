@@ -92,6 +92,10 @@ impl State {
             id: msg.request_id().unwrap_or_default(),
         };
         let checked = self.check_sender(cx, msg.senders(), db)?;
+        if let Some(host) = super::hosts::target(&msg) {
+            let host = host.to_string();
+            return self.forward(cx, &host, msg, out);
+        }
         match msg {
             ClientMsg::Hello(_) => Err(HubError::new(
                 ErrorCode::AlreadyGreeted,

@@ -1,6 +1,6 @@
 //! Handing a committed batch's output on: git jobs to the git lane, process work to the
-//! worker host, closes, then every frame to its connection's writer (presence's
-//! `hand_out`, under the outbox bounds).
+//! worker host, requests for linked hosts to their links, closes, then every frame to its
+//! connection's writer (presence's `hand_out`, under the outbox bounds).
 
 use super::{Out, State, launched};
 
@@ -15,6 +15,14 @@ impl State {
         if !host_ops.is_empty() {
             let host = self.host.as_ref().map(|h| &h.host);
             launched::host_ops::run(host, host_ops, &self.self_tx);
+        }
+        for (host, forward) in std::mem::take(&mut out.forwards) {
+            let (conn, id) = (forward.conn, forward.id);
+            if let Err(u) = self.links.forward(&host, forward) {
+                let err = super::HubError::new(u.code, u.message)
+                    .with_details(serde_json::json!({ "host": host }));
+                out.error(conn, Some(id), err);
+            }
         }
         for (conn, code) in out.closes {
             self.presence.close(conn, code);

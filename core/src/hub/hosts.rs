@@ -1,11 +1,60 @@
-//! `list_hosts`: the linked hosts (`[[hosts]]`) as their links stand now. The links run
-//! off the hub (`crate::hosts`); the hub reads the latest each one published and never
-//! waits for a link.
+//! Linked hosts on the hub: `list_hosts` (each link as it stands now) and the human's
+//! requests for a host (`answer`, `send` with `host`), queued for the host's link after the
+//! batch commits. The links run off the hub (`crate::hosts`); the hub reads the latest
+//! each one published and never waits for a link.
 
-use super::{Cx, HubResult, Out, State};
-use crate::protocol::ServerMsg;
+use super::{Cx, HubError, HubResult, Out, State};
+use crate::hosts::Forward;
+use crate::protocol::{ClientKind, ClientMsg, ErrorCode, ServerMsg};
+
+/// The linked host a request is for, when it names one.
+pub(super) fn target(msg: &ClientMsg) -> Option<&str> {
+    match msg {
+        ClientMsg::Answer(req) => req.host.as_deref(),
+        ClientMsg::Send(req) => req.host.as_deref(),
+        _ => None,
+    }
+}
+
+/// `msg` as the host's own core takes it: for one of its own sessions or asks.
+fn for_the_host(mut msg: ClientMsg) -> ClientMsg {
+    match &mut msg {
+        ClientMsg::Answer(req) => req.host = None,
+        ClientMsg::Send(req) => req.host = None,
+        _ => {}
+    }
+    msg
+}
 
 impl State {
+    /// Hand `msg` to `host`'s link (after the commit); the far core's answer reaches the
+    /// asker later, under its id. Only the human's own clients reach a host this way: a
+    /// linked core passes nothing on (no request travels two links).
+    pub(super) fn forward(
+        &self,
+        cx: Cx,
+        host: &str,
+        msg: ClientMsg,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        if !matches!(cx.kind, ClientKind::Cli | ClientKind::Bridge) {
+            return Err(HubError::new(
+                ErrorCode::Forbidden,
+                "only the human's CLI or a bridge reaches a linked host through this core",
+            ));
+        }
+        self.links.check(host).map_err(|u| {
+            HubError::new(u.code, u.message).with_details(serde_json::json!({ "host": host }))
+        })?;
+        let forward = Forward {
+            msg: for_the_host(msg),
+            conn: cx.conn,
+            id: cx.id,
+        };
+        out.forwards.push((host.to_string(), forward));
+        Ok(())
+    }
+
     pub(super) fn list_hosts(&self, cx: Cx, out: &mut Out) -> HubResult<()> {
         let hosts = self.links.list();
         out.send(cx.conn, &ServerMsg::Hosts { id: cx.id, hosts });

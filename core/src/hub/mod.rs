@@ -241,7 +241,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             host,
             git: projects::GitLane::start(tx.downgrade()),
             launches: launched::Launches::default(),
-            links: crate::hosts::Links::start(&facts_hosts),
+            links: crate::hosts::Links::start(&facts_hosts, tx.downgrade()),
         },
         db: store.conn,
     };

@@ -87,6 +87,10 @@ pub enum ErrorCode {
     /// `primary_busy`, `branch_missing`, `bad_sha`, `ref_locked`, `primary_moved`, `integrate_denied`, `lead_stopping`,
     /// `launch_failed`, `launch_mismatch`).
     ProjectRefused,
+    /// A request for a linked host could not reach it: no host has that name, its link is
+    /// not connected, or the link dropped before the host answered (then the host may have
+    /// carried the request out: list again). `details.host` names it.
+    HostUnreachable,
 }
 
 impl ErrorCode {
@@ -152,6 +156,7 @@ const ALL: &[(ErrorCode, &str)] = &[
     (ErrorCode::RoleRefused, "role_refused"),
     (ErrorCode::WorkerRefused, "worker_refused"),
     (ErrorCode::ProjectRefused, "project_refused"),
+    (ErrorCode::HostUnreachable, "host_unreachable"),
 ];
 
 impl std::fmt::Display for ErrorCode {

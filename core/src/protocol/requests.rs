@@ -127,6 +127,10 @@ pub struct Answer {
     /// Bridges only: the human who answered (`telegram:@alice`). Ignored for the CLI.
     #[serde(default)]
     pub by: Option<String>,
+    /// The linked host the ask is on (its `[[hosts]]` name): the core passes the answer on
+    /// to that host's core, which applies it (absent: an ask of this core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// CLI and bridges: take an answer back and send its text to the session as a steer
@@ -153,6 +157,10 @@ pub struct Send {
     /// Bridges only: the human who wrote it.
     #[serde(default)]
     pub by: Option<String>,
+    /// The linked host the session is on (its `[[hosts]]` name): the core passes the text
+    /// on to that host's core, which steers the session (absent: a session of this core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Pi only: these deliveries reached the model (or were dropped as duplicates). No

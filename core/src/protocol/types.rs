@@ -190,6 +190,10 @@ pub struct Ask {
     /// the human always can). Absent: the ask is for the human (`ask`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<AskTo>,
+    /// The linked host the ask is on (`[[hosts]]` name), in a CLI's listing; absent for
+    /// this core's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Whom an `ask_supervisor` ask is addressed to: a role (the Manager of one repository,

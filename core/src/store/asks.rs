@@ -43,6 +43,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Ask> {
                 })
             })
             .transpose()?,
+        host: None,
     })
 }
 

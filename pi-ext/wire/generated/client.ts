@@ -77,6 +77,11 @@ export interface AnswerMsg {
   text: string;
   /** Bridges only: the human who answered (`telegram:@alice`). Ignored for the CLI. */
   by?: string | null;
+  /**
+   * The linked host the ask is on (its `[[hosts]]` name): the core passes the answer on
+   * to that host's core, which applies it (absent: an ask of this core).
+   */
+  host?: string | null;
 }
 
 /**
@@ -90,6 +95,11 @@ export interface SendMsg {
   text: string;
   /** Bridges only: the human who wrote it. */
   by?: string | null;
+  /**
+   * The linked host the session is on (its `[[hosts]]` name): the core passes the text
+   * on to that host's core, which steers the session (absent: a session of this core).
+   */
+  host?: string | null;
 }
 
 /** Answered by `sessions`. `all` adds sessions that are not connected. */

@@ -234,6 +234,7 @@ const ask: Conv<Ask> = record({
   created_at: req(u64),
   answered_at: nullable(u64),
   to: optional(askTo),
+  host: optional(str),
 });
 
 const report: Conv<Report> = record({
@@ -434,8 +435,8 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
     key: maybeNull(str),
   }),
   report: record({ id: req(u64), text: req(str), key: maybeNull(str) }),
-  answer: record({ id: req(u64), ask: req(u64), text: req(str), by: maybeNull(str) }),
-  send: record({ id: req(u64), to: req(str), text: req(str), by: maybeNull(str) }),
+  answer: record({ id: req(u64), ask: req(u64), text: req(str), by: maybeNull(str), host: maybeNull(str) }),
+  send: record({ id: req(u64), to: req(str), text: req(str), by: maybeNull(str), host: maybeNull(str) }),
   list_sessions: record({ id: req(u64), all: maybe(bool) }),
   list_asks: record({ id: req(u64), all: maybe(bool), ask: maybeNull(u64) }),
   status: record({ id: req(u64) }),

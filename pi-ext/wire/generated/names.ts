@@ -323,6 +323,7 @@ export const ERROR_CODES = [
   "role_refused",
   "worker_refused",
   "project_refused",
+  "host_unreachable",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 /** A code this client may not know yet: new codes are a compatible protocol change. */

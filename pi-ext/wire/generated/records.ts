@@ -288,6 +288,11 @@ export interface Ask {
    * the human always can). Absent: the ask is for the human (`ask`).
    */
   to?: AskTo;
+  /**
+   * The linked host the ask is on (`[[hosts]]` name), in a CLI's listing; absent for
+   * this core's own.
+   */
+  host?: string;
 }
 
 /**
