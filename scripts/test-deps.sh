@@ -10,7 +10,9 @@
 #   - Synapse (PyPI matrix-synapse, pinned in scripts/synapse-deps.sh) in a Python venv, for
 #     the Matrix end-to-end tests (needs python3 >= 3.10 with venv, and PyPI).
 #   - tmux, for the worker host's tmux backend tests: when it is missing, installed with
-#     apt-get when running as root on Debian/Ubuntu (as CI does), else an error saying so.
+#     apt-get when running as root on Debian/Ubuntu (as CI does), else an error saying so;
+#   - sshd and ssh (openssh-server), for the linked-hosts test's throwaway sshd on loopback:
+#     installed the same way.
 #
 # The pins live in ONE place, pi-ext/package.json:
 #   devDependencies["@earendil-works/pi-coding-agent"]  the Pi version (exact)
@@ -36,6 +38,7 @@
 #   SHEPHERD_PI_EXT        the extension entry point to load with `-e` (pi-ext/index.ts)
 #   SHEPHERD_SYNAPSE_PYTHON   the Synapse venv's python (`$it -m synapse.app.homeserver ...`)
 #   SHEPHERD_SYNAPSE_VERSION  the pinned Synapse version
+#   SHEPHERD_SSHD          the sshd binary (the linked-hosts test runs a throwaway one on loopback)
 set -euo pipefail
 
 script=test-deps
@@ -94,6 +97,22 @@ if ! command -v tmux >/dev/null 2>&1; then
   fi
 fi
 tmux_version="$(tmux -V 2>&1)" || die "tmux does not run: $tmux_version"
+
+# ---- sshd (a real ssh link between cores on loopback: tests/daemon/hosts.rs) ----
+sshd_bin="$(command -v sshd || true)"
+[[ -z "$sshd_bin" && -x /usr/sbin/sshd ]] && sshd_bin=/usr/sbin/sshd
+if [[ -z "$sshd_bin" ]]; then
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    step_hint="is the Debian mirror reachable? ('apt-get update' checks it)"
+    step sshd-apt bash -c 'apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openssh-server openssh-client'
+    step_hint="is the npm registry reachable? ('npm ping' checks it)"
+    sshd_bin=/usr/sbin/sshd
+    [[ -x "$sshd_bin" ]] || die "apt-get installed openssh-server but $sshd_bin is missing"
+  else
+    die "sshd is not installed, and it is installed here only as root with apt-get: install openssh-server (Debian/Ubuntu: 'sudo apt-get install openssh-server'); the linked-hosts test runs a throwaway sshd on loopback"
+  fi
+fi
+command -v ssh >/dev/null 2>&1 || die "ssh is not installed: install openssh-client; the linked-hosts test links cores through it"
 
 npm_flags=(--no-audit --no-fund --prefer-offline --loglevel=warn)
 
@@ -179,6 +198,7 @@ if [[ "$mode" == env ]]; then
   kv SHEPHERD_PI_EXT "$ext_dir/index.ts"
   kv SHEPHERD_SYNAPSE_PYTHON "$synapse_python"
   kv SHEPHERD_SYNAPSE_VERSION "$synapse_version"
+  kv SHEPHERD_SSHD "$sshd_bin"
 else
   echo "Node $node_version: $node_bin"
   echo "Pi $pi_version:     $pi_wrapper"
@@ -186,5 +206,6 @@ else
   echo "extension:       $ext_dir/index.ts"
   echo "Synapse $synapse_version: $synapse_python -m synapse.app.homeserver"
   echo "tmux:            $tmux_version"
+  echo "sshd:            $sshd_bin"
   printf 'export PATH=%q:"$PATH"\n' "$node_bin_dir"
 fi

@@ -116,7 +116,7 @@ step "test dependencies (Node 22, pinned Pi, Synapse; installed in the backgroun
 wait_background "$test_deps" target/test-deps.log "installing the test dependencies"
 cat target/test-deps.log
 eval "$(cat target/test-deps.env)"
-export SHEPHERD_NODE SHEPHERD_NODE_BIN_DIR SHEPHERD_PI SHEPHERD_PI_VERSION SHEPHERD_PI_EXT SHEPHERD_SYNAPSE_PYTHON
+export SHEPHERD_NODE SHEPHERD_NODE_BIN_DIR SHEPHERD_PI SHEPHERD_PI_VERSION SHEPHERD_PI_EXT SHEPHERD_SYNAPSE_PYTHON SHEPHERD_SSHD
 
 step "pi-ext: type check and unit tests"
 scripts/test-ts.sh

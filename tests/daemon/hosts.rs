@@ -260,3 +260,226 @@ async fn a_home_core_links_two_cores_and_lists_their_sessions_with_their_host() 
     );
     Ok(())
 }
+
+/// A throwaway sshd on loopback: its own host key, config and authorized key in a temp
+/// directory, for the user running the test; stopped on drop.
+struct Sshd {
+    dir: tempfile::TempDir,
+    port: u16,
+    child: std::process::Child,
+}
+
+impl Sshd {
+    fn start() -> Result<Sshd> {
+        let sshd = std::env::var("SHEPHERD_SSHD").unwrap_or_else(|_| "/usr/sbin/sshd".into());
+        anyhow::ensure!(
+            Path::new(&sshd).is_file(),
+            "no sshd at {sshd}: run scripts/test-deps.sh (it installs openssh-server as root) or set SHEPHERD_SSHD"
+        );
+        let dir = tempfile::Builder::new()
+            .prefix("shp-sshd")
+            .tempdir_in("/tmp")?;
+        let keygen = |file: &str| -> Result<()> {
+            let path = dir.path().join(file);
+            let out = std::process::Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(&path)
+                .output()
+                .context("running ssh-keygen (openssh-client)")?;
+            anyhow::ensure!(
+                out.status.success(),
+                "ssh-keygen: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Ok(())
+        };
+        keygen("host_key")?;
+        keygen("user_key")?;
+        std::fs::copy(
+            dir.path().join("user_key.pub"),
+            dir.path().join("authorized_keys"),
+        )?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let config = dir.path().join("sshd_config");
+        std::fs::write(
+            &config,
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\nPidFile {d}/sshd.pid\nStrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\n",
+                d = dir.path().display()
+            ),
+        )?;
+        // Privilege separation wants its empty directory.
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let child = std::process::Command::new(&sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(&config)
+            .stderr(std::fs::File::create(dir.path().join("sshd.log"))?)
+            .spawn()
+            .with_context(|| format!("starting {sshd}"))?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "sshd did not listen on {port}: {}",
+                std::fs::read_to_string(dir.path().join("sshd.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(Sshd { dir, port, child })
+    }
+
+    /// The ssh command line that runs `remote` on this sshd as the current user.
+    fn ssh(&self, port: u16, remote: &[String]) -> Vec<String> {
+        let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
+        let mut argv: Vec<String> = [
+            "ssh",
+            "-T",
+            "-p",
+            &port.to_string(),
+            "-i",
+            &self.dir.path().join("user_key").display().to_string(),
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+            "-o",
+            "LogLevel=ERROR",
+            &format!("{user}@127.0.0.1"),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        argv.extend_from_slice(remote);
+        argv
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The same link through a real sshd on loopback, as on two machines: the link comes up,
+/// a far ask is answered from home once, a far session is steered; a link to a port where
+/// nothing listens fails with ssh's own words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_through_a_real_sshd_answers_and_steers_and_shows_sshs_own_errors() -> Result<()> {
+    let sshd = Sshd::start()?;
+    let far = Core::start().await?;
+    let mut lead = far
+        .pi("0193a5c2-0000-7000-8000-0000000c0001", "lead-far")
+        .await?;
+    let ask = lead
+        .client
+        .call(requests::Ask {
+            question: "Merge now?".into(),
+            ..Default::default()
+        })
+        .await?;
+    let remote = vec![
+        shepherd_bin().display().to_string(),
+        "--socket".to_string(),
+        far.socket().display().to_string(),
+        "link".to_string(),
+    ];
+    let closed_port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let toml_list = |argv: Vec<String>| format!("{argv:?}");
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(
+        config.path(),
+        format!(
+            "[[hosts]]\nname = \"box\"\ncommand = {}\n\n[[hosts]]\nname = \"nowhere\"\ncommand = {}\n",
+            toml_list(sshd.ssh(sshd.port, &remote)),
+            toml_list(sshd.ssh(closed_port, &remote)),
+        ),
+    )?;
+    let config_path = config.path().display().to_string();
+    let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
+
+    host_where(&home, "box", "box linked over ssh", |h| {
+        h["state"] == "connected" && h["sessions"] == 1 && h["open_asks"] == 1
+    })
+    .await
+    .with_context(|| {
+        std::fs::read_to_string(sshd.dir.path().join("sshd.log")).unwrap_or_default()
+    })?;
+    let nowhere = host_where(&home, "nowhere", "nowhere failed", |h| {
+        h["state"] == "failed"
+    })
+    .await?;
+    let why = nowhere["error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("the link command said") && why.contains("Connection refused"),
+        "{why}"
+    );
+
+    let ask_ref = format!("box:{}", ask.id);
+    let out = home.cli(&["answer", &ask_ref, "merge"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer = lead.next_delivery(LINKED).await?;
+    assert_eq!(answer.kind, DeliveryKind::Answer);
+    assert!(answer.text.contains("merge"), "{}", answer.text);
+    lead.ack(&[answer.id]).await?;
+    let out = home.cli(&["send", "box:lead-far", "rebase first"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let steer = lead.next_delivery(LINKED).await?;
+    assert_eq!(
+        (steer.kind, steer.text.as_str()),
+        (DeliveryKind::Steer, "rebase first")
+    );
+    Ok(())
+}
+
+/// A far end that speaks another protocol version: its link fails, saying which side to
+/// upgrade, and is not retried in a tight loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_far_core_of_another_protocol_is_refused_saying_which_side_to_upgrade() -> Result<()> {
+    // Reads the hello, answers a welcome of protocol 99, then waits for the end.
+    let fake = "import sys,struct,json\n\
+i=sys.stdin.buffer; o=sys.stdout.buffer\n\
+n=struct.unpack('>I', i.read(4))[0]; hello=json.loads(i.read(n))\n\
+w=json.dumps({'type':'welcome','id':hello['id'],'protocol':99,'core_version':'9.0.0','store_id':'x','pid':1}).encode()\n\
+o.write(struct.pack('>I',len(w))+w); o.flush(); i.read()\n";
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(
+        config.path(),
+        format!("[[hosts]]\nname = \"future\"\ncommand = [\"python3\", \"-c\", {fake:?}]\n"),
+    )?;
+    let config_path = config.path().display().to_string();
+    let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
+    let host = host_where(&home, "future", "the link refused", |h| {
+        h["state"] == "failed"
+    })
+    .await?;
+    let why = host["error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("shepherd 9.0.0 speaking protocol 99")
+            && why.contains("upgrade this machine's shepherd"),
+        "{why}"
+    );
+    // Tried again after a pause, not in a loop: at most a few attempts in 2 s.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let attempts = home.log().matches("host link failed").count();
+    assert!(
+        (1..=3).contains(&attempts),
+        "{attempts} attempts:\n{}",
+        home.log()
+    );
+    Ok(())
+}

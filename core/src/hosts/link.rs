@@ -15,7 +15,7 @@ use crate::client::{Client, ClientError};
 use crate::clock::now_ms;
 use crate::config::HostEntry;
 use crate::hub::HubCommand;
-use crate::protocol::{ClientKind, LinkState, ServerMsg, requests};
+use crate::protocol::{ClientKind, LinkState, PROTOCOL_VERSION, ServerMsg, requests};
 
 /// The first pause after a failure, doubled after each failure in a row up to
 /// [`MAX_PAUSE`]; a link that was connected starts again after the first.
@@ -116,7 +116,7 @@ async fn attempt(
     .await;
     let mut client = match greeted {
         Ok(Ok(client)) => client,
-        Ok(Err(e)) => return Err(failure(&e.to_string(), child, stderr).await),
+        Ok(Err(e)) => return Err(failure(&refused(&e), child, stderr).await),
         Err(_) => {
             let why = format!(
                 "the far core did not greet within {} s",
@@ -132,6 +132,24 @@ async fn attempt(
     let why = follow(&mut client, &mut child, tx, forwards, answers).await;
     drop(client);
     Ok(failure(&why, child, stderr).await)
+}
+
+/// Why the far core's greeting failed, saying which side to upgrade on a version mismatch.
+fn refused(e: &ClientError) -> String {
+    match e {
+        ClientError::ProtocolMismatch {
+            core, core_version, ..
+        } => {
+            let older = match *core < PROTOCOL_VERSION {
+                true => "the far machine's",
+                false => "this machine's",
+            };
+            format!(
+                "the far core is shepherd {core_version} speaking protocol {core}, this core speaks protocol {PROTOCOL_VERSION}: upgrade {older} shepherd"
+            )
+        }
+        other => other.to_string(),
+    }
 }
 
 /// Greeted: subscribe, then take the far core's sessions and open asks as they are now.
