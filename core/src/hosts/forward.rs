@@ -10,7 +10,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::Forward;
-use crate::hub::{ConnId, HubCommand};
+use super::{Answer, ConnId};
 use crate::protocol::{ClientMsg, ErrorCode, ServerMsg, frame};
 
 /// The first id a link gives a forwarded request (the link client's own calls count up
@@ -19,16 +19,16 @@ const FIRST_ID: u64 = 1 << 40;
 
 /// One link's forwarded requests that wait for the far core, and the way back to the hub.
 pub(super) struct Answers {
-    hub: mpsc::WeakSender<HubCommand>,
+    answers: mpsc::Sender<Answer>,
     /// This link's id → the asker's connection and id.
     waiting: HashMap<u64, (ConnId, u64)>,
     next_id: u64,
 }
 
 impl Answers {
-    pub(super) fn new(hub: mpsc::WeakSender<HubCommand>) -> Answers {
+    pub(super) fn new(answers: mpsc::Sender<Answer>) -> Answers {
         Answers {
-            hub,
+            answers,
             waiting: HashMap::new(),
             next_id: FIRST_ID,
         }
@@ -82,10 +82,8 @@ impl Answers {
     /// Send `msg` to the asker `(conn, id)`, under its id.
     async fn reply(&self, conn: ConnId, id: u64, msg: &ServerMsg) {
         let Some(msg) = with_id(msg, id) else { return };
-        if let Some(hub) = self.hub.upgrade() {
-            let bytes = Bytes::from(frame::encode(&msg));
-            let _ = hub.send(HubCommand::Frame { conn, bytes }).await;
-        }
+        let frame = Bytes::from(frame::encode(&msg));
+        let _ = self.answers.send(Answer { conn, frame }).await;
     }
 }
 

@@ -10,11 +10,10 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
 
 use super::forward::Answers;
-use super::{Forward, HostView};
+use super::{Answer, Forward, HostView};
 use crate::client::{Client, ClientError};
 use crate::clock::now_ms;
 use crate::config::HostEntry;
-use crate::hub::HubCommand;
 use crate::protocol::{ClientKind, LinkState, PROTOCOL_VERSION, ServerMsg, requests};
 
 /// The first pause after a failure, doubled after each failure in a row up to
@@ -37,14 +36,14 @@ pub(super) struct Channels {
     pub forwards: mpsc::Receiver<Forward>,
 }
 
-/// Keep `entry`'s link up until the task is aborted; `hub` gets the answers to forwarded
-/// requests.
-pub(super) async fn run(entry: HostEntry, channels: Channels, hub: mpsc::WeakSender<HubCommand>) {
+/// Keep `entry`'s link up until the task is aborted; `answers` gets the far core's
+/// answers to forwarded requests.
+pub(super) async fn run(entry: HostEntry, channels: Channels, answers: mpsc::Sender<Answer>) {
     let Channels {
         view: tx,
         mut forwards,
     } = channels;
-    let mut answers = Answers::new(hub);
+    let mut answers = Answers::new(answers);
     let mut pause = MIN_PAUSE;
     loop {
         tx.send_modify(|v| {

@@ -26,7 +26,9 @@ use tokio::sync::{mpsc, watch};
 
 use crate::clock::now_ms;
 use crate::config::HostEntry;
-use crate::hub::{ConnId, HubCommand};
+
+/// A client connection of this core, as the hub numbers them.
+pub type ConnId = u64;
 use crate::protocol::{
     Ask, AskId, ClientMsg, ErrorCode, HostLink, LinkState, SessionId, SessionInfo,
 };
@@ -71,6 +73,15 @@ impl HostView {
     }
 }
 
+/// A far core's answer to a forwarded request: a whole frame for connection `conn`.
+pub struct Answer {
+    pub conn: ConnId,
+    pub frame: bytes::Bytes,
+}
+
+/// How many answers may wait for the hub at once.
+const ANSWER_QUEUE: usize = 256;
+
 /// A human's request for a linked host, and where its answer goes.
 pub struct Forward {
     pub msg: ClientMsg,
@@ -100,9 +111,10 @@ pub struct Links {
 }
 
 impl Links {
-    /// Start one link task per entry (on the current runtime); `hub` gets the far cores'
-    /// answers to forwarded requests.
-    pub fn start(entries: &[HostEntry], hub: mpsc::WeakSender<HubCommand>) -> Links {
+    /// Start one link task per entry (on the current runtime), and the receiver of the
+    /// far cores' answers to forwarded requests, for the hub.
+    pub fn start(entries: &[HostEntry]) -> (Links, mpsc::Receiver<Answer>) {
+        let (answers, answered) = mpsc::channel(ANSWER_QUEUE);
         let hosts = entries
             .iter()
             .map(|entry| {
@@ -112,7 +124,7 @@ impl Links {
                     view: tx,
                     forwards: rx,
                 };
-                let task = tokio::spawn(link::run(entry.clone(), channels, hub.clone()));
+                let task = tokio::spawn(link::run(entry.clone(), channels, answers.clone()));
                 Host {
                     view,
                     forwards,
@@ -120,7 +132,7 @@ impl Links {
                 }
             })
             .collect();
-        Links { hosts }
+        (Links { hosts }, answered)
     }
 
     /// Every link as it stands now.

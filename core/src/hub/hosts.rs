@@ -3,9 +3,29 @@
 //! batch commits. The links run off the hub (`crate::hosts`); the hub reads the latest
 //! each one published and never waits for a link.
 
-use super::{Cx, HubError, HubResult, Out, State};
-use crate::hosts::Forward;
+use tokio::sync::mpsc;
+
+use super::{Cx, HubCommand, HubError, HubResult, Out, State};
+use crate::hosts::{Answer, Forward};
 use crate::protocol::{ClientKind, ClientMsg, ErrorCode, ServerMsg};
+
+/// Hand the far cores' answers to forwarded requests to the hub, as frames for the
+/// connections that asked.
+pub(super) async fn relay_answers(
+    mut answered: mpsc::Receiver<Answer>,
+    hub: mpsc::WeakSender<HubCommand>,
+) {
+    while let Some(Answer { conn, frame }) = answered.recv().await {
+        let Some(hub) = hub.upgrade() else { break };
+        if hub
+            .send(HubCommand::Frame { conn, bytes: frame })
+            .await
+            .is_err()
+        {
+            break;
+        }
+    }
+}
 
 /// The linked host a request is for, when it names one.
 pub(super) fn target(msg: &ClientMsg) -> Option<&str> {

@@ -222,7 +222,8 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
     if facts.forget_sessions_after_days > 0 || facts.away_expiry_ms > 0 {
         tokio::spawn(forget::timer(tx.downgrade()));
     }
-    let facts_hosts = facts.hosts.clone();
+    let (links, answered) = crate::hosts::Links::start(&facts.hosts);
+    tokio::spawn(hosts::relay_answers(answered, tx.downgrade()));
     let hub = Hub {
         state: State {
             db_path: store
@@ -241,7 +242,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             host,
             git: projects::GitLane::start(tx.downgrade()),
             launches: launched::Launches::default(),
-            links: crate::hosts::Links::start(&facts_hosts, tx.downgrade()),
+            links,
         },
         db: store.conn,
     };
