@@ -24,7 +24,10 @@
 //!     transition and the transitions a second;
 //! 13. listings with 20,000 sessions seen: the connected-only and the `all` list, and a
 //!     bystander's ping while `all` listings run back to back;
-//! 14. round trips with `core.durability = "full"`, next to the disk's sync floor.
+//! 14. round trips with `core.durability = "full"`, next to the disk's sync floor;
+//! 15. linked hosts: a steer through a home core's link to a far core, against the same
+//!     straight to the far core (the link's overhead), and 100 far sessions mirrored at
+//!     home (how long, and home's RSS).
 //!
 //! It prints a table with each target next to the measured number. `--quick` (or
 //! `SHEPHERD_BENCH_QUICK=1`, or running it without cargo bench's `--bench` flag, as
@@ -46,7 +49,7 @@
 //! One file per measure: `startup.rs` (6), `latency.rs` (1, against the relay baseline in
 //! `relay.rs`), `throughput.rs` (2), `paced.rs` (3), `cpu_and_rss.rs` (4, 5, 7),
 //! `idle.rs` (8), `backlog.rs` (9), `usage.rs` (10), `listings.rs` (13), `workers.rs` (11, 12, with the
-//! fake worker in `fake_worker.rs`), `durable.rs` (14); shared: `daemon.rs` (the core
+//! fake worker in `fake_worker.rs`), `durable.rs` (14), `hosts.rs` (15); shared: `daemon.rs` (the core
 //! under test and `/proc`), `wire.rs` (frames), `ring.rs` (rings of sending sessions),
 //! `report.rs` (the table).
 
@@ -58,6 +61,7 @@ mod cpu_and_rss;
 mod daemon;
 mod durable;
 mod fake_worker;
+mod hosts;
 mod idle;
 mod latency;
 mod listings;
@@ -181,6 +185,9 @@ async fn run_all(s: &Settings) -> Result<Report> {
     }
     if on("14") {
         durable::durable(s, normal_p50, &mut report).await?;
+    }
+    if on("15") {
+        hosts::hosts(s, &mut report).await?;
     }
     Ok(report)
 }
