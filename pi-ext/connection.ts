@@ -1,5 +1,5 @@
 // The connection to the shepherd core: a Unix socket carrying wire.ts frames. It says hello
-// (protocol 2, client "pi"), registers the session, matches responses to requests by id,
+// (protocol 3, client "pi"), registers the session, matches responses to requests by id,
 // hands `deliver` events to the extension, and when the connection drops (core restart,
 // crash, slow_consumer) reconnects with exponential backoff and registers again, with the
 // registration built fresh each time. It hands `pairing_event`s, which the core sends to both

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { afterEach, describe, test } from "node:test";
 
 import { CoreClient, CoreError, NotConnectedError, type CoreClientOptions, type Phase, type Problem } from "../client.ts";
-import type { Delivery, Pairing, PairingEventMsg, Registration, ServerMsg, Worker } from "../wire.ts";
+import { PROTOCOL_VERSION, type Delivery, type Pairing, type PairingEventMsg, type Registration, type ServerMsg, type Worker } from "../wire.ts";
 import { delivery, FakeCore, sessionInfo } from "./fake-core.ts";
 import { ended, pairing } from "./pairings.ts";
 import { workerRecord as workerRecordFromFixture } from "./worker-fixtures.ts";
@@ -59,12 +59,12 @@ async function until(predicate: () => boolean, timeoutMs = 3000): Promise<void> 
 }
 
 describe("CoreClient", () => {
-  test("says hello with protocol 2 as a pi client, then registers", async () => {
+  test("says hello with the protocol version as a pi client, then registers", async () => {
     const h = await harness();
     h.client.start();
     await until(() => h.client.ready);
     const [hello, register] = h.core.all;
-    assert.deepEqual(hello, { type: "hello", id: 1, protocol: 2, client: "pi", client_name: "shepherd-pi-ext test" });
+    assert.deepEqual(hello, { type: "hello", id: 1, protocol: PROTOCOL_VERSION, client: "pi", client_name: "shepherd-pi-ext test" });
     assert.deepEqual(register, {
       type: "register",
       id: 2,
@@ -344,7 +344,7 @@ describe("CoreClient", () => {
 
   test("protocol mismatch: reported, retried slowly, never registers", async () => {
     const h = await harness();
-    h.core.protocol = 3;
+    h.core.protocol = PROTOCOL_VERSION + 1;
     h.client.start();
     await until(() => h.problems.some((p) => p.kind === "protocol_mismatch"));
     await new Promise((r) => setTimeout(r, 100));

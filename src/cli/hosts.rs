@@ -202,7 +202,7 @@ mod tests {
             error: error.map(str::to_string),
             rtt_us: (state == LinkState::Connected).then_some(1840),
             core_version: (state == LinkState::Connected).then(|| "0.1.0".to_string()),
-            protocol: (state == LinkState::Connected).then_some(2),
+            protocol: (state == LinkState::Connected).then_some(3),
             sessions: 3,
             open_asks: 1,
             connects: 1,
@@ -240,7 +240,7 @@ mod tests {
             row("gpu").contains("connected") && row("gpu").contains("1.8 ms"),
             "{table}"
         );
-        assert!(row("gpu").contains("0.1.0 (protocol 2)"), "{table}");
+        assert!(row("gpu").contains("0.1.0 (protocol 3)"), "{table}");
         assert!(
             row("laptop").contains("failed") && row("laptop").contains("Permission denied"),
             "{table}"

@@ -14,7 +14,7 @@ use super::{Answer, Forward, HostView};
 use crate::client::{Client, ClientError};
 use crate::clock::now_ms;
 use crate::config::HostEntry;
-use crate::protocol::{ClientKind, LinkState, PROTOCOL_VERSION, ServerMsg, requests};
+use crate::protocol::{ClientKind, ErrorCode, LinkState, PROTOCOL_VERSION, ServerMsg, requests};
 
 /// The first pause after a failure, doubled after each failure in a row up to
 /// [`MAX_PAUSE`]; a link that was connected starts again after the first.
@@ -147,6 +147,12 @@ fn refused(e: &ClientError) -> String {
                 "the far core is shepherd {core_version} speaking protocol {core}, this core speaks protocol {PROTOCOL_VERSION}: upgrade {older} shepherd"
             )
         }
+        // The far core refused this one's hello: its message names both versions.
+        ClientError::Remote {
+            code: ErrorCode::ProtocolMismatch,
+            message,
+            ..
+        } => format!("{message}: upgrade the older side's shepherd (`shepherd --version` on each)"),
         other => other.to_string(),
     }
 }

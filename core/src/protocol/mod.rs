@@ -51,4 +51,4 @@ pub use workers::{Worker, WorkerAction, WorkerBackend, WorkerId, WorkerState};
 
 /// Version of the intercom protocol. Client and core must agree exactly; `hello` with any
 /// other version is refused with [`ErrorCode::ProtocolMismatch`] naming both versions.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;

@@ -5,7 +5,7 @@
 //   SHEPHERD_REGENERATE=1 cargo test -p shepherd-core --lib protocol::wire_gen
 // (CI fails while a generated file is stale).
 
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 /**
  * What kind of program is on the other end of a connection.
