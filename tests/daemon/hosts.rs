@@ -483,3 +483,131 @@ o.write(struct.pack('>I',len(w))+w); o.flush(); i.read()\n";
     );
     Ok(())
 }
+
+/// The link's command killed (-9) while the human's answers cross it, five rounds of 200
+/// asks: every answer that was in flight is either applied by the far core or reported
+/// `host_unreachable`; the human answers again what is still open once the link is back;
+/// in the end each of the 1,000 asks has exactly one answer and its session got it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_across_a_link_killed_mid_way_are_applied_once_and_none_lost() -> Result<()> {
+    const ROUNDS: usize = 5;
+    const ASKS: usize = 200;
+    let far =
+        Core::start_with(&[("SHEPHERD_CORE__LIMITS__MAX_OPEN_ASKS_PER_SESSION", "500")]).await?;
+    let mut lead = far
+        .pi("0193a5c2-0000-7000-8000-0000000d0001", "lead-d")
+        .await?;
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(config.path(), host_entry("far", &far))?;
+    let config_path = config.path().display().to_string();
+    let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
+    host_where(&home, "far", "far linked", |h| h["state"] == "connected").await?;
+
+    let mut delivered: std::collections::HashMap<u64, usize> = Default::default();
+    let (mut unreachable, mut refused_as_answered) = (0, 0);
+    for round in 0..ROUNDS {
+        let mut asks = Vec::new();
+        for n in 0..ASKS {
+            let ask = lead
+                .client
+                .call(requests::Ask {
+                    question: format!("round {round} question {n}?"),
+                    ..Default::default()
+                })
+                .await?;
+            asks.push(ask.id);
+        }
+        let connects = host_where(&home, "far", "the asks mirrored", |h| {
+            h["state"] == "connected" && h["open_asks"] == ASKS
+        })
+        .await?["connects"]
+            .as_u64()
+            .unwrap_or_default();
+        // Answer them all from home while the link's command is killed part way.
+        let mut cli = home
+            .client(shepherd_core::protocol::ClientKind::Cli)
+            .await?;
+        let pid = link_pid(&far.socket()).context("the link process")?;
+        let answering = tokio::spawn({
+            let asks = asks.clone();
+            async move {
+                let mut outcomes = Vec::new();
+                for ask in asks {
+                    let answer = requests::Answer {
+                        ask,
+                        text: format!("answer to {ask}"),
+                        host: Some("far".into()),
+                        ..Default::default()
+                    };
+                    outcomes.push(cli.call(answer).await.map_err(|e| e.code()));
+                }
+                outcomes
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()?;
+        for outcome in answering.await? {
+            match outcome {
+                Ok(_) => {}
+                Err(Some(shepherd_core::protocol::ErrorCode::HostUnreachable)) => unreachable += 1,
+                Err(other) => anyhow::bail!("an answer failed otherwise: {other:?}"),
+            }
+        }
+        // The link comes back by itself; what is still open is answered again, once.
+        host_where(&home, "far", "far linked again", |h| {
+            h["state"] == "connected" && h["connects"].as_u64() > Some(connects)
+        })
+        .await?;
+        let mut cli = home
+            .client(shepherd_core::protocol::ClientKind::Cli)
+            .await?;
+        for ask in &asks {
+            let again = cli
+                .call(requests::Answer {
+                    ask: *ask,
+                    text: format!("answer to {ask}"),
+                    host: Some("far".into()),
+                    ..Default::default()
+                })
+                .await;
+            match again {
+                Ok(_) => {}
+                Err(e) if e.code() == Some(shepherd_core::protocol::ErrorCode::AlreadyAnswered) => {
+                    refused_as_answered += 1
+                }
+                Err(e) => anyhow::bail!("answering ask {ask} again: {e}"),
+            }
+        }
+        // The session gets each answer once.
+        let mut got = 0;
+        while got < ASKS {
+            let d = lead.next_delivery(LINKED).await?;
+            if d.kind == DeliveryKind::Answer {
+                let ask = d.ask_id.context("an answer names its ask")?.get();
+                *delivered.entry(ask).or_default() += 1;
+                got += 1;
+            }
+            lead.ack(&[d.id]).await?;
+        }
+    }
+    assert!(
+        lead.next_delivery(Duration::from_millis(500))
+            .await
+            .is_err(),
+        "no answer arrives twice"
+    );
+    assert_eq!(delivered.len(), ROUNDS * ASKS, "every ask answered");
+    assert!(
+        delivered.values().all(|n| *n == 1),
+        "an answer was delivered twice"
+    );
+    let open = far.cli_json(&["asks"])?;
+    assert_eq!(open.as_array().map(Vec::len), Some(0), "{open}");
+    eprintln!(
+        "{} answers: {unreachable} reported host_unreachable while the link was down, {refused_as_answered} refused as already answered on the second pass",
+        ROUNDS * ASKS
+    );
+    Ok(())
+}
