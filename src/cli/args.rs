@@ -300,6 +300,10 @@ pub struct SessionsArgs {
     /// Also list sessions that are not connected.
     #[arg(long)]
     pub all: bool,
+    /// Only the sessions on this linked host (`shepherd hosts` names them), or `here` for
+    /// this core's own.
+    #[arg(long, value_name = "NAME", conflicts_with = "follow")]
+    pub host: Option<String>,
     /// After the list, print a line for every session that joins, changes, takes or
     /// leaves a role, or leaves, until Ctrl-C.
     #[arg(long, short)]
@@ -317,6 +321,10 @@ pub struct AsksArgs {
     /// Also list answered asks.
     #[arg(long, conflicts_with = "ask")]
     pub all: bool,
+    /// Only the asks on this linked host (`shepherd hosts` names them), or `here` for
+    /// this core's own.
+    #[arg(long, value_name = "NAME", conflicts_with = "ask")]
+    pub host: Option<String>,
 }
 
 /// `shepherd answer`.

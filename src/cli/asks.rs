@@ -55,7 +55,10 @@ pub async fn run(ctx: &Ctx, args: &AsksArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let all = args.all;
-    let asks = fetch(&mut conn, all).await?;
+    let mut asks = fetch(&mut conn, all).await?;
+    if let Some(host) = &args.host {
+        asks.retain(|a| super::on_host(a.host.as_deref(), host));
+    }
     if ctx.json {
         print_json(&asks)?;
     } else if asks.is_empty() {

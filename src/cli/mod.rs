@@ -48,6 +48,15 @@ pub use args::{
     UpArgs, UsageArgs,
 };
 
+/// Whether a record on `host` (`None`: this core's own) is what `--host wanted` asks for
+/// (`here`: this core's own).
+pub fn on_host(host: Option<&str>, wanted: &str) -> bool {
+    match host {
+        None => wanted == "here",
+        Some(host) => host == wanted,
+    }
+}
+
 /// How long the CLI waits for the core to connect or to answer one request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 

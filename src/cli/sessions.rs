@@ -27,12 +27,15 @@ pub async fn run(ctx: &Ctx, args: &SessionsArgs) -> anyhow::Result<ExitCode> {
         conn.call(requests::Subscribe::default()).await?;
     }
     let all = args.all;
-    let sessions = conn
+    let mut sessions = conn
         .call(requests::ListSessions {
             all,
             ..Default::default()
         })
         .await?;
+    if let Some(host) = &args.host {
+        sessions.retain(|s| super::on_host(s.host.as_deref(), host));
+    }
     if ctx.json && args.follow {
         // One JSON value per line from here on: the list, then the events.
         print(&format!("{}\n", serde_json::to_string(&sessions)?))?;

@@ -145,6 +145,24 @@ async fn a_home_core_links_two_cores_and_lists_their_sessions_with_their_host() 
         far_sessions(&a).is_empty(),
         "a linked core's listing stays its own"
     );
+    let only_b = home.cli_json(&["sessions", "--host", "b"])?;
+    let names: Vec<&str> = only_b
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["lead-b"]);
+    assert_eq!(
+        home.cli_json(&["sessions", "--host", "here"])?,
+        serde_json::json!([])
+    );
+    let b_asks = home.cli_json(&["asks", "--host", "b"])?;
+    assert_eq!(b_asks.as_array().map(Vec::len), Some(1), "{b_asks}");
+    assert_eq!(
+        home.cli_json(&["asks", "--host", "a"])?,
+        serde_json::json!([])
+    );
     let table = String::from_utf8(home.cli(&["sessions"]).stdout)?;
     assert!(table.starts_with("HOST"), "{table}");
     assert!(table.contains("lead-b"), "{table}");
