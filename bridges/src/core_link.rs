@@ -19,8 +19,8 @@ use std::time::Duration;
 use shepherd_core::client::{Client, ClientError, Request};
 pub use shepherd_core::client::{Interrupted, Sent, Unanswered};
 use shepherd_core::protocol::{
-    Ask, AskId, AskState, ClientKind, CoreStatus, ErrorCode, Lease, Pairing, Project, Report,
-    ServerMsg, SessionId, SessionInfo, StaffMember, UsageReport, Worker, requests,
+    Ask, AskId, AskState, ClientKind, CoreStatus, ErrorCode, HostLink, Lease, Pairing, Project,
+    Report, ServerMsg, SessionId, SessionInfo, StaffMember, UsageReport, Worker, requests,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -168,6 +168,11 @@ impl CoreLink {
     /// ahead/behind and the Leads' usage filled in.
     pub async fn projects(&mut self) -> Reply<Vec<Project>> {
         self.call(requests::ListProjects::default()).await
+    }
+
+    /// `list_hosts`: the other machines' cores this one links to.
+    pub async fn hosts(&mut self) -> Reply<Vec<HostLink>> {
+        self.call(requests::ListHosts::default()).await
     }
 
     /// `list_roles`: the Manager and Chief leases (held, whether or not connected).

@@ -3,14 +3,15 @@
 //! real Synapse with a matrix-sdk client playing the human): a session's report is in its
 //! place; `sessions` lists it; an unknown command gets the help; a plain message in the
 //! session's place steers it, and so does `steer <session> <text>` (confirmed); a renamed
-//! session renames its place where places have names; `status` on the CLI lists the
-//! bridge once.
+//! session renames its place where places have names; `hosts` lists a machine linked to
+//! the core (another core, through `shepherd link`) with its link up and its session;
+//! `status` on the CLI lists the bridge once.
 
 use anyhow::{Context, Result};
 use shepherd_core::protocol::{DeliveryKind, requests};
-use shepherd_harness::Core;
 use shepherd_harness::phone::{MatrixPhone, PHONE_WAIT, Phone, TelegramPhone};
 use shepherd_harness::synapse::skip_e2e;
+use shepherd_harness::{Core, eventually, shepherd_bin};
 
 #[tokio::test]
 async fn on_telegram_commands_answer_unknown_ones_get_help_and_the_place_steers() -> Result<()> {
@@ -36,7 +37,20 @@ async fn on_matrix_commands_answer_unknown_ones_get_help_and_the_place_steers() 
 
 /// `menu`: the phone's own check of its command menu, once the bridge runs.
 async fn commands_on<P: Phone>(mut phone: P, menu: impl AsyncFn(&P) -> Result<()>) -> Result<()> {
-    let core = Core::start_for(&phone, &[]).await?;
+    // Another machine's core, linked to this one through `shepherd link`.
+    let far = Core::start().await?;
+    let _far_lead = far.pi("s5-far", "far-lead").await?;
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(
+        config.path(),
+        format!(
+            "[[hosts]]\nname = \"far\"\ncommand = [{:?}, \"--socket\", {:?}, \"link\"]\n",
+            shepherd_bin().display().to_string(),
+            far.socket().display().to_string()
+        ),
+    )?;
+    let config_path = config.path().display().to_string();
+    let core = Core::start_for(&phone, &[("SHEPHERD_CONFIG", &config_path)]).await?;
     phone.ready().await?;
     let p = phone.prefix();
     let mut pi = core.pi("s5", "listed").await?;
@@ -101,6 +115,17 @@ async fn commands_on<P: Phone>(mut phone: P, menu: impl AsyncFn(&P) -> Result<()
         .await?;
     phone
         .place_named(&place, |name| name.contains("renamed"))
+        .await?;
+
+    // hosts: the linked machine, its link up, its session counted.
+    eventually(PHONE_WAIT, "far linked", || {
+        let hosts = core.cli_json(&["hosts"]).ok()?;
+        (hosts[0]["state"] == "connected" && hosts[0]["sessions"] == 1).then_some(())
+    })
+    .await?;
+    phone.command("hosts").await?;
+    phone
+        .bot_says(|m| m.text.contains("far · connected") && m.text.contains("1 session"))
         .await?;
 
     let status = core.cli_json(&["status"])?;

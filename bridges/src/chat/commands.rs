@@ -44,7 +44,7 @@ pub struct CommandSpec {
 }
 
 /// Every command, in the order the help lists them.
-pub const COMMANDS: [CommandSpec; 16] = [
+pub const COMMANDS: [CommandSpec; 17] = [
     CommandSpec {
         name: "sessions",
         args: "",
@@ -84,6 +84,11 @@ pub const COMMANDS: [CommandSpec; 16] = [
         name: "projects",
         args: "",
         about: "project work: each repository's manager and assignments, with state, Lead, last update, ahead/behind, asks and cost",
+    },
+    CommandSpec {
+        name: "hosts",
+        args: "",
+        about: "the other machines linked to this one: each link's state, round trip, sessions and open questions",
     },
     CommandSpec {
         name: "close",
@@ -144,6 +149,8 @@ pub enum ChatCommand {
     Workers,
     /// Project work: each repository's Manager and assignments.
     Projects,
+    /// The linked hosts: each link's state, round trip, sessions and open asks.
+    Hosts,
     /// Close a managed worker (its label or `#id`); `None`: the worker whose line the
     /// command replies to.
     Close(Option<String>),
@@ -403,6 +410,7 @@ pub fn parse(text: &str, prefix: char, bot_username: Option<&str>) -> Option<Cha
         "release" => release(args),
         "workers" => ChatCommand::Workers,
         "projects" => ChatCommand::Projects,
+        "hosts" => ChatCommand::Hosts,
         "close" => ChatCommand::Close(Some(unquote(args)).filter(|s| !s.is_empty())),
         "steer" => steer(args),
         "answer" => answer(args),
@@ -1000,6 +1008,8 @@ mod tests {
         assert_eq!(parse("!workers", '!', None), Some(ChatCommand::Workers));
         assert_eq!(parse("/projects", '/', None), Some(ChatCommand::Projects));
         assert_eq!(parse("!Projects", '!', None), Some(ChatCommand::Projects));
+        assert_eq!(parse("/hosts", '/', None), Some(ChatCommand::Hosts));
+        assert_eq!(parse("!hosts", '!', None), Some(ChatCommand::Hosts));
         assert_eq!(
             parse("/close #5", '/', None),
             Some(ChatCommand::Close(Some("#5".into())))

@@ -38,6 +38,7 @@
 pub mod access;
 pub mod commands;
 pub mod format;
+pub mod hosts;
 pub mod html;
 pub mod markdown;
 pub mod pairing;

@@ -23,6 +23,7 @@ use shepherd_core::protocol::{AskId, Millis, Pairing, SessionId, Worker, WorkerI
 
 use super::pairings::Here;
 use crate::chat::commands::{ChatCommand, SessionArgs, UsageError};
+use crate::chat::hosts;
 use crate::chat::pairing;
 use crate::chat::projects;
 use crate::chat::render::{self, Rendered};
@@ -116,6 +117,10 @@ pub async fn answer(
         },
         ChatCommand::Projects => match link.projects().await {
             Ok(list) => projects::projects_list(&list, now, prefix),
+            Err(e) => failure(e),
+        },
+        ChatCommand::Hosts => match link.hosts().await {
+            Ok(list) => hosts::hosts_list(&list, now),
             Err(e) => failure(e),
         },
         ChatCommand::Close(agent) => {
