@@ -9,7 +9,10 @@
 //! 3. kill -9 and restart of the core mid-session: Pi keeps running, reconnects, and a
 //!    steer sent while it was disconnected is delivered exactly once (counted once a
 //!    marker steer sent after one more restart has arrived);
-//! 4. no core and no binary on PATH: Pi works normally and shows one notice.
+//! 4. no core and no binary on PATH: Pi works normally and shows one notice;
+//!
+//! and scenario 1 across machines: the Pi session beside a core linked to the home core,
+//! answered and steered from home's CLI.
 
 use std::time::Duration;
 
@@ -85,6 +88,87 @@ async fn ask_human_answered_from_the_cli_reaches_the_model_once() -> Result<()> 
     assert_eq!(user_messages_containing(&file, "ANSWER-ship-it")?, 1);
     let asks = core.cli_json(&["asks", "--all"])?;
     assert_eq!(asks[0]["state"], "answered");
+    pi.shutdown().await?;
+    Ok(())
+}
+
+/// Scenario 1 across machines: the Pi session runs beside another core ("far"), linked
+/// to the home core through `shepherd link`; the human answers from home's CLI, naming the
+/// ask `far:<id>`, and steers it as `far:<name>`; the model sees each once.
+#[tokio::test]
+async fn ask_human_on_a_linked_host_answered_from_home_reaches_the_model_once() -> Result<()> {
+    let far = Core::start().await?;
+    let model = FakeModel::start(|req| {
+        let transcript = req.transcript();
+        if transcript.contains("STEER-from-home") {
+            Reply::text("Steered.")
+        } else if transcript.contains("ANSWER-from-home") {
+            Reply::text("Thanks, shipping.")
+        } else if has_tool_result(req) {
+            Reply::text("I asked; waiting for the answer.")
+        } else {
+            Reply::tool("ask_human", json!({"question": "Ship from the far box?"}))
+        }
+    })
+    .await?;
+    let mut opts = PiOptions::new(far.agent_dir());
+    opts.name = Some("e2e-far".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    connected_session(&far, "e2e-far").await?;
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(
+        config.path(),
+        format!(
+            "[[hosts]]\nname = \"far\"\ncommand = [{:?}, \"--socket\", {:?}, \"link\"]\n",
+            shepherd_harness::shepherd_bin().display().to_string(),
+            far.socket().display().to_string()
+        ),
+    )?;
+    let config_path = config.path().display().to_string();
+    let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
+
+    pi.prompt("Ask me before shipping.").await?;
+    pi.wait_settled(LONG).await?;
+    let ask = eventually(LONG, "the far ask listed at home", || {
+        let asks = home.cli_json(&["asks"]).ok()?;
+        asks.as_array()?
+            .iter()
+            .find(|a| a["host"] == "far")
+            .cloned()
+    })
+    .await?;
+    assert_eq!(ask["question"], "Ship from the far box?");
+    let asked_requests = model.requests().len();
+    let named = format!("far:{}", ask["id"]);
+    let out = home.cli(&["answer", &named, "ANSWER-from-home"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = model.wait_requests(asked_requests + 1, LONG).await?;
+    assert!(
+        requests[asked_requests]
+            .transcript()
+            .contains("ANSWER-from-home"),
+        "answer not shown to the model: {:?}",
+        requests[asked_requests].last()
+    );
+    pi.wait_settled(LONG).await?;
+
+    let steered_requests = model.requests().len();
+    let out = home.cli(&["send", "far:e2e-far", "STEER-from-home"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    model.wait_requests(steered_requests + 1, LONG).await?;
+    pi.wait_settled(LONG).await?;
+    let file = pi.session_file().await?;
+    assert_eq!(user_messages_containing(&file, "ANSWER-from-home")?, 1);
+    assert_eq!(user_messages_containing(&file, "STEER-from-home")?, 1);
+    assert_eq!(far.cli_json(&["asks", "--all"])?[0]["state"], "answered");
     pi.shutdown().await?;
     Ok(())
 }
