@@ -4,8 +4,11 @@
 //! and through home with `host` (home hands it to the link after its commit, the link
 //! sends it on under an id of its own, the far core stores it and answers `sent`, the
 //! answer comes back under the asker's id). The difference is the link's overhead. Then
-//! `home_mirror`: the far core gets 100 more sessions, and the time until home's listing
-//! shows them all, and home's RSS with them mirrored.
+//! the far core gets 100 more sessions: the time until home's listing shows them all.
+//! Last, the herd: 8 far cores with 100 sessions each and 10,000 open asks among them, all
+//! linked to one home core: how long home takes to mirror them from its start (each link's
+//! snapshot: the catch-up a reconnect does too), home's RSS then, and how long until all
+//! are back after every link's command is killed.
 
 use std::time::{Duration, Instant};
 
@@ -153,5 +156,150 @@ pub async fn hosts(s: &Settings, report: &mut Report) -> Result<()> {
     drop(pi);
     drop(home);
     drop(far);
+    herd(s, report).await
+}
+
+/// How many far cores the herd has, and sessions on each.
+const HERD: usize = 8;
+const PER_HOST: usize = 100;
+
+/// 8 far cores × 100 sessions linked to one home, with 10,000 asks open on them: how long
+/// home takes to mirror them all (from each link's snapshot), its RSS then, and how long
+/// after every link drops they are all back (the 1 s reconnect pause included).
+async fn herd(s: &Settings, report: &mut Report) -> Result<()> {
+    let hosts = if s.quick { 2 } else { HERD };
+    let per_host_asks = 10_000 / HERD;
+    let mut fars = Vec::new();
+    let mut sessions = Vec::new();
+    let mut entries = String::new();
+    for h in 0..hosts {
+        let (far, _) =
+            CoreProc::start_with(&[("SHEPHERD_CORE__LIMITS__MAX_OPEN_ASKS_PER_SESSION", "100")])?;
+        for n in 0..PER_HOST {
+            let mut c = Client::connect(&far.socket(), ClientKind::Pi, "bench").await?;
+            c.register(crate::wire::registration(
+                &format!("bench-h{h}-{n}"),
+                &format!("h{h}-s{n}"),
+                "/tmp",
+            ))
+            .await?;
+            let asks_here = per_host_asks / PER_HOST + usize::from(n < per_host_asks % PER_HOST);
+            for a in 0..asks_here {
+                c.call(requests::Ask {
+                    question: format!("question {a} from h{h}-s{n}?"),
+                    ..Default::default()
+                })
+                .await?;
+            }
+            sessions.push(c);
+        }
+        let command = [
+            shepherd_bin().display().to_string(),
+            "--socket".to_string(),
+            far.socket().display().to_string(),
+            "link".to_string(),
+        ];
+        entries.push_str(&format!(
+            "[[hosts]]\nname = \"h{h}\"\ncommand = {command:?}\n\n"
+        ));
+        fars.push(far);
+    }
+    let (sessions_n, asks_n) = ((hosts * PER_HOST) as u32, (hosts * per_host_asks) as u32);
+    let config = fars[0].dir.path().join("home.toml");
+    std::fs::write(&config, entries)?;
+    let config = config.display().to_string();
+    let t = Instant::now();
+    let (home, _) = CoreProc::start_with(&[("SHEPHERD_CONFIG", config.as_str())])?;
+    let mut cli = Client::connect(&home.socket(), ClientKind::Cli, "bench").await?;
+    let all_there = |l: &[shepherd_core::protocol::HostLink]| {
+        l.iter().map(|h| h.sessions).sum::<u32>() == sessions_n
+            && l.iter().map(|h| h.open_asks).sum::<u32>() == asks_n
+    };
+    wait_hosts(&mut cli, all_there).await?;
+    let mirrored_in = t.elapsed();
+    let rss = rss_kb(home.pid())?;
+    report.row(
+        SEC,
+        &format!(
+            "{hosts} far cores: {sessions_n} sessions and {asks_n} open asks mirrored at home, from its start"
+        ),
+        format!("{} ms", mirrored_in.as_millis()),
+        "catch-up ≤ 1 s".into(),
+        Some(mirrored_in <= Duration::from_secs(1)),
+    );
+    report.row(
+        SEC,
+        &format!("home RSS with {sessions_n} far sessions and {asks_n} asks mirrored"),
+        mb(rss),
+        "≤ 60 MB".into(),
+        Some(rss <= 60 * 1024),
+    );
+
+    // Every link's command killed: all back, each once more, from the snapshots.
+    let before: Vec<u32> = cli
+        .call(requests::ListHosts::default())
+        .await?
+        .iter()
+        .map(|h| h.connects)
+        .collect();
+    let t = Instant::now();
+    for far in &fars {
+        kill_link(&far.socket());
+    }
+    wait_hosts(&mut cli, |l| {
+        l.iter().zip(&before).all(|(h, b)| h.connects > *b) && all_there(l)
+    })
+    .await?;
+    report.info(
+        SEC,
+        &format!("every link killed: all {hosts} back and mirrored again (the 1 s pause included)"),
+        format!("{} ms", t.elapsed().as_millis()),
+    );
+    drop(sessions);
+    drop(home);
+    drop(fars);
     Ok(())
+}
+
+/// Poll home's `list_hosts` until `done` holds (at most 60 s).
+async fn wait_hosts(
+    cli: &mut Client,
+    done: impl Fn(&[shepherd_core::protocol::HostLink]) -> bool,
+) -> Result<()> {
+    let t = Instant::now();
+    loop {
+        let hosts = cli.call(requests::ListHosts::default()).await?;
+        if done(&hosts) {
+            return Ok(());
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            bail!("the herd did not settle: {hosts:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Kill (-9) the `shepherd link` process serving the far core on `socket`.
+fn kill_link(socket: &std::path::Path) {
+    let socket = socket.display().to_string();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if args.contains(&&b"link"[..])
+            && args.contains(&socket.as_bytes())
+            && let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|p| p.parse::<i32>().ok())
+        {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+        }
+    }
 }

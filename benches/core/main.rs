@@ -26,8 +26,9 @@
 //!     bystander's ping while `all` listings run back to back;
 //! 14. round trips with `core.durability = "full"`, next to the disk's sync floor;
 //! 15. linked hosts: a steer through a home core's link to a far core, against the same
-//!     straight to the far core (the link's overhead), and 100 far sessions mirrored at
-//!     home (how long, and home's RSS).
+//!     straight to the far core (the link's overhead); 100 far sessions mirrored at home;
+//!     8 far cores with 800 sessions and 10,000 open asks mirrored (how long, home's RSS),
+//!     and back after every link's command is killed.
 //!
 //! It prints a table with each target next to the measured number. `--quick` (or
 //! `SHEPHERD_BENCH_QUICK=1`, or running it without cargo bench's `--bench` flag, as
