@@ -107,8 +107,24 @@ pub async fn ensure_running(ctx: &Ctx) -> Result<PathBuf, Failure> {
     if tokio::net::UnixStream::connect(&socket).await.is_ok() {
         return Ok(socket);
     }
+    make_state_dir(&state_dir)?;
     start_background(ctx, &socket, &state_dir.join("core.log")).await?;
     Ok(socket)
+}
+
+/// Make the state directory, private, when it is not there yet: the background core's log
+/// goes in it, and a machine that never ran shepherd does not have it (`shepherd up` would
+/// make it, but only after opening its log).
+fn make_state_dir(state_dir: &Path) -> Result<(), Failure> {
+    shepherd_core::files::private_dir(state_dir).map_err(|e| {
+        Failure::new(
+            "io",
+            format!(
+                "cannot make the state directory {}: {e}",
+                state_dir.display()
+            ),
+        )
+    })
 }
 
 /// Run `shepherd restart`.
@@ -127,6 +143,7 @@ pub async fn restart(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
         _ => state_dir.join("core.log"),
     };
     let stopped = stop_running(&socket, &state_dir).await?;
+    make_state_dir(&state_dir)?;
     let pid = start_background(ctx, &socket, &log).await?;
     if ctx.json {
         print_json(&serde_json::json!({

@@ -49,6 +49,36 @@ fn stop_without_a_core_says_so_and_succeeds() -> Result<()> {
     Ok(())
 }
 
+/// On a machine that never ran shepherd (no state directory yet), `restart` makes the
+/// state directory and starts the core, logging there.
+#[test]
+fn restart_on_a_fresh_machine_starts_the_core() -> Result<()> {
+    let dir = tempfile::Builder::new().prefix("shp").tempdir_in("/tmp")?;
+    let run = |arg: &str| {
+        std::process::Command::new(shepherd_bin())
+            .args([arg, "--json"])
+            .env("PI_CODING_AGENT_DIR", dir.path())
+            .env_remove("SHEPHERD_SOCKET")
+            .env_remove("SHEPHERD_CONFIG")
+            .env_remove("SHEPHERD_STATE_DIR")
+            .output()
+    };
+    let out = run("restart")?;
+    let started = json(&out).ok();
+    let _core = Detached(
+        started
+            .as_ref()
+            .and_then(|v| v["pid"].as_u64())
+            .map(|p| p as u32),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log = std::fs::read_to_string(dir.path().join("shepherd").join("core.log"))?;
+    assert!(log.contains("accepting connections"), "{log}");
+    let stopped = run("stop")?;
+    assert!(stopped.status.success(), "{}", text(&stopped.stderr));
+    Ok(())
+}
+
 #[tokio::test]
 async fn stop_returns_once_the_socket_is_gone() -> Result<()> {
     let core = Core::start().await?;

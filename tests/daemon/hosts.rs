@@ -629,3 +629,54 @@ async fn answers_across_a_link_killed_mid_way_are_applied_once_and_none_lost() -
     );
     Ok(())
 }
+
+/// `shepherd link` on a machine whose core is not running starts it first (in the
+/// background, logging to its state directory), then links it; that core keeps running
+/// after the link drops, as it would after any client leaves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shepherd_link_starts_the_far_core_when_none_runs() -> Result<()> {
+    let far_dir = tempfile::Builder::new()
+        .prefix("shp-far")
+        .tempdir_in("/tmp")?;
+    let agent = far_dir.path().display().to_string();
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(
+        config.path(),
+        format!(
+            "[[hosts]]\nname = \"cold\"\ncommand = [\"env\", \"PI_CODING_AGENT_DIR={agent}\", {:?}, \"link\"]\n",
+            shepherd_bin().display().to_string()
+        ),
+    )?;
+    let config_path = config.path().display().to_string();
+    let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
+    let stop_far = || {
+        std::process::Command::new(shepherd_bin())
+            .arg("stop")
+            .env("PI_CODING_AGENT_DIR", &agent)
+            .env_remove("SHEPHERD_SOCKET")
+            .env_remove("SHEPHERD_CONFIG")
+            .env_remove("SHEPHERD_STATE_DIR")
+            .output()
+    };
+    let linked = host_where(&home, "cold", "the cold host linked", |h| {
+        h["state"] == "connected"
+    })
+    .await;
+    let socket = far_dir.path().join("shepherd").join("shepherd.sock");
+    let started = socket.exists();
+    let log = std::fs::read_to_string(far_dir.path().join("shepherd").join("core.log"))
+        .unwrap_or_default();
+    let stopped = stop_far()?;
+    linked?;
+    assert!(started, "no far core on {}", socket.display());
+    assert!(
+        log.contains("accepting connections"),
+        "the far core logs to its state directory:\n{log}"
+    );
+    assert!(
+        stopped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stopped.stderr)
+    );
+    Ok(())
+}
