@@ -124,6 +124,7 @@ pub async fn run_checks(ctx: &Ctx) -> Vec<Check> {
     }
     if config_ok {
         checks.extend(bridge_checks(&config));
+        checks.extend(host_checks(&config));
     }
     let uid = rustix::process::getuid().as_raw();
     match config.state_dir() {
@@ -638,6 +639,38 @@ fn extension_check() -> Check {
             "keep one: `pi remove <path>` the others",
         ),
     }
+}
+
+/// Each linked host's link command can be run here: its program is on PATH (or, given as
+/// a path, is an executable file). Whether the far end answers, `shepherd hosts` shows.
+fn host_checks(config: &Config) -> Vec<Check> {
+    config
+        .hosts
+        .iter()
+        .map(|host| {
+            let program = &host.command.argv()[0];
+            let found = match program.contains('/') {
+                true => {
+                    let path = PathBuf::from(program);
+                    std::fs::metadata(&path)
+                        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                        .then_some(path)
+                }
+                false => which(program),
+            };
+            match found {
+                Some(path) => Check::ok(
+                    "host",
+                    format!("{}: its link command runs {}", host.name, path.display()),
+                ),
+                None => Check::fail(
+                    "host",
+                    format!("{}: its link command's program `{program}` is not found", host.name),
+                    "install it, or fix the command of that [[hosts]] entry (`shepherd hosts` shows each link)",
+                ),
+            }
+        })
+        .collect()
 }
 
 /// The first executable `name` on PATH.

@@ -514,3 +514,31 @@ fn hosts_add_writes_an_entry_and_refuses_what_would_not_work() {
     let out = add(&["box"]);
     assert_eq!(out.status.code(), Some(2), "a command is required");
 }
+
+/// `shepherd doctor` checks that each linked host's link command can run here.
+#[test]
+fn doctor_checks_each_hosts_link_command() {
+    let env = Env::new();
+    let config = env.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[[hosts]]\nname = \"near\"\ncommand = [\"sh\", \"-c\", \"true\"]\n\n[[hosts]]\nname = \"far\"\ncommand = [\"/nonexistent/ssh\", \"far\"]\n",
+    )
+    .unwrap();
+    let out = env
+        .command()
+        .args(["--config", config.to_str().unwrap(), "doctor"])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("ok    host: near: its link command runs /"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "FAIL  host: far: its link command's program `/nonexistent/ssh` is not found"
+        ),
+        "{text}"
+    );
+}
