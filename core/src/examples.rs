@@ -102,3 +102,29 @@ pub fn agent_def() -> AgentDef {
         error: None,
     }
 }
+
+/// A link to host `name` in `state` since 0, reached by `ssh -T me@<name> shepherd link`:
+/// when connected, 1.84 ms round trip, shepherd 0.1.0 at this protocol, 2 sessions and 1
+/// open ask; `error` as given.
+pub fn host_link(
+    name: &str,
+    state: crate::protocol::LinkState,
+    error: Option<&str>,
+) -> crate::protocol::HostLink {
+    let up = state == crate::protocol::LinkState::Connected;
+    crate::protocol::HostLink {
+        name: name.into(),
+        command: ["ssh", "-T", &format!("me@{name}"), "shepherd", "link"]
+            .map(str::to_string)
+            .to_vec(),
+        state,
+        since: 0,
+        error: error.map(str::to_string),
+        rtt_us: up.then_some(1840),
+        core_version: up.then(|| "0.1.0".to_string()),
+        protocol: up.then_some(crate::protocol::PROTOCOL_VERSION),
+        sessions: 2,
+        open_asks: 1,
+        connects: 1,
+    }
+}

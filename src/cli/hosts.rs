@@ -187,27 +187,7 @@ pub async fn link(ctx: &Ctx) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
 
-    fn link(name: &str, state: LinkState, error: Option<&str>) -> HostLink {
-        HostLink {
-            name: name.into(),
-            command: vec![
-                "ssh".into(),
-                "-T".into(),
-                format!("me@{name}"),
-                "shepherd".into(),
-                "link".into(),
-            ],
-            state,
-            since: 1_000_000,
-            error: error.map(str::to_string),
-            rtt_us: (state == LinkState::Connected).then_some(1840),
-            core_version: (state == LinkState::Connected).then(|| "0.1.0".to_string()),
-            protocol: (state == LinkState::Connected).then_some(3),
-            sessions: 3,
-            open_asks: 1,
-            connects: 1,
-        }
-    }
+    use shepherd_core::examples::host_link as link;
 
     #[test]
     fn each_link_says_where_it_stands_and_why() {
@@ -225,7 +205,7 @@ mod tests {
                     Some("the link command exited"),
                 ),
             ],
-            1_000_000 + 90_000,
+            90_000,
             200,
         );
         let row = |name: &str| {
@@ -240,7 +220,13 @@ mod tests {
             row("gpu").contains("connected") && row("gpu").contains("1.8 ms"),
             "{table}"
         );
-        assert!(row("gpu").contains("0.1.0 (protocol 3)"), "{table}");
+        assert!(
+            row("gpu").contains(&format!(
+                "0.1.0 (protocol {})",
+                shepherd_core::protocol::PROTOCOL_VERSION
+            )),
+            "{table}"
+        );
         assert!(
             row("laptop").contains("failed") && row("laptop").contains("Permission denied"),
             "{table}"

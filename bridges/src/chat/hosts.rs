@@ -81,21 +81,7 @@ pub fn hosts_list(hosts: &[HostLink], now: Millis) -> Rendered {
 mod tests {
     use super::*;
 
-    fn link(name: &str, state: LinkState, error: Option<&str>) -> HostLink {
-        HostLink {
-            name: name.into(),
-            command: vec!["ssh".into(), "-T".into(), format!("me@{name}")],
-            state,
-            since: 0,
-            error: error.map(str::to_string),
-            rtt_us: Some(1840),
-            core_version: Some("0.1.0".into()),
-            protocol: Some(3),
-            sessions: 2,
-            open_asks: 1,
-            connects: 1,
-        }
-    }
+    use shepherd_core::examples::host_link as link;
 
     #[test]
     fn each_host_says_where_its_link_stands_and_why() {

@@ -145,26 +145,29 @@ impl Links {
 
     /// The far cores' sessions as mirrored here, each with its `host` set.
     pub fn sessions(&self) -> Vec<SessionInfo> {
-        let mut all = Vec::new();
-        for h in &self.hosts {
-            let view = h.view.borrow();
-            all.extend(view.sessions.values().cloned().map(|mut s| {
-                s.host = Some(view.link.name.clone());
-                s
-            }));
-        }
-        all
+        self.mirrored(
+            |view| view.sessions.values().cloned().collect(),
+            |s, host| s.host = Some(host.to_string()),
+        )
     }
 
     /// The far cores' open asks as mirrored here, each with its `host` set.
     pub fn asks(&self) -> Vec<Ask> {
+        self.mirrored(
+            |view| view.asks.values().cloned().collect(),
+            |a, host| a.host = Some(host.to_string()),
+        )
+    }
+
+    /// Every host's records as `of` takes them from its view, each marked with its host's
+    /// name by `mark`.
+    fn mirrored<T>(&self, of: impl Fn(&HostView) -> Vec<T>, mark: impl Fn(&mut T, &str)) -> Vec<T> {
         let mut all = Vec::new();
         for h in &self.hosts {
             let view = h.view.borrow();
-            all.extend(view.asks.values().cloned().map(|mut a| {
-                a.host = Some(view.link.name.clone());
-                a
-            }));
+            let mut records = of(&view);
+            records.iter_mut().for_each(|r| mark(r, &view.link.name));
+            all.append(&mut records);
         }
         all
     }
