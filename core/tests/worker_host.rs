@@ -359,6 +359,44 @@ async fn headless_stop_escalates_to_sigterm_then_sigkill() {
     }
 }
 
+/// A launch while the worker's previous process is still being stopped (a Lead's
+/// `resume_work` right after `stop_lead`) waits for that process to exit, then starts,
+/// instead of being refused because the old one is still there.
+#[tokio::test]
+async fn a_launch_during_a_stop_waits_for_the_old_process_then_starts() {
+    let fx = Fixture::new();
+    // Ignores its closed stdin: the stop takes 5 s (then SIGTERM).
+    let (tx, mut events) = mpsc::channel(16);
+    let host = Host::start(fx.config(Backend::Headless, "ignore"), tx);
+    host.launch(fx.spec(11, "again")).await.unwrap();
+    let first = fx.recorded(11, "pid").await;
+    let stopping = tokio::spawn({
+        let host = host.clone();
+        async move { host.stop(11).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::remove_file(fx.dir.path().join("rec").join("11.pid")).unwrap();
+    let began = Instant::now();
+    let launched = host.launch(fx.spec(11, "again")).await;
+    assert!(launched.is_ok(), "{launched:?}");
+    assert!(
+        began.elapsed() >= Duration::from_secs(3),
+        "it waited for the old process: {:?}",
+        began.elapsed()
+    );
+    stopping.await.unwrap();
+    assert_eq!(
+        next_event(&mut events, Duration::from_secs(1)).await,
+        HostEvent::Exited {
+            worker: 11,
+            code: None
+        }
+    );
+    let second = fx.recorded(11, "pid").await;
+    assert_ne!(first, second, "a new process");
+    host.stop(11).await;
+}
+
 #[tokio::test]
 async fn tmux_windows_dead_panes_captures_and_stop() {
     let fx = Fixture::new();

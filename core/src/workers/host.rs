@@ -180,9 +180,11 @@ pub struct Host {
 }
 
 type Reply<T> = oneshot::Sender<T>;
+/// Where a launch's outcome goes.
+type LaunchReply = Reply<Result<Launched, HostError>>;
 
 enum Cmd {
-    Launch(Box<LaunchSpec>, Reply<Result<Launched, HostError>>),
+    Launch(Box<LaunchSpec>, LaunchReply),
     Adopt(i64, String, Reply<Result<Launched, HostError>>),
     Stop(i64, Reply<Option<oneshot::Receiver<()>>>),
     Capture(i64, Reply<Capture>),
@@ -215,6 +217,7 @@ impl Host {
             notices: notice_tx,
             workers: HashMap::new(),
             runs: 0,
+            after_stop: HashMap::new(),
         };
         tokio::spawn(actor.run(rx, notice_rx));
         Host { tx }
@@ -228,7 +231,9 @@ impl Host {
 
     /// Start `spec`'s worker on the configured backend: write its prompt file, spawn Pi
     /// (headless) or open its tmux window. Returns once the process exists (not once Pi
-    /// has registered). A worker id with a process already gets
+    /// has registered). A worker whose process is being stopped is launched once that
+    /// process has exited (a relaunch right after a stop). A worker id with a process
+    /// already gets
     /// [`HostError::AlreadyRunning`]; a missing cwd [`HostError::NoCwd`]; a Pi command
     /// that is not found or not executable [`HostError::Spawn`] (checked before tmux
     /// runs it: tmux would only show a dead pane with status 1).
@@ -297,6 +302,9 @@ struct Actor {
     workers: HashMap<i64, Entry>,
     /// Headless runs started (tells a stale exit notice from a relaunch's).
     runs: u64,
+    /// Launches for a worker whose previous process is being stopped: started once it has
+    /// exited (a relaunch right after a stop must not find it still there).
+    after_stop: HashMap<i64, Vec<(LaunchSpec, LaunchReply)>>,
 }
 
 impl Actor {
@@ -313,7 +321,7 @@ impl Actor {
                     Some(cmd) => self.command(cmd).await,
                     None => break,
                 },
-                Some(notice) = notices.recv() => self.notice(notice),
+                Some(notice) = notices.recv() => self.notice(notice).await,
                 _ = poll.tick(), if self.tmux_live() => self.poll_tmux().await,
             }
         }
@@ -334,6 +342,17 @@ impl Actor {
     async fn command(&mut self, cmd: Cmd) {
         match cmd {
             Cmd::Launch(spec, reply) => {
+                let stopping = matches!(
+                    self.workers.get(&spec.worker),
+                    Some(Entry::Headless { stopping: true, .. })
+                );
+                if stopping {
+                    self.after_stop
+                        .entry(spec.worker)
+                        .or_default()
+                        .push((*spec, reply));
+                    return;
+                }
                 let result = self.launch(*spec).await;
                 let _ = reply.send(result);
             }
@@ -529,7 +548,7 @@ impl Actor {
         }
     }
 
-    fn notice(&mut self, notice: Notice) {
+    async fn notice(&mut self, notice: Notice) {
         match notice {
             Notice::HeadlessExited { worker, run, tail } => {
                 let current = matches!(self.workers.get(&worker), Some(Entry::Headless { run: r, .. }) if *r == run);
@@ -542,6 +561,11 @@ impl Actor {
                 );
                 if stopping {
                     self.workers.remove(&worker);
+                    // Launches that waited for this stop start now, in order.
+                    for (spec, reply) in self.after_stop.remove(&worker).unwrap_or_default() {
+                        let result = self.launch(spec).await;
+                        let _ = reply.send(result);
+                    }
                 } else {
                     self.workers.insert(worker, Entry::HeadlessExited { tail });
                 }
