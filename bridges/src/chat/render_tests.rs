@@ -301,6 +301,7 @@ fn help_for_both_prefixes() {
          /release manager <project> | chief — take a role away from its holder, connected or away (it becomes a lead and is told)\n\
          /workers — the managed workers under each owner, with state, age, tokens and cost (reply to a line to steer it)\n\
          /projects — project work: each repository's manager and assignments, with state, Lead, last update, ahead/behind, asks and cost\n\
+         /hosts — the other machines linked to this one: each link's state, round trip, sessions and open questions\n\
          /close <worker> — close a managed worker (its label or #id; or reply to its line)\n\
          /steer <session> <text> — tell a session what to do\n\
          /supervise <session> <goal> — pair a free supervisor session with a session, toward a goal\n\
