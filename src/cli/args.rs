@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use shepherd_core::config::HostName;
 use shepherd_core::protocol::AskId;
 
 /// Run and steer many Pi coding-agent sessions from your phone.
@@ -493,18 +494,11 @@ impl std::fmt::Display for AskRef {
     }
 }
 
-/// `gpu:rest` → (`gpu`, `rest`) when what comes before the first `:` reads as a host name
-/// (a lowercase letter, then lowercase letters, digits and `-`); else no host.
+/// `gpu:rest` → (`gpu`, `rest`) when what comes before the first `:` is a host name
+/// ([`HostName::is_valid`]); else no host.
 pub fn split_host(text: &str) -> (Option<&str>, &str) {
     match text.split_once(':') {
-        Some((host, rest))
-            if host.starts_with(|c: char| c.is_ascii_lowercase())
-                && host
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') =>
-        {
-            (Some(host), rest)
-        }
+        Some((host, rest)) if HostName::is_valid(host) => (Some(host), rest),
         _ => (None, text),
     }
 }

@@ -14,7 +14,9 @@ use shepherd_core::protocol::{Ask, AskId, AskState, requests};
 
 use super::format::{ago, now_ms, utc, wrap};
 use super::table::{Align, Table};
-use super::{AsksArgs, Connection, Ctx, Failure, print, print_json, terminal_width, text_width};
+use super::{
+    AskRef, AsksArgs, Connection, Ctx, Failure, print, print_json, terminal_width, text_width,
+};
 
 /// The asks the core knows: open ones, or with `all` answered ones too.
 pub async fn fetch(conn: &mut Connection, all: bool) -> Result<Vec<Ask>, Failure> {
@@ -97,12 +99,12 @@ pub fn render(asks: &[Ask], width: usize) -> String {
                 .join("  ")
         };
         // A linked host's ask is named as `shepherd answer` takes it: `gpu:17`.
-        let id = match &ask.host {
-            Some(host) => format!("{host}:{}", ask.id),
-            None => ask.id.to_string(),
+        let id = AskRef {
+            host: ask.host.clone(),
+            id: ask.id,
         };
         table.row(vec![
-            id,
+            id.to_string(),
             ask.session_name.clone(),
             match ask.state {
                 AskState::Open => "open",

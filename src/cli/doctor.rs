@@ -650,12 +650,7 @@ fn host_checks(config: &Config) -> Vec<Check> {
         .map(|host| {
             let program = &host.command.argv()[0];
             let found = match program.contains('/') {
-                true => {
-                    let path = PathBuf::from(program);
-                    std::fs::metadata(&path)
-                        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                        .then_some(path)
-                }
+                true => Some(PathBuf::from(program)).filter(|p| executable(p)),
                 false => which(program),
             };
             match found {
@@ -679,10 +674,12 @@ fn which(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .filter(|dir| !dir.as_os_str().is_empty())
         .map(|dir| dir.join(name))
-        .find(|candidate| {
-            std::fs::metadata(candidate)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+        .find(|candidate| executable(candidate))
+}
+
+/// Whether `path` is a file someone may execute.
+fn executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// The trimmed first line of `<program> --version`.

@@ -155,15 +155,7 @@ fn append_entry(path: &Path, entry: &HostEntry) -> Result<(), Failure> {
 
 /// Run `shepherd link`: this machine's core, started when none runs, joined to stdio.
 pub async fn link(ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let socket = super::lifecycle::ensure_running(ctx).await?;
-    let stream = tokio::net::UnixStream::connect(&socket)
-        .await
-        .map_err(|e| {
-            Failure::new(
-                "not_running",
-                format!("cannot connect to the core on {}: {e}", socket.display()),
-            )
-        })?;
+    let stream = super::lifecycle::connect_or_start(ctx).await?;
     let (mut from_core, mut to_core) = stream.into_split();
     let mut stdin = tokio::io::stdin();
     let mut stdout = tokio::io::stdout();

@@ -100,16 +100,21 @@ pub async fn interrupt(ctx: &Ctx, session: &str, then: Option<&str>) -> anyhow::
     Ok(ExitCode::SUCCESS)
 }
 
-/// The socket of this machine's core, started in the background (logging to the state
-/// directory's `core.log`) when none answers there: for `shepherd link`.
-pub async fn ensure_running(ctx: &Ctx) -> Result<PathBuf, Failure> {
+/// A connection to this machine's core, started first in the background (logging to the
+/// state directory's `core.log`) when none answers: for `shepherd link`.
+pub async fn connect_or_start(ctx: &Ctx) -> Result<tokio::net::UnixStream, Failure> {
     let (socket, state_dir) = places(ctx)?;
-    if tokio::net::UnixStream::connect(&socket).await.is_ok() {
-        return Ok(socket);
+    if let Ok(stream) = tokio::net::UnixStream::connect(&socket).await {
+        return Ok(stream);
     }
     make_state_dir(&state_dir)?;
     start_background(ctx, &socket, &state_dir.join("core.log")).await?;
-    Ok(socket)
+    tokio::net::UnixStream::connect(&socket).await.map_err(|e| {
+        Failure::new(
+            "not_running",
+            format!("cannot connect to the core on {}: {e}", socket.display()),
+        )
+    })
 }
 
 /// Make the state directory, private, when it is not there yet: the background core's log

@@ -43,7 +43,7 @@ use shepherd_core::protocol::{ClientKind, ErrorCode};
 
 pub use args::split_host;
 pub use args::{
-    AgentsArgs, AnswerArgs, AsksArgs, Cli, Command, HostsAction, IntegrateArgs, LeadArgs,
+    AgentsArgs, AnswerArgs, AskRef, AsksArgs, Cli, Command, HostsAction, IntegrateArgs, LeadArgs,
     PairingsArgs, ReportsArgs, RolesAction, SendArgs, SessionsArgs, StopArgs, SuperviseAction,
     UpArgs, UsageArgs,
 };

@@ -26,19 +26,23 @@ impl HostName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether `name` is a host name: 1 to [`MAX_HOST_NAME`] lowercase letters, digits and
+    /// `-`, starting with a letter.
+    pub fn is_valid(name: &str) -> bool {
+        name.len() <= MAX_HOST_NAME
+            && name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    }
 }
 
 impl TryFrom<String> for HostName {
     type Error = String;
 
     fn try_from(name: String) -> Result<Self, String> {
-        let ok = !name.is_empty()
-            && name.len() <= MAX_HOST_NAME
-            && name.starts_with(|c: char| c.is_ascii_lowercase())
-            && name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-        match ok {
+        match HostName::is_valid(&name) {
             true => Ok(HostName(name)),
             false => Err(format!(
                 "{name:?} is not a host name: 1 to {MAX_HOST_NAME} lowercase letters, digits and `-`, starting with a letter (`gpu`, `build-1`)"

@@ -26,12 +26,10 @@ use tokio::sync::{mpsc, watch};
 
 use crate::clock::now_ms;
 use crate::config::HostEntry;
+use crate::protocol::{Ask, AskId, ClientMsg, HostLink, LinkState, SessionId, SessionInfo};
 
 /// A client connection of this core, as the hub numbers them.
 pub type ConnId = u64;
-use crate::protocol::{
-    Ask, AskId, ClientMsg, ErrorCode, HostLink, LinkState, SessionId, SessionInfo,
-};
 
 /// How many forwarded requests may wait for one link's task at once.
 const FORWARD_QUEUE: usize = 256;
@@ -89,13 +87,10 @@ pub struct Forward {
     pub id: u64,
 }
 
-/// Why a request could not be handed to a host: the error's code is
-/// [`ErrorCode::HostUnreachable`], `details.host` names it.
+/// Why a request could not be handed to a host (the hub answers it
+/// `host_unreachable`, `details.host` naming the host).
 #[derive(Debug)]
-pub struct Unreachable {
-    pub code: ErrorCode,
-    pub message: String,
-}
+pub struct Unreachable(pub String);
 
 /// One running link: what it publishes, where its forwarded requests go, its task.
 struct Host {
@@ -176,11 +171,10 @@ impl Links {
     /// as a frame for `forward.conn`.
     pub fn forward(&self, host: &str, forward: Forward) -> Result<(), Unreachable> {
         let h = self.connected(host)?;
-        h.forwards.try_send(forward).map_err(|_| Unreachable {
-            code: ErrorCode::HostUnreachable,
-            message: format!(
+        h.forwards.try_send(forward).map_err(|_| {
+            Unreachable(format!(
                 "host `{host}` has {FORWARD_QUEUE} requests waiting on its link already: try again"
-            ),
+            ))
         })
     }
 
@@ -190,17 +184,13 @@ impl Links {
     }
 
     fn connected(&self, host: &str) -> Result<&Host, Unreachable> {
-        let unreachable = |message: String| Unreachable {
-            code: ErrorCode::HostUnreachable,
-            message,
-        };
         let Some(h) = self
             .hosts
             .iter()
             .find(|h| h.view.borrow().link.name == host)
         else {
             let names: Vec<String> = self.list().into_iter().map(|l| l.name).collect();
-            return Err(unreachable(match names.is_empty() {
+            return Err(Unreachable(match names.is_empty() {
                 true => format!(
                     "no linked host is named `{host}`: this core links to none (`shepherd hosts add`)"
                 ),
@@ -213,7 +203,7 @@ impl Links {
         let link = h.view.borrow().link.clone();
         if link.state != LinkState::Connected {
             let why = link.error.map(|e| format!(": {e}")).unwrap_or_default();
-            return Err(unreachable(format!(
+            return Err(Unreachable(format!(
                 "host `{host}` is not connected ({}{why}); `shepherd hosts` shows its link",
                 match link.state {
                     LinkState::Failed => "its link failed",

@@ -19,9 +19,7 @@ impl State {
         for (host, forward) in std::mem::take(&mut out.forwards) {
             let (conn, id) = (forward.conn, forward.id);
             if let Err(u) = self.links.forward(&host, forward) {
-                let err = super::HubError::new(u.code, u.message)
-                    .with_details(serde_json::json!({ "host": host }));
-                out.error(conn, Some(id), err);
+                out.error(conn, Some(id), super::hosts::unreachable(&host, u));
             }
         }
         for (conn, code) in out.closes {

@@ -6,7 +6,7 @@
 use tokio::sync::mpsc;
 
 use super::{Cx, HubCommand, HubError, HubResult, Out, State};
-use crate::hosts::{Answer, Forward};
+use crate::hosts::{Answer, Forward, Unreachable};
 use crate::protocol::{ClientKind, ClientMsg, ErrorCode, ServerMsg};
 
 /// Hand the far cores' answers to forwarded requests to the hub, as frames for the
@@ -36,6 +36,12 @@ pub(super) fn target(msg: &ClientMsg) -> Option<&str> {
     }
 }
 
+/// The refusal of a request for `host` its link could not take.
+pub(super) fn unreachable(host: &str, Unreachable(message): Unreachable) -> HubError {
+    HubError::new(ErrorCode::HostUnreachable, message)
+        .with_details(serde_json::json!({ "host": host }))
+}
+
 /// `msg` as the host's own core takes it: for one of its own sessions or asks.
 fn for_the_host(mut msg: ClientMsg) -> ClientMsg {
     match &mut msg {
@@ -63,9 +69,7 @@ impl State {
                 "only the human's CLI or a bridge reaches a linked host through this core",
             ));
         }
-        self.links.check(host).map_err(|u| {
-            HubError::new(u.code, u.message).with_details(serde_json::json!({ "host": host }))
-        })?;
+        self.links.check(host).map_err(|u| unreachable(host, u))?;
         let forward = Forward {
             msg: for_the_host(msg),
             conn: cx.conn,
