@@ -57,6 +57,7 @@ done <<'SEEDS'
 !answer 12 ship it\nnow
 /steer fix-login run the tests\nthen commit
 !steer \u201e" x\u201c go on
+!steer "\x01\xff\xff\xff\xff!\xff\xc2\xbb\xff\x00\x001\xe2\x83\xa3\x00.\xe2\x80\x9d\xe2\x80\x9c\t
 /supervise "my s" docs/plan.md
 !supervise stop fix-login
 /goal ship it

@@ -356,19 +356,29 @@ impl UsageError {
     }
 }
 
-/// `session` as a command's first argument that reads back as that session: quoted when
-/// it has spaces or starts with a quote, in the first quote pair whose closing quote it
-/// does not contain (`"my s"`, `“say "hi"”`).
+/// `session` as a command's first argument that reads back as that session: bare when
+/// it has no spaces and does not start with a quote, else in the first quote pair whose
+/// closing quote it does not contain (`"my s"`, `“say "hi"”`), else bare if that reads
+/// back (a session parsed bare may start with a quote and hold every closing quote).
 fn quote_if_spaced(session: &str) -> String {
+    let reads_back = |written: &String| {
+        let line = format!("{written} x");
+        let (first, _, rest) = split_first(&line);
+        first == session && rest == "x"
+    };
     let starts_quoted = QUOTES.iter().any(|(open, _)| session.starts_with(*open));
-    if !session.contains(char::is_whitespace) && !starts_quoted {
-        return session.to_string();
-    }
-    let (open, close) = QUOTES
+    let bare = (!session.contains(char::is_whitespace)).then(|| session.to_string());
+    let quoted = QUOTES
         .into_iter()
-        .find(|(_, close)| !session.contains(*close))
-        .unwrap_or(QUOTES[0]);
-    format!("{open}{session}{close}")
+        .filter(|(_, close)| !session.contains(*close))
+        .map(|(open, close)| format!("{open}{session}{close}"));
+    bare.clone()
+        .filter(|_| !starts_quoted)
+        .into_iter()
+        .chain(quoted)
+        .chain(bare)
+        .find(reads_back)
+        .unwrap_or_else(|| format!("{}{session}{}", QUOTES[0].0, QUOTES[0].1))
 }
 
 fn is_word_byte(b: &u8) -> bool {
@@ -916,6 +926,23 @@ mod tests {
         let example = cmd(&format!("/{}", err.example()));
         assert!(
             matches!(&example, Some(ChatCommand::Steer { session, .. }) if session == "\" x"),
+            "{example:?}"
+        );
+        // A session read bare may start with a quote and hold every closing quote
+        // (found by the chat_command fuzzer): its example writes it bare.
+        let typed = cmd("/steer \"\u{1}!»1\u{20e3}.”“\t");
+        let Some(ChatCommand::Usage(err)) = typed else {
+            panic!("{typed:?}");
+        };
+        assert_eq!(
+            err,
+            UsageError::SteerWithoutText {
+                session: "\"\u{1}!»1\u{20e3}.”“".into()
+            }
+        );
+        let example = cmd(&format!("/{}", err.example()));
+        assert!(
+            matches!(&example, Some(ChatCommand::Steer { session, .. }) if session == "\"\u{1}!»1\u{20e3}.”“"),
             "{example:?}"
         );
         for session in ["my s", "\"quoted\"", "«a»", "say \"hi\" now"] {
