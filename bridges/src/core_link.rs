@@ -19,7 +19,7 @@ use std::time::Duration;
 use shepherd_core::client::{Client, ClientError, Request};
 pub use shepherd_core::client::{Interrupted, Sent, Unanswered};
 use shepherd_core::protocol::{
-    Ask, AskId, AskState, ClientKind, CoreStatus, ErrorCode, HostLink, Lease, Pairing, Project,
+    Ask, AskRef, AskState, ClientKind, CoreStatus, ErrorCode, HostLink, Lease, Pairing, Project,
     Report, ServerMsg, SessionId, SessionInfo, StaffMember, UsageReport, Worker, requests,
 };
 use tokio::sync::mpsc;
@@ -60,7 +60,7 @@ pub type Reply<T> = Result<T, ClientError>;
 pub struct Snapshot {
     pub sessions: HashMap<SessionId, SessionInfo>,
     pub open: Vec<Ask>,
-    pub answered: HashMap<AskId, Ask>,
+    pub answered: HashMap<AskRef, Ask>,
     pub pairings: Vec<Pairing>,
 }
 
@@ -111,22 +111,23 @@ impl CoreLink {
         self.call(requests::ListStaff::default()).await
     }
 
-    /// `list_asks`: the open asks, or (`all`) the answered ones too.
+    /// `list_asks`: the open asks, or (`all`) the answered ones too; the linked hosts'
+    /// open asks with them, each with its host.
     pub async fn asks(&mut self, all: bool) -> Reply<Vec<Ask>> {
         self.call(requests::ListAsks {
-            id: 0,
             all,
-            ask: None,
+            ..Default::default()
         })
         .await
     }
 
-    /// One ask (open or answered), if the core knows it: `list_asks {ask}`.
-    pub async fn ask(&mut self, ask: AskId) -> Option<Ask> {
+    /// One ask (open or answered), if the core (or, for `gpu:17`, that host's core) knows
+    /// it: `list_asks {ask, host}`.
+    pub async fn ask(&mut self, ask: &AskRef) -> Option<Ask> {
         let one = requests::ListAsks {
-            id: 0,
-            all: false,
-            ask: Some(ask),
+            ask: Some(ask.id),
+            host: ask.host.clone(),
+            ..Default::default()
         };
         self.call(one).await.ok()?.into_iter().next()
     }
@@ -195,24 +196,26 @@ impl CoreLink {
         self.call(requests::Status::default()).await
     }
 
-    /// `answer`: answer an ask for the human `by`.
-    pub async fn answer(&mut self, ask: AskId, text: &str, by: &str) -> Reply<()> {
+    /// `answer`: answer an ask (of this core, or of a linked host: the core passes it on)
+    /// for the human `by`.
+    pub async fn answer(&mut self, ask: &AskRef, text: &str, by: &str) -> Reply<()> {
         let request = requests::Answer {
             id: 0,
-            ask,
+            ask: ask.id,
             text: text.to_string(),
             by: Some(by.to_string()),
-            host: None,
+            host: ask.host.clone(),
         };
         self.call(request).await.map(|_| ())
     }
 
     /// `unanswer`: take ask `ask`'s answer back and steer its text instead, for `by`.
-    pub async fn unanswer(&mut self, ask: AskId, by: &str) -> Reply<Unanswered> {
+    pub async fn unanswer(&mut self, ask: &AskRef, by: &str) -> Reply<Unanswered> {
         let request = requests::Unanswer {
             id: 0,
-            ask,
+            ask: ask.id,
             by: Some(by.to_string()),
+            host: ask.host.clone(),
         };
         self.call(request).await
     }
@@ -322,7 +325,7 @@ impl CoreLink {
         let asks = self.asks(true).await?;
         let (open, answered): (Vec<Ask>, Vec<Ask>) =
             asks.into_iter().partition(|a| a.state == AskState::Open);
-        let answered = answered.into_iter().map(|a| (a.id, a)).collect();
+        let answered = answered.into_iter().map(|a| (a.key(), a)).collect();
         // A core that cannot list pairings still gets its asks and sessions shown.
         let pairings = match self.pairings(false).await {
             Ok(pairings) => pairings,

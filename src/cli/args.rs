@@ -7,8 +7,6 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use shepherd_core::config::HostName;
-use shepherd_core::protocol::AskId;
 
 /// Run and steer many Pi coding-agent sessions from your phone.
 ///
@@ -462,43 +460,4 @@ pub struct SessionArg {
     pub session: String,
 }
 
-/// An ask as the command line names it: its number, or `HOST:NUMBER` for an ask on a
-/// linked host.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AskRef {
-    pub host: Option<String>,
-    pub id: AskId,
-}
-
-impl std::str::FromStr for AskRef {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<AskRef, String> {
-        let (host, number) = split_host(text);
-        let id = number.parse::<AskId>().map_err(|_| {
-            format!("{text:?} is not an ask: its number (`17`), or HOST:NUMBER (`gpu:17`)")
-        })?;
-        Ok(AskRef {
-            host: host.map(str::to_string),
-            id,
-        })
-    }
-}
-
-impl std::fmt::Display for AskRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.host {
-            Some(host) => write!(f, "{host}:{}", self.id),
-            None => write!(f, "{}", self.id),
-        }
-    }
-}
-
-/// `gpu:rest` → (`gpu`, `rest`) when what comes before the first `:` is a host name
-/// ([`HostName::is_valid`]); else no host.
-pub fn split_host(text: &str) -> (Option<&str>, &str) {
-    match text.split_once(':') {
-        Some((host, rest)) if HostName::is_valid(host) => (Some(host), rest),
-        _ => (None, text),
-    }
-}
+pub use shepherd_core::protocol::{AskRef, split_host};

@@ -6,15 +6,16 @@
 //! their host; `shepherd answer b:ID` and `shepherd send a:NAME` reach the far sessions
 //! once, applied by their own cores. A
 //! link command that cannot run is reported with why; a link whose command dies shows its
-//! host's sessions as unreachable, then reconnects and lists them once.
+//! host's sessions as unreachable, then reconnects and lists them once; a bridge at home
+//! hears the far asks opened and answered, those of the time the link was down once.
 
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::Value;
-use shepherd_core::protocol::{DeliveryKind, PROTOCOL_VERSION, requests};
-use shepherd_harness::{Core, eventually, shepherd_bin};
+use shepherd_core::protocol::{ClientKind, DeliveryKind, PROTOCOL_VERSION, ServerMsg, requests};
+use shepherd_harness::{Core, eventually, next_event_where, shepherd_bin};
 
 const LINKED: Duration = Duration::from_secs(30);
 
@@ -247,12 +248,44 @@ async fn a_home_core_links_two_cores_and_lists_their_sessions_with_their_host() 
     })
     .await?;
 
+    // A bridge at home (the phone's side) hears a far ask opened, with its host.
+    let mut watcher = home.client(ClientKind::Bridge).await?;
+    watcher.call(requests::Subscribe::default()).await?;
+    let before = lead_a
+        .client
+        .call(requests::Ask {
+            question: "Before the drop?".into(),
+            ..Default::default()
+        })
+        .await?;
+    let opened = next_event_where(
+        &mut watcher,
+        LINKED,
+        |e| matches!(e, ServerMsg::AskOpened { ask } if ask.id == before.id),
+    )
+    .await?;
+    let ServerMsg::AskOpened { ask } = opened else {
+        unreachable!()
+    };
+    assert_eq!(ask.host.as_deref(), Some("a"));
+
     // The link's command dies: a's sessions are unreachable (listed, not connected),
-    // then the link comes back by itself and lists each once.
+    // then the link comes back by itself and lists each once. What changed on a
+    // meanwhile (an ask answered there, another opened) reaches the bridge once, when
+    // the link is back.
     let pid = link_pid(&a.socket()).context("the link process for a")?;
     std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
         .status()?;
+    let answered = a.cli(&["answer", &before.id.to_string(), "yes"]);
+    assert!(answered.status.success(), "{answered:?}");
+    let during = lead_a
+        .client
+        .call(requests::Ask {
+            question: "During the drop?".into(),
+            ..Default::default()
+        })
+        .await?;
     let dropped = host_where(&home, "a", "host a dropped", |h| {
         h["state"] != "connected" || h["connects"] == 2
     })
@@ -275,6 +308,27 @@ async fn a_home_core_links_two_cores_and_lists_their_sessions_with_their_host() 
             .cloned()
             .collect::<Vec<_>>(),
         vec![("a".to_string(), "lead-a".to_string(), true)]
+    );
+    let mut heard = Vec::new();
+    while let Ok(Ok(event)) =
+        tokio::time::timeout(Duration::from_secs(2), watcher.next_event()).await
+    {
+        match event {
+            ServerMsg::AskOpened { ask } if ask.host.as_deref() == Some("a") => {
+                heard.push(("opened", ask.id))
+            }
+            ServerMsg::AskAnswered { ask } if ask.host.as_deref() == Some("a") => {
+                assert_eq!(ask.answer.as_deref(), Some("yes"));
+                heard.push(("answered", ask.id))
+            }
+            _ => {}
+        }
+    }
+    heard.sort();
+    assert_eq!(
+        heard,
+        vec![("answered", before.id), ("opened", during.id)],
+        "each change on a while its link was down, heard once"
     );
     Ok(())
 }

@@ -34,9 +34,9 @@ async fn unanswer(
 ) -> Result<shepherd_core::client::Unanswered, ClientError> {
     client
         .call(requests::Unanswer {
-            id: 0,
             ask,
             by: Some("telegram:@ada".into()),
+            ..Default::default()
         })
         .await
 }

@@ -39,7 +39,7 @@ async fn on_matrix_commands_answer_unknown_ones_get_help_and_the_place_steers() 
 async fn commands_on<P: Phone>(mut phone: P, menu: impl AsyncFn(&P) -> Result<()>) -> Result<()> {
     // Another machine's core, linked to this one through `shepherd link`.
     let far = Core::start().await?;
-    let _far_lead = far.pi("s5-far", "far-lead").await?;
+    let mut far_lead = far.pi("s5-far", "far-lead").await?;
     let config = tempfile::NamedTempFile::new()?;
     std::fs::write(
         config.path(),
@@ -127,6 +127,62 @@ async fn commands_on<P: Phone>(mut phone: P, menu: impl AsyncFn(&P) -> Result<()
     phone
         .bot_says(|m| m.text.contains("far · connected") && m.text.contains("1 session"))
         .await?;
+
+    // The linked machine's ask: its card here, named with its host (`ask #far:N`); a
+    // tap (a button, a keycap) answers it there, once, and the card says so.
+    far_lead
+        .client
+        .call(requests::Ask {
+            question: "Deploy the GPU build?".into(),
+            options: vec!["ship-gpu".into(), "hold".into()],
+            ..Default::default()
+        })
+        .await?;
+    let card = phone
+        .bot_says(|m| m.text.contains("Deploy the GPU build?") && phone.is_open_card(m))
+        .await?;
+    assert!(
+        card.text.contains("#far:"),
+        "the card names the ask with its host: {}",
+        card.text
+    );
+    phone.offers(&card, &["ship-gpu", "hold"]).await?;
+    phone.choose(&card, 1).await?;
+    let answer = far_lead.next_delivery(PHONE_WAIT).await?;
+    assert_eq!(
+        (answer.kind, answer.text.as_str()),
+        (DeliveryKind::Answer, "ship-gpu")
+    );
+    far_lead.ack(&[answer.id]).await?;
+    let edited = phone.bot_says(|m| m.id == card.id && m.edited).await?;
+    assert!(
+        edited.text.contains("ship-gpu") && !phone.is_open_card(&edited),
+        "the far ask's card closes with its answer: {edited:?}"
+    );
+    // A second one, answered with the command that names it (`answer far:N 2`).
+    let asked = far_lead
+        .client
+        .call(requests::Ask {
+            question: "Keep the old weights?".into(),
+            options: vec!["keep".into(), "drop".into()],
+            ..Default::default()
+        })
+        .await?;
+    phone
+        .bot_says(|m| m.text.contains("Keep the old weights?") && phone.is_open_card(m))
+        .await?;
+    phone.command(&format!("answer far:{} 2", asked.id)).await?;
+    let answer = far_lead.next_delivery(PHONE_WAIT).await?;
+    assert_eq!(answer.text, "drop");
+    far_lead.ack(&[answer.id]).await?;
+    // Once each: nothing more reaches the far session.
+    assert!(
+        far_lead
+            .next_delivery(std::time::Duration::from_millis(500))
+            .await
+            .is_err(),
+        "each answer reaches the far session once"
+    );
 
     let status = core.cli_json(&["status"])?;
     let bridges = status["bridges"].as_array().context("bridges")?;

@@ -15,7 +15,7 @@
 //! [`answer_text`] and [`reaction_option`] read a reply to an ask card: an option's number
 //! or keycap reaction means that option, anything else is free text.
 
-use shepherd_core::protocol::{Ask, AskId, Role};
+use shepherd_core::protocol::{Ask, AskRef, Role};
 
 /// The keycap emoji for options 1 to 10: the reactions a Matrix user answers with (and
 /// the keys an ask card shows).
@@ -156,8 +156,9 @@ pub enum ChatCommand {
     Close(Option<String>),
     /// Send `text` to `session` as a steer.
     Steer { session: String, text: String },
-    /// Answer ask `ask` with `text` (an option's number picks that option).
-    Answer { ask: AskId, text: String },
+    /// Answer ask `ask` (`7`, or `gpu:7` on a linked host) with `text` (an option's
+    /// number picks that option).
+    Answer { ask: AskRef, text: String },
     /// Pair a free supervisor with a session (the first argument, or the topic's), toward
     /// the rest as goal.
     Supervise(SessionArgs),
@@ -506,12 +507,13 @@ fn steer(args: &str) -> ChatCommand {
     }
 }
 
-/// `answer`'s arguments: the ask's number (`7` or `#7`), then the answer.
+/// `answer`'s arguments: the ask's number (`7` or `#7`; `gpu:7` on a linked host), then
+/// the answer.
 fn answer(args: &str) -> ChatCommand {
     let (ask, text) = first_argument(args);
-    match ask.trim_start_matches('#').parse::<u64>() {
+    match ask.trim_start_matches('#').parse::<AskRef>() {
         Ok(ask) if !text.is_empty() => ChatCommand::Answer {
-            ask: AskId::from(ask),
+            ask,
             text: text.to_string(),
         },
         _ => ChatCommand::Usage(UsageError::AnswerWithoutAsk),
@@ -884,14 +886,24 @@ mod tests {
         assert_eq!(
             parse("/answer 7 2", '/', None),
             Some(ChatCommand::Answer {
-                ask: 7.into(),
+                ask: AskRef::here(7.into()),
                 text: "2".into()
+            })
+        );
+        assert_eq!(
+            parse("/answer gpu:7 yes", '/', None),
+            Some(ChatCommand::Answer {
+                ask: AskRef {
+                    host: Some("gpu".into()),
+                    id: 7.into()
+                },
+                text: "yes".into()
             })
         );
         assert_eq!(
             parse("!answer #12 ship it\nnow", '!', None),
             Some(ChatCommand::Answer {
-                ask: 12.into(),
+                ask: AskRef::here(12.into()),
                 text: "ship it\nnow".into()
             })
         );

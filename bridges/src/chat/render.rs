@@ -81,7 +81,7 @@ pub fn ask_card_for(ask: &Ask, session: Option<&SessionInfo>, label: Option<&str
     } else {
         "choose an option, or reply to this message to answer"
     };
-    h.italic(&format!("ask #{} · {hint}", ask.id));
+    h.italic(&format!("ask #{} · {hint}", ask.key()));
     let options = ask
         .options
         .iter()
@@ -342,11 +342,14 @@ pub fn asks_list_at(asks: &[Ask], now: Millis) -> Rendered {
         h.text(&format!(" ({} in all)", asks.len()));
     }
     for ask in asks {
-        h.line().line().bold(&format!("#{}", ask.id)).text(&format!(
-            " · {} · {}",
-            truncate(&one_line(&ask.session_name), NAME),
-            ago(ask.created_at, now)
-        ));
+        h.line()
+            .line()
+            .bold(&format!("#{}", ask.key()))
+            .text(&format!(
+                " · {} · {}",
+                truncate(&one_line(&ask.session_name), NAME),
+                ago(ask.created_at, now)
+            ));
         if let Some(to) = &ask.to {
             h.text(&format!(" · {}", super::roles::ask_to(to)));
         }
@@ -489,11 +492,22 @@ pub fn usage(prefix: char, error: &UsageError) -> Rendered {
 /// A forum topic or thread title for a session: `name (repo@branch)` (just the name when it
 /// starts with `repo@branch`, as default names do; a role holder's is its role,
 /// `🧭 manager · app` or `👑 chief`), one line, at most
-/// [`TOPIC_NAME_MAX`] UTF-16 units (the name is shortened first), never empty.
+/// [`TOPIC_NAME_MAX`] UTF-16 units (the name is shortened first), never empty. A linked
+/// host's session is named with its host first: `gpu · fix-login (app@main)`.
 pub fn topic_name(s: &SessionInfo) -> String {
+    let Some(host) = &s.host else {
+        return title_here(s, TOPIC_NAME_MAX);
+    };
+    let prefix = format!("{host} · ");
+    let room = TOPIC_NAME_MAX.saturating_sub(utf16_len(&prefix));
+    format!("{prefix}{}", title_here(s, room))
+}
+
+/// [`topic_name`] of a session as its own host names it, in at most `max` UTF-16 units.
+fn title_here(s: &SessionInfo, max: usize) -> String {
     // A Manager's and the Chief's topic is named after the role: `🧭 manager · app`.
     if let Some(title) = super::roles::role_title(s) {
-        return title;
+        return truncate(&title, max);
     }
     let mut name = one_line(&s.name);
     if name.is_empty() {
@@ -507,16 +521,16 @@ pub fn topic_name(s: &SessionInfo) -> String {
         .map(|rb| one_line(&rb))
         .filter(|rb| !name.starts_with(rb.as_str()))
     else {
-        return truncate(&name, TOPIC_NAME_MAX);
+        return truncate(&name, max);
     };
     let suffix = format!(" ({rb})");
     let suffix_len = utf16_len(&suffix);
-    if utf16_len(&name) + suffix_len <= TOPIC_NAME_MAX {
+    if utf16_len(&name) + suffix_len <= max {
         format!("{name}{suffix}")
-    } else if suffix_len <= TOPIC_NAME_MAX / 2 {
-        format!("{}{suffix}", truncate(&name, TOPIC_NAME_MAX - suffix_len))
+    } else if suffix_len <= max / 2 {
+        format!("{}{suffix}", truncate(&name, max - suffix_len))
     } else {
-        truncate(&format!("{name}{suffix}"), TOPIC_NAME_MAX)
+        truncate(&format!("{name}{suffix}"), max)
     }
 }
 

@@ -428,6 +428,17 @@ fn topic_names() {
     let t = topic_name(&s);
     assert!(crate::chat::format::utf16_len(&t) <= TOPIC_NAME_MAX);
     assert!(t.starts_with("😀😀") && t.ends_with('…'));
+    // A linked host's session: its host first, within the same limit.
+    let mut far = session("fix-login");
+    far.host = Some("gpu".into());
+    assert_eq!(topic_name(&far), "gpu · fix-login (app@main)");
+    far.name = "界".repeat(200);
+    let t = topic_name(&far);
+    assert_eq!(crate::chat::format::utf16_len(&t), TOPIC_NAME_MAX);
+    assert!(
+        t.starts_with("gpu · 界") && t.ends_with("… (app@main)"),
+        "{t}"
+    );
 }
 
 #[test]

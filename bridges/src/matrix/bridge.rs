@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use matrix_sdk::ruma::OwnedEventId;
 use matrix_sdk::{Client, Room};
-use shepherd_core::protocol::{Ask, AskId, SessionInfo, WorkerId};
+use shepherd_core::protocol::{Ask, AskRef, SessionInfo, WorkerId};
 use tokio_util::sync::CancellationToken;
 
 use super::decide::Known;
@@ -37,17 +37,17 @@ pub struct Matrix {
 }
 
 impl Known for MatrixStore {
-    fn card(&self, event_id: &str) -> Option<(AskId, bool)> {
+    fn card(&self, event_id: &str) -> Option<(AskRef, bool)> {
         self.card_at(event_id)
             .ok()
             .flatten()
-            .map(|c| (c.ask_id, c.answered))
+            .map(|c| (c.ask, c.answered))
     }
-    fn open_card_in_thread(&self, root: &str) -> Option<AskId> {
+    fn open_card_in_thread(&self, root: &str) -> Option<AskRef> {
         MatrixStore::open_card_in_thread(self, root)
             .ok()
             .flatten()
-            .map(|c| c.ask_id)
+            .map(|c| c.ask)
     }
     fn session_of_thread(&self, root: &str) -> Option<String> {
         MatrixStore::session_of_thread(self, root).ok().flatten()
@@ -55,7 +55,7 @@ impl Known for MatrixStore {
     fn about(&self, event_id: &str) -> Option<String> {
         MatrixStore::about(self, event_id).ok().flatten()
     }
-    fn undo_offer(&self, event_id: &str) -> Option<AskId> {
+    fn undo_offer(&self, event_id: &str) -> Option<AskRef> {
         MatrixStore::undo_offer(self, event_id).ok().flatten()
     }
 }
@@ -68,14 +68,14 @@ impl Platform for Matrix {
     const UNDO_HINT: &'static str =
         "Meant as a steer? React with ↩️ to this message while the session has not read it.";
 
-    fn has_card(&self, ask: AskId) -> bool {
+    fn has_card(&self, ask: &AskRef) -> bool {
         let cards = self.store.cards_of(ask).unwrap_or_default();
         cards.iter().any(|c| !c.answered)
     }
 
-    fn open_cards(&self) -> Vec<AskId> {
+    fn open_cards(&self) -> Vec<AskRef> {
         let cards = self.store.open_cards().unwrap_or_default();
-        cards.into_iter().map(|c| c.ask_id).collect()
+        cards.into_iter().map(|c| c.ask).collect()
     }
 
     /// The session's thread, if it has one in this room.
@@ -161,7 +161,7 @@ impl Platform for Matrix {
         let event_id = match self.outbox.send(op).await {
             Ok(id) => id,
             Err(e) => {
-                tracing::error!(ask = ask.id.get(), error = %e, "matrix: could not post the ask card");
+                tracing::error!(ask = %ask.key(), error = %e, "matrix: could not post the ask card");
                 return;
             }
         };
@@ -169,7 +169,7 @@ impl Platform for Matrix {
         let root = thread.map_or_else(|| event_id.to_string(), |t| t.root.to_string());
         self.remember(self.store.add_card(&Card {
             event_id: event_id.to_string(),
-            ask_id: ask.id,
+            ask: ask.key(),
             session_id: ask.session_id.to_string(),
             thread_root: root,
             answered: false,
@@ -185,7 +185,7 @@ impl Platform for Matrix {
 
     /// Edit every card of an answered ask (`m.replace`).
     async fn close_cards(&mut self, ask: &Ask, answered: Rendered) {
-        for card in self.store.cards_of(ask.id).unwrap_or_default() {
+        for card in self.store.cards_of(&ask.key()).unwrap_or_default() {
             if card.answered {
                 continue;
             }
@@ -206,7 +206,7 @@ impl Platform for Matrix {
         &mut self,
         place: Option<String>,
         session: &str,
-        ask: AskId,
+        ask: &AskRef,
         said: Rendered,
     ) {
         let mut thread = place.and_then(|root| self.in_thread(&root));
@@ -225,7 +225,7 @@ impl Platform for Matrix {
                 });
             }
             Err(e) => {
-                tracing::error!(ask = ask.get(), error = %e, "matrix: could not say what answered the ask")
+                tracing::error!(ask = %ask, error = %e, "matrix: could not say what answered the ask")
             }
         }
     }
@@ -238,7 +238,7 @@ impl Platform for Matrix {
             .iter()
             .filter_map(|o| o.key.map(str::to_string))
             .collect();
-        for card in self.store.cards_of(ask.id).unwrap_or_default() {
+        for card in self.store.cards_of(&ask.key()).unwrap_or_default() {
             if card.answered {
                 continue;
             }

@@ -14,7 +14,7 @@
 //! message gets the help. A reaction on a card answers it with that option; ↩️ on the
 //! bot's "answered ask N" takes that typed answer back.
 
-use shepherd_core::protocol::AskId;
+use shepherd_core::protocol::AskRef;
 
 use crate::chat::access::{Allowlist, Decision};
 use crate::chat::commands::{self, ChatCommand};
@@ -47,15 +47,15 @@ pub enum IncomingKind {
 /// What the bridge knows about its own events.
 pub trait Known {
     /// The ask a card event shows, and whether the card is already answered.
-    fn card(&self, event_id: &str) -> Option<(AskId, bool)>;
+    fn card(&self, event_id: &str) -> Option<(AskRef, bool)>;
     /// The ask of the newest open card in the thread starting at `root`.
-    fn open_card_in_thread(&self, root: &str) -> Option<AskId>;
+    fn open_card_in_thread(&self, root: &str) -> Option<AskRef>;
     /// The session whose thread starts at `root`.
     fn session_of_thread(&self, root: &str) -> Option<String>;
     /// The session a bot event is about.
     fn about(&self, event_id: &str) -> Option<String>;
     /// The ask whose typed answer a bot event offers to take back.
-    fn undo_offer(&self, event_id: &str) -> Option<AskId>;
+    fn undo_offer(&self, event_id: &str) -> Option<AskRef>;
 }
 
 /// What to do with an incoming event. `thread` is where a reply goes.
@@ -72,13 +72,13 @@ pub enum Action {
     /// Answer an ask with text (free text or an option's number, read by
     /// [`commands::answer_text`] once the ask is known).
     Answer {
-        ask_id: AskId,
+        ask: AskRef,
         text: String,
         thread: Option<String>,
     },
     /// Answer an ask with the option a reaction `key` on its `card` stands for.
     React {
-        ask_id: AskId,
+        ask: AskRef,
         key: String,
         card: String,
     },
@@ -94,8 +94,8 @@ pub enum Action {
         text: String,
         thread: Option<String>,
     },
-    /// Take ask `ask_id`'s typed answer back (↩️ on the bot's `offer`).
-    Undo { ask_id: AskId, offer: String },
+    /// Take ask `ask`'s typed answer back (↩️ on the bot's `offer`).
+    Undo { ask: AskRef, offer: String },
     /// A message the bot cannot place: answer with the help.
     Help { thread: Option<String> },
 }
@@ -115,14 +115,14 @@ pub fn decide(
     }
     match &incoming.kind {
         IncomingKind::Reaction { target, key } => match known.card(target) {
-            Some((ask_id, _)) => Action::React {
-                ask_id,
+            Some((ask, _)) => Action::React {
+                ask,
                 key: key.clone(),
                 card: target.clone(),
             },
             None => match known.undo_offer(target) {
-                Some(ask_id) if is_undo_key(key) => Action::Undo {
-                    ask_id,
+                Some(ask) if is_undo_key(key) => Action::Undo {
+                    ask,
                     offer: target.clone(),
                 },
                 _ => Action::Ignore,
@@ -152,12 +152,8 @@ pub fn decide(
                 return Action::Command { command, thread };
             }
             let text = body.trim().to_string();
-            if let Some((ask_id, _)) = reply_to.as_deref().and_then(|r| known.card(r)) {
-                return Action::Answer {
-                    ask_id,
-                    text,
-                    thread,
-                };
+            if let Some((ask, _)) = reply_to.as_deref().and_then(|r| known.card(r)) {
+                return Action::Answer { ask, text, thread };
             }
             if let Some(root) = thread_root.as_deref() {
                 let of_thread = known.session_of_thread(root);
@@ -180,12 +176,8 @@ pub fn decide(
                         thread,
                     };
                 }
-                if let Some(ask_id) = known.open_card_in_thread(root) {
-                    return Action::Answer {
-                        ask_id,
-                        text,
-                        thread,
-                    };
+                if let Some(ask) = known.open_card_in_thread(root) {
+                    return Action::Answer { ask, text, thread };
                 }
             }
             if let Some(session) = reply_to.as_deref().and_then(|r| known.about(r)) {
@@ -233,21 +225,23 @@ mod tests {
 
     #[derive(Default)]
     struct Fake {
-        cards: HashMap<String, (AskId, bool, String)>,
+        cards: HashMap<String, (AskRef, bool, String)>,
         threads: HashMap<String, String>,
         about: HashMap<String, String>,
-        undo: HashMap<String, AskId>,
+        undo: HashMap<String, AskRef>,
     }
 
     impl Known for Fake {
-        fn card(&self, event_id: &str) -> Option<(AskId, bool)> {
-            self.cards.get(event_id).map(|(a, done, _)| (*a, *done))
+        fn card(&self, event_id: &str) -> Option<(AskRef, bool)> {
+            self.cards
+                .get(event_id)
+                .map(|(a, done, _)| (a.clone(), *done))
         }
-        fn open_card_in_thread(&self, root: &str) -> Option<AskId> {
+        fn open_card_in_thread(&self, root: &str) -> Option<AskRef> {
             self.cards
                 .values()
                 .filter(|(_, done, r)| !done && r == root)
-                .map(|(a, _, _)| *a)
+                .map(|(a, _, _)| a.clone())
                 .max()
         }
         fn session_of_thread(&self, root: &str) -> Option<String> {
@@ -256,8 +250,8 @@ mod tests {
         fn about(&self, event_id: &str) -> Option<String> {
             self.about.get(event_id).cloned()
         }
-        fn undo_offer(&self, event_id: &str) -> Option<AskId> {
-            self.undo.get(event_id).copied()
+        fn undo_offer(&self, event_id: &str) -> Option<AskRef> {
+            self.undo.get(event_id).cloned()
         }
     }
 
@@ -284,8 +278,10 @@ mod tests {
     fn known() -> Fake {
         let mut k = Fake::default();
         k.threads.insert("$root".into(), "s1".into());
-        k.cards
-            .insert("$card".into(), (7.into(), false, "$root".into()));
+        k.cards.insert(
+            "$card".into(),
+            (AskRef::here(7.into()), false, "$root".into()),
+        );
         k.about.insert("$report".into(), "s2".into());
         k
     }
@@ -376,8 +372,10 @@ mod tests {
             }
         );
         // In a thread of no session (a card that started its own), it answers the card.
-        k.cards
-            .insert("$lone".into(), (9.into(), false, "$lone".into()));
+        k.cards.insert(
+            "$lone".into(),
+            (AskRef::here(9.into()), false, "$lone".into()),
+        );
         assert_eq!(
             decide(
                 &text("@ada:hs", "yes", Some("$lone"), None),
@@ -386,7 +384,7 @@ mod tests {
                 &k
             ),
             Action::Answer {
-                ask_id: 9.into(),
+                ask: AskRef::here(9.into()),
                 text: "yes".into(),
                 thread: Some("$lone".into())
             }
@@ -400,14 +398,16 @@ mod tests {
                 &k
             ),
             Action::Answer {
-                ask_id: 7.into(),
+                ask: AskRef::here(7.into()),
                 text: "yes".into(),
                 thread: None
             }
         );
         // Once answered, still typed text for the session.
-        k.cards
-            .insert("$card".into(), (7.into(), true, "$root".into()));
+        k.cards.insert(
+            "$card".into(),
+            (AskRef::here(7.into()), true, "$root".into()),
+        );
         assert_eq!(
             decide(
                 &text("@ada:hs", "go on", Some("$root"), None),
@@ -495,7 +495,7 @@ mod tests {
         assert_eq!(
             decide(&reaction("$card"), ME, &allow(), &k),
             Action::React {
-                ask_id: 7.into(),
+                ask: AskRef::here(7.into()),
                 key: "2\u{fe0f}\u{20e3}".into(),
                 card: "$card".into()
             }
@@ -509,7 +509,7 @@ mod tests {
         assert_eq!(decide(&own, ME, &allow(), &k), Action::Ignore);
         // ↩️ on an "answered ask" message takes the answer back; other keys do nothing.
         let mut k = k;
-        k.undo.insert("$said".into(), 7.into());
+        k.undo.insert("$said".into(), AskRef::here(7.into()));
         let mut undo = reaction("$said");
         if let IncomingKind::Reaction { key, .. } = &mut undo.kind {
             *key = "↩\u{fe0f}".into();
@@ -517,7 +517,7 @@ mod tests {
         assert_eq!(
             decide(&undo, ME, &allow(), &k),
             Action::Undo {
-                ask_id: 7.into(),
+                ask: AskRef::here(7.into()),
                 offer: "$said".into()
             }
         );

@@ -78,13 +78,15 @@ impl Relay<Matrix> {
                 self.on_command(command, thread, session.as_deref(), &by)
                     .await
             }
-            Action::Answer {
-                ask_id,
-                text,
-                thread,
-            } => self.reply_to_ask(ask_id, &text, &by, thread).await,
-            Action::React { ask_id, key, card } => {
-                let Some(ask) = self.ask(ask_id).await else {
+            Action::Answer { ask, text, thread } => {
+                self.reply_to_ask(&ask, &text, &by, thread).await
+            }
+            Action::React {
+                ask: asked,
+                key,
+                card,
+            } => {
+                let Some(ask) = self.ask(&asked).await else {
                     return;
                 };
                 let Some(answer) = commands::reaction_option(&ask, &key) else {
@@ -100,7 +102,7 @@ impl Relay<Matrix> {
                     .ok()
                     .flatten()
                     .map(|c| c.thread_root);
-                self.answer(ask_id, &answer, &by, thread).await;
+                self.answer(&asked, &answer, &by, thread).await;
             }
             Action::Steer {
                 session,
@@ -112,8 +114,8 @@ impl Relay<Matrix> {
                 text,
                 thread,
             } => self.typed(&session, &text, &by, thread).await,
-            Action::Undo { ask_id, offer } => {
-                let said = self.undo(ask_id, &by).await;
+            Action::Undo { ask, offer } => {
+                let said = self.undo(&ask, &by).await;
                 // Said in the offer's thread.
                 let thread = self
                     .platform

@@ -8,7 +8,7 @@
 //! what it missed and nothing twice. matrix-sdk keeps everything else
 //! (sync token, room state, crypto) in its own SQLite store beside this file.
 
-use shepherd_core::protocol::AskId;
+use shepherd_core::protocol::AskRef;
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -17,7 +17,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Card {
     pub event_id: String,
-    pub ask_id: AskId,
+    /// The ask: `17`, or `gpu:17` on a linked host.
+    pub ask: AskRef,
     pub session_id: String,
     /// The root of the thread the card is in (its own id when it started the thread).
     pub thread_root: String,
@@ -32,7 +33,8 @@ pub struct MatrixStore {
 /// Append-only migrations, counted in `user_version` (see [`crate::local_db`]): never
 /// edit one, add the next. The first is the schema from before versions were counted,
 /// verbatim (`IF NOT EXISTS`), so such a file is adopted as version 1.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS threads (
     session_id TEXT NOT NULL, room_id TEXT NOT NULL, root_event_id TEXT NOT NULL,
@@ -45,7 +47,14 @@ CREATE INDEX IF NOT EXISTS cards_ask ON cards(ask_id);
 CREATE INDEX IF NOT EXISTS cards_thread ON cards(thread_root, answered);
 CREATE TABLE IF NOT EXISTS about (event_id TEXT PRIMARY KEY, session_id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS undo_offers (event_id TEXT PRIMARY KEY, ask_id INTEGER NOT NULL);
-"];
+",
+    "
+ALTER TABLE cards ADD COLUMN host TEXT NOT NULL DEFAULT '';
+DROP INDEX cards_ask;
+CREATE INDEX cards_ask ON cards(ask_id, host);
+ALTER TABLE undo_offers ADD COLUMN host TEXT NOT NULL DEFAULT '';
+",
+];
 
 impl MatrixStore {
     /// Open (creating it 0600, migrating it) the store at `path`; see [`crate::local_db`].
@@ -99,11 +108,12 @@ impl MatrixStore {
 
     pub fn add_card(&self, card: &Card) -> rusqlite::Result<()> {
         self.conn.execute(
-            "INSERT OR REPLACE INTO cards (event_id, ask_id, session_id, thread_root, answered)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT OR REPLACE INTO cards (event_id, ask_id, host, session_id, thread_root, answered)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![
                 card.event_id,
-                card.ask_id,
+                card.ask.id,
+                card.ask.host.as_deref().unwrap_or_default(),
                 card.session_id,
                 card.thread_root,
                 card.answered
@@ -113,10 +123,11 @@ impl MatrixStore {
     }
 
     /// Every card of an ask.
-    pub fn cards_of(&self, ask_id: AskId) -> rusqlite::Result<Vec<Card>> {
+    pub fn cards_of(&self, ask: &AskRef) -> rusqlite::Result<Vec<Card>> {
+        let host = ask.host.as_deref().unwrap_or_default();
         self.conn
-            .prepare_cached(&format!("{CARD_COLUMNS} WHERE ask_id = ?1"))?
-            .query_map([ask_id], card_row)?
+            .prepare_cached(&format!("{CARD_COLUMNS} WHERE ask_id = ?1 AND host = ?2"))?
+            .query_map(params![ask.id, host], card_row)?
             .collect()
     }
 
@@ -163,20 +174,20 @@ impl MatrixStore {
         Ok(())
     }
 
-    /// Remember that a bot event offers to take ask `ask_id`'s typed answer back.
-    pub fn set_undo_offer(&self, event_id: &str, ask_id: AskId) -> rusqlite::Result<()> {
+    /// Remember that a bot event offers to take ask `ask`'s typed answer back.
+    pub fn set_undo_offer(&self, event_id: &str, ask: &AskRef) -> rusqlite::Result<()> {
         self.conn.execute(
-            "INSERT OR REPLACE INTO undo_offers (event_id, ask_id) VALUES (?1, ?2)",
-            params![event_id, ask_id],
+            "INSERT OR REPLACE INTO undo_offers (event_id, ask_id, host) VALUES (?1, ?2, ?3)",
+            params![event_id, ask.id, ask.host.as_deref().unwrap_or_default()],
         )?;
         Ok(())
     }
 
     /// The ask whose typed answer a bot event offers to take back.
-    pub fn undo_offer(&self, event_id: &str) -> rusqlite::Result<Option<AskId>> {
+    pub fn undo_offer(&self, event_id: &str) -> rusqlite::Result<Option<AskRef>> {
         self.conn
-            .prepare_cached("SELECT ask_id FROM undo_offers WHERE event_id = ?1")?
-            .query_row([event_id], |r| r.get(0))
+            .prepare_cached("SELECT ask_id, host FROM undo_offers WHERE event_id = ?1")?
+            .query_row([event_id], |r| ask_ref(r, 0, 1))
             .optional()
     }
 
@@ -189,15 +200,25 @@ impl MatrixStore {
     }
 }
 
-const CARD_COLUMNS: &str = "SELECT event_id, ask_id, session_id, thread_root, answered FROM cards";
+const CARD_COLUMNS: &str =
+    "SELECT event_id, ask_id, host, session_id, thread_root, answered FROM cards";
 
 fn card_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Card> {
     Ok(Card {
         event_id: r.get(0)?,
-        ask_id: r.get(1)?,
-        session_id: r.get(2)?,
-        thread_root: r.get(3)?,
-        answered: r.get(4)?,
+        ask: ask_ref(r, 1, 2)?,
+        session_id: r.get(3)?,
+        thread_root: r.get(4)?,
+        answered: r.get(5)?,
+    })
+}
+
+/// The ask in columns `id` and `host` (`''`: this core's).
+fn ask_ref(r: &rusqlite::Row<'_>, id: usize, host: usize) -> rusqlite::Result<AskRef> {
+    let host: String = r.get(host)?;
+    Ok(AskRef {
+        host: (!host.is_empty()).then_some(host),
+        id: r.get(id)?,
     })
 }
 
@@ -208,7 +229,7 @@ mod tests {
     fn card(event: &str, ask: u64, root: &str) -> Card {
         Card {
             event_id: event.into(),
-            ask_id: ask.into(),
+            ask: AskRef::here(ask.into()),
             session_id: "s1".into(),
             thread_root: root.into(),
             answered: false,
@@ -244,22 +265,38 @@ mod tests {
             Some(card("$root", 7, "$root"))
         );
         assert_eq!(
-            store.cards_of(8.into()).unwrap(),
+            store.cards_of(&AskRef::here(8.into())).unwrap(),
             vec![card("$c2", 8, "$root")]
         );
         assert_eq!(store.about("$report").unwrap().as_deref(), Some("s1"));
-        store.set_undo_offer("$said", 7.into()).unwrap();
-        assert_eq!(store.undo_offer("$said").unwrap(), Some(AskId::from(7)));
+        store
+            .set_undo_offer("$said", &AskRef::here(7.into()))
+            .unwrap();
+        assert_eq!(
+            store.undo_offer("$said").unwrap(),
+            Some(AskRef::here(7.into()))
+        );
+        let far: AskRef = "gpu:7".parse().unwrap();
+        store.set_undo_offer("$far", &far).unwrap();
+        assert_eq!(store.undo_offer("$far").unwrap(), Some(far.clone()));
+        // A linked host's ask 7 is another ask, with cards of its own.
+        let far_card = Card {
+            ask: far.clone(),
+            ..card("$far-card", 7, "$far-root")
+        };
+        store.add_card(&far_card).unwrap();
+        assert_eq!(store.cards_of(&far).unwrap(), vec![far_card]);
+        store.mark_answered("$far-card").unwrap();
         assert_eq!(store.undo_offer("$report").unwrap(), None);
         // The newest open card of a thread is the one a plain thread message answers.
         assert_eq!(
-            store.open_card_in_thread("$root").unwrap().unwrap().ask_id,
-            8
+            store.open_card_in_thread("$root").unwrap().unwrap().ask,
+            AskRef::here(8.into())
         );
         store.mark_answered("$c2").unwrap();
         assert_eq!(
-            store.open_card_in_thread("$root").unwrap().unwrap().ask_id,
-            7
+            store.open_card_in_thread("$root").unwrap().unwrap().ask,
+            AskRef::here(7.into())
         );
         store.mark_answered("$root").unwrap();
         assert_eq!(store.open_card_in_thread("$root").unwrap(), None);

@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 
-use shepherd_core::protocol::{AskId, Millis, Pairing, SessionId, Worker, WorkerId};
+use shepherd_core::protocol::{AskRef, Millis, Pairing, SessionId, Worker, WorkerId};
 
 use super::pairings::Here;
 use crate::chat::commands::{ChatCommand, SessionArgs, UsageError};
@@ -40,7 +40,7 @@ pub enum CommandReply {
     /// Steer a session (the bridge confirms in its own way).
     Steer { session: String, text: String },
     /// Answer an ask, as a reply to its card does.
-    Answer { ask: AskId, text: String },
+    Answer { ask: AskRef, text: String },
     /// `staff`: the tree's header, then one line per session, each posted about its
     /// session so that a reply to it steers that session.
     Staff {

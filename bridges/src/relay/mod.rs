@@ -42,8 +42,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use shepherd_core::protocol::{
-    Ask, AskId, ErrorCode, LeaveReason, Pairing, PairingChange, Report, Role, ServerMsg, SessionId,
-    SessionInfo, SessionStatus, Verdict, Worker, WorkerId,
+    Ask, AskRef, AskState, ErrorCode, LeaveReason, Pairing, PairingChange, Report, Role, ServerMsg,
+    SessionId, SessionInfo, SessionStatus, Verdict, Worker, WorkerId,
 };
 
 use crate::chat::commands::{self as chat_commands, ChatCommand};
@@ -194,13 +194,23 @@ impl<P: Platform> Relay<P> {
             }
         }
         self.resync_projects().await;
-        for ask_id in self.platform.open_cards() {
-            if let Some(ask) = snapshot.answered.get(&ask_id) {
-                self.close_cards(ask).await;
+        for key in self.platform.open_cards() {
+            let answered = match &key.host {
+                None => snapshot.answered.get(&key).cloned(),
+                // A linked host's ask open there now, or to ask that host about.
+                Some(_) if snapshot.open.iter().any(|a| a.key() == key) => None,
+                Some(_) => self
+                    .core
+                    .ask(&key)
+                    .await
+                    .filter(|a| a.state == AskState::Answered),
+            };
+            if let Some(ask) = answered {
+                self.close_cards(&ask).await;
             }
         }
         for ask in &snapshot.open {
-            if !self.platform.has_card(ask.id) {
+            if !self.platform.has_card(&ask.key()) {
                 self.post_card(ask).await;
             }
         }
@@ -215,7 +225,7 @@ impl<P: Platform> Relay<P> {
 
     /// An open ask's card, in its session's place (its worker's, while it supervises one).
     async fn post_card(&mut self, ask: &Ask) {
-        if self.platform.has_card(ask.id) {
+        if self.platform.has_card(&ask.key()) {
             return; // Already shown (an event after a resync).
         }
         let card = render::ask_card_for(
@@ -304,7 +314,7 @@ impl<P: Platform> Relay<P> {
         };
         let mut waiting = Vec::new();
         for ask in asks.into_iter().filter(|a| a.session_id == session.id) {
-            if !self.platform.has_card(ask.id) {
+            if !self.platform.has_card(&ask.key()) {
                 continue;
             }
             let card = session_news::waiting_card(&ask, Some(session), reason);
@@ -388,7 +398,7 @@ impl<P: Platform> Relay<P> {
         match commands::answer(&mut self.core, command, P::PREFIX, here, now).await {
             CommandReply::Say(reply) => self.say(place, reply).await,
             CommandReply::Steer { session, text } => self.steer(&session, &text, by, place).await,
-            CommandReply::Answer { ask, text } => self.reply_to_ask(ask, &text, by, place).await,
+            CommandReply::Answer { ask, text } => self.reply_to_ask(&ask, &text, by, place).await,
             CommandReply::Staff { head, lines } => {
                 self.say(place.clone(), head).await;
                 for (session, line) in lines {
@@ -424,32 +434,32 @@ impl<P: Platform> Relay<P> {
         }
     }
 
-    /// An ask, from the core.
-    pub async fn ask(&mut self, ask_id: AskId) -> Option<Ask> {
-        self.core.ask(ask_id).await
+    /// An ask, from the core (a linked host's, from that host's core through it).
+    pub async fn ask(&mut self, ask: &AskRef) -> Option<Ask> {
+        self.core.ask(ask).await
     }
 
     /// A reply to an ask: `2`, `#2`, `2️⃣` or an option's text picks that option;
     /// anything else is free text.
     pub async fn reply_to_ask(
         &mut self,
-        ask_id: AskId,
+        ask: &AskRef,
         text: &str,
         by: &str,
         place: Option<P::Place>,
     ) {
-        let answer = match self.ask(ask_id).await {
+        let answer = match self.ask(ask).await {
             Some(ask) => {
                 chat_commands::answer_text(&ask, text).unwrap_or_else(|| text.trim().to_string())
             }
             None => text.trim().to_string(),
         };
-        self.answer(ask_id, &answer, by, place).await;
+        self.answer(ask, &answer, by, place).await;
     }
 
     /// Answer an ask; a refusal is said at `place`.
-    pub async fn answer(&mut self, ask_id: AskId, answer: &str, by: &str, place: Option<P::Place>) {
-        match self.core.answer(ask_id, answer, by).await {
+    pub async fn answer(&mut self, ask: &AskRef, answer: &str, by: &str, place: Option<P::Place>) {
+        match self.core.answer(ask, answer, by).await {
             Ok(()) => {} // The card's edit (from the ask_answered event) is the confirmation.
             Err(e) if e.code() == Some(ErrorCode::AlreadyAnswered) => {
                 self.say(place, plain(already_answered_text(&e))).await;

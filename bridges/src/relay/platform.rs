@@ -11,7 +11,7 @@
 
 use std::future::Future;
 
-use shepherd_core::protocol::{Ask, AskId, SessionInfo, WorkerId};
+use shepherd_core::protocol::{Ask, AskRef, SessionInfo, WorkerId};
 
 use crate::chat::render::{AskCard, Rendered};
 
@@ -31,10 +31,10 @@ pub trait Platform: Send {
 
     /// Whether the ask has a card here that still shows it open (a reopened ask's old
     /// cards show its former answer: it gets a new one).
-    fn has_card(&self, ask: AskId) -> bool;
+    fn has_card(&self, ask: &AskRef) -> bool;
 
     /// The asks whose cards still show them open.
-    fn open_cards(&self) -> Vec<AskId>;
+    fn open_cards(&self) -> Vec<AskRef>;
 
     /// The place of `session`'s messages (`info`: what the relay knows of it): Telegram
     /// creates its topic on first need; Matrix knows its thread once one was started.
@@ -94,7 +94,7 @@ pub trait Platform: Send {
         &mut self,
         place: Option<Self::Place>,
         session: &str,
-        ask: AskId,
+        ask: &AskRef,
         said: Rendered,
     ) -> impl Future<Output = ()> + Send;
 

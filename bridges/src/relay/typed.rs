@@ -7,7 +7,7 @@
 //! to take it back ("it was meant as a steer": [`Relay::undo`], the core's `unanswer`);
 //! with several it asks which one and sends nothing; with none it steers.
 
-use shepherd_core::protocol::{Ask, AskId, ErrorCode};
+use shepherd_core::protocol::{Ask, AskRef, ErrorCode};
 
 use super::{Platform, Relay};
 use crate::chat::commands as chat_commands;
@@ -58,11 +58,11 @@ impl<P: Platform> Relay<P> {
     ) {
         let answer =
             chat_commands::answer_text(ask, text).unwrap_or_else(|| text.trim().to_string());
-        match self.core.answer(ask.id, &answer, by).await {
+        match self.core.answer(&ask.key(), &answer, by).await {
             Ok(()) => {
                 let reply = typed::typed_answer(ask, &answer, P::UNDO_HINT);
                 self.platform
-                    .offer_undo(place, session, ask.id, reply)
+                    .offer_undo(place, session, &ask.key(), reply)
                     .await;
             }
             Err(e) if e.code() == Some(ErrorCode::AlreadyAnswered) => {
@@ -72,9 +72,9 @@ impl<P: Platform> Relay<P> {
         }
     }
 
-    /// "It was meant as a steer": take ask `ask_id`'s answer back; what to say about it.
-    pub async fn undo(&mut self, ask_id: AskId, by: &str) -> Rendered {
-        match self.core.unanswer(ask_id, by).await {
+    /// "It was meant as a steer": take ask `ask`'s answer back; what to say about it.
+    pub async fn undo(&mut self, ask: &AskRef, by: &str) -> Rendered {
+        match self.core.unanswer(ask, by).await {
             Ok(u) => typed::undone(&u),
             Err(e) => typed::undo_refused(&e),
         }

@@ -13,7 +13,7 @@ use teloxide::types::{
     ThreadId,
 };
 
-use shepherd_core::protocol::{Ask, AskId, SessionInfo, WorkerId};
+use shepherd_core::protocol::{Ask, AskRef, SessionInfo, WorkerId};
 
 use super::outbox::{OutboxOp, TelegramOutbox};
 use super::store::{BridgeStore, Card};
@@ -49,14 +49,14 @@ impl Platform for Telegram {
     const UNDO_HINT: &'static str =
         "Meant as a steer? Tap the button below while the session has not read it.";
 
-    fn has_card(&self, ask: AskId) -> bool {
+    fn has_card(&self, ask: &AskRef) -> bool {
         let cards = self.store.cards_of(ask).unwrap_or_default();
         cards.iter().any(|c| !c.answered)
     }
 
-    fn open_cards(&self) -> Vec<AskId> {
+    fn open_cards(&self) -> Vec<AskRef> {
         let cards = self.store.open_cards().unwrap_or_default();
-        cards.into_iter().map(|c| c.ask_id).collect()
+        cards.into_iter().map(|c| c.ask).collect()
     }
 
     /// The forum topic of a session, created on first need; `None` outside forums.
@@ -170,7 +170,7 @@ impl Platform for Telegram {
         match self.send(thread, card.html, card.plain, keyboard).await {
             Ok(message_id) => {
                 let card = Card {
-                    ask_id: ask.id,
+                    ask: ask.key(),
                     chat_id: self.chat_id,
                     message_id,
                     answered: false,
@@ -182,13 +182,13 @@ impl Platform for Telegram {
                 );
             }
             Err(e) => {
-                tracing::error!(ask = ask.id.get(), error = %e, "telegram: could not post the ask card")
+                tracing::error!(ask = %ask.key(), error = %e, "telegram: could not post the ask card")
             }
         }
     }
 
     async fn close_cards(&mut self, ask: &Ask, answered: Rendered) {
-        for card in self.store.cards_of(ask.id).unwrap_or_default() {
+        for card in self.store.cards_of(&ask.key()).unwrap_or_default() {
             if card.answered {
                 continue;
             }
@@ -204,7 +204,13 @@ impl Platform for Telegram {
     }
 
     /// Said with an undo button (`u:<ask>`); a reply to it steers the session.
-    async fn offer_undo(&mut self, thread: Option<i32>, session: &str, ask: AskId, said: Rendered) {
+    async fn offer_undo(
+        &mut self,
+        thread: Option<i32>,
+        session: &str,
+        ask: &AskRef,
+        said: Rendered,
+    ) {
         let button = InlineKeyboardButton::callback(UNDO_LABEL, format!("u:{ask}"));
         let keyboard = InlineKeyboardMarkup::new([[button]]);
         match self
@@ -213,13 +219,13 @@ impl Platform for Telegram {
         {
             Ok(id) => self.remember(self.store.set_about(self.chat_id, id, session)),
             Err(e) => {
-                tracing::error!(ask = ask.get(), error = %e, "telegram: could not say what answered the ask")
+                tracing::error!(ask = %ask, error = %e, "telegram: could not say what answered the ask")
             }
         }
     }
 
     async fn mark_cards(&mut self, ask: &Ask, rendered: Rendered, buttons: bool) {
-        for card in self.store.cards_of(ask.id).unwrap_or_default() {
+        for card in self.store.cards_of(&ask.key()).unwrap_or_default() {
             if card.answered {
                 continue;
             }
@@ -369,7 +375,7 @@ fn option_keyboard(ask: &Ask) -> Option<InlineKeyboardMarkup> {
         .options
         .iter()
         .enumerate()
-        .map(|(i, o)| InlineKeyboardButton::callback(o.clone(), format!("a:{}:{i}", ask.id)))
+        .map(|(i, o)| InlineKeyboardButton::callback(o.clone(), format!("a:{}:{i}", ask.key())))
         .collect();
     Some(InlineKeyboardMarkup::new(
         buttons.chunks(2).map(<[_]>::to_vec),
@@ -392,23 +398,16 @@ pub(super) fn parse_steer(data: &str) -> Option<&str> {
     data.strip_prefix("s:").filter(|s| !s.is_empty())
 }
 
-/// The ask of an undo button's callback data (`u:<ask>`).
-pub(super) fn parse_undo(data: &str) -> Option<AskId> {
-    data.strip_prefix("u:")?
-        .parse::<u64>()
-        .ok()
-        .map(AskId::from)
+/// The ask of an undo button's callback data (`u:<ask>`; `u:gpu:12` on a linked host).
+pub(super) fn parse_undo(data: &str) -> Option<AskRef> {
+    data.strip_prefix("u:")?.parse().ok()
 }
 
-/// The ask and option index of a button's callback data (`a:<ask>:<index>`).
-pub(super) fn parse_callback(data: &str) -> Option<(AskId, usize)> {
-    let mut parts = data.split(':');
-    match (parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some("a"), Some(ask), Some(index), None) => {
-            Some((AskId::from(ask.parse::<u64>().ok()?), index.parse().ok()?))
-        }
-        _ => None,
-    }
+/// The ask and option index of a button's callback data (`a:<ask>:<index>`; the ask is
+/// `gpu:12` on a linked host).
+pub(super) fn parse_callback(data: &str) -> Option<(AskRef, usize)> {
+    let (ask, index) = data.strip_prefix("a:")?.rsplit_once(':')?;
+    Some((ask.parse().ok()?, index.parse().ok()?))
 }
 
 #[cfg(test)]
@@ -417,11 +416,19 @@ mod tests {
 
     #[test]
     fn callback_data_round_trips() {
-        assert_eq!(parse_callback("a:12:1"), Some((AskId::from(12), 1)));
+        let here = |id: u64| AskRef::here(id.into());
+        let gpu = |id: u64| AskRef {
+            host: Some("gpu".into()),
+            id: id.into(),
+        };
+        assert_eq!(parse_callback("a:12:1"), Some((here(12), 1)));
+        assert_eq!(parse_callback("a:gpu:12:1"), Some((gpu(12), 1)));
         assert_eq!(parse_callback("a:12"), None);
         assert_eq!(parse_callback("x:1:2"), None);
         assert_eq!(parse_callback("a:1:2:3"), None);
-        assert_eq!(parse_undo("u:12"), Some(AskId::from(12)));
+        assert_eq!(parse_callback("a:GPU:2:3"), None);
+        assert_eq!(parse_undo("u:12"), Some(here(12)));
+        assert_eq!(parse_undo("u:gpu:12"), Some(gpu(12)));
         assert_eq!(parse_callback("u:12"), None);
         assert_eq!(parse_undo("a:12:1"), None);
         assert_eq!(parse_steer("s:3f2a-77"), Some("3f2a-77"));

@@ -5,7 +5,7 @@
 //! which bot messages are about which session (a reply to one steers it), and the last
 //! report posted in each chat (so a restart posts what it missed, and nothing twice).
 
-use shepherd_core::protocol::AskId;
+use shepherd_core::protocol::AskRef;
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -13,7 +13,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 /// One card: a bot message showing an ask.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Card {
-    pub ask_id: AskId,
+    /// The ask: `17`, or `gpu:17` on a linked host.
+    pub ask: AskRef,
     pub chat_id: i64,
     pub message_id: i32,
     pub answered: bool,
@@ -27,7 +28,8 @@ pub struct BridgeStore {
 /// Append-only migrations, counted in `user_version` (see [`crate::local_db`]): never
 /// edit one, add the next. The first is the schema from before versions were counted,
 /// verbatim (`IF NOT EXISTS`), so such a file is adopted as version 1.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS cards (
     chat_id INTEGER NOT NULL, message_id INTEGER NOT NULL, ask_id INTEGER NOT NULL,
@@ -39,7 +41,13 @@ CREATE TABLE IF NOT EXISTS topics (
 CREATE TABLE IF NOT EXISTS about (
     chat_id INTEGER NOT NULL, message_id INTEGER NOT NULL, session_id TEXT NOT NULL,
     PRIMARY KEY (chat_id, message_id));
-"];
+",
+    "
+ALTER TABLE cards ADD COLUMN host TEXT NOT NULL DEFAULT '';
+DROP INDEX cards_ask;
+CREATE INDEX cards_ask ON cards(ask_id, host);
+",
+];
 
 impl BridgeStore {
     /// Open (creating it 0600, migrating it) the store at `path`; see [`crate::local_db`].
@@ -92,28 +100,34 @@ impl BridgeStore {
 
     pub fn add_card(&self, card: &Card) -> rusqlite::Result<()> {
         self.conn.execute(
-            "INSERT OR REPLACE INTO cards (chat_id, message_id, ask_id, answered) VALUES (?1, ?2, ?3, ?4)",
-            params![card.chat_id, card.message_id, card.ask_id, card.answered],
+            "INSERT OR REPLACE INTO cards (chat_id, message_id, ask_id, host, answered)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                card.chat_id,
+                card.message_id,
+                card.ask.id,
+                card.ask.host.as_deref().unwrap_or_default(),
+                card.answered
+            ],
         )?;
         Ok(())
     }
 
     /// Every card of an ask.
-    pub fn cards_of(&self, ask_id: AskId) -> rusqlite::Result<Vec<Card>> {
+    pub fn cards_of(&self, ask: &AskRef) -> rusqlite::Result<Vec<Card>> {
+        let host = ask.host.as_deref().unwrap_or_default();
         self.conn
-            .prepare_cached(
-                "SELECT ask_id, chat_id, message_id, answered FROM cards WHERE ask_id = ?1",
-            )?
-            .query_map([ask_id], card_row)?
+            .prepare_cached(&format!("{CARD_COLUMNS} WHERE ask_id = ?1 AND host = ?2"))?
+            .query_map(params![ask.id, host], card_row)?
             .collect()
     }
 
     /// The card a message is, if it is one.
     pub fn card_at(&self, chat_id: i64, message_id: i32) -> rusqlite::Result<Option<Card>> {
         self.conn
-            .prepare_cached(
-                "SELECT ask_id, chat_id, message_id, answered FROM cards WHERE chat_id = ?1 AND message_id = ?2",
-            )?
+            .prepare_cached(&format!(
+                "{CARD_COLUMNS} WHERE chat_id = ?1 AND message_id = ?2"
+            ))?
             .query_row(params![chat_id, message_id], card_row)
             .optional()
     }
@@ -121,9 +135,7 @@ impl BridgeStore {
     /// Cards not yet shown as answered.
     pub fn open_cards(&self) -> rusqlite::Result<Vec<Card>> {
         self.conn
-            .prepare_cached(
-                "SELECT ask_id, chat_id, message_id, answered FROM cards WHERE answered = 0",
-            )?
+            .prepare_cached(&format!("{CARD_COLUMNS} WHERE answered = 0"))?
             .query_map([], card_row)?
             .collect()
     }
@@ -196,12 +208,19 @@ impl BridgeStore {
     }
 }
 
+/// The columns [`card_row`] reads.
+const CARD_COLUMNS: &str = "SELECT ask_id, host, chat_id, message_id, answered FROM cards";
+
 fn card_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Card> {
+    let host: String = r.get(1)?;
     Ok(Card {
-        ask_id: r.get(0)?,
-        chat_id: r.get(1)?,
-        message_id: r.get(2)?,
-        answered: r.get(3)?,
+        ask: AskRef {
+            host: (!host.is_empty()).then_some(host),
+            id: r.get(0)?,
+        },
+        chat_id: r.get(2)?,
+        message_id: r.get(3)?,
+        answered: r.get(4)?,
     })
 }
 
@@ -219,12 +238,19 @@ mod tests {
         assert_eq!(store.last_report("st", -100).unwrap(), None);
         store.set_last_report("st", -100, 9).unwrap();
         let card = Card {
-            ask_id: 7.into(),
+            ask: AskRef::here(7.into()),
             chat_id: -100,
             message_id: 5,
             answered: false,
         };
         store.add_card(&card).unwrap();
+        // A linked host's ask 7 is another ask, with cards of its own.
+        let far = Card {
+            ask: "gpu:7".parse().unwrap(),
+            message_id: 6,
+            ..card.clone()
+        };
+        store.add_card(&far).unwrap();
         store.set_topic("s1", -100, 11, "fix-login").unwrap();
         store.set_about(-100, 5, "s1").unwrap();
         drop(store);
@@ -234,7 +260,9 @@ mod tests {
         assert_eq!(store.last_report("other-store", -100).unwrap(), None);
         assert_eq!(store.last_report("st", -200).unwrap(), None);
         assert_eq!(store.card_at(-100, 5).unwrap(), Some(card.clone()));
-        assert_eq!(store.cards_of(7.into()).unwrap(), vec![card]);
+        assert_eq!(store.cards_of(&card.ask).unwrap(), vec![card]);
+        assert_eq!(store.cards_of(&far.ask).unwrap(), vec![far.clone()]);
+        assert_eq!(store.card_at(-100, 6).unwrap(), Some(far));
         assert_eq!(
             store.topic("s1", -100).unwrap(),
             Some((11, "fix-login".into()))
@@ -245,6 +273,7 @@ mod tests {
         );
         assert_eq!(store.about(-100, 5).unwrap().as_deref(), Some("s1"));
         store.mark_answered(-100, 5).unwrap();
+        store.mark_answered(-100, 6).unwrap();
         assert!(store.open_cards().unwrap().is_empty());
     }
 
@@ -257,12 +286,16 @@ mod tests {
         old.execute_batch(MIGRATIONS[0]).unwrap();
         old.execute_batch(
             "INSERT INTO meta (key, value) VALUES ('offset', '42');
-             INSERT INTO topics VALUES ('s1', -100, 11, 'fix-login');",
+             INSERT INTO topics VALUES ('s1', -100, 11, 'fix-login');
+             INSERT INTO cards VALUES (-100, 5, 7, 0);",
         )
         .unwrap();
         drop(old);
         let store = BridgeStore::open(&path).unwrap();
         assert_eq!(store.offset().unwrap(), 42);
+        // Its cards are this core's asks'.
+        let cards = store.cards_of(&AskRef::here(7.into())).unwrap();
+        assert_eq!(cards.len(), 1, "{cards:?}");
         assert_eq!(
             store.topic("s1", -100).unwrap(),
             Some((11, "fix-login".into()))

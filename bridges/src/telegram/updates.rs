@@ -12,7 +12,7 @@ use teloxide::payloads::AnswerCallbackQuerySetters;
 use teloxide::prelude::Requester;
 use teloxide::types::{CallbackQuery, Message, Update, UpdateKind, User};
 
-use shepherd_core::protocol::{AskId, ErrorCode};
+use shepherd_core::protocol::{AskRef, ErrorCode};
 
 use super::bridge::{Telegram, parse_callback, parse_close, parse_steer, parse_undo};
 use super::outbox::OutboxOp;
@@ -86,7 +86,7 @@ impl Relay<Telegram> {
         {
             let replied_id = replied.id.0;
             if let Ok(Some(card)) = store.card_at(chat, replied_id) {
-                self.reply_to_ask(card.ask_id, &text, &by, thread).await;
+                self.reply_to_ask(&card.ask, &text, &by, thread).await;
                 return;
             }
             if let Ok(Some(session)) = store.about(chat, replied_id) {
@@ -157,8 +157,8 @@ impl Relay<Telegram> {
             self.say(thread, said).await;
             return;
         }
-        if let Some(ask_id) = query.data.as_deref().and_then(parse_undo) {
-            let said = self.undo(ask_id, &by).await;
+        if let Some(ask) = query.data.as_deref().and_then(parse_undo) {
+            let said = self.undo(&ask, &by).await;
             // The offer becomes what happened, without its button.
             if let Some(m) = query.message.as_ref() {
                 self.platform.outbox.push(OutboxOp::Edit {
@@ -178,8 +178,8 @@ impl Relay<Telegram> {
         }
         let parsed = query.data.as_deref().and_then(parse_callback);
         let text = match parsed {
-            Some((ask_id, option)) => match self.option_text(ask_id, option).await {
-                Some(answer) => match self.core.answer(ask_id, &answer, &by).await {
+            Some((ask, option)) => match self.option_text(&ask, option).await {
+                Some(answer) => match self.core.answer(&ask, &answer, &by).await {
                     Ok(()) => format!("Answered: {answer}"),
                     Err(e) if e.code() == Some(ErrorCode::AlreadyAnswered) => {
                         already_answered_text(&e)
@@ -194,8 +194,8 @@ impl Relay<Telegram> {
     }
 
     /// The text of option `index` of an ask.
-    async fn option_text(&mut self, ask_id: AskId, index: usize) -> Option<String> {
-        self.ask(ask_id).await?.options.get(index).cloned()
+    async fn option_text(&mut self, ask: &AskRef, index: usize) -> Option<String> {
+        self.ask(ask).await?.options.get(index).cloned()
     }
 }
 

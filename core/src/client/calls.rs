@@ -238,9 +238,8 @@ impl Client {
     /// Open asks; with `all`, answered ones too.
     pub async fn list_asks(&mut self, all: bool) -> Result<Vec<Ask>, ClientError> {
         self.call(requests::ListAsks {
-            id: 0,
             all,
-            ask: None,
+            ..Default::default()
         })
         .await
     }

@@ -4,8 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Longest host name.
-pub const MAX_HOST_NAME: usize = 32;
+pub use crate::protocol::MAX_HOST_NAME;
 
 /// One `[[hosts]]` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,11 +29,7 @@ impl HostName {
     /// Whether `name` is a host name: 1 to [`MAX_HOST_NAME`] lowercase letters, digits and
     /// `-`, starting with a letter.
     pub fn is_valid(name: &str) -> bool {
-        name.len() <= MAX_HOST_NAME
-            && name.starts_with(|c: char| c.is_ascii_lowercase())
-            && name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        crate::protocol::is_host_name(name)
     }
 }
 

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::Forward;
-use super::{Answer, ConnId};
+use super::{ConnId, FromLink};
 use crate::protocol::{ClientMsg, ErrorCode, ServerMsg, frame};
 
 /// The first id a link gives a forwarded request (the link client's own calls count up
@@ -19,14 +19,14 @@ const FIRST_ID: u64 = 1 << 40;
 
 /// One link's forwarded requests that wait for the far core, and the way back to the hub.
 pub(super) struct Answers {
-    answers: mpsc::Sender<Answer>,
+    answers: mpsc::Sender<FromLink>,
     /// This link's id → the asker's connection and id.
     waiting: HashMap<u64, (ConnId, u64)>,
     next_id: u64,
 }
 
 impl Answers {
-    pub(super) fn new(answers: mpsc::Sender<Answer>) -> Answers {
+    pub(super) fn new(answers: mpsc::Sender<FromLink>) -> Answers {
         Answers {
             answers,
             waiting: HashMap::new(),
@@ -43,13 +43,24 @@ impl Answers {
         Some(msg)
     }
 
-    /// If `msg` answers a forwarded request, hand it to its asker and say so.
-    pub(super) async fn answered(&mut self, msg: &ServerMsg) -> bool {
+    /// If `msg` answers a forwarded request, hand it to its asker and say so; asks in it
+    /// are marked as `host`'s.
+    pub(super) async fn answered(&mut self, host: &str, msg: &ServerMsg) -> bool {
         let Some((conn, id)) = msg.response_id().and_then(|id| self.waiting.remove(&id)) else {
             return false;
         };
-        self.reply(conn, id, msg).await;
+        let mut msg = msg.clone();
+        if let ServerMsg::Asks { asks, .. } = &mut msg {
+            asks.iter_mut()
+                .for_each(|a| a.host = Some(host.to_string()));
+        }
+        self.reply(conn, id, &msg).await;
         true
+    }
+
+    /// Hand the hub an event the far core announced (its host already set).
+    pub(super) async fn event(&self, msg: ServerMsg) {
+        let _ = self.answers.send(FromLink::Event(Box::new(msg))).await;
     }
 
     /// The link dropped: every request still waiting is told it may have been carried
@@ -83,7 +94,7 @@ impl Answers {
     async fn reply(&self, conn: ConnId, id: u64, msg: &ServerMsg) {
         let Some(msg) = with_id(msg, id) else { return };
         let frame = Bytes::from(frame::encode(&msg));
-        let _ = self.answers.send(Answer { conn, frame }).await;
+        let _ = self.answers.send(FromLink::Answer { conn, frame }).await;
     }
 }
 

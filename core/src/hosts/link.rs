@@ -10,7 +10,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
 
 use super::forward::Answers;
-use super::{Answer, Forward, HostView};
+use super::{Forward, FromLink, HostView};
 use crate::client::{Client, ClientError};
 use crate::clock::now_ms;
 use crate::config::HostEntry;
@@ -38,7 +38,7 @@ pub(super) struct Channels {
 
 /// Keep `entry`'s link up until the task is aborted; `answers` gets the far core's
 /// answers to forwarded requests.
-pub(super) async fn run(entry: HostEntry, channels: Channels, answers: mpsc::Sender<Answer>) {
+pub(super) async fn run(entry: HostEntry, channels: Channels, answers: mpsc::Sender<FromLink>) {
     let Channels {
         view: tx,
         mut forwards,
@@ -124,7 +124,7 @@ async fn attempt(
             return Err(failure(&why, child, stderr).await);
         }
     };
-    if let Err(e) = mirror_from_scratch(&mut client, tx).await {
+    if let Err(e) = mirror_from_scratch(&mut client, tx, answers).await {
         return Err(failure(&e.to_string(), child, stderr).await);
     }
     tracing::info!(host = %entry.name, version = %client.welcome().core_version, "host linked");
@@ -157,14 +157,53 @@ fn refused(e: &ClientError) -> String {
     }
 }
 
-/// Greeted: subscribe, then take the far core's sessions and open asks as they are now.
+/// Greeted: subscribe, then take the far core's sessions and open asks as they are now,
+/// and announce what changed since the mirror was last up to date (asks opened or
+/// answered, sessions joined or changed while the link was down), once.
 async fn mirror_from_scratch(
     client: &mut LinkClient,
     tx: &watch::Sender<HostView>,
+    answers: &Answers,
 ) -> Result<(), ClientError> {
     client.call(requests::Subscribe::default()).await?;
-    let sessions = client.call(requests::ListSessions::default()).await?;
-    let asks = client.call(requests::ListAsks::default()).await?;
+    let host = tx.borrow().link.name.clone();
+    let mut sessions = client.call(requests::ListSessions::default()).await?;
+    let mut asks = client.call(requests::ListAsks::default()).await?;
+    sessions
+        .iter_mut()
+        .for_each(|s| s.host = Some(host.clone()));
+    asks.iter_mut().for_each(|a| a.host = Some(host.clone()));
+    let (old_sessions, old_asks) = {
+        let v = tx.borrow();
+        (v.sessions.clone(), v.asks.clone())
+    };
+    let mut news = Vec::new();
+    for s in &sessions {
+        match old_sessions.get(&s.id) {
+            None => news.push(ServerMsg::SessionJoined { session: s.clone() }),
+            Some(old) if old != s => news.push(ServerMsg::SessionChanged { session: s.clone() }),
+            Some(_) => {}
+        }
+    }
+    for a in &asks {
+        if !old_asks.contains_key(&a.id) {
+            news.push(ServerMsg::AskOpened { ask: a.clone() });
+        }
+    }
+    // Open when last heard, not now: answered meanwhile (or forgotten there).
+    for id in old_asks
+        .keys()
+        .filter(|id| !asks.iter().any(|a| a.id == **id))
+    {
+        let req = requests::ListAsks {
+            ask: Some(*id),
+            ..Default::default()
+        };
+        for mut ask in client.call(req).await? {
+            ask.host = Some(host.clone());
+            news.push(ServerMsg::AskAnswered { ask });
+        }
+    }
     let welcome = client.welcome().clone();
     tx.send_modify(|v| {
         v.sessions = sessions.into_iter().map(|s| (s.id.clone(), s)).collect();
@@ -177,6 +216,9 @@ async fn mirror_from_scratch(
         v.link.connects += 1;
         v.recount();
     });
+    for event in news {
+        answers.event(event).await;
+    }
     Ok(())
 }
 
@@ -194,8 +236,16 @@ async fn follow(
         tokio::select! {
             event = client.next_event() => match event {
                 Ok(event) => {
-                    if !answers.answered(&event).await {
-                        tx.send_if_modified(|v| apply(v, event));
+                    let host = tx.borrow().link.name.clone();
+                    if !answers.answered(&host, &event).await {
+                        let mut relayed = None;
+                        tx.send_if_modified(|v| {
+                            relayed = apply(v, event);
+                            relayed.is_some()
+                        });
+                        if let Some(event) = relayed {
+                            answers.event(event).await;
+                        }
                     }
                     continue;
                 }
@@ -231,25 +281,31 @@ async fn follow(
     }
 }
 
-/// One announcement into the mirror; whether it changed anything.
-fn apply(v: &mut HostView, event: ServerMsg) -> bool {
-    match event {
+/// One announcement into the mirror, and the event as the home core passes it on (its
+/// host set), when it is one the mirror keeps.
+fn apply(v: &mut HostView, mut event: ServerMsg) -> Option<ServerMsg> {
+    let host = Some(v.link.name.clone());
+    match &mut event {
         ServerMsg::SessionJoined { session } | ServerMsg::SessionChanged { session } => {
-            v.sessions.insert(session.id.clone(), session);
+            session.host = host;
+            v.sessions.insert(session.id.clone(), session.clone());
         }
         ServerMsg::SessionLeft { session, .. } => {
+            session.host = host;
             v.sessions.remove(&session.id);
         }
         ServerMsg::AskOpened { ask } => {
-            v.asks.insert(ask.id, ask);
+            ask.host = host;
+            v.asks.insert(ask.id, ask.clone());
         }
         ServerMsg::AskAnswered { ask } => {
+            ask.host = host;
             v.asks.remove(&ask.id);
         }
-        _ => return false,
+        _ => return None,
     }
     v.recount();
-    true
+    Some(event)
 }
 
 /// `why`, with the command's last words when it wrote any (ssh says why it failed on

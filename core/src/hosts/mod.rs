@@ -13,7 +13,9 @@
 //! waits for a link. A human's request for a host (`answer` or `send` with `host`) is
 //! handed to that host's task ([`Links::forward`]), which sends it on with an id of its own
 //! and hands the far core's response back to the hub under the asker's id: the far core
-//! applies it with its own rules (the first answer wins there).
+//! applies it with its own rules (the first answer wins there). What the far core
+//! announces (asks opened and answered, sessions joined, changed, left) reaches the hub
+//! too ([`FromLink::Event`], host set), for the home core's bridges and CLI watchers.
 //! The far core stays the authority for what runs on it: its socket's uid check applies
 //! to `shepherd link` there as to any local client.
 
@@ -26,7 +28,9 @@ use tokio::sync::{mpsc, watch};
 
 use crate::clock::now_ms;
 use crate::config::HostEntry;
-use crate::protocol::{Ask, AskId, ClientMsg, HostLink, LinkState, SessionId, SessionInfo};
+use crate::protocol::{
+    Ask, AskId, ClientMsg, HostLink, LinkState, ServerMsg, SessionId, SessionInfo,
+};
 
 /// A client connection of this core, as the hub numbers them.
 pub type ConnId = u64;
@@ -71,14 +75,19 @@ impl HostView {
     }
 }
 
-/// A far core's answer to a forwarded request: a whole frame for connection `conn`.
-pub struct Answer {
-    pub conn: ConnId,
-    pub frame: bytes::Bytes,
+/// What a link hands the hub.
+pub enum FromLink {
+    /// A far core's answer to a forwarded request: a whole frame for connection `conn`.
+    Answer { conn: ConnId, frame: bytes::Bytes },
+    /// A change the far core announced (an ask opened or answered, a session joined,
+    /// changed or left), with its `host` set: for the home core's bridges and CLI, so a
+    /// phone shows a linked host's asks as a local one's. After a reconnect the link
+    /// announces what changed while it was down, once.
+    Event(Box<ServerMsg>),
 }
 
-/// How many answers may wait for the hub at once.
-const ANSWER_QUEUE: usize = 256;
+/// How many answers and events may wait for the hub at once.
+const ANSWER_QUEUE: usize = 1024;
 
 /// A human's request for a linked host, and where its answer goes.
 pub struct Forward {
@@ -106,9 +115,9 @@ pub struct Links {
 }
 
 impl Links {
-    /// Start one link task per entry (on the current runtime), and the receiver of the
-    /// far cores' answers to forwarded requests, for the hub.
-    pub fn start(entries: &[HostEntry]) -> (Links, mpsc::Receiver<Answer>) {
+    /// Start one link task per entry (on the current runtime), and the receiver of what
+    /// the links hand the hub (answers to forwarded requests, the far cores' events).
+    pub fn start(entries: &[HostEntry]) -> (Links, mpsc::Receiver<FromLink>) {
         let (answers, answered) = mpsc::channel(ANSWER_QUEUE);
         let hosts = entries
             .iter()

@@ -263,20 +263,24 @@ impl State {
             out.send(cx.conn, &ServerMsg::Asks { id: cx.id, asks });
             return Ok(());
         }
+        // The CLI and the bridges see the herd: the linked hosts' open asks too, each with
+        // its host.
+        let remote = match super::presence::sees_the_herd(cx.kind) {
+            true => self.links.asks(),
+            false => Vec::new(),
+        };
         if req.all {
             // Every ask ever asked can be many: read off the hub.
             let id = cx.id;
             self.read_off_hub(cx, out, move |db| {
-                let asks = store::asks::list(db, true)?;
+                let mut asks = store::asks::list(db, true)?;
+                asks.extend(remote);
                 Ok(ServerMsg::Asks { id, asks })
             });
             return Ok(());
         }
         let mut asks = store::asks::list(db, false)?;
-        // The CLI sees the herd: the linked hosts' open asks too, each with its host.
-        if cx.kind == ClientKind::Cli {
-            asks.extend(self.links.asks());
-        }
+        asks.extend(remote);
         out.send(cx.conn, &ServerMsg::Asks { id: cx.id, asks });
         Ok(())
     }

@@ -45,6 +45,7 @@ impl State {
                 bytes,
                 delivery: None,
             }),
+            HubCommand::HostEvent(msg) => self.host_event(&msg, out),
             HubCommand::Tick => self.tick(db),
             HubCommand::Forget => {
                 self.forget_unseen(db);

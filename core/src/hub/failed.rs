@@ -71,9 +71,9 @@ impl State {
             | HubCommand::Drained { .. }
             | HubCommand::Stopping) => self.handle(cmd, db, failed),
             HubCommand::ViewBuilt(done) => self.view_failed(*done, failed),
-            cmd @ (HubCommand::Respond { .. } | HubCommand::Frame { .. }) => {
-                self.handle(cmd, db, failed)
-            }
+            cmd @ (HubCommand::Respond { .. }
+            | HubCommand::Frame { .. }
+            | HubCommand::HostEvent(_)) => self.handle(cmd, db, failed),
             // The next tick (or pass) tries again.
             HubCommand::Tick | HubCommand::Forget => {}
             // Without a store nothing about workers can change: say so, retry later.

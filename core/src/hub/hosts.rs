@@ -6,22 +6,22 @@
 use tokio::sync::mpsc;
 
 use super::{Cx, HubCommand, HubError, HubResult, Out, State};
-use crate::hosts::{Answer, Forward, Unreachable};
+use crate::hosts::{Forward, FromLink, Unreachable};
 use crate::protocol::{ClientKind, ClientMsg, ErrorCode, ServerMsg};
 
-/// Hand the far cores' answers to forwarded requests to the hub, as frames for the
-/// connections that asked.
-pub(super) async fn relay_answers(
-    mut answered: mpsc::Receiver<Answer>,
+/// Hand what the links have to the hub: the far cores' answers to forwarded requests, as
+/// frames for the connections that asked, and their events, for the herd's watchers.
+pub(super) async fn relay_from_links(
+    mut from_links: mpsc::Receiver<FromLink>,
     hub: mpsc::WeakSender<HubCommand>,
 ) {
-    while let Some(Answer { conn, frame }) = answered.recv().await {
+    while let Some(news) = from_links.recv().await {
         let Some(hub) = hub.upgrade() else { break };
-        if hub
-            .send(HubCommand::Frame { conn, bytes: frame })
-            .await
-            .is_err()
-        {
+        let command = match news {
+            FromLink::Answer { conn, frame } => HubCommand::Frame { conn, bytes: frame },
+            FromLink::Event(msg) => HubCommand::HostEvent(msg),
+        };
+        if hub.send(command).await.is_err() {
             break;
         }
     }
@@ -31,7 +31,9 @@ pub(super) async fn relay_answers(
 pub(super) fn target(msg: &ClientMsg) -> Option<&str> {
     match msg {
         ClientMsg::Answer(req) => req.host.as_deref(),
+        ClientMsg::Unanswer(req) => req.host.as_deref(),
         ClientMsg::Send(req) => req.host.as_deref(),
+        ClientMsg::ListAsks(req) => req.host.as_deref(),
         _ => None,
     }
 }
@@ -46,7 +48,9 @@ pub(super) fn unreachable(host: &str, Unreachable(message): Unreachable) -> HubE
 fn for_the_host(mut msg: ClientMsg) -> ClientMsg {
     match &mut msg {
         ClientMsg::Answer(req) => req.host = None,
+        ClientMsg::Unanswer(req) => req.host = None,
         ClientMsg::Send(req) => req.host = None,
+        ClientMsg::ListAsks(req) => req.host = None,
         _ => {}
     }
     msg
@@ -77,6 +81,14 @@ impl State {
         };
         out.forwards.push((host.to_string(), forward));
         Ok(())
+    }
+
+    /// A linked host's event (its `host` set) goes to this core's bridges and CLI
+    /// watchers: not to Pi sessions (theirs is this host) nor to a linked core (nothing
+    /// travels two links).
+    pub(super) fn host_event(&self, msg: &ServerMsg, out: &mut Out) {
+        self.presence
+            .broadcast_to(msg, super::presence::sees_the_herd, out);
     }
 
     pub(super) fn list_hosts(&self, cx: Cx, out: &mut Out) -> HubResult<()> {

@@ -131,6 +131,8 @@ pub enum HubCommand {
     Forget,
     /// An answer built and encoded off the hub (a long listing), for connection `conn`.
     Frame { conn: ConnId, bytes: Bytes },
+    /// A linked host's event, its `host` set, for this core's bridges and CLI watchers.
+    HostEvent(Box<ServerMsg>),
     /// Once a second: start timer views that are due.
     Tick,
     /// A launched process (a worker's or a Lead's) started (or failed to), or was found
@@ -223,7 +225,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
         tokio::spawn(forget::timer(tx.downgrade()));
     }
     let (links, answered) = crate::hosts::Links::start(&facts.hosts);
-    tokio::spawn(hosts::relay_answers(answered, tx.downgrade()));
+    tokio::spawn(hosts::relay_from_links(answered, tx.downgrade()));
     let hub = Hub {
         state: State {
             db_path: store

@@ -1,10 +1,72 @@
 //! Linked hosts: the other machines' cores this core (the *home* core) reaches through a
 //! link command (`[[hosts]]` in its config; `ssh me@box shepherd link`, or any command
-//! whose stdin and stdout reach the other core), as `list_hosts` reports them.
+//! whose stdin and stdout reach the other core), as `list_hosts` reports them; and how a
+//! human names what is on one: `gpu:17` ([`AskRef`]), `gpu:app@main` ([`split_host`]).
 
 use serde::{Deserialize, Serialize};
 
-use super::Millis;
+use super::{AskId, Millis};
+
+/// Longest host name.
+pub const MAX_HOST_NAME: usize = 32;
+
+/// Whether `name` is a host name: 1 to [`MAX_HOST_NAME`] lowercase letters, digits and
+/// `-`, starting with a letter.
+pub fn is_host_name(name: &str) -> bool {
+    name.len() <= MAX_HOST_NAME
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// `gpu:rest` → (`gpu`, `rest`) when what comes before the first `:` is a host name
+/// ([`is_host_name`]); else no host.
+pub fn split_host(text: &str) -> (Option<&str>, &str) {
+    match text.split_once(':') {
+        Some((host, rest)) if is_host_name(host) => (Some(host), rest),
+        _ => (None, text),
+    }
+}
+
+/// An ask as a human names it: its number (`17`), or `HOST:NUMBER` (`gpu:17`) for an ask
+/// on a linked host, whose numbers are its own core's.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AskRef {
+    pub host: Option<String>,
+    pub id: AskId,
+}
+
+impl AskRef {
+    /// An ask of this core.
+    pub fn here(id: AskId) -> AskRef {
+        AskRef { host: None, id }
+    }
+}
+
+impl std::str::FromStr for AskRef {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<AskRef, String> {
+        let (host, number) = split_host(text);
+        let id = number.parse::<AskId>().map_err(|_| {
+            format!("{text:?} is not an ask: its number (`17`), or HOST:NUMBER (`gpu:17`)")
+        })?;
+        Ok(AskRef {
+            host: host.map(str::to_string),
+            id,
+        })
+    }
+}
+
+impl std::fmt::Display for AskRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.host {
+            Some(host) => write!(f, "{host}:{}", self.id),
+            None => write!(f, "{}", self.id),
+        }
+    }
+}
 
 /// Where a link to a host stands.
 #[cfg_attr(test, derive(schemars::JsonSchema))]

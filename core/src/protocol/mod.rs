@@ -38,7 +38,7 @@ mod wire_gen;
 pub mod workers;
 
 pub use error_code::ErrorCode;
-pub use hosts::{HostLink, LinkState};
+pub use hosts::{AskRef, HostLink, LinkState, MAX_HOST_NAME, is_host_name, split_host};
 pub use ids::{AskId, IdError, MAX_ID, MessageId, PairingId, SessionId};
 pub use messages::{ClientMsg, ServerMsg};
 pub use projects::{

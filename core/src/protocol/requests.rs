@@ -144,6 +144,9 @@ pub struct Unanswer {
     /// Bridges only: the human who took it back (`telegram:@alice`). Ignored for the CLI.
     #[serde(default)]
     pub by: Option<String>,
+    /// The linked host the ask is on: passed on to that host's core, as for `answer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Send text to a session (exact id, unique id prefix or unique name). From the CLI or a
@@ -191,6 +194,10 @@ pub struct ListAsks {
     /// bridge needs to redraw one card, without listing every ask there ever was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ask: Option<AskId>,
+    /// With `ask`: the linked host the ask is on; the home core asks that host's core
+    /// (the asks come back with `host` set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Answered by `core_status`.

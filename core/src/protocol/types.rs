@@ -190,10 +190,20 @@ pub struct Ask {
     /// the human always can). Absent: the ask is for the human (`ask`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<AskTo>,
-    /// The linked host the ask is on (`[[hosts]]` name), in a CLI's listing; absent for
-    /// this core's own.
+    /// The linked host the ask is on (`[[hosts]]` name), in the home core's listings and
+    /// events for the CLI and the bridges; absent for this core's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+}
+
+impl Ask {
+    /// How a human names this ask: `17`, or `gpu:17` on a linked host.
+    pub fn key(&self) -> super::AskRef {
+        super::AskRef {
+            host: self.host.clone(),
+            id: self.id,
+        }
+    }
 }
 
 /// Whom an `ask_supervisor` ask is addressed to: a role (the Manager of one repository,

@@ -119,6 +119,11 @@ export interface ListAsksMsg {
    * bridge needs to redraw one card, without listing every ask there ever was.
    */
   ask?: number | null;
+  /**
+   * With `ask`: the linked host the ask is on; the home core asks that host's core
+   * (the asks come back with `host` set).
+   */
+  host?: string | null;
 }
 
 /** Answered by `core_status`. */
@@ -239,6 +244,8 @@ export interface UnanswerMsg {
   ask: number;
   /** Bridges only: the human who took it back (`telegram:@alice`). Ignored for the CLI. */
   by?: string | null;
+  /** The linked host the ask is on: passed on to that host's core, as for `answer`. */
+  host?: string | null;
 }
 
 /**

@@ -289,8 +289,8 @@ export interface Ask {
    */
   to?: AskTo;
   /**
-   * The linked host the ask is on (`[[hosts]]` name), in a CLI's listing; absent for
-   * this core's own.
+   * The linked host the ask is on (`[[hosts]]` name), in the home core's listings and
+   * events for the CLI and the bridges; absent for this core's own.
    */
   host?: string;
 }

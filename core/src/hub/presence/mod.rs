@@ -574,9 +574,9 @@ impl State {
             let live: std::collections::HashSet<SessionId> =
                 self.presence.live.keys().cloned().collect();
             let id = cx.id;
-            let remote = match cx.kind {
-                ClientKind::Cli => self.links.sessions(),
-                _ => Vec::new(),
+            let remote = match sees_the_herd(cx.kind) {
+                true => self.links.sessions(),
+                false => Vec::new(),
             };
             self.read_off_hub(cx, out, move |db| {
                 let mut sessions = store::sessions::list(db)?;
@@ -597,8 +597,9 @@ impl State {
             }
         }
         sessions.sort_by(|a, b| (b.last_seen, &a.id).cmp(&(a.last_seen, &b.id)));
-        // The CLI sees the herd: the linked hosts' sessions too, each with its host.
-        if cx.kind == ClientKind::Cli {
+        // The CLI and the bridges see the herd: the linked hosts' sessions too, each with
+        // its host.
+        if sees_the_herd(cx.kind) {
             sessions.extend(self.links.sessions());
         }
         out.send(
@@ -656,4 +657,10 @@ struct Arrived {
     info: SessionInfo,
     worker: Option<Box<crate::protocol::Worker>>,
     assignment: Option<Box<crate::protocol::Assignment>>,
+}
+
+/// Whether a client of `kind` sees the linked hosts' sessions and asks beside this core's:
+/// the human's own clients (the CLI, the bridges) do; a Pi session's herd is its host.
+pub(in crate::hub) fn sees_the_herd(kind: ClientKind) -> bool {
+    matches!(kind, ClientKind::Cli | ClientKind::Bridge)
 }

@@ -115,11 +115,22 @@ impl Presence {
 
     /// Send one event to every subscriber, encoded once.
     pub(in crate::hub) fn broadcast(&self, msg: &ServerMsg, out: &mut Out) {
+        self.broadcast_to(msg, |_| true, out)
+    }
+
+    /// Send one event to the subscribers whose kind of client `to` takes, encoded once.
+    pub(in crate::hub) fn broadcast_to(
+        &self,
+        msg: &ServerMsg,
+        to: impl Fn(ClientKind) -> bool,
+        out: &mut Out,
+    ) {
         if self.subscribers.is_empty() {
             return;
         }
         let bytes = Bytes::from(frame::encode(msg));
-        for conn in &self.subscribers {
+        let takes = |conn: &ConnId| self.conns.get(conn).is_some_and(|c| to(c.handle.kind));
+        for conn in self.subscribers.iter().filter(|c| takes(c)) {
             out.frames.push(Frame {
                 conn: *conn,
                 bytes: bytes.clone(),
