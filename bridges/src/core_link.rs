@@ -220,14 +220,21 @@ impl CoreLink {
         self.call(request).await
     }
 
-    /// `send` from a bridge: steer a session (id, id prefix or name) for the human `by`.
-    pub async fn steer(&mut self, to: &str, text: &str, by: &str) -> Reply<Sent> {
+    /// `send` from a bridge: steer a session (id, id prefix or name; on linked host `host`
+    /// when given) for the human `by`.
+    pub async fn steer(
+        &mut self,
+        to: &str,
+        host: Option<&str>,
+        text: &str,
+        by: &str,
+    ) -> Reply<Sent> {
         let request = requests::Send {
             id: 0,
             to: to.to_string(),
             text: text.to_string(),
             by: Some(by.to_string()),
-            host: None,
+            host: host.map(str::to_string),
         };
         self.call(request).await
     }

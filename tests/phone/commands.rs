@@ -4,7 +4,9 @@
 //! place; `sessions` lists it; an unknown command gets the help; a plain message in the
 //! session's place steers it, and so does `steer <session> <text>` (confirmed); a renamed
 //! session renames its place where places have names; `hosts` lists a machine linked to
-//! the core (another core, through `shepherd link`) with its link up and its session;
+//! the core (another core, through `shepherd link`) with its link up and its session; that
+//! machine's asks arrive as cards numbered `#far:N`, answered there once by a tap or by
+//! `answer far:N`, and its place (named `far · …`) and `steer far:NAME` steer it;
 //! `status` on the CLI lists the bridge once.
 
 use anyhow::{Context, Result};
@@ -175,6 +177,25 @@ async fn commands_on<P: Phone>(mut phone: P, menu: impl AsyncFn(&P) -> Result<()
     let answer = far_lead.next_delivery(PHONE_WAIT).await?;
     assert_eq!(answer.text, "drop");
     far_lead.ack(&[answer.id]).await?;
+    // The far session's place (where its cards are) steers it, as a local one's does; its
+    // name says its host where places have names.
+    let far_place = phone.thread_of(&card);
+    if phone.names_places() {
+        phone
+            .place_named(&far_place, |name| name.starts_with("far · far-lead"))
+            .await?;
+    }
+    phone.type_in(&far_place, "use the small batch").await?;
+    let steer = far_lead.next_delivery(PHONE_WAIT).await?;
+    assert_eq!(
+        (steer.kind, steer.text.as_str()),
+        (DeliveryKind::Steer, "use the small batch")
+    );
+    far_lead.ack(&[steer.id]).await?;
+    phone.command("steer far:far-lead check the GPU").await?;
+    let steer = far_lead.next_delivery(PHONE_WAIT).await?;
+    assert_eq!(steer.text, "check the GPU");
+    far_lead.ack(&[steer.id]).await?;
     // Once each: nothing more reaches the far session.
     assert!(
         far_lead

@@ -479,7 +479,16 @@ impl<P: Platform> Relay<P> {
             self.say(place, said).await;
             return;
         }
-        match self.core.steer(session, text, by).await {
+        // A linked host's session: its place's session is known with its host; a typed
+        // `gpu:train-7` names one.
+        let (host, to) = match self.sessions.get(session).and_then(|s| s.host.as_deref()) {
+            Some(host) => (Some(host.to_string()), session),
+            None => match shepherd_core::protocol::split_host(session) {
+                (Some(host), name) => (Some(host.to_string()), name),
+                (None, _) => (None, session),
+            },
+        };
+        match self.core.steer(to, host.as_deref(), text, by).await {
             Ok(steered) => {
                 let how = if steered.connected {
                     "delivered"
