@@ -247,6 +247,8 @@ export class FakeCore {
       case "bye":
         this.byes.push(msg.returning ?? false);
         return;
+      case "host_mail_ack":
+        return; // Only a linked core sends it.
       default:
         this.send(conn, { type: "error", id: msg.id, code: "forbidden", message: `fake core: ${msg.type} not supported`, details: null });
     }

@@ -129,11 +129,11 @@ describe("golden fixtures", () => {
 });
 
 describe("replies", () => {
-  test("every request declares its reply; only the notices (ack, bye) have none", () => {
+  test("every request declares its reply; only the notices (ack, bye, host_mail_ack) have none", () => {
     const requests = Object.keys(REPLY_TYPES);
     assert.deepEqual(
       CLIENT_TYPES.filter((t) => !requests.includes(t)),
-      ["ack", "bye"],
+      ["ack", "bye", "host_mail_ack"],
     );
     for (const t of requests) assert.ok((CLIENT_TYPES as readonly string[]).includes(t), `${t}: not a client type`);
   });

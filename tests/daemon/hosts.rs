@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::Value;
-use shepherd_core::protocol::{ClientKind, DeliveryKind, PROTOCOL_VERSION, ServerMsg, requests};
+use shepherd_core::protocol::{
+    ClientKind, DeliveryKind, PROTOCOL_VERSION, Role, ServerMsg, Superior, requests,
+};
 use shepherd_harness::{Core, eventually, next_event_where, shepherd_bin};
 
 const LINKED: Duration = Duration::from_secs(30);
@@ -731,6 +733,233 @@ async fn shepherd_link_starts_the_far_core_when_none_runs() -> Result<()> {
         stopped.status.success(),
         "{}",
         String::from_utf8_lossy(&stopped.stderr)
+    );
+    Ok(())
+}
+
+/// The herd's Chief on home and an ordinary Lead on a linked host (nobody above it there):
+/// the Lead's `message_supervisor` reaches the Chief over the link, and the Chief's
+/// `message_staff` reaches the Lead; a Lead with a Manager of its own here is not the
+/// Chief's to steer, and the Chief is told so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_herds_chief_and_a_lead_on_a_linked_host_mail_each_other() -> Result<()> {
+    let a = Core::start().await?;
+    let mut lead = a
+        .pi("0193a5c2-0000-7000-8000-0000000a00c1", "gpu-lead")
+        .await?;
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(config.path(), host_entry("a", &a))?;
+    let config_path = config.path().display().to_string();
+    let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
+    let mut chief = home
+        .pi("0193a5c2-0000-7000-8000-0000000c0001", "the-chief")
+        .await?;
+    chief
+        .client
+        .call(requests::SetRole {
+            role: Role::Chief,
+            ..Default::default()
+        })
+        .await?;
+    host_where(&home, "a", "host a linked", |h| {
+        h["state"] == "connected" && h["sessions"] == 1
+    })
+    .await?;
+
+    // Up: once a knows the herd's Chief, the Lead's message goes to it.
+    let deadline = tokio::time::Instant::now() + LINKED;
+    let routed = loop {
+        let routed = lead
+            .client
+            .call(requests::MessageSupervisor {
+                text: "probe".into(),
+                ..Default::default()
+            })
+            .await?;
+        if routed.to.to == Superior::Chief {
+            break routed;
+        }
+        // Before the link named the Chief, it went to the human as a report.
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "a never routed to the herd's Chief: {}",
+            home.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(routed.to.session_name.as_deref(), Some("the-chief"));
+    let up = chief.next_delivery(LINKED).await?;
+    assert_eq!(up.kind, DeliveryKind::SupervisorMessage);
+    assert!(
+        up.text.contains("gpu-lead") && up.text.contains("on a") && up.text.ends_with("probe"),
+        "{}",
+        up.text
+    );
+    chief.ack(&[up.id]).await?;
+
+    // Down: the Chief names the Lead as `a:gpu-lead`.
+    let sent = chief
+        .client
+        .call(requests::MessageStaff {
+            session: "a:gpu-lead".into(),
+            text: "use the small batch".into(),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(sent.session_name, "gpu-lead");
+    let down = lead.next_delivery(LINKED).await?;
+    assert_eq!(down.kind, DeliveryKind::StaffMessage);
+    assert!(
+        down.text.contains("the-chief") && down.text.ends_with("use the small batch"),
+        "{}",
+        down.text
+    );
+    lead.ack(&[down.id]).await?;
+    // Once each.
+    assert!(
+        lead.next_delivery(Duration::from_millis(500))
+            .await
+            .is_err()
+    );
+    assert!(
+        chief
+            .next_delivery(Duration::from_millis(300))
+            .await
+            .is_err()
+    );
+    Ok(())
+}
+
+/// Mail between the herd's Chief (home) and a Lead on a linked host while either core is
+/// killed (-9) and started again: six rounds, each 100 messages up and 100 down sent at
+/// once and the home core or the linked one killed with them in flight. Every message
+/// whose send was answered arrives once; none twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mail_across_a_link_survives_kill_9_of_either_core_once_each() -> Result<()> {
+    const ROUNDS: usize = 6;
+    const EACH: usize = 100;
+    const LEAD: &str = "0193a5c2-0000-7000-8000-0000000a00d1";
+    const CHIEF: &str = "0193a5c2-0000-7000-8000-0000000c00d1";
+    let limits = [("SHEPHERD_CORE__LIMITS__MAX_PENDING_PER_SESSION", "5000")];
+    let mut a = Core::start_with(&limits).await?;
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(config.path(), host_entry("a", &a))?;
+    let config_path = config.path().display().to_string();
+    let mut env = limits.to_vec();
+    env.push(("SHEPHERD_CONFIG", &config_path));
+    let mut home = Core::start_with(&env).await?;
+    let mut lead = a.pi(LEAD, "gpu-lead").await?;
+    let mut chief = home.pi(CHIEF, "the-chief").await?;
+    chief
+        .client
+        .call(requests::SetRole {
+            role: Role::Chief,
+            ..Default::default()
+        })
+        .await?;
+    // a learns the herd's Chief once linked.
+    let deadline = tokio::time::Instant::now() + LINKED;
+    loop {
+        let routed = lead
+            .client
+            .call(requests::MessageSupervisor {
+                text: "probe".into(),
+                ..Default::default()
+            })
+            .await?;
+        if routed.to.to == Superior::Chief {
+            break;
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "{}", home.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let probe = chief.next_delivery(LINKED).await?;
+    chief.ack(&[probe.id]).await?;
+
+    // What each side was told was sent, and what each got (by text).
+    let (mut up_sent, mut down_sent) = (Vec::new(), Vec::new());
+    let mut got: std::collections::HashMap<String, usize> = Default::default();
+    let said = |text: &str| text.rsplit(": ").next().unwrap_or_default().to_string();
+    for round in 0..ROUNDS {
+        // Down needs a's Lead in home's mirror (after a restart of home: linked again).
+        host_where(&home, "a", "a linked", |h| {
+            h["state"] == "connected" && h["sessions"] == 1
+        })
+        .await?;
+        for n in 0..EACH {
+            let up = format!("up {round}.{n}");
+            let routed = lead
+                .client
+                .call(requests::MessageSupervisor {
+                    text: up.clone(),
+                    ..Default::default()
+                })
+                .await?;
+            assert_eq!(routed.to.to, Superior::Chief, "{up}");
+            up_sent.push(up);
+            let down = format!("down {round}.{n}");
+            chief
+                .client
+                .call(requests::MessageStaff {
+                    session: LEAD.into(),
+                    text: down.clone(),
+                    ..Default::default()
+                })
+                .await?;
+            down_sent.push(down);
+        }
+        // Killed with the mail in flight; its session comes back when it does.
+        if round % 2 == 0 {
+            a.kill9();
+            a.restart().await?;
+            lead = a.pi(LEAD, "gpu-lead").await?;
+        } else {
+            home.kill9();
+            home.restart().await?;
+            chief = home.pi(CHIEF, "the-chief").await?;
+        }
+        // Everything sent so far arrives, once.
+        let want_up = up_sent.len();
+        let want_down = down_sent.len();
+        let count = |got: &std::collections::HashMap<String, usize>, prefix: &str| {
+            got.keys().filter(|k| k.starts_with(prefix)).count()
+        };
+        while count(&got, "up ") < want_up {
+            let d = chief
+                .next_delivery(LINKED)
+                .await
+                .with_context(|| format!("round {round}: up mail missing\n{}", home.log()))?;
+            *got.entry(said(&d.text)).or_default() += 1;
+            chief.ack(&[d.id]).await?;
+        }
+        while count(&got, "down ") < want_down {
+            let d = lead
+                .next_delivery(LINKED)
+                .await
+                .with_context(|| format!("round {round}: down mail missing\n{}", a.log()))?;
+            *got.entry(said(&d.text)).or_default() += 1;
+            lead.ack(&[d.id]).await?;
+        }
+    }
+    assert!(
+        chief
+            .next_delivery(Duration::from_millis(500))
+            .await
+            .is_err()
+    );
+    assert!(
+        lead.next_delivery(Duration::from_millis(500))
+            .await
+            .is_err()
+    );
+    for text in up_sent.iter().chain(&down_sent) {
+        assert_eq!(got.get(text), Some(&1), "{text}");
+    }
+    assert_eq!(got.len(), up_sent.len() + down_sent.len());
+    eprintln!(
+        "{} messages up and {} down across {ROUNDS} kill -9 rounds: each arrived once",
+        up_sent.len(),
+        down_sent.len()
     );
     Ok(())
 }

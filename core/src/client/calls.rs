@@ -177,6 +177,8 @@ replies! {
     IntegrateBranch => Integration: ServerMsg::Integrated { integration, .. } => *integration,
     ListProjects => Vec<Project>: ServerMsg::Projects { projects, .. } => projects,
     ListHosts => Vec<HostLink>: ServerMsg::Hosts { hosts, .. } => hosts,
+    LinkHerd => (): ServerMsg::HerdLinked { .. } => (),
+    DeliverHostMail => u64: ServerMsg::HostMailStored { mail_id, .. } => mail_id,
 }
 
 /// `set_role`'s reply: the session with its new role, the one it had, and its lease.

@@ -58,6 +58,11 @@ impl Answers {
         true
     }
 
+    /// Hand the hub news of mail between the cores.
+    pub(super) async fn news(&self, news: super::LinkNews) {
+        let _ = self.answers.send(FromLink::News(news)).await;
+    }
+
     /// Hand the hub an event the far core announced (its host already set).
     pub(super) async fn event(&self, msg: ServerMsg) {
         let _ = self.answers.send(FromLink::Event(Box::new(msg))).await;

@@ -10,11 +10,14 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
 
 use super::forward::Answers;
-use super::{Forward, FromLink, HostView};
+use super::mail::MailBag;
+use super::{Forward, FromLink, HostView, LinkNews, ToFar};
 use crate::client::{Client, ClientError};
 use crate::clock::now_ms;
 use crate::config::HostEntry;
-use crate::protocol::{ClientKind, ErrorCode, LinkState, PROTOCOL_VERSION, ServerMsg, requests};
+use crate::protocol::{
+    ClientKind, ClientMsg, ErrorCode, HerdChief, LinkState, PROTOCOL_VERSION, ServerMsg, requests,
+};
 
 /// The first pause after a failure, doubled after each failure in a row up to
 /// [`MAX_PAUSE`]; a link that was connected starts again after the first.
@@ -30,10 +33,24 @@ const STDERR_TAIL: usize = 2048;
 
 type LinkClient = Client<ChildStdout, ChildStdin>;
 
-/// The channels of one link's task: what it publishes, what it is asked to forward.
+/// The channels of one link's task: what it publishes, what it is asked to forward, the
+/// mail the hub hands it, the herd's Chief, and this core's `store_id`.
 pub(super) struct Channels {
     pub view: watch::Sender<HostView>,
     pub forwards: mpsc::Receiver<Forward>,
+    pub to_far: mpsc::UnboundedReceiver<ToFar>,
+    pub herd: watch::Receiver<Option<HerdChief>>,
+    pub origin: String,
+}
+
+/// What one run of the link works with besides its client.
+struct Run<'a> {
+    tx: &'a watch::Sender<HostView>,
+    forwards: &'a mut mpsc::Receiver<Forward>,
+    answers: &'a mut Answers,
+    to_far: &'a mut mpsc::UnboundedReceiver<ToFar>,
+    herd: &'a mut watch::Receiver<Option<HerdChief>>,
+    mail: &'a mut MailBag,
 }
 
 /// Keep `entry`'s link up until the task is aborted; `answers` gets the far core's
@@ -42,16 +59,29 @@ pub(super) async fn run(entry: HostEntry, channels: Channels, answers: mpsc::Sen
     let Channels {
         view: tx,
         mut forwards,
+        mut to_far,
+        mut herd,
+        origin,
     } = channels;
     let mut answers = Answers::new(answers);
+    let mut mail = MailBag::new(origin);
     let mut pause = MIN_PAUSE;
     loop {
         tx.send_modify(|v| {
             v.link.state = LinkState::Connecting;
             v.link.since = now_ms();
         });
-        let outcome = attempt(&entry, &tx, &mut forwards, &mut answers).await;
+        let run = Run {
+            tx: &tx,
+            forwards: &mut forwards,
+            answers: &mut answers,
+            to_far: &mut to_far,
+            herd: &mut herd,
+            mail: &mut mail,
+        };
+        let outcome = attempt(&entry, run).await;
         answers.dropped(entry.name.as_str(), &mut forwards).await;
+        mail.dropped();
         let wait = match outcome {
             // It was connected, then dropped: its sessions are unreachable, not gone.
             Ok(why) => {
@@ -86,12 +116,8 @@ pub(super) async fn run(entry: HostEntry, channels: Channels, answers: mpsc::Sen
 
 /// One run of the command: `Err` when it never got connected (why), `Ok` with why it
 /// dropped after it was.
-async fn attempt(
-    entry: &HostEntry,
-    tx: &watch::Sender<HostView>,
-    forwards: &mut mpsc::Receiver<Forward>,
-    answers: &mut Answers,
-) -> Result<String, String> {
+async fn attempt(entry: &HostEntry, run: Run<'_>) -> Result<String, String> {
+    let tx = run.tx;
     let argv = entry.command.argv();
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
@@ -124,11 +150,23 @@ async fn attempt(
             return Err(failure(&why, child, stderr).await);
         }
     };
-    if let Err(e) = mirror_from_scratch(&mut client, tx, answers).await {
+    if let Err(e) = mirror_from_scratch(&mut client, tx, run.answers).await {
         return Err(failure(&e.to_string(), child, stderr).await);
     }
+    // Tell the far core whose Chief the herd's is; then have the hub hand over the mail
+    // kept for it (what was queued while the link was down is in that, so it goes).
+    let chief = run.herd.borrow_and_update().clone();
+    if let Err(e) = client.call(requests::LinkHerd { id: 0, chief }).await {
+        return Err(failure(&e.to_string(), child, stderr).await);
+    }
+    while run.to_far.try_recv().is_ok() {}
+    run.answers
+        .news(LinkNews::Up {
+            host: entry.name.to_string(),
+        })
+        .await;
     tracing::info!(host = %entry.name, version = %client.welcome().core_version, "host linked");
-    let why = follow(&mut client, &mut child, tx, forwards, answers).await;
+    let why = follow(&mut client, &mut child, run).await;
     drop(client);
     Ok(failure(&why, child, stderr).await)
 }
@@ -224,19 +262,33 @@ async fn mirror_from_scratch(
 
 /// Mirror what the far core announces, pass forwarded requests on and their answers
 /// back, and ping it, until the link drops; returns why.
-async fn follow(
-    client: &mut LinkClient,
-    child: &mut Child,
-    tx: &watch::Sender<HostView>,
-    forwards: &mut mpsc::Receiver<Forward>,
-    answers: &mut Answers,
-) -> String {
+async fn follow(client: &mut LinkClient, child: &mut Child, run: Run<'_>) -> String {
+    let Run {
+        tx,
+        forwards,
+        answers,
+        to_far,
+        herd,
+        mail,
+    } = run;
+    let host = tx.borrow().link.name.clone();
+    let origin = client.welcome().store_id.clone();
     let mut ping = tokio::time::interval(PING_EVERY);
     loop {
         tokio::select! {
             event = client.next_event() => match event {
+                Ok(ServerMsg::HostMailed { mail }) => {
+                    let (host, origin) = (host.clone(), origin.clone());
+                    answers.news(LinkNews::Mail { host, origin, mail }).await;
+                    continue;
+                }
                 Ok(event) => {
-                    let host = tx.borrow().link.name.clone();
+                    if let Some(news) = mail.answered(&host, &event) {
+                        if let Some(news) = news {
+                            answers.news(news).await;
+                        }
+                        continue;
+                    }
                     if !answers.answered(&host, &event).await {
                         let mut relayed = None;
                         tx.send_if_modified(|v| {
@@ -259,6 +311,29 @@ async fn follow(
                     && let Err(e) = client.send(&msg).await
                 {
                     return format!("the far core's connection ended: {e}");
+                }
+                continue;
+            }
+            what = to_far.recv() => {
+                let msg = match what {
+                    Some(ToFar::Mail(m)) => mail.outgoing(m),
+                    Some(ToFar::Ack(id)) => {
+                        ClientMsg::HostMailAck(requests::HostMailAck { ids: vec![id] })
+                    }
+                    None => return "the core is stopping".to_string(),
+                };
+                if let Err(e) = client.send(&msg).await {
+                    return format!("the far core's connection ended: {e}");
+                }
+                continue;
+            }
+            changed = herd.changed() => {
+                if changed.is_err() {
+                    return "the core is stopping".to_string();
+                }
+                let chief = herd.borrow_and_update().clone();
+                if let Err(e) = client.call(requests::LinkHerd { id: 0, chief }).await {
+                    return format!("the far core did not take the herd's Chief: {e}");
                 }
                 continue;
             }

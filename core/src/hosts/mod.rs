@@ -21,6 +21,7 @@
 
 mod forward;
 mod link;
+mod mail;
 
 use std::collections::BTreeMap;
 
@@ -29,7 +30,8 @@ use tokio::sync::{mpsc, watch};
 use crate::clock::now_ms;
 use crate::config::HostEntry;
 use crate::protocol::{
-    Ask, AskId, ClientMsg, HostLink, LinkState, ServerMsg, SessionId, SessionInfo,
+    Ask, AskId, ClientMsg, HerdChief, HostLink, HostMail, LinkState, ServerMsg, SessionId,
+    SessionInfo,
 };
 
 /// A client connection of this core, as the hub numbers them.
@@ -75,6 +77,33 @@ impl HostView {
     }
 }
 
+/// Mail between this core and a linked one, as a link hands it to the hub.
+#[derive(Debug)]
+pub enum LinkNews {
+    /// The link came up: hand it the mail kept for its host.
+    Up { host: String },
+    /// Mail up from a linked host to the herd's Chief, from the far core whose
+    /// `store_id` is `origin`: store it once, then acknowledge it.
+    Mail {
+        host: String,
+        origin: String,
+        mail: HostMail,
+    },
+    /// The far core stored mail `id` (sent down): forget it.
+    Stored { host: String, id: u64 },
+    /// The far core refused mail `id` for good: forget it and tell its sender why.
+    Refused { host: String, id: u64, why: String },
+}
+
+/// What the hub hands a link, after the batch that decided it commits.
+#[derive(Debug)]
+pub enum ToFar {
+    /// Store this mail there (`deliver_host_mail`).
+    Mail(HostMail),
+    /// This mail from there is stored here (`host_mail_ack`).
+    Ack(u64),
+}
+
 /// What a link hands the hub.
 pub enum FromLink {
     /// A far core's answer to a forwarded request: a whole frame for connection `conn`.
@@ -84,6 +113,8 @@ pub enum FromLink {
     /// phone shows a linked host's asks as a local one's. After a reconnect the link
     /// announces what changed while it was down, once.
     Event(Box<ServerMsg>),
+    /// Mail between the cores.
+    News(LinkNews),
 }
 
 /// How many answers and events may wait for the hub at once.
@@ -101,42 +132,103 @@ pub struct Forward {
 #[derive(Debug)]
 pub struct Unreachable(pub String);
 
-/// One running link: what it publishes, where its forwarded requests go, its task.
+/// One running link: what it publishes, where its forwarded requests and mail go, its
+/// task.
 struct Host {
     view: watch::Receiver<HostView>,
     forwards: mpsc::Sender<Forward>,
+    to_far: mpsc::UnboundedSender<ToFar>,
     task: tokio::task::JoinHandle<()>,
 }
 
 /// The running links, in the config's order; dropping it stops them (and their commands).
-#[derive(Default)]
 pub struct Links {
     hosts: Vec<Host>,
+    /// The herd's Chief (this core's Chief lease), told to every linked core.
+    herd: watch::Sender<Option<HerdChief>>,
+}
+
+impl Default for Links {
+    fn default() -> Links {
+        Links {
+            hosts: Vec::new(),
+            herd: watch::channel(None).0,
+        }
+    }
 }
 
 impl Links {
     /// Start one link task per entry (on the current runtime), and the receiver of what
     /// the links hand the hub (answers to forwarded requests, the far cores' events).
-    pub fn start(entries: &[HostEntry]) -> (Links, mpsc::Receiver<FromLink>) {
+    /// `origin` is this core's `store_id` (the far cores store its mail once by it);
+    /// `chief` the herd's Chief now.
+    pub fn start(
+        entries: &[HostEntry],
+        origin: &str,
+        chief: Option<HerdChief>,
+    ) -> (Links, mpsc::Receiver<FromLink>) {
         let (answers, answered) = mpsc::channel(ANSWER_QUEUE);
+        let (herd, _) = watch::channel(chief);
         let hosts = entries
             .iter()
             .map(|entry| {
                 let (tx, view) = watch::channel(HostView::new(entry));
                 let (forwards, rx) = mpsc::channel(FORWARD_QUEUE);
+                let (to_far, from_hub) = mpsc::unbounded_channel();
                 let channels = link::Channels {
                     view: tx,
                     forwards: rx,
+                    to_far: from_hub,
+                    herd: herd.subscribe(),
+                    origin: origin.to_string(),
                 };
                 let task = tokio::spawn(link::run(entry.clone(), channels, answers.clone()));
                 Host {
                     view,
                     forwards,
+                    to_far,
                     task,
                 }
             })
             .collect();
-        (Links { hosts }, answered)
+        (Links { hosts, herd }, answered)
+    }
+
+    /// The herd's Chief changed (or is the same again): tell every linked core.
+    pub fn set_chief(&self, chief: Option<HerdChief>) {
+        self.herd.send_if_modified(|now| {
+            let changed = *now != chief;
+            *now = chief;
+            changed
+        });
+    }
+
+    /// Hand `what` to `host`'s link (dropped when there is no such host: mail waits in
+    /// the store and goes when the link comes up).
+    pub fn to_far(&self, host: &str, what: ToFar) {
+        if let Some(h) = self
+            .hosts
+            .iter()
+            .find(|h| h.view.borrow().link.name == host)
+        {
+            let _ = h.to_far.send(what);
+        }
+    }
+
+    /// The linked hosts' session named `who`: its exact id, `HOST:NAME`, or a name (or id
+    /// prefix) unique among them; with its `host` set.
+    pub fn find_session(&self, who: &str) -> Option<SessionInfo> {
+        let sessions = self.sessions();
+        if let Some(s) = sessions.iter().find(|s| s.id.as_str() == who) {
+            return Some(s.clone());
+        }
+        let (host, name) = crate::protocol::split_host(who);
+        let mut found = sessions.into_iter().filter(|s| {
+            host.is_none_or(|h| s.host.as_deref() == Some(h))
+                && (s.name == name || s.id.as_str().starts_with(name))
+        });
+        let first = found.next()?;
+        found.next().is_none().then_some(first)
     }
 
     /// Every link as it stands now.

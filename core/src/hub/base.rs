@@ -31,6 +31,9 @@ pub(in crate::hub) struct Out {
     pub(in crate::hub) git: Vec<projects::GitJob>,
     /// Requests for linked hosts, handed to their links after the commit.
     pub(in crate::hub) forwards: Vec<(String, crate::hosts::Forward)>,
+    /// Mail for linked hosts and acknowledgements of theirs, handed to their links after
+    /// the commit.
+    pub(in crate::hub) to_far: Vec<(String, crate::hosts::ToFar)>,
     /// Listings to read off the hub, started after the commit.
     pub(in crate::hub) reads: Vec<off_hub::ReadJob>,
 }

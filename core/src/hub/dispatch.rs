@@ -46,6 +46,7 @@ impl State {
                 delivery: None,
             }),
             HubCommand::HostEvent(msg) => self.host_event(&msg, out),
+            HubCommand::LinkNews(news) => self.link_news(*news, db, out),
             HubCommand::Tick => self.tick(db),
             HubCommand::Forget => {
                 self.forget_unseen(db);
@@ -109,6 +110,9 @@ impl State {
             ClientMsg::Answer(req) => self.answer(cx, req, db, out),
             ClientMsg::Send(req) => self.send_text(cx, req, db, out),
             ClientMsg::Ack(req) => self.ack(cx, req, db, out),
+            ClientMsg::LinkHerd(req) => self.link_herd(cx, req, db, out),
+            ClientMsg::DeliverHostMail(req) => self.deliver_host_mail(cx, req, db, out),
+            ClientMsg::HostMailAck(req) => self.host_mail_ack(cx, req, db),
             ClientMsg::ListSessions(req) => self.list_sessions(cx, req, db, out),
             ClientMsg::ListAsks(req) => self.list_asks(cx, req, db, out),
             ClientMsg::Status(_) => self.status(cx, db, out),

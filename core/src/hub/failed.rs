@@ -76,6 +76,14 @@ impl State {
             | HubCommand::HostEvent(_)) => self.handle(cmd, db, failed),
             // The next tick (or pass) tries again.
             HubCommand::Tick | HubCommand::Forget => {}
+            // Mail between the cores stays kept where it was sent from: it goes again
+            // when the link next comes up.
+            HubCommand::LinkNews(news) => {
+                tracing::error!(
+                    ?news,
+                    "mail between the cores waits: the database failed ({e})"
+                );
+            }
             // Without a store nothing about workers can change: say so, retry later.
             HubCommand::ProcLaunched(done) => {
                 tracing::error!(key = ?done.key, "a launch finished while the store failed");

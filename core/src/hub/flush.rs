@@ -22,6 +22,9 @@ impl State {
                 out.error(conn, Some(id), super::hosts::unreachable(&host, u));
             }
         }
+        for (host, what) in std::mem::take(&mut out.to_far) {
+            self.links.to_far(&host, what);
+        }
         for (conn, code) in out.closes {
             self.presence.close(conn, code);
         }

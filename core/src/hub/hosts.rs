@@ -20,6 +20,7 @@ pub(super) async fn relay_from_links(
         let command = match news {
             FromLink::Answer { conn, frame } => HubCommand::Frame { conn, bytes: frame },
             FromLink::Event(msg) => HubCommand::HostEvent(msg),
+            FromLink::News(news) => HubCommand::LinkNews(Box::new(news)),
         };
         if hub.send(command).await.is_err() {
             break;

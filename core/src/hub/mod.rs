@@ -27,6 +27,7 @@ mod failed;
 mod fits;
 mod flush;
 mod forget;
+mod herd;
 mod hosts;
 mod interrupt;
 mod keys;
@@ -133,6 +134,8 @@ pub enum HubCommand {
     Frame { conn: ConnId, bytes: Bytes },
     /// A linked host's event, its `host` set, for this core's bridges and CLI watchers.
     HostEvent(Box<ServerMsg>),
+    /// Mail between this core and a linked one, from its link.
+    LinkNews(Box<crate::hosts::LinkNews>),
     /// Once a second: start timer views that are due.
     Tick,
     /// A launched process (a worker's or a Lead's) started (or failed to), or was found
@@ -224,7 +227,14 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
     if facts.forget_sessions_after_days > 0 || facts.away_expiry_ms > 0 {
         tokio::spawn(forget::timer(tx.downgrade()));
     }
-    let (links, answered) = crate::hosts::Links::start(&facts.hosts);
+    let chief = store::leases::get(&store.conn, crate::protocol::Role::Chief, None)
+        .ok()
+        .flatten()
+        .map(|l| crate::protocol::HerdChief {
+            session_id: l.session_id,
+            session_name: l.session_name,
+        });
+    let (links, answered) = crate::hosts::Links::start(&facts.hosts, &store.store_id, chief);
     tokio::spawn(hosts::relay_from_links(answered, tx.downgrade()));
     let hub = Hub {
         state: State {
@@ -245,6 +255,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             git: projects::GitLane::start(tx.downgrade()),
             launches: launched::Launches::default(),
             links,
+            herd: herd::HerdLink::load(&store.conn),
         },
         db: store.conn,
     };
@@ -302,6 +313,8 @@ struct State {
     launches: launched::Launches,
     /// Linked hosts (`[[hosts]]`): each link's state and its far core's mirrored sessions.
     links: crate::hosts::Links,
+    /// This core as a linked host: its home core's link and the herd's Chief it named.
+    herd: herd::HerdLink,
 }
 
 impl Hub {

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{AskId, Millis};
+use super::{AskId, EdgeKind, Millis, Role, SessionId};
 
 /// Longest host name.
 pub const MAX_HOST_NAME: usize = 32;
@@ -107,4 +107,33 @@ pub struct HostLink {
     pub open_asks: u32,
     /// How many times the link was (re)established since this core started.
     pub connects: u32,
+}
+
+/// The herd's Chief, as the home core tells each linked core (`link_herd`): mail a linked
+/// host's Manager (or a Lead with no Manager there) sends up goes to this session.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HerdChief {
+    pub session_id: SessionId,
+    pub session_name: String,
+}
+
+/// Mail along an edge between two cores: up from a linked host's Manager or Lead to the
+/// herd's Chief (`kind: supervisor`, as the event `host_mail`), or down from the Chief to
+/// one of its staff on a linked host (`kind: staff`, as the request `deliver_host_mail`).
+/// The sending core keeps it until the receiving core has stored it (acknowledged by
+/// `id`); the receiving core stores each `id` of each origin once.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostMail {
+    /// The sending core's id for it.
+    pub id: u64,
+    pub kind: EdgeKind,
+    pub from_id: SessionId,
+    pub from_name: String,
+    pub from_role: Role,
+    pub to_id: SessionId,
+    pub to_name: String,
+    pub text: String,
+    pub created_at: Millis,
 }

@@ -6,10 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentDef, Ask, Assignment, CoreStatus, Delivery, EdgeMessage, ErrorCode, HostLink, Integration,
-    Lease, LeaveReason, MessageId, Pairing, PairingChange, Project, Report, ReportsTo, Role,
-    SessionId, SessionInfo, SessionStatus, StaffMember, StaffView, UsageReport, Verdict, View,
-    Worker, frame, requests, senders,
+    AgentDef, Ask, Assignment, CoreStatus, Delivery, EdgeMessage, ErrorCode, HostLink, HostMail,
+    Integration, Lease, LeaveReason, MessageId, Pairing, PairingChange, Project, Report, ReportsTo,
+    Role, SessionId, SessionInfo, SessionStatus, StaffMember, StaffView, UsageReport, Verdict,
+    View, Worker, frame, requests, senders,
 };
 
 /// Declares [`ClientMsg`] from one line per message: `"send" => Send [cli bridge] else
@@ -258,10 +258,13 @@ client_messages! {
         "integrate_branch" => IntegrateBranch [pi(manager else NOT_MANAGER) cli bridge] -> "integration",
         "list_projects" => ListProjects [pi(manager else NOT_MANAGER) cli bridge] -> "projects",
         "list_hosts" => ListHosts [pi cli bridge] -> "hosts",
+        "link_herd" => LinkHerd [cli] else ONLY_A_LINK -> "herd_linked",
+        "deliver_host_mail" => DeliverHostMail [cli] else ONLY_A_LINK -> "host_mail_stored",
     }
     notices {
         "ack" => Ack [pi],
         "bye" => Bye [pi],
+        "host_mail_ack" => HostMailAck [cli],
     }
 }
 
@@ -510,6 +513,10 @@ server_messages! {
         "projects" => Projects { id: u64, projects: Vec<Project> },
         /// Response to `list_hosts`: in the config's order.
         "hosts" => Hosts { id: u64, hosts: Vec<HostLink> },
+        /// Response to `link_herd`.
+        "herd_linked" => HerdLinked { id: u64 },
+        /// Response to `deliver_host_mail`: the mail is stored here (now, or before).
+        "host_mail_stored" => HostMailStored { id: u64, mail_id: u64 },
     }
     errors {
         /// A request failed, or (without `id`) the connection did.
@@ -552,6 +559,9 @@ server_messages! {
         /// Event to subscribers: a message along a supervisor or staff edge that touches a
         /// Manager or the Chief.
         "edge_message" => EdgeMessaged { message: EdgeMessage },
+        /// Event to a linked home core (client kind `core`): mail up to the herd's Chief.
+        /// Sent again after each `subscribe` until `host_mail_ack` names its id.
+        "host_mail" => HostMailed { mail: HostMail },
         /// Event to subscribers: a managed worker was started, changed state or ended.
         "worker_changed" => WorkerChanged { worker: Worker },
         /// Event to subscribers: an assignment was created or changed (state, Lead, cleanup).

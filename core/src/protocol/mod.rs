@@ -38,7 +38,9 @@ mod wire_gen;
 pub mod workers;
 
 pub use error_code::ErrorCode;
-pub use hosts::{AskRef, HostLink, LinkState, MAX_HOST_NAME, is_host_name, split_host};
+pub use hosts::{
+    AskRef, HerdChief, HostLink, HostMail, LinkState, MAX_HOST_NAME, is_host_name, split_host,
+};
 pub use ids::{AskId, IdError, MAX_ID, MessageId, PairingId, SessionId};
 pub use messages::{ClientMsg, ServerMsg};
 pub use projects::{

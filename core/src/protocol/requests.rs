@@ -707,3 +707,75 @@ pub struct ListProjects {
 pub struct ListHosts {
     pub id: u64,
 }
+
+/// A home core to a core it links to: who the herd's Chief is now (`None`: there is
+/// none). Mail a Manager here (or a Lead with no Manager here) sends to its supervisor
+/// goes to that Chief, over this link, while it lasts. Answered by `herd_linked`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LinkHerd {
+    pub id: u64,
+    #[serde(default)]
+    pub chief: Option<super::HerdChief>,
+}
+
+/// A home core to a core it links to: store the herd's Chief's mail to one of its staff
+/// here (a [`super::HostMail`] of kind `staff`, its fields flat). `origin` is the home
+/// core's `store_id`: each `mail_id` of an origin is stored once. Answered by
+/// `host_mail_stored` (also when it was stored before).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeliverHostMail {
+    pub id: u64,
+    pub origin: String,
+    /// The home core's id for the mail.
+    pub mail_id: u64,
+    pub from_id: super::SessionId,
+    pub from_name: String,
+    pub from_role: super::Role,
+    pub to_id: super::SessionId,
+    pub to_name: String,
+    pub text: String,
+    pub created_at: super::Millis,
+}
+
+impl DeliverHostMail {
+    /// `mail` from the core whose `store_id` is `origin`, as its request.
+    pub fn of(origin: &str, mail: super::HostMail) -> DeliverHostMail {
+        DeliverHostMail {
+            id: 0,
+            origin: origin.to_string(),
+            mail_id: mail.id,
+            from_id: mail.from_id,
+            from_name: mail.from_name,
+            from_role: mail.from_role,
+            to_id: mail.to_id,
+            to_name: mail.to_name,
+            text: mail.text,
+            created_at: mail.created_at,
+        }
+    }
+
+    /// The mail the request carries.
+    pub fn mail(&self) -> super::HostMail {
+        super::HostMail {
+            id: self.mail_id,
+            kind: super::EdgeKind::Staff,
+            from_id: self.from_id.clone(),
+            from_name: self.from_name.clone(),
+            from_role: self.from_role,
+            to_id: self.to_id.clone(),
+            to_name: self.to_name.clone(),
+            text: self.text.clone(),
+            created_at: self.created_at,
+        }
+    }
+}
+
+/// A home core to a core it links to: these `host_mail` ids (events this core sent) are
+/// stored at home; forget them. No response.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct HostMailAck {
+    pub ids: Vec<u64>,
+}

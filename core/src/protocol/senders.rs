@@ -168,6 +168,11 @@ pub const CONTINUE_IS_PIS: Refusal = Refusal {
     reason: None,
     message: "only a Pi session continues a worker session (it becomes the owner)",
 };
+pub const ONLY_A_LINK: Refusal = Refusal {
+    code: ErrorCode::Forbidden,
+    reason: None,
+    message: "only a linked core (client kind `core`, through `shepherd link`) sends this",
+};
 pub const SEND_IS_HUMANS: Refusal = Refusal {
     code: ErrorCode::Forbidden,
     reason: Some("direct_edges_only"),

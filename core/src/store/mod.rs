@@ -11,6 +11,7 @@
 
 pub mod asks;
 mod checkpoint;
+pub mod host_mail;
 pub mod leases;
 pub mod messages;
 pub mod pairings;
@@ -315,6 +316,17 @@ BEGIN
     ON CONFLICT (key) DO UPDATE SET value = excluded.value
     WHERE CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER);
 END;
+"#,
+    r#"
+CREATE TABLE host_mail_out (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    host TEXT NOT NULL,
+    mail TEXT NOT NULL);
+CREATE INDEX host_mail_out_host ON host_mail_out(host, id);
+CREATE TABLE host_mail_in (
+    origin TEXT NOT NULL,
+    mail_id INTEGER NOT NULL,
+    PRIMARY KEY (origin, mail_id));
 "#,
 ];
 

@@ -6,7 +6,7 @@
 // (CI fails while a generated file is stale).
 
 import type { ClientKind, ResultsMode, Role, VerdictKind } from "./names.ts";
-import type { ContextUsage, Registration } from "./records.ts";
+import type { ContextUsage, HerdChief, Registration } from "./records.ts";
 import type { ServerMsg } from "./server.ts";
 
 /** First message on every connection. Answered by `welcome`. */
@@ -623,6 +623,38 @@ export interface ListHostsMsg {
 }
 
 /**
+ * A home core to a core it links to: who the herd's Chief is now (`None`: there is
+ * none). Mail a Manager here (or a Lead with no Manager here) sends to its supervisor
+ * goes to that Chief, over this link, while it lasts. Answered by `herd_linked`.
+ */
+export interface LinkHerdMsg {
+  type: "link_herd";
+  id: number;
+  chief?: HerdChief | null;
+}
+
+/**
+ * A home core to a core it links to: store the herd's Chief's mail to one of its staff
+ * here (a [`super::HostMail`] of kind `staff`, its fields flat). `origin` is the home
+ * core's `store_id`: each `mail_id` of an origin is stored once. Answered by
+ * `host_mail_stored` (also when it was stored before).
+ */
+export interface DeliverHostMailMsg {
+  type: "deliver_host_mail";
+  id: number;
+  origin: string;
+  /** The home core's id for the mail. */
+  mail_id: number;
+  from_id: string;
+  from_name: string;
+  from_role: Role;
+  to_id: string;
+  to_name: string;
+  text: string;
+  created_at: number;
+}
+
+/**
  * Pi only: these deliveries reached the model (or were dropped as duplicates). No
  * response, so no `id`.
  */
@@ -639,6 +671,15 @@ export interface AckMsg {
 export interface ByeMsg {
   type: "bye";
   returning?: boolean;
+}
+
+/**
+ * A home core to a core it links to: these `host_mail` ids (events this core sent) are
+ * stored at home; forget them. No response.
+ */
+export interface HostMailAckMsg {
+  type: "host_mail_ack";
+  ids: number[];
 }
 
 export type ClientMsg =
@@ -693,8 +734,11 @@ export type ClientMsg =
   | IntegrateBranchMsg
   | ListProjectsMsg
   | ListHostsMsg
+  | LinkHerdMsg
+  | DeliverHostMailMsg
   | AckMsg
-  | ByeMsg;
+  | ByeMsg
+  | HostMailAckMsg;
 
 export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "hello",
@@ -748,12 +792,15 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "integrate_branch",
   "list_projects",
   "list_hosts",
+  "link_herd",
+  "deliver_host_mail",
   "ack",
   "bye",
+  "host_mail_ack",
 ];
 
 /** The messages the core answers: every client message but the notices. */
-export type RequestMsg = Exclude<ClientMsg, AckMsg | ByeMsg>;
+export type RequestMsg = Exclude<ClientMsg, AckMsg | ByeMsg | HostMailAckMsg>;
 
 /**
  * Each request's reply: the `type` of the response the core answers it with (or an
@@ -811,6 +858,8 @@ export const REPLY_TYPES = {
   integrate_branch: "integration",
   list_projects: "projects",
   list_hosts: "hosts",
+  link_herd: "herd_linked",
+  deliver_host_mail: "host_mail_stored",
 } as const satisfies Record<RequestMsg["type"], ServerMsg["type"]>;
 
 /** The response that answers a request of type `T`. */

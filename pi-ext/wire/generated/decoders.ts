@@ -61,7 +61,9 @@ import type {
   CoreStatus,
   Delivery,
   EdgeMessage,
+  HerdChief,
   HostLink,
+  HostMail,
   Integration,
   Lease,
   MissingUsage,
@@ -103,6 +105,8 @@ const registration: Conv<Registration> = record({
   subagent: maybe(bool),
   launch: maybeNull(str),
 });
+
+const herdChief: Conv<HerdChief> = record({ session_id: req(str), session_name: req(str) });
 
 const sessionInfo: Conv<SessionInfo> = record({
   id: req(str),
@@ -414,6 +418,18 @@ const edgeMessage: Conv<EdgeMessage> = record({
   created_at: req(u64),
 });
 
+const hostMail: Conv<HostMail> = record({
+  id: req(u64),
+  kind: req(oneOf(EDGE_KINDS)),
+  from_id: req(str),
+  from_name: req(str),
+  from_role: req(oneOf(ROLES)),
+  to_id: req(str),
+  to_name: req(str),
+  text: req(str),
+  created_at: req(u64),
+});
+
 export const CLIENT_BODIES: Bodies<ClientMsg> = {
   hello: record({ id: req(u64), protocol: req(u32), client: req(oneOf(CLIENT_KINDS)), client_name: maybeNull(str) }),
   register: record({ id: req(u64), session: req(registration) }),
@@ -506,8 +522,22 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
   }),
   list_projects: record({ id: req(u64) }),
   list_hosts: record({ id: req(u64) }),
+  link_herd: record({ id: req(u64), chief: maybeNull(herdChief) }),
+  deliver_host_mail: record({
+    id: req(u64),
+    origin: req(str),
+    mail_id: req(u64),
+    from_id: req(str),
+    from_name: req(str),
+    from_role: req(oneOf(ROLES)),
+    to_id: req(str),
+    to_name: req(str),
+    text: req(str),
+    created_at: req(u64),
+  }),
   ack: record({ ids: req(arrayOf(u64)) }),
   bye: record({ returning: maybe(bool) }),
+  host_mail_ack: record({ ids: req(arrayOf(u64)) }),
 };
 
 export const SERVER_BODIES: Bodies<ServerMsg> = {
@@ -574,6 +604,8 @@ export const SERVER_BODIES: Bodies<ServerMsg> = {
   integration: record({ id: req(u64), integration: req(integration) }),
   projects: record({ id: req(u64), projects: req(arrayOf(project)) }),
   hosts: record({ id: req(u64), hosts: req(arrayOf(hostLink)) }),
+  herd_linked: record({ id: req(u64) }),
+  host_mail_stored: record({ id: req(u64), mail_id: req(u64) }),
   error: record({ id: nullable(u64), code: req(str), message: req(str), details: nullable(json) }),
   deliver: record({ message: req(delivery) }),
   session_joined: record({ session: req(sessionInfo) }),
@@ -588,6 +620,7 @@ export const SERVER_BODIES: Bodies<ServerMsg> = {
   report_posted: record({ report: req(report) }),
   role_changed: record({ session: req(sessionInfo), previous: req(oneOf(ROLES)) }),
   edge_message: record({ message: req(edgeMessage) }),
+  host_mail: record({ mail: req(hostMail) }),
   worker_changed: record({ worker: req(worker) }),
   assignment_changed: record({ assignment: req(assignment) }),
   assignment_update: record({ assignment: req(assignment), text: req(str), message_id: req(u64) }),

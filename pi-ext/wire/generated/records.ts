@@ -67,6 +67,15 @@ export interface Registration {
   launch?: string | null;
 }
 
+/**
+ * The herd's Chief, as the home core tells each linked core (`link_herd`): mail a linked
+ * host's Manager (or a Lead with no Manager there) sends up goes to this session.
+ */
+export interface HerdChief {
+  session_id: string;
+  session_name: string;
+}
+
 /** A session as the core knows it; the records of `shepherd sessions --json`. */
 export interface SessionInfo {
   id: string;
@@ -592,5 +601,25 @@ export interface EdgeMessage {
   to_role: Role;
   text: string;
   message_id: number;
+  created_at: number;
+}
+
+/**
+ * Mail along an edge between two cores: up from a linked host's Manager or Lead to the
+ * herd's Chief (`kind: supervisor`, as the event `host_mail`), or down from the Chief to
+ * one of its staff on a linked host (`kind: staff`, as the request `deliver_host_mail`).
+ * The sending core keeps it until the receiving core has stored it (acknowledged by
+ * `id`); the receiving core stores each `id` of each origin once.
+ */
+export interface HostMail {
+  /** The sending core's id for it. */
+  id: number;
+  kind: EdgeKind;
+  from_id: string;
+  from_name: string;
+  from_role: Role;
+  to_id: string;
+  to_name: string;
+  text: string;
   created_at: number;
 }

@@ -15,6 +15,7 @@ import type {
   Delivery,
   EdgeMessage,
   HostLink,
+  HostMail,
   Integration,
   Lease,
   Pairing,
@@ -355,6 +356,19 @@ export interface HostsMsg {
   hosts: HostLink[];
 }
 
+/** Response to `link_herd`. */
+export interface HerdLinkedMsg {
+  type: "herd_linked";
+  id: number;
+}
+
+/** Response to `deliver_host_mail`: the mail is stored here (now, or before). */
+export interface HostMailStoredMsg {
+  type: "host_mail_stored";
+  id: number;
+  mail_id: number;
+}
+
 /** A request failed, or (without `id`) the connection did. */
 export interface ErrorMsg {
   type: "error";
@@ -432,6 +446,15 @@ export interface EdgeMessageMsg {
   message: EdgeMessage;
 }
 
+/**
+ * Event to a linked home core (client kind `core`): mail up to the herd's Chief.
+ * Sent again after each `subscribe` until `host_mail_ack` names its id.
+ */
+export interface HostMailMsg {
+  type: "host_mail";
+  mail: HostMail;
+}
+
 /** Event to subscribers: a managed worker was started, changed state or ended. */
 export interface WorkerChangedMsg {
   type: "worker_changed";
@@ -503,6 +526,8 @@ export type ServerMsg =
   | IntegrationMsg
   | ProjectsMsg
   | HostsMsg
+  | HerdLinkedMsg
+  | HostMailStoredMsg
   | ErrorMsg
   | DeliverMsg
   | SessionJoinedMsg
@@ -513,6 +538,7 @@ export type ServerMsg =
   | ReportPostedMsg
   | RoleChangedMsg
   | EdgeMessageMsg
+  | HostMailMsg
   | WorkerChangedMsg
   | AssignmentChangedMsg
   | AssignmentUpdateMsg
@@ -556,6 +582,8 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "integration",
   "projects",
   "hosts",
+  "herd_linked",
+  "host_mail_stored",
   "error",
   "deliver",
   "session_joined",
@@ -566,6 +594,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "report_posted",
   "role_changed",
   "edge_message",
+  "host_mail",
   "worker_changed",
   "assignment_changed",
   "assignment_update",

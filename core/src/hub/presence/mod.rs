@@ -198,6 +198,7 @@ impl State {
 
     pub(super) fn disconnect(&mut self, conn: ConnId, db: &Connection, out: &mut Out) {
         self.presence.subscribers.remove(&conn);
+        self.herd_dropped(conn);
         let Some(entry) = self.presence.conns.remove(&conn) else {
             return;
         };

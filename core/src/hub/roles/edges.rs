@@ -12,8 +12,8 @@ use crate::hub::reports::Posted;
 use crate::hub::{Cx, HubError, HubResult, Out, State};
 use crate::protocol::requests::{MessagePeer, MessageStaff, MessageSupervisor};
 use crate::protocol::{
-    DeliveryKind, EdgeKind, EdgeMessage, ErrorCode, MessageId, ReportKind, Role, ServerMsg,
-    SessionInfo, Superior,
+    DeliveryKind, EdgeKind, EdgeMessage, ErrorCode, MessageId, ReportKind, ReportsTo, Role,
+    ServerMsg, SessionInfo, Superior,
 };
 use crate::store::messages::NewMessage;
 
@@ -43,6 +43,22 @@ impl State {
     ) -> HubResult<()> {
         let text = nonempty(req.text, "message")?;
         let to = self.reports_to(&me, db)?;
+        // Nobody here is above it, but this host is linked into a herd with a Chief.
+        if to == ReportsTo::human()
+            && let Some((to, message_id, connected)) = self.mail_up(&me, &text, db, out)?
+        {
+            out.send(
+                cx.conn,
+                &ServerMsg::Routed {
+                    id: cx.id,
+                    to,
+                    message_id: Some(message_id),
+                    report_id: None,
+                    connected,
+                },
+            );
+            return Ok(());
+        }
         // An assigned Lead's messages belong to its repository's Manager role: tagged so
         // the next Manager gets what this one never read (the role's mailbox when none).
         let lead = match to.to {
@@ -182,7 +198,17 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let text = nonempty(req.text, "message")?;
-        let target = self.my_staff(&me, &req.session, db)?;
+        let target = match self.my_staff(&me, &req.session, db) {
+            Ok(target) => target,
+            // The herd's Chief reaches its staff on linked hosts too.
+            Err(e) if e.code == ErrorCode::UnknownSession && me.role == Role::Chief => {
+                match self.staff_on_host(&req.session) {
+                    Some(target) => return self.mail_down(cx, &me, target, &text, db, out),
+                    None => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
         let body = format!(
             "From the {} ({} {}): {text}",
             role_label(me.role, me.project.as_deref()),

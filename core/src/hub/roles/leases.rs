@@ -27,6 +27,9 @@ impl State {
         info.role = role;
         store::sessions::upsert(db, &info)?;
         if previous != role {
+            if previous == Role::Chief || role == Role::Chief {
+                self.herd_chief_changed(db)?;
+            }
             tracing::info!(session = %info.id, name = %info.name, from = previous.as_str(), to = role.as_str(), "role changed");
             self.presence.broadcast(
                 &ServerMsg::SessionChanged {

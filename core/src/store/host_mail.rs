@@ -1,0 +1,143 @@
+//! Mail between cores ([`HostMail`]): what this core sent to another and keeps until that
+//! core has stored it (`host_mail_out`: by host, `''` for mail up to the home core), and
+//! which mail from another core it stored (`host_mail_in`: by origin and the sender's id),
+//! so mail sent again after a drop or a crash is stored once.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::protocol::{HerdChief, HostMail};
+
+/// Where this core, as a linked host, keeps the herd's Chief its home core last named.
+const HERD_CHIEF: &str = "herd_chief";
+
+/// The herd's Chief the home core last named (it outlives the link: mail up is kept for
+/// it while the link is down).
+pub fn herd_chief(conn: &Connection) -> rusqlite::Result<Option<HerdChief>> {
+    let json: Option<String> = conn
+        .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+        .query_row([HERD_CHIEF], |r| r.get(0))
+        .optional()?;
+    Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
+}
+
+/// Keep `chief` as the herd's Chief (`None`: the herd has none).
+pub fn set_herd_chief(conn: &Connection, chief: Option<&HerdChief>) -> rusqlite::Result<()> {
+    match chief {
+        Some(chief) => {
+            let json = serde_json::to_string(chief).expect("a chief serializes");
+            conn.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?
+                .execute(params![HERD_CHIEF, json])?;
+        }
+        None => {
+            conn.prepare_cached("DELETE FROM meta WHERE key = ?1")?
+                .execute([HERD_CHIEF])?;
+        }
+    }
+    Ok(())
+}
+
+/// The host of mail up to the home core (this core is a linked host).
+pub const HOME: &str = "";
+
+/// Keep `mail` for `host` until it is stored there; its id (the mail's `id`).
+pub fn keep(conn: &Connection, host: &str, mut mail: HostMail) -> rusqlite::Result<HostMail> {
+    conn.prepare_cached("INSERT INTO host_mail_out (host, mail) VALUES (?1, '')")?
+        .execute([host])?;
+    mail.id = conn.last_insert_rowid() as u64;
+    let json = serde_json::to_string(&mail).expect("host mail serializes");
+    conn.prepare_cached("UPDATE host_mail_out SET mail = ?2 WHERE id = ?1")?
+        .execute(params![mail.id as i64, json])?;
+    Ok(mail)
+}
+
+/// The mail kept for `host`, oldest first.
+pub fn pending(conn: &Connection, host: &str) -> rusqlite::Result<Vec<HostMail>> {
+    conn.prepare_cached("SELECT mail FROM host_mail_out WHERE host = ?1 ORDER BY id")?
+        .query_map([host], |r| r.get::<_, String>(0))?
+        .filter_map(|json| match json {
+            Ok(json) => serde_json::from_str(&json).ok().map(Ok),
+            Err(e) => Some(Err(e)),
+        })
+        .collect()
+}
+
+/// `host` stored these: forget them.
+pub fn stored(conn: &Connection, host: &str, ids: &[u64]) -> rusqlite::Result<usize> {
+    let mut n = 0;
+    let mut delete =
+        conn.prepare_cached("DELETE FROM host_mail_out WHERE host = ?1 AND id = ?2")?;
+    for id in ids {
+        n += delete.execute(params![host, *id as i64])?;
+    }
+    Ok(n)
+}
+
+/// Whether mail `id` from `origin` was stored here before.
+pub fn seen(conn: &Connection, origin: &str, id: u64) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT 1 FROM host_mail_in WHERE origin = ?1 AND mail_id = ?2")?
+        .query_row(params![origin, id as i64], |_| Ok(()))
+        .optional()
+        .map(|found| found.is_some())
+}
+
+/// Mail `id` from `origin` is stored here now.
+pub fn mark_seen(conn: &Connection, origin: &str, id: u64) -> rusqlite::Result<()> {
+    conn.prepare_cached("INSERT OR IGNORE INTO host_mail_in (origin, mail_id) VALUES (?1, ?2)")?
+        .execute(params![origin, id as i64])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{EdgeKind, Role};
+
+    fn mail(text: &str) -> HostMail {
+        HostMail {
+            id: 0,
+            kind: EdgeKind::Staff,
+            from_id: "chief-1".into(),
+            from_name: "chief".into(),
+            from_role: Role::Chief,
+            to_id: "mgr-1".into(),
+            to_name: "app".into(),
+            text: text.into(),
+            created_at: 1,
+        }
+    }
+
+    #[test]
+    fn mail_is_kept_per_host_until_stored_and_seen_once_per_origin() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            crate::store::Store::open(&dir.path().join("s.db"), crate::config::Durability::Normal)
+                .unwrap();
+        let db = &store.conn;
+        let a = keep(db, "gpu", mail("one")).unwrap();
+        let b = keep(db, "gpu", mail("two")).unwrap();
+        let up = keep(db, HOME, mail("up")).unwrap();
+        assert!(a.id < b.id && b.id < up.id);
+        assert_eq!(pending(db, "gpu").unwrap(), vec![a.clone(), b.clone()]);
+        assert_eq!(pending(db, HOME).unwrap(), vec![up.clone()]);
+        // Stored for another host: nothing forgotten here.
+        assert_eq!(stored(db, HOME, &[a.id]).unwrap(), 0);
+        assert_eq!(stored(db, "gpu", &[a.id, a.id]).unwrap(), 1);
+        assert_eq!(pending(db, "gpu").unwrap(), vec![b]);
+
+        assert!(!seen(db, "store-a", 7).unwrap());
+        mark_seen(db, "store-a", 7).unwrap();
+        mark_seen(db, "store-a", 7).unwrap();
+        assert!(seen(db, "store-a", 7).unwrap());
+        assert!(!seen(db, "store-b", 7).unwrap());
+
+        assert_eq!(herd_chief(db).unwrap(), None);
+        let chief = HerdChief {
+            session_id: "c1".into(),
+            session_name: "chief".into(),
+        };
+        set_herd_chief(db, Some(&chief)).unwrap();
+        assert_eq!(herd_chief(db).unwrap(), Some(chief));
+        set_herd_chief(db, None).unwrap();
+        assert_eq!(herd_chief(db).unwrap(), None);
+    }
+}
