@@ -7,7 +7,9 @@
 //! once, applied by their own cores. A
 //! link command that cannot run is reported with why; a link whose command dies shows its
 //! host's sessions as unreachable, then reconnects and lists them once; a bridge at home
-//! hears the far asks opened and answered, those of the time the link was down once.
+//! hears the far asks opened and answered, those of the time the link was down once. The
+//! herd's Chief on home and a Lead on a linked host mail each other (also through a real
+//! sshd), once each however often either core is killed.
 
 use std::path::Path;
 use std::time::Duration;
@@ -517,6 +519,48 @@ async fn a_link_through_a_real_sshd_answers_and_steers_and_shows_sshs_own_errors
         (steer.kind, steer.text.as_str()),
         (DeliveryKind::Steer, "rebase first")
     );
+    lead.ack(&[steer.id]).await?;
+
+    // A cross-host edge through ssh: the herd's Chief here and the far Lead mail each
+    // other.
+    let mut chief = home
+        .pi("0193a5c2-0000-7000-8000-0000000c0002", "chief-home")
+        .await?;
+    chief
+        .client
+        .call(requests::SetRole {
+            role: Role::Chief,
+            ..Default::default()
+        })
+        .await?;
+    let deadline = tokio::time::Instant::now() + LINKED;
+    loop {
+        let routed = lead
+            .client
+            .call(requests::MessageSupervisor {
+                text: "merged over ssh".into(),
+                ..Default::default()
+            })
+            .await?;
+        if routed.to.to == Superior::Chief {
+            break;
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "{}", home.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let up = chief.next_delivery(LINKED).await?;
+    assert!(up.text.ends_with("on box: merged over ssh"), "{}", up.text);
+    chief
+        .client
+        .call(requests::MessageStaff {
+            session: "box:lead-far".into(),
+            text: "thanks".into(),
+            ..Default::default()
+        })
+        .await?;
+    let down = lead.next_delivery(LINKED).await?;
+    assert_eq!(down.kind, DeliveryKind::StaffMessage);
+    assert!(down.text.ends_with(": thanks"), "{}", down.text);
     Ok(())
 }
 
@@ -961,5 +1005,124 @@ async fn mail_across_a_link_survives_kill_9_of_either_core_once_each() -> Result
         up_sent.len(),
         down_sent.len()
     );
+    Ok(())
+}
+
+/// Peers on different hosts: Leads on a and b message each other through home, a Lead on
+/// home and one on a too; a peer that is not there is said back to its sender.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leads_on_different_hosts_message_each_other_as_peers() -> Result<()> {
+    const LEAD_A: &str = "0193a5c2-0000-7000-8000-0000000a00e1";
+    const LEAD_B: &str = "0193a5c2-0000-7000-8000-0000000b00e1";
+    const LEAD_HOME: &str = "0193a5c2-0000-7000-8000-0000000c00e1";
+    let a = Core::start().await?;
+    let b = Core::start().await?;
+    let mut lead_a = a.pi(LEAD_A, "lead-a").await?;
+    let mut lead_b = b.pi(LEAD_B, "lead-b").await?;
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(
+        config.path(),
+        format!("{}{}", host_entry("a", &a), host_entry("b", &b)),
+    )?;
+    let config_path = config.path().display().to_string();
+    let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
+    let mut lead_home = home.pi(LEAD_HOME, "lead-home").await?;
+    for host in ["a", "b"] {
+        host_where(&home, host, "linked", |h| {
+            h["state"] == "connected" && h["sessions"] == 1
+        })
+        .await?;
+    }
+    let peer = |session: &str, text: &str| requests::MessagePeer {
+        session: session.into(),
+        text: text.into(),
+        ..Default::default()
+    };
+    let said = |d: &shepherd_core::protocol::Delivery| (d.kind, d.text.clone());
+
+    // a → b, named b:lead-b (a learns it has a home once its link says so).
+    let deadline = tokio::time::Instant::now() + LINKED;
+    let sent = loop {
+        match lead_a.client.call(peer("b:lead-b", "which CUDA?")).await {
+            Ok(sent) => break sent,
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                assert_eq!(
+                    e.code(),
+                    Some(shepherd_core::protocol::ErrorCode::UnknownSession)
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => anyhow::bail!("a never reached its home: {e}"),
+        }
+    };
+    assert_eq!(sent.session_name, "b:lead-b");
+    let got = lead_b.next_delivery(LINKED).await?;
+    assert_eq!(
+        said(&got),
+        (
+            DeliveryKind::PeerMessage,
+            format!("Peer message from lead-a ({LEAD_A}) on a: which CUDA?")
+        )
+    );
+    lead_b.ack(&[got.id]).await?;
+    // b answers by a's exact id.
+    lead_b.client.call(peer(LEAD_A, "12.4")).await?;
+    let got = lead_a.next_delivery(LINKED).await?;
+    assert_eq!(
+        said(&got),
+        (
+            DeliveryKind::PeerMessage,
+            format!("Peer message from lead-b ({LEAD_B}) on b: 12.4")
+        )
+    );
+    lead_a.ack(&[got.id]).await?;
+
+    // home ↔ a.
+    let sent = lead_home.client.call(peer("a:lead-a", "lunch?")).await?;
+    assert_eq!(sent.session_id.as_str(), LEAD_A);
+    let got = lead_a.next_delivery(LINKED).await?;
+    assert_eq!(
+        said(&got),
+        (
+            DeliveryKind::PeerMessage,
+            format!("Peer message from lead-home ({LEAD_HOME}) on the home core: lunch?")
+        )
+    );
+    lead_a.ack(&[got.id]).await?;
+    lead_a.client.call(peer(LEAD_HOME, "yes")).await?;
+    let got = lead_home.next_delivery(LINKED).await?;
+    assert_eq!(
+        said(&got),
+        (
+            DeliveryKind::PeerMessage,
+            format!("Peer message from lead-a ({LEAD_A}) on a: yes")
+        )
+    );
+    lead_home.ack(&[got.id]).await?;
+
+    // Nobody by that name in the herd: a's Lead is told so.
+    lead_a.client.call(peer("b:nobody", "hello?")).await?;
+    let got = lead_a.next_delivery(LINKED).await?;
+    assert_eq!(got.kind, DeliveryKind::PeerMessage);
+    assert!(
+        got.text.contains("b:nobody") && got.text.contains("not delivered"),
+        "{}",
+        got.text
+    );
+    lead_a.ack(&[got.id]).await?;
+    // On home, an unlinked host's session is unknown at once.
+    let err = lead_home
+        .client
+        .call(peer("c:lead-c", "hi"))
+        .await
+        .expect_err("no host c");
+    assert_eq!(
+        err.code(),
+        Some(shepherd_core::protocol::ErrorCode::UnknownSession)
+    );
+    // Once each.
+    for pi in [&mut lead_a, &mut lead_b, &mut lead_home] {
+        assert!(pi.next_delivery(Duration::from_millis(300)).await.is_err());
+    }
     Ok(())
 }

@@ -25,9 +25,9 @@ use crate::hosts::{LinkNews, ToFar};
 use crate::protocol::requests::{DeliverHostMail, HostMailAck, LinkHerd};
 use crate::protocol::{
     ClientKind, DeliveryKind, EdgeKind, EdgeMessage, ErrorCode, HerdChief, HostMail, MessageId,
-    ReportsTo, Role, Sender, ServerMsg, SessionInfo, Superior, senders,
+    ReportsTo, Role, Sender, ServerMsg, SessionId, SessionInfo, Superior, senders, split_host,
 };
-use crate::store::host_mail::{self, HOME};
+use crate::store::host_mail::{self, HOME, Herd};
 use crate::store::{self, messages::NewMessage};
 
 /// This core as a linked host: the home core's connection (while it is linked) and the
@@ -35,7 +35,8 @@ use crate::store::{self, messages::NewMessage};
 #[derive(Default)]
 pub(super) struct HerdLink {
     conn: Option<ConnId>,
-    chief: Option<HerdChief>,
+    /// What the home core last said; `None` while no home core ever linked this one.
+    herd: Option<Herd>,
 }
 
 impl HerdLink {
@@ -43,8 +44,12 @@ impl HerdLink {
     pub(super) fn load(db: &Connection) -> HerdLink {
         HerdLink {
             conn: None,
-            chief: host_mail::herd_chief(db).ok().flatten(),
+            herd: host_mail::herd(db).ok().flatten(),
         }
+    }
+
+    fn chief(&self) -> Option<&HerdChief> {
+        self.herd.as_ref()?.chief.as_ref()
     }
 }
 
@@ -80,12 +85,13 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         only_a_link(cx)?;
-        if req.chief != self.herd.chief {
-            host_mail::set_herd_chief(db, req.chief.as_ref())?;
+        let herd = Herd { chief: req.chief };
+        if self.herd.herd.as_ref() != Some(&herd) {
+            host_mail::set_herd(db, &herd)?;
         }
         self.herd = HerdLink {
             conn: Some(cx.conn),
-            chief: req.chief,
+            herd: Some(herd),
         };
         out.send(cx.conn, &ServerMsg::HerdLinked { id: cx.id });
         for mail in host_mail::pending(db, HOME)? {
@@ -110,7 +116,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<Option<(ReportsTo, MessageId, bool)>> {
-        let Some(chief) = &self.herd.chief else {
+        let Some(chief) = self.herd.chief() else {
             return Ok(None);
         };
         let mail = HostMail {
@@ -123,11 +129,10 @@ impl State {
             to_name: chief.session_name.clone(),
             text: text.to_string(),
             created_at: now_ms(),
+            from_host: None,
+            notice: false,
         };
-        let mail = host_mail::keep(db, HOME, mail)?;
-        if let Some(conn) = self.herd.conn {
-            out.send(conn, &ServerMsg::HostMailed { mail: mail.clone() });
-        }
+        let mail = self.keep_up(mail, db, out)?;
         let to = ReportsTo {
             to: Superior::Chief,
             session_id: Some(chief.session_id.clone()),
@@ -138,6 +143,74 @@ impl State {
             MessageId::from(mail.id),
             self.herd.conn.is_some(),
         )))
+    }
+
+    /// Keep `mail` for the home core, and send it now if it is linked.
+    fn keep_up(&self, mail: HostMail, db: &Connection, out: &mut Out) -> HubResult<HostMail> {
+        let mail = host_mail::keep(db, HOME, mail)?;
+        if let Some(conn) = self.herd.conn {
+            out.send(conn, &ServerMsg::HostMailed { mail: mail.clone() });
+        }
+        Ok(mail)
+    }
+
+    /// `message_peer` from `me` to `who`, no peer here: a connected peer on a linked host
+    /// (on the home core, which mirrors them), or, on a linked host, a session named
+    /// `HOST:NAME` (or by an id unknown here) that the home core finds. `false` when
+    /// neither: the caller's refusal stands.
+    pub(super) fn peer_elsewhere(
+        &self,
+        cx: Cx,
+        me: &SessionInfo,
+        who: &str,
+        text: &str,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<bool> {
+        let mail = |to_id: SessionId, to_name: String| HostMail {
+            id: 0,
+            kind: EdgeKind::Peer,
+            from_id: me.id.clone(),
+            from_name: me.name.clone(),
+            from_role: me.role,
+            to_id,
+            to_name,
+            text: text.to_string(),
+            created_at: now_ms(),
+            from_host: None,
+            notice: false,
+        };
+        let sent = |message_id: u64, session_id: SessionId, session_name: String, connected| {
+            ServerMsg::Sent {
+                id: cx.id,
+                message_id: MessageId::from(message_id),
+                session_id,
+                session_name,
+                connected,
+            }
+        };
+        if let Some(target) = self
+            .links
+            .find_session(who)
+            .filter(|t| t.connected && !t.subagent && peers(me.role, t.role))
+        {
+            let host = target.host.clone().unwrap_or_default();
+            let kept = host_mail::keep(db, &host, mail(target.id.clone(), target.name.clone()))?;
+            out.to_far.push((host, ToFar::Mail(kept.clone())));
+            out.send(cx.conn, &sent(kept.id, target.id, target.name, true));
+            return Ok(true);
+        }
+        let named_elsewhere = split_host(who).0.is_some() || is_session_id(who);
+        if self.herd.herd.is_none() || !named_elsewhere {
+            return Ok(false);
+        }
+        let kept = self.keep_up(mail(SessionId::from(who), who.to_string()), db, out)?;
+        let linked = self.herd.conn.is_some();
+        out.send(
+            cx.conn,
+            &sent(kept.id, SessionId::from(who), who.to_string(), linked),
+        );
+        Ok(true)
     }
 
     /// `host_mail_ack`: the home core stored these.
@@ -165,15 +238,36 @@ impl State {
         let origin = req.origin;
         if !host_mail::seen(db, &origin, mail.id)? {
             atomically(db, || {
-                let target = store::sessions::get_uncounted(db, &mail.to_id)?.ok_or_else(|| {
-                    HubError::new(
-                        ErrorCode::UnknownSession,
-                        format!("no session {} on this host", mail.to_id),
-                    )
-                })?;
+                self.store_from_home(&mail, db, out)?;
+                host_mail::mark_seen(db, &origin, mail.id)?;
+                Ok(())
+            })?;
+        }
+        out.send(
+            cx.conn,
+            &ServerMsg::HostMailStored {
+                id,
+                mail_id: mail.id,
+            },
+        );
+        Ok(())
+    }
+
+    /// Mail the home core passed down, for a session here, checked by this core's rules:
+    /// the Chief's to its staff (nobody here above it), a peer's to a peer, or a notice.
+    fn store_from_home(&self, mail: &HostMail, db: &Connection, out: &mut Out) -> HubResult<()> {
+        let target = store::sessions::get_uncounted(db, &mail.to_id)?.ok_or_else(|| {
+            HubError::new(
+                ErrorCode::UnknownSession,
+                format!("no session {} on this host", mail.to_id),
+            )
+        })?;
+        let from = sender_of(mail);
+        let (kind, body) = match mail.kind {
+            _ if mail.notice => (DeliveryKind::PeerMessage, mail.text.clone()),
+            EdgeKind::Staff => {
                 let above = self.reports_to(&target, db)?;
-                let staff = matches!(target.role, Role::Manager | Role::Lead | Role::Supervisor);
-                if mail.kind != EdgeKind::Staff || !staff || above.to != Superior::Human {
+                if !is_staff(target.role) || above.to != Superior::Human {
                     return Err(HubError::new(
                         ErrorCode::Forbidden,
                         format!(
@@ -191,23 +285,41 @@ impl State {
                     "From the chief ({} {}, on the home core): {}",
                     mail.from_name, mail.from_id, mail.text
                 );
-                let from = sender_of(&mail);
-                let message = NewMessage {
-                    created_at: now_ms(),
-                    ..NewMessage::plain(&target.id, DeliveryKind::StaffMessage, &body, &from)
-                };
-                self.mail(message, db, out)?;
-                host_mail::mark_seen(db, &origin, mail.id)?;
-                Ok(())
-            })?;
-        }
-        out.send(
-            cx.conn,
-            &ServerMsg::HostMailStored {
-                id,
-                mail_id: mail.id,
-            },
-        );
+                (DeliveryKind::StaffMessage, body)
+            }
+            EdgeKind::Peer => {
+                if target.subagent || !peers(mail.from_role, target.role) {
+                    return Err(HubError::new(
+                        ErrorCode::Forbidden,
+                        format!(
+                            "{} here is a {}, not a peer of a {}: Leads message Leads, Managers Managers",
+                            target.name,
+                            target.role.as_str(),
+                            mail.from_role.as_str()
+                        ),
+                    ));
+                }
+                let body = format!(
+                    "Peer message from {} ({}) on {}: {}",
+                    mail.from_name,
+                    mail.from_id,
+                    mail.from_host.as_deref().unwrap_or("the home core"),
+                    mail.text
+                );
+                (DeliveryKind::PeerMessage, body)
+            }
+            EdgeKind::Supervisor => {
+                return Err(HubError::new(
+                    ErrorCode::InvalidArgument,
+                    "mail to a supervisor goes up, not down a link",
+                ));
+            }
+        };
+        let message = NewMessage {
+            created_at: now_ms(),
+            ..NewMessage::plain(&target.id, kind, &body, &from)
+        };
+        self.mail(message, db, out)?;
         Ok(())
     }
 
@@ -258,6 +370,25 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         if !host_mail::seen(db, origin, mail.id)? {
+            match mail.kind {
+                EdgeKind::Peer => self.peer_from_host(host, &mail, db, out)?,
+                _ => self.chief_from_host(host, &mail, db, out)?,
+            }
+            host_mail::mark_seen(db, origin, mail.id)?;
+        }
+        out.to_far.push((host.to_string(), ToFar::Ack(mail.id)));
+        Ok(())
+    }
+
+    /// Mail up from `host` for the herd's Chief: stored for it, shown to the bridges.
+    fn chief_from_host(
+        &mut self,
+        host: &str,
+        mail: &HostMail,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        {
             // The Chief now; the one it was sent to when none holds the lease.
             let (chief, chief_name) = match store::leases::get(db, Role::Chief, None)? {
                 Some(l) => (l.session_id, l.session_name),
@@ -270,13 +401,12 @@ impl State {
                 mail.from_id,
                 mail.text
             );
-            let from = sender_of(&mail);
+            let from = sender_of(mail);
             let message = NewMessage {
                 created_at: now_ms(),
                 ..NewMessage::plain(&chief, DeliveryKind::SupervisorMessage, &body, &from)
             };
             let mailed = self.mail(message, db, out)?;
-            host_mail::mark_seen(db, origin, mail.id)?;
             let message = EdgeMessage {
                 kind: EdgeKind::Supervisor,
                 from_id: mail.from_id.clone(),
@@ -292,7 +422,84 @@ impl State {
             self.presence
                 .broadcast(&ServerMsg::EdgeMessaged { message }, out);
         }
-        out.to_far.push((host.to_string(), ToFar::Ack(mail.id)));
+        Ok(())
+    }
+
+    /// Peer mail up from `host`: for a connected peer here, or passed down to the linked
+    /// host its sender named; else the sender is told why it went nowhere.
+    fn peer_from_host(
+        &mut self,
+        host: &str,
+        mail: &HostMail,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let who = mail.to_id.as_str();
+        let here = store::sessions::get_uncounted(db, &SessionId::from(who))?
+            .filter(|t| self.presence.is_live(&t.id));
+        let there = self.links.find_session(who).filter(|t| t.connected);
+        let refusal = match (here, there) {
+            (Some(t), _) if !t.subagent && peers(mail.from_role, t.role) => {
+                let body = format!(
+                    "Peer message from {} ({}) on {host}: {}",
+                    mail.from_name, mail.from_id, mail.text
+                );
+                let from = sender_of(mail);
+                let message = NewMessage {
+                    created_at: now_ms(),
+                    ..NewMessage::plain(&t.id, DeliveryKind::PeerMessage, &body, &from)
+                };
+                self.mail(message, db, out)?;
+                return Ok(());
+            }
+            (_, Some(t)) if !t.subagent && peers(mail.from_role, t.role) => {
+                let to_host = t.host.clone().unwrap_or_default();
+                let passed = HostMail {
+                    id: 0,
+                    to_id: t.id,
+                    to_name: t.name,
+                    from_host: Some(host.to_string()),
+                    ..mail.clone()
+                };
+                let kept = host_mail::keep(db, &to_host, passed)?;
+                out.to_far.push((to_host, ToFar::Mail(kept)));
+                return Ok(());
+            }
+            (Some(t), _) | (_, Some(t)) => format!(
+                "{} is a {}, not a peer of a {}",
+                t.name,
+                t.role.as_str(),
+                mail.from_role.as_str()
+            ),
+            (None, None) => format!("no connected peer {who:?} in the herd"),
+        };
+        self.notice_to(host, mail, &refusal, db, out)
+    }
+
+    /// Tell `mail`'s sender, on `host`, that it was not delivered and why.
+    fn notice_to(
+        &mut self,
+        host: &str,
+        mail: &HostMail,
+        why: &str,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let notice = HostMail {
+            id: 0,
+            kind: mail.kind,
+            from_id: SessionId::from("shepherd"),
+            from_name: "shepherd".to_string(),
+            from_role: Role::Lead,
+            to_id: mail.from_id.clone(),
+            to_name: mail.from_name.clone(),
+            text: format!("Your message to {} was not delivered: {why}", mail.to_name),
+            created_at: now_ms(),
+            from_host: None,
+            notice: true,
+        };
+        let kept = host_mail::keep(db, host, notice)?;
+        out.to_far.push((host.to_string(), ToFar::Mail(kept)));
         Ok(())
     }
 
@@ -307,7 +514,19 @@ impl State {
     ) -> HubResult<()> {
         let kept = host_mail::pending(db, host)?;
         if let Some(mail) = kept.into_iter().find(|m| m.id == id) {
-            tracing::warn!(host, to = %mail.to_name, %why, "a linked host refused the Chief's mail");
+            tracing::warn!(host, to = %mail.to_name, %why, "a linked host refused mail");
+            if mail.notice {
+                // A notice nobody can take: said in the log only.
+                host_mail::stored(db, host, &[id])?;
+                return Ok(());
+            }
+            if let Some(from_host) = mail.from_host.clone() {
+                // Peer mail passed on from another linked host: its sender is there.
+                let why = format!("{why} (on {host})");
+                self.notice_to(&from_host, &mail, &why, db, out)?;
+                host_mail::stored(db, host, &[id])?;
+                return Ok(());
+            }
             let text = format!(
                 "Your message to {} on {host} was not delivered: {why}",
                 mail.to_name
@@ -347,6 +566,8 @@ impl State {
             to_name: target.name.clone(),
             text: text.to_string(),
             created_at: now_ms(),
+            from_host: None,
+            notice: false,
         };
         let mail = host_mail::keep(db, &host, mail)?;
         out.to_far.push((host, ToFar::Mail(mail.clone())));
@@ -366,8 +587,24 @@ impl State {
     /// The Chief's staff on a linked host named `who`: a Manager there, or a Lead (its
     /// own core checks that nobody there supervises it).
     pub(super) fn staff_on_host(&self, who: &str) -> Option<SessionInfo> {
-        self.links
-            .find_session(who)
-            .filter(|s| matches!(s.role, Role::Manager | Role::Lead | Role::Supervisor))
+        self.links.find_session(who).filter(|s| is_staff(s.role))
     }
+}
+
+/// Whether a session of `role` can be the herd's Chief's staff (a Manager, a Lead).
+fn is_staff(role: Role) -> bool {
+    matches!(role, Role::Manager | Role::Lead | Role::Supervisor)
+}
+
+/// Whether sessions of roles `a` and `b` are peers: Leads of Leads, Managers of Managers.
+fn peers(a: Role, b: Role) -> bool {
+    let lead = |r: Role| matches!(r, Role::Lead | Role::Supervisor);
+    (a == Role::Manager && b == Role::Manager) || (lead(a) && lead(b))
+}
+
+/// Whether `text` is a whole session id (a UUID), which names a session on any host.
+fn is_session_id(text: &str) -> bool {
+    text.len() == 36
+        && text.bytes().filter(|b| *b == b'-').count() == 4
+        && text.bytes().all(|b| b == b'-' || b.is_ascii_hexdigit())
 }

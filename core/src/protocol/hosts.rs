@@ -119,10 +119,11 @@ pub struct HerdChief {
 }
 
 /// Mail along an edge between two cores: up from a linked host's Manager or Lead to the
-/// herd's Chief (`kind: supervisor`, as the event `host_mail`), or down from the Chief to
-/// one of its staff on a linked host (`kind: staff`, as the request `deliver_host_mail`).
-/// The sending core keeps it until the receiving core has stored it (acknowledged by
-/// `id`); the receiving core stores each `id` of each origin once.
+/// herd's Chief (`kind: supervisor`), down from the Chief to one of its staff on a linked
+/// host (`kind: staff`), or between peers on different hosts (`kind: peer`, through the
+/// home core). Up it travels as the event `host_mail`, down as the request
+/// `deliver_host_mail`. The sending core keeps it until the receiving core has stored it
+/// (acknowledged by `id`); the receiving core stores each `id` of each origin once.
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostMail {
@@ -132,8 +133,17 @@ pub struct HostMail {
     pub from_id: SessionId,
     pub from_name: String,
     pub from_role: Role,
+    /// Up, for a peer: the session as its sender named it (`gpu:lead-b`, or an exact id);
+    /// else its id.
     pub to_id: SessionId,
     pub to_name: String,
     pub text: String,
     pub created_at: Millis,
+    /// The linked host the sender is on, when the home core passes peer mail on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_host: Option<String>,
+    /// Not mail from a session: shepherd telling the receiver its own mail was not
+    /// delivered (`text` says why).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notice: bool,
 }

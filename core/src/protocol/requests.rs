@@ -719,8 +719,9 @@ pub struct LinkHerd {
     pub chief: Option<super::HerdChief>,
 }
 
-/// A home core to a core it links to: store the herd's Chief's mail to one of its staff
-/// here (a [`super::HostMail`] of kind `staff`, its fields flat). `origin` is the home
+/// A home core to a core it links to: store mail for a session here: the herd's Chief's
+/// to one of its staff (`kind: staff`), or a peer's (`kind: peer`); a
+/// [`super::HostMail`], its fields flat. `origin` is the home
 /// core's `store_id`: each `mail_id` of an origin is stored once. Answered by
 /// `host_mail_stored` (also when it was stored before).
 #[cfg_attr(test, derive(schemars::JsonSchema))]
@@ -730,6 +731,7 @@ pub struct DeliverHostMail {
     pub origin: String,
     /// The home core's id for the mail.
     pub mail_id: u64,
+    pub kind: super::EdgeKind,
     pub from_id: super::SessionId,
     pub from_name: String,
     pub from_role: super::Role,
@@ -737,6 +739,10 @@ pub struct DeliverHostMail {
     pub to_name: String,
     pub text: String,
     pub created_at: super::Millis,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_host: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notice: bool,
 }
 
 impl DeliverHostMail {
@@ -746,6 +752,7 @@ impl DeliverHostMail {
             id: 0,
             origin: origin.to_string(),
             mail_id: mail.id,
+            kind: mail.kind,
             from_id: mail.from_id,
             from_name: mail.from_name,
             from_role: mail.from_role,
@@ -753,6 +760,8 @@ impl DeliverHostMail {
             to_name: mail.to_name,
             text: mail.text,
             created_at: mail.created_at,
+            from_host: mail.from_host,
+            notice: mail.notice,
         }
     }
 
@@ -760,7 +769,7 @@ impl DeliverHostMail {
     pub fn mail(&self) -> super::HostMail {
         super::HostMail {
             id: self.mail_id,
-            kind: super::EdgeKind::Staff,
+            kind: self.kind,
             from_id: self.from_id.clone(),
             from_name: self.from_name.clone(),
             from_role: self.from_role,
@@ -768,6 +777,8 @@ impl DeliverHostMail {
             to_name: self.to_name.clone(),
             text: self.text.clone(),
             created_at: self.created_at,
+            from_host: self.from_host.clone(),
+            notice: self.notice,
         }
     }
 }

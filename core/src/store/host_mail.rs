@@ -7,37 +7,36 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::protocol::{HerdChief, HostMail};
 
-/// Where this core, as a linked host, keeps the herd's Chief its home core last named.
-const HERD_CHIEF: &str = "herd_chief";
+/// The host of mail up to the home core (this core is a linked host).
+pub const HOME: &str = "";
 
-/// The herd's Chief the home core last named (it outlives the link: mail up is kept for
-/// it while the link is down).
-pub fn herd_chief(conn: &Connection) -> rusqlite::Result<Option<HerdChief>> {
+/// Where this core, as a linked host, keeps what its home core last said of the herd.
+const HERD: &str = "herd";
+
+/// What a linked host knows of its herd: that it has a home core, and the herd's Chief
+/// the home core last named (it outlives the link: mail up is kept for it while the link
+/// is down).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Herd {
+    pub chief: Option<HerdChief>,
+}
+
+/// The herd as the home core last named it; `None` when no home core ever linked this one.
+pub fn herd(conn: &Connection) -> rusqlite::Result<Option<Herd>> {
     let json: Option<String> = conn
         .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
-        .query_row([HERD_CHIEF], |r| r.get(0))
+        .query_row([HERD], |r| r.get(0))
         .optional()?;
     Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
 }
 
-/// Keep `chief` as the herd's Chief (`None`: the herd has none).
-pub fn set_herd_chief(conn: &Connection, chief: Option<&HerdChief>) -> rusqlite::Result<()> {
-    match chief {
-        Some(chief) => {
-            let json = serde_json::to_string(chief).expect("a chief serializes");
-            conn.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?
-                .execute(params![HERD_CHIEF, json])?;
-        }
-        None => {
-            conn.prepare_cached("DELETE FROM meta WHERE key = ?1")?
-                .execute([HERD_CHIEF])?;
-        }
-    }
+/// Keep what the home core said of the herd.
+pub fn set_herd(conn: &Connection, herd: &Herd) -> rusqlite::Result<()> {
+    let json = serde_json::to_string(herd).expect("a herd serializes");
+    conn.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?
+        .execute(params![HERD, json])?;
     Ok(())
 }
-
-/// The host of mail up to the home core (this core is a linked host).
-pub const HOME: &str = "";
 
 /// Keep `mail` for `host` until it is stored there; its id (the mail's `id`).
 pub fn keep(conn: &Connection, host: &str, mut mail: HostMail) -> rusqlite::Result<HostMail> {
@@ -103,6 +102,8 @@ mod tests {
             to_name: "app".into(),
             text: text.into(),
             created_at: 1,
+            from_host: None,
+            notice: false,
         }
     }
 
@@ -130,14 +131,16 @@ mod tests {
         assert!(seen(db, "store-a", 7).unwrap());
         assert!(!seen(db, "store-b", 7).unwrap());
 
-        assert_eq!(herd_chief(db).unwrap(), None);
-        let chief = HerdChief {
-            session_id: "c1".into(),
-            session_name: "chief".into(),
+        assert_eq!(herd(db).unwrap(), None);
+        let chief = Herd {
+            chief: Some(HerdChief {
+                session_id: "c1".into(),
+                session_name: "chief".into(),
+            }),
         };
-        set_herd_chief(db, Some(&chief)).unwrap();
-        assert_eq!(herd_chief(db).unwrap(), Some(chief));
-        set_herd_chief(db, None).unwrap();
-        assert_eq!(herd_chief(db).unwrap(), None);
+        set_herd(db, &chief).unwrap();
+        assert_eq!(herd(db).unwrap(), Some(chief));
+        set_herd(db, &Herd::default()).unwrap();
+        assert_eq!(herd(db).unwrap(), Some(Herd::default()));
     }
 }

@@ -5,7 +5,7 @@
 //   SHEPHERD_REGENERATE=1 cargo test -p shepherd-core --lib protocol::wire_gen
 // (CI fails while a generated file is stale).
 
-import type { ClientKind, ResultsMode, Role, VerdictKind } from "./names.ts";
+import type { ClientKind, EdgeKind, ResultsMode, Role, VerdictKind } from "./names.ts";
 import type { ContextUsage, HerdChief, Registration } from "./records.ts";
 import type { ServerMsg } from "./server.ts";
 
@@ -634,8 +634,9 @@ export interface LinkHerdMsg {
 }
 
 /**
- * A home core to a core it links to: store the herd's Chief's mail to one of its staff
- * here (a [`super::HostMail`] of kind `staff`, its fields flat). `origin` is the home
+ * A home core to a core it links to: store mail for a session here: the herd's Chief's
+ * to one of its staff (`kind: staff`), or a peer's (`kind: peer`); a
+ * [`super::HostMail`], its fields flat. `origin` is the home
  * core's `store_id`: each `mail_id` of an origin is stored once. Answered by
  * `host_mail_stored` (also when it was stored before).
  */
@@ -645,6 +646,7 @@ export interface DeliverHostMailMsg {
   origin: string;
   /** The home core's id for the mail. */
   mail_id: number;
+  kind: EdgeKind;
   from_id: string;
   from_name: string;
   from_role: Role;
@@ -652,6 +654,8 @@ export interface DeliverHostMailMsg {
   to_name: string;
   text: string;
   created_at: number;
+  from_host?: string | null;
+  notice?: boolean;
 }
 
 /**

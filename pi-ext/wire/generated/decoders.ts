@@ -428,6 +428,8 @@ const hostMail: Conv<HostMail> = record({
   to_name: req(str),
   text: req(str),
   created_at: req(u64),
+  from_host: optional(str),
+  notice: maybe(bool),
 });
 
 export const CLIENT_BODIES: Bodies<ClientMsg> = {
@@ -527,6 +529,7 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
     id: req(u64),
     origin: req(str),
     mail_id: req(u64),
+    kind: req(oneOf(EDGE_KINDS)),
     from_id: req(str),
     from_name: req(str),
     from_role: req(oneOf(ROLES)),
@@ -534,6 +537,8 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
     to_name: req(str),
     text: req(str),
     created_at: req(u64),
+    from_host: maybeNull(str),
+    notice: maybe(bool),
   }),
   ack: record({ ids: req(arrayOf(u64)) }),
   bye: record({ returning: maybe(bool) }),

@@ -49,6 +49,16 @@ export const VERDICT_KINDS: readonly VerdictKind[] = ["steer", "let_it_run", "do
 export type ResultsMode = "all" | "asks_only" | "off";
 export const RESULTS_MODES: readonly ResultsMode[] = ["all", "asks_only", "off"];
 
+/**
+ * Which direct edge a message travelled.
+ *
+ * - `supervisor`: `message_supervisor`: a Lead or Manager to whom it reports.
+ * - `staff`: `message_staff`: a Manager or Chief to one of its staff.
+ * - `peer`: `message_peer`: Lead to Lead, Manager to Manager.
+ */
+export type EdgeKind = "supervisor" | "staff" | "peer";
+export const EDGE_KINDS: readonly EdgeKind[] = ["supervisor", "staff", "peer"];
+
 /** Whether a pairing is still running. */
 export type PairingState = "active" | "ended";
 export const PAIRING_STATES: readonly PairingState[] = ["active", "ended"];
@@ -276,16 +286,6 @@ export const DELIVERY_KINDS: readonly DeliveryKind[] = [
  */
 export type LeaveReason = "closed" | "lost";
 export const LEAVE_REASONS: readonly LeaveReason[] = ["closed", "lost"];
-
-/**
- * Which direct edge a message travelled.
- *
- * - `supervisor`: `message_supervisor`: a Lead or Manager to whom it reports.
- * - `staff`: `message_staff`: a Manager or Chief to one of its staff.
- * - `peer`: `message_peer`: Lead to Lead, Manager to Manager.
- */
-export type EdgeKind = "supervisor" | "staff" | "peer";
-export const EDGE_KINDS: readonly EdgeKind[] = ["supervisor", "staff", "peer"];
 
 /** The stable error codes (core/src/protocol/error_code.rs). */
 export const ERROR_CODES = [

@@ -606,10 +606,11 @@ export interface EdgeMessage {
 
 /**
  * Mail along an edge between two cores: up from a linked host's Manager or Lead to the
- * herd's Chief (`kind: supervisor`, as the event `host_mail`), or down from the Chief to
- * one of its staff on a linked host (`kind: staff`, as the request `deliver_host_mail`).
- * The sending core keeps it until the receiving core has stored it (acknowledged by
- * `id`); the receiving core stores each `id` of each origin once.
+ * herd's Chief (`kind: supervisor`), down from the Chief to one of its staff on a linked
+ * host (`kind: staff`), or between peers on different hosts (`kind: peer`, through the
+ * home core). Up it travels as the event `host_mail`, down as the request
+ * `deliver_host_mail`. The sending core keeps it until the receiving core has stored it
+ * (acknowledged by `id`); the receiving core stores each `id` of each origin once.
  */
 export interface HostMail {
   /** The sending core's id for it. */
@@ -618,8 +619,19 @@ export interface HostMail {
   from_id: string;
   from_name: string;
   from_role: Role;
+  /**
+   * Up, for a peer: the session as its sender named it (`gpu:lead-b`, or an exact id);
+   * else its id.
+   */
   to_id: string;
   to_name: string;
   text: string;
   created_at: number;
+  /** The linked host the sender is on, when the home core passes peer mail on. */
+  from_host?: string;
+  /**
+   * Not mail from a session: shepherd telling the receiver its own mail was not
+   * delivered (`text` says why).
+   */
+  notice?: boolean;
 }

@@ -236,7 +236,17 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let text = nonempty(req.text, "message")?;
-        let target = self.my_peer(&me, &req.session, db)?;
+        let target = match self.my_peer(&me, &req.session, db) {
+            Ok(target) => target,
+            // A peer on another host of the herd.
+            Err(e) if e.code == ErrorCode::UnknownSession => {
+                match self.peer_elsewhere(cx, &me, &req.session, &text, db, out)? {
+                    true => return Ok(()),
+                    false => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
         let body = format!("Peer message from {} ({}): {text}", me.name, me.id);
         let mailed = self.edge_mail(
             Edge::new(EdgeKind::Peer, &me, &target),
