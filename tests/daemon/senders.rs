@@ -67,6 +67,11 @@ const CONTINUE_IS_PIS: Refusal = (
     None,
     "only a Pi session continues a worker session (it becomes the owner)",
 );
+const ONLY_A_LINK: Refusal = (
+    ErrorCode::Forbidden,
+    None,
+    "only a linked core (client kind `core`, through `shepherd link`) sends this",
+);
 const SEND_IS_HUMANS: Refusal = (
     ErrorCode::Forbidden,
     Some("direct_edges_only"),
@@ -263,8 +268,11 @@ const ROWS: &[Row] = &[
         NOT_MANAGER,
     ),
     row("list_hosts", ANYONE),
+    refusing("link_herd", "core", ONLY_A_LINK),
+    refusing("deliver_host_mail", "core", ONLY_A_LINK),
     row("ack", PI),
     row("bye", PI),
+    refusing("host_mail_ack", "core", ONLY_A_LINK),
 ];
 
 impl Row {
@@ -273,7 +281,8 @@ impl Row {
     fn allows(&self, who: Who) -> bool {
         let words: Vec<&str> = self.senders.split([' ', '(', ')', '|']).collect();
         match who {
-            Who::Cli | Who::Core => words.contains(&"cli"),
+            Who::Cli => words.contains(&"cli"),
+            Who::Core => words.contains(&"cli") || words.contains(&"core"),
             Who::Bridge => words.contains(&"bridge"),
             Who::Pi(role) => {
                 if self.senders.split(' ').any(|w| w == "pi") {

@@ -112,7 +112,7 @@ impl State {
             ClientMsg::Ack(req) => self.ack(cx, req, db, out),
             ClientMsg::LinkHerd(req) => self.link_herd(cx, req, db, out),
             ClientMsg::DeliverHostMail(req) => self.deliver_host_mail(cx, req, db, out),
-            ClientMsg::HostMailAck(req) => self.host_mail_ack(cx, req, db),
+            ClientMsg::HostMailAck(req) => self.host_mail_ack(req, db),
             ClientMsg::ListSessions(req) => self.list_sessions(cx, req, db, out),
             ClientMsg::ListAsks(req) => self.list_asks(cx, req, db, out),
             ClientMsg::Status(_) => self.status(cx, db, out),

@@ -25,7 +25,7 @@ use crate::hosts::{LinkNews, ToFar};
 use crate::protocol::requests::{DeliverHostMail, HostMailAck, LinkHerd};
 use crate::protocol::{
     ClientKind, DeliveryKind, EdgeKind, EdgeMessage, ErrorCode, HerdChief, HostMail, MessageId,
-    ReportsTo, Role, Sender, ServerMsg, SessionId, SessionInfo, Superior, senders, split_host,
+    ReportsTo, Role, Sender, ServerMsg, SessionId, SessionInfo, Superior, split_host,
 };
 use crate::store::host_mail::{self, HOME, Herd};
 use crate::store::{self, messages::NewMessage};
@@ -53,17 +53,6 @@ impl HerdLink {
     }
 }
 
-/// Refuse anything but a linked core.
-fn only_a_link(cx: Cx) -> HubResult<()> {
-    match cx.kind {
-        ClientKind::Core => Ok(()),
-        _ => Err(HubError::new(
-            ErrorCode::Forbidden,
-            senders::ONLY_A_LINK.message,
-        )),
-    }
-}
-
 /// The sender of mail that came over a link: the session as the far side named it.
 fn sender_of(mail: &HostMail) -> Sender {
     Sender {
@@ -84,7 +73,6 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        only_a_link(cx)?;
         let herd = Herd { chief: req.chief };
         if self.herd.herd.as_ref() != Some(&herd) {
             host_mail::set_herd(db, &herd)?;
@@ -214,18 +202,12 @@ impl State {
     }
 
     /// `host_mail_ack`: the home core stored these.
-    pub(super) fn host_mail_ack(
-        &mut self,
-        cx: Cx,
-        req: HostMailAck,
-        db: &Connection,
-    ) -> HubResult<()> {
-        only_a_link(cx)?;
+    pub(super) fn host_mail_ack(&mut self, req: HostMailAck, db: &Connection) -> HubResult<()> {
         host_mail::stored(db, HOME, &req.ids)?;
         Ok(())
     }
 
-    /// `deliver_host_mail`: the herd's Chief's mail to one of its staff here, stored once.
+    /// `deliver_host_mail`: mail from the home core for a session here, stored once.
     pub(super) fn deliver_host_mail(
         &mut self,
         cx: Cx,
@@ -233,7 +215,6 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        only_a_link(cx)?;
         let (id, mail) = (req.id, req.mail());
         let origin = req.origin;
         if !host_mail::seen(db, &origin, mail.id)? {

@@ -38,6 +38,7 @@ macro_rules! client_messages {
     (@who $s:expr ;) => { $s };
     (@who $s:expr ; cli $($rest:tt)*) => { client_messages!(@who $s.cli() ; $($rest)*) };
     (@who $s:expr ; bridge $($rest:tt)*) => { client_messages!(@who $s.bridge() ; $($rest)*) };
+    (@who $s:expr ; core $($rest:tt)*) => { client_messages!(@who $s.core() ; $($rest)*) };
     (@who $s:expr ; pi ($($role:ident)|+ else $refusal:ident) $($rest:tt)*) => {
         client_messages!(
             @who $s.pi_as(&[$(client_messages!(@role $role)),+], senders::$refusal) ; $($rest)*
@@ -52,7 +53,9 @@ macro_rules! client_messages {
             $rtype:literal => $req:ident $($git:ident)? [$($who:tt)*] $(else $refusal:ident)?
                 -> $reply:literal
         ),* $(,)? }
-        notices { $( $ntype:literal => $notice:ident [$($nwho:tt)*] ),* $(,)? }
+        notices { $(
+            $ntype:literal => $notice:ident [$($nwho:tt)*] $(else $nrefusal:ident)?
+        ),* $(,)? }
     ) => {
         /// Client → core: requests (with an `id` the response echoes) and notices
         /// (without). Each variant's fields are the struct of the same name in
@@ -193,7 +196,8 @@ macro_rules! client_messages {
                 /// The wire `type`.
                 pub const TYPE: &'static str = $ntype;
                 /// Who may send it.
-                pub const SENDERS: senders::Senders = client_messages!(@senders [$($nwho)*]);
+                pub const SENDERS: senders::Senders =
+                    client_messages!(@senders [$($nwho)*] $($nrefusal)?);
             }
 
             impl From<requests::$notice> for ClientMsg {
@@ -258,13 +262,13 @@ client_messages! {
         "integrate_branch" => IntegrateBranch [pi(manager else NOT_MANAGER) cli bridge] -> "integration",
         "list_projects" => ListProjects [pi(manager else NOT_MANAGER) cli bridge] -> "projects",
         "list_hosts" => ListHosts [pi cli bridge] -> "hosts",
-        "link_herd" => LinkHerd [cli] else ONLY_A_LINK -> "herd_linked",
-        "deliver_host_mail" => DeliverHostMail [cli] else ONLY_A_LINK -> "host_mail_stored",
+        "link_herd" => LinkHerd [core] else ONLY_A_LINK -> "herd_linked",
+        "deliver_host_mail" => DeliverHostMail [core] else ONLY_A_LINK -> "host_mail_stored",
     }
     notices {
         "ack" => Ack [pi],
         "bye" => Bye [pi],
-        "host_mail_ack" => HostMailAck [cli],
+        "host_mail_ack" => HostMailAck [core] else ONLY_A_LINK,
     }
 }
 

@@ -36,6 +36,9 @@ pub struct Senders {
     pub pi: bool,
     pub cli: bool,
     pub bridge: bool,
+    /// A linked core only (`core`): what one core asks of another. A linked core may
+    /// also send whatever the CLI may.
+    pub core: bool,
     /// For a Pi session: the roles admitted, and how another role is refused (`None`:
     /// any role).
     pub roles: Option<(&'static [Role], Refusal)>,
@@ -49,12 +52,17 @@ impl Senders {
         pi: false,
         cli: false,
         bridge: false,
+        core: false,
         roles: None,
         other_kind: NO_SESSION,
     };
 
     pub const fn cli(self) -> Senders {
         Senders { cli: true, ..self }
+    }
+
+    pub const fn core(self) -> Senders {
+        Senders { core: true, ..self }
     }
 
     pub const fn bridge(self) -> Senders {
@@ -93,7 +101,7 @@ impl Senders {
             ClientKind::Cli => self.cli,
             ClientKind::Bridge => self.bridge,
             // A linked core acts for the human with the CLI's authority.
-            ClientKind::Core => self.cli,
+            ClientKind::Core => self.cli || self.core,
         }
     }
 
@@ -134,6 +142,9 @@ impl std::fmt::Display for Senders {
         }
         if self.bridge {
             words.push("bridge".into());
+        }
+        if self.core {
+            words.push("core".into());
         }
         f.write_str(&words.join(" "))
     }
