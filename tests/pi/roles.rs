@@ -745,3 +745,174 @@ async fn roles_with_real_pi() -> Result<()> {
     assert!(!core.log_has_panic(), "{}", core.log());
     Ok(())
 }
+
+/// The id in `text` just before `marker`: `… (0193…) on a: …` → `0193…`.
+fn id_before(text: &str, marker: &str) -> Option<String> {
+    let head = &text[..text.find(marker)?];
+    Some(head[head.rfind('(')? + 1..].to_string())
+}
+
+/// Roles across machines: three cores ("home", "a", "b"), home linked to a and b through
+/// `shepherd link`, real Pi sessions on each. The Manager of a repository on a reports to
+/// the herd's Chief on home with `message_supervisor`; the Chief's model steers it back
+/// with `message_staff`; a Lead on a messages a Lead on b with `message_peer`; home's
+/// listing shows each session with its host. Each model sees each message once.
+#[tokio::test]
+async fn roles_across_linked_hosts_with_real_pi() -> Result<()> {
+    let (a, b) = tokio::try_join!(Core::start(), Core::start())?;
+    let config = tempfile::NamedTempFile::new()?;
+    let entry = |name: &str, far: &Core| {
+        format!(
+            "[[hosts]]\nname = \"{name}\"\ncommand = [{:?}, \"--socket\", {:?}, \"link\"]\n\n",
+            shepherd_harness::shepherd_bin().display().to_string(),
+            far.socket().display().to_string()
+        )
+    };
+    std::fs::write(
+        config.path(),
+        format!("{}{}", entry("a", &a), entry("b", &b)),
+    )?;
+    let config_path = config.path().display().to_string();
+    let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
+    let root = tempfile::tempdir()?;
+    let dir = |d: &str| -> Result<std::path::PathBuf> {
+        let p = root.path().join(d);
+        std::fs::create_dir_all(&p)?;
+        Ok(p)
+    };
+    let (primary, _) = repo_with_worktree(&dir("repos")?, "gpuapp", "feature")?;
+
+    let chief_model = FakeModel::start(|req| {
+        if tool_result(req).is_some() {
+            return Reply::text("Done.");
+        }
+        let last = req.last().1;
+        match id_before(&last, ") on a:") {
+            Some(id) if last.contains("MGR-REPORT") => Reply::tool(
+                "message_staff",
+                json!({"session": id, "message": "CHIEF-STEER: release gpuapp"}),
+            ),
+            _ => Reply::text("ok"),
+        }
+    })
+    .await?;
+    let manager_model = FakeModel::start(|req| {
+        if tool_result(req).is_some() {
+            return Reply::text("Sent.");
+        }
+        if req.last().1.contains("PING-CHIEF") {
+            Reply::tool(
+                "message_supervisor",
+                json!({"message": "MGR-REPORT: the GPU run is green"}),
+            )
+        } else {
+            Reply::text("ok")
+        }
+    })
+    .await?;
+    let lead_a_model = FakeModel::start(|req| {
+        if tool_result(req).is_some() {
+            return Reply::text("Sent.");
+        }
+        if req.last().1.contains("PING-PEER") {
+            Reply::tool(
+                "message_peer",
+                json!({"session": "b:lead-b", "message": "PEER-NOTE: build with CUDA 12.4"}),
+            )
+        } else {
+            Reply::text("ok")
+        }
+    })
+    .await?;
+    let lead_b_model = FakeModel::start(|_| Reply::text("ok")).await?;
+    let (agent_c, hq) = (dir("agent-chief")?, dir("hq")?);
+    let agent_m = dir("agent-mgr")?;
+    let (agent_la, la) = (dir("agent-la")?, dir("la")?);
+    let (agent_lb, lb) = (dir("agent-lb")?, dir("lb")?);
+    let (mut chief, mut manager, mut lead_a, mut lead_b) = tokio::try_join!(
+        spawn_pi(&home, &chief_model, &agent_c, &hq, "the-chief"),
+        spawn_pi(&a, &manager_model, &agent_m, &primary, "gpu-manager"),
+        spawn_pi(&a, &lead_a_model, &agent_la, &la, "lead-a"),
+        spawn_pi(&b, &lead_b_model, &agent_lb, &lb, "lead-b"),
+    )?;
+    chief.prompt("/chief").await?;
+    manager.prompt("/manager").await?;
+    role_becomes(&home, "the-chief", "chief").await?;
+    role_becomes(&a, "gpu-manager", "manager").await?;
+    // Home lists the herd, each with its host.
+    eventually(LONG, "home lists a's and b's sessions", || {
+        let listed = home.cli_json(&["sessions"]).ok()?;
+        let hosts: Vec<(String, String)> = listed
+            .as_array()?
+            .iter()
+            .map(|s| {
+                (
+                    s["name"].as_str().unwrap_or_default().to_string(),
+                    s["host"].as_str().unwrap_or("home").to_string(),
+                )
+            })
+            .collect();
+        let want = [
+            ("gpu-manager", "a"),
+            ("lead-a", "a"),
+            ("lead-b", "b"),
+            ("the-chief", "home"),
+        ];
+        want.iter()
+            .all(|(n, h)| hosts.contains(&(n.to_string(), h.to_string())))
+            .then_some(())
+    })
+    .await?;
+    // a knows the herd's Chief once the link told it (before, the Manager's message
+    // would go to the human as a report).
+    eventually(LONG, "the link to name the Chief to a", || {
+        a.log()
+            .lines()
+            .any(|l| l.contains("named the herd's Chief") && l.contains("the-chief"))
+            .then_some(())
+    })
+    .await?;
+
+    manager.prompt("PING-CHIEF: tell the Chief").await?;
+    let steered = eventually(LONG, "the Manager's model to get the Chief's steer", || {
+        manager_model
+            .requests()
+            .into_iter()
+            .find(|r| r.last().1.contains("CHIEF-STEER"))
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}\n--- home ---\n{}\n--- a ---\n{}", home.log(), a.log()))?;
+    assert!(
+        steered.last().1.contains("the-chief"),
+        "{}",
+        steered.last().1
+    );
+    let heard = chief_model
+        .requests()
+        .into_iter()
+        .find(|r| r.last().1.contains("MGR-REPORT"))
+        .expect("the Chief heard the Manager before steering it");
+    assert!(heard.last().1.contains("on a"), "{}", heard.last().1);
+
+    lead_a.prompt("PING-PEER: warn lead-b").await?;
+    eventually(LONG, "lead-b's model to get the peer note", || {
+        lead_b_model
+            .requests()
+            .into_iter()
+            .find(|r| r.last().1.contains("PEER-NOTE"))
+    })
+    .await?;
+    for pi in [&mut chief, &mut manager, &mut lead_a, &mut lead_b] {
+        pi.wait_settled(LONG).await?;
+    }
+    let manager_file = manager.session_file().await?;
+    assert_eq!(user_messages_containing(&manager_file, "CHIEF-STEER")?, 1);
+    let chief_file = chief.session_file().await?;
+    assert_eq!(user_messages_containing(&chief_file, "MGR-REPORT")?, 1);
+    let lead_b_file = lead_b.session_file().await?;
+    assert_eq!(user_messages_containing(&lead_b_file, "PEER-NOTE")?, 1);
+    for core in [&home, &a, &b] {
+        assert!(!core.log_has_panic(), "{}", core.log());
+    }
+    Ok(())
+}

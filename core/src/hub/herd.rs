@@ -76,6 +76,11 @@ impl State {
         let herd = Herd { chief: req.chief };
         if self.herd.herd.as_ref() != Some(&herd) {
             host_mail::set_herd(db, &herd)?;
+            let chief = herd.chief.as_ref().map(|c| c.session_name.as_str());
+            tracing::info!(
+                chief = chief.unwrap_or("none"),
+                "the home core named the herd's Chief"
+            );
         }
         self.herd = HerdLink {
             conn: Some(cx.conn),
