@@ -3,8 +3,10 @@
 //! human's steer to a session on the far core is timed both ways: straight to the far core,
 //! and through home with `host` (home hands it to the link after its commit, the link
 //! sends it on under an id of its own, the far core stores it and answers `sent`, the
-//! answer comes back under the asker's id). The difference is the link's overhead. Then
-//! the far core gets 100 more sessions: the time until home's listing shows them all.
+//! answer comes back under the asker's id). The difference is the link's overhead. The
+//! same for mail between sessions: a Lead's `message_peer` to a Lead on the far core,
+//! until that Lead has it, against one to a Lead on the same core. Then the far core gets
+//! 100 more sessions: the time until home's listing shows them all.
 //! Last, the herd: 8 far cores with 100 sessions each and 10,000 open asks among them, all
 //! linked to one home core: how long home takes to mirror them from its start (each link's
 //! snapshot: the catch-up a reconnect does too), home's RSS then, and how long until all
@@ -123,6 +125,8 @@ pub async fn hosts(s: &Settings, report: &mut Report) -> Result<()> {
         Some(overhead <= 1_000_000),
     );
 
+    peers(s, &far, &home, &mut home_cli, report).await?;
+
     // 100 more sessions on the far core: how long until home lists them all, and home's
     // RSS with them mirrored.
     let before = rss_kb(home.pid())?;
@@ -157,6 +161,87 @@ pub async fn hosts(s: &Settings, report: &mut Report) -> Result<()> {
     drop(home);
     drop(far);
     herd(s, report).await
+}
+
+/// A Lead's `message_peer` to another Lead, timed from the send until the receiver has
+/// the delivery (and acknowledged it): both on home, and the receiver on the far core
+/// (home keeps the mail, hands it to the link after its commit, the far core stores it
+/// and delivers it, home forgets it on `host_mail_stored`). The difference is the link's
+/// overhead for mail between sessions.
+async fn peers(
+    s: &Settings,
+    far: &CoreProc,
+    home: &CoreProc,
+    home_cli: &mut Client,
+    report: &mut Report,
+) -> Result<()> {
+    let pi = async |socket: &std::path::Path, id: &str, name: &str| -> Result<Client> {
+        let mut c = Client::connect(socket, ClientKind::Pi, "bench").await?;
+        c.register(crate::wire::registration(id, name, "/tmp"))
+            .await?;
+        Ok(c)
+    };
+    let mut sender = pi(&home.socket(), "bench-peer-home", "peer-home").await?;
+    let mut near = pi(&home.socket(), "bench-peer-near", "peer-near").await?;
+    let mut away = pi(&far.socket(), "bench-peer-far", "peer-far").await?;
+    linked(home_cli, 2).await?;
+    let (rounds, per_round) = if s.quick { (2, 100) } else { (6, 300) };
+    let (mut one, mut across) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    for _ in 0..rounds {
+        for (samples, to, receiver) in [
+            (&mut one, "bench-peer-near", &mut near),
+            (&mut across, "far:peer-far", &mut away),
+        ] {
+            for _ in 0..per_round {
+                let t = Instant::now();
+                sender.message_peer(to, format!("peer note {i}")).await?;
+                let delivered = loop {
+                    match receiver.next_event().await? {
+                        shepherd_core::protocol::ServerMsg::Deliver { message } => break message,
+                        _ => continue,
+                    }
+                };
+                samples.push(t.elapsed().as_nanos() as u64);
+                anyhow::ensure!(
+                    delivered.text.ends_with(&format!("peer note {i}")),
+                    "{}",
+                    delivered.text
+                );
+                receiver.ack(vec![delivered.id]).await?;
+                i += 1;
+            }
+        }
+    }
+    one.sort_unstable();
+    across.sort_unstable();
+    let (o50, o99) = (quantile(&one, 0.5), quantile(&one, 0.99));
+    let (a50, a99) = (quantile(&across, 0.5), quantile(&across, 0.99));
+    report.info(
+        SEC,
+        &format!(
+            "message_peer to a Lead on the same core p50 / p99, n={}",
+            one.len()
+        ),
+        format!("{} / {}", us(o50), us(o99)),
+    );
+    report.info(
+        SEC,
+        &format!(
+            "message_peer to a Lead across the link p50 / p99, n={}",
+            across.len()
+        ),
+        format!("{} / {}", us(a50), us(a99)),
+    );
+    let overhead = a50.saturating_sub(o50);
+    report.row(
+        SEC,
+        "the link's overhead for peer mail p50 (across − same core)",
+        us(overhead),
+        "≤ 1 ms".into(),
+        Some(overhead <= 1_000_000),
+    );
+    Ok(())
 }
 
 /// How many far cores the herd has, and sessions on each.

@@ -26,7 +26,8 @@
 //!     bystander's ping while `all` listings run back to back;
 //! 14. round trips with `core.durability = "full"`, next to the disk's sync floor;
 //! 15. linked hosts: a steer through a home core's link to a far core, against the same
-//!     straight to the far core (the link's overhead); 100 far sessions mirrored at home;
+//!     straight to the far core (the link's overhead); a Lead's `message_peer` to a Lead
+//!     on the far core, against one to a Lead on the same core; 100 far sessions mirrored;
 //!     8 far cores with 800 sessions and 10,000 open asks mirrored (how long, home's RSS),
 //!     and back after every link's command is killed.
 //!
