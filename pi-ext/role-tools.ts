@@ -66,6 +66,7 @@ function ago(ms: number, now: number): string {
 /** One session as a line the model can act on: the exact id first. */
 export function sessionLine(s: SessionInfo, now: number): string {
   const parts = [`${s.id}`, `"${s.name}"`, s.role];
+  if (s.host !== undefined) parts.push(`on host ${s.host}`);
   if (s.project !== null) parts.push(`project ${s.project}`);
   if (s.branch !== null) parts.push(`branch ${s.branch}`);
   parts.push(s.connected ? s.status : "not connected");

@@ -63,6 +63,8 @@ describe("role tool results", () => {
       sessionLine(s, NOW),
       '- 0193a5c2-7d1e-7b8a-9c3f-1e2d3c4b5a69 · "fix-login" · lead · project app · branch fix/login · tool:bash · last active 2m ago · 1 open ask · context 21%',
     );
+    // A session on a linked host says which.
+    assert.match(sessionLine({ ...s, host: "gpu" }, NOW), /^- 0193a5c2-\S+ · "fix-login" · lead · on host gpu · project app/);
     const members = [{ session: s, reports_to: { to: "manager" as const, session_id: "mgr-1", session_name: "app" } }];
     assert.match(staffText(members, NOW), /^Your staff \(1\); use the exact id with inspect_staff and message_staff:\n- 0193a5c2/);
     assert.equal(staffText([], NOW), "No staff right now: no session reports to you.");

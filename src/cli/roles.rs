@@ -127,9 +127,15 @@ pub fn render_roles(leases: &[Lease], now: u64, width: usize) -> String {
     table.render(width)
 }
 
-/// The staff tree as a table: the ROLE column is indented under whom each reports to.
+/// The staff tree as a table: the ROLE column is indented under whom each reports to; a
+/// HOST column when any member runs on a linked host.
 pub fn render_staff(members: &[StaffMember], width: usize) -> String {
-    let mut table = Table::new()
+    let hosts = members.iter().any(|m| m.session.host.is_some());
+    let mut table = Table::new();
+    if hosts {
+        table = table.column("HOST", Align::Left);
+    }
+    let mut table = table
         .column("ROLE", Align::Left)
         .middle("NAME", 12)
         .column("STATE", Align::Left)
@@ -170,15 +176,20 @@ pub fn render_staff(members: &[StaffMember], width: usize) -> String {
                 format!("{role} {name}")
             }
         };
-        table.row(vec![
-            format!("{indent}{role}"),
-            s.name.clone(),
-            state,
-            place,
-            s.open_asks.to_string(),
-            boss,
-            short_id(s.id.as_str()).to_string(),
-        ]);
+        let host = hosts.then(|| s.host.clone().unwrap_or_else(|| "(here)".to_string()));
+        table.row(
+            host.into_iter()
+                .chain([
+                    format!("{indent}{role}"),
+                    s.name.clone(),
+                    state,
+                    place,
+                    s.open_asks.to_string(),
+                    boss,
+                    short_id(s.id.as_str()).to_string(),
+                ])
+                .collect(),
+        );
     }
     table.render(width)
 }
@@ -239,6 +250,21 @@ mod tests {
         assert!(lines[2].contains("manager mara"), "{out}");
         assert!(lines[2].ends_with("l1111111"), "{out}");
         assert!(lines[3].starts_with("lead"), "{out}");
+        assert!(!out.contains("HOST"), "{out}");
+
+        // A member on a linked host: a HOST column, `(here)` for this machine's.
+        let mut far = member(
+            "g1111111-x",
+            "gpu-lead",
+            Role::Lead,
+            Some(("c1111111-x", "boss", Superior::Chief)),
+        );
+        far.session.host = Some("gpu".into());
+        let out = render_staff(&[member("c1111111-x", "boss", Role::Chief, None), far], 200);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].starts_with("HOST  "), "{out}");
+        assert!(lines[1].starts_with("(here)  chief"), "{out}");
+        assert!(lines[2].starts_with("gpu     └ lead"), "{out}");
     }
 
     #[test]

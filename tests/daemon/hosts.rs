@@ -841,6 +841,25 @@ async fn the_herds_chief_and_a_lead_on_a_linked_host_mail_each_other() -> Result
     );
     chief.ack(&[up.id]).await?;
 
+    // The Chief's staff lists the Lead on a, with its host; so does the human's.
+    let staff = chief.client.call(requests::ListStaff::default()).await?;
+    let far: Vec<(&str, Option<&str>)> = staff
+        .iter()
+        .map(|m| (m.session.name.as_str(), m.session.host.as_deref()))
+        .collect();
+    assert_eq!(far, vec![("gpu-lead", Some("a"))]);
+    assert_eq!(staff[0].reports_to.to, Superior::Chief);
+    let human = home.cli_json(&["staff"])?;
+    let lead_row = human
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["session"]["name"] == "gpu-lead")
+        .cloned()
+        .context("the human's staff lists the far Lead")?;
+    assert_eq!(lead_row["session"]["host"], "a");
+    assert_eq!(lead_row["reports_to"]["session_name"], "the-chief");
+
     // Down: the Chief names the Lead as `a:gpu-lead`.
     let sent = chief
         .client

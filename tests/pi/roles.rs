@@ -746,16 +746,10 @@ async fn roles_with_real_pi() -> Result<()> {
     Ok(())
 }
 
-/// The id in `text` just before `marker`: `… (0193…) on a: …` → `0193…`.
-fn id_before(text: &str, marker: &str) -> Option<String> {
-    let head = &text[..text.find(marker)?];
-    Some(head[head.rfind('(')? + 1..].to_string())
-}
-
 /// Roles across machines: three cores ("home", "a", "b"), home linked to a and b through
 /// `shepherd link`, real Pi sessions on each. The Manager of a repository on a reports to
-/// the herd's Chief on home with `message_supervisor`; the Chief's model steers it back
-/// with `message_staff`; a Lead on a messages a Lead on b with `message_peer`; home's
+/// the herd's Chief on home with `message_supervisor`; the Chief's model finds it with
+/// `list_staff` (on host a) and steers it back with `message_staff`; a Lead on a messages a Lead on b with `message_peer`; home's
 /// listing shows each session with its host. Each model sees each message once.
 #[tokio::test]
 async fn roles_across_linked_hosts_with_real_pi() -> Result<()> {
@@ -782,17 +776,24 @@ async fn roles_across_linked_hosts_with_real_pi() -> Result<()> {
     };
     let (primary, _) = repo_with_worktree(&dir("repos")?, "gpuapp", "feature")?;
 
+    // The Chief finds the Manager on a in its staff (`list_staff` lists the linked hosts'
+    // too) and steers it by its exact id.
     let chief_model = FakeModel::start(|req| {
-        if tool_result(req).is_some() {
-            return Reply::text("Done.");
+        if let Some(result) = tool_result(req) {
+            return match id_of(&result, "gpu-manager") {
+                Some(id) if result.starts_with("Your staff") && result.contains("on host a") => {
+                    Reply::tool(
+                        "message_staff",
+                        json!({"session": id, "message": "CHIEF-STEER: release gpuapp"}),
+                    )
+                }
+                _ => Reply::text("Done."),
+            };
         }
-        let last = req.last().1;
-        match id_before(&last, ") on a:") {
-            Some(id) if last.contains("MGR-REPORT") => Reply::tool(
-                "message_staff",
-                json!({"session": id, "message": "CHIEF-STEER: release gpuapp"}),
-            ),
-            _ => Reply::text("ok"),
+        if req.last().1.contains("MGR-REPORT") {
+            Reply::tool("list_staff", json!({}))
+        } else {
+            Reply::text("ok")
         }
     })
     .await?;

@@ -25,7 +25,7 @@ use crate::hosts::{LinkNews, ToFar};
 use crate::protocol::requests::{DeliverHostMail, HostMailAck, LinkHerd};
 use crate::protocol::{
     ClientKind, DeliveryKind, EdgeKind, EdgeMessage, ErrorCode, HerdChief, HostMail, MessageId,
-    ReportsTo, Role, Sender, ServerMsg, SessionId, SessionInfo, Superior, split_host,
+    ReportsTo, Role, Sender, ServerMsg, SessionId, SessionInfo, StaffMember, Superior, split_host,
 };
 use crate::store::host_mail::{self, HOME, Herd};
 use crate::store::{self, messages::NewMessage};
@@ -568,6 +568,61 @@ impl State {
             },
         );
         Ok(())
+    }
+
+    /// The linked hosts' sessions in a staff listing: for the herd's Chief `chief`, those
+    /// that report to it (a Manager there, a Lead with no Manager of its repository
+    /// there); for the human (`chief` is `None`), every one, each with whom it reports to
+    /// (its Manager there, else the herd's Chief `herd_chief`, else the human). As the
+    /// mirrors have them: connected, not subagents, with their host.
+    pub(super) fn far_staff(
+        &self,
+        me: Option<&SessionInfo>,
+        herd_chief: Option<(&SessionId, &str)>,
+    ) -> Vec<StaffMember> {
+        let far = self.links.sessions();
+        let manager_of = |s: &SessionInfo| {
+            far.iter().find(|m| {
+                m.role == Role::Manager
+                    && m.connected
+                    && m.host == s.host
+                    && m.repo_id.is_some()
+                    && m.repo_id == s.repo_id
+            })
+        };
+        let mut members = Vec::new();
+        for s in far.iter().filter(|s| s.connected && !s.subagent) {
+            let reports_to = match s.role {
+                Role::Chief => continue,
+                Role::Lead | Role::Supervisor if manager_of(s).is_some() => {
+                    let m = manager_of(s).expect("found");
+                    ReportsTo {
+                        to: Superior::Manager,
+                        session_id: Some(m.id.clone()),
+                        session_name: Some(m.name.clone()),
+                    }
+                }
+                _ => match herd_chief {
+                    Some((id, name)) => ReportsTo {
+                        to: Superior::Chief,
+                        session_id: Some(id.clone()),
+                        session_name: Some(name.to_string()),
+                    },
+                    None => ReportsTo::human(),
+                },
+            };
+            let mine = match me {
+                None => true,
+                Some(me) => reports_to.session_id.as_ref() == Some(&me.id),
+            };
+            if mine {
+                members.push(StaffMember {
+                    session: s.clone(),
+                    reports_to,
+                });
+            }
+        }
+        members
     }
 
     /// The Chief's staff on a linked host named `who`: a Manager there, or a Lead (its

@@ -1,5 +1,6 @@
 //! A Manager's or the Chief's staff: who counts as staff (the sessions that report to the
-//! caller by the leases), `list_staff`, the exact-id lookup that refuses anyone else as
+//! caller by the leases; for the herd's Chief, also those on linked hosts that report to
+//! nobody there), `list_staff`, the exact-id lookup that refuses anyone else as
 //! unknown, and `inspect_staff`'s bounded view built off the hub.
 
 use rusqlite::Connection;
@@ -66,6 +67,16 @@ impl State {
                 });
             }
         }
+        // The herd's Chief's staff on linked hosts; for the human, every host's sessions.
+        let chief = leases.iter().find(|l| l.role == Role::Chief);
+        let far = match &me {
+            Some(me) if me.role != Role::Chief => Vec::new(),
+            _ => self.far_staff(
+                me.as_ref(),
+                chief.map(|l| (&l.session_id, l.session_name.as_str())),
+            ),
+        };
+        members.extend(far);
         // A Manager's assignments (its repository's); the human's: all; the Chief's: none.
         let assignments = match &me {
             None => self.staff_assignments(None, db)?,
