@@ -19,7 +19,7 @@ use serde_json::Value;
 use shepherd_core::protocol::{
     ClientKind, DeliveryKind, PROTOCOL_VERSION, Role, ServerMsg, Superior, requests,
 };
-use shepherd_harness::{Core, eventually, next_event_where, shepherd_bin};
+use shepherd_harness::{Core, eventually, link_pid, next_event_where, shepherd_bin};
 
 const LINKED: Duration = Duration::from_secs(30);
 
@@ -69,21 +69,6 @@ fn far_sessions(home: &Core) -> Vec<(String, String, bool)> {
         .collect();
     all.sort();
     all
-}
-
-/// The pid of the `shepherd link` process on `socket`.
-fn link_pid(socket: &Path) -> Option<u32> {
-    let socket = socket.display().to_string();
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .find_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-            let has = |word: &str| args.contains(&word.as_bytes());
-            (has("link") && has(&socket)).then_some(pid)
-        })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

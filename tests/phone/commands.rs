@@ -6,7 +6,8 @@
 //! session renames its place where places have names; `hosts` lists a machine linked to
 //! the core (another core, through `shepherd link`) with its link up and its session; that
 //! machine's asks arrive as cards numbered `#far:N`, answered there once by a tap or by
-//! `answer far:N`, and its place (named `far · …`) and `steer far:NAME` steer it;
+//! `answer far:N`, and its place (named `far · …`) and `steer far:NAME` steer it; its link
+//! killed is said once, and its return;
 //! `status` on the CLI lists the bridge once.
 
 use anyhow::{Context, Result};
@@ -204,6 +205,19 @@ async fn commands_on<P: Phone>(mut phone: P, menu: impl AsyncFn(&P) -> Result<()
             .is_err(),
         "each answer reaches the far session once"
     );
+
+    // The link's command dies: said once in the chat, and its return once.
+    let pid = shepherd_harness::link_pid(&far.socket()).context("the link process")?;
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()?;
+    phone
+        .bot_says(|m| m.text.contains("Lost the link to far"))
+        .await?;
+    phone
+        .bot_says(|m| m.text.contains("far is back: 1 session"))
+        .await?;
+    assert_eq!(phone.count_said("Lost the link to far"), 1);
 
     let status = core.cli_json(&["status"])?;
     let bridges = status["bridges"].as_array().context("bridges")?;

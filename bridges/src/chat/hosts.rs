@@ -2,8 +2,9 @@
 //!
 //! `/hosts` (`!hosts`): the other machines' cores linked to the one this bot runs beside,
 //! each with an icon for its link's state, how long it has been so, why it failed or
-//! dropped, the round trip, the far core's version, its sessions and open questions. Pure
-//! (the clock passed in), the same on both phones.
+//! dropped, the round trip, the far core's version, its sessions and open questions; and
+//! the one line said when a link drops after it was up, or comes back after such a drop.
+//! Pure (the clock passed in), the same on both phones.
 
 use shepherd_core::protocol::{HostLink, LinkState, Millis};
 
@@ -77,6 +78,31 @@ pub fn hosts_list(hosts: &[HostLink], now: Millis) -> Rendered {
     h.into()
 }
 
+/// A link dropped (its sessions are unreachable, not gone) or came back: one line, said
+/// once each time in the chat's main place.
+pub fn link_changed(link: &HostLink) -> Rendered {
+    let mut h = Html::new();
+    let name = truncate(&one_line(&link.name), 64);
+    match link.state {
+        LinkState::Connected => {
+            h.text("🟢 ").bold(&name).text(&format!(
+                " is back: {}, {}.",
+                plural(u64::from(link.sessions), "session", "sessions"),
+                plural(u64::from(link.open_asks), "open question", "open questions"),
+            ));
+        }
+        _ => {
+            h.text("🟡 Lost the link to ")
+                .bold(&name)
+                .text(": its sessions are unreachable until it is back (shepherd keeps trying).");
+            if let Some(why) = &link.error {
+                h.line().italic(&truncate(&one_line(why), WHY));
+            }
+        }
+    }
+    h.into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +134,23 @@ mod tests {
         );
         assert!(text.contains("🔴 laptop · failed"), "{text}");
         assert!(text.contains("Permission denied (publickey)"), "{text}");
+    }
+
+    #[test]
+    fn a_drop_and_a_return_are_one_line_each() {
+        let dropped = link_changed(&link(
+            "gpu",
+            LinkState::Connecting,
+            Some("the link command exited (signal: 9)"),
+        ))
+        .plain;
+        assert!(
+            dropped.starts_with("🟡 Lost the link to gpu: its sessions are unreachable"),
+            "{dropped}"
+        );
+        assert!(dropped.contains("signal: 9"), "{dropped}");
+        let back = link_changed(&link("gpu", LinkState::Connected, None)).plain;
+        assert_eq!(back, "🟢 gpu is back: 2 sessions, 1 open question.");
     }
 
     #[test]

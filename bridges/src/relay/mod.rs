@@ -21,6 +21,9 @@
 //!   undo), a question when there are several, else a steer.
 //! - [`reports`]: reports and results, once per chat, and catching up after being away.
 //!
+//! A linked host's link that drops, or comes back after a drop (`host_link`), is one line
+//! in the chat's main place.
+//!
 //! Managed workers: `worker_changed` keeps what the relay knows of each worker (its label
 //! for its question's card, which goes to its owner's place) and says a worker's ending
 //! (`settling`/`done`: finished, `lost`) once in its owner's place; a reply to a
@@ -161,6 +164,10 @@ impl<P: Platform> Relay<P> {
                     by,
                 } => self.on_pairing(change, pairing, verdict, by).await,
                 ServerMsg::WorkerChanged { worker } => self.worker_changed(worker).await,
+                ServerMsg::HostLinkChanged { link } => {
+                    let said = crate::chat::hosts::link_changed(&link);
+                    self.say(None, said).await;
+                }
                 ServerMsg::AssignmentChanged { assignment } => {
                     self.assignment_changed(*assignment).await
                 }

@@ -66,6 +66,8 @@ pub(super) async fn run(entry: HostEntry, channels: Channels, answers: mpsc::Sen
     let mut answers = Answers::new(answers);
     let mut mail = MailBag::new(origin);
     let mut pause = MIN_PAUSE;
+    // The link dropped after it was up, and that was said: its return is said too.
+    let mut dropped = false;
     loop {
         tx.send_modify(|v| {
             v.link.state = LinkState::Connecting;
@@ -79,7 +81,7 @@ pub(super) async fn run(entry: HostEntry, channels: Channels, answers: mpsc::Sen
             herd: &mut herd,
             mail: &mut mail,
         };
-        let outcome = attempt(&entry, run).await;
+        let outcome = attempt(&entry, run, &mut dropped).await;
         answers.dropped(entry.name.as_str(), &mut forwards).await;
         mail.dropped();
         let wait = match outcome {
@@ -96,6 +98,11 @@ pub(super) async fn run(entry: HostEntry, channels: Channels, answers: mpsc::Sen
                     }
                     v.recount();
                 });
+                if !dropped {
+                    dropped = true;
+                    let link = tx.borrow().link.clone();
+                    answers.event(ServerMsg::HostLinkChanged { link }).await;
+                }
                 MIN_PAUSE
             }
             Err(why) => {
@@ -116,7 +123,7 @@ pub(super) async fn run(entry: HostEntry, channels: Channels, answers: mpsc::Sen
 
 /// One run of the command: `Err` when it never got connected (why), `Ok` with why it
 /// dropped after it was.
-async fn attempt(entry: &HostEntry, run: Run<'_>) -> Result<String, String> {
+async fn attempt(entry: &HostEntry, run: Run<'_>, dropped: &mut bool) -> Result<String, String> {
     let tx = run.tx;
     let argv = entry.command.argv();
     let mut child = Command::new(&argv[0])
@@ -165,6 +172,10 @@ async fn attempt(entry: &HostEntry, run: Run<'_>) -> Result<String, String> {
             host: entry.name.to_string(),
         })
         .await;
+    if std::mem::take(dropped) {
+        let link = tx.borrow().link.clone();
+        run.answers.event(ServerMsg::HostLinkChanged { link }).await;
+    }
     tracing::info!(host = %entry.name, version = %client.welcome().core_version, "host linked");
     let why = follow(&mut client, &mut child, run).await;
     drop(client);

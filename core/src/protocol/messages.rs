@@ -563,6 +563,9 @@ server_messages! {
         /// Event to subscribers: a message along a supervisor or staff edge that touches a
         /// Manager or the Chief.
         "edge_message" => EdgeMessaged { message: EdgeMessage },
+        /// Event to a home core's CLI and bridge subscribers: a link dropped after it was
+        /// up (its sessions are unreachable, not gone), or came back after such a drop.
+        "host_link" => HostLinkChanged { link: HostLink },
         /// Event to a linked home core (client kind `core`): mail up to the herd's Chief.
         /// Sent again after each `subscribe` until `host_mail_ack` names its id.
         "host_mail" => HostMailed { mail: HostMail },

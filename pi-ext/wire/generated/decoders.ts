@@ -625,6 +625,7 @@ export const SERVER_BODIES: Bodies<ServerMsg> = {
   report_posted: record({ report: req(report) }),
   role_changed: record({ session: req(sessionInfo), previous: req(oneOf(ROLES)) }),
   edge_message: record({ message: req(edgeMessage) }),
+  host_link: record({ link: req(hostLink) }),
   host_mail: record({ mail: req(hostMail) }),
   worker_changed: record({ worker: req(worker) }),
   assignment_changed: record({ assignment: req(assignment) }),

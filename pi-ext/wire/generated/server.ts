@@ -447,6 +447,15 @@ export interface EdgeMessageMsg {
 }
 
 /**
+ * Event to a home core's CLI and bridge subscribers: a link dropped after it was
+ * up (its sessions are unreachable, not gone), or came back after such a drop.
+ */
+export interface HostLinkMsg {
+  type: "host_link";
+  link: HostLink;
+}
+
+/**
  * Event to a linked home core (client kind `core`): mail up to the herd's Chief.
  * Sent again after each `subscribe` until `host_mail_ack` names its id.
  */
@@ -538,6 +547,7 @@ export type ServerMsg =
   | ReportPostedMsg
   | RoleChangedMsg
   | EdgeMessageMsg
+  | HostLinkMsg
   | HostMailMsg
   | WorkerChangedMsg
   | AssignmentChangedMsg
@@ -594,6 +604,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "report_posted",
   "role_changed",
   "edge_message",
+  "host_link",
   "host_mail",
   "worker_changed",
   "assignment_changed",

@@ -636,3 +636,19 @@ impl Drop for Bot {
         self.kill9();
     }
 }
+
+/// The pid of the `shepherd link` process on `socket` (a home core's link to the core
+/// there), found in `/proc`.
+pub fn link_pid(socket: &Path) -> Option<u32> {
+    let socket = socket.display().to_string();
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            let has = |word: &str| args.contains(&word.as_bytes());
+            (has("link") && has(&socket)).then_some(pid)
+        })
+}
