@@ -102,6 +102,7 @@ mod tests {
             created_at: 1_796_130_379_000,
             kind,
             announced,
+            host: None,
         }
     }
 

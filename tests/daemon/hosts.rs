@@ -268,6 +268,13 @@ async fn a_home_core_links_two_cores_and_lists_their_sessions_with_their_host() 
         .status()?;
     let answered = a.cli(&["answer", &before.id.to_string(), "yes"]);
     assert!(answered.status.success(), "{answered:?}");
+    let reported = lead_a
+        .client
+        .call(requests::Report {
+            text: "reported while the link was down".into(),
+            ..Default::default()
+        })
+        .await?;
     let during = lead_a
         .client
         .call(requests::Ask {
@@ -304,11 +311,14 @@ async fn a_home_core_links_two_cores_and_lists_their_sessions_with_their_host() 
     {
         match event {
             ServerMsg::AskOpened { ask } if ask.host.as_deref() == Some("a") => {
-                heard.push(("opened", ask.id))
+                heard.push(("opened", ask.id.get()))
             }
             ServerMsg::AskAnswered { ask } if ask.host.as_deref() == Some("a") => {
                 assert_eq!(ask.answer.as_deref(), Some("yes"));
-                heard.push(("answered", ask.id))
+                heard.push(("answered", ask.id.get()))
+            }
+            ServerMsg::ReportPosted { report } if report.host.as_deref() == Some("a") => {
+                heard.push(("reported", report.id))
             }
             _ => {}
         }
@@ -316,7 +326,11 @@ async fn a_home_core_links_two_cores_and_lists_their_sessions_with_their_host() 
     heard.sort();
     assert_eq!(
         heard,
-        vec![("answered", before.id), ("opened", during.id)],
+        vec![
+            ("answered", before.id.get()),
+            ("opened", during.id.get()),
+            ("reported", reported.id)
+        ],
         "each change on a while its link was down, heard once"
     );
     Ok(())

@@ -206,6 +206,21 @@ async fn commands_on<P: Phone>(mut phone: P, menu: impl AsyncFn(&P) -> Result<()
         "each answer reaches the far session once"
     );
 
+    // Its results reach the phone too, in its place.
+    far_lead
+        .client
+        .call(requests::RunResult {
+            text: "GPU-RESULT: the model trains at 41 it/s".into(),
+            ..Default::default()
+        })
+        .await?;
+    let result = phone.bot_says(|m| m.text.contains("GPU-RESULT")).await?;
+    assert_eq!(
+        phone.thread_of(&result),
+        far_place,
+        "in the far session's place"
+    );
+
     // The link's command dies: said once in the chat, and its return once.
     let pid = shepherd_harness::link_pid(&far.socket()).context("the link process")?;
     std::process::Command::new("kill")

@@ -125,6 +125,7 @@ fn a_report_renders_its_markdown() {
         created_at: NOW,
         kind: ReportKind::Report,
         announced: true,
+        host: None,
     };
     let out = report(&r, Some(&s));
     assert_eq!(
@@ -461,6 +462,7 @@ fn every_user_string_is_escaped() {
         created_at: 0,
         kind: ReportKind::Result,
         announced: true,
+        host: None,
     };
     let all = [
         ask_card(&a, Some(&s)).rendered(),
@@ -490,6 +492,7 @@ fn a_result_is_a_report_marked_as_the_run_s_result() {
         created_at: NOW,
         kind: ReportKind::Result,
         announced: true,
+        host: None,
     };
     let out = report(&r, Some(&s));
     assert_eq!(

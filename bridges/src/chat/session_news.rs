@@ -254,6 +254,7 @@ mod tests {
             created_at: 1_000,
             kind: shepherd_core::protocol::ReportKind::Report,
             announced: true,
+            host: None,
         };
         let out = status_here(&s, &[&ask], Some(&report), 61_000);
         assert!(

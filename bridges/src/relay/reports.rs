@@ -9,6 +9,10 @@
 //! newest [`CATCH_UP`] with a line saying how many earlier ones there were and how to read
 //! them (`shepherd reports <session>`). A bridge that never posted starts from the core's
 //! newest report: it does not replay the history of a core it meets for the first time.
+//!
+//! A linked host's reports (`host` set) come through the home core as its link announces
+//! them, live and, after the link dropped, what was announced meanwhile: posted once per
+//! host by id while the bridge runs ([`ReportCursor::far`]).
 
 use std::collections::HashMap;
 
@@ -30,12 +34,28 @@ pub struct ReportCursor {
     pub posted: u64,
     /// What the platform's store holds (never lowered): a restart catches up from here.
     pub saved: u64,
+    /// A linked host's newest report posted here, by host (its ids are its own core's):
+    /// what its link announces live and after a drop is posted once. Kept while the
+    /// bridge runs; what a linked host announced while this bridge or the home core was
+    /// down is listed there (`shepherd reports` on that machine).
+    pub far: std::collections::HashMap<String, u64>,
 }
 
 impl<P: Platform> Relay<P> {
     /// A report or result announced by the core: posted in its session's place once.
     pub(super) async fn on_report(&mut self, report: &Report) {
         if !report.announced {
+            return;
+        }
+        if let Some(host) = &report.host {
+            let posted = self.reports.far.entry(host.clone()).or_default();
+            if report.id <= *posted {
+                return;
+            }
+            *posted = report.id;
+            let rendered = render::report(report, self.sessions.get(&report.session_id));
+            let what = report.kind.as_str();
+            self.post_about(&report.session_id, rendered, what).await;
             return;
         }
         if report.id <= self.reports.posted {
@@ -86,6 +106,7 @@ impl<P: Platform> Relay<P> {
                 store: Some(store),
                 posted: 0,
                 saved: start,
+                far: std::mem::take(&mut self.reports.far),
             };
             return Ok(());
         };
@@ -93,6 +114,7 @@ impl<P: Platform> Relay<P> {
             store: Some(store),
             posted: last,
             saved: last,
+            far: std::mem::take(&mut self.reports.far),
         };
         let missed: Vec<Report> = self
             .core

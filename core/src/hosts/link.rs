@@ -208,7 +208,8 @@ fn refused(e: &ClientError) -> String {
 
 /// Greeted: subscribe, then take the far core's sessions and open asks as they are now,
 /// and announce what changed since the mirror was last up to date (asks opened or
-/// answered, sessions joined or changed while the link was down), once.
+/// answered, sessions joined or changed, reports and results posted while the link was
+/// down), once.
 async fn mirror_from_scratch(
     client: &mut LinkClient,
     tx: &watch::Sender<HostView>,
@@ -239,6 +240,33 @@ async fn mirror_from_scratch(
             news.push(ServerMsg::AskOpened { ask: a.clone() });
         }
     }
+    // Reports and results announced while the link was down (none the first time: what
+    // was announced before home linked is the far core's to list).
+    let last_report = tx.borrow().last_report;
+    let newest = match last_report {
+        Some(after) => {
+            let req = requests::ListReports {
+                after: Some(after),
+                ..Default::default()
+            };
+            let mut newest = after;
+            for mut report in client.call(req).await? {
+                newest = newest.max(report.id);
+                if report.announced {
+                    report.host = Some(host.clone());
+                    news.push(ServerMsg::ReportPosted { report });
+                }
+            }
+            newest
+        }
+        None => {
+            let req = requests::ListReports {
+                limit: Some(1),
+                ..Default::default()
+            };
+            client.call(req).await?.last().map_or(0, |r| r.id)
+        }
+    };
     // Open when last heard, not now: answered meanwhile (or forgotten there).
     for id in old_asks
         .keys()
@@ -257,6 +285,7 @@ async fn mirror_from_scratch(
     tx.send_modify(|v| {
         v.sessions = sessions.into_iter().map(|s| (s.id.clone(), s)).collect();
         v.asks = asks.into_iter().map(|a| (a.id, a)).collect();
+        v.last_report = Some(v.last_report.unwrap_or(0).max(newest));
         v.link.state = LinkState::Connected;
         v.link.since = now_ms();
         v.link.error = None;
@@ -387,6 +416,10 @@ fn apply(v: &mut HostView, mut event: ServerMsg) -> Option<ServerMsg> {
         ServerMsg::AskAnswered { ask } => {
             ask.host = host;
             v.asks.remove(&ask.id);
+        }
+        ServerMsg::ReportPosted { report } => {
+            report.host = host;
+            v.last_report = Some(v.last_report.unwrap_or(0).max(report.id));
         }
         _ => return None,
     }

@@ -47,6 +47,9 @@ pub struct HostView {
     pub link: HostLink,
     pub sessions: BTreeMap<SessionId, SessionInfo>,
     pub asks: BTreeMap<AskId, Ask>,
+    /// The far core's newest report this link has seen (`None` before the first
+    /// connect): after a reconnect, the reports announced since are announced here once.
+    pub last_report: Option<u64>,
 }
 
 impl HostView {
@@ -67,6 +70,7 @@ impl HostView {
             },
             sessions: BTreeMap::new(),
             asks: BTreeMap::new(),
+            last_report: None,
         }
     }
 
@@ -109,7 +113,7 @@ pub enum FromLink {
     /// A far core's answer to a forwarded request: a whole frame for connection `conn`.
     Answer { conn: ConnId, frame: bytes::Bytes },
     /// A change the far core announced (an ask opened or answered, a session joined,
-    /// changed or left), with its `host` set: for the home core's bridges and CLI, so a
+    /// changed or left, a report or result posted), with its `host` set: for the home core's bridges and CLI, so a
     /// phone shows a linked host's asks as a local one's. After a reconnect the link
     /// announces what changed while it was down, once.
     Event(Box<ServerMsg>),

@@ -69,6 +69,7 @@ impl State {
                 created_at: now_ms(),
                 kind,
                 announced: false,
+                host: None,
             },
         };
         let text_len = super::fits::json_len(&text) - 2;
@@ -115,6 +116,7 @@ impl State {
             created_at: now,
             kind,
             announced,
+            host: None,
         };
         if announced {
             self.presence.broadcast(

@@ -527,6 +527,10 @@ pub struct Report {
     /// ask); it is kept and listed all the same. Absent: true.
     #[serde(default = "announced_default")]
     pub announced: bool,
+    /// The linked host the session is on (`[[hosts]]` name), in a home core's
+    /// `report_posted` to its bridges and CLI; absent for this core's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 fn announced_default() -> bool {

@@ -63,6 +63,7 @@ fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Report> {
         created_at: r.get(4)?,
         kind: ReportKind::parse(&kind),
         announced: r.get(6)?,
+        host: None,
     })
 }
 

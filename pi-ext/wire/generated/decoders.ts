@@ -249,6 +249,7 @@ const report: Conv<Report> = record({
   created_at: req(u64),
   kind: withDefault(oneOf(REPORT_KINDS), (): ReportKind => "report"),
   announced: withDefault(bool, () => true),
+  host: optional(str),
 });
 
 const bridgeInfo: Conv<BridgeInfo> = record({ name: req(str), pid: nullable(u32), connected_since: req(u64) });

@@ -322,6 +322,11 @@ export interface Report {
    * ask); it is kept and listed all the same. Absent: true.
    */
   announced: boolean;
+  /**
+   * The linked host the session is on (`[[hosts]]` name), in a home core's
+   * `report_posted` to its bridges and CLI; absent for this core's own.
+   */
+  host?: string;
 }
 
 /** A connected chat bridge, as `status` lists it. */
