@@ -205,9 +205,10 @@ export class CoreClient extends CoreConnection {
     return { message_id: res.message_id, session_id: res.session_id, session_name: res.session_name, connected: res.connected };
   }
 
-  /** Answer an ask addressed to the role this session holds (answer_staff). */
-  async answer(ask: number, text: string): Promise<Ask> {
-    const res = await this.request((id) => ({ type: "answer", id, ask, text }));
+  /** Answer an ask addressed to the role this session holds (answer_staff); `host`: the
+   * linked host the ask is on (the herd's Chief answering a question from there). */
+  async answer(ask: number, text: string, host?: string): Promise<Ask> {
+    const res = await this.request((id) => (host === undefined ? { type: "answer", id, ask, text } : { type: "answer", id, ask, text, host }));
     return res.ask;
   }
 

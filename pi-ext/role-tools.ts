@@ -285,11 +285,15 @@ export function registerRoles(pi: ExtensionAPI, current: () => RoleSession | nul
     parameters: Type.Object({
       ask: Type.Integer({ minimum: 1, description: "The question's number (#<id> in the message)." }),
       answer: Type.String({ minLength: 1, description: "Your answer, as they should read it." }),
+      host: Type.Optional(
+        Type.String({ minLength: 1, description: "For a question from a linked host: that host, as the message names it (`gpu` in ask gpu:17)." }),
+      ),
     }),
     defaultActive: false,
     execute: guarded(glue, "answer_staff", "Not answered", async (s, params) => {
-      const ask = await s.client.answer(params.ask, params.answer);
-      return result(`Answered question #${ask.id} from "${ask.session_name}"; they get your answer as a message.`, { ask: ask.id });
+      const ask = await s.client.answer(params.ask, params.answer, params.host);
+      const named = ask.host === undefined ? `#${ask.id}` : `${ask.host}:${ask.id}`;
+      return result(`Answered question ${named} from "${ask.session_name}"; they get your answer as a message.`, { ask: ask.id });
     }),
   });
 }

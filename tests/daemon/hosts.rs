@@ -782,7 +782,8 @@ async fn shepherd_link_starts_the_far_core_when_none_runs() -> Result<()> {
 
 /// The herd's Chief on home and an ordinary Lead on a linked host (nobody above it there):
 /// the Lead's `message_supervisor` reaches the Chief over the link, and the Chief's
-/// `message_staff` reaches the Lead; a Lead with a Manager of its own here is not the
+/// `message_staff` reaches the Lead; the Lead's `ask_supervisor` reaches the Chief, which
+/// answers it (nobody else here may); a Lead with a Manager of its own here is not the
 /// Chief's to steer, and the Chief is told so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_herds_chief_and_a_lead_on_a_linked_host_mail_each_other() -> Result<()> {
@@ -877,6 +878,72 @@ async fn the_herds_chief_and_a_lead_on_a_linked_host_mail_each_other() -> Result
         down.text
     );
     lead.ack(&[down.id]).await?;
+
+    // A question up: the Chief gets it (`ask a:N`), answers it with `host`; the Lead gets
+    // that answer once, from the Chief.
+    let asked = lead
+        .client
+        .call(requests::AskSupervisor {
+            question: "Use the big GPU?".into(),
+            options: vec!["yes".into(), "no".into()],
+            ..Default::default()
+        })
+        .await?;
+    let to = asked.to.clone().context("addressed")?;
+    assert_eq!(
+        (to.role, to.session_name.as_deref()),
+        (Role::Chief, Some("the-chief"))
+    );
+    let question = chief.next_delivery(LINKED).await?;
+    assert_eq!(question.kind, DeliveryKind::Ask);
+    assert!(
+        question.text.contains(&format!("(ask a:{})", asked.id))
+            && question
+                .text
+                .contains(&format!("answer_staff {{ask: {}, host: \"a\"", asked.id)),
+        "{}",
+        question.text
+    );
+    chief.ack(&[question.id]).await?;
+    // Only the Chief answers it this way: another session here is refused.
+    let mut other = home
+        .pi("0193a5c2-0000-7000-8000-0000000c0009", "not-chief")
+        .await?;
+    let answer = |text: &str| requests::Answer {
+        ask: asked.id,
+        text: text.into(),
+        host: Some("a".into()),
+        ..Default::default()
+    };
+    let refused = other
+        .client
+        .call(answer("no"))
+        .await
+        .expect_err("not the Chief");
+    assert_eq!(
+        refused.code(),
+        Some(shepherd_core::protocol::ErrorCode::Forbidden)
+    );
+    // The mirror has the question once the link passed its event on.
+    let deadline = tokio::time::Instant::now() + LINKED;
+    let answered = loop {
+        match chief.client.call(answer("yes")).await {
+            Ok(ask) => break ask,
+            Err(e)
+                if e.code() == Some(shepherd_core::protocol::ErrorCode::UnknownAsk)
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            Err(e) => anyhow::bail!("the Chief's answer: {e}"),
+        }
+    };
+    assert_eq!(answered.host.as_deref(), Some("a"));
+    assert_eq!(answered.answered_by.as_deref(), Some("chief the-chief"));
+    let got = lead.next_delivery(LINKED).await?;
+    assert_eq!((got.kind, got.text.as_str()), (DeliveryKind::Answer, "yes"));
+    lead.ack(&[got.id]).await?;
+
     // Once each.
     assert!(
         lead.next_delivery(Duration::from_millis(500))

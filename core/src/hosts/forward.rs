@@ -50,9 +50,12 @@ impl Answers {
             return false;
         };
         let mut msg = msg.clone();
-        if let ServerMsg::Asks { asks, .. } = &mut msg {
-            asks.iter_mut()
-                .for_each(|a| a.host = Some(host.to_string()));
+        match &mut msg {
+            ServerMsg::Asks { asks, .. } => asks
+                .iter_mut()
+                .for_each(|a| a.host = Some(host.to_string())),
+            ServerMsg::Answered { ask, .. } => ask.host = Some(host.to_string()),
+            _ => {}
         }
         self.reply(conn, id, &msg).await;
         true

@@ -319,6 +319,7 @@ async fn follow(client: &mut LinkClient, child: &mut Child, run: Run<'_>) -> Str
             event = client.next_event() => match event {
                 Ok(ServerMsg::HostMailed { mail }) => {
                     let (host, origin) = (host.clone(), origin.clone());
+                    let mail = Box::new(mail);
                     answers.news(LinkNews::Mail { host, origin, mail }).await;
                     continue;
                 }
@@ -356,7 +357,7 @@ async fn follow(client: &mut LinkClient, child: &mut Child, run: Run<'_>) -> Str
             }
             what = to_far.recv() => {
                 let msg = match what {
-                    Some(ToFar::Mail(m)) => mail.outgoing(m),
+                    Some(ToFar::Mail(m)) => mail.outgoing(*m),
                     Some(ToFar::Ack(id)) => {
                         ClientMsg::HostMailAck(requests::HostMailAck { ids: vec![id] })
                     }

@@ -91,7 +91,7 @@ pub enum LinkNews {
     Mail {
         host: String,
         origin: String,
-        mail: HostMail,
+        mail: Box<HostMail>,
     },
     /// The far core stored mail `id` (sent down): forget it.
     Stored { host: String, id: u64 },
@@ -103,7 +103,7 @@ pub enum LinkNews {
 #[derive(Debug)]
 pub enum ToFar {
     /// Store this mail there (`deliver_host_mail`).
-    Mail(HostMail),
+    Mail(Box<HostMail>),
     /// This mail from there is stored here (`host_mail_ack`).
     Ack(u64),
 }

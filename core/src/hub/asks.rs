@@ -26,8 +26,22 @@ pub(super) fn human_label(kind: ClientKind, client_name: &str, by: Option<String
         ClientKind::Bridge => by
             .filter(|b| !b.trim().is_empty())
             .unwrap_or_else(|| client_name.to_string()),
+        // A home core passes on who answered (a bridge's human, the herd's Chief).
+        ClientKind::Core => by
+            .filter(|b| !b.trim().is_empty())
+            .unwrap_or_else(|| "cli".to_string()),
         _ => "cli".to_string(),
     }
+}
+
+/// Whom an `ask_supervisor` ask is delivered to.
+enum Addressee {
+    /// The holder of the role above the asker, here.
+    Here(Box<SessionInfo>),
+    /// The herd's Chief on the home core (this core is a linked host).
+    HerdChief,
+    /// Nobody: the human, or a role's mailbox.
+    Nobody,
 }
 
 /// A question is not empty; at most [`MAX_OPTIONS`] options of 1 to
@@ -171,7 +185,7 @@ impl State {
             )?;
             let deliver_to = match to_supervisor {
                 true => self.address_to_supervisor(ask_id, &session_id, db)?,
-                false => None,
+                false => Addressee::Nobody,
             };
             let ask = store::asks::get(db, ask_id)?.expect("just inserted");
             // Measured as its largest frame (`asked` with the largest id) before anyone
@@ -186,8 +200,10 @@ impl State {
                 "this ask",
                 "shorten the question or its details (put long text in a file and ask about its path)",
             )?;
-            if let Some(holder) = deliver_to {
-                self.deliver_ask(&ask, &holder, db, out)?;
+            match deliver_to {
+                Addressee::Here(holder) => self.deliver_ask(&ask, &holder, db, out)?,
+                Addressee::HerdChief => self.ask_up(&ask, db, out)?,
+                Addressee::Nobody => {}
             }
             Ok(ask)
         })?;
@@ -205,14 +221,14 @@ impl State {
 
     /// Address a new ask to whom its session reports to: an assigned Lead's to its
     /// repository's Manager role (held or not), anyone else's to the holder of the role it
-    /// reports to. The holder to deliver it to, if any (none: the human, or a role's
-    /// mailbox).
+    /// reports to; with nobody above it here, to the herd's Chief when this core is a
+    /// linked host that knows one. Whom to deliver it to.
     fn address_to_supervisor(
         &self,
         ask_id: AskId,
         session_id: &SessionId,
         db: &Connection,
-    ) -> HubResult<Option<SessionInfo>> {
+    ) -> HubResult<Addressee> {
         let me = self.session_info(db, session_id)?;
         let reports_to = self.reports_to(&me, db)?;
         if reports_to.session_id.is_none()
@@ -245,9 +261,20 @@ impl State {
                 worker: None,
             };
             store::asks::address(db, ask_id, &to)?;
-            return Ok(Some(holder));
+            return Ok(Addressee::Here(Box::new(holder)));
+        } else if let Some(chief) = self.herd_chief() {
+            let to = AskTo {
+                role: Role::Chief,
+                repo_id: None,
+                project: None,
+                session_id: Some(chief.session_id.clone()),
+                session_name: Some(chief.session_name.clone()),
+                worker: None,
+            };
+            store::asks::address(db, ask_id, &to)?;
+            return Ok(Addressee::HerdChief);
         }
-        Ok(None)
+        Ok(Addressee::Nobody)
     }
 
     /// `list_asks`: the open asks, or every ask (read off the hub).

@@ -96,7 +96,7 @@ impl State {
         let checked = self.check_sender(cx, msg.senders(), db)?;
         if let Some(host) = super::hosts::target(&msg) {
             let host = host.to_string();
-            return self.forward(cx, &host, msg, out);
+            return self.forward(cx, &host, msg, db, out);
         }
         match msg {
             ClientMsg::Hello(_) => Err(HubError::new(

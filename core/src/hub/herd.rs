@@ -24,8 +24,9 @@ use crate::clock::now_ms;
 use crate::hosts::{LinkNews, ToFar};
 use crate::protocol::requests::{DeliverHostMail, HostMailAck, LinkHerd};
 use crate::protocol::{
-    ClientKind, DeliveryKind, EdgeKind, EdgeMessage, ErrorCode, HerdChief, HostMail, MessageId,
-    ReportsTo, Role, Sender, ServerMsg, SessionId, SessionInfo, StaffMember, Superior, split_host,
+    Ask, ClientKind, DeliveryKind, EdgeKind, EdgeMessage, ErrorCode, HerdChief, HostMail,
+    MessageId, ReportsTo, Role, Sender, ServerMsg, SessionId, SessionInfo, StaffMember, Superior,
+    split_host,
 };
 use crate::store::host_mail::{self, HOME, Herd};
 use crate::store::{self, messages::NewMessage};
@@ -93,6 +94,36 @@ impl State {
         Ok(())
     }
 
+    /// The herd's Chief as the home core last named it (this core is a linked host).
+    pub(super) fn herd_chief(&self) -> Option<&HerdChief> {
+        self.herd.chief()
+    }
+
+    /// An `ask_supervisor` ask addressed to the herd's Chief: kept for the home core like
+    /// mail up, the ask with it (it stays here, answered here).
+    pub(super) fn ask_up(&self, ask: &Ask, db: &Connection, out: &mut Out) -> HubResult<()> {
+        let Some(chief) = self.herd.chief() else {
+            return Ok(());
+        };
+        let me = store::sessions::get_uncounted(db, &ask.session_id)?;
+        let mail = HostMail {
+            id: 0,
+            kind: EdgeKind::Supervisor,
+            from_id: ask.session_id.clone(),
+            from_name: ask.session_name.clone(),
+            from_role: me.map_or(Role::Lead, |s| s.role),
+            to_id: chief.session_id.clone(),
+            to_name: chief.session_name.clone(),
+            text: ask.question.clone(),
+            created_at: now_ms(),
+            from_host: None,
+            notice: false,
+            ask: Some(ask.clone()),
+        };
+        self.keep_up(mail, db, out)?;
+        Ok(())
+    }
+
     /// The home core's connection closed: mail up waits until it links again.
     pub(super) fn herd_dropped(&mut self, conn: ConnId) {
         if self.herd.conn == Some(conn) {
@@ -124,6 +155,7 @@ impl State {
             created_at: now_ms(),
             from_host: None,
             notice: false,
+            ask: None,
         };
         let mail = self.keep_up(mail, db, out)?;
         let to = ReportsTo {
@@ -172,6 +204,7 @@ impl State {
             created_at: now_ms(),
             from_host: None,
             notice: false,
+            ask: None,
         };
         let sent = |message_id: u64, session_id: SessionId, session_name: String, connected| {
             ServerMsg::Sent {
@@ -189,7 +222,7 @@ impl State {
         {
             let host = target.host.clone().unwrap_or_default();
             let kept = host_mail::keep(db, &host, mail(target.id.clone(), target.name.clone()))?;
-            out.to_far.push((host, ToFar::Mail(kept.clone())));
+            out.to_far.push((host, ToFar::Mail(Box::new(kept.clone()))));
             out.send(cx.conn, &sent(kept.id, target.id, target.name, true));
             return Ok(true);
         }
@@ -327,12 +360,12 @@ impl State {
             LinkNews::Up { host } => host_mail::pending(db, &host)
                 .map(|kept| {
                     for mail in kept {
-                        out.to_far.push((host.clone(), ToFar::Mail(mail)));
+                        out.to_far.push((host.clone(), ToFar::Mail(Box::new(mail))));
                     }
                 })
                 .map_err(HubError::from),
             LinkNews::Mail { host, origin, mail } => {
-                atomically(db, || self.mail_from_host(&host, &origin, mail, db, out))
+                atomically(db, || self.mail_from_host(&host, &origin, *mail, db, out))
             }
             LinkNews::Stored { host, id } => host_mail::stored(db, &host, &[id])
                 .map(drop)
@@ -380,6 +413,18 @@ impl State {
                 Some(l) => (l.session_id, l.session_name),
                 None => (mail.to_id.clone(), mail.to_name.clone()),
             };
+            let from = sender_of(mail);
+            if let Some(ask) = &mail.ask {
+                // A question: said as a local one is, named with its host; answered there.
+                let text = far_ask_text(host, ask);
+                let message = NewMessage {
+                    question: Some(&ask.question),
+                    created_at: now_ms(),
+                    ..NewMessage::plain(&chief, DeliveryKind::Ask, &text, &from)
+                };
+                self.mail(message, db, out)?;
+                return Ok(());
+            }
             let body = format!(
                 "Message from {} {} ({}) on {host}: {}",
                 mail.from_role.as_str(),
@@ -387,7 +432,6 @@ impl State {
                 mail.from_id,
                 mail.text
             );
-            let from = sender_of(mail);
             let message = NewMessage {
                 created_at: now_ms(),
                 ..NewMessage::plain(&chief, DeliveryKind::SupervisorMessage, &body, &from)
@@ -448,7 +492,7 @@ impl State {
                     ..mail.clone()
                 };
                 let kept = host_mail::keep(db, &to_host, passed)?;
-                out.to_far.push((to_host, ToFar::Mail(kept)));
+                out.to_far.push((to_host, ToFar::Mail(Box::new(kept))));
                 return Ok(());
             }
             (Some(t), _) | (_, Some(t)) => format!(
@@ -483,9 +527,11 @@ impl State {
             created_at: now_ms(),
             from_host: None,
             notice: true,
+            ask: None,
         };
         let kept = host_mail::keep(db, host, notice)?;
-        out.to_far.push((host.to_string(), ToFar::Mail(kept)));
+        out.to_far
+            .push((host.to_string(), ToFar::Mail(Box::new(kept))));
         Ok(())
     }
 
@@ -554,9 +600,10 @@ impl State {
             created_at: now_ms(),
             from_host: None,
             notice: false,
+            ask: None,
         };
         let mail = host_mail::keep(db, &host, mail)?;
-        out.to_far.push((host, ToFar::Mail(mail.clone())));
+        out.to_far.push((host, ToFar::Mail(Box::new(mail.clone()))));
         out.send(
             cx.conn,
             &ServerMsg::Sent {
@@ -625,6 +672,51 @@ impl State {
         members
     }
 
+    /// The caller (a Pi session) answering ask `ask` of linked host `host`: it must hold
+    /// the Chief's lease here and the ask (as mirrored) must be addressed to the Chief.
+    /// Who answered, as the far core records it (`chief <name>`).
+    pub(super) fn chief_answering(
+        &self,
+        cx: Cx,
+        host: &str,
+        ask: crate::protocol::AskId,
+        db: &Connection,
+    ) -> HubResult<String> {
+        let me = self.presence.registered(cx.conn)?.clone();
+        let me = self.session_info(db, &me)?;
+        let chief = store::leases::get(db, Role::Chief, None)?;
+        if chief.as_ref().map(|l| &l.session_id) != Some(&me.id) {
+            return Err(HubError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "question {host}:{ask} is on a linked host: only the herd's Chief (the /chief of this core) answers one there, as the human can"
+                ),
+            ));
+        }
+        let mirrored = self
+            .links
+            .asks()
+            .into_iter()
+            .find(|a| a.host.as_deref() == Some(host) && a.id == ask);
+        match mirrored {
+            Some(a) if a.to.as_ref().is_some_and(|t| t.role == Role::Chief) => {
+                Ok(format!("chief {}", me.name))
+            }
+            Some(_) => Err(HubError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "question {host}:{ask} is not addressed to the Chief; its supervisor or the human answers it"
+                ),
+            )),
+            None => Err(HubError::new(
+                ErrorCode::UnknownAsk,
+                format!(
+                    "no open question {host}:{ask} on a linked host (answered already, or the link is down: `shepherd hosts`)"
+                ),
+            )),
+        }
+    }
+
     /// The Chief's staff on a linked host named `who`: a Manager there, or a Lead (its
     /// own core checks that nobody there supervises it).
     pub(super) fn staff_on_host(&self, who: &str) -> Option<SessionInfo> {
@@ -648,4 +740,24 @@ fn is_session_id(text: &str) -> bool {
     text.len() == 36
         && text.bytes().filter(|b| *b == b'-').count() == 4
         && text.bytes().all(|b| b == b'-' || b.is_ascii_hexdigit())
+}
+
+/// The delivery of a linked host's `ask_supervisor` question to the herd's Chief: as a
+/// local one reads, with the host, and how to answer it there.
+fn far_ask_text(host: &str, ask: &Ask) -> String {
+    let mut text = format!(
+        "{} ({}) on {host} asks you (ask {host}:{}): {}",
+        ask.session_name, ask.session_id, ask.id, ask.question
+    );
+    if !ask.options.is_empty() {
+        text.push_str(&format!("\nOptions: {}", ask.options.join(" | ")));
+    }
+    if let Some(details) = &ask.details {
+        text.push_str(&format!("\nDetails: {details}"));
+    }
+    text.push_str(&format!(
+        "\nAnswer it with answer_staff {{ask: {}, host: \"{host}\", answer}}. The human may answer it too; the first answer wins.",
+        ask.id
+    ));
+    text
 }

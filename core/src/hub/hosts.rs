@@ -59,20 +59,29 @@ fn for_the_host(mut msg: ClientMsg) -> ClientMsg {
 
 impl State {
     /// Hand `msg` to `host`'s link (after the commit); the far core's answer reaches the
-    /// asker later, under its id. Only the human's own clients reach a host this way: a
-    /// linked core passes nothing on (no request travels two links).
+    /// asker later, under its id. Only the human's own clients reach a host this way, and
+    /// the herd's Chief answering a question addressed to it: a linked core passes nothing
+    /// on (no request travels two links).
     pub(super) fn forward(
         &self,
         cx: Cx,
         host: &str,
-        msg: ClientMsg,
+        mut msg: ClientMsg,
+        db: &rusqlite::Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        if !matches!(cx.kind, ClientKind::Cli | ClientKind::Bridge) {
-            return Err(HubError::new(
-                ErrorCode::Forbidden,
-                "only the human's CLI or a bridge reaches a linked host through this core",
-            ));
+        match (&mut msg, cx.kind) {
+            (_, ClientKind::Cli | ClientKind::Bridge) => {}
+            // The herd's Chief answers a linked host's question addressed to it.
+            (ClientMsg::Answer(req), ClientKind::Pi) => {
+                req.by = Some(self.chief_answering(cx, host, req.ask, db)?);
+            }
+            _ => {
+                return Err(HubError::new(
+                    ErrorCode::Forbidden,
+                    "only the human's CLI or a bridge (and the herd's Chief, answering a question to it) reaches a linked host through this core",
+                ));
+            }
         }
         self.links.check(host).map_err(|u| unreachable(host, u))?;
         let forward = Forward {

@@ -146,4 +146,9 @@ pub struct HostMail {
     /// delivered (`text` says why).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub notice: bool,
+    /// Up, `kind: supervisor`: a question for the herd's Chief (`ask_supervisor`), kept
+    /// and answered on the sender's core; the Chief answers it with `answer_staff {ask,
+    /// host}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<super::Ask>,
 }

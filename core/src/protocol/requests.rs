@@ -779,6 +779,7 @@ impl DeliverHostMail {
             created_at: self.created_at,
             from_host: self.from_host.clone(),
             notice: self.notice,
+            ask: None,
         }
     }
 }

@@ -104,6 +104,7 @@ mod tests {
             created_at: 1,
             from_host: None,
             notice: false,
+            ask: None,
         }
     }
 

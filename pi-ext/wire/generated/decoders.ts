@@ -431,6 +431,7 @@ const hostMail: Conv<HostMail> = record({
   created_at: req(u64),
   from_host: optional(str),
   notice: maybe(bool),
+  ask: optional(ask),
 });
 
 export const CLIENT_BODIES: Bodies<ClientMsg> = {

@@ -639,4 +639,10 @@ export interface HostMail {
    * delivered (`text` says why).
    */
   notice?: boolean;
+  /**
+   * Up, `kind: supervisor`: a question for the herd's Chief (`ask_supervisor`), kept
+   * and answered on the sender's core; the Chief answers it with `answer_staff {ask,
+   * host}`.
+   */
+  ask?: Ask;
 }
