@@ -3,7 +3,8 @@
 //! fake Bot API in a forum or a real Synapse with a matrix-sdk client playing the human):
 //!
 //! - a real Pi's `ask_human` is a card naming the session with its options; the human's
-//!   choice reaches the model, and the card says the answer and who gave it;
+//!   choice reaches the model, and the card says the answer and who gave it; the same for
+//!   a real Pi on another machine's core linked to the bot's (Telegram);
 //! - a reply `2` to an ask's card picks its second option (on Telegram in Ada's private
 //!   chat), and an ask answered on the CLI has its card edited to say so;
 //! - a real Pi in its place (topic or thread, there as soon as it registers, its first
@@ -68,6 +69,63 @@ async fn on_matrix_a_real_pi_asks_and_the_human_answers_it() -> Result<()> {
         Ok(())
     })
     .await
+}
+
+/// A real Pi on another machine's core, linked to the bot's core through `shepherd link`:
+/// its `ask_human` is a card on the phone (`ask #far:N`, in its `far · …` topic); the
+/// human's button answers it there, the model sees the answer, and the session file holds
+/// it once.
+#[tokio::test]
+async fn on_telegram_a_real_pi_on_a_linked_host_asks_and_the_phone_answers_it_once() -> Result<()> {
+    let mut phone = TelegramPhone::start().await?;
+    let far = Core::start().await?;
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(
+        config.path(),
+        format!(
+            "[[hosts]]\nname = \"far\"\ncommand = [{:?}, \"--socket\", {:?}, \"link\"]\n",
+            shepherd_harness::shepherd_bin().display().to_string(),
+            far.socket().display().to_string()
+        ),
+    )?;
+    let config_path = config.path().display().to_string();
+    let home = Core::start_for(&phone, &[("SHEPHERD_CONFIG", &config_path)]).await?;
+    phone.ready().await?;
+    let model = deploy_model().await?;
+    let mut opts = PiOptions::new(far.agent_dir());
+    opts.name = Some("far-asker".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    far.connected_session("far-asker", WAIT).await?;
+    eventually(WAIT, "far-asker mirrored at home", || {
+        let hosts = home.cli_json(&["hosts"]).ok()?;
+        (hosts[0]["state"] == "connected" && hosts[0]["sessions"] == 1).then_some(())
+    })
+    .await?;
+    pi.prompt("deploy when the human says so").await?;
+
+    let card = phone
+        .bot_says(|m| m.text.contains("Deploy the release?") && phone.is_open_card(m))
+        .await?;
+    assert!(card.text.contains("#far:"), "{}", card.text);
+    let place = phone.place_of("far · far-asker").await?;
+    assert_eq!(phone.thread_of(&card), place, "in the far session's topic");
+    phone.choose(&card, 1).await?;
+    let requests = model.wait_requests(2, WAIT).await?;
+    assert!(requests[1].transcript().contains("ship-it-now"));
+    let edited = phone.bot_says(|m| m.id == card.id && m.edited).await?;
+    assert!(
+        edited.text.contains("ship-it-now") && !phone.is_open_card(&edited),
+        "{edited:?}"
+    );
+    pi.wait_settled(WAIT).await?;
+    let file = pi.session_file().await?;
+    assert_eq!(
+        shepherd_harness::pi_process::user_messages_containing(&file, "ship-it-now")?,
+        1
+    );
+    assert_eq!(far.cli_json(&["asks", "--all"])?[0]["state"], "answered");
+    pi.shutdown().await?;
+    Ok(())
 }
 
 /// A model whose run asks the human `Deploy the release?` (`ship-it-now` or `hold`) and,
