@@ -275,9 +275,13 @@ pub struct UsageArgs {
 /// `shepherd reports`.
 #[derive(Debug, Args)]
 pub struct ReportsArgs {
-    /// Only this session's: exact id, unique id prefix, or unique name.
+    /// Only this session's: exact id, unique id prefix, or unique name; `HOST:SESSION`
+    /// for a session on a linked host.
     #[arg(value_name = "SESSION")]
     pub session: Option<String>,
+    /// A linked host's reports (its core's, through the link), instead of this machine's.
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
     /// Show the newest this many.
     #[arg(long, short = 'n', default_value_t = 20, value_name = "N")]
     pub limit: u32,

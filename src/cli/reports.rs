@@ -2,7 +2,8 @@
 //!
 //! Lists what sessions reported and the results of their runs (a run's final text), as
 //! the core keeps them: oldest first so the newest is last, the newest `--limit` (20) of
-//! them, all sessions or one (`shepherd reports <session>`). A table for people with the
+//! them, all sessions or one (`shepherd reports <session>`); a linked host's with `--host
+//! gpu` or `shepherd reports gpu:<session>` (in a HOST column). A table for people with the
 //! session's name, the kind (`report`, `result`, or `result (held)` for a result the
 //! `results` setting kept off the phone), the time and the text on one line cut to the
 //! terminal; with `--json` the protocol's `Report` objects unchanged, text in full.
@@ -18,11 +19,23 @@ use super::{Ctx, ReportsArgs, print, print_json, terminal_width};
 /// Run `shepherd reports`.
 pub async fn run(ctx: &Ctx, args: &ReportsArgs) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
+    // `gpu:train-7` names a session on a linked host; `--host gpu` all of gpu's.
+    let (named_host, session) = match args.session.as_deref().map(super::split_host) {
+        Some((host, rest)) => (host.map(str::to_string), Some(rest.to_string())),
+        None => (None, None),
+    };
+    let host = match (named_host, args.host.clone()) {
+        (Some(a), Some(b)) if a != b => {
+            anyhow::bail!("the session names host {a} and --host says {b}: give one of them")
+        }
+        (a, b) => a.or(b),
+    };
     // One more than shown says whether older ones exist.
     let mut reports = conn
         .call(requests::ListReports {
-            session: args.session.clone(),
+            session: session.clone(),
             limit: Some(args.limit.saturating_add(1)),
+            host: host.clone(),
             ..Default::default()
         })
         .await?;
@@ -33,11 +46,14 @@ pub async fn run(ctx: &Ctx, args: &ReportsArgs) -> anyhow::Result<ExitCode> {
     if ctx.json {
         print_json(&reports)?;
     } else if reports.is_empty() {
-        let text = match &args.session {
-            Some(s) => format!("no reports or results from {s} yet\n"),
-            None => "no reports or results yet: sessions post them with the report tool, and \
-                     each run's final text is kept as its result\n"
-                .to_string(),
+        let text = match (&args.session, &host) {
+            (Some(s), _) => format!("no reports or results from {s} yet\n"),
+            (None, Some(h)) => format!("no reports or results on {h} yet\n"),
+            (None, None) => {
+                "no reports or results yet: sessions post them with the report tool, and \
+                 each run's final text is kept as its result\n"
+                    .to_string()
+            }
         };
         print(&text)?;
     } else {
@@ -63,9 +79,15 @@ fn kind(report: &Report) -> &'static str {
     }
 }
 
-/// The human table: one line per report, the text's lines joined and cut to `width`.
+/// The human table: one line per report, the text's lines joined and cut to `width`; a
+/// HOST column for a linked host's.
 pub fn render(reports: &[Report], width: usize, now: u64) -> String {
-    let mut table = Table::new()
+    let hosts = reports.iter().any(|r| r.host.is_some());
+    let mut table = Table::new();
+    if hosts {
+        table = table.column("HOST", Align::Left);
+    }
+    let mut table = table
         .column("ID", Align::Right)
         .flexible("SESSION", 10)
         .column("KIND", Align::Left)
@@ -77,13 +99,18 @@ pub fn render(reports: &[Report], width: usize, now: u64) -> String {
         } else {
             utc(report.created_at)
         };
-        table.row(vec![
-            report.id.to_string(),
-            report.session_name.clone(),
-            kind(report).to_string(),
-            when,
-            report.text.split_whitespace().collect::<Vec<_>>().join(" "),
-        ]);
+        let host = hosts.then(|| report.host.clone().unwrap_or_else(|| "(here)".into()));
+        table.row(
+            host.into_iter()
+                .chain([
+                    report.id.to_string(),
+                    report.session_name.clone(),
+                    kind(report).to_string(),
+                    when,
+                    report.text.split_whitespace().collect::<Vec<_>>().join(" "),
+                ])
+                .collect(),
+        );
     }
     table.render(width)
 }

@@ -333,6 +333,27 @@ async fn a_home_core_links_two_cores_and_lists_their_sessions_with_their_host() 
         ],
         "each change on a while its link was down, heard once"
     );
+    // Home's CLI lists a's reports through the link, with their host.
+    let listed = home.cli_json(&["reports", "--host", "a"])?;
+    let texts: Vec<(&str, &str)> = listed
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| Some((r["host"].as_str()?, r["text"].as_str()?)))
+        .collect();
+    assert_eq!(texts, [("a", "reported while the link was down")]);
+    let table = home.cli(&["reports", "a:lead-a"]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.starts_with("HOST") && table.contains("reported while the link was down"),
+        "{table}"
+    );
+    let both = home.cli(&["reports", "a:lead-a", "--host", "b"]);
+    assert_eq!(both.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&both.stderr).contains("give one of them"),
+        "{both:?}"
+    );
     Ok(())
 }
 

@@ -55,6 +55,9 @@ impl Answers {
                 .iter_mut()
                 .for_each(|a| a.host = Some(host.to_string())),
             ServerMsg::Answered { ask, .. } => ask.host = Some(host.to_string()),
+            ServerMsg::Reports { reports, .. } => reports
+                .iter_mut()
+                .for_each(|r| r.host = Some(host.to_string())),
             _ => {}
         }
         self.reply(conn, id, &msg).await;

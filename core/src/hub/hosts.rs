@@ -35,6 +35,7 @@ pub(super) fn target(msg: &ClientMsg) -> Option<&str> {
         ClientMsg::Unanswer(req) => req.host.as_deref(),
         ClientMsg::Send(req) => req.host.as_deref(),
         ClientMsg::ListAsks(req) => req.host.as_deref(),
+        ClientMsg::ListReports(req) => req.host.as_deref(),
         _ => None,
     }
 }
@@ -52,6 +53,7 @@ fn for_the_host(mut msg: ClientMsg) -> ClientMsg {
         ClientMsg::Unanswer(req) => req.host = None,
         ClientMsg::Send(req) => req.host = None,
         ClientMsg::ListAsks(req) => req.host = None,
+        ClientMsg::ListReports(req) => req.host = None,
         _ => {}
     }
     msg

@@ -381,6 +381,10 @@ pub struct ListReports {
     pub limit: Option<u32>,
     #[serde(default, deserialize_with = "super::ids::optional_store_id")]
     pub after: Option<u64>,
+    /// `cli`, `bridge`: a linked host's reports (the home core asks that host's core; the
+    /// reports come back with `host` set, their ids that core's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Pi only: take or leave a role. `manager`: become the Manager of the repository whose

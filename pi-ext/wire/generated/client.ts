@@ -292,6 +292,11 @@ export interface ListReportsMsg {
   session?: string | null;
   limit?: number | null;
   after?: number | null;
+  /**
+   * `cli`, `bridge`: a linked host's reports (the home core asks that host's core; the
+   * reports come back with `host` set, their ids that core's).
+   */
+  host?: string | null;
 }
 
 /**
