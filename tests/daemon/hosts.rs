@@ -965,6 +965,54 @@ async fn the_herds_chief_and_a_lead_on_a_linked_host_mail_each_other() -> Result
     assert_eq!((got.kind, got.text.as_str()), (DeliveryKind::Answer, "yes"));
     lead.ack(&[got.id]).await?;
 
+    // One Chief for the whole herd: a's sessions cannot take a Chief of their own.
+    let refused = lead
+        .client
+        .call(requests::SetRole {
+            role: Role::Chief,
+            ..Default::default()
+        })
+        .await
+        .expect_err("the herd has its Chief");
+    assert_eq!(
+        refused.code(),
+        Some(shepherd_core::protocol::ErrorCode::RoleRefused)
+    );
+    assert!(refused.to_string().contains("the-chief"), "{refused}");
+
+    // A Manager taken on a is a role change home's bridges hear, with its host.
+    let mut watcher = home.client(ClientKind::Bridge).await?;
+    watcher.call(requests::Subscribe::default()).await?;
+    let repos = tempfile::tempdir()?;
+    let (primary, _) = shepherd_harness::git_repo::repo_with_worktree(repos.path(), "app", "f")?;
+    let mut manager = shepherd_harness::Pi::register(
+        &a.socket(),
+        "0193a5c2-0000-7000-8000-0000000a00c2",
+        "gpu-manager",
+        &primary,
+    )
+    .await?;
+    manager
+        .client
+        .call(requests::SetRole {
+            role: Role::Manager,
+            ..Default::default()
+        })
+        .await?;
+    let changed = next_event_where(
+        &mut watcher,
+        LINKED,
+        |e| matches!(e, ServerMsg::RoleChanged { session, .. } if session.name == "gpu-manager"),
+    )
+    .await?;
+    let ServerMsg::RoleChanged { session, previous } = changed else {
+        unreachable!()
+    };
+    assert_eq!(
+        (session.host.as_deref(), session.role, previous),
+        (Some("a"), Role::Manager, Role::Lead)
+    );
+
     // Once each.
     assert!(
         lead.next_delivery(Duration::from_millis(500))

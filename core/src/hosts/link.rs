@@ -422,6 +422,12 @@ fn apply(v: &mut HostView, mut event: ServerMsg) -> Option<ServerMsg> {
             report.host = host;
             v.last_report = Some(v.last_report.unwrap_or(0).max(report.id));
         }
+        ServerMsg::RoleChanged { session, .. } => {
+            session.host = host;
+            v.sessions.insert(session.id.clone(), session.clone());
+        }
+        // Said in the receiver's place, which session ids name across the herd.
+        ServerMsg::EdgeMessaged { .. } => return Some(event),
         _ => return None,
     }
     v.recount();

@@ -391,7 +391,8 @@ pub struct ListReports {
 /// primary worktree is the session's cwd (one per repository); `chief`: become the Chief
 /// (one per core); `lead`: leave whichever role the session holds. The core grants roles:
 /// refusals are `role_refused` with `details.reason` (`not_a_repository`,
-/// `linked_worktree`, `held`, `wrong_role`, `released`). Answered by `role_set`.
+/// `linked_worktree`, `held`, `wrong_role`, `released`, `herd_chief`). Answered by
+/// `role_set`.
 /// `reclaim`: the extension asks again for the role its session file says it held (after a
 /// restart or a reconnect); refused (`released`) when the human released it, or it
 /// expired, since: only an explicit `set_role` takes it back then.

@@ -159,6 +159,16 @@ impl State {
                 "this session is a Manager; a Manager cannot become the Chief (leave with /manager leave first)",
             ));
         }
+        // One Chief for the whole herd: a linked host's sessions report to the home core's.
+        if let Some(chief) = self.herd_chief() {
+            return Err(refused(
+                "herd_chief",
+                format!(
+                    "this machine is linked into a herd whose Chief is {} ({}) on the home core; one Chief serves every machine",
+                    chief.session_name, chief.session_id
+                ),
+            ));
+        }
         self.take_lease(info, Role::Chief, None, None, db, out)
     }
 
