@@ -134,14 +134,18 @@ impl CoreLink {
 
     /// `list_workers` as a bridge: every live managed worker (`all`: ended ones too).
     pub async fn workers(&mut self, all: bool) -> Reply<Vec<Worker>> {
-        self.call(requests::ListWorkers { id: 0, all }).await
+        self.call(requests::ListWorkers {
+            all,
+            ..Default::default()
+        })
+        .await
     }
 
     /// `usage {session}`: tokens and cost of `session`'s tree (a worker's session id).
     pub async fn usage(&mut self, session: &str) -> Reply<UsageReport> {
         self.call(requests::Usage {
-            id: 0,
             session: Some(session.to_string()),
+            ..Default::default()
         })
         .await
     }

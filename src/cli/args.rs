@@ -149,7 +149,7 @@ pub enum Command {
     /// Project work starts in Pi: `/manager` in a repository's primary worktree, then the
     /// Manager's `delegate_project` tool starts a Lead on a new branch in its own worktree.
     #[command(after_help = "Examples:\n  shepherd projects\n  shepherd projects --json")]
-    Projects,
+    Projects(ProjectsArgs),
     /// Integrate an assigned branch: fast-forward the primary branch to it, as the human.
     ///
     /// Approves a Manager's integrate_branch, or runs one on your own: REPO's primary
@@ -254,6 +254,9 @@ pub struct WorkersArgs {
     /// Also list workers that ended (done or closed).
     #[arg(long)]
     pub all: bool,
+    /// A linked host's workers (its core's, through the link), instead of this machine's.
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
 }
 
 /// `shepherd agents`.
@@ -267,9 +270,22 @@ pub struct AgentsArgs {
 /// `shepherd usage`.
 #[derive(Debug, Args)]
 pub struct UsageArgs {
-    /// Only this session and its workers: exact id, unique id prefix, or unique name.
+    /// Only this session and its workers: exact id, unique id prefix, or unique name;
+    /// `HOST:SESSION` for a session on a linked host.
     #[arg(value_name = "SESSION")]
     pub session: Option<String>,
+    /// A linked host's usage (its core's, through the link), instead of this machine's.
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+}
+
+/// `shepherd projects`.
+#[derive(Debug, Args)]
+pub struct ProjectsArgs {
+    /// A linked host's project work (its core's, through the link), instead of this
+    /// machine's.
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
 }
 
 /// `shepherd reports`.
@@ -363,6 +379,9 @@ pub struct SendArgs {
 pub struct RolesArgs {
     #[command(subcommand)]
     pub action: Option<RolesAction>,
+    /// A linked host's leases (its core's, through the link), instead of this machine's.
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
 }
 
 /// What `shepherd roles` does besides listing.

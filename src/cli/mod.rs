@@ -107,18 +107,18 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Restart(args) => lifecycle::restart(ctx, &args).await,
         Command::Reports(args) => reports::run(ctx, &args).await,
         Command::Roles(args) => match args.action {
-            None => roles::roles(ctx).await,
+            None => roles::roles(ctx, args.host.as_deref()).await,
             Some(RolesAction::Release { role, project }) => {
                 roles::release(ctx, &role, project.as_deref()).await
             }
         },
         Command::Staff => roles::staff(ctx).await,
         Command::Agents(args) => agents::run(ctx, &args).await,
-        Command::Workers(args) => workers::list(ctx, args.all).await,
+        Command::Workers(args) => workers::list(ctx, args.all, args.host.as_deref()).await,
         Command::Close { worker } => workers::close(ctx, &worker).await,
         Command::Attach { worker } => workers::attach(ctx, &worker).await,
         Command::Usage(args) => usage::run(ctx, &args).await,
-        Command::Projects => projects::run(ctx).await,
+        Command::Projects(args) => projects::run(ctx, args.host.as_deref()).await,
         Command::Integrate(args) => integrate::run(ctx, &args).await,
         Command::Resume(args) => lead::resume(ctx, &args).await,
         Command::StopLead(args) => lead::stop(ctx, &args).await,

@@ -22,10 +22,15 @@ pub const NONE: &str = "no project work yet: run `/manager` in a Pi session in a
                         primary worktree, then have that Manager call delegate_project (a \
                         branch, its own worktree and a Lead working on it)\n";
 
-/// Run `shepherd projects`.
-pub async fn run(ctx: &Ctx) -> anyhow::Result<ExitCode> {
+/// Run `shepherd projects` (`host`: a linked host's).
+pub async fn run(ctx: &Ctx, host: Option<&str>) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
-    let projects = conn.call(requests::ListProjects::default()).await?;
+    let projects = conn
+        .call(requests::ListProjects {
+            host: host.map(str::to_string),
+            ..Default::default()
+        })
+        .await?;
     if ctx.json {
         print_json(&projects)?;
     } else if projects.is_empty() {

@@ -17,10 +17,15 @@ use super::format::{ago, base_name, now_ms, short_id};
 use super::table::{Align, Table};
 use super::{Ctx, print, print_json, terminal_width};
 
-/// Run `shepherd roles`.
-pub async fn roles(ctx: &Ctx) -> anyhow::Result<ExitCode> {
+/// Run `shepherd roles` (`host`: a linked host's).
+pub async fn roles(ctx: &Ctx, host: Option<&str>) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
-    let leases = conn.call(requests::ListRoles::default()).await?;
+    let leases = conn
+        .call(requests::ListRoles {
+            host: host.map(str::to_string),
+            ..Default::default()
+        })
+        .await?;
     if ctx.json {
         print_json(&leases)?;
     } else if leases.is_empty() {

@@ -18,9 +18,21 @@ use super::{Ctx, UsageArgs, print, print_json, terminal_width};
 /// Run `shepherd usage`.
 pub async fn run(ctx: &Ctx, args: &UsageArgs) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
+    // `gpu:train-7` names a session on a linked host.
+    let (named, session) = match args.session.as_deref().map(super::split_host) {
+        Some((host, rest)) => (host.map(str::to_string), Some(rest.to_string())),
+        None => (None, None),
+    };
+    let host = match (named, args.host.clone()) {
+        (Some(a), Some(b)) if a != b => {
+            anyhow::bail!("the session names host {a} and --host says {b}: give one of them")
+        }
+        (a, b) => a.or(b),
+    };
     let report = conn
         .call(requests::Usage {
-            session: args.session.clone(),
+            session,
+            host,
             ..Default::default()
         })
         .await?;

@@ -13,12 +13,13 @@ use super::format::{ago, now_ms};
 use super::table::{Align, Table};
 use super::{Ctx, Failure, print, print_json, terminal_width};
 
-/// Run `shepherd workers`.
-pub async fn list(ctx: &Ctx, all: bool) -> anyhow::Result<ExitCode> {
+/// Run `shepherd workers` (`host`: a linked host's).
+pub async fn list(ctx: &Ctx, all: bool, host: Option<&str>) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
     let workers = conn
         .call(requests::ListWorkers {
             all,
+            host: host.map(str::to_string),
             ..Default::default()
         })
         .await?;

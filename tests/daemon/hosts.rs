@@ -1012,6 +1012,26 @@ async fn the_herds_chief_and_a_lead_on_a_linked_host_mail_each_other() -> Result
         (session.host.as_deref(), session.role, previous),
         (Some("a"), Role::Manager, Role::Lead)
     );
+    // Home's CLI lists a's leases, project work, workers and usage through the link.
+    let roles = home.cli_json(&["roles", "--host", "a"])?;
+    assert_eq!(roles[0]["session_name"], "gpu-manager", "{roles}");
+    assert_eq!(home.cli_json(&["roles"])?[0]["session_name"], "the-chief");
+    assert_eq!(
+        home.cli_json(&["projects", "--host", "a"])?,
+        a.cli_json(&["projects"])?
+    );
+    assert_eq!(
+        home.cli_json(&["workers", "--host", "a"])?,
+        serde_json::json!([])
+    );
+    let usage = home.cli_json(&["usage", "a:gpu-lead"])?;
+    assert!(usage.is_object(), "{usage}");
+    let nowhere = home.cli(&["roles", "--host", "nowhere"]);
+    assert_eq!(nowhere.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&nowhere.stderr).contains("no linked host is named `nowhere`"),
+        "{nowhere:?}"
+    );
 
     // Once each.
     assert!(

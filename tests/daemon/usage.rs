@@ -262,7 +262,10 @@ async fn a_session_file_that_is_no_regular_file_is_not_counted_and_blocks_nothin
     let mut bystander = core.client(ClientKind::Cli).await?;
     // Several reports at once, and one from the FIFO's own session.
     for id in 9000..9003 {
-        let usage = requests::Usage { id, session: None };
+        let usage = requests::Usage {
+            id,
+            ..Default::default()
+        };
         cli.send(&shepherd_core::protocol::ClientMsg::Usage(usage))
             .await?;
     }

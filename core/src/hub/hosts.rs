@@ -1,6 +1,7 @@
 //! Linked hosts on the hub: `list_hosts` (each link as it stands now) and the human's
-//! requests for a host (`answer`, `send` with `host`), queued for the host's link after the
-//! batch commits. The links run off the hub (`crate::hosts`); the hub reads the latest
+//! requests for a host (`answer`, `unanswer`, `send`, and the listings `list_asks`,
+//! `list_reports`, `list_roles`, `list_workers`, `list_projects`, `usage` with `host`),
+//! queued for the host's link after the batch commits. The links run off the hub (`crate::hosts`); the hub reads the latest
 //! each one published and never waits for a link.
 
 use tokio::sync::mpsc;
@@ -36,6 +37,10 @@ pub(super) fn target(msg: &ClientMsg) -> Option<&str> {
         ClientMsg::Send(req) => req.host.as_deref(),
         ClientMsg::ListAsks(req) => req.host.as_deref(),
         ClientMsg::ListReports(req) => req.host.as_deref(),
+        ClientMsg::ListRoles(req) => req.host.as_deref(),
+        ClientMsg::ListWorkers(req) => req.host.as_deref(),
+        ClientMsg::ListProjects(req) => req.host.as_deref(),
+        ClientMsg::Usage(req) => req.host.as_deref(),
         _ => None,
     }
 }
@@ -54,6 +59,10 @@ fn for_the_host(mut msg: ClientMsg) -> ClientMsg {
         ClientMsg::Send(req) => req.host = None,
         ClientMsg::ListAsks(req) => req.host = None,
         ClientMsg::ListReports(req) => req.host = None,
+        ClientMsg::ListRoles(req) => req.host = None,
+        ClientMsg::ListWorkers(req) => req.host = None,
+        ClientMsg::ListProjects(req) => req.host = None,
+        ClientMsg::Usage(req) => req.host = None,
         _ => {}
     }
     msg

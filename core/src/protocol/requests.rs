@@ -410,6 +410,9 @@ pub struct SetRole {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ListRoles {
     pub id: u64,
+    /// `cli`, `bridge`: a linked host's (the home core asks that host's core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// The human only (`cli`, `bridge`): take a Manager or Chief lease away from whoever holds
@@ -552,6 +555,9 @@ pub struct ListWorkers {
     pub id: u64,
     #[serde(default)]
     pub all: bool,
+    /// `cli`, `bridge`: a linked host's (the home core asks that host's core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Steer a worker's current assignment (at-least-once; no second result). `agent`: the
@@ -633,6 +639,9 @@ pub struct Usage {
     pub id: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// `cli`, `bridge`: a linked host's (the home core asks that host's core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// A Manager (holding its repository's lease) only: hand a branch-sized task to a new Lead
@@ -703,6 +712,9 @@ pub struct IntegrateBranch {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ListProjects {
     pub id: u64,
+    /// `cli`, `bridge`: a linked host's (the home core asks that host's core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// The hosts this core links to (`[[hosts]]`), each with where its link stands, its

@@ -304,7 +304,8 @@ export interface ListReportsMsg {
  * primary worktree is the session's cwd (one per repository); `chief`: become the Chief
  * (one per core); `lead`: leave whichever role the session holds. The core grants roles:
  * refusals are `role_refused` with `details.reason` (`not_a_repository`,
- * `linked_worktree`, `held`, `wrong_role`, `released`). Answered by `role_set`.
+ * `linked_worktree`, `held`, `wrong_role`, `released`, `herd_chief`). Answered by
+ * `role_set`.
  * `reclaim`: the extension asks again for the role its session file says it held (after a
  * restart or a reconnect); refused (`released`) when the human released it, or it
  * expired, since: only an explicit `set_role` takes it back then.
@@ -320,6 +321,8 @@ export interface SetRoleMsg {
 export interface ListRolesMsg {
   type: "list_roles";
   id: number;
+  /** `cli`, `bridge`: a linked host's (the home core asks that host's core). */
+  host?: string | null;
 }
 
 /**
@@ -448,6 +451,8 @@ export interface ListWorkersMsg {
   type: "list_workers";
   id: number;
   all?: boolean;
+  /** `cli`, `bridge`: a linked host's (the home core asks that host's core). */
+  host?: string | null;
 }
 
 /**
@@ -547,6 +552,8 @@ export interface UsageMsg {
   type: "usage";
   id: number;
   session?: string | null;
+  /** `cli`, `bridge`: a linked host's (the home core asks that host's core). */
+  host?: string | null;
 }
 
 /**
@@ -616,6 +623,8 @@ export interface IntegrateBranchMsg {
 export interface ListProjectsMsg {
   type: "list_projects";
   id: number;
+  /** `cli`, `bridge`: a linked host's (the home core asks that host's core). */
+  host?: string | null;
 }
 
 /**
