@@ -1251,7 +1251,16 @@ async fn leads_on_different_hosts_message_each_other_as_peers() -> Result<()> {
     );
     lead_a.ack(&[got.id]).await?;
 
-    // home ↔ a.
+    // home ↔ a; home's list_peers has a's and b's Leads, with their hosts.
+    let listed = lead_home
+        .client
+        .call(requests::ListPeers::default())
+        .await?;
+    let hosts: Vec<(Option<&str>, &str)> = listed
+        .iter()
+        .map(|s| (s.host.as_deref(), s.name.as_str()))
+        .collect();
+    assert_eq!(hosts, [(Some("a"), "lead-a"), (Some("b"), "lead-b")]);
     let sent = lead_home.client.call(peer("a:lead-a", "lunch?")).await?;
     assert_eq!(sent.session_id.as_str(), LEAD_A);
     let got = lead_a.next_delivery(LINKED).await?;

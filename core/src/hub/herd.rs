@@ -717,6 +717,18 @@ impl State {
         }
     }
 
+    /// `me`'s connected peers on the linked hosts, as mirrored, with their host.
+    pub(super) fn peers_on_hosts(&self, me: &SessionInfo) -> Vec<SessionInfo> {
+        let mut found: Vec<SessionInfo> = self
+            .links
+            .sessions()
+            .into_iter()
+            .filter(|s| s.connected && !s.subagent && peers(me.role, s.role))
+            .collect();
+        found.sort_by(|a, b| (&a.host, &a.name).cmp(&(&b.host, &b.name)));
+        found
+    }
+
     /// The Chief's staff on a linked host named `who`: a Manager there, or a Lead (its
     /// own core checks that nobody there supervises it).
     pub(super) fn staff_on_host(&self, who: &str) -> Option<SessionInfo> {

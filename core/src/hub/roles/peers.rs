@@ -1,5 +1,6 @@
 //! A session's peers: connected Leads for a Lead, Managers for a Manager (the Chief has
-//! none); `list_peers` and the exact-id lookup that refuses anyone else as unknown.
+//! none), on a home core the linked hosts' too; `list_peers` and the exact-id lookup that
+//! refuses anyone else as unknown.
 
 use rusqlite::Connection;
 
@@ -64,7 +65,9 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let sessions = self.peers_of(&me, db)?;
+        let mut sessions = self.peers_of(&me, db)?;
+        // On a home core, the linked hosts' connected peers too, each with its host.
+        sessions.extend(self.peers_on_hosts(&me));
         out.send(
             cx.conn,
             &ServerMsg::Sessions {
