@@ -318,6 +318,22 @@ impl CoreLink {
         .await
     }
 
+    /// `list_reports {host}`: a linked host's reports, through the core's link to it.
+    pub async fn reports_on(
+        &mut self,
+        host: &str,
+        after: Option<u64>,
+        limit: Option<u32>,
+    ) -> Reply<Vec<Report>> {
+        self.call(requests::ListReports {
+            after,
+            limit,
+            host: Some(host.to_string()),
+            ..Default::default()
+        })
+        .await
+    }
+
     /// The store id of the core the request link is connected to (connecting if needed):
     /// report ids are unique within one store.
     pub async fn store_id(&mut self) -> Reply<String> {

@@ -7,7 +7,8 @@
 //! the core (another core, through `shepherd link`) with its link up and its session; that
 //! machine's asks arrive as cards numbered `#far:N`, answered there once by a tap or by
 //! `answer far:N`, and its place (named `far · …`) and `steer far:NAME` steer it; its link
-//! killed is said once, and its return;
+//! killed is said once, and its return; what it reported while this machine's core and
+//! bot were down (killed) is posted once when they are back;
 //! `status` on the CLI lists the bridge once.
 
 use anyhow::{Context, Result};
@@ -233,6 +234,25 @@ async fn commands_on<P: Phone>(mut phone: P, menu: impl AsyncFn(&P) -> Result<()
         .bot_says(|m| m.text.contains("far is back: 1 session"))
         .await?;
     assert_eq!(phone.count_said("Lost the link to far"), 1);
+
+    // This machine's core and bot killed (-9) while the far session reports: back, the
+    // bot posts that report once (its cursor for the host, the link's for the core).
+    let mut core = core;
+    core.kill9();
+    far_lead
+        .client
+        .call(requests::Report {
+            text: "REPORT-WHILE-HOME-DOWN".into(),
+            ..Default::default()
+        })
+        .await?;
+    core.restart().await?;
+    phone.bridge_back(|| core.log(), 2).await?;
+    phone
+        .bot_says(|m| m.text.contains("REPORT-WHILE-HOME-DOWN"))
+        .await?;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(phone.count_said("REPORT-WHILE-HOME-DOWN"), 1);
 
     let status = core.cli_json(&["status"])?;
     let bridges = status["bridges"].as_array().context("bridges")?;

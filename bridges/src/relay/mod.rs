@@ -221,7 +221,13 @@ impl<P: Platform> Relay<P> {
                 self.post_card(ask).await;
             }
         }
-        self.catch_up().await
+        self.catch_up().await?;
+        // A linked host that cannot be asked now: its link announces what came meanwhile
+        // when it is back.
+        if let Err(e) = self.catch_up_hosts().await {
+            tracing::warn!(error = %e, "{}: catching up with the linked hosts' reports", P::NAME);
+        }
+        Ok(())
     }
 
     /// The place of `session`'s messages.

@@ -12,12 +12,14 @@
 //!
 //! A linked host's reports (`host` set) come through the home core as its link announces
 //! them, live and, after the link dropped, what was announced meanwhile: posted once per
-//! host by id while the bridge runs ([`ReportCursor::far`]).
+//! host by id, the platform keeping each host's cursor like a store's (`host:<name>`).
+//! After (re)connecting, the bridge asks each connected host (through the core) for what
+//! came since ([`Relay::catch_up_hosts`]).
 
 use std::collections::HashMap;
 
 use shepherd_core::client::ClientError;
-use shepherd_core::protocol::{Report, SessionId};
+use shepherd_core::protocol::{LinkState, Report, SessionId};
 
 use super::{Platform, Relay};
 use crate::chat::render;
@@ -34,10 +36,8 @@ pub struct ReportCursor {
     pub posted: u64,
     /// What the platform's store holds (never lowered): a restart catches up from here.
     pub saved: u64,
-    /// A linked host's newest report posted here, by host (its ids are its own core's):
-    /// what its link announces live and after a drop is posted once. Kept while the
-    /// bridge runs; what a linked host announced while this bridge or the home core was
-    /// down is listed there (`shepherd reports` on that machine).
+    /// A linked host's newest report posted here, by host (its ids are its own core's),
+    /// read from the platform's store on first need.
     pub far: std::collections::HashMap<String, u64>,
 }
 
@@ -48,7 +48,9 @@ impl<P: Platform> Relay<P> {
             return;
         }
         if let Some(host) = &report.host {
-            let posted = self.reports.far.entry(host.clone()).or_default();
+            let key = host_key(host);
+            let saved = self.platform.last_report(&key).unwrap_or(0);
+            let posted = self.reports.far.entry(host.clone()).or_insert(saved);
             if report.id <= *posted {
                 return;
             }
@@ -56,6 +58,7 @@ impl<P: Platform> Relay<P> {
             let rendered = render::report(report, self.sessions.get(&report.session_id));
             let what = report.kind.as_str();
             self.post_about(&report.session_id, rendered, what).await;
+            self.platform.set_last_report(&key, report.id);
             return;
         }
         if report.id <= self.reports.posted {
@@ -82,6 +85,25 @@ impl<P: Platform> Relay<P> {
             self.platform.set_last_report(store, id);
             tracing::debug!(report = id, "{}: reports up to {id} posted", P::NAME);
         }
+    }
+
+    /// After (re)connecting: post what each connected linked host announced since the
+    /// last of its reports posted here (a host met for the first time: from now on).
+    pub(super) async fn catch_up_hosts(&mut self) -> Result<(), ClientError> {
+        let hosts = self.core.hosts().await?;
+        for link in hosts.iter().filter(|l| l.state == LinkState::Connected) {
+            let key = host_key(&link.name);
+            let Some(last) = self.platform.last_report(&key) else {
+                let newest = self.core.reports_on(&link.name, None, Some(1)).await?;
+                let start = newest.last().map_or(0, |r| r.id);
+                self.platform.set_last_report(&key, start);
+                continue;
+            };
+            for report in self.core.reports_on(&link.name, Some(last), None).await? {
+                self.on_report(&report).await;
+            }
+        }
+        Ok(())
     }
 
     /// After (re)connecting: post what was announced while this bridge was away, the
@@ -161,4 +183,9 @@ impl<P: Platform> Relay<P> {
         }
         Ok(())
     }
+}
+
+/// Where the platform keeps a linked host's report cursor (beside the core stores').
+fn host_key(host: &str) -> String {
+    format!("host:{host}")
 }

@@ -167,17 +167,22 @@ impl Links {
     /// the links hand the hub (answers to forwarded requests, the far cores' events).
     /// `origin` is this core's `store_id` (the far cores store its mail once by it);
     /// `chief` the herd's Chief now.
+    /// `report_cursor`: each host's newest report passed on before (kept in the store),
+    /// so a restarted core's links announce what came since.
     pub fn start(
         entries: &[HostEntry],
         origin: &str,
         chief: Option<HerdChief>,
+        report_cursor: impl Fn(&str) -> Option<u64>,
     ) -> (Links, mpsc::Receiver<FromLink>) {
         let (answers, answered) = mpsc::channel(ANSWER_QUEUE);
         let (herd, _) = watch::channel(chief);
         let hosts = entries
             .iter()
             .map(|entry| {
-                let (tx, view) = watch::channel(HostView::new(entry));
+                let mut first = HostView::new(entry);
+                first.last_report = report_cursor(entry.name.as_str());
+                let (tx, view) = watch::channel(first);
                 let (forwards, rx) = mpsc::channel(FORWARD_QUEUE);
                 let (to_far, from_hub) = mpsc::unbounded_channel();
                 let channels = link::Channels {

@@ -45,7 +45,7 @@ impl State {
                 bytes,
                 delivery: None,
             }),
-            HubCommand::HostEvent(msg) => self.host_event(&msg, out),
+            HubCommand::HostEvent(msg) => self.host_event(&msg, db, out),
             HubCommand::LinkNews(news) => self.link_news(*news, db, out),
             HubCommand::Tick => self.tick(db),
             HubCommand::Forget => {

@@ -107,7 +107,14 @@ impl State {
     /// A linked host's event (its `host` set) goes to this core's bridges and CLI
     /// watchers: not to Pi sessions (theirs is this host) nor to a linked core (nothing
     /// travels two links).
-    pub(super) fn host_event(&self, msg: &ServerMsg, out: &mut Out) {
+    pub(super) fn host_event(&self, msg: &ServerMsg, db: &rusqlite::Connection, out: &mut Out) {
+        // Where the link resumes its reports after a restart of this core.
+        if let ServerMsg::ReportPosted { report } = msg
+            && let Some(host) = &report.host
+            && let Err(e) = crate::store::host_mail::set_report_cursor(db, host, report.id)
+        {
+            tracing::error!(host, error = %e, "keeping a linked host's report cursor");
+        }
         self.presence
             .broadcast_to(msg, super::presence::sees_the_herd, out);
     }

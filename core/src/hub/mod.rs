@@ -234,7 +234,13 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             session_id: l.session_id,
             session_name: l.session_name,
         });
-    let (links, answered) = crate::hosts::Links::start(&facts.hosts, &store.store_id, chief);
+    let cursor = |host: &str| {
+        store::host_mail::report_cursor(&store.conn, host)
+            .ok()
+            .flatten()
+    };
+    let (links, answered) =
+        crate::hosts::Links::start(&facts.hosts, &store.store_id, chief, cursor);
     tokio::spawn(hosts::relay_from_links(answered, tx.downgrade()));
     let hub = Hub {
         state: State {

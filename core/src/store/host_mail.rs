@@ -38,6 +38,26 @@ pub fn set_herd(conn: &Connection, herd: &Herd) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// The newest report of linked host `host` this core passed on to its subscribers (its
+/// link announces what came after it when it comes back, even after a restart).
+pub fn report_cursor(conn: &Connection, host: &str) -> rusqlite::Result<Option<u64>> {
+    let value: Option<String> = conn
+        .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+        .query_row([format!("host_report:{host}")], |r| r.get(0))
+        .optional()?;
+    Ok(value.and_then(|v| v.parse().ok()))
+}
+
+/// Linked host `host`'s report `id` was passed on (the cursor never goes back).
+pub fn set_report_cursor(conn: &Connection, host: &str, id: u64) -> rusqlite::Result<()> {
+    if report_cursor(conn, host)?.is_some_and(|now| now >= id) {
+        return Ok(());
+    }
+    conn.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?
+        .execute(params![format!("host_report:{host}"), id.to_string()])?;
+    Ok(())
+}
+
 /// Keep `mail` for `host` until it is stored there; its id (the mail's `id`).
 pub fn keep(conn: &Connection, host: &str, mut mail: HostMail) -> rusqlite::Result<HostMail> {
     conn.prepare_cached("INSERT INTO host_mail_out (host, mail) VALUES (?1, '')")?
@@ -131,6 +151,12 @@ mod tests {
         mark_seen(db, "store-a", 7).unwrap();
         assert!(seen(db, "store-a", 7).unwrap());
         assert!(!seen(db, "store-b", 7).unwrap());
+
+        assert_eq!(report_cursor(db, "gpu").unwrap(), None);
+        set_report_cursor(db, "gpu", 9).unwrap();
+        set_report_cursor(db, "gpu", 4).unwrap();
+        assert_eq!(report_cursor(db, "gpu").unwrap(), Some(9));
+        assert_eq!(report_cursor(db, "box").unwrap(), None);
 
         assert_eq!(herd(db).unwrap(), None);
         let chief = Herd {
