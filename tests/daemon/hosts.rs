@@ -71,6 +71,46 @@ fn far_sessions(home: &Core) -> Vec<(String, String, bool)> {
     all
 }
 
+/// Make `chief` the herd's Chief (the Chief's lease on its core).
+async fn become_chief(chief: &mut shepherd_harness::Pi) -> Result<()> {
+    chief
+        .client
+        .call(requests::SetRole {
+            role: Role::Chief,
+            ..Default::default()
+        })
+        .await?;
+    Ok(())
+}
+
+/// `lead`'s `message_supervisor` of `text`, sent again until it goes to the herd's Chief
+/// (its core learns who that is once its link says so; before, it goes to the human).
+async fn up_to_the_chief(
+    lead: &mut shepherd_harness::Pi,
+    text: &str,
+    home: &Core,
+) -> Result<shepherd_core::protocol::ReportsTo> {
+    let deadline = tokio::time::Instant::now() + LINKED;
+    loop {
+        let routed = lead
+            .client
+            .call(requests::MessageSupervisor {
+                text: text.into(),
+                ..Default::default()
+            })
+            .await?;
+        if routed.to.to == Superior::Chief {
+            return Ok(routed.to);
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "never routed to the herd's Chief: {}",
+            home.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_home_core_links_two_cores_and_lists_their_sessions_with_their_host() -> Result<()> {
     let a = Core::start().await?;
@@ -546,28 +586,8 @@ async fn a_link_through_a_real_sshd_answers_and_steers_and_shows_sshs_own_errors
     let mut chief = home
         .pi("0193a5c2-0000-7000-8000-0000000c0002", "chief-home")
         .await?;
-    chief
-        .client
-        .call(requests::SetRole {
-            role: Role::Chief,
-            ..Default::default()
-        })
-        .await?;
-    let deadline = tokio::time::Instant::now() + LINKED;
-    loop {
-        let routed = lead
-            .client
-            .call(requests::MessageSupervisor {
-                text: "merged over ssh".into(),
-                ..Default::default()
-            })
-            .await?;
-        if routed.to.to == Superior::Chief {
-            break;
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "{}", home.log());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    become_chief(&mut chief).await?;
+    up_to_the_chief(&mut lead, "merged over ssh", &home).await?;
     let up = chief.next_delivery(LINKED).await?;
     assert!(up.text.ends_with("on box: merged over ssh"), "{}", up.text);
     chief
@@ -819,40 +839,16 @@ async fn the_herds_chief_and_a_lead_on_a_linked_host_mail_each_other() -> Result
     let mut chief = home
         .pi("0193a5c2-0000-7000-8000-0000000c0001", "the-chief")
         .await?;
-    chief
-        .client
-        .call(requests::SetRole {
-            role: Role::Chief,
-            ..Default::default()
-        })
-        .await?;
+    become_chief(&mut chief).await?;
     host_where(&home, "a", "host a linked", |h| {
         h["state"] == "connected" && h["sessions"] == 1
     })
     .await?;
 
     // Up: once a knows the herd's Chief, the Lead's message goes to it.
-    let deadline = tokio::time::Instant::now() + LINKED;
-    let routed = loop {
-        let routed = lead
-            .client
-            .call(requests::MessageSupervisor {
-                text: "probe".into(),
-                ..Default::default()
-            })
-            .await?;
-        if routed.to.to == Superior::Chief {
-            break routed;
-        }
-        // Before the link named the Chief, it went to the human as a report.
-        anyhow::ensure!(
-            tokio::time::Instant::now() < deadline,
-            "a never routed to the herd's Chief: {}",
-            home.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert_eq!(routed.to.session_name.as_deref(), Some("the-chief"));
+    // Before the link named the Chief, it went to the human as a report.
+    let to = up_to_the_chief(&mut lead, "probe", &home).await?;
+    assert_eq!(to.session_name.as_deref(), Some("the-chief"));
     let up = chief.next_delivery(LINKED).await?;
     assert_eq!(up.kind, DeliveryKind::SupervisorMessage);
     assert!(
@@ -1068,29 +1064,9 @@ async fn mail_across_a_link_survives_kill_9_of_either_core_once_each() -> Result
     let mut home = Core::start_with(&env).await?;
     let mut lead = a.pi(LEAD, "gpu-lead").await?;
     let mut chief = home.pi(CHIEF, "the-chief").await?;
-    chief
-        .client
-        .call(requests::SetRole {
-            role: Role::Chief,
-            ..Default::default()
-        })
-        .await?;
+    become_chief(&mut chief).await?;
     // a learns the herd's Chief once linked.
-    let deadline = tokio::time::Instant::now() + LINKED;
-    loop {
-        let routed = lead
-            .client
-            .call(requests::MessageSupervisor {
-                text: "probe".into(),
-                ..Default::default()
-            })
-            .await?;
-        if routed.to.to == Superior::Chief {
-            break;
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "{}", home.log());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    up_to_the_chief(&mut lead, "probe", &home).await?;
     let probe = chief.next_delivery(LINKED).await?;
     chief.ack(&[probe.id]).await?;
 

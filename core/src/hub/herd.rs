@@ -416,7 +416,7 @@ impl State {
             let from = sender_of(mail);
             if let Some(ask) = &mail.ask {
                 // A question: said as a local one is, named with its host; answered there.
-                let text = far_ask_text(host, ask);
+                let text = crate::hub::roles::question_text(ask, Some(host));
                 let message = NewMessage {
                     question: Some(&ask.question),
                     created_at: now_ms(),
@@ -752,24 +752,4 @@ fn is_session_id(text: &str) -> bool {
     text.len() == 36
         && text.bytes().filter(|b| *b == b'-').count() == 4
         && text.bytes().all(|b| b == b'-' || b.is_ascii_hexdigit())
-}
-
-/// The delivery of a linked host's `ask_supervisor` question to the herd's Chief: as a
-/// local one reads, with the host, and how to answer it there.
-fn far_ask_text(host: &str, ask: &Ask) -> String {
-    let mut text = format!(
-        "{} ({}) on {host} asks you (ask {host}:{}): {}",
-        ask.session_name, ask.session_id, ask.id, ask.question
-    );
-    if !ask.options.is_empty() {
-        text.push_str(&format!("\nOptions: {}", ask.options.join(" | ")));
-    }
-    if let Some(details) = &ask.details {
-        text.push_str(&format!("\nDetails: {details}"));
-    }
-    text.push_str(&format!(
-        "\nAnswer it with answer_staff {{ask: {}, host: \"{host}\", answer}}. The human may answer it too; the first answer wins.",
-        ask.id
-    ));
-    text
 }

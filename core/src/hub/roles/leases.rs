@@ -255,20 +255,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let mut text = format!(
-            "{} ({}) asks you (ask {}): {}",
-            ask.session_name, ask.session_id, ask.id, ask.question
-        );
-        if !ask.options.is_empty() {
-            text.push_str(&format!("\nOptions: {}", ask.options.join(" | ")));
-        }
-        if let Some(details) = &ask.details {
-            text.push_str(&format!("\nDetails: {details}"));
-        }
-        text.push_str(&format!(
-            "\nAnswer it with answer_staff {{ask: {}, answer}}. The human may answer it too; the first answer wins.",
-            ask.id
-        ));
+        let text = question_text(ask, None);
         let from = Sender {
             kind: ClientKind::Pi,
             session_id: Some(ask.session_id.clone()),
@@ -302,4 +289,33 @@ impl State {
         out.send(cx.conn, &ServerMsg::Roles { id: cx.id, leases });
         Ok(())
     }
+}
+
+/// An `ask_supervisor` question as its addressee reads it: who asks (on linked host
+/// `host`, when it came from one), the question, its options and details, and how to
+/// answer it.
+pub(in crate::hub) fn question_text(ask: &Ask, host: Option<&str>) -> String {
+    let (on, named, with_host) = match host {
+        Some(h) => (
+            format!(" on {h}"),
+            format!("{h}:{}", ask.id),
+            format!(", host: \"{h}\""),
+        ),
+        None => (String::new(), ask.id.to_string(), String::new()),
+    };
+    let mut text = format!(
+        "{} ({}){on} asks you (ask {named}): {}",
+        ask.session_name, ask.session_id, ask.question
+    );
+    if !ask.options.is_empty() {
+        text.push_str(&format!("\nOptions: {}", ask.options.join(" | ")));
+    }
+    if let Some(details) = &ask.details {
+        text.push_str(&format!("\nDetails: {details}"));
+    }
+    text.push_str(&format!(
+        "\nAnswer it with answer_staff {{ask: {}{with_host}, answer}}. The human may answer it too; the first answer wins.",
+        ask.id
+    ));
+    text
 }

@@ -25,6 +25,7 @@ use crate::protocol::{
 };
 use crate::store;
 
+pub(in crate::hub) use leases::question_text;
 pub(in crate::hub) use staff::staff_view;
 
 fn refused(reason: &str, message: impl Into<String>) -> HubError {
