@@ -23,15 +23,6 @@ use shepherd_harness::{Core, eventually, link_pid, next_event_where, shepherd_bi
 
 const LINKED: Duration = Duration::from_secs(30);
 
-/// The `[[hosts]]` entry that links to `far` through `shepherd link` on its socket.
-fn host_entry(name: &str, far: &Core) -> String {
-    format!(
-        "[[hosts]]\nname = \"{name}\"\ncommand = [{:?}, \"--socket\", {:?}, \"link\"]\n\n",
-        shepherd_bin().display().to_string(),
-        far.socket().display().to_string()
-    )
-}
-
 /// Home's view of one host (`shepherd hosts --json`), once `ready` holds for it.
 async fn host_where(
     home: &Core,
@@ -131,8 +122,8 @@ async fn a_home_core_links_two_cores_and_lists_their_sessions_with_their_host() 
     let config = tempfile::NamedTempFile::new()?;
     let text = format!(
         "{}{}[[hosts]]\nname = \"gone\"\ncommand = [\"/nonexistent/ssh\", \"-T\", \"me@gone\"]\n",
-        host_entry("a", &a),
-        host_entry("b", &b)
+        a.host_entry("a"),
+        b.host_entry("b")
     );
     std::fs::write(config.path(), text)?;
     let config_path = config.path().display().to_string();
@@ -656,7 +647,7 @@ async fn answers_across_a_link_killed_mid_way_are_applied_once_and_none_lost() -
         .pi("0193a5c2-0000-7000-8000-0000000d0001", "lead-d")
         .await?;
     let config = tempfile::NamedTempFile::new()?;
-    std::fs::write(config.path(), host_entry("far", &far))?;
+    std::fs::write(config.path(), far.host_entry("far"))?;
     let config_path = config.path().display().to_string();
     let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
     host_where(&home, "far", "far linked", |h| h["state"] == "connected").await?;
@@ -833,7 +824,7 @@ async fn the_herds_chief_and_a_lead_on_a_linked_host_mail_each_other() -> Result
         .pi("0193a5c2-0000-7000-8000-0000000a00c1", "gpu-lead")
         .await?;
     let config = tempfile::NamedTempFile::new()?;
-    std::fs::write(config.path(), host_entry("a", &a))?;
+    std::fs::write(config.path(), a.host_entry("a"))?;
     let config_path = config.path().display().to_string();
     let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
     let mut chief = home
@@ -1057,7 +1048,7 @@ async fn mail_across_a_link_survives_kill_9_of_either_core_once_each() -> Result
     let limits = [("SHEPHERD_CORE__LIMITS__MAX_PENDING_PER_SESSION", "5000")];
     let mut a = Core::start_with(&limits).await?;
     let config = tempfile::NamedTempFile::new()?;
-    std::fs::write(config.path(), host_entry("a", &a))?;
+    std::fs::write(config.path(), a.host_entry("a"))?;
     let config_path = config.path().display().to_string();
     let mut env = limits.to_vec();
     env.push(("SHEPHERD_CONFIG", &config_path));
@@ -1172,7 +1163,7 @@ async fn leads_on_different_hosts_message_each_other_as_peers() -> Result<()> {
     let config = tempfile::NamedTempFile::new()?;
     std::fs::write(
         config.path(),
-        format!("{}{}", host_entry("a", &a), host_entry("b", &b)),
+        format!("{}{}", a.host_entry("a"), b.host_entry("b")),
     )?;
     let config_path = config.path().display().to_string();
     let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;

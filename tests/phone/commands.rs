@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use shepherd_core::protocol::{DeliveryKind, requests};
 use shepherd_harness::phone::{MatrixPhone, PHONE_WAIT, Phone, TelegramPhone};
 use shepherd_harness::synapse::skip_e2e;
-use shepherd_harness::{Core, eventually, shepherd_bin};
+use shepherd_harness::{Core, eventually};
 
 #[tokio::test]
 async fn on_telegram_commands_answer_unknown_ones_get_help_and_the_place_steers() -> Result<()> {
@@ -45,14 +45,7 @@ async fn commands_on<P: Phone>(mut phone: P, menu: impl AsyncFn(&P) -> Result<()
     let far = Core::start().await?;
     let mut far_lead = far.pi("s5-far", "far-lead").await?;
     let config = tempfile::NamedTempFile::new()?;
-    std::fs::write(
-        config.path(),
-        format!(
-            "[[hosts]]\nname = \"far\"\ncommand = [{:?}, \"--socket\", {:?}, \"link\"]\n",
-            shepherd_bin().display().to_string(),
-            far.socket().display().to_string()
-        ),
-    )?;
+    std::fs::write(config.path(), far.host_entry("far"))?;
     let config_path = config.path().display().to_string();
     let core = Core::start_for(&phone, &[("SHEPHERD_CONFIG", &config_path)]).await?;
     phone.ready().await?;

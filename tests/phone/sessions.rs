@@ -80,14 +80,7 @@ async fn on_telegram_a_real_pi_on_a_linked_host_asks_and_the_phone_answers_it_on
     let mut phone = TelegramPhone::start().await?;
     let far = Core::start().await?;
     let config = tempfile::NamedTempFile::new()?;
-    std::fs::write(
-        config.path(),
-        format!(
-            "[[hosts]]\nname = \"far\"\ncommand = [{:?}, \"--socket\", {:?}, \"link\"]\n",
-            shepherd_harness::shepherd_bin().display().to_string(),
-            far.socket().display().to_string()
-        ),
-    )?;
+    std::fs::write(config.path(), far.host_entry("far"))?;
     let config_path = config.path().display().to_string();
     let home = Core::start_for(&phone, &[("SHEPHERD_CONFIG", &config_path)]).await?;
     phone.ready().await?;

@@ -116,14 +116,7 @@ async fn ask_human_on_a_linked_host_answered_from_home_reaches_the_model_once() 
     let mut pi = PiSession::spawn(&model, opts).await?;
     connected_session(&far, "e2e-far").await?;
     let config = tempfile::NamedTempFile::new()?;
-    std::fs::write(
-        config.path(),
-        format!(
-            "[[hosts]]\nname = \"far\"\ncommand = [{:?}, \"--socket\", {:?}, \"link\"]\n",
-            shepherd_harness::shepherd_bin().display().to_string(),
-            far.socket().display().to_string()
-        ),
-    )?;
+    std::fs::write(config.path(), far.host_entry("far"))?;
     let config_path = config.path().display().to_string();
     let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
 

@@ -755,16 +755,9 @@ async fn roles_with_real_pi() -> Result<()> {
 async fn roles_across_linked_hosts_with_real_pi() -> Result<()> {
     let (a, b) = tokio::try_join!(Core::start(), Core::start())?;
     let config = tempfile::NamedTempFile::new()?;
-    let entry = |name: &str, far: &Core| {
-        format!(
-            "[[hosts]]\nname = \"{name}\"\ncommand = [{:?}, \"--socket\", {:?}, \"link\"]\n\n",
-            shepherd_harness::shepherd_bin().display().to_string(),
-            far.socket().display().to_string()
-        )
-    };
     std::fs::write(
         config.path(),
-        format!("{}{}", entry("a", &a), entry("b", &b)),
+        format!("{}{}", a.host_entry("a"), b.host_entry("b")),
     )?;
     let config_path = config.path().display().to_string();
     let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;

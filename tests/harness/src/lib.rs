@@ -266,6 +266,17 @@ impl Core {
         self.spawn().await
     }
 
+    /// The `[[hosts]]` entry (TOML) of a home core's config that links it to this core as
+    /// host `name`, through `shepherd link` on this core's socket (run by a local command,
+    /// as `ssh -T me@box shepherd link` would run it on another machine).
+    pub fn host_entry(&self, name: &str) -> String {
+        format!(
+            "[[hosts]]\nname = \"{name}\"\ncommand = [{:?}, \"--socket\", {:?}, \"link\"]\n\n",
+            shepherd_bin().display().to_string(),
+            self.socket().display().to_string()
+        )
+    }
+
     /// A greeted client of `kind`.
     pub async fn client(&self, kind: ClientKind) -> Result<Client> {
         Ok(Client::connect(&self.socket(), kind, "harness").await?)
