@@ -295,6 +295,7 @@ impl CoreLink {
     pub async fn interrupt(
         &mut self,
         session: &str,
+        host: Option<&str>,
         then: Option<&str>,
         by: &str,
     ) -> Reply<Interrupted> {
@@ -302,6 +303,7 @@ impl CoreLink {
             session: session.to_string(),
             then: then.map(str::to_string),
             by: Some(by.to_string()),
+            host: host.map(str::to_string),
             ..Default::default()
         };
         self.call(request).await

@@ -466,8 +466,8 @@ pub struct SuperviseGoalArgs {
 /// `shepherd stop [session] [--then <text>]`.
 #[derive(Debug, Args)]
 pub struct StopArgs {
-    /// The session whose run to interrupt (exact id, unique id prefix or unique name);
-    /// without one, the core itself stops.
+    /// The session whose run to interrupt (exact id, unique id prefix or unique name;
+    /// `HOST:NAME` on a linked host); without one, the core itself stops.
     #[arg(value_name = "SESSION")]
     pub session: Option<String>,
     /// After the interrupt, steer the session with this text.

@@ -53,9 +53,12 @@ pub async fn stop(ctx: &Ctx) -> anyhow::Result<ExitCode> {
 /// Run `shepherd stop <session> [--then <text>]`: interrupt the session's current run.
 pub async fn interrupt(ctx: &Ctx, session: &str, then: Option<&str>) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
+    // `gpu:train-7` names a session on a linked host.
+    let (host, name) = super::split_host(session);
     let request = requests::Interrupt {
-        session: session.to_string(),
+        session: name.to_string(),
         then: then.map(str::to_string),
+        host: host.map(str::to_string),
         ..Default::default()
     };
     let reply = match conn.try_call(request).await? {

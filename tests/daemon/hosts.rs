@@ -559,6 +559,15 @@ async fn a_link_through_a_real_sshd_answers_and_steers_and_shows_sshs_own_errors
     assert_eq!(answer.kind, DeliveryKind::Answer);
     assert!(answer.text.contains("merge"), "{}", answer.text);
     lead.ack(&[answer.id]).await?;
+    let out = home.cli(&["stop", "box:lead-far"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stop = lead.next_delivery(LINKED).await?;
+    assert_eq!(stop.kind, DeliveryKind::Interrupt);
+    lead.ack(&[stop.id]).await?;
     let out = home.cli(&["send", "box:lead-far", "rebase first"]);
     assert!(
         out.status.success(),

@@ -6,7 +6,8 @@
 //! session renames its place where places have names; `hosts` lists a machine linked to
 //! the core (another core, through `shepherd link`) with its link up and its session; that
 //! machine's asks arrive as cards numbered `#far:N`, answered there once by a tap or by
-//! `answer far:N`, and its place (named `far · …`) and `steer far:NAME` steer it; its link
+//! `answer far:N`, and its place (named `far · …`) and `steer far:NAME` steer it, and
+//! `stop` there interrupts it; its link
 //! killed is said once, and its return; what it reported while this machine's core and
 //! bot were down (killed) is posted once when they are back;
 //! `status` on the CLI lists the bridge once.
@@ -191,6 +192,17 @@ async fn commands_on<P: Phone>(mut phone: P, menu: impl AsyncFn(&P) -> Result<()
     let steer = far_lead.next_delivery(PHONE_WAIT).await?;
     assert_eq!(steer.text, "check the GPU");
     far_lead.ack(&[steer.id]).await?;
+    // `stop` in its place interrupts it there.
+    phone
+        .type_in(&far_place, &format!("{p}stop then use the small batch"))
+        .await?;
+    let stop = far_lead.next_delivery(PHONE_WAIT).await?;
+    assert_eq!(
+        (stop.kind, stop.text.as_str()),
+        (DeliveryKind::Interrupt, "use the small batch"),
+        "the interrupt carries the steer that follows it"
+    );
+    far_lead.ack(&[stop.id]).await?;
     // Once each: nothing more reaches the far session.
     assert!(
         far_lead

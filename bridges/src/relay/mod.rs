@@ -406,7 +406,10 @@ impl<P: Platform> Relay<P> {
         session: Option<&str>,
         by: &str,
     ) {
-        let here = Here { session, by };
+        let host = session
+            .and_then(|s| self.sessions.get(s))
+            .and_then(|s| s.host.as_deref());
+        let here = Here { session, host, by };
         let now = shepherd_core::clock::now_ms();
         match commands::answer(&mut self.core, command, P::PREFIX, here, now).await {
             CommandReply::Say(reply) => self.say(place, reply).await,

@@ -59,6 +59,8 @@ pub struct Here<'a> {
     /// The session of the topic or thread it was written in (or of the message it
     /// replies to), if any.
     pub session: Option<&'a str>,
+    /// The linked host that session is on, when it is another machine's.
+    pub host: Option<&'a str>,
     /// The human, for the core's records (`telegram:@ada`).
     pub by: &'a str,
 }

@@ -1,5 +1,5 @@
 //! Linked hosts on the hub: `list_hosts` (each link as it stands now) and the human's
-//! requests for a host (`answer`, `unanswer`, `send`, and the listings `list_asks`,
+//! requests for a host (`answer`, `unanswer`, `send`, `interrupt`, and the listings `list_asks`,
 //! `list_reports`, `list_roles`, `list_workers`, `list_projects`, `usage` with `host`),
 //! queued for the host's link after the batch commits. The links run off the hub (`crate::hosts`); the hub reads the latest
 //! each one published and never waits for a link.
@@ -35,6 +35,7 @@ pub(super) fn target(msg: &ClientMsg) -> Option<&str> {
         ClientMsg::Answer(req) => req.host.as_deref(),
         ClientMsg::Unanswer(req) => req.host.as_deref(),
         ClientMsg::Send(req) => req.host.as_deref(),
+        ClientMsg::Interrupt(req) => req.host.as_deref(),
         ClientMsg::ListAsks(req) => req.host.as_deref(),
         ClientMsg::ListReports(req) => req.host.as_deref(),
         ClientMsg::ListRoles(req) => req.host.as_deref(),
@@ -57,6 +58,7 @@ fn for_the_host(mut msg: ClientMsg) -> ClientMsg {
         ClientMsg::Answer(req) => req.host = None,
         ClientMsg::Unanswer(req) => req.host = None,
         ClientMsg::Send(req) => req.host = None,
+        ClientMsg::Interrupt(req) => req.host = None,
         ClientMsg::ListAsks(req) => req.host = None,
         ClientMsg::ListReports(req) => req.host = None,
         ClientMsg::ListRoles(req) => req.host = None,

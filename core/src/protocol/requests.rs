@@ -332,6 +332,9 @@ pub struct Interrupt {
     /// Bridges only: the human who asked.
     #[serde(default)]
     pub by: Option<String>,
+    /// The linked host the session is on: passed on to that host's core, as for `send`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Pi only: the session is closing this connection on purpose (Pi closed the session).

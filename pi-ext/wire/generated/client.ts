@@ -261,6 +261,8 @@ export interface InterruptMsg {
   then?: string | null;
   /** Bridges only: the human who asked. */
   by?: string | null;
+  /** The linked host the session is on: passed on to that host's core, as for `send`. */
+  host?: string | null;
 }
 
 /**

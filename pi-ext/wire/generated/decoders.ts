@@ -477,7 +477,7 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
   verdict: record({ id: req(u64), verdict: req(oneOf(VERDICT_KINDS)), text: maybe(str) }),
   list_pairings: record({ id: req(u64), all: maybe(bool) }),
   unanswer: record({ id: req(u64), ask: req(u64), by: maybeNull(str), host: maybeNull(str) }),
-  interrupt: record({ id: req(u64), session: req(str), then: maybeNull(str), by: maybeNull(str) }),
+  interrupt: record({ id: req(u64), session: req(str), then: maybeNull(str), by: maybeNull(str), host: maybeNull(str) }),
   result: record({ id: req(u64), text: req(str), results: maybeNull(oneOf(RESULTS_MODES)), key: maybeNull(str) }),
   list_reports: record({
     id: req(u64),
