@@ -114,8 +114,8 @@ pub enum FromLink {
     Answer { conn: ConnId, frame: bytes::Bytes },
     /// A change the far core announced (an ask opened or answered, a session joined,
     /// changed, left or took a role, a report or result posted, a message along an edge
-    /// there), with its `host` set where the record has one: for the home core's bridges and CLI, so a
-    /// phone shows a linked host's asks as a local one's. After a reconnect the link
+    /// there), with its `host` set where the record has one: for the home core's bridges
+    /// and CLI, so a phone shows a linked host's asks as a local one's. After a reconnect the link
     /// announces what changed while it was down, once.
     Event(Box<ServerMsg>),
     /// Mail between the cores.

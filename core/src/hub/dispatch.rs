@@ -79,7 +79,7 @@ impl State {
     fn request(
         &mut self,
         conn: ConnId,
-        msg: ClientMsg,
+        mut msg: ClientMsg,
         repo: Option<RepoContext>,
         db: &Connection,
         out: &mut Out,
@@ -94,8 +94,8 @@ impl State {
             id: msg.request_id().unwrap_or_default(),
         };
         let checked = self.check_sender(cx, msg.senders(), db)?;
-        if let Some(host) = super::hosts::target(&msg) {
-            let host = host.to_string();
+        // For a linked host: taken out, the rest is the request as that host's core takes it.
+        if let Some(host) = super::hosts::host_field(&mut msg).and_then(Option::take) {
             return self.forward(cx, &host, msg, db, out);
         }
         match msg {

@@ -9,8 +9,9 @@
 //!   names the herd's Chief (kept in the store, so it outlives the link and a restart). A
 //!   Manager's `message_supervisor`, or a Lead's with no Manager here, that would go to the
 //!   human goes up to that Chief instead: kept, sent as the event `host_mail` (again after
-//!   each `link_herd`) until `host_mail_ack` names it. `deliver_host_mail` stores the Chief's mail to one of its
-//!   staff here, checked by this core's own rules (the target reports to no one here).
+//!   each `link_herd`) until `host_mail_ack` names it. `deliver_host_mail` stores the
+//!   Chief's mail to one of its staff here, a peer's mail or a notice, checked by this
+//!   core's own rules (the Chief's staff report to no one here; peers share a role).
 //! - **On the home core**: the links pass the far cores' `host_mail` on (`LinkNews::Mail`):
 //!   stored for the Chief once, shown to the bridges, acknowledged after the commit. The
 //!   Chief's `message_staff` to a session on a linked host is kept for that host and

@@ -1,8 +1,9 @@
 //! Linked hosts on the hub: `list_hosts` (each link as it stands now) and the human's
-//! requests for a host (`answer`, `unanswer`, `send`, `interrupt`, and the listings `list_asks`,
-//! `list_reports`, `list_roles`, `list_workers`, `list_projects`, `usage` with `host`),
-//! queued for the host's link after the batch commits. The links run off the hub (`crate::hosts`); the hub reads the latest
-//! each one published and never waits for a link.
+//! requests for a host (`answer`, `unanswer`, `send`, `interrupt`, and the listings
+//! `list_asks`, `list_reports`, `list_roles`, `list_workers`, `list_projects`, `usage` with
+//! `host`: [`host_field`]), queued for the host's link after the batch commits. The links
+//! run off the hub (`crate::hosts`); the hub reads the latest each one published and never
+//! waits for a link.
 
 use tokio::sync::mpsc;
 
@@ -29,19 +30,20 @@ pub(super) async fn relay_from_links(
     }
 }
 
-/// The linked host a request is for, when it names one.
-pub(super) fn target(msg: &ClientMsg) -> Option<&str> {
+/// The `host` field of a request that may name a linked host (`None` for the others): the
+/// one list of what the home core passes on.
+pub(super) fn host_field(msg: &mut ClientMsg) -> Option<&mut Option<String>> {
     match msg {
-        ClientMsg::Answer(req) => req.host.as_deref(),
-        ClientMsg::Unanswer(req) => req.host.as_deref(),
-        ClientMsg::Send(req) => req.host.as_deref(),
-        ClientMsg::Interrupt(req) => req.host.as_deref(),
-        ClientMsg::ListAsks(req) => req.host.as_deref(),
-        ClientMsg::ListReports(req) => req.host.as_deref(),
-        ClientMsg::ListRoles(req) => req.host.as_deref(),
-        ClientMsg::ListWorkers(req) => req.host.as_deref(),
-        ClientMsg::ListProjects(req) => req.host.as_deref(),
-        ClientMsg::Usage(req) => req.host.as_deref(),
+        ClientMsg::Answer(req) => Some(&mut req.host),
+        ClientMsg::Unanswer(req) => Some(&mut req.host),
+        ClientMsg::Send(req) => Some(&mut req.host),
+        ClientMsg::Interrupt(req) => Some(&mut req.host),
+        ClientMsg::ListAsks(req) => Some(&mut req.host),
+        ClientMsg::ListReports(req) => Some(&mut req.host),
+        ClientMsg::ListRoles(req) => Some(&mut req.host),
+        ClientMsg::ListWorkers(req) => Some(&mut req.host),
+        ClientMsg::ListProjects(req) => Some(&mut req.host),
+        ClientMsg::Usage(req) => Some(&mut req.host),
         _ => None,
     }
 }
@@ -52,27 +54,9 @@ pub(super) fn unreachable(host: &str, Unreachable(message): Unreachable) -> HubE
         .with_details(serde_json::json!({ "host": host }))
 }
 
-/// `msg` as the host's own core takes it: for one of its own sessions or asks.
-fn for_the_host(mut msg: ClientMsg) -> ClientMsg {
-    match &mut msg {
-        ClientMsg::Answer(req) => req.host = None,
-        ClientMsg::Unanswer(req) => req.host = None,
-        ClientMsg::Send(req) => req.host = None,
-        ClientMsg::Interrupt(req) => req.host = None,
-        ClientMsg::ListAsks(req) => req.host = None,
-        ClientMsg::ListReports(req) => req.host = None,
-        ClientMsg::ListRoles(req) => req.host = None,
-        ClientMsg::ListWorkers(req) => req.host = None,
-        ClientMsg::ListProjects(req) => req.host = None,
-        ClientMsg::Usage(req) => req.host = None,
-        _ => {}
-    }
-    msg
-}
-
 impl State {
-    /// Hand `msg` to `host`'s link (after the commit); the far core's answer reaches the
-    /// asker later, under its id. Only the human's own clients reach a host this way, and
+    /// Hand `msg` (its `host` taken out) to `host`'s link (after the commit); the far
+    /// core's answer reaches the asker later, under its id. Only the human's own clients reach a host this way, and
     /// the herd's Chief answering a question addressed to it: a linked core passes nothing
     /// on (no request travels two links).
     pub(super) fn forward(
@@ -98,7 +82,7 @@ impl State {
         }
         self.links.check(host).map_err(|u| unreachable(host, u))?;
         let forward = Forward {
-            msg: for_the_host(msg),
+            msg,
             conn: cx.conn,
             id: cx.id,
         };
