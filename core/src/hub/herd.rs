@@ -23,6 +23,7 @@ use rusqlite::Connection;
 use super::{ConnId, Cx, HubError, HubResult, Out, State, atomically};
 use crate::clock::now_ms;
 use crate::hosts::{LinkNews, ToFar};
+use crate::hub::roles::{are_peers, question_text};
 use crate::protocol::requests::{DeliverHostMail, HostMailAck, LinkHerd};
 use crate::protocol::{
     Ask, ClientKind, DeliveryKind, EdgeKind, EdgeMessage, ErrorCode, HerdChief, HostMail,
@@ -52,6 +53,30 @@ impl HerdLink {
 
     fn chief(&self) -> Option<&HerdChief> {
         self.herd.as_ref()?.chief.as_ref()
+    }
+}
+
+/// Mail of `kind` from session `from` to `to_id` (`to_name`), not kept yet (`id` 0).
+fn mail_from(
+    kind: EdgeKind,
+    from: &SessionInfo,
+    to_id: SessionId,
+    to_name: String,
+    text: &str,
+) -> HostMail {
+    HostMail {
+        id: 0,
+        kind,
+        from_id: from.id.clone(),
+        from_name: from.name.clone(),
+        from_role: from.role,
+        to_id,
+        to_name,
+        text: text.to_string(),
+        created_at: now_ms(),
+        from_host: None,
+        notice: false,
+        ask: None,
     }
 }
 
@@ -106,20 +131,11 @@ impl State {
         let Some(chief) = self.herd.chief() else {
             return Ok(());
         };
-        let me = store::sessions::get_uncounted(db, &ask.session_id)?;
+        let me = self.session_uncounted(db, &ask.session_id)?;
+        let (to_id, to_name) = (chief.session_id.clone(), chief.session_name.clone());
         let mail = HostMail {
-            id: 0,
-            kind: EdgeKind::Supervisor,
-            from_id: ask.session_id.clone(),
-            from_name: ask.session_name.clone(),
-            from_role: me.map_or(Role::Lead, |s| s.role),
-            to_id: chief.session_id.clone(),
-            to_name: chief.session_name.clone(),
-            text: ask.question.clone(),
-            created_at: now_ms(),
-            from_host: None,
-            notice: false,
             ask: Some(ask.clone()),
+            ..mail_from(EdgeKind::Supervisor, &me, to_id, to_name, &ask.question)
         };
         self.keep_up(mail, db, out)?;
         Ok(())
@@ -144,20 +160,8 @@ impl State {
         let Some(chief) = self.herd.chief() else {
             return Ok(None);
         };
-        let mail = HostMail {
-            id: 0,
-            kind: EdgeKind::Supervisor,
-            from_id: me.id.clone(),
-            from_name: me.name.clone(),
-            from_role: me.role,
-            to_id: chief.session_id.clone(),
-            to_name: chief.session_name.clone(),
-            text: text.to_string(),
-            created_at: now_ms(),
-            from_host: None,
-            notice: false,
-            ask: None,
-        };
+        let (to_id, to_name) = (chief.session_id.clone(), chief.session_name.clone());
+        let mail = mail_from(EdgeKind::Supervisor, me, to_id, to_name, text);
         let mail = self.keep_up(mail, db, out)?;
         let to = ReportsTo {
             to: Superior::Chief,
@@ -193,20 +197,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<bool> {
-        let mail = |to_id: SessionId, to_name: String| HostMail {
-            id: 0,
-            kind: EdgeKind::Peer,
-            from_id: me.id.clone(),
-            from_name: me.name.clone(),
-            from_role: me.role,
-            to_id,
-            to_name,
-            text: text.to_string(),
-            created_at: now_ms(),
-            from_host: None,
-            notice: false,
-            ask: None,
-        };
+        let mail = |to_id, to_name| mail_from(EdgeKind::Peer, me, to_id, to_name, text);
         let sent = |message_id: u64, session_id: SessionId, session_name: String, connected| {
             ServerMsg::Sent {
                 id: cx.id,
@@ -219,7 +210,7 @@ impl State {
         if let Some(target) = self
             .links
             .find_session(who)
-            .filter(|t| t.connected && !t.subagent && peers(me.role, t.role))
+            .filter(|t| t.connected && !t.subagent && are_peers(me.role, t.role))
         {
             let host = target.host.clone().unwrap_or_default();
             let kept = host_mail::keep(db, &host, mail(target.id.clone(), target.name.clone()))?;
@@ -308,7 +299,7 @@ impl State {
                 (DeliveryKind::StaffMessage, body)
             }
             EdgeKind::Peer => {
-                if target.subagent || !peers(mail.from_role, target.role) {
+                if target.subagent || !are_peers(mail.from_role, target.role) {
                     return Err(HubError::new(
                         ErrorCode::Forbidden,
                         format!(
@@ -408,51 +399,49 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        {
-            // The Chief now; the one it was sent to when none holds the lease.
-            let (chief, chief_name) = match store::leases::get(db, Role::Chief, None)? {
-                Some(l) => (l.session_id, l.session_name),
-                None => (mail.to_id.clone(), mail.to_name.clone()),
-            };
-            let from = sender_of(mail);
-            if let Some(ask) = &mail.ask {
-                // A question: said as a local one is, named with its host; answered there.
-                let text = crate::hub::roles::question_text(ask, Some(host));
-                let message = NewMessage {
-                    question: Some(&ask.question),
-                    created_at: now_ms(),
-                    ..NewMessage::plain(&chief, DeliveryKind::Ask, &text, &from)
-                };
-                self.mail(message, db, out)?;
-                return Ok(());
-            }
-            let body = format!(
-                "Message from {} {} ({}) on {host}: {}",
-                mail.from_role.as_str(),
-                mail.from_name,
-                mail.from_id,
-                mail.text
-            );
+        // The Chief now; the one it was sent to when none holds the lease.
+        let (chief, chief_name) = match store::leases::get(db, Role::Chief, None)? {
+            Some(l) => (l.session_id, l.session_name),
+            None => (mail.to_id.clone(), mail.to_name.clone()),
+        };
+        let from = sender_of(mail);
+        if let Some(ask) = &mail.ask {
+            // A question: said as a local one is, named with its host; answered there.
+            let text = question_text(ask, Some(host));
             let message = NewMessage {
+                question: Some(&ask.question),
                 created_at: now_ms(),
-                ..NewMessage::plain(&chief, DeliveryKind::SupervisorMessage, &body, &from)
+                ..NewMessage::plain(&chief, DeliveryKind::Ask, &text, &from)
             };
-            let mailed = self.mail(message, db, out)?;
-            let message = EdgeMessage {
-                kind: EdgeKind::Supervisor,
-                from_id: mail.from_id.clone(),
-                from_name: format!("{host} · {}", mail.from_name),
-                from_role: mail.from_role,
-                to_id: chief,
-                to_name: chief_name,
-                to_role: Role::Chief,
-                text: mail.text.clone(),
-                message_id: mailed.id,
-                created_at: now_ms(),
-            };
-            self.presence
-                .broadcast(&ServerMsg::EdgeMessaged { message }, out);
+            self.mail(message, db, out)?;
+            return Ok(());
         }
+        let body = format!(
+            "Message from {} {} ({}) on {host}: {}",
+            mail.from_role.as_str(),
+            mail.from_name,
+            mail.from_id,
+            mail.text
+        );
+        let message = NewMessage {
+            created_at: now_ms(),
+            ..NewMessage::plain(&chief, DeliveryKind::SupervisorMessage, &body, &from)
+        };
+        let mailed = self.mail(message, db, out)?;
+        let message = EdgeMessage {
+            kind: EdgeKind::Supervisor,
+            from_id: mail.from_id.clone(),
+            from_name: format!("{host} · {}", mail.from_name),
+            from_role: mail.from_role,
+            to_id: chief,
+            to_name: chief_name,
+            to_role: Role::Chief,
+            text: mail.text.clone(),
+            message_id: mailed.id,
+            created_at: now_ms(),
+        };
+        self.presence
+            .broadcast(&ServerMsg::EdgeMessaged { message }, out);
         Ok(())
     }
 
@@ -470,7 +459,7 @@ impl State {
             .filter(|t| self.presence.is_live(&t.id));
         let there = self.links.find_session(who).filter(|t| t.connected);
         let refusal = match (here, there) {
-            (Some(t), _) if !t.subagent && peers(mail.from_role, t.role) => {
+            (Some(t), _) if !t.subagent && are_peers(mail.from_role, t.role) => {
                 let body = format!(
                     "Peer message from {} ({}) on {host}: {}",
                     mail.from_name, mail.from_id, mail.text
@@ -483,7 +472,7 @@ impl State {
                 self.mail(message, db, out)?;
                 return Ok(());
             }
-            (_, Some(t)) if !t.subagent && peers(mail.from_role, t.role) => {
+            (_, Some(t)) if !t.subagent && are_peers(mail.from_role, t.role) => {
                 let to_host = t.host.clone().unwrap_or_default();
                 let passed = HostMail {
                     id: 0,
@@ -589,20 +578,13 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let host = target.host.clone().unwrap_or_default();
-        let mail = HostMail {
-            id: 0,
-            kind: EdgeKind::Staff,
-            from_id: me.id.clone(),
-            from_name: me.name.clone(),
-            from_role: me.role,
-            to_id: target.id.clone(),
-            to_name: target.name.clone(),
-            text: text.to_string(),
-            created_at: now_ms(),
-            from_host: None,
-            notice: false,
-            ask: None,
-        };
+        let mail = mail_from(
+            EdgeKind::Staff,
+            me,
+            target.id.clone(),
+            target.name.clone(),
+            text,
+        );
         let mail = host_mail::keep(db, &host, mail)?;
         out.to_far.push((host, ToFar::Mail(Box::new(mail.clone()))));
         out.send(
@@ -724,7 +706,7 @@ impl State {
             .links
             .sessions()
             .into_iter()
-            .filter(|s| s.connected && !s.subagent && peers(me.role, s.role))
+            .filter(|s| s.connected && !s.subagent && are_peers(me.role, s.role))
             .collect();
         found.sort_by(|a, b| (&a.host, &a.name).cmp(&(&b.host, &b.name)));
         found
@@ -740,12 +722,6 @@ impl State {
 /// Whether a session of `role` can be the herd's Chief's staff (a Manager, a Lead).
 fn is_staff(role: Role) -> bool {
     matches!(role, Role::Manager | Role::Lead | Role::Supervisor)
-}
-
-/// Whether sessions of roles `a` and `b` are peers: Leads of Leads, Managers of Managers.
-fn peers(a: Role, b: Role) -> bool {
-    let lead = |r: Role| matches!(r, Role::Lead | Role::Supervisor);
-    (a == Role::Manager && b == Role::Manager) || (lead(a) && lead(b))
 }
 
 /// Whether `text` is a whole session id (a UUID), which names a session on any host.

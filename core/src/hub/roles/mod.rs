@@ -39,6 +39,12 @@ fn is_lead(role: Role) -> bool {
     matches!(role, Role::Lead | Role::Supervisor)
 }
 
+/// Whether sessions of roles `a` and `b` are peers: Leads of Leads, Managers of Managers
+/// (the Chief has none).
+pub(in crate::hub) fn are_peers(a: Role, b: Role) -> bool {
+    (a == Role::Manager && b == Role::Manager) || (is_lead(a) && is_lead(b))
+}
+
 /// How a role is named to people: `manager of app`, `chief`.
 pub(super) fn role_label(role: Role, project: Option<&str>) -> String {
     match (role, project) {

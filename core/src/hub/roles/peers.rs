@@ -4,10 +4,10 @@
 
 use rusqlite::Connection;
 
-use super::is_lead;
+use super::are_peers;
 use crate::hub::{Cx, HubError, HubResult, Out, State};
 use crate::protocol::requests::ListPeers;
-use crate::protocol::{ErrorCode, Role, ServerMsg, SessionId, SessionInfo};
+use crate::protocol::{ErrorCode, ServerMsg, SessionId, SessionInfo};
 use crate::store;
 
 impl State {
@@ -37,13 +37,7 @@ impl State {
             true => store::sessions::get_uncounted(db, &id)?,
             false => None,
         };
-        let peer = |s: &SessionInfo| {
-            !s.subagent
-                && match me.role {
-                    Role::Manager => s.role == Role::Manager,
-                    _ => is_lead(s.role),
-                }
-        };
+        let peer = |s: &SessionInfo| !s.subagent && are_peers(me.role, s.role);
         match target {
             Some(mut t) if peer(&t) => {
                 t.connected = true;
