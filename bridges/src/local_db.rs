@@ -7,7 +7,8 @@
 //! core's kind of append-only migrations counted in `PRAGMA user_version`, so the first
 //! change to a bridge's tables has an upgrade path. A file from before versions were
 //! counted is adopted as version 1; a file from a newer shepherd is refused rather than
-//! misread.
+//! misread. Both name an ask in two columns, `ask_id` and `host` (`''` for the core's
+//! own): [`ask_ref`] reads them, [`host_column`] writes the second.
 
 use std::path::{Path, PathBuf};
 
@@ -84,6 +85,25 @@ fn migrate(conn: &mut Connection, path: &Path, migrations: &[&str]) -> Result<()
         tx.commit().map_err(sqlite)?;
     }
     Ok(())
+}
+
+/// The ask in columns `id` and `host` of a row (`''`: the core's own, else a linked
+/// host's).
+pub fn ask_ref(
+    r: &rusqlite::Row<'_>,
+    id: usize,
+    host: usize,
+) -> rusqlite::Result<shepherd_core::protocol::AskRef> {
+    let host: String = r.get(host)?;
+    Ok(shepherd_core::protocol::AskRef {
+        host: (!host.is_empty()).then_some(host),
+        id: r.get(id)?,
+    })
+}
+
+/// What the `host` column holds for `ask`: its linked host, or `''` for the core's own.
+pub fn host_column(ask: &shepherd_core::protocol::AskRef) -> &str {
+    ask.host.as_deref().unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@
 use shepherd_core::protocol::AskRef;
 use std::path::Path;
 
+use crate::local_db::{ask_ref, host_column};
+
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// One card: a bot event showing an ask.
@@ -113,7 +115,7 @@ impl MatrixStore {
             params![
                 card.event_id,
                 card.ask.id,
-                card.ask.host.as_deref().unwrap_or_default(),
+                host_column(&card.ask),
                 card.session_id,
                 card.thread_root,
                 card.answered
@@ -124,7 +126,7 @@ impl MatrixStore {
 
     /// Every card of an ask.
     pub fn cards_of(&self, ask: &AskRef) -> rusqlite::Result<Vec<Card>> {
-        let host = ask.host.as_deref().unwrap_or_default();
+        let host = host_column(ask);
         self.conn
             .prepare_cached(&format!("{CARD_COLUMNS} WHERE ask_id = ?1 AND host = ?2"))?
             .query_map(params![ask.id, host], card_row)?
@@ -178,7 +180,7 @@ impl MatrixStore {
     pub fn set_undo_offer(&self, event_id: &str, ask: &AskRef) -> rusqlite::Result<()> {
         self.conn.execute(
             "INSERT OR REPLACE INTO undo_offers (event_id, ask_id, host) VALUES (?1, ?2, ?3)",
-            params![event_id, ask.id, ask.host.as_deref().unwrap_or_default()],
+            params![event_id, ask.id, host_column(ask)],
         )?;
         Ok(())
     }
@@ -210,15 +212,6 @@ fn card_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Card> {
         session_id: r.get(3)?,
         thread_root: r.get(4)?,
         answered: r.get(5)?,
-    })
-}
-
-/// The ask in columns `id` and `host` (`''`: this core's).
-fn ask_ref(r: &rusqlite::Row<'_>, id: usize, host: usize) -> rusqlite::Result<AskRef> {
-    let host: String = r.get(host)?;
-    Ok(AskRef {
-        host: (!host.is_empty()).then_some(host),
-        id: r.get(id)?,
     })
 }
 

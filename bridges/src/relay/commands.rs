@@ -243,17 +243,12 @@ async fn interrupt(
     prefix: char,
     here: Here<'_>,
 ) -> CommandReply {
-    // Named `gpu:train-7`, or the place's session on a linked host.
-    let (host, session) = match session {
-        Some(named) => match shepherd_core::protocol::split_host(named) {
-            (Some(host), name) => (Some(host), name),
-            (None, name) => (None, name),
-        },
-        None => match session_here(None, "stop", prefix, here) {
-            Ok(session) => (here.host, session),
-            Err(reply) => return reply,
-        },
+    let session = match session_here(session, "stop", prefix, here) {
+        Ok(session) => session,
+        Err(reply) => return reply,
     };
+    let known = here.host.filter(|_| here.session == Some(session));
+    let (host, session) = super::on_host(session, known);
     let reply = match link.interrupt(session, host, then, here.by).await {
         Ok(interrupted) => session_news::interrupted(&interrupted, then.is_some()),
         Err(e) => refused(e),

@@ -495,15 +495,9 @@ impl<P: Platform> Relay<P> {
             self.say(place, said).await;
             return;
         }
-        // A linked host's session: its place's session is known with its host; a typed
-        // `gpu:train-7` names one.
-        let (host, to) = match self.sessions.get(session).and_then(|s| s.host.as_deref()) {
-            Some(host) => (Some(host.to_string()), session),
-            None => match shepherd_core::protocol::split_host(session) {
-                (Some(host), name) => (Some(host.to_string()), name),
-                (None, _) => (None, session),
-            },
-        };
+        let known = self.sessions.get(session).and_then(|s| s.host.as_deref());
+        let (host, to) = on_host(session, known);
+        let host = host.map(str::to_string);
         match self.core.steer(to, host.as_deref(), text, by).await {
             Ok(steered) => {
                 let how = if steered.connected {
@@ -535,5 +529,15 @@ fn append_line(path: &Path, line: &str) {
         .open(path)
     {
         let _ = writeln!(f, "{line}");
+    }
+}
+
+/// The linked host a session a human named is on, and its name there: `known`, the host
+/// the relay knows the session by (a far session's place), else the one it is written
+/// with (`gpu:train-7`), else none (this core's).
+pub(super) fn on_host<'a>(session: &'a str, known: Option<&'a str>) -> (Option<&'a str>, &'a str) {
+    match known {
+        Some(host) => (Some(host), session),
+        None => shepherd_core::protocol::split_host(session),
     }
 }

@@ -49,8 +49,12 @@ impl<P: Platform> Relay<P> {
         }
         if let Some(host) = &report.host {
             let key = host_key(host);
-            let saved = self.platform.last_report(&key).unwrap_or(0);
-            let posted = self.reports.far.entry(host.clone()).or_insert(saved);
+            let platform = &self.platform;
+            let posted = self
+                .reports
+                .far
+                .entry(host.clone())
+                .or_insert_with(|| platform.last_report(&key).unwrap_or(0));
             if report.id <= *posted {
                 return;
             }

@@ -8,6 +8,8 @@
 use shepherd_core::protocol::AskRef;
 use std::path::Path;
 
+use crate::local_db::{ask_ref, host_column};
+
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// One card: a bot message showing an ask.
@@ -106,7 +108,7 @@ impl BridgeStore {
                 card.chat_id,
                 card.message_id,
                 card.ask.id,
-                card.ask.host.as_deref().unwrap_or_default(),
+                host_column(&card.ask),
                 card.answered
             ],
         )?;
@@ -115,7 +117,7 @@ impl BridgeStore {
 
     /// Every card of an ask.
     pub fn cards_of(&self, ask: &AskRef) -> rusqlite::Result<Vec<Card>> {
-        let host = ask.host.as_deref().unwrap_or_default();
+        let host = host_column(ask);
         self.conn
             .prepare_cached(&format!("{CARD_COLUMNS} WHERE ask_id = ?1 AND host = ?2"))?
             .query_map(params![ask.id, host], card_row)?
@@ -212,12 +214,8 @@ impl BridgeStore {
 const CARD_COLUMNS: &str = "SELECT ask_id, host, chat_id, message_id, answered FROM cards";
 
 fn card_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Card> {
-    let host: String = r.get(1)?;
     Ok(Card {
-        ask: AskRef {
-            host: (!host.is_empty()).then_some(host),
-            id: r.get(0)?,
-        },
+        ask: ask_ref(r, 0, 1)?,
         chat_id: r.get(2)?,
         message_id: r.get(3)?,
         answered: r.get(4)?,
