@@ -484,3 +484,46 @@ pub struct SessionArg {
 }
 
 pub use shepherd_core::protocol::{AskRef, split_host};
+
+/// The linked host a listing is for and the session it names there: from `session`
+/// written `HOST:NAME`, or `--host`; both, naming two hosts, are refused.
+pub fn host_and_session(
+    session: Option<&str>,
+    host: Option<&str>,
+) -> Result<(Option<String>, Option<String>), String> {
+    let (named, session) = match session.map(split_host) {
+        Some((named, name)) => (named, Some(name.to_string())),
+        None => (None, None),
+    };
+    match (named, host) {
+        (Some(a), Some(b)) if a != b => Err(format!(
+            "the session names host {a} and --host says {b}: give one of them"
+        )),
+        (a, b) => Ok((a.or(b).map(str::to_string), session)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_and_session;
+
+    #[test]
+    fn a_listing_names_its_host_once() {
+        let some = |s: &str| Some(s.to_string());
+        assert_eq!(host_and_session(None, None), Ok((None, None)));
+        assert_eq!(
+            host_and_session(Some("gpu:train-7"), None),
+            Ok((some("gpu"), some("train-7")))
+        );
+        assert_eq!(
+            host_and_session(Some("train-7"), Some("gpu")),
+            Ok((some("gpu"), some("train-7")))
+        );
+        assert_eq!(
+            host_and_session(Some("gpu:train-7"), Some("gpu")),
+            Ok((some("gpu"), some("train-7")))
+        );
+        let both = host_and_session(Some("gpu:train-7"), Some("box")).unwrap_err();
+        assert!(both.contains("give one of them"), "{both}");
+    }
+}

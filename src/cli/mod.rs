@@ -41,12 +41,12 @@ use shepherd_core::client::{Client, ClientError, Request};
 use shepherd_core::config::{Config, ConfigError, Loaded};
 use shepherd_core::protocol::{ClientKind, ErrorCode};
 
-pub use args::split_host;
 pub use args::{
     AgentsArgs, AnswerArgs, AskRef, AsksArgs, Cli, Command, HostsAction, IntegrateArgs, LeadArgs,
     PairingsArgs, ReportsArgs, RolesAction, SendArgs, SessionsArgs, StopArgs, SuperviseAction,
     UpArgs, UsageArgs,
 };
+pub use args::{host_and_session, split_host};
 
 /// Whether a record on `host` (`None`: this core's own) is what `--host wanted` asks for
 /// (`here`: this core's own).

@@ -20,16 +20,8 @@ use super::{Ctx, ReportsArgs, print, print_json, terminal_width};
 pub async fn run(ctx: &Ctx, args: &ReportsArgs) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
     // `gpu:train-7` names a session on a linked host; `--host gpu` all of gpu's.
-    let (named_host, session) = match args.session.as_deref().map(super::split_host) {
-        Some((host, rest)) => (host.map(str::to_string), Some(rest.to_string())),
-        None => (None, None),
-    };
-    let host = match (named_host, args.host.clone()) {
-        (Some(a), Some(b)) if a != b => {
-            anyhow::bail!("the session names host {a} and --host says {b}: give one of them")
-        }
-        (a, b) => a.or(b),
-    };
+    let (host, session) = super::host_and_session(args.session.as_deref(), args.host.as_deref())
+        .map_err(anyhow::Error::msg)?;
     // One more than shown says whether older ones exist.
     let mut reports = conn
         .call(requests::ListReports {

@@ -19,16 +19,8 @@ use super::{Ctx, UsageArgs, print, print_json, terminal_width};
 pub async fn run(ctx: &Ctx, args: &UsageArgs) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
     // `gpu:train-7` names a session on a linked host.
-    let (named, session) = match args.session.as_deref().map(super::split_host) {
-        Some((host, rest)) => (host.map(str::to_string), Some(rest.to_string())),
-        None => (None, None),
-    };
-    let host = match (named, args.host.clone()) {
-        (Some(a), Some(b)) if a != b => {
-            anyhow::bail!("the session names host {a} and --host says {b}: give one of them")
-        }
-        (a, b) => a.or(b),
-    };
+    let (host, session) = super::host_and_session(args.session.as_deref(), args.host.as_deref())
+        .map_err(anyhow::Error::msg)?;
     let report = conn
         .call(requests::Usage {
             session,
