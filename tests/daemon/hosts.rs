@@ -62,6 +62,14 @@ fn far_sessions(home: &Core) -> Vec<(String, String, bool)> {
     all
 }
 
+/// `pi`'s next delivery, which must be `kind` with `text`; acknowledged.
+async fn receives(pi: &mut shepherd_harness::Pi, kind: DeliveryKind, text: &str) -> Result<()> {
+    let got = pi.next_delivery(LINKED).await?;
+    assert_eq!((got.kind, got.text.as_str()), (kind, text));
+    pi.ack(&[got.id]).await?;
+    Ok(())
+}
+
 /// Make `chief` the herd's Chief (the Chief's lease on its core).
 async fn become_chief(chief: &mut shepherd_harness::Pi) -> Result<()> {
     chief
@@ -655,9 +663,7 @@ async fn answers_across_a_link_killed_mid_way_are_applied_once_and_none_lost() -
     let mut lead = far
         .pi("0193a5c2-0000-7000-8000-0000000d0001", "lead-d")
         .await?;
-    let config = tempfile::NamedTempFile::new()?;
-    std::fs::write(config.path(), far.host_entry("far"))?;
-    let config_path = config.path().display().to_string();
+    let (_config, config_path) = Core::hosts_config(&[("far", &far)])?;
     let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
     host_where(&home, "far", "far linked", |h| h["state"] == "connected").await?;
 
@@ -832,9 +838,7 @@ async fn the_herds_chief_and_a_lead_on_a_linked_host_mail_each_other() -> Result
     let mut lead = a
         .pi("0193a5c2-0000-7000-8000-0000000a00c1", "gpu-lead")
         .await?;
-    let config = tempfile::NamedTempFile::new()?;
-    std::fs::write(config.path(), a.host_entry("a"))?;
-    let config_path = config.path().display().to_string();
+    let (_config, config_path) = Core::hosts_config(&[("a", &a)])?;
     let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
     let mut chief = home
         .pi("0193a5c2-0000-7000-8000-0000000c0001", "the-chief")
@@ -1056,9 +1060,7 @@ async fn mail_across_a_link_survives_kill_9_of_either_core_once_each() -> Result
     const CHIEF: &str = "0193a5c2-0000-7000-8000-0000000c00d1";
     let limits = [("SHEPHERD_CORE__LIMITS__MAX_PENDING_PER_SESSION", "5000")];
     let mut a = Core::start_with(&limits).await?;
-    let config = tempfile::NamedTempFile::new()?;
-    std::fs::write(config.path(), a.host_entry("a"))?;
-    let config_path = config.path().display().to_string();
+    let (_config, config_path) = Core::hosts_config(&[("a", &a)])?;
     let mut env = limits.to_vec();
     env.push(("SHEPHERD_CONFIG", &config_path));
     let mut home = Core::start_with(&env).await?;
@@ -1169,12 +1171,7 @@ async fn leads_on_different_hosts_message_each_other_as_peers() -> Result<()> {
     let b = Core::start().await?;
     let mut lead_a = a.pi(LEAD_A, "lead-a").await?;
     let mut lead_b = b.pi(LEAD_B, "lead-b").await?;
-    let config = tempfile::NamedTempFile::new()?;
-    std::fs::write(
-        config.path(),
-        format!("{}{}", a.host_entry("a"), b.host_entry("b")),
-    )?;
-    let config_path = config.path().display().to_string();
+    let (_config, config_path) = Core::hosts_config(&[("a", &a), ("b", &b)])?;
     let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
     let mut lead_home = home.pi(LEAD_HOME, "lead-home").await?;
     for host in ["a", "b"] {
@@ -1188,7 +1185,6 @@ async fn leads_on_different_hosts_message_each_other_as_peers() -> Result<()> {
         text: text.into(),
         ..Default::default()
     };
-    let said = |d: &shepherd_core::protocol::Delivery| (d.kind, d.text.clone());
 
     // a → b, named b:lead-b (a learns it has a home once its link says so).
     let deadline = tokio::time::Instant::now() + LINKED;
@@ -1206,26 +1202,20 @@ async fn leads_on_different_hosts_message_each_other_as_peers() -> Result<()> {
         }
     };
     assert_eq!(sent.session_name, "b:lead-b");
-    let got = lead_b.next_delivery(LINKED).await?;
-    assert_eq!(
-        said(&got),
-        (
-            DeliveryKind::PeerMessage,
-            format!("Peer message from lead-a ({LEAD_A}) on a: which CUDA?")
-        )
-    );
-    lead_b.ack(&[got.id]).await?;
+    receives(
+        &mut lead_b,
+        DeliveryKind::PeerMessage,
+        &format!("Peer message from lead-a ({LEAD_A}) on a: which CUDA?"),
+    )
+    .await?;
     // b answers by a's exact id.
     lead_b.client.call(peer(LEAD_A, "12.4")).await?;
-    let got = lead_a.next_delivery(LINKED).await?;
-    assert_eq!(
-        said(&got),
-        (
-            DeliveryKind::PeerMessage,
-            format!("Peer message from lead-b ({LEAD_B}) on b: 12.4")
-        )
-    );
-    lead_a.ack(&[got.id]).await?;
+    receives(
+        &mut lead_a,
+        DeliveryKind::PeerMessage,
+        &format!("Peer message from lead-b ({LEAD_B}) on b: 12.4"),
+    )
+    .await?;
 
     // home ↔ a; home's list_peers has a's and b's Leads, with their hosts.
     let listed = lead_home
@@ -1239,25 +1229,19 @@ async fn leads_on_different_hosts_message_each_other_as_peers() -> Result<()> {
     assert_eq!(hosts, [(Some("a"), "lead-a"), (Some("b"), "lead-b")]);
     let sent = lead_home.client.call(peer("a:lead-a", "lunch?")).await?;
     assert_eq!(sent.session_id.as_str(), LEAD_A);
-    let got = lead_a.next_delivery(LINKED).await?;
-    assert_eq!(
-        said(&got),
-        (
-            DeliveryKind::PeerMessage,
-            format!("Peer message from lead-home ({LEAD_HOME}) on the home core: lunch?")
-        )
-    );
-    lead_a.ack(&[got.id]).await?;
+    receives(
+        &mut lead_a,
+        DeliveryKind::PeerMessage,
+        &format!("Peer message from lead-home ({LEAD_HOME}) on the home core: lunch?"),
+    )
+    .await?;
     lead_a.client.call(peer(LEAD_HOME, "yes")).await?;
-    let got = lead_home.next_delivery(LINKED).await?;
-    assert_eq!(
-        said(&got),
-        (
-            DeliveryKind::PeerMessage,
-            format!("Peer message from lead-a ({LEAD_A}) on a: yes")
-        )
-    );
-    lead_home.ack(&[got.id]).await?;
+    receives(
+        &mut lead_home,
+        DeliveryKind::PeerMessage,
+        &format!("Peer message from lead-a ({LEAD_A}) on a: yes"),
+    )
+    .await?;
 
     // Nobody by that name in the herd: a's Lead is told so.
     lead_a.client.call(peer("b:nobody", "hello?")).await?;

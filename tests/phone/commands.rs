@@ -45,9 +45,7 @@ async fn commands_on<P: Phone>(mut phone: P, menu: impl AsyncFn(&P) -> Result<()
     // Another machine's core, linked to this one through `shepherd link`.
     let far = Core::start().await?;
     let mut far_lead = far.pi("s5-far", "far-lead").await?;
-    let config = tempfile::NamedTempFile::new()?;
-    std::fs::write(config.path(), far.host_entry("far"))?;
-    let config_path = config.path().display().to_string();
+    let (_config, config_path) = Core::hosts_config(&[("far", &far)])?;
     let core = Core::start_for(&phone, &[("SHEPHERD_CONFIG", &config_path)]).await?;
     phone.ready().await?;
     let p = phone.prefix();

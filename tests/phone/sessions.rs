@@ -79,9 +79,7 @@ async fn on_matrix_a_real_pi_asks_and_the_human_answers_it() -> Result<()> {
 async fn on_telegram_a_real_pi_on_a_linked_host_asks_and_the_phone_answers_it_once() -> Result<()> {
     let mut phone = TelegramPhone::start().await?;
     let far = Core::start().await?;
-    let config = tempfile::NamedTempFile::new()?;
-    std::fs::write(config.path(), far.host_entry("far"))?;
-    let config_path = config.path().display().to_string();
+    let (_config, config_path) = Core::hosts_config(&[("far", &far)])?;
     let home = Core::start_for(&phone, &[("SHEPHERD_CONFIG", &config_path)]).await?;
     phone.ready().await?;
     let model = deploy_model().await?;

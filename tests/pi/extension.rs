@@ -115,9 +115,7 @@ async fn ask_human_on_a_linked_host_answered_from_home_reaches_the_model_once() 
     opts.name = Some("e2e-far".into());
     let mut pi = PiSession::spawn(&model, opts).await?;
     connected_session(&far, "e2e-far").await?;
-    let config = tempfile::NamedTempFile::new()?;
-    std::fs::write(config.path(), far.host_entry("far"))?;
-    let config_path = config.path().display().to_string();
+    let (_config, config_path) = Core::hosts_config(&[("far", &far)])?;
     let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
 
     pi.prompt("Ask me before shipping.").await?;

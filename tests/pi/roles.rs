@@ -754,12 +754,7 @@ async fn roles_with_real_pi() -> Result<()> {
 #[tokio::test]
 async fn roles_across_linked_hosts_with_real_pi() -> Result<()> {
     let (a, b) = tokio::try_join!(Core::start(), Core::start())?;
-    let config = tempfile::NamedTempFile::new()?;
-    std::fs::write(
-        config.path(),
-        format!("{}{}", a.host_entry("a"), b.host_entry("b")),
-    )?;
-    let config_path = config.path().display().to_string();
+    let (_config, config_path) = Core::hosts_config(&[("a", &a), ("b", &b)])?;
     let home = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
     let root = tempfile::tempdir()?;
     let dir = |d: &str| -> Result<std::path::PathBuf> {

@@ -277,6 +277,20 @@ impl Core {
         )
     }
 
+    /// A home core's config linking it to `links` (host name, core), each through
+    /// [`Core::host_entry`]: the file (keep it while the core runs) and its path, for
+    /// `SHEPHERD_CONFIG`.
+    pub fn hosts_config(links: &[(&str, &Core)]) -> Result<(tempfile::NamedTempFile, String)> {
+        let file = tempfile::NamedTempFile::new()?;
+        let text: String = links
+            .iter()
+            .map(|(name, core)| core.host_entry(name))
+            .collect();
+        std::fs::write(file.path(), text)?;
+        let path = file.path().display().to_string();
+        Ok((file, path))
+    }
+
     /// A greeted client of `kind`.
     pub async fn client(&self, kind: ClientKind) -> Result<Client> {
         Ok(Client::connect(&self.socket(), kind, "harness").await?)
