@@ -41,7 +41,8 @@ pub type ConnId = u64;
 const FORWARD_QUEUE: usize = 256;
 
 /// What one link knows: where it stands, and the far core's sessions and open asks as
-/// last heard (kept, shown as not connected, while the link is down).
+/// last heard (kept, shown as not connected, while the link is down), each with its
+/// `host` set to the link's name.
 #[derive(Debug, Clone)]
 pub struct HostView {
     pub link: HostLink,
@@ -216,13 +217,16 @@ impl Links {
     /// Hand `what` to `host`'s link (dropped when there is no such host: mail waits in
     /// the store and goes when the link comes up).
     pub fn to_far(&self, host: &str, what: ToFar) {
-        if let Some(h) = self
-            .hosts
-            .iter()
-            .find(|h| h.view.borrow().link.name == host)
-        {
+        if let Some(h) = self.host(host) {
             let _ = h.to_far.send(what);
         }
+    }
+
+    /// The link of the host named `name`.
+    fn host(&self, name: &str) -> Option<&Host> {
+        self.hosts
+            .iter()
+            .find(|h| h.view.borrow().link.name == name)
     }
 
     /// The linked hosts' session named `who`: its exact id, `HOST:NAME`, or a name (or id
@@ -251,31 +255,21 @@ impl Links {
 
     /// The far cores' sessions as mirrored here, each with its `host` set.
     pub fn sessions(&self) -> Vec<SessionInfo> {
-        self.mirrored(
-            |view| view.sessions.values().cloned().collect(),
-            |s, host| s.host = Some(host.to_string()),
-        )
+        self.mirrored(|view| view.sessions.values().cloned().collect())
     }
 
     /// The far cores' open asks as mirrored here, each with its `host` set.
     pub fn asks(&self) -> Vec<Ask> {
-        self.mirrored(
-            |view| view.asks.values().cloned().collect(),
-            |a, host| a.host = Some(host.to_string()),
-        )
+        self.mirrored(|view| view.asks.values().cloned().collect())
     }
 
-    /// Every host's records as `of` takes them from its view, each marked with its host's
-    /// name by `mark`.
-    fn mirrored<T>(&self, of: impl Fn(&HostView) -> Vec<T>, mark: impl Fn(&mut T, &str)) -> Vec<T> {
-        let mut all = Vec::new();
-        for h in &self.hosts {
-            let view = h.view.borrow();
-            let mut records = of(&view);
-            records.iter_mut().for_each(|r| mark(r, &view.link.name));
-            all.append(&mut records);
-        }
-        all
+    /// Every host's records as `of` takes them from its view (the link keeps each with
+    /// its host set).
+    fn mirrored<T>(&self, of: impl Fn(&HostView) -> Vec<T>) -> Vec<T> {
+        self.hosts
+            .iter()
+            .flat_map(|h| of(&h.view.borrow()))
+            .collect()
     }
 
     /// Hand `forward` to the link of `host`, connected now; its answer reaches the hub
@@ -295,11 +289,7 @@ impl Links {
     }
 
     fn connected(&self, host: &str) -> Result<&Host, Unreachable> {
-        let Some(h) = self
-            .hosts
-            .iter()
-            .find(|h| h.view.borrow().link.name == host)
-        else {
+        let Some(h) = self.host(host) else {
             let names: Vec<String> = self.list().into_iter().map(|l| l.name).collect();
             return Err(Unreachable(match names.is_empty() {
                 true => format!(
