@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use shepherd_core::client::{Client, ClientError, Request};
+use shepherd_core::client::{Client, ClientError, Herd, Request};
 pub use shepherd_core::client::{Interrupted, Sent, Unanswered};
 use shepherd_core::protocol::{
     Ask, AskRef, AskState, ClientKind, CoreStatus, ErrorCode, HostLink, Lease, Pairing, Project,
@@ -132,6 +132,30 @@ impl CoreLink {
         self.call(one).await.ok()?.into_iter().next()
     }
 
+    /// A listing of this core and every connected linked host ([`Client::across_hosts`]):
+    /// `make(None)` for this core's, `make(Some(host))` for each host's.
+    async fn herd<R, T>(&mut self, make: impl Fn(Option<String>) -> R) -> Reply<Herd<T>>
+    where
+        R: Request<Reply = Vec<T>>,
+    {
+        for attempt in 0..2 {
+            if self.client.is_none() {
+                self.client =
+                    Some(Client::connect(&self.socket, ClientKind::Bridge, &self.name).await?);
+            }
+            let client = self.client.as_mut().expect("just connected");
+            match client.across_hosts(&make).await {
+                Err(ClientError::Closed | ClientError::Io(_)) if attempt == 0 => self.client = None,
+                Err(e @ (ClientError::Closed | ClientError::Io(_))) => {
+                    self.client = None;
+                    return Err(e);
+                }
+                other => return other,
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
     /// `list_workers` as a bridge: every live managed worker (`all`: ended ones too).
     pub async fn workers(&mut self, all: bool) -> Reply<Vec<Worker>> {
         self.call(requests::ListWorkers {
@@ -141,38 +165,64 @@ impl CoreLink {
         .await
     }
 
-    /// `usage {session}`: tokens and cost of `session`'s tree (a worker's session id).
-    pub async fn usage(&mut self, session: &str) -> Reply<UsageReport> {
-        self.call(requests::Usage {
-            session: Some(session.to_string()),
+    /// [`CoreLink::workers`] of this core and every connected linked host.
+    pub async fn herd_workers(&mut self, all: bool) -> Reply<Herd<Worker>> {
+        self.herd(|host| requests::ListWorkers {
+            all,
+            host,
             ..Default::default()
         })
         .await
     }
 
-    /// `steer_agent`: steer a managed worker (`#<id>` or a label naming one live worker).
-    pub async fn steer_agent(&mut self, agent: &str, message: &str) -> Reply<Worker> {
-        self.call(requests::SteerAgent {
-            id: 0,
-            agent: agent.to_string(),
-            message: message.to_string(),
+    /// `usage {session}`: tokens and cost of `session`'s tree (a worker's session id; on
+    /// linked host `host` when given).
+    pub async fn usage(&mut self, session: &str, host: Option<&str>) -> Reply<UsageReport> {
+        self.call(requests::Usage {
+            session: Some(session.to_string()),
+            host: host.map(str::to_string),
+            ..Default::default()
         })
         .await
     }
 
-    /// `close_agent`: close a managed worker (its own workers first).
-    pub async fn close_agent(&mut self, agent: &str) -> Reply<Worker> {
+    /// `steer_agent`: steer a managed worker (`#<id>` or a label naming one live worker;
+    /// on linked host `host` when given).
+    pub async fn steer_agent(
+        &mut self,
+        agent: &str,
+        host: Option<&str>,
+        message: &str,
+    ) -> Reply<Worker> {
+        self.call(requests::SteerAgent {
+            id: 0,
+            agent: agent.to_string(),
+            message: message.to_string(),
+            host: host.map(str::to_string),
+        })
+        .await
+    }
+
+    /// `close_agent`: close a managed worker (its own workers first; on linked host
+    /// `host` when given).
+    pub async fn close_agent(&mut self, agent: &str, host: Option<&str>) -> Reply<Worker> {
         self.call(requests::CloseAgent {
             id: 0,
             agent: agent.to_string(),
+            host: host.map(str::to_string),
         })
         .await
     }
 
     /// `list_projects` as a bridge: every repository with assignments (not retired), with
-    /// ahead/behind and the Leads' usage filled in.
-    pub async fn projects(&mut self) -> Reply<Vec<Project>> {
-        self.call(requests::ListProjects::default()).await
+    /// ahead/behind and the Leads' usage filled in; this core's and every connected
+    /// linked host's.
+    pub async fn projects(&mut self) -> Reply<Herd<Project>> {
+        self.herd(|host| requests::ListProjects {
+            host,
+            ..Default::default()
+        })
+        .await
     }
 
     /// `list_hosts`: the other machines' cores this one links to.
@@ -180,19 +230,19 @@ impl CoreLink {
         self.call(requests::ListHosts::default()).await
     }
 
-    /// `list_roles`: the Manager and Chief leases (held, whether or not connected).
-    pub async fn roles(&mut self) -> Reply<Vec<Lease>> {
-        self.call(requests::ListRoles::default()).await
+    /// `list_roles`: the Manager and Chief leases (held, whether or not connected), of
+    /// this core or of linked host `host`.
+    pub async fn roles(&mut self, host: Option<&str>) -> Reply<Vec<Lease>> {
+        self.call(requests::ListRoles {
+            host: host.map(str::to_string),
+            ..Default::default()
+        })
+        .await
     }
 
     /// `release_role`: take a lease away from its holder (the human's `release`).
     pub async fn release_role(&mut self, req: requests::ReleaseRole) -> Reply<Lease> {
         self.call(req).await
-    }
-
-    /// `list_pairings`: the active pairings, or (`all`) the ended ones too.
-    pub async fn pairings(&mut self, all: bool) -> Reply<Vec<Pairing>> {
-        self.call(requests::ListPairings { id: 0, all }).await
     }
 
     /// `status`: the core's own status.
@@ -243,10 +293,13 @@ impl CoreLink {
         self.call(request).await
     }
 
-    /// `supervise`: pair a free supervisor with `worker`, for the human `by`.
+    /// `supervise`: pair a free supervisor with `worker` (on linked host `host` when
+    /// given: a supervisor of that host), for the human `by`. The pairing requests below
+    /// take `host` the same way.
     pub async fn supervise(
         &mut self,
         worker: &str,
+        host: Option<&str>,
         goal: Option<&str>,
         by: &str,
     ) -> Reply<Pairing> {
@@ -254,37 +307,47 @@ impl CoreLink {
             worker: Some(worker.to_string()),
             goal: goal.map(str::to_string),
             by: Some(by.to_string()),
+            host: host.map(str::to_string),
             ..Default::default()
         };
         self.call(request).await
     }
 
     /// `set_goal`: change the goal of `session`'s pairing, for the human `by`.
-    pub async fn set_goal(&mut self, session: &str, goal: &str, by: &str) -> Reply<Pairing> {
+    pub async fn set_goal(
+        &mut self,
+        session: &str,
+        host: Option<&str>,
+        goal: &str,
+        by: &str,
+    ) -> Reply<Pairing> {
         let request = requests::SetGoal {
             goal: goal.to_string(),
             session: Some(session.to_string()),
             by: Some(by.to_string()),
+            host: host.map(str::to_string),
             ..Default::default()
         };
         self.call(request).await
     }
 
     /// `look`: deliver a view to `session`'s supervisor now, for the human `by`.
-    pub async fn look(&mut self, session: &str, by: &str) -> Reply<Pairing> {
+    pub async fn look(&mut self, session: &str, host: Option<&str>, by: &str) -> Reply<Pairing> {
         let request = requests::Look {
             session: Some(session.to_string()),
             by: Some(by.to_string()),
+            host: host.map(str::to_string),
             ..Default::default()
         };
         self.call(request).await
     }
 
     /// `unpair`: end `session`'s pairing, for the human `by`.
-    pub async fn unpair(&mut self, session: &str, by: &str) -> Reply<Pairing> {
+    pub async fn unpair(&mut self, session: &str, host: Option<&str>, by: &str) -> Reply<Pairing> {
         let request = requests::Unpair {
             session: Some(session.to_string()),
             by: Some(by.to_string()),
+            host: host.map(str::to_string),
             ..Default::default()
         };
         self.call(request).await
@@ -355,9 +418,16 @@ impl CoreLink {
         let (open, answered): (Vec<Ask>, Vec<Ask>) =
             asks.into_iter().partition(|a| a.state == AskState::Open);
         let answered = answered.into_iter().map(|a| (a.key(), a)).collect();
-        // A core that cannot list pairings still gets its asks and sessions shown.
-        let pairings = match self.pairings(false).await {
-            Ok(pairings) => pairings,
+        // A core that cannot list pairings still gets its asks and sessions shown. The
+        // linked hosts' pairings too: a far supervisor's asks show in its worker's place.
+        let herd = self
+            .herd(|host| requests::ListPairings {
+                host,
+                ..Default::default()
+            })
+            .await;
+        let pairings = match herd {
+            Ok(herd) => herd.items,
             Err(e @ ClientError::Unexpected { .. }) => {
                 tracing::warn!(error = %e, "bridge: unexpected reply to list_pairings");
                 Vec::new()

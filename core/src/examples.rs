@@ -32,6 +32,7 @@ pub fn pairing() -> Pairing {
         evidence: None,
         supervisor_connected: true,
         worker_connected: true,
+        host: None,
     }
 }
 

@@ -123,7 +123,8 @@ pub enum Command {
     /// comes back to that session once.
     Workers(WorkersArgs),
     /// Close a managed worker (its own workers first): its process stops, a question it
-    /// asked is abandoned, its Pi session file is kept. WORKER: its label or #id.
+    /// asked is abandoned, its Pi session file is kept. WORKER: its label or #id
+    /// (`gpu#5` or `gpu:label` on a linked host).
     Close {
         #[arg(value_name = "WORKER")]
         worker: String,

@@ -219,6 +219,11 @@ pub fn percent(value: Option<f64>) -> String {
     }
 }
 
+/// A HOST column's cell: the linked host's name, `(here)` for this machine's own.
+pub fn here_or(host: &Option<String>) -> String {
+    host.clone().unwrap_or_else(|| "(here)".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -373,6 +373,31 @@ impl Connection {
             .await?
             .map_err(|e| Failure::from_client(e, &socket))
     }
+
+    /// A listing: `host`'s alone when one is named (`--host`), else this core's and every
+    /// connected linked host's (records marked with their host). Linked hosts it could
+    /// not hear from are named on stderr with why, so nothing is left out silently.
+    pub async fn herd_list<R, T>(
+        &mut self,
+        host: Option<&str>,
+        make: impl Fn(Option<String>) -> R,
+    ) -> Result<Vec<T>, Failure>
+    where
+        R: Request<Reply = Vec<T>>,
+    {
+        if host.is_some() {
+            return self.call(make(host.map(str::to_string))).await;
+        }
+        let socket = self.socket.clone();
+        let herd = tokio::time::timeout(REQUEST_TIMEOUT, self.client.across_hosts(make))
+            .await
+            .map_err(|_| timed_out(&socket))?
+            .map_err(|e| Failure::from_client(e, &socket))?;
+        for (name, why) in &herd.missing {
+            eprintln!("host {name} is left out ({why}); `shepherd hosts` shows its link");
+        }
+        Ok(herd.items)
+    }
 }
 
 /// Print a value as pretty JSON on stdout.

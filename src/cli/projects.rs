@@ -26,8 +26,8 @@ pub const NONE: &str = "no project work yet: run `/manager` in a Pi session in a
 pub async fn run(ctx: &Ctx, host: Option<&str>) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
     let projects = conn
-        .call(requests::ListProjects {
-            host: host.map(str::to_string),
+        .herd_list(host, |host| requests::ListProjects {
+            host,
             ..Default::default()
         })
         .await?;
@@ -75,7 +75,13 @@ fn heading(p: &Project) -> String {
         ),
         None => "no manager".to_string(),
     };
-    format!("{} · {} · {branch} · {manager}", p.project, p.primary)
+    match &p.host {
+        Some(host) => format!(
+            "{host} · {} · {} · {branch} · {manager}",
+            p.project, p.primary
+        ),
+        None => format!("{} · {} · {branch} · {manager}", p.project, p.primary),
+    }
 }
 
 fn assignments(list: &[Assignment], now: u64, width: usize) -> String {

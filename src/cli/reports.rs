@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use shepherd_core::protocol::{Report, ReportKind, requests};
 
-use super::format::{ago, now_ms, utc};
+use super::format::{ago, here_or, now_ms, utc};
 use super::table::{Align, Table};
 use super::{Ctx, ReportsArgs, print, print_json, terminal_width};
 
@@ -91,7 +91,7 @@ pub fn render(reports: &[Report], width: usize, now: u64) -> String {
         } else {
             utc(report.created_at)
         };
-        let host = hosts.then(|| report.host.clone().unwrap_or_else(|| "(here)".into()));
+        let host = hosts.then(|| here_or(&report.host));
         table.row(
             host.into_iter()
                 .chain([

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use shepherd_bridges::chat::roles::tree_order;
 use shepherd_core::protocol::{Lease, Role, StaffMember, Superior, requests};
 
-use super::format::{ago, base_name, now_ms, short_id};
+use super::format::{ago, base_name, here_or, now_ms, short_id};
 use super::table::{Align, Table};
 use super::{Ctx, print, print_json, terminal_width};
 
@@ -21,8 +21,8 @@ use super::{Ctx, print, print_json, terminal_width};
 pub async fn roles(ctx: &Ctx, host: Option<&str>) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
     let leases = conn
-        .call(requests::ListRoles {
-            host: host.map(str::to_string),
+        .herd_list(host, |host| requests::ListRoles {
+            host,
             ..Default::default()
         })
         .await?;
@@ -57,11 +57,17 @@ pub fn release_request(role: &str, project: Option<&str>) -> anyhow::Result<requ
              `shepherd roles release chief`"
         ),
     };
+    // `gpu:app`: a linked host's repository, released by that host's core.
+    let (host, project) = match project.as_deref().map(shepherd_core::protocol::split_host) {
+        Some((Some(host), name)) => (Some(host.to_string()), Some(name.to_string())),
+        _ => (None, project),
+    };
     Ok(requests::ReleaseRole {
         id: 0,
         role,
         project,
         by: None,
+        host,
     })
 }
 
@@ -107,7 +113,12 @@ pub async fn staff(ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
 /// The leases table: role, repository, holder, its id, connected or away, since when.
 pub fn render_roles(leases: &[Lease], now: u64, width: usize) -> String {
-    let mut table = Table::new()
+    let hosts = leases.iter().any(|l| l.host.is_some());
+    let mut table = Table::new();
+    if hosts {
+        table = table.column("HOST", Align::Left);
+    }
+    let mut table = table
         .column("ROLE", Align::Left)
         .middle("REPOSITORY", 10)
         .middle("HOLDER", 10)
@@ -120,14 +131,19 @@ pub fn render_roles(leases: &[Lease], now: u64, width: usize) -> String {
             .clone()
             .or_else(|| l.repo_id.as_deref().map(|r| base_name(r).to_string()))
             .unwrap_or_else(|| "-".to_string());
-        table.row(vec![
-            l.role.as_str().to_string(),
-            repo,
-            l.session_name.clone(),
-            short_id(l.session_id.as_str()).to_string(),
-            if l.connected { "connected" } else { "away" }.to_string(),
-            ago(l.since, now),
-        ]);
+        let host = hosts.then(|| here_or(&l.host));
+        table.row(
+            host.into_iter()
+                .chain([
+                    l.role.as_str().to_string(),
+                    repo,
+                    l.session_name.clone(),
+                    short_id(l.session_id.as_str()).to_string(),
+                    if l.connected { "connected" } else { "away" }.to_string(),
+                    ago(l.since, now),
+                ])
+                .collect(),
+        );
     }
     table.render(width)
 }
@@ -181,7 +197,7 @@ pub fn render_staff(members: &[StaffMember], width: usize) -> String {
                 format!("{role} {name}")
             }
         };
-        let host = hosts.then(|| s.host.clone().unwrap_or_else(|| "(here)".to_string()));
+        let host = hosts.then(|| here_or(&s.host));
         table.row(
             host.into_iter()
                 .chain([
@@ -281,6 +297,12 @@ mod tests {
         );
         let req = release_request("Chief", None).unwrap();
         assert_eq!((req.role, req.project), (Role::Chief, None));
+        // A linked host's repository: that host's core releases it.
+        let req = release_request("manager", Some("gpu:app")).unwrap();
+        assert_eq!(
+            (req.project.as_deref(), req.host.as_deref()),
+            (Some("app"), Some("gpu"))
+        );
         let e = release_request("manager", None).unwrap_err().to_string();
         assert!(e.contains("release manager <project>"), "{e}");
         let e = release_request("chief", Some("app"))
@@ -301,6 +323,7 @@ mod tests {
             session_name: "mara".into(),
             connected: false,
             since: 0,
+            host: None,
         };
         let chief = Lease {
             role: Role::Chief,
@@ -309,12 +332,22 @@ mod tests {
             connected: true,
             ..lease.clone()
         };
-        let out = render_roles(&[lease, chief], 120_000, 200);
+        let out = render_roles(&[lease.clone(), chief.clone()], 120_000, 200);
         let lines: Vec<&str> = out.lines().collect();
         assert!(lines[0].starts_with("ROLE     REPOSITORY  HOLDER"), "{out}");
         assert!(lines[1].starts_with("manager  app"), "{out}");
         assert!(lines[1].contains("away"), "{out}");
         assert!(lines[2].starts_with("chief    -"), "{out}");
         assert!(lines[2].contains("connected"), "{out}");
+        // A linked host's lease: a HOST column, `(here)` for this machine's.
+        let far = Lease {
+            host: Some("gpu".into()),
+            ..lease
+        };
+        let out = render_roles(&[chief, far], 120_000, 200);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].starts_with("HOST    ROLE"), "{out}");
+        assert!(lines[1].starts_with("(here)  chief"), "{out}");
+        assert!(lines[2].starts_with("gpu     manager  app"), "{out}");
     }
 }

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use shepherd_core::client::ClientError;
 use shepherd_core::protocol::{LeaveReason, ServerMsg, SessionInfo, requests};
 
-use super::format::{ago, base_name, now_ms, percent, tilde, utc_time_of_day};
+use super::format::{ago, base_name, here_or, now_ms, percent, tilde, utc_time_of_day};
 use super::table::{Align, Table};
 use super::{Connection, Ctx, Failure, SessionsArgs, print, print_json, terminal_width};
 
@@ -166,7 +166,7 @@ pub fn render(sessions: &[SessionInfo], now: u64, width: usize) -> String {
         .middle("CWD", 10)
         .column("SEEN", Align::Left);
     for (s, id) in sessions.iter().zip(ids) {
-        let host = hosts.then(|| s.host.clone().unwrap_or_else(|| "(here)".to_string()));
+        let host = hosts.then(|| here_or(&s.host));
         table.row(
             host.into_iter()
                 .chain([

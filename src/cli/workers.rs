@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use shepherd_core::protocol::{Worker, WorkerBackend, WorkerId, requests};
 
-use super::format::{ago, now_ms};
+use super::format::{ago, here_or, now_ms};
 use super::table::{Align, Table};
 use super::{Ctx, Failure, print, print_json, terminal_width};
 
@@ -17,9 +17,9 @@ use super::{Ctx, Failure, print, print_json, terminal_width};
 pub async fn list(ctx: &Ctx, all: bool, host: Option<&str>) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
     let workers = conn
-        .call(requests::ListWorkers {
+        .herd_list(host, |host| requests::ListWorkers {
             all,
-            host: host.map(str::to_string),
+            host,
             ..Default::default()
         })
         .await?;
@@ -39,10 +39,19 @@ pub async fn list(ctx: &Ctx, all: bool, host: Option<&str>) -> anyhow::Result<Ex
 
 /// Run `shepherd close <worker>`.
 pub async fn close(ctx: &Ctx, agent: &str) -> anyhow::Result<ExitCode> {
+    // `gpu#5` or `gpu:scout-1`: a linked host's worker, as its core names it.
+    let (host, agent) = match shepherd_bridges::chat::workers::worker_ref(agent) {
+        Some(w) => (w.host.clone(), w.agent()),
+        None => {
+            let (host, label) = shepherd_core::protocol::split_host(agent);
+            (host.map(str::to_string), label.to_string())
+        }
+    };
     let mut conn = ctx.connect().await?;
     let worker = conn
         .call(requests::CloseAgent {
-            agent: agent.to_string(),
+            agent,
+            host,
             ..Default::default()
         })
         .await?;
@@ -50,9 +59,9 @@ pub async fn close(ctx: &Ctx, agent: &str) -> anyhow::Result<ExitCode> {
         print_json(&worker)?;
     } else {
         print(&format!(
-            "closed worker {} (#{}) of {}; its Pi session is kept: {}\n",
+            "closed worker {} ({}) of {}; its Pi session is kept: {}\n",
             worker.label,
-            worker.id,
+            shepherd_bridges::chat::workers::WorkerRef::of(&worker),
             worker.owner_name,
             worker
                 .session_file
@@ -129,7 +138,12 @@ pub async fn attach(ctx: &Ctx, agent: &str) -> anyhow::Result<ExitCode> {
 
 /// The workers as a tree: each owner, then its workers (a worker's own workers indented).
 pub fn render(workers: &[Worker], now: u64, width: usize) -> String {
-    let mut table = Table::new()
+    let hosts = workers.iter().any(|w| w.host.is_some());
+    let mut table = Table::new();
+    if hosts {
+        table = table.column("HOST", Align::Left);
+    }
+    let mut table = table
         .column("WORKER", Align::Left)
         .column("ID", Align::Right)
         .column("DEFINITION", Align::Left)
@@ -144,7 +158,7 @@ pub fn render(workers: &[Worker], now: u64, width: usize) -> String {
             d += 1;
             parent = workers
                 .iter()
-                .find(|x| x.id == p)
+                .find(|x| x.id == p && x.host == w.host)
                 .and_then(|x| x.parent_worker);
             if d > 8 {
                 break;
@@ -153,15 +167,20 @@ pub fn render(workers: &[Worker], now: u64, width: usize) -> String {
         d
     };
     for w in workers {
-        table.row(vec![
-            format!("{}{}", "  ".repeat(depth(w)), w.label),
-            format!("#{}", w.id),
-            w.definition.clone(),
-            w.state.to_string(),
-            ago(w.created_at, now),
-            w.owner_name.clone(),
-            w.task.replace('\n', " "),
-        ]);
+        let host = hosts.then(|| here_or(&w.host));
+        table.row(
+            host.into_iter()
+                .chain([
+                    format!("{}{}", "  ".repeat(depth(w)), w.label),
+                    format!("#{}", w.id),
+                    w.definition.clone(),
+                    w.state.to_string(),
+                    ago(w.created_at, now),
+                    w.owner_name.clone(),
+                    w.task.replace('\n', " "),
+                ])
+                .collect(),
+        );
     }
     table.render(width)
 }

@@ -592,10 +592,9 @@ async fn release(
 ) -> Result<shepherd_core::protocol::Lease, shepherd_core::client::ClientError> {
     client
         .call(requests::ReleaseRole {
-            id: 0,
             role,
             project: project.map(str::to_string),
-            by: None,
+            ..Default::default()
         })
         .await
 }

@@ -176,3 +176,150 @@ async fn workers_on(mut phone: impl Phone, owner_id: &str) -> Result<()> {
     assert_eq!(phone.count_said("🧩 lostling (implementer) lost"), 1);
     Ok(())
 }
+
+/// A linked host's managed workers and pairings on the phone of the home core: the far
+/// core launches REAL Pi workers (headless, the scripted model) for an owner there; the
+/// bot runs beside the home core only. A far worker's question shows in the owner's far
+/// topic (`far · boss`) and a reply to it reaches that worker once; `/workers` lists the
+/// far workers under `far · boss`, each named `far#<id>`; a reply to a line steers that
+/// worker over the link, its ✖ close closes it there; a far worker's ending is said once;
+/// `supervise` and `unpair` typed in a far session's topic pair and unpair it with a
+/// supervisor on that host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_telegram_a_linked_hosts_workers_and_pairings_are_seen_and_steered() -> Result<()> {
+    use shepherd_core::protocol::Role;
+    use crate::workers_phone::LONG;
+    use shepherd_harness::workers::{work_dir, worker_core_with};
+    use shepherd_harness::{Core, Pi, eventually, registration};
+
+    let mut phone = TelegramPhone::start().await?;
+    let model = model().await?;
+    let more = [("SHEPHERD_WORKERS__ASK_CARD_AFTER_SECS", "1")];
+    let far = worker_core_with(&model, "headless", &more).await?;
+    let (_config, config_path) = Core::hosts_config(&[("far", &far)])?;
+    let home = Core::start_for(&phone, &[("SHEPHERD_CONFIG", &config_path)]).await?;
+    phone.ready().await?;
+    let mut boss = owner(&far, "fh-boss", "boss").await?;
+    eventually(LONG, "the far owner mirrored at home", || {
+        let hosts = home.cli_json(&["hosts"]).ok()?;
+        (hosts[0]["state"] == "connected" && hosts[0]["sessions"] == 1).then_some(())
+    })
+    .await?;
+    let boss_place = phone.place_of("far · boss").await?;
+
+    // A far worker's question: its card in the owner's far topic; the reply answers it.
+    let asker = delegate(&mut boss, "TASK-B pick a colour", "asker").await?;
+    let asked = next_of_kind(&mut boss, DeliveryKind::AgentAsk).await?;
+    boss.ack(&[asked.id]).await?;
+    let card = phone
+        .bot_says(|m| m.text.contains("Which colour, red or blue?") && !m.edited)
+        .await
+        .with_context(|| home.log())?;
+    assert_eq!(card.place.as_ref(), Some(&boss_place), "{}", card.text);
+    assert!(
+        card.text.contains("→ owner boss · worker asker"),
+        "{}",
+        card.text
+    );
+    phone.reply(&card, "blue").await?;
+    let result = next_of_kind(&mut boss, DeliveryKind::AgentResult).await?;
+    assert!(
+        result.text.ends_with("RESULT-B the colour is blue"),
+        "{}",
+        result.text
+    );
+    boss.ack(&[result.id]).await?;
+    wait_state(&far, asker.id, WorkerState::Done).await?;
+    let finished = phone
+        .bot_says(|m| m.text.contains("🧩 asker (implementer) finished"))
+        .await?;
+    assert_eq!(finished.place.as_ref(), Some(&boss_place));
+
+    // Two far workers at work, listed with their host; one steered, one closed.
+    let sleeper = delegate(&mut boss, "TASK-E wait a long time", "sleeper").await?;
+    wait_usage_written(&far, sleeper.id).await?;
+    let steered = delegate(&mut boss, "TASK-S wait a little", "steered").await?;
+    wait_state(&far, steered.id, WorkerState::Working).await?;
+    phone.command("workers").await?;
+    phone
+        .bot_says(|m| m.text.contains("Workers: 2 live workers under 1 owner"))
+        .await?;
+    phone
+        .bot_says(|m| m.text.contains("👤 far · boss · 2 workers"))
+        .await?;
+    let sleeper_line = phone
+        .bot_says(|m| m.text.contains("sleeper (implementer) · working"))
+        .await?;
+    let steered_line = phone
+        .bot_says(|m| m.text.contains("steered (implementer)"))
+        .await?;
+    assert!(
+        sleeper_line.text.ends_with(&format!("far#{}", sleeper.id)),
+        "{}",
+        sleeper_line.text
+    );
+    // Its own usage, counted by the far core.
+    assert!(
+        sleeper_line.text.contains(" tokens · $"),
+        "{}",
+        sleeper_line.text
+    );
+
+    phone.reply(&steered_line, "STEER-NOW stop waiting").await?;
+    phone
+        .bot_says(|m| m.text.contains("➡️ steered worker steered"))
+        .await?;
+    let result = next_of_kind(&mut boss, DeliveryKind::AgentResult).await?;
+    assert!(
+        result.text.contains("agent=steered")
+            && result.text.ends_with("RESULT-S steered from the phone"),
+        "{}",
+        result.text
+    );
+    boss.ack(&[result.id]).await?;
+    let closed = phone.close_worker(&sleeper_line).await?;
+    assert!(closed.contains("closed worker sleeper"), "{closed}");
+    wait_state(&far, sleeper.id, WorkerState::Closed).await?;
+    wait_state(&far, steered.id, WorkerState::Done).await?;
+    phone
+        .bot_says(|m| m.text.contains("🧩 steered (implementer) finished"))
+        .await?;
+    report_after(&far, &mut boss, &[&asker, &steered, &sleeper], "MARKER-F").await?;
+    phone.bot_says(|m| m.text.contains("MARKER-F")).await?;
+    assert_eq!(phone.count_said("🧩 asker (implementer) finished"), 1);
+    assert_eq!(phone.count_said("🧩 steered (implementer) finished"), 1);
+    assert_eq!(phone.count_said("🧩 sleeper (implementer) finished"), 0);
+
+    // `supervise` typed in the far session's topic pairs it with that host's supervisor;
+    // `unpair` there ends it. Both are said in that topic.
+    let mut reg = registration("fh-sup", "watch-boss", &work_dir(&far));
+    reg.role = Role::Supervisor;
+    let (_sup, _) = Pi::register_full(&far.socket(), reg).await?;
+    phone
+        .type_in(&boss_place, "/supervise the owner ships the colour picker")
+        .await?;
+    let start = phone
+        .bot_says(|m| m.text.contains("watch-boss supervises boss"))
+        .await
+        .with_context(|| home.log())?;
+    assert_eq!(start.place.as_ref(), Some(&boss_place), "{}", start.text);
+    let pairings = far.cli_json(&["pairings"])?;
+    assert_eq!(pairings[0]["goal"], "the owner ships the colour picker");
+    phone.type_in(&boss_place, "/unpair").await?;
+    let stopped = phone
+        .bot_says(|m| m.text.contains("stopped") && m.text.contains("watch-boss"))
+        .await
+        .with_context(|| home.log())?;
+    assert_eq!(
+        stopped.place.as_ref(),
+        Some(&boss_place),
+        "{}",
+        stopped.text
+    );
+    eventually(LONG, "the far pairing ended", || {
+        let all = far.cli_json(&["pairings", "--all"]).ok()?;
+        (all[0]["state"] == "ended").then_some(())
+    })
+    .await?;
+    Ok(())
+}

@@ -15,6 +15,27 @@ use super::render::Rendered;
 /// Longest reason shown for a link that failed or dropped.
 const WHY: usize = 300;
 
+/// The linked hosts a herd-wide listing (`/workers`, `/projects`) could not hear from,
+/// and why: said under the listing, so that nothing is left out silently.
+pub fn left_out(missing: &[(String, String)]) -> Option<Rendered> {
+    if missing.is_empty() {
+        return None;
+    }
+    let mut h = Html::new();
+    for (i, (name, why)) in missing.iter().enumerate() {
+        if i > 0 {
+            h.line();
+        }
+        h.text("🟡 ")
+            .bold(&truncate(&one_line(name), 64))
+            .italic(&format!(
+                " left out: {}; /hosts shows its link",
+                truncate(&one_line(why), WHY)
+            ));
+    }
+    Some(h.into())
+}
+
 /// `/hosts`: a header, then one entry per linked host; none linked: how to link one.
 pub fn hosts_list(hosts: &[HostLink], now: Millis) -> Rendered {
     let mut h = Html::new();

@@ -196,6 +196,17 @@ pub struct Rendered {
     pub plain: String,
 }
 
+impl Rendered {
+    /// This message, then `more` on the lines below it.
+    pub fn then(mut self, more: Rendered) -> Rendered {
+        self.html.push('\n');
+        self.html.push_str(&more.html);
+        self.plain.push('\n');
+        self.plain.push_str(&more.plain);
+        self
+    }
+}
+
 impl From<Html> for Rendered {
     fn from(h: Html) -> Rendered {
         let (html, plain) = h.finish();

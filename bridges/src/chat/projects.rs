@@ -23,13 +23,24 @@ const NAME: usize = 100;
 /// Longest first line of a last update in `/projects`.
 const UPDATE_LINE: usize = 160;
 
-/// `app@feat/a`: an assignment's tag (its repository and the branch it was created for).
+/// `app@feat/a`: an assignment's tag (its repository and the branch it was created for);
+/// `gpu:app@feat/a` on a linked host.
 pub fn tag(a: &Assignment) -> String {
     format!(
         "{}@{}",
-        truncate(&one_line(&a.project), NAME),
+        project_name(a.host.as_deref(), &a.project),
         truncate(&one_line(&a.branch), NAME)
     )
+}
+
+/// A repository as the herd names it: `app`, or `gpu:app` on a linked host (the same
+/// repository cloned on two machines is two projects).
+fn project_name(host: Option<&str>, project: &str) -> String {
+    let project = truncate(&one_line(project), NAME);
+    match host {
+        Some(host) => format!("{}:{project}", truncate(&one_line(host), NAME)),
+        None => project,
+    }
 }
 
 /// An icon for where an assignment stands: its Lead at work, starting or stopped; paused;
@@ -65,7 +76,8 @@ pub fn projects_list(projects: &[Project], now: Millis, prefix: char) -> Rendere
         plural(assignments as u64, "assignment", "assignments")
     ));
     let mut sorted: Vec<&Project> = projects.iter().collect();
-    sorted.sort_by(|a, b| (&a.project, &a.repo_id).cmp(&(&b.project, &b.repo_id)));
+    sorted
+        .sort_by(|a, b| (&a.host, &a.project, &a.repo_id).cmp(&(&b.host, &b.project, &b.repo_id)));
     for p in sorted {
         h.line();
         project_heading(&mut h, p);
@@ -85,7 +97,8 @@ pub fn projects_list(projects: &[Project], now: Millis, prefix: char) -> Rendere
 /// `🗂 app · primary main · 🧭 manager mara` (`(away)` when its holder is not connected),
 /// or `· no manager`.
 fn project_heading(h: &mut Html, p: &Project) {
-    h.text("🗂 ").bold(&truncate(&one_line(&p.project), NAME));
+    h.text("🗂 ")
+        .bold(&project_name(p.host.as_deref(), &p.project));
     if let Some(branch) = &p.primary_branch {
         h.text(&format!(" · primary {}", truncate(&one_line(branch), NAME)));
     }
@@ -302,6 +315,7 @@ mod tests {
             integrated_sha: None,
             cleanup_pending: false,
             checkout_missing: None,
+            host: None,
         }
     }
 
@@ -319,8 +333,10 @@ mod tests {
                 session_name: name.into(),
                 connected,
                 since: 0,
+                host: None,
             }),
             assignments,
+            host: None,
         }
     }
 

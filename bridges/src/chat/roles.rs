@@ -127,13 +127,19 @@ pub fn role_changed(s: &SessionInfo, previous: Role) -> Rendered {
     h.into()
 }
 
-/// The request a chat's `release` sends, with the human as `by`.
+/// The request a chat's `release` sends, with the human as `by`; a project written
+/// `gpu:app` is a linked host's repository, released by that host's core.
 pub fn release_request(role: Role, project: Option<String>, by: &str) -> ReleaseRole {
+    let (host, project) = match project.as_deref().map(shepherd_core::protocol::split_host) {
+        Some((Some(host), name)) => (Some(host.to_string()), Some(name.to_string())),
+        _ => (None, project),
+    };
     ReleaseRole {
         id: 0,
         role,
         project,
         by: Some(by.to_string()),
+        host,
     }
 }
 
@@ -303,6 +309,7 @@ mod tests {
             session_name: "mara".into(),
             connected: false,
             since: 0,
+            host: None,
         };
         assert_eq!(
             released(&lease).plain,

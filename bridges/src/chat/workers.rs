@@ -7,7 +7,8 @@
 //! them yet) so that a reply to a worker's line steers it; a worker's ending, said once
 //! in its owner's place (`🧩 scout-1 (scout) finished`, with the start of its task: the
 //! result itself is mail for the owner alone); and whom a worker's question is for, on
-//! its card (`→ owner fix-login · worker scout-1`).
+//! its card (`→ owner fix-login · worker scout-1`). A linked host's worker is named
+//! `gpu#7` ([`WorkerRef`]): its ids are that core's.
 
 use std::collections::{HashMap, HashSet};
 
@@ -30,7 +31,38 @@ pub enum WorkersLine {
     /// An owner's heading: `👤 fix-login · 2 workers`.
     Owner(Rendered),
     /// One worker's line; a reply to it steers that worker.
-    Worker(WorkerId, Rendered),
+    Worker(WorkerRef, Rendered),
+}
+
+/// A managed worker across the herd: its id on its core, and the linked host that core
+/// is (`None`: this core's). Written `#7`, or `gpu#7` on a linked host.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WorkerRef {
+    pub host: Option<String>,
+    pub id: WorkerId,
+}
+
+impl WorkerRef {
+    pub fn of(w: &Worker) -> WorkerRef {
+        WorkerRef {
+            host: w.host.clone(),
+            id: w.id,
+        }
+    }
+
+    /// How its core names it in `steer_agent` and `close_agent` (`#7`).
+    pub fn agent(&self) -> String {
+        format!("#{}", self.id)
+    }
+}
+
+impl std::fmt::Display for WorkerRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.host {
+            Some(host) => write!(f, "{host}#{}", self.id),
+            None => write!(f, "#{}", self.id),
+        }
+    }
 }
 
 /// `/workers`: a header, then each owner's tree (its heading, then its workers depth
@@ -39,7 +71,7 @@ pub enum WorkersLine {
 /// says how a worker is closed on this phone.
 pub fn workers_list(
     workers: &[Worker],
-    usage: &HashMap<WorkerId, UsageTotals>,
+    usage: &HashMap<WorkerRef, UsageTotals>,
     now: Millis,
     prefix: char,
     close: &str,
@@ -77,20 +109,29 @@ pub fn workers_list(
 /// Each owner's heading and its workers, depth first.
 fn tree(
     workers: &[Worker],
-    usage: &HashMap<WorkerId, UsageTotals>,
+    usage: &HashMap<WorkerRef, UsageTotals>,
     now: Millis,
 ) -> Vec<WorkersLine> {
-    let ids: HashSet<WorkerId> = workers.iter().map(|w| w.id).collect();
-    let mut children: HashMap<WorkerId, Vec<&Worker>> = HashMap::new();
+    let ids: HashSet<WorkerRef> = workers.iter().map(WorkerRef::of).collect();
+    let mut children: HashMap<WorkerRef, Vec<&Worker>> = HashMap::new();
     let mut roots: Vec<&Worker> = Vec::new();
     for w in workers {
-        match w.parent_worker.filter(|p| ids.contains(p) && *p != w.id) {
+        let parent = w.parent_worker.map(|id| WorkerRef {
+            host: w.host.clone(),
+            id,
+        });
+        match parent.filter(|p| ids.contains(p) && p.id != w.id) {
             Some(parent) => children.entry(parent).or_default().push(w),
             None => roots.push(w),
         }
     }
     roots.sort_by(|a, b| {
-        (&a.owner_name, &a.owner_id, a.id).cmp(&(&b.owner_name, &b.owner_id, b.id))
+        (&a.host, &a.owner_name, &a.owner_id, a.id).cmp(&(
+            &b.host,
+            &b.owner_name,
+            &b.owner_id,
+            b.id,
+        ))
     });
     for v in children.values_mut() {
         v.sort_by_key(|w| w.id);
@@ -109,20 +150,22 @@ fn tree(
         let mut stack: Vec<(usize, &Worker)> = group.iter().rev().map(|w| (0, *w)).collect();
         let mut lines = Vec::new();
         while let Some((depth, w)) = stack.pop() {
-            if !seen.insert(w.id) {
+            let key = WorkerRef::of(w);
+            if !seen.insert(key.clone()) {
                 continue;
             }
-            lines.push(WorkersLine::Worker(
-                w.id,
-                worker_line(w, depth, usage.get(&w.id), now),
-            ));
-            if let Some(kids) = children.get(&w.id) {
+            let line = worker_line(w, depth, usage.get(&key), now);
+            lines.push(WorkersLine::Worker(key.clone(), line));
+            if let Some(kids) = children.get(&key) {
                 stack.extend(kids.iter().rev().map(|k| (depth + 1, *k)));
             }
         }
         let mut head = Html::new();
-        head.text("👤 ")
-            .bold(&truncate(&one_line(&group[0].owner_name), NAME))
+        head.text("👤 ");
+        if let Some(host) = &group[0].host {
+            head.text(&format!("{} · ", truncate(host, NAME)));
+        }
+        head.bold(&truncate(&one_line(&group[0].owner_name), NAME))
             .text(&format!(
                 " · {}",
                 plural(lines.len() as u64, "worker", "workers")
@@ -151,7 +194,7 @@ pub fn worker_line(w: &Worker, depth: usize, usage: Option<&UsageTotals>, now: M
     if w.pending_ask.is_some() {
         h.text(" · ❓ asks its owner");
     }
-    h.text(" · ").code(&format!("#{}", w.id));
+    h.text(" · ").code(&WorkerRef::of(w).to_string());
     h.into()
 }
 
@@ -228,8 +271,8 @@ pub fn closed(w: &Worker) -> Rendered {
     h.text("✖️ closed worker ")
         .bold(&truncate(&w.label, NAME))
         .text(&format!(
-            " (#{}) of {}; its Pi session is kept",
-            w.id,
+            " ({}) of {}; its Pi session is kept",
+            WorkerRef::of(w),
             truncate(&one_line(&w.owner_name), NAME)
         ));
     h.into()
@@ -241,20 +284,26 @@ pub fn steered(w: &Worker) -> Rendered {
     h.text("➡️ steered worker ")
         .bold(&truncate(&w.label, NAME))
         .text(&format!(
-            " (#{}) of {}",
-            w.id,
+            " ({}) of {}",
+            WorkerRef::of(w),
             truncate(&one_line(&w.owner_name), NAME)
         ));
     h.into()
 }
 
-/// The worker a line is about, when `about` names one (`#5`): what a reply to a
-/// `/workers` line carries instead of a session id.
-pub fn worker_ref(about: &str) -> Option<WorkerId> {
-    let id = about.strip_prefix('#')?;
+/// The worker a line is about, when `about` names one (`#5`, or `gpu#5` on a linked
+/// host): what a reply to a `/workers` line carries instead of a session id.
+pub fn worker_ref(about: &str) -> Option<WorkerRef> {
+    let (host, id) = about.split_once('#')?;
+    let host = match host {
+        "" => None,
+        host if shepherd_core::protocol::is_host_name(host) => Some(host.to_string()),
+        _ => return None,
+    };
     (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
         .then(|| id.parse().ok())
         .flatten()
+        .map(|id| WorkerRef { host, id })
 }
 
 /// Whom a worker's question is for, on its card: `→ owner fix-login · worker scout-1`
@@ -293,6 +342,7 @@ mod tests {
             delegates: false,
             created_at: NOW - 185_000,
             updated_at: NOW,
+            host: None,
         }
     }
 
@@ -314,15 +364,32 @@ mod tests {
             ..worker(4, "child", "lead-1", Some(3))
         };
         let other = worker(5, "scout-1", "fix-login", None);
+        // A linked host's worker with the same id: its own owner, named with its host.
+        let far = Worker {
+            host: Some("gpu".into()),
+            owner_id: "trainer-id".into(),
+            owner_name: "trainer".into(),
+            ..worker(3, "tune", "trainer", None)
+        };
+        let here = |id| WorkerRef {
+            host: None,
+            id: WorkerId::new(id),
+        };
         let usage = HashMap::from([
-            (WorkerId::new(3), totals(12_345, 0.01234)),
-            (WorkerId::new(5), totals(7, 0.0)),
+            (here(3), totals(12_345, 0.01234)),
+            (here(5), totals(7, 0.0)),
+            (WorkerRef::of(&far), totals(9, 0.5)),
         ]);
-        let (head, lines) =
-            workers_list(&[lead, child, other], &usage, NOW, '/', "✖ close closes it");
+        let (head, lines) = workers_list(
+            &[lead, child, other, far],
+            &usage,
+            NOW,
+            '/',
+            "✖ close closes it",
+        );
         assert_eq!(
             head.plain,
-            "🧩 Workers: 3 live workers under 2 owners\nreply to a worker's line to steer it; ✖ close closes it"
+            "🧩 Workers: 4 live workers under 3 owners\nreply to a worker's line to steer it; ✖ close closes it"
         );
         let plain: Vec<String> = lines
             .iter()
@@ -335,10 +402,12 @@ mod tests {
             plain,
             [
                 "owner 👤 fix-login · 1 worker",
-                "5 🧩 scout-1 (scout) · working · 3m 5s · 7 tokens · $0.0000 · #5",
+                "#5 🧩 scout-1 (scout) · working · 3m 5s · 7 tokens · $0.0000 · #5",
                 "owner 👤 mara · 2 workers",
-                "3 🧩 lead-1 (scout) · working · 3m 5s · 12,345 tokens · $0.0123 · #3",
-                "4 └ 🧩 child (scout) · working · 3m 5s · — · #4",
+                "#3 🧩 lead-1 (scout) · working · 3m 5s · 12,345 tokens · $0.0123 · #3",
+                "#4 └ 🧩 child (scout) · working · 3m 5s · — · #4",
+                "owner 👤 gpu · trainer · 1 worker",
+                "gpu#3 🧩 tune (scout) · working · 3m 5s · 9 tokens · $0.5000 · gpu#3",
             ]
         );
     }
@@ -391,9 +460,22 @@ mod tests {
 
     #[test]
     fn worker_lines_are_about_hash_ids() {
-        assert_eq!(worker_ref("#12"), Some(WorkerId::new(12)));
+        assert_eq!(
+            worker_ref("#12"),
+            Some(WorkerRef {
+                host: None,
+                id: WorkerId::new(12)
+            })
+        );
+        let far = worker_ref("gpu#12").expect("a linked host's worker");
+        assert_eq!(
+            (far.host.as_deref(), far.agent()),
+            (Some("gpu"), "#12".into())
+        );
+        assert_eq!(far.to_string(), "gpu#12");
         assert_eq!(worker_ref("#"), None);
         assert_eq!(worker_ref("#1a"), None);
+        assert_eq!(worker_ref("Bad Host#1"), None);
         assert_eq!(worker_ref("3f2a9c1b-session"), None);
         let w = worker(5, "scout-1", "fix-login", None);
         assert_eq!(

@@ -8,9 +8,10 @@
 
 use std::collections::HashMap;
 
+use crate::chat::workers::WorkerRef;
 use matrix_sdk::ruma::OwnedEventId;
 use matrix_sdk::{Client, Room};
-use shepherd_core::protocol::{Ask, AskRef, SessionInfo, WorkerId};
+use shepherd_core::protocol::{Ask, AskRef, SessionInfo};
 use tokio_util::sync::CancellationToken;
 
 use super::decide::Known;
@@ -146,9 +147,14 @@ impl Platform for Matrix {
         }
     }
 
-    async fn post_worker_line(&mut self, place: Option<String>, line: Rendered, worker: WorkerId) {
-        // About `#<id>`: a reply steers that worker, `!close` in reply closes it.
-        self.post_line(place, line, &format!("#{worker}")).await;
+    async fn post_worker_line(
+        &mut self,
+        place: Option<String>,
+        line: Rendered,
+        worker: &WorkerRef,
+    ) {
+        // About `#<id>` (`gpu#<id>`): a reply steers that worker, `!close` in reply closes it.
+        self.post_line(place, line, &worker.to_string()).await;
     }
 
     async fn post_card(&mut self, place: Option<String>, home: &str, ask: &Ask, card: AskCard) {

@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 
-use shepherd_core::protocol::{AskRef, Millis, Pairing, SessionId, Worker, WorkerId};
+use shepherd_core::protocol::{AskRef, Millis, Pairing, SessionId, Worker};
 
 use super::pairings::Here;
 use crate::chat::commands::{ChatCommand, SessionArgs, UsageError};
@@ -30,7 +30,7 @@ use crate::chat::render::{self, Rendered};
 use crate::chat::replies::{failure, pick, plain, refused};
 use crate::chat::roles;
 use crate::chat::session_news;
-use crate::chat::workers::{self, WorkersLine};
+use crate::chat::workers::{self, WorkerRef, WorkersLine};
 use crate::core_link::{CoreLink, Reply};
 
 /// What to do about a chat command.
@@ -102,21 +102,15 @@ pub async fn answer(
                 Err(e) => refused(e),
             }
         }
-        ChatCommand::Workers => match link.workers(false).await {
-            Ok(list) => {
-                let usage = usage_of(link, &list).await;
-                let close = if prefix == '/' {
-                    "✖ close closes it".to_string()
-                } else {
-                    format!("reply {prefix}close to it to close it")
-                };
-                let (head, lines) = workers::workers_list(&list, &usage, now, prefix, &close);
-                return CommandReply::Workers { head, lines };
-            }
-            Err(e) => failure(e),
-        },
+        ChatCommand::Workers => return workers_here(link, prefix, now).await,
         ChatCommand::Projects => match link.projects().await {
-            Ok(list) => projects::projects_list(&list, now, prefix),
+            Ok(herd) => {
+                let list = projects::projects_list(&herd.items, now, prefix);
+                match hosts::left_out(&herd.missing) {
+                    Some(note) => list.then(note),
+                    None => list,
+                }
+            }
             Err(e) => failure(e),
         },
         ChatCommand::Hosts => match link.hosts().await {
@@ -129,7 +123,15 @@ pub async fn answer(
             let Some(agent) = agent.or(here_worker.map(str::to_string)) else {
                 return usage(prefix, UsageError::CloseWithoutWorker);
             };
-            match link.close_agent(&agent).await {
+            // `gpu#5` or `gpu:scout-1`: a linked host's worker, named as its core names it.
+            let (host, agent) = match workers::worker_ref(&agent) {
+                Some(w) => (w.host.clone(), w.agent()),
+                None => {
+                    let (host, label) = shepherd_core::protocol::split_host(&agent);
+                    (host.map(str::to_string), label.to_string())
+                }
+            };
+            match link.close_agent(&agent, host.as_deref()).await {
                 Ok(worker) => workers::closed(&worker),
                 Err(e) => refused(e),
             }
@@ -166,16 +168,34 @@ pub async fn answer(
     CommandReply::Say(reply)
 }
 
+/// `workers`: every live worker of the herd (this core's and each connected linked
+/// host's), as each owner's tree, with the hosts left out said last.
+async fn workers_here(link: &mut CoreLink, prefix: char, now: Millis) -> CommandReply {
+    let herd = match link.herd_workers(false).await {
+        Ok(herd) => herd,
+        Err(e) => return CommandReply::Say(failure(e)),
+    };
+    let usage = usage_of(link, &herd.items).await;
+    let close = if prefix == '/' {
+        "✖ close closes it".to_string()
+    } else {
+        format!("reply {prefix}close to it to close it")
+    };
+    let (head, mut lines) = workers::workers_list(&herd.items, &usage, now, prefix, &close);
+    lines.extend(hosts::left_out(&herd.missing).map(WorkersLine::Owner));
+    CommandReply::Workers { head, lines }
+}
+
 /// Each worker's own tokens and cost, where the core could count them (`usage` of its
 /// session: the row of that session, without an error). A worker whose session file is
 /// not written yet, or that cannot be read, is left out (it shows `—`).
 async fn usage_of(
     link: &mut CoreLink,
     list: &[Worker],
-) -> HashMap<WorkerId, shepherd_core::protocol::UsageTotals> {
+) -> HashMap<WorkerRef, shepherd_core::protocol::UsageTotals> {
     let mut out = HashMap::new();
     for w in list {
-        let Ok(report) = link.usage(w.session_id.as_str()).await else {
+        let Ok(report) = link.usage(w.session_id.as_str(), w.host.as_deref()).await else {
             continue;
         };
         if let Some(row) = report
@@ -183,7 +203,7 @@ async fn usage_of(
             .iter()
             .find(|s| s.session_id == w.session_id && s.error.is_none())
         {
-            out.insert(w.id, row.usage);
+            out.insert(WorkerRef::of(w), row.usage);
         }
     }
     out
@@ -200,7 +220,8 @@ async fn supervise(
         return usage(prefix, UsageError::SuperviseWithoutSession);
     };
     let goal = Some(goal).filter(|g| !g.is_empty());
-    let reply = link.supervise(&worker, goal.as_deref(), here.by).await;
+    let (host, worker) = here.on_host(&worker);
+    let reply = link.supervise(worker, host, goal.as_deref(), here.by).await;
     paired(reply, true, |p| pairing::started(p, Some(here.by)))
 }
 
@@ -218,7 +239,8 @@ async fn set_goal(
         let session = Some(session);
         return usage(prefix, UsageError::GoalWithoutText { session });
     }
-    let reply = link.set_goal(&session, &goal, here.by).await;
+    let (host, session) = here.on_host(&session);
+    let reply = link.set_goal(session, host, &goal, here.by).await;
     paired(reply, true, |p| pairing::goal_changed(p, Some(here.by)))
 }
 
@@ -230,7 +252,14 @@ async fn look(
     here: Here<'_>,
 ) -> CommandReply {
     match session_here(session, "look", prefix, here) {
-        Ok(session) => paired(link.look(session, here.by).await, false, pairing::looking),
+        Ok(session) => {
+            let (host, session) = here.on_host(session);
+            paired(
+                link.look(session, host, here.by).await,
+                false,
+                pairing::looking,
+            )
+        }
         Err(reply) => reply,
     }
 }
@@ -247,8 +276,7 @@ async fn interrupt(
         Ok(session) => session,
         Err(reply) => return reply,
     };
-    let known = here.host.filter(|_| here.session == Some(session));
-    let (host, session) = super::on_host(session, known);
+    let (host, session) = here.on_host(session);
     let reply = match link.interrupt(session, host, then, here.by).await {
         Ok(interrupted) => session_news::interrupted(&interrupted, then.is_some()),
         Err(e) => refused(e),
@@ -265,7 +293,8 @@ async fn unpair(
 ) -> CommandReply {
     match session_here(session, "unpair", prefix, here) {
         Ok(session) => {
-            let reply = link.unpair(session, here.by).await;
+            let (host, session) = here.on_host(session);
+            let reply = link.unpair(session, host, here.by).await;
             paired(reply, true, |p| pairing::stopped(p, Some(here.by)))
         }
         Err(reply) => reply,

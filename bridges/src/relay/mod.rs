@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 
 use shepherd_core::protocol::{
     Ask, AskRef, AskState, ErrorCode, LeaveReason, Pairing, PairingChange, Report, Role, ServerMsg,
-    SessionId, SessionInfo, SessionStatus, Verdict, Worker, WorkerId,
+    SessionId, SessionInfo, SessionStatus, Verdict, Worker,
 };
 
 use crate::chat::commands::{self as chat_commands, ChatCommand};
@@ -55,7 +55,7 @@ use crate::chat::render::{self, Rendered};
 use crate::chat::replies::{already_answered_text, failure, plain, steer_error};
 use crate::chat::roles;
 use crate::chat::session_news;
-use crate::chat::workers::{self, Ending, WorkersLine};
+use crate::chat::workers::{self, Ending, WorkerRef, WorkersLine};
 use crate::core_link::{CoreEvent, CoreLink};
 use commands::CommandReply;
 use pairings::{ActivePairings, Here};
@@ -79,9 +79,9 @@ pub struct Relay<P: Platform> {
     /// The last report posted in this chat (reports are posted once).
     pub reports: reports::ReportCursor,
     /// The managed workers as the core last told them (labels for their asks' cards).
-    pub workers: HashMap<WorkerId, Worker>,
+    pub workers: HashMap<WorkerRef, Worker>,
     /// The workers whose ending was said, and which ending: said once each.
-    pub worker_endings: HashSet<(WorkerId, Ending)>,
+    pub worker_endings: HashSet<(WorkerRef, Ending)>,
     /// The assignments as last told, and the updates said here.
     pub projects: projects::ProjectsSeen,
 }
@@ -195,9 +195,9 @@ impl<P: Platform> Relay<P> {
         }
         self.pairings.reset(snapshot.pairings);
         // Labels for the cards below; endings are said from live events only.
-        if let Ok(list) = self.core.workers(false).await {
-            for w in list {
-                self.workers.insert(w.id, w);
+        if let Ok(herd) = self.core.herd_workers(false).await {
+            for w in herd.items {
+                self.workers.insert(WorkerRef::of(&w), w);
             }
         }
         self.resync_projects().await;
@@ -272,18 +272,23 @@ impl<P: Platform> Relay<P> {
     /// The label of the worker whose question `ask` is, when the relay knows it.
     fn worker_label(&self, ask: &Ask) -> Option<&str> {
         let id = ask.to.as_ref()?.worker?;
-        self.workers.get(&id).map(|w| w.label.as_str())
+        let key = WorkerRef {
+            host: ask.host.clone(),
+            id,
+        };
+        self.workers.get(&key).map(|w| w.label.as_str())
     }
 
     /// A managed worker changed: remember it; a finished or lost one is said once in its
     /// owner's place (with the start of its task; its result is mail for the owner).
     async fn worker_changed(&mut self, worker: Worker) {
         let ending = workers::Ending::of(worker.state);
-        self.workers.insert(worker.id, worker.clone());
+        let key = WorkerRef::of(&worker);
+        self.workers.insert(key.clone(), worker.clone());
         let Some(ending) = ending else {
             return;
         };
-        if !self.worker_endings.insert((worker.id, ending)) {
+        if !self.worker_endings.insert((key, ending)) {
             return; // Said already (`done` after `settling`, an event seen again).
         }
         let rendered = workers::ended(&worker, ending);
@@ -426,8 +431,10 @@ impl<P: Platform> Relay<P> {
                 for line in lines {
                     match line {
                         WorkersLine::Owner(r) => self.say(place.clone(), r).await,
-                        WorkersLine::Worker(id, r) => {
-                            self.platform.post_worker_line(place.clone(), r, id).await
+                        WorkersLine::Worker(worker, r) => {
+                            self.platform
+                                .post_worker_line(place.clone(), r, &worker)
+                                .await
                         }
                     }
                 }
@@ -487,8 +494,9 @@ impl<P: Platform> Relay<P> {
     /// Steer a session with what the human wrote at `place`.
     pub async fn steer(&mut self, session: &str, text: &str, by: &str, place: Option<P::Place>) {
         // A `/workers` line is about `#<id>`: its worker is steered as the human.
-        if workers::worker_ref(session).is_some() {
-            let said = match self.core.steer_agent(session, text).await {
+        if let Some(worker) = workers::worker_ref(session) {
+            let host = worker.host.as_deref();
+            let said = match self.core.steer_agent(&worker.agent(), host, text).await {
                 Ok(worker) => workers::steered(&worker),
                 Err(e) => plain(steer_error(&e)),
             };

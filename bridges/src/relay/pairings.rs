@@ -65,6 +65,19 @@ pub struct Here<'a> {
     pub by: &'a str,
 }
 
+impl Here<'_> {
+    /// The linked host `session` is on and its name there: the host of the place the
+    /// command was written in when it names that place's session, else the host it is
+    /// written with (`gpu:train-7`), else none (this core's).
+    pub fn on_host<'b>(&self, session: &'b str) -> (Option<&'b str>, &'b str)
+    where
+        Self: 'b,
+    {
+        let known = self.host.filter(|_| self.session == Some(session));
+        super::on_host(session, known)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

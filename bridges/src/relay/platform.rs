@@ -11,7 +11,8 @@
 
 use std::future::Future;
 
-use shepherd_core::protocol::{Ask, AskRef, SessionInfo, WorkerId};
+use crate::chat::workers::WorkerRef;
+use shepherd_core::protocol::{Ask, AskRef, SessionInfo};
 
 use crate::chat::render::{AskCard, Rendered};
 
@@ -66,13 +67,13 @@ pub trait Platform: Send {
     ) -> impl Future<Output = ()> + Send;
 
     /// Post one line of `/workers` at `place` about managed worker `worker` (remembered as
-    /// about `#<id>`, so a reply to it steers that worker), never starting a topic or
+    /// about `#<id>`, `gpu#<id>` on a linked host, so a reply to it steers that worker), never starting a topic or
     /// thread; Telegram adds a `✖ close` button.
     fn post_worker_line(
         &mut self,
         place: Option<Self::Place>,
         line: Rendered,
-        worker: WorkerId,
+        worker: &WorkerRef,
     ) -> impl Future<Output = ()> + Send;
 
     /// Post an open ask's card at `place` (the place of `home`, the session the ask is

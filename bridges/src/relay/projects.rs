@@ -8,7 +8,9 @@
 //! reconnect is not said twice), and one short line per `assignment_changed` whose state
 //! or Lead state changed ([`Change::between`]); other field changes are remembered
 //! silently. After a reconnect the assignments are re-read (`list_projects`) without
-//! saying anything: changes missed while away are in `/projects`.
+//! saying anything: changes missed while away are in `/projects`. A linked host's
+//! assignments come through its link marked with their host; their ids are that core's
+//! and their repository that machine's, so each is keyed and placed on its own host.
 
 use std::collections::HashMap;
 
@@ -20,10 +22,10 @@ use crate::chat::projects::{self, Change};
 /// What the relay knows of project work.
 #[derive(Debug, Default)]
 pub struct ProjectsSeen {
-    /// Every assignment as last told (by an event or a listing).
-    pub assignments: HashMap<AssignmentId, Assignment>,
-    /// The updates said here, by their mail id: each is said once.
-    pub updates: std::collections::HashSet<MessageId>,
+    /// Every assignment as last told (by an event or a listing), by host and id.
+    pub assignments: HashMap<(Option<String>, AssignmentId), Assignment>,
+    /// The updates said here, by their host and mail id: each is said once.
+    pub updates: std::collections::HashSet<(Option<String>, MessageId)>,
 }
 
 impl<P: Platform> Relay<P> {
@@ -36,8 +38,11 @@ impl<P: Platform> Relay<P> {
     ) {
         self.projects
             .assignments
-            .insert(assignment.id, assignment.clone());
-        if !self.projects.first_time(message_id) {
+            .insert(key(&assignment), assignment.clone());
+        if !self
+            .projects
+            .first_time(assignment.host.clone(), message_id)
+        {
             return; // Said already.
         }
         let rendered = projects::update(&assignment, text);
@@ -51,7 +56,7 @@ impl<P: Platform> Relay<P> {
         let old = self
             .projects
             .assignments
-            .insert(assignment.id, assignment.clone());
+            .insert(key(&assignment), assignment.clone());
         let Some(change) = Change::between(old.as_ref(), &assignment) else {
             return;
         };
@@ -63,9 +68,9 @@ impl<P: Platform> Relay<P> {
     /// After (re)connecting: the assignments as they are now, said nowhere.
     pub(super) async fn resync_projects(&mut self) {
         match self.core.projects().await {
-            Ok(list) => {
-                for a in list.into_iter().flat_map(|p| p.assignments) {
-                    self.projects.assignments.insert(a.id, a);
+            Ok(herd) => {
+                for a in herd.items.into_iter().flat_map(|p| p.assignments) {
+                    self.projects.assignments.insert(key(&a), a);
                 }
             }
             Err(e) => {
@@ -75,12 +80,14 @@ impl<P: Platform> Relay<P> {
     }
 
     /// The session whose place is the project's: the holder of the repository's Manager
-    /// lease (a known session with that role, else the core's leases), else the Lead.
+    /// lease on the assignment's host (a known session with that role, else that core's
+    /// leases), else the Lead.
     async fn project_place(&mut self, a: &Assignment) -> String {
-        if let Some(m) = manager_of(self.sessions.values(), &a.repo_id) {
+        let on_its_host = self.sessions.values().filter(|s| s.host == a.host);
+        if let Some(m) = manager_of(on_its_host, &a.repo_id) {
             return m.to_string();
         }
-        if let Ok(leases) = self.core.roles().await
+        if let Ok(leases) = self.core.roles(a.host.as_deref()).await
             && let Some(lease) = leases
                 .iter()
                 .find(|l| l.role == Role::Manager && l.repo_id.as_deref() == Some(&a.repo_id))
@@ -104,10 +111,16 @@ pub fn manager_of<'a>(
 }
 
 impl ProjectsSeen {
-    /// Whether the update with mail id `message_id` is new here (and now seen).
-    pub fn first_time(&mut self, message_id: MessageId) -> bool {
-        self.updates.insert(message_id)
+    /// Whether the update with mail id `message_id` (of `host`'s core) is new here (and
+    /// now seen).
+    pub fn first_time(&mut self, host: Option<String>, message_id: MessageId) -> bool {
+        self.updates.insert((host, message_id))
     }
+}
+
+/// How the relay keys an assignment: its host and its id there.
+fn key(a: &Assignment) -> (Option<String>, AssignmentId) {
+    (a.host.clone(), a.id)
 }
 
 #[cfg(test)]
@@ -149,8 +162,11 @@ mod tests {
     #[test]
     fn an_update_is_said_once() {
         let mut seen = ProjectsSeen::default();
-        assert!(seen.first_time(7.into()));
-        assert!(!seen.first_time(7.into()));
-        assert!(seen.first_time(8.into()));
+        assert!(seen.first_time(None, 7.into()));
+        assert!(!seen.first_time(None, 7.into()));
+        assert!(seen.first_time(None, 8.into()));
+        // A linked host's mail ids are its own core's.
+        assert!(seen.first_time(Some("gpu".into()), 7.into()));
+        assert!(!seen.first_time(Some("gpu".into()), 7.into()));
     }
 }

@@ -13,6 +13,7 @@ use teloxide::types::{
     ThreadId,
 };
 
+use crate::chat::workers::WorkerRef;
 use shepherd_core::protocol::{Ask, AskRef, SessionInfo, WorkerId};
 
 use super::outbox::{OutboxOp, TelegramOutbox};
@@ -148,7 +149,7 @@ impl Platform for Telegram {
         }
     }
 
-    async fn post_worker_line(&mut self, thread: Option<i32>, line: Rendered, worker: WorkerId) {
+    async fn post_worker_line(&mut self, thread: Option<i32>, line: Rendered, worker: &WorkerRef) {
         let keyboard = InlineKeyboardMarkup::new([[InlineKeyboardButton::callback(
             CLOSE_LABEL,
             format!("x:{worker}"),
@@ -157,10 +158,7 @@ impl Platform for Telegram {
             .send(thread, line.html, line.plain, Some(keyboard))
             .await
         {
-            Ok(id) => self.remember(
-                self.store
-                    .set_about(self.chat_id, id, &format!("#{worker}")),
-            ),
+            Ok(id) => self.remember(self.store.set_about(self.chat_id, id, &worker.to_string())),
             Err(e) => tracing::error!(error = %e, "telegram: could not post a worker's line"),
         }
     }
@@ -388,9 +386,14 @@ pub const STEER_LABEL: &str = "✍️ steer";
 /// The button on a `/workers` line: closes that worker.
 pub const CLOSE_LABEL: &str = "✖ close";
 
-/// The worker of a `/workers` line's close button (`x:<id>`).
-pub(super) fn parse_close(data: &str) -> Option<WorkerId> {
-    data.strip_prefix("x:")?.parse().ok()
+/// The worker of a `/workers` line's close button (`x:#<id>`, `x:gpu#<id>` on a linked
+/// host; `x:<id>` from before hosts).
+pub(super) fn parse_close(data: &str) -> Option<WorkerRef> {
+    let about = data.strip_prefix("x:")?;
+    match about.parse::<WorkerId>() {
+        Ok(id) => Some(WorkerRef { host: None, id }),
+        Err(_) => crate::chat::workers::worker_ref(about),
+    }
 }
 
 /// The session of a `/staff` line's button (`s:<session>`).

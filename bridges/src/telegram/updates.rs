@@ -145,7 +145,11 @@ impl Relay<Telegram> {
                 .and_then(|m| m.regular_message())
                 .and_then(|m| m.thread_id)
                 .map(|t| t.0.0);
-            let said = match self.core.close_agent(&format!("#{worker}")).await {
+            let said = match self
+                .core
+                .close_agent(&worker.agent(), worker.host.as_deref())
+                .await
+            {
                 Ok(w) => crate::chat::workers::closed(&w),
                 Err(e) => crate::chat::replies::refused(e),
             };

@@ -248,7 +248,11 @@ impl Client {
 
     /// Active pairings; with `all`, ended ones too.
     pub async fn list_pairings(&mut self, all: bool) -> Result<Vec<Pairing>, ClientError> {
-        self.call(requests::ListPairings { id: 0, all }).await
+        self.call(requests::ListPairings {
+            all,
+            ..Default::default()
+        })
+        .await
     }
 
     /// Pi: bind this connection to a session.

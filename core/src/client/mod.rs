@@ -7,11 +7,13 @@
 //! not dropped.
 
 mod calls;
+mod herd;
 mod roles;
 
 pub use calls::{
     Interrupted, Registered, Request, RoleSet, Routed, Sent, Unanswered, VerdictAccepted,
 };
+pub use herd::Herd;
 
 use std::collections::VecDeque;
 use std::path::Path;

@@ -50,16 +50,7 @@ impl Answers {
             return false;
         };
         let mut msg = msg.clone();
-        match &mut msg {
-            ServerMsg::Asks { asks, .. } => asks
-                .iter_mut()
-                .for_each(|a| a.host = Some(host.to_string())),
-            ServerMsg::Answered { ask, .. } => ask.host = Some(host.to_string()),
-            ServerMsg::Reports { reports, .. } => reports
-                .iter_mut()
-                .for_each(|r| r.host = Some(host.to_string())),
-            _ => {}
-        }
+        mark(&mut msg, host);
         self.reply(conn, id, &msg).await;
         true
     }
@@ -106,6 +97,36 @@ impl Answers {
         let Some(msg) = with_id(msg, id) else { return };
         let frame = Bytes::from(frame::encode(&msg));
         let _ = self.answers.send(FromLink::Answer { conn, frame }).await;
+    }
+}
+
+/// Mark what a far core's answer names as `host`'s: its asks, reports, leases, pairings,
+/// workers, projects and assignments (the far core leaves `host` out of its own).
+fn mark(msg: &mut ServerMsg, host: &str) {
+    let host = || Some(host.to_string());
+    match msg {
+        ServerMsg::Asks { asks, .. } => asks.iter_mut().for_each(|a| a.host = host()),
+        ServerMsg::Answered { ask, .. } => ask.host = host(),
+        ServerMsg::Reports { reports, .. } => reports.iter_mut().for_each(|r| r.host = host()),
+        ServerMsg::Roles { leases, .. } => leases.iter_mut().for_each(|l| l.host = host()),
+        ServerMsg::RoleReleased { lease, .. } => lease.host = host(),
+        ServerMsg::Pairings { pairings, .. } => pairings.iter_mut().for_each(|p| p.host = host()),
+        ServerMsg::Paired { pairing, .. }
+        | ServerMsg::Unpaired { pairing, .. }
+        | ServerMsg::GoalSet { pairing, .. }
+        | ServerMsg::LookRequested { pairing, .. } => pairing.host = host(),
+        ServerMsg::WorkerIs { worker, .. } => worker.host = host(),
+        ServerMsg::Workers { workers, .. } => workers.iter_mut().for_each(|w| w.host = host()),
+        ServerMsg::Projects { projects, .. } => {
+            for p in projects {
+                p.host = host();
+                if let Some(lease) = &mut p.manager {
+                    lease.host = host();
+                }
+                p.assignments.iter_mut().for_each(|a| a.host = host());
+            }
+        }
+        _ => {}
     }
 }
 

@@ -428,6 +428,20 @@ fn apply(v: &mut HostView, mut event: ServerMsg) -> Option<ServerMsg> {
         }
         // Said in the receiver's place, which session ids name across the herd.
         ServerMsg::EdgeMessaged { .. } => return Some(event),
+        // Said in the owner's, worker's or project's place: passed on, marked.
+        ServerMsg::WorkerChanged { worker } => {
+            worker.host = host;
+            return Some(event);
+        }
+        ServerMsg::PairingEvent { pairing, .. } => {
+            pairing.host = host;
+            return Some(event);
+        }
+        ServerMsg::AssignmentChanged { assignment }
+        | ServerMsg::AssignmentUpdated { assignment, .. } => {
+            assignment.host = host;
+            return Some(event);
+        }
         _ => return None,
     }
     v.recount();

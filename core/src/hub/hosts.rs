@@ -1,7 +1,9 @@
 //! Linked hosts on the hub: `list_hosts` (each link as it stands now) and the human's
-//! requests for a host (`answer`, `unanswer`, `send`, `interrupt`, and the listings
-//! `list_asks`, `list_reports`, `list_roles`, `list_workers`, `list_projects`, `usage` with
-//! `host`: [`host_field`]), queued for the host's link after the batch commits. The links
+//! requests for a host (`answer`, `unanswer`, `send`, `interrupt`, the pairing requests
+//! `supervise`, `set_goal`, `look`, `unpair`, the workers' `steer_agent` and
+//! `close_agent`, `release_role`, and the listings `list_asks`, `list_reports`,
+//! `list_roles`, `list_workers`, `list_projects`, `list_pairings`, `usage` with `host`:
+//! [`host_field`]), queued for the host's link after the batch commits. The links
 //! run off the hub (`crate::hosts`); the hub reads the latest each one published and never
 //! waits for a link.
 
@@ -44,6 +46,14 @@ pub(super) fn host_field(msg: &mut ClientMsg) -> Option<&mut Option<String>> {
         ClientMsg::ListWorkers(req) => Some(&mut req.host),
         ClientMsg::ListProjects(req) => Some(&mut req.host),
         ClientMsg::Usage(req) => Some(&mut req.host),
+        ClientMsg::ListPairings(req) => Some(&mut req.host),
+        ClientMsg::Supervise(req) => Some(&mut req.host),
+        ClientMsg::SetGoal(req) => Some(&mut req.host),
+        ClientMsg::Look(req) => Some(&mut req.host),
+        ClientMsg::Unpair(req) => Some(&mut req.host),
+        ClientMsg::SteerAgent(req) => Some(&mut req.host),
+        ClientMsg::CloseAgent(req) => Some(&mut req.host),
+        ClientMsg::ReleaseRole(req) => Some(&mut req.host),
         _ => None,
     }
 }

@@ -143,6 +143,10 @@ pub struct Assignment {
     /// and git's records are not touched until git has forgotten the worktree.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkout_missing: Option<String>,
+    /// The linked host it is on (`[[hosts]]` name), in a home core's listings and events;
+    /// absent for this core's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// One repository with project work, for `/projects` and `shepherd projects`.
@@ -161,6 +165,10 @@ pub struct Project {
     pub manager: Option<Lease>,
     /// Its assignments that are not retired, oldest first.
     pub assignments: Vec<Assignment>,
+    /// The linked host it is on (`[[hosts]]` name), in a home core's listings and events;
+    /// absent for this core's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// How an `integrate_branch` ended.

@@ -249,6 +249,9 @@ pub struct Supervise {
     /// Bridges only: the human who asked.
     #[serde(default)]
     pub by: Option<String>,
+    /// The linked host the session is on: passed on to that host's core, as for `send`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// End a pairing without a verdict. From a Pi session: its own pairing; from the CLI or a
@@ -261,6 +264,9 @@ pub struct Unpair {
     pub session: Option<String>,
     #[serde(default)]
     pub by: Option<String>,
+    /// The linked host the session is on: passed on to that host's core, as for `send`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Change a pairing's goal in place (the steer history stays). `session` as for
@@ -276,6 +282,9 @@ pub struct SetGoal {
     pub cwd: Option<String>,
     #[serde(default)]
     pub by: Option<String>,
+    /// The linked host the session is on: passed on to that host's core, as for `send`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Deliver a view to the supervisor now. `session` as for [`Unpair`]. Answered by
@@ -288,6 +297,9 @@ pub struct Look {
     pub session: Option<String>,
     #[serde(default)]
     pub by: Option<String>,
+    /// The linked host the session is on: passed on to that host's core, as for `send`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Supervisor only: what the worker did since the last view, returned (not delivered) and
@@ -316,6 +328,9 @@ pub struct ListPairings {
     pub id: u64,
     #[serde(default)]
     pub all: bool,
+    /// `cli`, `bridge`: a linked host's (the home core asks that host's core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// CLI and bridges: abort the session's current run (`session`: exact id, unique id
@@ -435,6 +450,10 @@ pub struct ReleaseRole {
     /// The chat user acting, for a bridge (the holder is told who released its role).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// The linked host whose lease it is (the human's CLI or a bridge): passed on to that
+    /// host's core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Pi only (a Lead or a Manager): non-blocking mail to the session's effective supervisor
@@ -572,6 +591,10 @@ pub struct SteerAgent {
     pub id: u64,
     pub agent: String,
     pub message: String,
+    /// The linked host the worker is on (the human's CLI or a bridge): passed on to that
+    /// host's core, whose worker ids and labels `agent` names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Abort what a worker is doing and continue the same assignment with `message`.
@@ -601,6 +624,10 @@ pub struct ReplyAgent {
 pub struct CloseAgent {
     pub id: u64,
     pub agent: String,
+    /// The linked host the worker is on: passed on to that host's core, as for
+    /// `steer_agent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// A bounded live view (≤ 16 KiB) of what a worker did recently. Answered by

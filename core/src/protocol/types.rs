@@ -247,6 +247,10 @@ pub struct Lease {
     /// Whether the holder is connected now. A lease whose holder is away may be taken.
     pub connected: bool,
     pub since: Millis,
+    /// The linked host it is on (`[[hosts]]` name), in a home core's listings and events;
+    /// absent for this core's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Who a session reports to: its effective supervisor, computed by the core from the
@@ -647,6 +651,10 @@ pub struct Pairing {
     pub evidence: Option<String>,
     pub supervisor_connected: bool,
     pub worker_connected: bool,
+    /// The linked host it is on (`[[hosts]]` name), in a home core's listings and events;
+    /// absent for this core's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// A supervisor's answer to one look.

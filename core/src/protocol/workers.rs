@@ -173,4 +173,8 @@ pub struct Worker {
     pub delegates: bool,
     pub created_at: Millis,
     pub updated_at: Millis,
+    /// The linked host it is on (`[[hosts]]` name), in a home core's listings and events;
+    /// absent for this core's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }

@@ -24,6 +24,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Lease> {
         session_name: row.get(4)?,
         connected: false,
         since: row.get(5)?,
+        host: None,
     })
 }
 

@@ -61,6 +61,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Stored> {
             evidence: row.get(14)?,
             supervisor_connected: false,
             worker_connected: false,
+            host: None,
         },
         cursor: row.get(15)?,
         look_verdicts: row.get(16)?,

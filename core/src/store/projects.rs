@@ -115,6 +115,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<AssignmentRow> {
             integrated_sha: row.get(18)?,
             cleanup_pending: row.get(19)?,
             checkout_missing: None,
+            host: None,
         },
         primary_root: row.get(20)?,
         nonce: row.get(21)?,

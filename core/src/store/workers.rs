@@ -88,6 +88,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<WorkerRow> {
             delegates: row.get(13)?,
             created_at: row.get(14)?,
             updated_at: row.get(15)?,
+            host: None,
         },
         nonce: row.get(16)?,
         pid: row.get(17)?,

@@ -169,6 +169,8 @@ export interface SuperviseMsg {
   cwd?: string | null;
   /** Bridges only: the human who asked. */
   by?: string | null;
+  /** The linked host the session is on: passed on to that host's core, as for `send`. */
+  host?: string | null;
 }
 
 /**
@@ -180,6 +182,8 @@ export interface UnpairMsg {
   id: number;
   session?: string | null;
   by?: string | null;
+  /** The linked host the session is on: passed on to that host's core, as for `send`. */
+  host?: string | null;
 }
 
 /**
@@ -193,6 +197,8 @@ export interface SetGoalMsg {
   session?: string | null;
   cwd?: string | null;
   by?: string | null;
+  /** The linked host the session is on: passed on to that host's core, as for `send`. */
+  host?: string | null;
 }
 
 /**
@@ -204,6 +210,8 @@ export interface LookMsg {
   id: number;
   session?: string | null;
   by?: string | null;
+  /** The linked host the session is on: passed on to that host's core, as for `send`. */
+  host?: string | null;
 }
 
 /**
@@ -231,6 +239,8 @@ export interface ListPairingsMsg {
   type: "list_pairings";
   id: number;
   all?: boolean;
+  /** `cli`, `bridge`: a linked host's (the home core asks that host's core). */
+  host?: string | null;
 }
 
 /**
@@ -343,6 +353,11 @@ export interface ReleaseRoleMsg {
   project?: string | null;
   /** The chat user acting, for a bridge (the holder is told who released its role). */
   by?: string | null;
+  /**
+   * The linked host whose lease it is (the human's CLI or a bridge): passed on to that
+   * host's core.
+   */
+  host?: string | null;
 }
 
 /**
@@ -467,6 +482,11 @@ export interface SteerAgentMsg {
   id: number;
   agent: string;
   message: string;
+  /**
+   * The linked host the worker is on (the human's CLI or a bridge): passed on to that
+   * host's core, whose worker ids and labels `agent` names.
+   */
+  host?: string | null;
 }
 
 /**
@@ -499,6 +519,11 @@ export interface CloseAgentMsg {
   type: "close_agent";
   id: number;
   agent: string;
+  /**
+   * The linked host the worker is on: passed on to that host's core, as for
+   * `steer_agent`.
+   */
+  host?: string | null;
 }
 
 /**

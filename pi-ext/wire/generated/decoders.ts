@@ -155,6 +155,7 @@ const pairing: Conv<Pairing> = record({
   evidence: nullable(str),
   supervisor_connected: req(bool),
   worker_connected: req(bool),
+  host: optional(str),
 });
 
 const worker: Conv<Worker> = record({
@@ -175,6 +176,7 @@ const worker: Conv<Worker> = record({
   delegates: withDefault(bool, () => false),
   created_at: req(u64),
   updated_at: req(u64),
+  host: optional(str),
 });
 
 const usageTotals: Conv<UsageTotals> = record({
@@ -214,6 +216,7 @@ const assignment: Conv<Assignment> = record({
   integrated_sha: nullable(str),
   cleanup_pending: withDefault(bool, () => false),
   checkout_missing: optional(str),
+  host: optional(str),
 });
 
 const askTo: Conv<AskTo> = record({
@@ -294,6 +297,7 @@ const lease: Conv<Lease> = record({
   session_name: req(str),
   connected: req(bool),
   since: req(u64),
+  host: optional(str),
 });
 
 const reportsTo: Conv<ReportsTo> = record({
@@ -376,6 +380,7 @@ const project: Conv<Project> = record({
   primary_branch: nullable(str),
   manager: nullable(lease),
   assignments: req(arrayOf(assignment)),
+  host: optional(str),
 });
 
 const hostLink: Conv<HostLink> = record({
@@ -469,13 +474,21 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
     goal: maybeNull(str),
     cwd: maybeNull(str),
     by: maybeNull(str),
+    host: maybeNull(str),
   }),
-  unpair: record({ id: req(u64), session: maybeNull(str), by: maybeNull(str) }),
-  set_goal: record({ id: req(u64), goal: req(str), session: maybeNull(str), cwd: maybeNull(str), by: maybeNull(str) }),
-  look: record({ id: req(u64), session: maybeNull(str), by: maybeNull(str) }),
+  unpair: record({ id: req(u64), session: maybeNull(str), by: maybeNull(str), host: maybeNull(str) }),
+  set_goal: record({
+    id: req(u64),
+    goal: req(str),
+    session: maybeNull(str),
+    cwd: maybeNull(str),
+    by: maybeNull(str),
+    host: maybeNull(str),
+  }),
+  look: record({ id: req(u64), session: maybeNull(str), by: maybeNull(str), host: maybeNull(str) }),
   worker_view: record({ id: req(u64) }),
   verdict: record({ id: req(u64), verdict: req(oneOf(VERDICT_KINDS)), text: maybe(str) }),
-  list_pairings: record({ id: req(u64), all: maybe(bool) }),
+  list_pairings: record({ id: req(u64), all: maybe(bool), host: maybeNull(str) }),
   unanswer: record({ id: req(u64), ask: req(u64), by: maybeNull(str), host: maybeNull(str) }),
   interrupt: record({ id: req(u64), session: req(str), then: maybeNull(str), by: maybeNull(str), host: maybeNull(str) }),
   result: record({ id: req(u64), text: req(str), results: maybeNull(oneOf(RESULTS_MODES)), key: maybeNull(str) }),
@@ -488,7 +501,13 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
   }),
   set_role: record({ id: req(u64), role: req(oneOf(ROLES)), reclaim: maybe(bool) }),
   list_roles: record({ id: req(u64), host: maybeNull(str) }),
-  release_role: record({ id: req(u64), role: req(oneOf(ROLES)), project: maybeNull(str), by: maybeNull(str) }),
+  release_role: record({
+    id: req(u64),
+    role: req(oneOf(ROLES)),
+    project: maybeNull(str),
+    by: maybeNull(str),
+    host: maybeNull(str),
+  }),
   message_supervisor: record({ id: req(u64), text: req(str) }),
   ask_supervisor: record({
     id: req(u64),
@@ -511,10 +530,10 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
   }),
   continue_agent: record({ id: req(u64), session: req(str), task: req(str) }),
   list_workers: record({ id: req(u64), all: maybe(bool), host: maybeNull(str) }),
-  steer_agent: record({ id: req(u64), agent: req(str), message: req(str) }),
+  steer_agent: record({ id: req(u64), agent: req(str), message: req(str), host: maybeNull(str) }),
   interrupt_agent: record({ id: req(u64), agent: req(str), message: req(str) }),
   reply_agent: record({ id: req(u64), agent: req(str), answer: req(str) }),
-  close_agent: record({ id: req(u64), agent: req(str) }),
+  close_agent: record({ id: req(u64), agent: req(str), host: maybeNull(str) }),
   inspect_agent: record({ id: req(u64), agent: req(str) }),
   read_agent_transcript: record({ id: req(u64), agent: req(str) }),
   ask_owner: record({ id: req(u64), question: req(str) }),

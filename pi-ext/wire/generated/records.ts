@@ -150,6 +150,11 @@ export interface Pairing {
   evidence: string | null;
   supervisor_connected: boolean;
   worker_connected: boolean;
+  /**
+   * The linked host it is on (`[[hosts]]` name), in a home core's listings and events;
+   * absent for this core's own.
+   */
+  host?: string;
 }
 
 /** A managed worker: one Pi session the core launched for an owner, on one assignment. */
@@ -179,6 +184,11 @@ export interface Worker {
   delegates: boolean;
   created_at: number;
   updated_at: number;
+  /**
+   * The linked host it is on (`[[hosts]]` name), in a home core's listings and events;
+   * absent for this core's own.
+   */
+  host?: string;
 }
 
 /** Token counts and cost summed over usage records. */
@@ -254,6 +264,11 @@ export interface Assignment {
    * and git's records are not touched until git has forgotten the worktree.
    */
   checkout_missing?: string;
+  /**
+   * The linked host it is on (`[[hosts]]` name), in a home core's listings and events;
+   * absent for this core's own.
+   */
+  host?: string;
 }
 
 /**
@@ -392,6 +407,11 @@ export interface Lease {
   /** Whether the holder is connected now. A lease whose holder is away may be taken. */
   connected: boolean;
   since: number;
+  /**
+   * The linked host it is on (`[[hosts]]` name), in a home core's listings and events;
+   * absent for this core's own.
+   */
+  host?: string;
 }
 
 /**
@@ -536,6 +556,11 @@ export interface Project {
   manager: Lease | null;
   /** Its assignments that are not retired, oldest first. */
   assignments: Assignment[];
+  /**
+   * The linked host it is on (`[[hosts]]` name), in a home core's listings and events;
+   * absent for this core's own.
+   */
+  host?: string;
 }
 
 /** One linked host, as the home core sees its link. */

@@ -140,6 +140,7 @@ impl State {
                         .flatten(),
                     manager: None,
                     assignments: Vec::new(),
+                    host: None,
                 });
             project.assignments.push(a);
         }
