@@ -900,6 +900,21 @@ async fn the_herds_chief_and_a_lead_on_a_linked_host_mail_each_other() -> Result
     );
     lead.ack(&[down.id]).await?;
 
+    // The Chief inspects its far Lead: a's core builds the view from its own record.
+    let lead_id = "0193a5c2-0000-7000-8000-0000000a00c1";
+    let view = chief
+        .client
+        .call(requests::InspectStaff {
+            session: lead_id.into(),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(
+        (view.session_id.as_str(), view.session_name.as_str()),
+        (lead_id, "gpu-lead")
+    );
+    assert!(view.text.contains("gpu-lead"), "{}", view.text);
+
     // A question up: the Chief gets it (`ask a:N`), answers it with `host`; the Lead gets
     // that answer once, from the Chief.
     let asked = lead
@@ -1015,10 +1030,37 @@ async fn the_herds_chief_and_a_lead_on_a_linked_host_mail_each_other() -> Result
     // Home's CLI lists a's leases, project work, workers and usage through the link.
     let roles = home.cli_json(&["roles", "--host", "a"])?;
     assert_eq!(roles[0]["session_name"], "gpu-manager", "{roles}");
-    assert_eq!(home.cli_json(&["roles"])?[0]["session_name"], "the-chief");
+    assert_eq!(roles[0]["host"], "a", "{roles}");
+    // Without --host: the whole herd, each lease with its host (none for home's own).
+    let herd = home.cli_json(&["roles"])?;
+    let held: Vec<(&str, &str)> = herd
+        .as_array()
+        .context("roles")?
+        .iter()
+        .map(|l| {
+            let name = l["session_name"].as_str().unwrap_or("?");
+            (name, l["host"].as_str().unwrap_or("(here)"))
+        })
+        .collect();
+    assert_eq!(held, [("the-chief", "(here)"), ("gpu-manager", "a")]);
+    let table = String::from_utf8(home.cli(&["roles"]).stdout)?;
+    let rows: Vec<&str> = table.lines().collect();
+    assert!(rows[0].starts_with("HOST    ROLE"), "{table}");
+    assert!(rows[2].starts_with("a       manager"), "{table}");
+    // A linked host's projects are its core's, each marked with the host.
+    let far_projects = home.cli_json(&["projects", "--host", "a"])?;
+    let mut own = a.cli_json(&["projects"])?;
+    for p in own.as_array_mut().context("projects")? {
+        p["host"] = "a".into();
+        if p["manager"].is_object() {
+            p["manager"]["host"] = "a".into();
+        }
+    }
+    assert_eq!(far_projects, own);
     assert_eq!(
-        home.cli_json(&["projects", "--host", "a"])?,
-        a.cli_json(&["projects"])?
+        home.cli_json(&["projects"])?,
+        own,
+        "home has none of its own"
     );
     assert_eq!(
         home.cli_json(&["workers", "--host", "a"])?,

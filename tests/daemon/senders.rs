@@ -203,7 +203,7 @@ const ROWS: &[Row] = &[
     ),
     by_role(
         "inspect_staff",
-        "pi(manager|chief)",
+        "pi(manager|chief) core",
         NO_SESSION,
         NOT_STAFF_HOLDER,
     ),

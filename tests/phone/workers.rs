@@ -187,8 +187,8 @@ async fn workers_on(mut phone: impl Phone, owner_id: &str) -> Result<()> {
 /// supervisor on that host.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_telegram_a_linked_hosts_workers_and_pairings_are_seen_and_steered() -> Result<()> {
-    use shepherd_core::protocol::Role;
     use crate::workers_phone::LONG;
+    use shepherd_core::protocol::Role;
     use shepherd_harness::workers::{work_dir, worker_core_with};
     use shepherd_harness::{Core, Pi, eventually, registration};
 

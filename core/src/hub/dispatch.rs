@@ -138,7 +138,11 @@ impl State {
             }
             ClientMsg::AskSupervisor(req) => self.ask_supervisor(cx, req, db, out),
             ClientMsg::ListStaff(req) => self.list_staff(cx, req, checked.pi(), db, out),
-            ClientMsg::InspectStaff(req) => self.inspect_staff(cx, req, checked.me()?, db),
+            ClientMsg::InspectStaff(req) => match checked.pi() {
+                Some(me) => self.inspect_staff(cx, req, me, db, out),
+                // A home core, for its Chief: with the human's authority here.
+                None => self.inspect_for_home(cx, req, db),
+            },
             ClientMsg::MessageStaff(req) => self.message_staff(cx, req, checked.me()?, db, out),
             ClientMsg::ListPeers(req) => self.list_peers(cx, req, checked.me()?, db, out),
             ClientMsg::MessagePeer(req) => self.message_peer(cx, req, checked.me()?, db, out),

@@ -240,7 +240,7 @@ client_messages! {
         "message_supervisor" => MessageSupervisor [pi(lead|manager else CHIEF_HAS_NO_SUPERVISOR)] -> "routed",
         "ask_supervisor" => AskSupervisor [pi] -> "asked",
         "list_staff" => ListStaff [pi(manager|chief else NOT_STAFF_HOLDER) cli bridge] -> "staff",
-        "inspect_staff" => InspectStaff [pi(manager|chief else NOT_STAFF_HOLDER)] -> "staff_view",
+        "inspect_staff" => InspectStaff [pi(manager|chief else NOT_STAFF_HOLDER) core] -> "staff_view",
         "message_staff" => MessageStaff [pi(manager|chief else NOT_STAFF_HOLDER)] -> "sent",
         "list_peers" => ListPeers [pi(lead|manager else CHIEF_HAS_NO_PEERS)] -> "sessions",
         "message_peer" => MessagePeer [pi(lead|manager else CHIEF_HAS_NO_PEERS)] -> "sent",

@@ -127,16 +127,70 @@ impl State {
 
     /// `inspect_staff`: a bounded view of what one of the caller's staff did recently,
     /// built on a blocking thread and returned as `staff_view`.
+    /// The herd's Chief's staff on a linked host (as its mirror has them) is inspected by
+    /// that host's core, which builds the view from the session's file there.
     pub(in crate::hub) fn inspect_staff(
         &mut self,
         cx: Cx,
         req: InspectStaff,
         me: SessionInfo,
         db: &Connection,
+        out: &mut Out,
     ) -> HubResult<()> {
-        let target = self.my_staff(&me, &req.session, db)?;
+        let target = match self.my_staff(&me, &req.session, db) {
+            Ok(target) => target,
+            Err(e) if e.code == ErrorCode::UnknownSession && me.role == Role::Chief => {
+                let chief = (&me.id, me.name.as_str());
+                let far = self.far_staff(Some(&me), Some(chief));
+                let Some(host) = far
+                    .into_iter()
+                    .find(|m| m.session.id.as_str() == req.session)
+                    .and_then(|m| m.session.host)
+                else {
+                    return Err(e);
+                };
+                self.links
+                    .check(&host)
+                    .map_err(|u| crate::hub::hosts::unreachable(&host, u))?;
+                let forward = crate::hosts::Forward {
+                    msg: crate::protocol::ClientMsg::InspectStaff(req),
+                    conn: cx.conn,
+                    id: cx.id,
+                };
+                out.forwards.push((host, forward));
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        self.view_of_staff(cx, target);
+        Ok(())
+    }
+
+    /// `inspect_staff` from a home core, for its Chief (which it checked): any session of
+    /// this core, as the human may look at any.
+    pub(in crate::hub) fn inspect_for_home(
+        &mut self,
+        cx: Cx,
+        req: InspectStaff,
+        db: &Connection,
+    ) -> HubResult<()> {
+        let Some(mut target) =
+            store::sessions::get_uncounted(db, &SessionId::from(req.session.as_str()))?
+        else {
+            return Err(HubError::new(
+                ErrorCode::UnknownSession,
+                format!("no session {:?} on this host", req.session),
+            ));
+        };
+        target.connected = self.presence.is_live(&target.id);
+        self.view_of_staff(cx, target);
+        Ok(())
+    }
+
+    /// Build `target`'s view on a blocking thread and answer `cx` with it.
+    fn view_of_staff(&self, cx: Cx, target: SessionInfo) {
         let Some(tx) = self.self_tx.upgrade() else {
-            return Ok(()); // Shutting down.
+            return; // Shutting down.
         };
         let (conn, id) = (cx.conn, cx.id);
         tokio::task::spawn_blocking(move || {
@@ -147,7 +201,6 @@ impl State {
                 msg: Box::new(msg),
             });
         });
-        Ok(())
     }
 }
 
