@@ -18,10 +18,10 @@ use super::{Ctx, ReportsArgs, print, print_json, terminal_width};
 
 /// Run `shepherd reports`.
 pub async fn run(ctx: &Ctx, args: &ReportsArgs) -> anyhow::Result<ExitCode> {
-    let mut conn = ctx.connect().await?;
     // `gpu:train-7` names a session on a linked host; `--host gpu` all of gpu's.
     let (host, session) = super::host_and_session(args.session.as_deref(), args.host.as_deref())
         .map_err(anyhow::Error::msg)?;
+    let mut conn = ctx.connect().await?;
     // One more than shown says whether older ones exist.
     let mut reports = conn
         .call(requests::ListReports {

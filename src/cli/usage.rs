@@ -17,10 +17,10 @@ use super::{Ctx, UsageArgs, print, print_json, terminal_width};
 
 /// Run `shepherd usage`.
 pub async fn run(ctx: &Ctx, args: &UsageArgs) -> anyhow::Result<ExitCode> {
-    let mut conn = ctx.connect().await?;
     // `gpu:train-7` names a session on a linked host.
     let (host, session) = super::host_and_session(args.session.as_deref(), args.host.as_deref())
         .map_err(anyhow::Error::msg)?;
+    let mut conn = ctx.connect().await?;
     let report = conn
         .call(requests::Usage {
             session,

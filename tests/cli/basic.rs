@@ -150,6 +150,21 @@ fn socket_flag_beats_the_environment() {
     assert!(stderr(&out).contains("flag.sock"), "{}", stderr(&out));
 }
 
+/// `gpu:x` with `--host box` names two hosts: said at once, without a core to ask.
+#[test]
+fn a_session_and_a_host_that_disagree_are_refused_before_connecting() {
+    let env = Env::new();
+    for command in ["reports", "usage"] {
+        let out = env.run(&[command, "gpu:train-7", "--host", "box"]);
+        assert_eq!(out.status.code(), Some(1), "{command}: {out:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("names host gpu and --host says box") && !err.contains("not running"),
+            "{command}: {err}"
+        );
+    }
+}
+
 #[test]
 fn usage_errors_exit_2() {
     let env = Env::new();
