@@ -1043,6 +1043,19 @@ async fn the_herds_chief_and_a_lead_on_a_linked_host_mail_each_other() -> Result
         })
         .collect();
     assert_eq!(held, [("the-chief", "(here)"), ("gpu-manager", "a")]);
+    // `a:app@main` names the session on branch main of a's repository app.
+    let out = home.cli(&["send", "a:app@main", "merge when green"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let steer = manager.next_delivery(LINKED).await?;
+    assert_eq!(
+        (steer.kind, steer.text.as_str()),
+        (DeliveryKind::Steer, "merge when green")
+    );
+    manager.ack(&[steer.id]).await?;
     let table = String::from_utf8(home.cli(&["roles"]).stdout)?;
     let rows: Vec<&str> = table.lines().collect();
     assert!(rows[0].starts_with("HOST    ROLE"), "{table}");

@@ -1,5 +1,6 @@
 //! Session selectors: how `shepherd send fix-login …` finds a session. Exact id, then a
-//! unique id prefix, then a unique name (connected sessions first). No match and several
+//! unique id prefix, then a unique name, then `app@main` (the repository and branch a
+//! listing shows), connected sessions first among names and places. No match and several
 //! matches are both errors that list what was found, so the user can be precise.
 
 use rusqlite::Connection;
@@ -46,7 +47,17 @@ impl State {
         if by_prefix.len() > 1 {
             return Err(self.ambiguous(selector, "id prefix", by_prefix));
         }
-        let by_name = store::sessions::named_by_name(db, selector)?;
+        let mut by_name = store::sessions::named_by_name(db, selector)?;
+        let mut what = "name";
+        // `app@main`: the session working on branch main of repository app.
+        if by_name.is_empty()
+            && let Some((project, branch)) = selector.split_once('@')
+            && !project.is_empty()
+            && !branch.is_empty()
+        {
+            by_name = store::sessions::named_by_place(db, project, branch)?;
+            what = "repository@branch";
+        }
         let connected: Vec<&Named> = by_name
             .iter()
             .filter(|s| self.presence.is_live(&s.id))
@@ -65,7 +76,7 @@ impl State {
                 id: connected[0].id.clone(),
                 name: connected[0].name.clone(),
             }),
-            _ => Err(self.ambiguous(selector, "name", by_name)),
+            _ => Err(self.ambiguous(selector, what, by_name)),
         }
     }
 

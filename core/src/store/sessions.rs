@@ -159,6 +159,32 @@ pub fn named_by_name(conn: &Connection, name: &str) -> rusqlite::Result<Vec<Name
     .collect()
 }
 
+/// Sessions on branch `branch` of a repository whose directory is named `project` (the
+/// `app@main` a listing shows), most recently seen first.
+pub fn named_by_place(
+    conn: &Connection,
+    project: &str,
+    branch: &str,
+) -> rusqlite::Result<Vec<Named>> {
+    let mut found = Vec::new();
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, name, repo FROM sessions WHERE branch = ?1 ORDER BY last_seen DESC LIMIT 200",
+    )?;
+    let rows = stmt.query_map([branch], |row| {
+        Ok((named(row)?, row.get::<_, Option<String>>(2)?))
+    })?;
+    for row in rows {
+        let (session, repo) = row?;
+        let base = repo
+            .as_deref()
+            .and_then(|r| std::path::Path::new(r).file_name());
+        if base.is_some_and(|b| b == project) && found.len() < 20 {
+            found.push(session);
+        }
+    }
+    Ok(found)
+}
+
 /// How many sessions the store knows.
 pub fn count(conn: &Connection) -> rusqlite::Result<u32> {
     conn.prepare_cached("SELECT COUNT(*) FROM sessions")?
