@@ -388,15 +388,27 @@ impl Connection {
         if host.is_some() {
             return self.call(make(host.map(str::to_string))).await;
         }
+        self.herd_merged(make, |all, more| all.extend(more)).await
+    }
+
+    /// This core's answer to `make(None)` with each connected linked host's answer to
+    /// `make(Some(host))` `merge`d in; the hosts it could not hear from are named on
+    /// stderr with why.
+    pub async fn herd_merged<R: Request>(
+        &mut self,
+        make: impl Fn(Option<String>) -> R,
+        merge: impl FnMut(&mut R::Reply, R::Reply),
+    ) -> Result<R::Reply, Failure> {
         let socket = self.socket.clone();
-        let herd = tokio::time::timeout(REQUEST_TIMEOUT, self.client.across_hosts(make))
+        let asked = self.client.across_hosts_merged(make, merge);
+        let (whole, missing) = tokio::time::timeout(REQUEST_TIMEOUT, asked)
             .await
             .map_err(|_| timed_out(&socket))?
             .map_err(|e| Failure::from_client(e, &socket))?;
-        for (name, why) in &herd.missing {
+        for (name, why) in &missing {
             eprintln!("host {name} is left out ({why}); `shepherd hosts` shows its link");
         }
-        Ok(herd.items)
+        Ok(whole)
     }
 }
 

@@ -4,14 +4,15 @@
 //! it knows a session file of, or one session's tree (`shepherd usage <session>`: the
 //! session and the managed workers it owns). For people: a line per session, a row per
 //! model (highest cost first), the total, and `coverage incomplete: …` with each session
-//! that could not be counted and why (nothing is estimated). With `--json`: the
-//! protocol's `UsageReport` unchanged.
+//! that could not be counted and why (nothing is estimated). With linked hosts, every
+//! machine's sessions in one report (a HOST column; `--host NAME` for one machine's).
+//! With `--json`: the protocol's `UsageReport` unchanged.
 
 use std::process::ExitCode;
 
 use shepherd_core::protocol::{UsageReport, UsageTotals, requests};
 
-use super::format::short_id;
+use super::format::{here_or, short_id};
 use super::table::{Align, Table};
 use super::{Ctx, UsageArgs, print, print_json, terminal_width};
 
@@ -21,13 +22,16 @@ pub async fn run(ctx: &Ctx, args: &UsageArgs) -> anyhow::Result<ExitCode> {
     let (host, session) = super::host_and_session(args.session.as_deref(), args.host.as_deref())
         .map_err(anyhow::Error::msg)?;
     let mut conn = ctx.connect().await?;
-    let report = conn
-        .call(requests::Usage {
-            session,
-            host,
-            ..Default::default()
-        })
-        .await?;
+    let make = |host| requests::Usage {
+        session: session.clone(),
+        host,
+        ..Default::default()
+    };
+    let report = match (&host, &session) {
+        // Everything: this machine's and every linked host's, as one report.
+        (None, None) => conn.herd_merged(make, UsageReport::merge).await?,
+        _ => conn.call(make(host.clone())).await?,
+    };
     if ctx.json {
         print_json(&report)?;
     } else {
@@ -70,9 +74,18 @@ pub fn render(report: &UsageReport, width: usize) -> String {
                 from a session's first message on)\n"
             .to_string();
     }
-    let mut sessions = with_numbers(Table::new().middle("SESSION", 10).column("ID", Align::Left));
+    let hosts = report.sessions.iter().any(|s| s.host.is_some());
+    let mut sessions = Table::new();
+    if hosts {
+        sessions = sessions.column("HOST", Align::Left);
+    }
+    let mut sessions = with_numbers(sessions.middle("SESSION", 10).column("ID", Align::Left));
     for s in &report.sessions {
-        let mut row = vec![s.name.clone(), short_id(s.session_id.as_str()).to_string()];
+        let host = hosts.then(|| here_or(&s.host));
+        let mut row: Vec<String> = host
+            .into_iter()
+            .chain([s.name.clone(), short_id(s.session_id.as_str()).to_string()])
+            .collect();
         match &s.error {
             None => row.extend(cells(&s.usage)),
             Some(_) => row.extend(["not counted".to_string()]),

@@ -264,6 +264,17 @@ async fn on_telegram_a_linked_hosts_workers_and_pairings_are_seen_and_steered() 
         "{}",
         sleeper_line.text
     );
+    // The home CLI's usage counts the far workers too, each row with its host.
+    let usage = home.cli_json(&["usage"])?;
+    let far_row = usage["sessions"]
+        .as_array()
+        .context("usage sessions")?
+        .iter()
+        .find(|s| s["session_id"] == sleeper.session_id.as_str())
+        .context("the far worker's usage at home")?
+        .clone();
+    assert_eq!(far_row["host"], "far", "{far_row}");
+    assert!(far_row["total_tokens"].as_u64() > Some(0), "{far_row}");
 
     phone.reply(&steered_line, "STEER-NOW stop waiting").await?;
     phone

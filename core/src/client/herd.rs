@@ -31,7 +31,23 @@ impl Client {
     where
         R: Request<Reply = Vec<T>>,
     {
-        let mut items = self.call(make(None)).await?;
+        let (items, missing) = self
+            .across_hosts_merged(make, |all, more| all.extend(more))
+            .await?;
+        Ok(Herd { items, missing })
+    }
+
+    /// As [`Client::across_hosts`], for a reply that is not a list: each linked host's is
+    /// `merge`d into this core's. Returns the whole and the hosts left out.
+    pub async fn across_hosts_merged<R>(
+        &mut self,
+        make: impl Fn(Option<String>) -> R,
+        mut merge: impl FnMut(&mut R::Reply, R::Reply),
+    ) -> Result<(R::Reply, Vec<(String, String)>), ClientError>
+    where
+        R: Request,
+    {
+        let mut whole = self.call(make(None)).await?;
         let mut missing = Vec::new();
         for link in self.call(requests::ListHosts::default()).await? {
             if link.state != LinkState::Connected {
@@ -47,7 +63,7 @@ impl Client {
                 continue;
             }
             match self.call(make(Some(link.name.clone()))).await {
-                Ok(more) => items.extend(more),
+                Ok(more) => merge(&mut whole, more),
                 Err(ClientError::Remote {
                     code: ErrorCode::HostUnreachable,
                     message,
@@ -56,6 +72,6 @@ impl Client {
                 Err(e) => return Err(e),
             }
         }
-        Ok(Herd { items, missing })
+        Ok((whole, missing))
     }
 }

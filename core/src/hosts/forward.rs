@@ -101,7 +101,7 @@ impl Answers {
 }
 
 /// Mark what a far core's answer names as `host`'s: its asks, reports, leases, pairings,
-/// workers, projects and assignments (the far core leaves `host` out of its own).
+/// workers, projects, assignments and usage rows (the far core leaves `host` out of its own).
 fn mark(msg: &mut ServerMsg, host: &str) {
     let host = || Some(host.to_string());
     match msg {
@@ -116,6 +116,9 @@ fn mark(msg: &mut ServerMsg, host: &str) {
         | ServerMsg::GoalSet { pairing, .. }
         | ServerMsg::LookRequested { pairing, .. } => pairing.host = host(),
         ServerMsg::WorkerIs { worker, .. } => worker.host = host(),
+        ServerMsg::UsageReported { report, .. } => {
+            report.sessions.iter_mut().for_each(|s| s.host = host())
+        }
         ServerMsg::Workers { workers, .. } => workers.iter_mut().for_each(|w| w.host = host()),
         ServerMsg::Projects { projects, .. } => {
             for p in projects {

@@ -52,6 +52,9 @@ pub struct SessionUsage {
     /// Why this session's usage could not be counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The linked host the session is on, in a home core's answers; absent for its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// One model's row of a usage report.
@@ -84,4 +87,106 @@ pub struct UsageReport {
     /// False when a session in scope could not be read: see `missing`.
     pub complete: bool,
     pub missing: Vec<MissingUsage>,
+}
+
+impl UsageReport {
+    /// Add `other` (another core's report) to this one: its sessions and missing ones
+    /// after these, each model's totals summed by name (sorted by cost again), the total
+    /// summed; complete only when both are.
+    pub fn merge(&mut self, other: UsageReport) {
+        self.sessions.extend(other.sessions);
+        self.missing.extend(other.missing);
+        self.total.add(&other.total);
+        self.complete &= other.complete;
+        for m in other.models {
+            match self.models.iter_mut().find(|x| x.model == m.model) {
+                Some(x) => x.usage.add(&m.usage),
+                None => self.models.push(m),
+            }
+        }
+        self.models
+            .sort_by(|a, b| b.usage.cost.total_cmp(&a.usage.cost));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn totals(total_tokens: u64, cost: f64) -> UsageTotals {
+        UsageTotals {
+            total_tokens,
+            cost,
+            records: 1,
+            ..Default::default()
+        }
+    }
+
+    fn model(name: &str, usage: UsageTotals) -> ModelUsage {
+        ModelUsage {
+            model: Some(name.into()),
+            usage,
+        }
+    }
+
+    fn session(id: &str, usage: UsageTotals) -> SessionUsage {
+        SessionUsage {
+            session_id: id.into(),
+            name: id.into(),
+            file: None,
+            usage,
+            error: None,
+            host: None,
+        }
+    }
+
+    #[test]
+    fn reports_of_two_cores_merge_into_one() {
+        let mut here = UsageReport {
+            sessions: vec![session("a", totals(10, 1.0))],
+            models: vec![model("m/small", totals(10, 1.0))],
+            total: totals(10, 1.0),
+            complete: true,
+            missing: vec![],
+        };
+        let far = UsageReport {
+            sessions: vec![
+                SessionUsage {
+                    host: Some("gpu".into()),
+                    ..session("b", totals(30, 3.0))
+                },
+                SessionUsage {
+                    error: Some("unreadable".into()),
+                    host: Some("gpu".into()),
+                    ..session("c", UsageTotals::default())
+                },
+            ],
+            models: vec![
+                model("m/small", totals(5, 0.5)),
+                model("m/big", totals(25, 2.5)),
+            ],
+            total: totals(30, 3.0),
+            complete: false,
+            missing: vec![MissingUsage {
+                session_id: "c".into(),
+                reason: "unreadable".into(),
+            }],
+        };
+        here.merge(far);
+        assert_eq!(here.sessions.len(), 3);
+        assert_eq!(here.sessions[1].host.as_deref(), Some("gpu"));
+        assert_eq!((here.total.total_tokens, here.total.records), (40, 2));
+        assert!(!here.complete);
+        assert_eq!(here.missing.len(), 1);
+        let models: Vec<(&str, u64)> = here
+            .models
+            .iter()
+            .map(|m| (m.model.as_deref().unwrap_or("-"), m.usage.total_tokens))
+            .collect();
+        assert_eq!(
+            models,
+            [("m/big", 25), ("m/small", 15)],
+            "summed by name, by cost"
+        );
+    }
 }

@@ -51,6 +51,7 @@ pub fn build(scope: &[Scoped]) -> UsageReport {
             file: s.file.clone(),
             usage: UsageTotals::default(),
             error: None,
+            host: None,
         };
         match counted {
             Ok(usage) => {

@@ -341,6 +341,7 @@ const sessionUsage: Conv<SessionUsage> = record({
   cost: req(f64),
   records: req(u64),
   error: optional(str),
+  host: optional(str),
 });
 
 const modelUsage: Conv<ModelUsage> = record({

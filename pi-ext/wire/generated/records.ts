@@ -490,6 +490,8 @@ export interface SessionUsage {
   records: number;
   /** Why this session's usage could not be counted. */
   error?: string;
+  /** The linked host the session is on, in a home core's answers; absent for its own. */
+  host?: string;
 }
 
 /** One model's row of a usage report. */
