@@ -170,6 +170,7 @@ mod tests {
                     file: Some("/s/a.jsonl".into()),
                     usage: totals(1234, 0.003702),
                     error: None,
+                    host: None,
                 },
                 SessionUsage {
                     session_id: "0193a5c3-0000-7b8a".into(),
@@ -177,6 +178,7 @@ mod tests {
                     file: Some("/s/b.jsonl".into()),
                     usage: UsageTotals::default(),
                     error: Some("/s/b.jsonl: line 7 is not a session entry".into()),
+                    host: None,
                 },
             ],
             models: vec![
