@@ -30,6 +30,7 @@
 //! - `examples`: filled-in records for tests (`test-support` feature, or shepherd-core's own tests).
 
 pub mod agents;
+pub mod approvals;
 pub mod client;
 pub mod clock;
 pub mod config;

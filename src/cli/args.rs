@@ -196,6 +196,43 @@ pub enum Command {
     /// Not run by hand: the home core's link command runs it (`ssh -T me@this-box shepherd
     /// link`).
     Link,
+    /// The approval policy (`[approvals]`): which tool calls of the agents wait for your
+    /// decision.
+    #[command(
+        after_help = "Examples:\n  shepherd approvals check -- bash \"git push origin main\"\n  shepherd approvals check -- write /etc/hosts\n  shepherd approvals check --cwd ~/src/app -- edit src/main.rs"
+    )]
+    Approvals(ApprovalsArgs),
+}
+
+/// `shepherd approvals`.
+#[derive(Debug, Args)]
+pub struct ApprovalsArgs {
+    #[command(subcommand)]
+    pub action: ApprovalsAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsAction {
+    /// Which rule decides a tool call, and what it decides (allow, ask or deny), without
+    /// running an agent: your config's rules, then its preset's, then its default, and
+    /// the project's `.pi/shepherd.toml` (which may only tighten them).
+    Check {
+        /// The session's directory (default: this one); its git worktree's project file
+        /// applies.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<std::path::PathBuf>,
+        /// The tool: `bash`, `write`, `edit`, `read`, or another tool's name.
+        #[arg(value_name = "TOOL")]
+        tool: String,
+        /// `bash`: the command; `write`, `edit`, `read`: the path; another tool: its
+        /// arguments as one JSON object.
+        #[arg(
+            value_name = "ARG",
+            trailing_var_arg = true,
+            allow_hyphen_values = true
+        )]
+        args: Vec<String>,
+    },
 }
 
 /// `shepherd hosts`.

@@ -9,6 +9,7 @@
 
 pub mod agents;
 pub mod answer;
+pub mod approvals;
 mod args;
 pub mod asks;
 pub mod doctor;
@@ -42,9 +43,9 @@ use shepherd_core::config::{Config, ConfigError, Loaded};
 use shepherd_core::protocol::{ClientKind, ErrorCode};
 
 pub use args::{
-    AgentsArgs, AnswerArgs, AskRef, AsksArgs, Cli, Command, HostsAction, IntegrateArgs, LeadArgs,
-    PairingsArgs, ReportsArgs, RolesAction, SendArgs, SessionsArgs, StopArgs, SuperviseAction,
-    UpArgs, UsageArgs,
+    AgentsArgs, AnswerArgs, ApprovalsAction, AskRef, AsksArgs, Cli, Command, HostsAction,
+    IntegrateArgs, LeadArgs, PairingsArgs, ReportsArgs, RolesAction, SendArgs, SessionsArgs,
+    StopArgs, SuperviseAction, UpArgs, UsageArgs,
 };
 pub use args::{host_and_session, split_host};
 
@@ -127,6 +128,11 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
             Some(HostsAction::Add { name, command }) => hosts::add(ctx, &name, &command),
         },
         Command::Link => hosts::link(ctx).await,
+        Command::Approvals(args) => match args.action {
+            ApprovalsAction::Check { cwd, tool, args } => {
+                approvals::check(ctx, cwd.as_deref(), &tool, &args)
+            }
+        },
     }
 }
 

@@ -557,3 +557,134 @@ fn doctor_checks_each_hosts_link_command() {
         "{text}"
     );
 }
+
+/// `shepherd approvals check`: each rule kind decides as written, with the rule named;
+/// a project's file tightens, or is refused naming the file and rule when it would
+/// loosen; a malformed rule is a config error naming the rule.
+#[test]
+fn approvals_check_names_the_deciding_rule_of_each_kind() {
+    let env = Env::new();
+    let config = env.path().join("config.toml");
+    std::fs::write(
+        &config,
+        r#"
+[approvals]
+preset = "careful"
+[[approvals.rules]]
+tool = "bash"
+match = "git push origin main"
+decision = "deny"
+[[approvals.rules]]
+tool = ["write", "edit"]
+match = "**/.env"
+decision = "deny"
+[[approvals.rules]]
+tool = "fetch"
+regex = "prod\\.example"
+decision = "ask"
+"#,
+    )
+    .unwrap();
+    let repo = env.path().join("app");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert!(ok.status.success(), "{ok:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    let check = |args: &[&str]| {
+        let mut all = vec!["approvals", "check", "--cwd"];
+        let cwd = repo.join("src");
+        all.push(cwd.to_str().unwrap());
+        all.push("--");
+        all.extend_from_slice(args);
+        let out = env
+            .command()
+            .env("SHEPHERD_CONFIG", &config)
+            .args(&all)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        stdout(&out)
+    };
+    let shown = config.display().to_string();
+    assert_eq!(
+        check(&["bash", "git push origin main"]),
+        format!("deny: rule 1 of {shown} (tool bash, match \"git push origin main\", deny)\n")
+    );
+    let env_file = check(&["write", "../.env"]);
+    assert!(
+        env_file.starts_with(&format!("deny: rule 2 of {shown}")),
+        "{env_file}"
+    );
+    let fetch = check(&["fetch", r#"{"url": "https://prod.example/x"}"#]);
+    assert!(
+        fetch.starts_with(&format!("ask: rule 3 of {shown}")),
+        "{fetch}"
+    );
+    let push = check(&["bash", "git", "push", "--force"]);
+    assert!(
+        push.starts_with(&format!("ask: rule 1 of the careful preset in {shown}")),
+        "{push}"
+    );
+    let outside = check(&["edit", "/etc/hosts"]);
+    assert!(outside.contains("outside cwd, ask"), "{outside}");
+    assert_eq!(
+        check(&["bash", "cargo test"]),
+        format!("allow: no rule matches: the default of {shown}\n")
+    );
+
+    // The project's file tightens: its deny wins over the user's allow.
+    std::fs::create_dir_all(repo.join(".pi")).unwrap();
+    let project = repo.join(".pi/shepherd.toml");
+    std::fs::write(
+        &project,
+        "[[approvals.rules]]\ntool = \"bash\"\nmatch = \"cargo publish*\"\ndecision = \"deny\"\n",
+    )
+    .unwrap();
+    let publish = check(&["bash", "cargo publish"]);
+    assert!(
+        publish.starts_with("deny: rule 1 of ") && publish.contains(".pi/shepherd.toml"),
+        "{publish}"
+    );
+    // One that would loosen is refused whole, naming the file and the rule.
+    std::fs::write(
+        &project,
+        "[[approvals.rules]]\ntool = \"bash\"\nmatch = \"git push*\"\ndecision = \"allow\"\n",
+    )
+    .unwrap();
+    let refused = check(&["bash", "git push origin feat"]);
+    assert!(
+        refused.starts_with("ask: rule 1 of the careful preset")
+            && refused.contains("refused")
+            && refused.contains(&project.display().to_string())
+            && refused.contains("rule 1 (tool bash, match \"git push*\", allow) would loosen"),
+        "{refused}"
+    );
+
+    // A malformed rule is a config error naming it.
+    std::fs::write(
+        &config,
+        "[[approvals.rules]]\ntool = \"bash\"\nmatch = \"x\"\nregex = \"y\"\ndecision = \"ask\"\n",
+    )
+    .unwrap();
+    let out = env
+        .command()
+        .env("SHEPHERD_CONFIG", &config)
+        .args(["approvals", "check", "--", "bash", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = stderr(&out);
+    assert!(
+        err.contains("approvals.rules[0]") && err.contains("keep one"),
+        "{err}"
+    );
+    // A call without what it needs says how to write one.
+    let out = env.run(&["approvals", "check", "--", "bash"]);
+    assert!(stderr(&out).contains("give the command"), "{out:?}");
+}

@@ -18,8 +18,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::ResultsMode;
 
+pub mod approvals;
 mod hosts;
 
+pub use approvals::ApprovalsConfig;
 pub use hosts::{HostEntry, HostName, LinkCommand};
 
 /// Everything shepherd can be told.
@@ -39,6 +41,8 @@ pub struct Config {
     pub roles: RolesConfig,
     /// Other machines' cores this one links to (`[[hosts]]`): one herd, one phone.
     pub hosts: Vec<HostEntry>,
+    /// Which tool calls of the agents wait for the human's decision.
+    pub approvals: ApprovalsConfig,
 }
 
 /// The `[roles]` section.
@@ -837,6 +841,7 @@ mod tests {
         expected.workers.extension = config.workers.extension.clone();
         assert!(expected.workers.extension.is_some());
         assert_eq!(config.workers, expected.workers);
+        assert_eq!(config.approvals, expected.approvals);
         // Its bridge sections are commented out: the embedded default has none.
         assert_eq!(config.telegram, None);
         assert_eq!(config.matrix, None);
@@ -860,6 +865,9 @@ mod tests {
         assert_eq!(telegram.chat_id, Some(123456789));
         assert!(telegram.token_file.is_some());
         assert!(!format!("{telegram:?}").contains("secret"));
+        // The example's approval rules and preset are valid rules.
+        assert_eq!(config.approvals.preset, Some(approvals::Preset::Careful));
+        assert_eq!(config.approvals.rules.len(), 2);
         let matrix = config.matrix.expect("a [matrix] section");
         assert_eq!(matrix.allowed_users, ["@ada:example.org"]);
         assert_eq!(
