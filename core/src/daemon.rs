@@ -103,6 +103,8 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         forget_sessions_after_days: config.core.forget_sessions_after_days,
         away_expiry_ms: config.roles.away_expiry_ms(),
         hosts: config.hosts.clone(),
+        approvals: config.approvals.clone(),
+        approvals_origin: config.approvals_origin(),
     };
     let checkpointer = Checkpointer::spawn(&db_path);
     store.on_commit(checkpointer.waker());

@@ -1,6 +1,9 @@
-//! # `shepherd approvals check`
+//! # `shepherd approvals`, `approve`, `deny` and `approvals check`
 //!
-//! Which rule decides a tool call, without running an agent: `shepherd approvals check --
+//! `approvals`: the tool calls held for a decision (`--all`: the decided ones too, with
+//! who decided); `approve <id> [--session]` and `deny <id> [reason]` decide one, the first
+//! decision winning wherever it is made (a later one is refused naming who decided).
+//! `check`: which rule decides a tool call, without running an agent: `shepherd approvals check --
 //! bash "git push origin main"`, `-- write /etc/hosts`, `-- fetch '{"url": "…"}'`. The
 //! policy is read as the core reads it (the config file, the environment) and, when the
 //! directory (`--cwd`, else the current one) is in a git worktree, that project's
@@ -12,8 +15,107 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use shepherd_core::approvals::{Call, Layer, Policy, ProjectPolicy, project_policy};
+use shepherd_core::protocol::{Approval, ApprovalScope, ApprovalState, requests};
 
-use super::{Ctx, Failure, print, print_json};
+use super::format::{ago, now_ms};
+use super::table::{Align, Table};
+use super::{Ctx, Failure, print, print_json, terminal_width};
+
+/// Run `shepherd approvals [--all]`.
+pub async fn list(ctx: &Ctx, all: bool) -> anyhow::Result<ExitCode> {
+    let mut conn = ctx.connect().await?;
+    let approvals = conn
+        .call(requests::ListApprovals {
+            all,
+            ..Default::default()
+        })
+        .await?;
+    if ctx.json {
+        print_json(&approvals)?;
+    } else if approvals.is_empty() {
+        print(if all {
+            "no approvals yet: a tool call waits for one when an [approvals] rule asks (`shepherd approvals check` tests the policy)\n"
+        } else {
+            "nothing waits for approval (`shepherd approvals --all` lists the decided ones)\n"
+        })?;
+    } else {
+        print(&render(&approvals, now_ms(), terminal_width()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The approvals as a table: id, state (and who decided), session, tool, age, the command
+/// or path, the rule.
+pub fn render(approvals: &[Approval], now: u64, width: usize) -> String {
+    let mut table = Table::new()
+        .column("ID", Align::Right)
+        .column("STATE", Align::Left)
+        .middle("SESSION", 10)
+        .column("TOOL", Align::Left)
+        .column("AGE", Align::Right)
+        .flexible("CALL", 20)
+        .flexible("RULE", 10);
+    for a in approvals {
+        let state = match (a.state, a.scope, &a.decided_by) {
+            (ApprovalState::Allowed, Some(ApprovalScope::Session), Some(by)) => {
+                format!("allowed for the session by {by}")
+            }
+            (ApprovalState::Pending, _, _) | (ApprovalState::Withdrawn, _, _) => {
+                a.state.as_str().to_string()
+            }
+            (state, _, Some(by)) => format!("{} by {by}", state.as_str()),
+            (state, _, None) => state.as_str().to_string(),
+        };
+        table.row(vec![
+            a.id.to_string(),
+            state,
+            a.session_name.clone(),
+            a.tool.clone(),
+            ago(a.created_at, now),
+            a.subject.replace('\n', " "),
+            a.rule.clone(),
+        ]);
+    }
+    table.render(width)
+}
+
+/// Run `shepherd approve <id> [--session]` (`allow`) or `shepherd deny <id> [reason]`.
+pub async fn decide(
+    ctx: &Ctx,
+    approval: u64,
+    allow: bool,
+    session: bool,
+    reason: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let scope = match session {
+        true => ApprovalScope::Session,
+        false => ApprovalScope::Once,
+    };
+    let mut conn = ctx.connect().await?;
+    let decided = conn
+        .call(requests::DecideApproval {
+            approval: approval.into(),
+            allow,
+            scope,
+            reason,
+            ..Default::default()
+        })
+        .await?;
+    if ctx.json {
+        print_json(&decided)?;
+    } else {
+        let what = match (allow, session) {
+            (true, true) => "allowed, and the same rule stops asking this session until it ends",
+            (true, false) => "allowed once",
+            (false, _) => "denied",
+        };
+        print(&format!(
+            "approval {} ({} of {}): {what}\n",
+            decided.id, decided.tool, decided.session_name
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 /// Run `shepherd approvals check [--cwd DIR] -- TOOL ARG…`.
 pub fn check(
@@ -28,10 +130,7 @@ pub fn check(
         None => std::env::current_dir()?,
     };
     let input = input_of(tool, args)?;
-    let origin = match &loaded.file {
-        Some(file) => file.display().to_string(),
-        None => "the built-in defaults".to_string(),
-    };
+    let origin = loaded.config.approvals_origin();
     let worktree = shepherd_core::git::repo::discover(&cwd)
         .root
         .map(PathBuf::from);

@@ -196,19 +196,46 @@ pub enum Command {
     /// Not run by hand: the home core's link command runs it (`ssh -T me@this-box shepherd
     /// link`).
     Link,
-    /// The approval policy (`[approvals]`): which tool calls of the agents wait for your
-    /// decision.
+    /// Tool calls waiting for your decision (`[approvals]` rules that ask): each with its
+    /// id, session, tool, the command or path, the rule and its age. `--all` adds the
+    /// decided ones, with who decided. `check` tests the policy without an agent.
     #[command(
-        after_help = "Examples:\n  shepherd approvals check -- bash \"git push origin main\"\n  shepherd approvals check -- write /etc/hosts\n  shepherd approvals check --cwd ~/src/app -- edit src/main.rs"
+        after_help = "Examples:\n  shepherd approvals\n  shepherd approvals --all\n  shepherd approvals check -- bash \"git push origin main\"\n  shepherd approvals check --cwd ~/src/app -- write .env"
     )]
     Approvals(ApprovalsArgs),
+    /// Allow a held tool call: it runs. `--session`: the same rule stops asking that
+    /// session until it ends.
+    #[command(after_help = "Examples:\n  shepherd approve 4\n  shepherd approve 4 --session")]
+    Approve {
+        /// The approval's id (`shepherd approvals` lists them).
+        #[arg(value_name = "ID")]
+        approval: u64,
+        #[arg(long)]
+        session: bool,
+    },
+    /// Deny a held tool call: it does not run; the reason, if given, is what the agent
+    /// reads.
+    #[command(
+        after_help = "Examples:\n  shepherd deny 4\n  shepherd deny 4 push to a branch, not main"
+    )]
+    Deny {
+        /// The approval's id.
+        #[arg(value_name = "ID")]
+        approval: u64,
+        /// Why, for the agent (the rest of the line).
+        #[arg(value_name = "REASON", trailing_var_arg = true)]
+        reason: Vec<String>,
+    },
 }
 
 /// `shepherd approvals`.
 #[derive(Debug, Args)]
 pub struct ApprovalsArgs {
+    /// Also the decided and withdrawn ones (newest first).
+    #[arg(long)]
+    pub all: bool,
     #[command(subcommand)]
-    pub action: ApprovalsAction,
+    pub action: Option<ApprovalsAction>,
 }
 
 #[derive(Debug, Subcommand)]

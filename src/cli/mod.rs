@@ -129,10 +129,18 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         },
         Command::Link => hosts::link(ctx).await,
         Command::Approvals(args) => match args.action {
-            ApprovalsAction::Check { cwd, tool, args } => {
+            None => approvals::list(ctx, args.all).await,
+            Some(ApprovalsAction::Check { cwd, tool, args }) => {
                 approvals::check(ctx, cwd.as_deref(), &tool, &args)
             }
         },
+        Command::Approve { approval, session } => {
+            approvals::decide(ctx, approval, true, session, None).await
+        }
+        Command::Deny { approval, reason } => {
+            let reason = Some(reason.join(" ")).filter(|r| !r.trim().is_empty());
+            approvals::decide(ctx, approval, false, false, reason).await
+        }
     }
 }
 

@@ -87,6 +87,11 @@ const UNANSWER_IS_HUMANS: Refusal = (
     None,
     "Pi sessions cannot take answers back; only the human who answers can (CLI or chat)",
 );
+const DECIDE_IS_HUMANS: Refusal = (
+    ErrorCode::Forbidden,
+    Some("human_only"),
+    "only the human decides a tool call's approval (`shepherd approve` or `shepherd deny`, or the card on the phone)",
+);
 const RELEASE_IS_HUMANS: Refusal = (
     ErrorCode::Forbidden,
     Some("human_only"),
@@ -270,6 +275,10 @@ const ROWS: &[Row] = &[
     row("list_hosts", ANYONE),
     refusing("link_herd", "core", ONLY_A_LINK),
     refusing("deliver_host_mail", "core", ONLY_A_LINK),
+    row("request_approval", PI),
+    refusing("decide_approval", HUMAN, DECIDE_IS_HUMANS),
+    row("withdraw_approval", PI),
+    row("list_approvals", ANYONE),
     row("ack", PI),
     row("bye", PI),
     refusing("host_mail_ack", "core", ONLY_A_LINK),

@@ -5,10 +5,10 @@
 
 use super::{Client, ClientError, Welcome};
 use crate::protocol::{
-    AgentDef, Ask, AskId, Assignment, ClientMsg, CoreStatus, HostLink, Integration, Lease,
-    MessageId, Pairing, Project, Registration, Report, ReportsTo, Role, ServerMsg, SessionId,
-    SessionInfo, SessionStatus, StaffMember, StaffView, UsageReport, Verdict, View, Worker,
-    requests,
+    AgentDef, Approval, Ask, AskId, Assignment, ClientMsg, CoreStatus, HostLink, Integration,
+    Lease, MessageId, Pairing, Project, Registration, Report, ReportsTo, Role, ServerMsg,
+    SessionId, SessionInfo, SessionStatus, StaffMember, StaffView, UsageReport, Verdict, View,
+    Worker, requests,
 };
 
 /// A request the core answers with one reply of type [`Request::Reply`].
@@ -179,6 +179,20 @@ replies! {
     ListHosts => Vec<HostLink>: ServerMsg::Hosts { hosts, .. } => hosts,
     LinkHerd => (): ServerMsg::HerdLinked { .. } => (),
     DeliverHostMail => u64: ServerMsg::HostMailStored { mail_id, .. } => mail_id,
+    RequestApproval => ApprovalRuling: ServerMsg::ApprovalRuled { ruling, rule, approval, .. } =>
+        ApprovalRuling { ruling, rule, approval },
+    DecideApproval => Approval: ServerMsg::ApprovalIs { approval, .. } => approval,
+    WithdrawApproval => Approval: ServerMsg::ApprovalIs { approval, .. } => approval,
+    ListApprovals => Vec<Approval>: ServerMsg::Approvals { approvals, .. } => approvals,
+}
+
+/// `request_approval`'s reply: how the call was ruled, by which rule, and the approval
+/// that holds it when it waits (or held it, when the call was asked about before).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRuling {
+    pub ruling: crate::protocol::Ruling,
+    pub rule: String,
+    pub approval: Option<Approval>,
 }
 
 /// `set_role`'s reply: the session with its new role, the one it had, and its lease.

@@ -11,7 +11,8 @@ mod herd;
 mod roles;
 
 pub use calls::{
-    Interrupted, Registered, Request, RoleSet, Routed, Sent, Unanswered, VerdictAccepted,
+    ApprovalRuling, Interrupted, Registered, Request, RoleSet, Routed, Sent, Unanswered,
+    VerdictAccepted,
 };
 pub use herd::Herd;
 

@@ -43,6 +43,19 @@ pub struct Config {
     pub hosts: Vec<HostEntry>,
     /// Which tool calls of the agents wait for the human's decision.
     pub approvals: ApprovalsConfig,
+    /// The file this was read from (none: the built-in defaults and the environment).
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
+}
+
+impl Config {
+    /// Where `[approvals]` was written, for the rulings to name.
+    pub fn approvals_origin(&self) -> String {
+        match &self.file {
+            Some(file) => file.display().to_string(),
+            None => "the built-in defaults".to_string(),
+        }
+    }
 }
 
 /// The `[roles]` section.
@@ -601,7 +614,8 @@ impl Config {
         let file_secrets = secrets_in(&table);
         let mut table = table;
         let from_env = apply_env(&mut table, std::env::vars())?;
-        let config = from_table(table, &origin, &from_env)?;
+        let mut config = from_table(table, &origin, &from_env)?;
+        config.file = file.clone();
         Ok(Loaded {
             config,
             file,

@@ -164,6 +164,10 @@ impl State {
             ClientMsg::IntegrateBranch(req) => self.integrate_branch(cx, req, db, out),
             ClientMsg::ListProjects(req) => self.list_projects(cx, req, db, out),
             ClientMsg::ListHosts(_) => self.list_hosts(cx, out),
+            ClientMsg::RequestApproval(req) => self.request_approval(cx, req, db, out),
+            ClientMsg::DecideApproval(req) => self.decide_approval(cx, req, db, out),
+            ClientMsg::WithdrawApproval(req) => self.withdraw_approval(cx, req, db, out),
+            ClientMsg::ListApprovals(req) => self.list_approvals(cx, req, db, out),
         }
     }
 

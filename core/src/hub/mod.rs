@@ -20,6 +20,7 @@
 //! feature owns its requests in a module of its own.
 
 mod agents;
+mod approvals;
 mod asks;
 mod base;
 mod dispatch;
@@ -205,6 +206,10 @@ pub struct CoreFacts {
     pub away_expiry_ms: u64,
     /// `[[hosts]]`: the other machines' cores this one links to.
     pub hosts: Vec<crate::config::HostEntry>,
+    /// `[approvals]`: which tool calls wait for the human, and the file it was written in
+    /// (`the built-in defaults` without one).
+    pub approvals: crate::config::ApprovalsConfig,
+    pub approvals_origin: String,
 }
 
 /// Start the hub task. The returned join handle ends after `Shutdown` (or when every

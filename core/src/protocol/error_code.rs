@@ -44,6 +44,10 @@ pub enum ErrorCode {
     UnknownAsk,
     /// The ask already has its one answer.
     AlreadyAnswered,
+    /// No approval with that id.
+    UnknownApproval,
+    /// The approval was decided already, or withdrawn: no longer waiting.
+    AlreadyDecided,
     /// A configured limit (sessions, open asks, …) would be exceeded.
     LimitExceeded,
     /// A field's value is out of range (empty text, too many options, …).
@@ -139,6 +143,8 @@ const ALL: &[(ErrorCode, &str)] = &[
     (ErrorCode::AmbiguousSession, "ambiguous_session"),
     (ErrorCode::UnknownAsk, "unknown_ask"),
     (ErrorCode::AlreadyAnswered, "already_answered"),
+    (ErrorCode::UnknownApproval, "unknown_approval"),
+    (ErrorCode::AlreadyDecided, "already_decided"),
     (ErrorCode::LimitExceeded, "limit_exceeded"),
     (ErrorCode::InvalidArgument, "invalid_argument"),
     (ErrorCode::SlowConsumer, "slow_consumer"),

@@ -250,6 +250,11 @@ numeric_id!(
 );
 
 numeric_id!(
+    /// A tool-call approval's number, unique within the store (`shepherd approve <id>`).
+    ApprovalId
+);
+
+numeric_id!(
     /// A delivery's (message's) number: unique within the store and increasing in
     /// delivery order, so a receiver can drop anything it has seen.
     MessageId

@@ -6,10 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentDef, Ask, Assignment, CoreStatus, Delivery, EdgeMessage, ErrorCode, HostLink, HostMail,
-    Integration, Lease, LeaveReason, MessageId, Pairing, PairingChange, Project, Report, ReportsTo,
-    Role, SessionId, SessionInfo, SessionStatus, StaffMember, StaffView, UsageReport, Verdict,
-    View, Worker, frame, requests, senders,
+    AgentDef, Approval, Ask, Assignment, CoreStatus, Delivery, EdgeMessage, ErrorCode, HostLink,
+    HostMail, Integration, Lease, LeaveReason, MessageId, Pairing, PairingChange, Project, Report,
+    ReportsTo, Role, Ruling, SessionId, SessionInfo, SessionStatus, StaffMember, StaffView,
+    UsageReport, Verdict, View, Worker, frame, requests, senders,
 };
 
 /// Declares [`ClientMsg`] from one line per message: `"send" => Send [cli bridge] else
@@ -264,6 +264,10 @@ client_messages! {
         "list_hosts" => ListHosts [pi cli bridge] -> "hosts",
         "link_herd" => LinkHerd [core] else ONLY_A_LINK -> "herd_linked",
         "deliver_host_mail" => DeliverHostMail [core] else ONLY_A_LINK -> "host_mail_stored",
+        "request_approval" => RequestApproval [pi] -> "approval_ruling",
+        "decide_approval" => DecideApproval [cli bridge] else DECIDE_IS_HUMANS -> "approval",
+        "withdraw_approval" => WithdrawApproval [pi] -> "approval",
+        "list_approvals" => ListApprovals [pi cli bridge] -> "approvals",
     }
     notices {
         "ack" => Ack [pi],
@@ -414,6 +418,13 @@ server_messages! {
         "sessions" => Sessions { id: u64, sessions: Vec<SessionInfo> },
         /// Response to `list_asks`.
         "asks" => Asks { id: u64, asks: Vec<Ask> },
+        /// Response to `request_approval`: `allow` or `deny` at once (`rule` says why), or
+        /// `pending` with the approval that holds the call.
+        "approval_ruling" => ApprovalRuled { id: u64, ruling: Ruling, rule: String, approval: Option<Approval> },
+        /// Response to `decide_approval` and `withdraw_approval`.
+        "approval" => ApprovalIs { id: u64, approval: Approval },
+        /// Response to `list_approvals`.
+        "approvals" => Approvals { id: u64, approvals: Vec<Approval> },
         /// Response to `status`.
         "core_status" => CoreStatus { id: u64, status: CoreStatus },
         /// Response to `subscribe`.
@@ -581,6 +592,9 @@ server_messages! {
             message_id: MessageId,
         },
         /// Event to subscribers and to both sessions of the pairing: something changed.
+        /// Event to subscribers, and to the session whose call it holds: an approval was
+        /// opened, decided or withdrawn.
+        "approval_changed" => ApprovalChanged { approval: Approval },
         "pairing_event" => PairingEvent {
             change: PairingChange,
             pairing: Pairing,

@@ -22,6 +22,7 @@
 //! - [`usage`]: the usage report (tokens and cost from session files).
 //! - [`error_code`]: the stable error codes a client can match on.
 
+pub mod approvals;
 pub mod error_code;
 pub mod frame;
 pub mod hosts;
@@ -37,6 +38,7 @@ pub mod usage;
 mod wire_gen;
 pub mod workers;
 
+pub use approvals::{Approval, ApprovalId, ApprovalScope, ApprovalState, Ruling};
 pub use error_code::ErrorCode;
 pub use hosts::{
     AskRef, HerdChief, HostLink, HostMail, LinkState, MAX_HOST_NAME, is_host_name, split_host,

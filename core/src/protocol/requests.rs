@@ -10,8 +10,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AskId, ClientKind, ContextUsage, MessageId, Registration, ResultsMode, Role, SessionStatus,
-    VerdictKind,
+    ApprovalId, ApprovalScope, AskId, ClientKind, ContextUsage, MessageId, Registration,
+    ResultsMode, Role, SessionStatus, VerdictKind,
 };
 
 /// First message on every connection. Answered by `welcome`.
@@ -837,4 +837,55 @@ impl DeliverHostMail {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct HostMailAck {
     pub ids: Vec<u64>,
+}
+
+/// Pi only: one tool call of the session, before it runs, for the approval policy. The
+/// policy's `allow` or `deny` answers at once; its `ask` keeps a pending approval (the
+/// same one when this call, `tool_call_id`, was asked about before). Answered by
+/// `approval_ruling`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RequestApproval {
+    pub id: u64,
+    pub tool: String,
+    /// The call's arguments, as the model gave them.
+    pub input: serde_json::Value,
+    pub tool_call_id: String,
+}
+
+/// CLI and bridges: decide a pending approval: allow it (`scope`: this call, or the rule's
+/// calls for the rest of the session) or deny it (`reason`: what the model reads). The
+/// first decision wins. Answered by `approval`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct DecideApproval {
+    pub id: u64,
+    pub approval: ApprovalId,
+    pub allow: bool,
+    #[serde(default)]
+    pub scope: ApprovalScope,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Bridges only: the human who decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+}
+
+/// Pi only: the session stops waiting for one of its pending approvals (its run was
+/// stopped). Answered by `approval`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct WithdrawApproval {
+    pub id: u64,
+    pub approval: ApprovalId,
+}
+
+/// The pending approvals; `all` adds the decided and withdrawn ones (newest first, at
+/// most 200). Answered by `approvals`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListApprovals {
+    pub id: u64,
+    #[serde(default)]
+    pub all: bool,
 }

@@ -199,6 +199,11 @@ pub const UNANSWER_IS_HUMANS: Refusal = Refusal {
     reason: None,
     message: "Pi sessions cannot take answers back; only the human who answers can (CLI or chat)",
 };
+pub const DECIDE_IS_HUMANS: Refusal = Refusal {
+    code: ErrorCode::Forbidden,
+    reason: Some("human_only"),
+    message: "only the human decides a tool call's approval (`shepherd approve` or `shepherd deny`, or the card on the phone)",
+};
 pub const RELEASE_IS_HUMANS: Refusal = Refusal {
     code: ErrorCode::Forbidden,
     reason: Some("human_only"),

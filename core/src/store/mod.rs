@@ -9,6 +9,7 @@
 //! Functions here take a `&rusqlite::Connection` so they work inside a transaction or a
 //! savepoint alike. Ids come from `AUTOINCREMENT`: they are never reused and only grow.
 
+pub mod approvals;
 pub mod asks;
 mod checkpoint;
 pub mod host_mail;
@@ -327,6 +328,34 @@ CREATE TABLE host_mail_in (
     origin TEXT NOT NULL,
     mail_id INTEGER NOT NULL,
     PRIMARY KEY (origin, mail_id));
+"#,
+    r#"
+-- A tool call held for the human's decision; one per session and Pi tool call id.
+CREATE TABLE tool_approvals (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    session_name TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    rule TEXT NOT NULL,
+    cwd TEXT NOT NULL,
+    tool_call_id TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'allowed', 'denied', 'withdrawn')),
+    scope TEXT CHECK (scope IN ('once', 'session')),
+    decided_by TEXT,
+    reason TEXT,
+    created_at INTEGER NOT NULL,
+    decided_at INTEGER,
+    UNIQUE (session_id, tool_call_id)
+);
+CREATE INDEX tool_approvals_pending ON tool_approvals(session_id) WHERE state = 'pending';
+-- "Allow for this session": the rule stops asking the session until it ends.
+CREATE TABLE tool_approval_grants (
+    session_id TEXT NOT NULL,
+    rule TEXT NOT NULL,
+    granted_by TEXT NOT NULL,
+    PRIMARY KEY (session_id, rule)
+);
 "#,
 ];
 

@@ -4,7 +4,9 @@
 
 use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
-use crate::protocol::{AskId, AssignmentId, MessageId, PairingId, Role, SessionId, WorkerId};
+use crate::protocol::{
+    ApprovalId, AskId, AssignmentId, MessageId, PairingId, Role, SessionId, WorkerId,
+};
 
 /// A role's stored spelling (anything unknown reads as `lead`).
 pub(crate) fn parse_role(role: &str) -> Role {
@@ -48,4 +50,11 @@ macro_rules! sql_numeric_id {
     };
 }
 
-sql_numeric_id!(AskId, AssignmentId, MessageId, PairingId, WorkerId);
+sql_numeric_id!(
+    ApprovalId,
+    AskId,
+    AssignmentId,
+    MessageId,
+    PairingId,
+    WorkerId
+);

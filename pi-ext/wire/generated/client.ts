@@ -5,7 +5,8 @@
 //   SHEPHERD_REGENERATE=1 cargo test -p shepherd-core --lib protocol::wire_gen
 // (CI fails while a generated file is stale).
 
-import type { ClientKind, EdgeKind, ResultsMode, Role, VerdictKind } from "./names.ts";
+import type { Json } from "../fields.ts";
+import type { ApprovalScope, ClientKind, EdgeKind, ResultsMode, Role, VerdictKind } from "./names.ts";
 import type { ContextUsage, HerdChief, Registration } from "./records.ts";
 import type { ServerMsg } from "./server.ts";
 
@@ -700,6 +701,57 @@ export interface DeliverHostMailMsg {
 }
 
 /**
+ * Pi only: one tool call of the session, before it runs, for the approval policy. The
+ * policy's `allow` or `deny` answers at once; its `ask` keeps a pending approval (the
+ * same one when this call, `tool_call_id`, was asked about before). Answered by
+ * `approval_ruling`.
+ */
+export interface RequestApprovalMsg {
+  type: "request_approval";
+  id: number;
+  tool: string;
+  /** The call's arguments, as the model gave them. */
+  input: Json;
+  tool_call_id: string;
+}
+
+/**
+ * CLI and bridges: decide a pending approval: allow it (`scope`: this call, or the rule's
+ * calls for the rest of the session) or deny it (`reason`: what the model reads). The
+ * first decision wins. Answered by `approval`.
+ */
+export interface DecideApprovalMsg {
+  type: "decide_approval";
+  id: number;
+  approval: number;
+  allow: boolean;
+  scope?: ApprovalScope;
+  reason?: string | null;
+  /** Bridges only: the human who decided. */
+  by?: string | null;
+}
+
+/**
+ * Pi only: the session stops waiting for one of its pending approvals (its run was
+ * stopped). Answered by `approval`.
+ */
+export interface WithdrawApprovalMsg {
+  type: "withdraw_approval";
+  id: number;
+  approval: number;
+}
+
+/**
+ * The pending approvals; `all` adds the decided and withdrawn ones (newest first, at
+ * most 200). Answered by `approvals`.
+ */
+export interface ListApprovalsMsg {
+  type: "list_approvals";
+  id: number;
+  all?: boolean;
+}
+
+/**
  * Pi only: these deliveries reached the model (or were dropped as duplicates). No
  * response, so no `id`.
  */
@@ -781,6 +833,10 @@ export type ClientMsg =
   | ListHostsMsg
   | LinkHerdMsg
   | DeliverHostMailMsg
+  | RequestApprovalMsg
+  | DecideApprovalMsg
+  | WithdrawApprovalMsg
+  | ListApprovalsMsg
   | AckMsg
   | ByeMsg
   | HostMailAckMsg;
@@ -839,6 +895,10 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "list_hosts",
   "link_herd",
   "deliver_host_mail",
+  "request_approval",
+  "decide_approval",
+  "withdraw_approval",
+  "list_approvals",
   "ack",
   "bye",
   "host_mail_ack",
@@ -905,6 +965,10 @@ export const REPLY_TYPES = {
   list_hosts: "hosts",
   link_herd: "herd_linked",
   deliver_host_mail: "host_mail_stored",
+  request_approval: "approval_ruling",
+  decide_approval: "approval",
+  withdraw_approval: "approval",
+  list_approvals: "approvals",
 } as const satisfies Record<RequestMsg["type"], ServerMsg["type"]>;
 
 /** The response that answers a request of type `T`. */

@@ -27,6 +27,8 @@ import {
 } from "../fields.ts";
 import type { ClientMsg } from "./client.ts";
 import {
+  APPROVAL_SCOPES,
+  APPROVAL_STATES,
   ASK_STATES,
   ASSIGNMENT_STATES,
   CLIENT_KINDS,
@@ -42,6 +44,7 @@ import {
   REPORT_KINDS,
   RESULTS_MODES,
   ROLES,
+  RULINGS,
   SUPERIORS,
   THINKINGS,
   VERDICT_KINDS,
@@ -53,6 +56,7 @@ import {
 } from "./names.ts";
 import type {
   AgentDef,
+  Approval,
   Ask,
   AskTo,
   Assignment,
@@ -253,6 +257,23 @@ const report: Conv<Report> = record({
   kind: withDefault(oneOf(REPORT_KINDS), (): ReportKind => "report"),
   announced: withDefault(bool, () => true),
   host: optional(str),
+});
+
+const approval: Conv<Approval> = record({
+  id: req(u64),
+  session_id: req(str),
+  session_name: req(str),
+  tool: req(str),
+  subject: req(str),
+  rule: req(str),
+  cwd: req(str),
+  tool_call_id: req(str),
+  state: req(oneOf(APPROVAL_STATES)),
+  scope: optional(oneOf(APPROVAL_SCOPES)),
+  decided_by: optional(str),
+  reason: optional(str),
+  created_at: req(u64),
+  decided_at: optional(u64),
 });
 
 const bridgeInfo: Conv<BridgeInfo> = record({ name: req(str), pid: nullable(u32), connected_since: req(u64) });
@@ -568,6 +589,17 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
     from_host: maybeNull(str),
     notice: maybe(bool),
   }),
+  request_approval: record({ id: req(u64), tool: req(str), input: req(json), tool_call_id: req(str) }),
+  decide_approval: record({
+    id: req(u64),
+    approval: req(u64),
+    allow: req(bool),
+    scope: maybe(oneOf(APPROVAL_SCOPES)),
+    reason: maybeNull(str),
+    by: maybeNull(str),
+  }),
+  withdraw_approval: record({ id: req(u64), approval: req(u64) }),
+  list_approvals: record({ id: req(u64), all: maybe(bool) }),
   ack: record({ ids: req(arrayOf(u64)) }),
   bye: record({ returning: maybe(bool) }),
   host_mail_ack: record({ ids: req(arrayOf(u64)) }),
@@ -596,6 +628,9 @@ export const SERVER_BODIES: Bodies<ServerMsg> = {
   }),
   sessions: record({ id: req(u64), sessions: req(arrayOf(sessionInfo)) }),
   asks: record({ id: req(u64), asks: req(arrayOf(ask)) }),
+  approval_ruling: record({ id: req(u64), ruling: req(oneOf(RULINGS)), rule: req(str), approval: nullable(approval) }),
+  approval: record({ id: req(u64), approval: req(approval) }),
+  approvals: record({ id: req(u64), approvals: req(arrayOf(approval)) }),
   core_status: record({ id: req(u64), status: req(coreStatus) }),
   subscribed: record({ id: req(u64) }),
   pong: record({ id: req(u64) }),
@@ -658,6 +693,7 @@ export const SERVER_BODIES: Bodies<ServerMsg> = {
   worker_changed: record({ worker: req(worker) }),
   assignment_changed: record({ assignment: req(assignment) }),
   assignment_update: record({ assignment: req(assignment), text: req(str), message_id: req(u64) }),
+  approval_changed: record({ approval: req(approval) }),
   pairing_event: record({
     change: nullable(json),
     pairing: req(pairing),

@@ -59,6 +59,15 @@ export const RESULTS_MODES: readonly ResultsMode[] = ["all", "asks_only", "off"]
 export type EdgeKind = "supervisor" | "staff" | "peer";
 export const EDGE_KINDS: readonly EdgeKind[] = ["supervisor", "staff", "peer"];
 
+/**
+ * How far an allow reaches.
+ *
+ * - `once`: This call only.
+ * - `session`: This call, and the calls the same rule would ask about, until the session ends.
+ */
+export type ApprovalScope = "once" | "session";
+export const APPROVAL_SCOPES: readonly ApprovalScope[] = ["once", "session"];
+
 /** Whether a pairing is still running. */
 export type PairingState = "active" | "ended";
 export const PAIRING_STATES: readonly PairingState[] = ["active", "ended"];
@@ -152,6 +161,27 @@ export const ASK_STATES: readonly AskState[] = ["open", "answered"];
  */
 export type ReportKind = "report" | "result";
 export const REPORT_KINDS: readonly ReportKind[] = ["report", "result"];
+
+/**
+ * How a `request_approval` was ruled.
+ *
+ * - `allow`: The call runs.
+ * - `deny`: The call is blocked (`rule` says by which rule, or `approval.reason` why).
+ * - `pending`: The call waits: `approval` is pending until `approval_changed` says otherwise.
+ */
+export type Ruling = "allow" | "deny" | "pending";
+export const RULINGS: readonly Ruling[] = ["allow", "deny", "pending"];
+
+/**
+ * Where an approval stands.
+ *
+ * - `pending`: Waiting for a decision; the call is held.
+ * - `allowed`: Allowed: the call runs.
+ * - `denied`: Denied: the call is blocked, with `reason` when one was given.
+ * - `withdrawn`: The session stopped waiting (it left, or its run was stopped) before a decision.
+ */
+export type ApprovalState = "pending" | "allowed" | "denied" | "withdrawn";
+export const APPROVAL_STATES: readonly ApprovalState[] = ["pending", "allowed", "denied", "withdrawn"];
 
 /**
  * Why a view was built.
@@ -306,6 +336,8 @@ export const ERROR_CODES = [
   "ambiguous_session",
   "unknown_ask",
   "already_answered",
+  "unknown_approval",
+  "already_decided",
   "limit_exceeded",
   "invalid_argument",
   "slow_consumer",

@@ -6,6 +6,8 @@
 // (CI fails while a generated file is stale).
 
 import type {
+  ApprovalScope,
+  ApprovalState,
   AskState,
   AssignmentState,
   ClientKind,
@@ -342,6 +344,34 @@ export interface Report {
    * `report_posted` to its bridges and CLI; absent for this core's own.
    */
   host?: string;
+}
+
+/** One tool call held for a decision. */
+export interface Approval {
+  id: number;
+  session_id: string;
+  session_name: string;
+  /**
+   * The tool (`bash`, `write`, …) and what the policy matched: the command, the path,
+   * or the arguments as JSON (at most 4 KiB shown).
+   */
+  tool: string;
+  subject: string;
+  /** The rule that asked (`rule 1 of the careful preset in …`). */
+  rule: string;
+  /** The session's directory. */
+  cwd: string;
+  /** Pi's id of the held call. */
+  tool_call_id: string;
+  state: ApprovalState;
+  /** For an allow: once or for the session. */
+  scope?: ApprovalScope;
+  /** Who decided (`cli`, `telegram:@ada`), or why it was withdrawn. */
+  decided_by?: string;
+  /** A denial's reason, which the model reads. */
+  reason?: string;
+  created_at: number;
+  decided_at?: number;
 }
 
 /** A connected chat bridge, as `status` lists it. */

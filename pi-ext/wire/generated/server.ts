@@ -6,9 +6,10 @@
 // (CI fails while a generated file is stale).
 
 import type { Json } from "../fields.ts";
-import type { LeaveReason, Role, WireErrorCode } from "./names.ts";
+import type { LeaveReason, Role, Ruling, WireErrorCode } from "./names.ts";
 import type {
   AgentDef,
+  Approval,
   Ask,
   Assignment,
   CoreStatus,
@@ -119,6 +120,32 @@ export interface AsksMsg {
   type: "asks";
   id: number;
   asks: Ask[];
+}
+
+/**
+ * Response to `request_approval`: `allow` or `deny` at once (`rule` says why), or
+ * `pending` with the approval that holds the call.
+ */
+export interface ApprovalRulingMsg {
+  type: "approval_ruling";
+  id: number;
+  ruling: Ruling;
+  rule: string;
+  approval: Approval | null;
+}
+
+/** Response to `decide_approval` and `withdraw_approval`. */
+export interface ApprovalMsg {
+  type: "approval";
+  id: number;
+  approval: Approval;
+}
+
+/** Response to `list_approvals`. */
+export interface ApprovalsMsg {
+  type: "approvals";
+  id: number;
+  approvals: Approval[];
 }
 
 /** Response to `status`. */
@@ -487,7 +514,16 @@ export interface AssignmentUpdateMsg {
   message_id: number;
 }
 
-/** Event to subscribers and to both sessions of the pairing: something changed. */
+/**
+ * Event to subscribers and to both sessions of the pairing: something changed.
+ * Event to subscribers, and to the session whose call it holds: an approval was
+ * opened, decided or withdrawn.
+ */
+export interface ApprovalChangedMsg {
+  type: "approval_changed";
+  approval: Approval;
+}
+
 export interface PairingEventMsg {
   type: "pairing_event";
   change: Json;
@@ -507,6 +543,9 @@ export type ServerMsg =
   | SentMsg
   | SessionsMsg
   | AsksMsg
+  | ApprovalRulingMsg
+  | ApprovalMsg
+  | ApprovalsMsg
   | CoreStatusMsg
   | SubscribedMsg
   | PongMsg
@@ -552,6 +591,7 @@ export type ServerMsg =
   | WorkerChangedMsg
   | AssignmentChangedMsg
   | AssignmentUpdateMsg
+  | ApprovalChangedMsg
   | PairingEventMsg;
 
 export const SERVER_TYPES: readonly ServerMsg["type"][] = [
@@ -564,6 +604,9 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "sent",
   "sessions",
   "asks",
+  "approval_ruling",
+  "approval",
+  "approvals",
   "core_status",
   "subscribed",
   "pong",
@@ -609,5 +652,6 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "worker_changed",
   "assignment_changed",
   "assignment_update",
+  "approval_changed",
   "pairing_event",
 ];

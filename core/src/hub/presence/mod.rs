@@ -234,6 +234,9 @@ impl State {
                     last_status: Some(was.clone()),
                 };
                 self.presence.broadcast(&left, out);
+                if reason == Some(LeaveReason::Closed) {
+                    self.session_closed_approvals(&session_id, db, out)?;
+                }
                 // A session that goes away mid-turn has stopped too.
                 let change = SessionChange {
                     session: &session_id,

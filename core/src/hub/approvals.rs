@@ -1,0 +1,316 @@
+//! Tool-call approvals on the hub. `request_approval` is ruled off the hub (the policy
+//! reads the project's `.pi/shepherd.toml` and resolves paths: file system work a cloned
+//! repository could make slow), then answered here: `allow` and `deny` at once, `ask` as
+//! a pending approval kept in the store (unless an "allow for this session" of the same
+//! rule covers it), announced to the subscribers as `approval_changed`. The same call
+//! asked about again finds its approval as it stands, so a session that reconnects
+//! re-attaches instead of asking twice. `decide_approval` (the human) and
+//! `withdraw_approval` (the session) end a pending one once: the first wins, a later one
+//! is `already_decided` naming who decided. A session that closes withdraws what it
+//! waited for; its session grants end with it.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use super::{Cx, HubError, HubResult, Out, State};
+use crate::approvals::{
+    Call, Layer, Policy, ProjectPolicy, Ruling as PolicyRuling, project_policy,
+};
+use crate::clock::now_ms;
+use crate::config::approvals::Decision;
+use crate::protocol::requests::{DecideApproval, ListApprovals, RequestApproval, WithdrawApproval};
+use crate::protocol::{
+    Approval, ApprovalScope, ApprovalState, ClientKind, ErrorCode, Ruling, ServerMsg, SessionId,
+    SessionInfo,
+};
+use crate::store;
+
+/// The most of a call's subject an approval keeps and shows.
+const SUBJECT_MAX: usize = 4096;
+
+impl State {
+    /// `request_approval`: rule the call off the hub, then answer it here.
+    pub(super) fn request_approval(
+        &mut self,
+        cx: Cx,
+        req: RequestApproval,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let me = self.presence.registered(cx.conn)?.clone();
+        let me = self.session_info(db, &me)?;
+        if req.tool.trim().is_empty() || req.tool_call_id.trim().is_empty() {
+            return Err(HubError::new(
+                ErrorCode::InvalidArgument,
+                "request_approval needs the tool's name and Pi's tool call id",
+            ));
+        }
+        if let Some(a) = store::approvals::of_call(db, &me.id, &req.tool_call_id)? {
+            out.send(cx.conn, &as_ruled(cx.id, a));
+            return Ok(());
+        }
+        let user = Layer::user(&self.facts.approvals, &self.facts.approvals_origin);
+        let (cwd, root) = (me.cwd.clone(), me.repo.clone());
+        let (tool, input) = (req.tool.clone(), req.input.clone());
+        self.blocking_then(
+            Some((cx.conn, cx.id)),
+            move || {
+                let root = root.as_deref().map(Path::new);
+                let project = match root.map(project_policy) {
+                    Some(ProjectPolicy::Layer(layer)) => Some(layer),
+                    Some(ProjectPolicy::Refused(why)) => {
+                        tracing::warn!("approvals: {why}; the user's policy alone applies");
+                        None
+                    }
+                    _ => None,
+                };
+                let policy = Policy { user, project };
+                let call = Call {
+                    tool: &tool,
+                    input: &input,
+                    cwd: Path::new(&cwd),
+                    worktree: root,
+                };
+                (policy.decide(&call), call.subject())
+            },
+            move |state, (ruling, subject), db, out| {
+                state.ruled(cx, &me, &req, ruling, &subject, db, out)
+            },
+        );
+        Ok(())
+    }
+
+    /// A call ruled by the policy: answered, or kept as a pending approval.
+    #[allow(clippy::too_many_arguments)]
+    fn ruled(
+        &mut self,
+        cx: Cx,
+        me: &SessionInfo,
+        req: &RequestApproval,
+        ruling: PolicyRuling,
+        subject: &str,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let rule = ruling.source.to_string();
+        let answer = |ruling: Ruling, rule: String| ServerMsg::ApprovalRuled {
+            id: cx.id,
+            ruling,
+            rule,
+            approval: None,
+        };
+        match ruling.decision {
+            Decision::Allow => out.send(cx.conn, &answer(Ruling::Allow, rule)),
+            Decision::Deny => out.send(cx.conn, &answer(Ruling::Deny, rule)),
+            Decision::Ask => {
+                if let Some(by) = store::approvals::granted(db, &me.id, &rule)? {
+                    let why = format!("allowed for this session by {by} ({rule})");
+                    out.send(cx.conn, &answer(Ruling::Allow, why));
+                    return Ok(());
+                }
+                // Asked twice while the first was being ruled: the first one's approval.
+                if let Some(a) = store::approvals::of_call(db, &me.id, &req.tool_call_id)? {
+                    out.send(cx.conn, &as_ruled(cx.id, a));
+                    return Ok(());
+                }
+                let mut approval = Approval {
+                    id: 0.into(),
+                    session_id: me.id.clone(),
+                    session_name: me.name.clone(),
+                    tool: req.tool.clone(),
+                    subject: cut(subject, SUBJECT_MAX),
+                    rule,
+                    cwd: me.cwd.clone(),
+                    tool_call_id: req.tool_call_id.clone(),
+                    state: ApprovalState::Pending,
+                    scope: None,
+                    decided_by: None,
+                    reason: None,
+                    created_at: now_ms(),
+                    decided_at: None,
+                };
+                approval.id = store::approvals::insert(db, &approval)?;
+                tracing::info!(approval = %approval.id, session = %me.id, tool = %approval.tool, "a tool call waits for approval");
+                self.approval_changed(&approval, out);
+                out.send(cx.conn, &as_ruled(cx.id, approval));
+            }
+        }
+        Ok(())
+    }
+
+    /// `decide_approval`: the human allows (once, or for the session) or denies.
+    pub(super) fn decide_approval(
+        &mut self,
+        cx: Cx,
+        req: DecideApproval,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let by = self.human_label(cx.conn, cx.kind, req.by.clone());
+        let (state, scope) = match req.allow {
+            true => (ApprovalState::Allowed, Some(req.scope)),
+            false => (ApprovalState::Denied, None),
+        };
+        let reason = req
+            .reason
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(|r| cut(r, SUBJECT_MAX));
+        let approval = self.end_approval(req.approval, state, scope, &by, reason.as_deref(), db)?;
+        if scope == Some(ApprovalScope::Session) {
+            store::approvals::grant(db, &approval.session_id, &approval.rule, &by)?;
+        }
+        tracing::info!(approval = %approval.id, state = approval.state.as_str(), %by, "approval decided");
+        self.approval_changed(&approval, out);
+        out.send(
+            cx.conn,
+            &ServerMsg::ApprovalIs {
+                id: cx.id,
+                approval,
+            },
+        );
+        Ok(())
+    }
+
+    /// `withdraw_approval`: the session stops waiting for one of its own.
+    pub(super) fn withdraw_approval(
+        &mut self,
+        cx: Cx,
+        req: WithdrawApproval,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let me = self.presence.registered(cx.conn)?.clone();
+        match store::approvals::get(db, req.approval)? {
+            Some(a) if a.session_id == me => {}
+            _ => return Err(unknown(req.approval)),
+        }
+        let why = "withdrawn: the session stopped waiting (its run was stopped)";
+        let approval =
+            self.end_approval(req.approval, ApprovalState::Withdrawn, None, why, None, db)?;
+        self.approval_changed(&approval, out);
+        out.send(
+            cx.conn,
+            &ServerMsg::ApprovalIs {
+                id: cx.id,
+                approval,
+            },
+        );
+        Ok(())
+    }
+
+    /// `list_approvals`.
+    pub(super) fn list_approvals(
+        &mut self,
+        cx: Cx,
+        req: ListApprovals,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let approvals = store::approvals::list(db, req.all)?;
+        out.send(
+            cx.conn,
+            &ServerMsg::Approvals {
+                id: cx.id,
+                approvals,
+            },
+        );
+        Ok(())
+    }
+
+    /// A session closed: what it waited for is withdrawn, its session grants end.
+    pub(super) fn session_closed_approvals(
+        &mut self,
+        session: &SessionId,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let why = "withdrawn: the session ended";
+        for a in store::approvals::pending_of(db, session)? {
+            let approval =
+                self.end_approval(a.id, ApprovalState::Withdrawn, None, why, None, db)?;
+            self.approval_changed(&approval, out);
+        }
+        store::approvals::end_grants(db, session)?;
+        Ok(())
+    }
+
+    /// End pending approval `id`; refused when there is none or it ended already.
+    fn end_approval(
+        &self,
+        id: crate::protocol::ApprovalId,
+        state: ApprovalState,
+        scope: Option<ApprovalScope>,
+        by: &str,
+        reason: Option<&str>,
+        db: &Connection,
+    ) -> HubResult<Approval> {
+        let now = now_ms();
+        if !store::approvals::decide(db, id, state, scope, by, reason, now)? {
+            return Err(match store::approvals::get(db, id)? {
+                None => unknown(id),
+                Some(a) => HubError::new(
+                    ErrorCode::AlreadyDecided,
+                    format!(
+                        "approval {id} is no longer waiting: {} by {}",
+                        a.state.as_str(),
+                        a.decided_by.as_deref().unwrap_or("?")
+                    ),
+                )
+                .with_details(serde_json::json!({
+                    "state": a.state.as_str(),
+                    "decided_by": a.decided_by,
+                })),
+            });
+        }
+        store::approvals::get(db, id)?.ok_or_else(|| unknown(id))
+    }
+
+    /// Tell the subscribers (not Pi sessions) and the session whose call it holds.
+    fn approval_changed(&self, approval: &Approval, out: &mut Out) {
+        let msg = ServerMsg::ApprovalChanged {
+            approval: approval.clone(),
+        };
+        self.presence
+            .broadcast_to(&msg, |kind| kind != ClientKind::Pi, out);
+        if let Some(live) = self.presence.live(&approval.session_id) {
+            out.send(live.conn, &msg);
+        }
+    }
+}
+
+/// An approval as the answer to a `request_approval` for its call.
+fn as_ruled(id: u64, approval: Approval) -> ServerMsg {
+    let ruling = match approval.state {
+        ApprovalState::Pending => Ruling::Pending,
+        ApprovalState::Allowed => Ruling::Allow,
+        ApprovalState::Denied | ApprovalState::Withdrawn => Ruling::Deny,
+    };
+    ServerMsg::ApprovalRuled {
+        id,
+        ruling,
+        rule: approval.rule.clone(),
+        approval: Some(approval),
+    }
+}
+
+fn unknown(id: crate::protocol::ApprovalId) -> HubError {
+    HubError::new(
+        ErrorCode::UnknownApproval,
+        format!("no approval {id}; `shepherd approvals` lists the pending ones"),
+    )
+}
+
+/// At most `max` bytes of `text`, cut at a character boundary, `…` when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}

@@ -1,0 +1,242 @@
+//! Tool-call approvals in the core, end to end over the socket with a real core: a Pi
+//! session's `request_approval` is ruled by the `[approvals]` policy (allow and deny at
+//! once, naming the rule; ask kept pending and announced to the subscribers); asking again
+//! for the same call re-attaches to its approval; the CLI and a bridge deciding at the
+//! same moment (20 rounds): one decision, the other refused naming who decided; a denial's
+//! reason and an allow for the session reach the session; an approval pending when the
+//! core is killed (-9) is pending after the restart and decided once; a session that
+//! closes withdraws what it waited for and a late decision is told it no longer waits.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use shepherd_core::client::{ApprovalRuling, Client};
+use shepherd_core::protocol::{
+    Approval, ApprovalScope, ApprovalState, ClientKind, ClientMsg, ErrorCode, Ruling, ServerMsg,
+    requests,
+};
+use shepherd_harness::{Core, Pi, next_event_where};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+const POLICY: &str = r#"
+[approvals]
+[[approvals.rules]]
+tool = "bash"
+match = "git push*"
+decision = "ask"
+[[approvals.rules]]
+tool = "bash"
+regex = "rm -rf /$"
+decision = "deny"
+"#;
+
+async fn request(pi: &mut Pi, command: &str, call: &str) -> Result<ApprovalRuling> {
+    Ok(pi
+        .client
+        .call(requests::RequestApproval {
+            tool: "bash".into(),
+            input: json!({ "command": command }),
+            tool_call_id: call.into(),
+            ..Default::default()
+        })
+        .await?)
+}
+
+async fn decide(
+    client: &mut Client,
+    approval: &Approval,
+    allow: bool,
+    scope: ApprovalScope,
+    reason: Option<&str>,
+) -> Result<Approval> {
+    Ok(client
+        .call(requests::DecideApproval {
+            approval: approval.id,
+            allow,
+            scope,
+            reason: reason.map(str::to_string),
+            by: Some("telegram:@ada".into()),
+            ..Default::default()
+        })
+        .await?)
+}
+
+/// The session's next `approval_changed` for `approval`.
+async fn told(pi: &mut Pi, approval: &Approval) -> Result<Approval> {
+    let id = approval.id;
+    let msg = next_event_where(&mut pi.client, WAIT, |m| {
+        matches!(m, ServerMsg::ApprovalChanged { approval } if approval.id == id && approval.state != ApprovalState::Pending)
+    })
+    .await?;
+    let ServerMsg::ApprovalChanged { approval } = msg else {
+        unreachable!()
+    };
+    Ok(approval)
+}
+
+fn pending(ruling: &ApprovalRuling) -> Result<Approval> {
+    anyhow::ensure!(ruling.ruling == Ruling::Pending, "not pending: {ruling:?}");
+    ruling
+        .approval
+        .clone()
+        .context("a pending ruling has its approval")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_is_decided_once_from_anywhere_and_survives_kill_9() -> Result<()> {
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(config.path(), POLICY)?;
+    let config_path = config.path().display().to_string();
+    let mut core = Core::start_with(&[("SHEPHERD_CONFIG", &config_path)]).await?;
+    let mut pi = core
+        .pi("0193a5c2-0000-7000-8000-00000000a001", "pusher")
+        .await?;
+    let mut watcher = core.client(ClientKind::Cli).await?;
+    watcher.call(requests::Subscribe::default()).await?;
+
+    // The policy rules at once, naming the rule.
+    let ls = request(&mut pi, "ls", "c-ls").await?;
+    assert_eq!(ls.ruling, Ruling::Allow);
+    assert!(
+        ls.rule.contains("no rule matches") && ls.rule.contains(&config_path),
+        "{}",
+        ls.rule
+    );
+    let rm = request(&mut pi, "rm -rf /", "c-rm").await?;
+    assert_eq!(rm.ruling, Ruling::Deny);
+    assert!(
+        rm.rule.starts_with(&format!("rule 2 of {config_path}")),
+        "{}",
+        rm.rule
+    );
+
+    // An ask is kept pending and announced; asked again, it is the same approval.
+    let held = pending(&request(&mut pi, "git push origin main", "c-push").await?)?;
+    assert_eq!(
+        (held.tool.as_str(), held.subject.as_str()),
+        ("bash", "git push origin main")
+    );
+    let opened = next_event_where(&mut watcher, WAIT, |m| {
+        matches!(m, ServerMsg::ApprovalChanged { .. })
+    })
+    .await?;
+    assert!(
+        matches!(&opened, ServerMsg::ApprovalChanged { approval } if approval.id == held.id && approval.state == ApprovalState::Pending),
+        "{opened:?}"
+    );
+    let again = pending(&request(&mut pi, "git push origin main", "c-push").await?)?;
+    assert_eq!(again.id, held.id);
+    let listed = core.cli_json(&["approvals"])?;
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["id"], held.id.get());
+
+    // Denied with a reason: the session is told, with the reason.
+    let mut bridge = core.client(ClientKind::Bridge).await?;
+    decide(
+        &mut bridge,
+        &held,
+        false,
+        ApprovalScope::Once,
+        Some("push to a branch"),
+    )
+    .await?;
+    let denied = told(&mut pi, &held).await?;
+    assert_eq!(denied.state, ApprovalState::Denied);
+    assert_eq!(denied.reason.as_deref(), Some("push to a branch"));
+    assert_eq!(denied.decided_by.as_deref(), Some("telegram:@ada"));
+    // The call asked about again is denied as decided.
+    assert_eq!(
+        request(&mut pi, "git push origin main", "c-push")
+            .await?
+            .ruling,
+        Ruling::Deny
+    );
+
+    // The CLI and a bridge at the same moment, 20 times: one decision each time.
+    let mut cli = core.client(ClientKind::Cli).await?;
+    for round in 0..20 {
+        let a = pending(&request(&mut pi, "git push", &format!("c-race-{round}")).await?)?;
+        let (by_cli, by_bridge) = tokio::join!(
+            decide(&mut cli, &a, true, ApprovalScope::Once, None),
+            decide(&mut bridge, &a, false, ApprovalScope::Once, Some("no"))
+        );
+        let (won, lost) = match (by_cli, by_bridge) {
+            (Ok(w), Err(l)) => (w, l),
+            (Err(l), Ok(w)) => (w, l),
+            other => anyhow::bail!("round {round}: not exactly one decision: {other:?}"),
+        };
+        assert_eq!(
+            shepherd_harness::error_code(&lost),
+            Some(ErrorCode::AlreadyDecided),
+            "{lost}"
+        );
+        assert!(lost.to_string().contains("no longer waiting"), "{lost}");
+        let heard = told(&mut pi, &a).await?;
+        assert_eq!(heard.state, won.state, "round {round}");
+    }
+
+    // Allowed for the session: the same rule stops asking it.
+    let a = pending(&request(&mut pi, "git push --tags", "c-tags").await?)?;
+    decide(&mut cli, &a, true, ApprovalScope::Session, None).await?;
+    assert_eq!(told(&mut pi, &a).await?.state, ApprovalState::Allowed);
+    let next = request(&mut pi, "git push origin feat", "c-feat").await?;
+    assert_eq!(next.ruling, Ruling::Allow);
+    assert!(
+        next.rule.starts_with("allowed for this session by cli"),
+        "{}",
+        next.rule
+    );
+
+    // Pending across a kill -9: the same approval after the restart, decided once.
+    let mut other = core
+        .pi("0193a5c2-0000-7000-8000-00000000a002", "other")
+        .await?;
+    let kept = pending(&request(&mut other, "git push", "c-kept").await?)?;
+    core.kill9();
+    core.restart().await?;
+    let mut other = core
+        .pi("0193a5c2-0000-7000-8000-00000000a002", "other")
+        .await?;
+    let after = pending(&request(&mut other, "git push", "c-kept").await?)?;
+    assert_eq!(after.id, kept.id);
+    let out = core.cli(&["approve", &kept.id.to_string()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(told(&mut other, &kept).await?.state, ApprovalState::Allowed);
+    let twice = core.cli(&["deny", &kept.id.to_string(), "too", "late"]);
+    assert_eq!(twice.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&twice.stderr).contains("no longer waiting: allowed by cli"),
+        "{twice:?}"
+    );
+
+    // A session that closes withdraws what it waited for.
+    let gone = pending(&request(&mut other, "git push", "c-gone").await?)?;
+    other
+        .client
+        .send(&ClientMsg::Bye(requests::Bye { returning: false }))
+        .await?;
+    drop(other);
+    shepherd_harness::eventually(WAIT, "withdrawn when the session closed", || {
+        let all = core.cli_json(&["approvals", "--all"]).ok()?;
+        let row = all
+            .as_array()?
+            .iter()
+            .find(|a| a["id"] == gone.id.get())?
+            .clone();
+        (row["state"] == "withdrawn").then_some(())
+    })
+    .await?;
+    let late = core.cli(&["approve", &gone.id.to_string()]);
+    assert!(
+        String::from_utf8_lossy(&late.stderr).contains("no longer waiting: withdrawn"),
+        "{late:?}"
+    );
+    assert!(!core.log_has_panic());
+    Ok(())
+}
