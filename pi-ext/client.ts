@@ -6,17 +6,20 @@
 // list_peers, message_peer, and `answer` for answer_staff); the managed-worker requests
 // (list_agents, delegate_agent, continue_agent, list_workers, steer/interrupt/reply/close_agent,
 // inspect_agent, read_agent_transcript, and a worker's ask_owner); a Manager's project requests
-// (delegate_project, resume_work, stop_lead, integrate_branch); and the acks of deliveries.
+// (delegate_project, resume_work, stop_lead, integrate_branch); a tool call's approval
+// (request_approval, withdraw_approval); and the acks of deliveries.
 // Each resolves with what the core answered, or fails with CoreError (the core refused it) or
 // NotConnectedError (no registered connection, or it closed before the answer).
 
 import { CoreConnection } from "./connection.ts";
 import type {
   AgentDef,
+  Approval,
   Ask,
   Assignment,
   ContextUsage,
   Integration,
+  Json,
   Lease,
   Pairing,
   Report,
@@ -30,6 +33,7 @@ import type {
   UsageReport,
   Verdict,
   VerdictKind,
+  Ruling,
   View,
   Worker,
 } from "./wire.ts";
@@ -316,6 +320,18 @@ export class CoreClient extends CoreConnection {
   async integrateBranch(branch: string, sha: string): Promise<Integration> {
     const res = await this.request((id) => ({ type: "integrate_branch", id, branch, sha }));
     return res.integration;
+  }
+
+  /** The approval policy's ruling on one tool call (the same approval when asked again). */
+  async requestApproval(tool: string, input: Json, toolCallId: string): Promise<{ ruling: Ruling; rule: string; approval: Approval | null }> {
+    const res = await this.request((id) => ({ type: "request_approval", id, tool, input, tool_call_id: toolCallId }));
+    return { ruling: res.ruling, rule: res.rule, approval: res.approval };
+  }
+
+  /** Stop waiting for one of this session's pending approvals. */
+  async withdrawApproval(approval: number): Promise<Approval> {
+    const res = await this.request((id) => ({ type: "withdraw_approval", id, approval }));
+    return res.approval;
   }
 
   /**

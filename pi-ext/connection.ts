@@ -20,6 +20,7 @@ import {
   PROTOCOL_VERSION,
   REPLY_TYPES,
   WireDecodeError,
+  type Approval,
   type Assignment,
   type ClientMsg,
   type Delivery,
@@ -111,6 +112,8 @@ export interface CoreClientOptions {
   ) => void;
   /** A `pairing_event` about a pairing this session is in. */
   onPairingEvent?: (event: PairingEventMsg) => void;
+  /** An `approval_changed` about one of this session's held tool calls. */
+  onApprovalChanged?: (approval: Approval) => void;
   /**
    * A response carrying one pairing (paired, unpaired, goal_set, look_requested,
    * verdict_accepted), called before the request's promise settles and before any frame
@@ -464,6 +467,14 @@ export class CoreConnection {
         this.#opts.onPairingEvent?.(msg);
       } catch (e) {
         this.#log(`onPairingEvent failed: ${String(e)}`);
+      }
+      return;
+    }
+    if (msg.type === "approval_changed") {
+      try {
+        this.#opts.onApprovalChanged?.(msg.approval);
+      } catch (e) {
+        this.#log(`onApprovalChanged failed: ${String(e)}`);
       }
       return;
     }

@@ -23,6 +23,7 @@ import { registerRoles } from "./role-tools.ts";
 import { ShepherdSession } from "./session.ts";
 import { registerSupervisor } from "./supervise-pi.ts";
 import { errorText } from "./tool-glue.ts";
+import type { Json } from "./wire.ts";
 import { registerWorkerTools } from "./worker-tools.ts";
 
 /** The extension factory Pi calls once per runtime (and again after /reload, /new, …). */
@@ -92,6 +93,19 @@ export default function shepherd(pi: ExtensionAPI): void {
       s.results.started();
       s.setStatus("thinking");
     });
+  });
+
+  // Every tool call waits for the approval policy's ruling first (approvals.ts).
+  pi.on("tool_call", async (event, ctx) => {
+    const s = current;
+    if (s === null) return undefined;
+    try {
+      s.ctx = ctx;
+      return await s.approvals.check(event.toolName, event.toolCallId, event.input as Json, ctx.signal);
+    } catch (e) {
+      s.recordError("tool_call", e);
+      return { block: true, reason: `shepherd could not rule on this call (${errorText(e)}); it did not run` };
+    }
   });
 
   pi.on("tool_execution_start", (event, ctx) => {

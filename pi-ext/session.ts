@@ -16,6 +16,7 @@ import { homedir } from "node:os";
 
 import type { BoundaryResult, BoundaryState, ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 
+import { ApprovalGate, readSummary } from "./approvals.ts";
 import { Autostart, fsLog } from "./autostart.ts";
 import { CoreClient, CoreError, NotConnectedError, type PresenceUpdate, type Problem } from "./client.ts";
 import { CLIENT_NAME, type ShepherdConfig } from "./config.ts";
@@ -65,6 +66,8 @@ export class ShepherdSession {
   readonly inbox: Inbox;
   readonly outbox: Outbox;
   readonly supervision: Supervision;
+  /** Tool calls held for the approval policy (approvals.ts). */
+  approvals!: ApprovalGate;
   /** The role this session holds (Lead, Manager, Chief), its tools and footer. */
   readonly roles: Roles;
   /** Whether this session is a managed worker (its record, its tools, ask_owner's rule) or an assignment's Lead. */
@@ -222,6 +225,7 @@ export class ShepherdSession {
         this.#guard("pairings", () => this.supervision.sync(pairings, "registered"));
         this.roles.registered(session).catch((e: unknown) => this.recordError("roles", e));
         void this.outbox.flush();
+        void this.approvals.reattach();
         this.#refreshOpenAsks();
         this.refreshStatusLine();
       },
@@ -230,10 +234,12 @@ export class ShepherdSession {
         this.#guard("pairing_event", () => this.supervision.observe(event.pairing, `event:${event.change}`));
       },
       onPairing: (pairing, response) => this.#guard(response, () => this.supervision.observe(pairing, response)),
+      onApprovalChanged: (approval) => this.#guard("approval_changed", () => this.approvals.decided(approval)),
       onPhase: () => this.refreshStatusLine(),
       onProblem: (problem) => this.#onProblem(problem),
       log: (line) => this.log(line),
     });
+    this.approvals = new ApprovalGate(this.client, () => readSummary(config.socketPath), (line) => this.log(line));
   }
 
   start(): void {

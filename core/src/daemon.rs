@@ -111,6 +111,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
     let (hub, hub_task) = hub::spawn(store, facts);
 
     let listener = server::bind(&socket, &state_dir).await?;
+    crate::approvals::write_summary(&socket, &config.approvals);
     let settings = Arc::new(ConnSettings {
         store_id,
         max_frame: limits.max_frame_bytes,

@@ -3,6 +3,8 @@
 //! binary (`cargo test --test pi`), one module per area. Filter by module: `cargo test
 //! --test pi roles::`.
 //!
+//! - [`approvals`]: a held tool call runs once approved, a denial's reason reaches the
+//!   model, an allow for the session, fail closed without a core;
 //! - [`autostart`]: the extension autostarts a core that cannot start, and says why once;
 //! - [`extension`]: `ask_human`, a steer during a tool, a core restart, no core at all;
 //! - [`outbox`]: asks and reports made while the core is down are sent once;
@@ -17,6 +19,7 @@
 // A scenario reads as one story: its test may run past the product's 100-line rule.
 #![allow(clippy::too_many_lines)]
 
+mod approvals;
 mod autostart;
 mod extension;
 mod outbox;

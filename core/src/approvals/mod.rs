@@ -214,6 +214,33 @@ impl Policy {
     }
 }
 
+/// The file beside the socket that tells the extension, when it cannot reach the core,
+/// whether a policy is on and what an unreachable core means (`when_unreachable`).
+pub const SUMMARY_FILE: &str = "approvals.json";
+
+/// Write [`SUMMARY_FILE`] beside `socket` (0600): `{"active", "when_unreachable"}`. It
+/// stays after the core stops: that is when the extension reads it. Best effort: a
+/// failure is logged (the extension then fails closed only if an older file says so).
+pub fn write_summary(socket: &Path, config: &crate::config::ApprovalsConfig) {
+    let Some(dir) = socket.parent() else { return };
+    let path = dir.join(SUMMARY_FILE);
+    let body = serde_json::json!({
+        "active": config.is_active(),
+        "when_unreachable": match config.when_unreachable {
+            crate::config::approvals::Fallback::Allow => "allow",
+            crate::config::approvals::Fallback::Deny => "deny",
+        },
+    });
+    let written = crate::files::open_private(&path).and_then(|mut f| {
+        use std::io::Write;
+        f.set_len(0)?;
+        f.write_all(format!("{body}\n").as_bytes())
+    });
+    if let Err(e) = written {
+        tracing::warn!(path = %path.display(), error = %e, "cannot write the approvals summary for the extension");
+    }
+}
+
 /// `path` without `.` and with each `..` taking its parent away, as written.
 pub fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();

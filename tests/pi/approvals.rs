@@ -1,0 +1,147 @@
+//! Approvals with a REAL Pi: the core's `[approvals]` asks for `touch …` commands; the
+//! scripted model runs one per prompt. A held call does not run until `shepherd approve`
+//! (its file absent before, present once after); `shepherd deny` with a reason blocks it
+//! and the model's tool result carries the reason; an allow for the session lets the next
+//! matching call through with no new approval; with the core stopped, a call is blocked
+//! saying why (fail closed: the policy is on).
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use shepherd_harness::fake_model::{FakeModel, Reply};
+use shepherd_harness::pi_process::{PiOptions, PiSession};
+use shepherd_harness::{Core, eventually};
+
+const LONG: Duration = Duration::from_secs(60);
+
+const POLICY: &str = r#"
+[approvals]
+[[approvals.rules]]
+tool = "bash"
+match = "touch *"
+decision = "ask"
+"#;
+
+/// The pending approvals as the CLI lists them, once there are `n`.
+async fn pending(core: &Core, n: usize) -> Result<Vec<Value>> {
+    eventually(LONG, "approvals pending", || {
+        let list = core.cli_json(&["approvals"]).ok()?;
+        let list = list.as_array()?.clone();
+        (list.len() == n).then_some(list)
+    })
+    .await
+}
+
+fn run(core: &Core, args: &[&str]) -> Result<()> {
+    let out = core.cli(args);
+    anyhow::ensure!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_held_call_runs_only_once_approved_and_a_denial_reaches_the_model() -> Result<()> {
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(config.path(), POLICY)?;
+    let mut core =
+        Core::start_with(&[("SHEPHERD_CONFIG", &config.path().display().to_string())]).await?;
+    let files = tempfile::tempdir()?;
+    let dir = files.path().to_path_buf();
+    let model = FakeModel::start(move |req| {
+        let (role, last) = req.last();
+        if role == "tool" {
+            return Reply::text(format!("TOOL-SAID {last}"));
+        }
+        match ["STEP-1", "STEP-2", "STEP-3", "STEP-4", "STEP-5"]
+            .iter()
+            .position(|s| last.contains(s))
+        {
+            Some(i) => {
+                let file = dir.join(format!("file-{}", i + 1));
+                Reply::tool(
+                    "bash",
+                    json!({ "command": format!("touch {}", file.display()) }),
+                )
+            }
+            None => Reply::text("nothing to do"),
+        }
+    })
+    .await?;
+    let mut opts = PiOptions::new(core.agent_dir());
+    opts.name = Some("toucher".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    core.connected_session("toucher", LONG).await?;
+    let file = |n: u32| files.path().join(format!("file-{n}"));
+
+    // Held until approved: the file appears only after `shepherd approve`.
+    pi.prompt("STEP-1").await?;
+    let held = pending(&core, 1).await?;
+    assert_eq!(held[0]["tool"], "bash");
+    assert!(
+        held[0]["subject"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("touch "),
+        "{}",
+        held[0]
+    );
+    assert_eq!(held[0]["session_name"], "toucher");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !file(1).exists(),
+        "the held call ran before it was approved"
+    );
+    run(&core, &["approve", &held[0]["id"].to_string()])?;
+    pi.wait_settled(LONG).await?;
+    assert!(file(1).exists(), "the approved call did not run");
+
+    // Denied with a reason: never runs; the model reads the reason.
+    let asked = model.requests().len();
+    pi.prompt("STEP-2").await?;
+    let held = pending(&core, 1).await?;
+    run(
+        &core,
+        &["deny", &held[0]["id"].to_string(), "not", "that", "file"],
+    )?;
+    pi.wait_settled(LONG).await?;
+    assert!(!file(2).exists(), "the denied call ran");
+    let seen = model.requests()[asked..]
+        .iter()
+        .any(|r| r.transcript().contains("Denied by cli: not that file"));
+    assert!(seen, "the model never read the denial");
+
+    // Allowed for the session: the next matching call needs no approval.
+    pi.prompt("STEP-3").await?;
+    let held = pending(&core, 1).await?;
+    run(&core, &["approve", &held[0]["id"].to_string(), "--session"])?;
+    pi.wait_settled(LONG).await?;
+    assert!(file(3).exists());
+    pi.prompt("STEP-4").await?;
+    pi.wait_settled(LONG).await?;
+    assert!(
+        file(4).exists(),
+        "the session's allow did not cover the next call"
+    );
+    let all = core.cli_json(&["approvals", "--all"])?;
+    assert_eq!(all.as_array().map(Vec::len), Some(3), "{all}");
+
+    // The core stopped: the policy is on, so the call is blocked, saying why.
+    core.terminate()?;
+    let asked = model.requests().len();
+    pi.prompt("STEP-5").await?;
+    pi.wait_settled(LONG).await?;
+    assert!(
+        !file(5).exists(),
+        "a call ran while the policy could not rule on it"
+    );
+    let blocked = model.requests()[asked..]
+        .iter()
+        .any(|r| r.transcript().contains("could not rule on this call"));
+    assert!(blocked, "the model was not told why the call was blocked");
+    pi.shutdown().await.context("pi shutdown")?;
+    Ok(())
+}
