@@ -19,8 +19,9 @@ use std::time::Duration;
 use shepherd_core::client::{Client, ClientError, Herd, Request};
 pub use shepherd_core::client::{Interrupted, Sent, Unanswered};
 use shepherd_core::protocol::{
-    Ask, AskRef, AskState, ClientKind, CoreStatus, ErrorCode, HostLink, Lease, Pairing, Project,
-    Report, ServerMsg, SessionId, SessionInfo, StaffMember, UsageReport, Worker, requests,
+    Approval, ApprovalId, ApprovalScope, Ask, AskRef, AskState, ClientKind, CoreStatus, ErrorCode,
+    HostLink, Lease, Pairing, Project, Report, ServerMsg, SessionId, SessionInfo, StaffMember,
+    UsageReport, Worker, requests,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -220,6 +221,35 @@ impl CoreLink {
     pub async fn projects(&mut self) -> Reply<Herd<Project>> {
         self.herd(|host| requests::ListProjects {
             host,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// `list_approvals`: the held tool calls (`all`: the newest 200 of every state).
+    pub async fn approvals(&mut self, all: bool) -> Reply<Vec<Approval>> {
+        self.call(requests::ListApprovals {
+            all,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// `decide_approval` for the human `by`: allow (`scope`) or deny (`reason`).
+    pub async fn decide_approval(
+        &mut self,
+        approval: ApprovalId,
+        allow: bool,
+        scope: ApprovalScope,
+        reason: Option<&str>,
+        by: &str,
+    ) -> Reply<Approval> {
+        self.call(requests::DecideApproval {
+            approval,
+            allow,
+            scope,
+            reason: reason.map(str::to_string),
+            by: Some(by.to_string()),
             ..Default::default()
         })
         .await

@@ -26,6 +26,7 @@
 // A scenario reads as one story: its test may run past the product's 100-line rule.
 #![allow(clippy::too_many_lines)]
 
+mod approvals;
 mod bridge;
 mod commands;
 mod fake_telegram;

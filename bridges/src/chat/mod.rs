@@ -36,6 +36,7 @@
 //! [`split::text_of`] of the chunk as its `body`.
 
 pub mod access;
+pub mod approvals;
 pub mod commands;
 pub mod format;
 pub mod hosts;

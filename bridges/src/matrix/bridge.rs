@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use crate::chat::workers::WorkerRef;
 use matrix_sdk::ruma::OwnedEventId;
 use matrix_sdk::{Client, Room};
-use shepherd_core::protocol::{Ask, AskRef, SessionInfo};
+use shepherd_core::protocol::{Approval, ApprovalId, ApprovalScope, Ask, AskRef, SessionInfo};
 use tokio_util::sync::CancellationToken;
 
 use super::decide::Known;
@@ -59,6 +59,23 @@ impl Known for MatrixStore {
     fn undo_offer(&self, event_id: &str) -> Option<AskRef> {
         MatrixStore::undo_offer(self, event_id).ok().flatten()
     }
+    fn approval_card(&self, event_id: &str) -> Option<ApprovalId> {
+        self.approval_at(event_id).ok().flatten()
+    }
+}
+
+/// An approval card's reactions: allow once, allow for the session, deny.
+pub const APPROVAL_KEYS: [&str; 3] = ["✅", "🔁", "❌"];
+
+/// What a reaction on an approval card decides: allow (`Some(scope)`) or deny (`None`);
+/// another key decides nothing.
+pub fn approval_decision(key: &str) -> Option<Option<ApprovalScope>> {
+    match key.trim_end_matches('\u{fe0f}') {
+        "✅" | "✔" | "👍" => Some(Some(ApprovalScope::Once)),
+        "🔁" => Some(Some(ApprovalScope::Session)),
+        "❌" | "👎" => Some(None),
+        _ => None,
+    }
 }
 
 impl Platform for Matrix {
@@ -68,6 +85,7 @@ impl Platform for Matrix {
     const NAME: &'static str = "matrix";
     const UNDO_HINT: &'static str =
         "Meant as a steer? React with ↩️ to this message while the session has not read it.";
+    const APPROVAL_HINT: &'static str = "react ✅ to allow it once, 🔁 to allow it for this session, ❌ to deny it; or reply to deny it with your reply as the reason";
 
     fn has_card(&self, ask: &AskRef) -> bool {
         let cards = self.store.cards_of(ask).unwrap_or_default();
@@ -187,6 +205,54 @@ impl Platform for Matrix {
                 key: key.to_string(),
             });
         }
+    }
+
+    /// The card in the session's thread, with the decisions as the bot's own reactions.
+    async fn post_approval(&mut self, place: Option<String>, approval: &Approval, card: Rendered) {
+        let mut thread = place.and_then(|root| self.in_thread(&root));
+        let op = MatrixOp::Message {
+            html: card.html,
+            plain: card.plain,
+            thread: thread.clone(),
+        };
+        let event_id = match self.outbox.send(op).await {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::error!(approval = %approval.id, error = %e, "matrix: could not post the approval card");
+                return;
+            }
+        };
+        self.sent(&event_id, &mut thread, Some(approval.session_id.as_str()));
+        self.remember(self.store.add_approval_card(event_id.as_str(), approval.id));
+        for key in APPROVAL_KEYS {
+            self.outbox.push(MatrixOp::React {
+                event: event_id.clone(),
+                key: key.to_string(),
+            });
+        }
+    }
+
+    /// Edit every card of an approval that ended (`m.replace`).
+    async fn close_approval(&mut self, approval: &Approval, ended: Rendered) {
+        for card in self
+            .store
+            .approval_cards_of(approval.id)
+            .unwrap_or_default()
+        {
+            let Ok(event) = OwnedEventId::try_from(card.as_str()) else {
+                continue;
+            };
+            self.outbox.push(MatrixOp::Edit {
+                event,
+                html: ended.html.clone(),
+                plain: ended.plain.clone(),
+            });
+            self.remember(self.store.close_approval_card(&card));
+        }
+    }
+
+    fn open_approvals(&self) -> Vec<ApprovalId> {
+        self.store.open_approvals().unwrap_or_default()
     }
 
     /// Edit every card of an answered ask (`m.replace`).

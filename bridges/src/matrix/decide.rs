@@ -12,9 +12,11 @@
 //! (`relay::typed`: its one open ask's answer, else a steer); in a thread of no session it answers the thread's
 //! newest open card; a reply to anything else about a session steers it; any other
 //! message gets the help. A reaction on a card answers it with that option; ↩️ on the
-//! bot's "answered ask N" takes that typed answer back.
+//! bot's "answered ask N" takes that typed answer back. On a held tool call's card a
+//! reaction decides it (✅ once, 🔁 for the session, ❌ deny) and a reply denies it with
+//! the reply as the reason.
 
-use shepherd_core::protocol::AskRef;
+use shepherd_core::protocol::{ApprovalId, AskRef};
 
 use crate::chat::access::{Allowlist, Decision};
 use crate::chat::commands::{self, ChatCommand};
@@ -56,6 +58,10 @@ pub trait Known {
     fn about(&self, event_id: &str) -> Option<String>;
     /// The ask whose typed answer a bot event offers to take back.
     fn undo_offer(&self, event_id: &str) -> Option<AskRef>;
+    /// The held tool call a bot event is the card of.
+    fn approval_card(&self, _event_id: &str) -> Option<ApprovalId> {
+        None
+    }
 }
 
 /// What to do with an incoming event. `thread` is where a reply goes.
@@ -74,6 +80,14 @@ pub enum Action {
     Answer {
         ask: AskRef,
         text: String,
+        thread: Option<String>,
+    },
+    /// Decide a held tool call by the reaction `key` on its card.
+    Approval { approval: ApprovalId, key: String },
+    /// Deny a held tool call with `reason` (a reply to its card).
+    DenyApproval {
+        approval: ApprovalId,
+        reason: String,
         thread: Option<String>,
     },
     /// Answer an ask with the option a reaction `key` on its `card` stands for.
@@ -114,6 +128,15 @@ pub fn decide(
         return Action::Refuse { reason };
     }
     match &incoming.kind {
+        IncomingKind::Reaction { target, key } if known.approval_card(target).is_some() => {
+            match known.approval_card(target) {
+                Some(approval) => Action::Approval {
+                    approval,
+                    key: key.clone(),
+                },
+                None => Action::Ignore,
+            }
+        }
         IncomingKind::Reaction { target, key } => match known.card(target) {
             Some((ask, _)) => Action::React {
                 ask,
@@ -152,6 +175,14 @@ pub fn decide(
                 return Action::Command { command, thread };
             }
             let text = body.trim().to_string();
+            // A reply to an approval card denies it, with the reply as the reason.
+            if let Some(approval) = reply_to.as_deref().and_then(|r| known.approval_card(r)) {
+                return Action::DenyApproval {
+                    approval,
+                    reason: text,
+                    thread,
+                };
+            }
             if let Some((ask, _)) = reply_to.as_deref().and_then(|r| known.card(r)) {
                 return Action::Answer { ask, text, thread };
             }

@@ -81,6 +81,23 @@ impl Relay<Matrix> {
             Action::Answer { ask, text, thread } => {
                 self.reply_to_ask(&ask, &text, &by, thread).await
             }
+            Action::Approval { approval, key } => {
+                let Some(decision) = crate::matrix::bridge::approval_decision(&key) else {
+                    return; // Not a decision key (a 👀, say).
+                };
+                let scope = decision.unwrap_or_default();
+                self.decide_approval(approval, decision.is_some(), scope, None, &by, None)
+                    .await;
+            }
+            Action::DenyApproval {
+                approval,
+                reason,
+                thread,
+            } => {
+                let scope = shepherd_core::protocol::ApprovalScope::Once;
+                self.decide_approval(approval, false, scope, Some(&reason), &by, thread)
+                    .await;
+            }
             Action::React {
                 ask: asked,
                 key,

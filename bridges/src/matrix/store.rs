@@ -8,7 +8,7 @@
 //! what it missed and nothing twice. matrix-sdk keeps everything else
 //! (sync token, room state, crypto) in its own SQLite store beside this file.
 
-use shepherd_core::protocol::AskRef;
+use shepherd_core::protocol::{ApprovalId, AskRef};
 use std::path::Path;
 
 use crate::local_db::{ask_ref, host_column};
@@ -56,6 +56,12 @@ DROP INDEX cards_ask;
 CREATE INDEX cards_ask ON cards(ask_id, host);
 ALTER TABLE undo_offers ADD COLUMN host TEXT NOT NULL DEFAULT '';
 ",
+    "
+CREATE TABLE approval_cards (
+    event_id TEXT PRIMARY KEY, approval_id INTEGER NOT NULL,
+    host TEXT NOT NULL DEFAULT '', closed INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX approval_cards_approval ON approval_cards(approval_id, host);
+",
 ];
 
 impl MatrixStore {
@@ -63,6 +69,50 @@ impl MatrixStore {
     pub fn open(path: &Path) -> Result<MatrixStore, crate::local_db::OpenError> {
         let conn = crate::local_db::open(path, MIGRATIONS)?;
         Ok(MatrixStore { conn })
+    }
+
+    /// Bot event `event_id` is the card of held tool call `approval`.
+    pub fn add_approval_card(&self, event_id: &str, approval: ApprovalId) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO approval_cards (event_id, approval_id) VALUES (?1, ?2)",
+            params![event_id, approval],
+        )?;
+        Ok(())
+    }
+
+    /// The open cards (event ids) of an approval.
+    pub fn approval_cards_of(&self, approval: ApprovalId) -> rusqlite::Result<Vec<String>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT event_id FROM approval_cards WHERE approval_id = ?1 AND host = '' AND closed = 0",
+        )?;
+        stmt.query_map([approval], |r| r.get(0))?.collect()
+    }
+
+    /// The approval a bot event is the card of.
+    pub fn approval_at(&self, event_id: &str) -> rusqlite::Result<Option<ApprovalId>> {
+        self.conn
+            .query_row(
+                "SELECT approval_id FROM approval_cards WHERE event_id = ?1",
+                [event_id],
+                |r| r.get(0),
+            )
+            .optional()
+    }
+
+    /// The approvals whose cards still show them pending.
+    pub fn open_approvals(&self) -> rusqlite::Result<Vec<ApprovalId>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT DISTINCT approval_id FROM approval_cards WHERE closed = 0 AND host = ''",
+        )?;
+        stmt.query_map([], |r| r.get(0))?.collect()
+    }
+
+    pub fn close_approval_card(&self, event_id: &str) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "UPDATE approval_cards SET closed = 1 WHERE event_id = ?1",
+            [event_id],
+        )?;
+        Ok(())
     }
 
     /// A value from the `meta` table (`room_id` of the room the bot created).

@@ -33,6 +33,7 @@
 //! `app@feat/a`, in its repository's Manager topic or thread; an `assignment_changed`
 //! that changes the state or the Lead's state is one short line there.
 
+mod approvals;
 pub mod commands;
 pub mod pairings;
 pub mod platform;
@@ -164,6 +165,7 @@ impl<P: Platform> Relay<P> {
                     by,
                 } => self.on_pairing(change, pairing, verdict, by).await,
                 ServerMsg::WorkerChanged { worker } => self.worker_changed(worker).await,
+                ServerMsg::ApprovalChanged { approval } => self.approval_changed(approval).await,
                 ServerMsg::HostLinkChanged { link } => {
                     let said = crate::chat::hosts::link_changed(&link);
                     self.say(None, said).await;
@@ -201,6 +203,7 @@ impl<P: Platform> Relay<P> {
             }
         }
         self.resync_projects().await;
+        self.resync_approvals().await;
         for key in self.platform.open_cards() {
             let answered = match &key.host {
                 None => snapshot.answered.get(&key).cloned(),

@@ -12,7 +12,7 @@
 use std::future::Future;
 
 use crate::chat::workers::WorkerRef;
-use shepherd_core::protocol::{Ask, AskRef, SessionInfo};
+use shepherd_core::protocol::{Approval, ApprovalId, Ask, AskRef, SessionInfo};
 
 use crate::chat::render::{AskCard, Rendered};
 
@@ -29,6 +29,8 @@ pub trait Platform: Send {
     const NAME: &'static str;
     /// How a typed answer is taken back here (a button, a reaction), said after it.
     const UNDO_HINT: &'static str;
+    /// How a held tool call is decided here, said on its card.
+    const APPROVAL_HINT: &'static str;
 
     /// Whether the ask has a card here that still shows it open (a reopened ask's old
     /// cards show its former answer: it gets a new one).
@@ -88,6 +90,25 @@ pub trait Platform: Send {
 
     /// Edit every card of an answered ask to show `answered` (and drop its buttons).
     fn close_cards(&mut self, ask: &Ask, answered: Rendered) -> impl Future<Output = ()> + Send;
+
+    /// Post a pending approval's card at `place` with its decisions (Telegram's buttons,
+    /// Matrix's reactions), and remember it: a reply to it denies with a reason.
+    fn post_approval(
+        &mut self,
+        place: Option<Self::Place>,
+        approval: &Approval,
+        card: Rendered,
+    ) -> impl Future<Output = ()> + Send;
+
+    /// Edit every card of an approval that ended to show `ended` (and drop its buttons).
+    fn close_approval(
+        &mut self,
+        approval: &Approval,
+        ended: Rendered,
+    ) -> impl Future<Output = ()> + Send;
+
+    /// The approvals whose cards here still show them pending.
+    fn open_approvals(&self) -> Vec<ApprovalId>;
 
     /// Say at `place` that typed text answered ask `ask` of `session` (`said`), with the
     /// way to take it back ([`crate::relay::Relay::undo`]): a button, a reaction.

@@ -14,7 +14,9 @@ use teloxide::types::{
 };
 
 use crate::chat::workers::WorkerRef;
-use shepherd_core::protocol::{Ask, AskRef, SessionInfo, WorkerId};
+use shepherd_core::protocol::{
+    Approval, ApprovalId, ApprovalScope, Ask, AskRef, SessionInfo, WorkerId,
+};
 
 use super::outbox::{OutboxOp, TelegramOutbox};
 use super::store::{BridgeStore, Card};
@@ -49,6 +51,8 @@ impl Platform for Telegram {
     const NAME: &'static str = "telegram";
     const UNDO_HINT: &'static str =
         "Meant as a steer? Tap the button below while the session has not read it.";
+    const APPROVAL_HINT: &'static str =
+        "tap a button, or reply to this card to deny it with your reply as the reason";
 
     fn has_card(&self, ask: &AskRef) -> bool {
         let cards = self.store.cards_of(ask).unwrap_or_default();
@@ -183,6 +187,45 @@ impl Platform for Telegram {
                 tracing::error!(ask = %ask.key(), error = %e, "telegram: could not post the ask card")
             }
         }
+    }
+
+    async fn post_approval(&mut self, thread: Option<i32>, approval: &Approval, card: Rendered) {
+        let keyboard = approval_keyboard(approval.id);
+        match self
+            .send(thread, card.html, card.plain, Some(keyboard))
+            .await
+        {
+            Ok(message_id) => {
+                self.remember(
+                    self.store
+                        .add_approval_card(self.chat_id, message_id, approval.id),
+                );
+            }
+            Err(e) => {
+                tracing::error!(approval = %approval.id, error = %e, "telegram: could not post the approval card")
+            }
+        }
+    }
+
+    async fn close_approval(&mut self, approval: &Approval, ended: Rendered) {
+        for (chat, message) in self
+            .store
+            .approval_cards_of(approval.id)
+            .unwrap_or_default()
+        {
+            self.outbox.push(OutboxOp::Edit {
+                chat,
+                message,
+                html: ended.html.clone(),
+                plain: ended.plain.clone(),
+                keyboard: None,
+            });
+            self.remember(self.store.close_approval_card(chat, message));
+        }
+    }
+
+    fn open_approvals(&self) -> Vec<ApprovalId> {
+        self.store.open_approvals().unwrap_or_default()
     }
 
     async fn close_cards(&mut self, ask: &Ask, answered: Rendered) {
@@ -378,6 +421,35 @@ fn option_keyboard(ask: &Ask) -> Option<InlineKeyboardMarkup> {
     Some(InlineKeyboardMarkup::new(
         buttons.chunks(2).map(<[_]>::to_vec),
     ))
+}
+
+/// An approval card's buttons: `p:<id>:o` (allow once), `p:<id>:s` (allow for the
+/// session), `p:<id>:d` (deny).
+fn approval_keyboard(id: ApprovalId) -> InlineKeyboardMarkup {
+    InlineKeyboardMarkup::new([
+        vec![
+            InlineKeyboardButton::callback("✅ Allow once", format!("p:{id}:o")),
+            InlineKeyboardButton::callback("✅ Allow for this session", format!("p:{id}:s")),
+        ],
+        vec![InlineKeyboardButton::callback(
+            "⛔ Deny",
+            format!("p:{id}:d"),
+        )],
+    ])
+}
+
+/// The approval and decision of an approval card's button: allow (`Some(scope)`) or deny
+/// (`None`).
+pub(super) fn parse_approval(data: &str) -> Option<(ApprovalId, Option<ApprovalScope>)> {
+    let (id, what) = data.strip_prefix("p:")?.split_once(':')?;
+    let id: ApprovalId = id.parse().ok()?;
+    let decision = match what {
+        "o" => Some(ApprovalScope::Once),
+        "s" => Some(ApprovalScope::Session),
+        "d" => None,
+        _ => return None,
+    };
+    Some((id, decision))
 }
 
 /// The label of a `/staff` line's button.

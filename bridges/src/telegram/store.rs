@@ -5,7 +5,7 @@
 //! which bot messages are about which session (a reply to one steers it), and the last
 //! report posted in each chat (so a restart posts what it missed, and nothing twice).
 
-use shepherd_core::protocol::AskRef;
+use shepherd_core::protocol::{ApprovalId, AskRef};
 use std::path::Path;
 
 use crate::local_db::{ask_ref, host_column};
@@ -48,6 +48,13 @@ CREATE TABLE IF NOT EXISTS about (
 ALTER TABLE cards ADD COLUMN host TEXT NOT NULL DEFAULT '';
 DROP INDEX cards_ask;
 CREATE INDEX cards_ask ON cards(ask_id, host);
+",
+    "
+CREATE TABLE approval_cards (
+    chat_id INTEGER NOT NULL, message_id INTEGER NOT NULL, approval_id INTEGER NOT NULL,
+    host TEXT NOT NULL DEFAULT '', closed INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (chat_id, message_id));
+CREATE INDEX approval_cards_approval ON approval_cards(approval_id, host);
 ",
 ];
 
@@ -96,6 +103,62 @@ impl BridgeStore {
             "INSERT INTO meta (key, value) VALUES (?1, ?2)
              ON CONFLICT (key) DO UPDATE SET value = ?2",
             params![format!("last_report:{store}:{chat_id}"), id.to_string()],
+        )?;
+        Ok(())
+    }
+
+    /// Bot message `message_id` is the card of held tool call `approval`.
+    pub fn add_approval_card(
+        &self,
+        chat_id: i64,
+        message_id: i32,
+        approval: ApprovalId,
+    ) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO approval_cards (chat_id, message_id, approval_id)
+             VALUES (?1, ?2, ?3)",
+            params![chat_id, message_id, approval],
+        )?;
+        Ok(())
+    }
+
+    /// The open cards of an approval: (chat, message).
+    pub fn approval_cards_of(&self, approval: ApprovalId) -> rusqlite::Result<Vec<(i64, i32)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT chat_id, message_id FROM approval_cards
+             WHERE approval_id = ?1 AND host = '' AND closed = 0",
+        )?;
+        stmt.query_map([approval], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect()
+    }
+
+    /// The approval a bot message is the card of.
+    pub fn approval_at(
+        &self,
+        chat_id: i64,
+        message_id: i32,
+    ) -> rusqlite::Result<Option<ApprovalId>> {
+        self.conn
+            .query_row(
+                "SELECT approval_id FROM approval_cards WHERE chat_id = ?1 AND message_id = ?2",
+                params![chat_id, message_id],
+                |r| r.get(0),
+            )
+            .optional()
+    }
+
+    /// The approvals whose cards still show them pending.
+    pub fn open_approvals(&self) -> rusqlite::Result<Vec<ApprovalId>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT DISTINCT approval_id FROM approval_cards WHERE closed = 0 AND host = ''",
+        )?;
+        stmt.query_map([], |r| r.get(0))?.collect()
+    }
+
+    pub fn close_approval_card(&self, chat_id: i64, message_id: i32) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "UPDATE approval_cards SET closed = 1 WHERE chat_id = ?1 AND message_id = ?2",
+            params![chat_id, message_id],
         )?;
         Ok(())
     }

@@ -14,7 +14,9 @@ use teloxide::types::{CallbackQuery, Message, Update, UpdateKind, User};
 
 use shepherd_core::protocol::{AskRef, ErrorCode};
 
-use super::bridge::{Telegram, parse_callback, parse_close, parse_steer, parse_undo};
+use super::bridge::{
+    Telegram, parse_approval, parse_callback, parse_close, parse_steer, parse_undo,
+};
 use super::outbox::OutboxOp;
 use crate::chat::access::{Decision, Refusal};
 use crate::chat::commands;
@@ -85,6 +87,13 @@ impl Relay<Telegram> {
             && replied.id.0 != thread.unwrap_or(0)
         {
             let replied_id = replied.id.0;
+            // A reply to an approval card denies it, with the reply as the reason.
+            if let Ok(Some(approval)) = store.approval_at(chat, replied_id) {
+                let scope = shepherd_core::protocol::ApprovalScope::Once;
+                self.decide_approval(approval, false, scope, Some(&text), &by, thread)
+                    .await;
+                return;
+            }
             if let Ok(Some(card)) = store.card_at(chat, replied_id) {
                 self.reply_to_ask(&card.ask, &text, &by, thread).await;
                 return;
@@ -161,6 +170,10 @@ impl Relay<Telegram> {
             self.say(thread, said).await;
             return;
         }
+        if let Some((approval, allow)) = query.data.as_deref().and_then(parse_approval) {
+            self.approval_button(&query, approval, allow, &by).await;
+            return;
+        }
         if let Some(ask) = query.data.as_deref().and_then(parse_undo) {
             let said = self.undo(&ask, &by).await;
             // The offer becomes what happened, without its button.
@@ -195,6 +208,37 @@ impl Relay<Telegram> {
             None => "Unknown button.".to_string(),
         };
         let _ = bot.answer_callback_query(query.id.clone()).text(text).await;
+    }
+
+    /// An approval card's button: allow (`Some(scope)`) or deny, as `by`; the button's
+    /// answer says which, or why the core refused it.
+    async fn approval_button(
+        &mut self,
+        query: &CallbackQuery,
+        approval: shepherd_core::protocol::ApprovalId,
+        allow: Option<shepherd_core::protocol::ApprovalScope>,
+        by: &str,
+    ) {
+        let thread = query
+            .message
+            .as_ref()
+            .and_then(|m| m.regular_message())
+            .and_then(|m| m.thread_id)
+            .map(|t| t.0.0);
+        let scope = allow.unwrap_or_default();
+        let refused = self
+            .decide_approval(approval, allow.is_some(), scope, None, by, thread)
+            .await;
+        let text = refused.unwrap_or_else(|| match allow {
+            Some(_) => "Allowed.".to_string(),
+            None => "Denied.".to_string(),
+        });
+        let short = crate::chat::format::truncate(&text, 190);
+        let bot = self.platform.bot.clone();
+        let _ = bot
+            .answer_callback_query(query.id.clone())
+            .text(short)
+            .await;
     }
 
     /// The text of option `index` of an ask.

@@ -174,6 +174,18 @@ pub trait Phone {
     /// Close the worker a `/workers` line shows (Telegram: its `✖ close` button; Matrix:
     /// `!close` in reply); what the bot answers.
     async fn close_worker(&self, line: &Said) -> Result<String>;
+
+    /// Decide a held tool call's card as the human would (Telegram: its button; Matrix:
+    /// its reaction, once the bot put it there).
+    async fn decide(&self, card: &Said, tap: Tap) -> Result<()>;
+}
+
+/// A decision on an approval card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tap {
+    Once,
+    Session,
+    Deny,
 }
 
 impl Core {
@@ -493,6 +505,26 @@ impl Phone for TelegramPhone {
         Ok(Some(answer.text.unwrap_or_default()))
     }
 
+    async fn decide(&self, card: &Said, tap: Tap) -> Result<()> {
+        let label = match tap {
+            Tap::Once => "✅ Allow once",
+            Tap::Session => "✅ Allow for this session",
+            Tap::Deny => "⛔ Deny",
+        };
+        let (_, data) = card
+            .buttons
+            .iter()
+            .find(|(l, _)| l == label)
+            .with_context(|| format!("no {label:?} button on {:?}", card.buttons))?;
+        let press = self
+            .tg
+            .press_button(self.chat, Self::message_id(card)?, ADA_TELEGRAM, data)?;
+        self.tg
+            .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
+            .await?;
+        Ok(())
+    }
+
     async fn close_worker(&self, line: &Said) -> Result<String> {
         let data = only_button(line, "✖ close")?;
         let press = self
@@ -746,6 +778,18 @@ impl Phone for MatrixPhone {
             .await?;
         self.ada.react(&self.room, &card.id, &key).await?;
         Ok(None)
+    }
+
+    async fn decide(&self, card: &Said, tap: Tap) -> Result<()> {
+        let key = match tap {
+            Tap::Once => "✅",
+            Tap::Session => "🔁",
+            Tap::Deny => "❌",
+        };
+        self.bot_says(|m| m.id == card.id && m.marks.iter().any(|k| k == key))
+            .await?;
+        self.ada.react(&self.room, &card.id, key).await?;
+        Ok(())
     }
 
     async fn close_worker(&self, line: &Said) -> Result<String> {

@@ -1,0 +1,139 @@
+//! Held tool calls on the phones, end to end with a REAL Pi (the scripted model runs one
+//! `touch` per prompt; the core's `[approvals]` asks for each): the card shows in the
+//! session's place with the command and the rule; the call does not run until the human
+//! decides there (its file absent before, present once after); on Telegram also a reply
+//! to the card denies it with the reply as the reason the model reads, and "Allow for this
+//! session" lets the next matching call through with no card. Matrix (real Synapse): the
+//! same for one approval, decided by its reaction.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use shepherd_harness::Core;
+use shepherd_harness::fake_model::{FakeModel, Reply};
+use shepherd_harness::phone::{MatrixPhone, Phone, Tap, TelegramPhone};
+use shepherd_harness::pi_process::{PiOptions, PiSession};
+use shepherd_harness::synapse::skip_e2e;
+
+const LONG: Duration = Duration::from_secs(60);
+
+const POLICY: &str = r#"
+[approvals]
+[[approvals.rules]]
+tool = "bash"
+match = "touch *"
+decision = "ask"
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_telegram_a_held_call_is_allowed_denied_and_allowed_for_the_session() -> Result<()> {
+    approvals_on(TelegramPhone::start().await?, true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_matrix_a_held_call_runs_once_its_reaction_allows_it() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    approvals_on(MatrixPhone::start().await?, false).await
+}
+
+async fn approvals_on(mut phone: impl Phone, full: bool) -> Result<()> {
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(config.path(), POLICY)?;
+    let config_path = config.path().display().to_string();
+    let core = Core::start_for(&phone, &[("SHEPHERD_CONFIG", &config_path)]).await?;
+    phone.ready().await?;
+    let files = tempfile::tempdir()?;
+    let dir = files.path().to_path_buf();
+    let model = FakeModel::start(move |req| {
+        let (role, last) = req.last();
+        if role == "tool" {
+            return Reply::text(format!("TOOL-SAID {last}"));
+        }
+        match ["STEP-1", "STEP-2", "STEP-3", "STEP-4"]
+            .iter()
+            .position(|s| last.contains(s))
+        {
+            Some(i) => {
+                let file = dir.join(format!("file-{}", i + 1));
+                Reply::tool(
+                    "bash",
+                    json!({ "command": format!("touch {}", file.display()) }),
+                )
+            }
+            None => Reply::text("nothing to do"),
+        }
+    })
+    .await?;
+    let mut opts = PiOptions::new(core.agent_dir());
+    opts.name = Some("toucher".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    core.connected_session("toucher", LONG).await?;
+    let place = phone.place_of("toucher").await?;
+    let file = |n: u32| files.path().join(format!("file-{n}"));
+    let card_for = |n: u32| {
+        let wanted = format!("file-{n}");
+        move |m: &shepherd_harness::phone::Said| {
+            m.text.contains("waits for approval") && m.text.contains(&wanted) && !m.edited
+        }
+    };
+
+    // The card in the session's place; the call runs only once allowed there.
+    pi.prompt("STEP-1").await?;
+    let card = phone
+        .bot_says(card_for(1))
+        .await
+        .with_context(|| core.log())?;
+    assert_eq!(phone.thread_of(&card), place, "in the session's place");
+    assert!(card.text.contains("asked by rule 1 of"), "{}", card.text);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!file(1).exists(), "the held call ran before it was decided");
+    phone.decide(&card, Tap::Once).await?;
+    let by = format!("allowed once by {}", phone.human());
+    phone
+        .bot_says(|m| m.id == card.id && m.edited && m.text.contains(&by))
+        .await?;
+    pi.wait_settled(LONG).await?;
+    assert!(file(1).exists(), "the allowed call did not run");
+    if !full {
+        pi.shutdown().await?;
+        return Ok(());
+    }
+
+    // A reply to the card denies it: the reply is the reason the model reads.
+    let asked = model.requests().len();
+    pi.prompt("STEP-2").await?;
+    let card = phone.bot_says(card_for(2)).await?;
+    phone.reply(&card, "not that file").await?;
+    phone
+        .bot_says(|m| m.id == card.id && m.edited && m.text.contains("not that file"))
+        .await?;
+    pi.wait_settled(LONG).await?;
+    assert!(!file(2).exists(), "the denied call ran");
+    let read = model.requests()[asked..]
+        .iter()
+        .any(|r| r.transcript().contains("not that file"));
+    assert!(read, "the model never read the reason");
+
+    // Allowed for the session: the next matching call runs with no card.
+    pi.prompt("STEP-3").await?;
+    let card = phone.bot_says(card_for(3)).await?;
+    phone.decide(&card, Tap::Session).await?;
+    pi.wait_settled(LONG).await?;
+    assert!(file(3).exists());
+    pi.prompt("STEP-4").await?;
+    pi.wait_settled(LONG).await?;
+    assert!(
+        file(4).exists(),
+        "the session's allow did not cover the next call"
+    );
+    assert_eq!(
+        phone.count_said("waits for approval"),
+        3,
+        "no card for the fourth"
+    );
+    pi.shutdown().await?;
+    Ok(())
+}
