@@ -240,3 +240,50 @@ async fn a_held_call_is_decided_once_from_anywhere_and_survives_kill_9() -> Resu
     assert!(!core.log_has_panic());
     Ok(())
 }
+
+/// `approvals.timeout_secs`: nobody decides, `on_timeout` does (here `deny`, with the
+/// reason the model reads); a pending approval that came due while the core was down is
+/// timed out once the core is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_nobody_decides_is_denied_by_its_timeout_also_across_a_restart() -> Result<()> {
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(config.path(), POLICY)?;
+    let config_path = config.path().display().to_string();
+    let env = [
+        ("SHEPHERD_CONFIG", config_path.as_str()),
+        ("SHEPHERD_APPROVALS__TIMEOUT_SECS", "1"),
+    ];
+    let mut core = Core::start_with(&env).await?;
+    let mut pi = core
+        .pi("0193a5c2-0000-7000-8000-00000000a003", "waiter")
+        .await?;
+    let held = pending(&request(&mut pi, "git push", "c-wait").await?)?;
+    let timed_out = told(&mut pi, &held).await?;
+    assert_eq!(timed_out.state, ApprovalState::Denied);
+    assert_eq!(timed_out.decided_by.as_deref(), Some("the timeout (1 s)"));
+    assert!(
+        timed_out
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("nobody decided within 1 s"),
+        "{timed_out:?}"
+    );
+
+    // Due while the core was down: timed out when it is back.
+    let kept = pending(&request(&mut pi, "git push", "c-down").await?)?;
+    core.kill9();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    core.restart().await?;
+    shepherd_harness::eventually(WAIT, "timed out after the restart", || {
+        let all = core.cli_json(&["approvals", "--all"]).ok()?;
+        let row = all
+            .as_array()?
+            .iter()
+            .find(|a| a["id"] == kept.id.get())?
+            .clone();
+        (row["state"] == "denied").then_some(())
+    })
+    .await?;
+    Ok(())
+}

@@ -18,11 +18,11 @@ use crate::approvals::{
     Call, Layer, Policy, ProjectPolicy, Ruling as PolicyRuling, project_policy,
 };
 use crate::clock::now_ms;
-use crate::config::approvals::Decision;
+use crate::config::approvals::{Decision, Fallback};
 use crate::protocol::requests::{DecideApproval, ListApprovals, RequestApproval, WithdrawApproval};
 use crate::protocol::{
-    Approval, ApprovalScope, ApprovalState, ClientKind, ErrorCode, Ruling, ServerMsg, SessionId,
-    SessionInfo,
+    Approval, ApprovalId, ApprovalScope, ApprovalState, ClientKind, ErrorCode, Ruling, ServerMsg,
+    SessionId, SessionInfo,
 };
 use crate::store;
 
@@ -131,6 +131,7 @@ impl State {
                     decided_at: None,
                 };
                 approval.id = store::approvals::insert(db, &approval)?;
+                self.approval_timer(approval.id, approval.created_at);
                 tracing::info!(approval = %approval.id, session = %me.id, tool = %approval.tool, "a tool call waits for approval");
                 self.approval_changed(&approval, out);
                 out.send(cx.conn, &as_ruled(cx.id, approval));
@@ -234,6 +235,64 @@ impl State {
             self.approval_changed(&approval, out);
         }
         store::approvals::end_grants(db, session)?;
+        Ok(())
+    }
+
+    /// With `approvals.timeout_secs`, wake the hub when approval `id` (opened at `opened`)
+    /// has waited that long.
+    fn approval_timer(&self, id: ApprovalId, opened: u64) {
+        let timeout_ms = self.facts.approvals.timeout_secs.saturating_mul(1000);
+        if timeout_ms == 0 {
+            return;
+        }
+        let left = (opened + timeout_ms).saturating_sub(now_ms());
+        let hub = self.self_tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(left)).await;
+            if let Some(tx) = hub.upgrade() {
+                let _ = tx
+                    .send(super::HubCommand::ApprovalDue { approval: id })
+                    .await;
+            }
+        });
+    }
+
+    /// At start: the pending approvals' timeouts again (a restart lost their timers).
+    pub(super) fn recover_approval_timers(&self, db: &Connection) -> HubResult<()> {
+        if self.facts.approvals.timeout_secs == 0 {
+            return Ok(());
+        }
+        for a in store::approvals::list(db, false)? {
+            self.approval_timer(a.id, a.created_at);
+        }
+        Ok(())
+    }
+
+    /// Approval `id` waited `approvals.timeout_secs`: still pending, `on_timeout` decides.
+    pub(super) fn approval_due(
+        &mut self,
+        id: ApprovalId,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        if !store::approvals::get(db, id)?.is_some_and(|a| a.state == ApprovalState::Pending) {
+            return Ok(());
+        }
+        let secs = self.facts.approvals.timeout_secs;
+        let (state, scope, reason) = match self.facts.approvals.on_timeout {
+            Fallback::Allow => (ApprovalState::Allowed, Some(ApprovalScope::Once), None),
+            Fallback::Deny => (
+                ApprovalState::Denied,
+                None,
+                Some(format!(
+                    "nobody decided within {secs} s (approvals.on_timeout = \"deny\")"
+                )),
+            ),
+        };
+        let by = format!("the timeout ({secs} s)");
+        let approval = self.end_approval(id, state, scope, &by, reason.as_deref(), db)?;
+        tracing::info!(approval = %id, state = approval.state.as_str(), "an approval timed out");
+        self.approval_changed(&approval, out);
         Ok(())
     }
 

@@ -68,8 +68,16 @@ impl State {
                 if let Err(err) = self.recover_leads(db, out) {
                     tracing::error!("recovering assignments' Leads failed: {}", err.message);
                 }
+                if let Err(err) = self.recover_approval_timers(db) {
+                    tracing::error!("recovering approvals' timeouts failed: {}", err.message);
+                }
             }
             HubCommand::AskCardDue { ask } => self.ask_card_due(ask, db, out),
+            HubCommand::ApprovalDue { approval } => {
+                if let Err(err) = self.approval_due(approval, db, out) {
+                    tracing::error!(%approval, "timing out an approval failed: {}", err.message);
+                }
+            }
             HubCommand::Stopping => self.stopping = true,
             HubCommand::Shutdown => {}
         }

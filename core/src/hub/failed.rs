@@ -149,6 +149,9 @@ impl State {
             HubCommand::AskCardDue { ask } => {
                 tracing::error!(%ask, "a worker's question was not shown on the phones: the store failed");
             }
+            HubCommand::ApprovalDue { approval } => {
+                tracing::error!(%approval, "an approval's timeout was not applied: the store failed; it stays pending");
+            }
         }
         false
     }

@@ -159,6 +159,11 @@ pub enum HubCommand {
     /// A Lead-owned worker's question has waited `workers.ask_card_after_secs`: announce
     /// it to the bridges if it is still open.
     AskCardDue { ask: crate::protocol::AskId },
+    /// A pending approval has waited `approvals.timeout_secs`: `approvals.on_timeout`
+    /// decides it if nobody has.
+    ApprovalDue {
+        approval: crate::protocol::ApprovalId,
+    },
     /// The core is about to close every connection: sessions that drop from now on are
     /// not ending (they come back to the next core), so their leaving has no reason.
     Stopping,
