@@ -328,6 +328,20 @@ export class CoreClient extends CoreConnection {
     return { ruling: res.ruling, rule: res.rule, approval: res.approval };
   }
 
+  /** A worker's owner decides one of that worker's held tool calls. */
+  async approveAgent(agent: string, approval: number, decision: "allow" | "allow_session" | "deny", reason: string | null): Promise<Approval> {
+    const res = await this.request((id) => ({
+      type: "approve_agent",
+      id,
+      agent,
+      approval,
+      allow: decision !== "deny",
+      scope: decision === "allow_session" ? "session" : "once",
+      ...(reason !== null ? { reason } : {}),
+    }));
+    return res.approval;
+  }
+
   /** Stop waiting for one of this session's pending approvals. */
   async withdrawApproval(approval: number): Promise<Approval> {
     const res = await this.request((id) => ({ type: "withdraw_approval", id, approval }));

@@ -1,6 +1,6 @@
 // Managed workers' glue to Pi: the owner tools (list_agents, delegate_agent, continue_agent,
 // steer_agent, interrupt_agent, reply_agent, close_agent, inspect_agent,
-// read_agent_transcript), a worker's ask_owner, and the `/agents` command. Every tool is
+// read_agent_transcript, approve_agent: a worker's tool call held for approval), a worker's ask_owner, and the `/agents` command. Every tool is
 // registered once; workers.ts decides which are active (ask_owner only in a worker, the owner
 // tools everywhere but in a leaf worker). The core decides everything that matters (which
 // definitions exist, who owns which worker, what a worker's state allows); this file turns its
@@ -310,6 +310,26 @@ export function registerWorkerTools(pi: ExtensionAPI, current: () => WorkerSessi
       const w = await s.client.workerAction("close", params.agent, "");
       s.log(`close_agent: "${w.label}" now ${w.state}`);
       return result(actionText("close", w), workerDetails(w));
+    }),
+  });
+
+  pi.registerTool({
+    name: "approve_agent",
+    label: "Decide a worker's held tool call",
+    description:
+      "Decide one of your worker's tool calls that waits for approval (you are told of each, with its number): " +
+      "allow it once, allow it for the rest of the worker's session (the same rule stops asking it), or deny it " +
+      "with a reason the worker reads. The human may decide it too; the first decision wins.",
+    parameters: Type.Object({
+      agent: Type.String({ minLength: 1, description: AGENT }),
+      approval: Type.Integer({ minimum: 1, description: "The approval's number, from the notice." }),
+      decision: Type.Union([Type.Literal("allow"), Type.Literal("allow_session"), Type.Literal("deny")]),
+      reason: Type.Optional(Type.String({ description: "For deny: what the worker reads." })),
+    }),
+    execute: guarded(glue, "approve_agent", "Not decided", async (s, params) => {
+      const a = await s.client.approveAgent(params.agent, params.approval, params.decision, params.reason ?? null);
+      s.log(`approve_agent: approval ${a.id} ${a.state}`);
+      return result(`Approval #${a.id} (${a.tool} \`${a.subject}\`): ${a.state}.`, { approval: a.id, state: a.state });
     }),
   });
 

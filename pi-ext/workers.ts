@@ -35,6 +35,7 @@ export const OWNER_TOOLS: readonly string[] = [
   "close_agent",
   "inspect_agent",
   "read_agent_transcript",
+  "approve_agent",
 ];
 
 /** A worker's own tool: registered inactive, active only in a worker. */

@@ -265,6 +265,7 @@ describe("a real Pi with the extension", { timeout: 4 * LONG }, () => {
     });
     await until("the delegating worker's first request", () => delegating.model.requests.length === 1);
     assert.deepEqual(delegating.model.toolsOffered(0), [
+      "approve_agent",
       "ask_owner",
       "bash",
       "close_agent",

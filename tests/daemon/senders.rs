@@ -87,6 +87,11 @@ const UNANSWER_IS_HUMANS: Refusal = (
     None,
     "Pi sessions cannot take answers back; only the human who answers can (CLI or chat)",
 );
+const APPROVE_AGENT_IS_OWNERS: Refusal = (
+    ErrorCode::Forbidden,
+    None,
+    "approve_agent is a worker's owner's (a Pi session); the human decides with decide_approval (`shepherd approve`, `shepherd deny`)",
+);
 const DECIDE_IS_HUMANS: Refusal = (
     ErrorCode::Forbidden,
     Some("human_only"),
@@ -279,6 +284,7 @@ const ROWS: &[Row] = &[
     refusing("decide_approval", HUMAN, DECIDE_IS_HUMANS),
     row("withdraw_approval", PI),
     row("list_approvals", ANYONE),
+    refusing("approve_agent", PI, APPROVE_AGENT_IS_OWNERS),
     row("ack", PI),
     row("bye", PI),
     refusing("host_mail_ack", "core", ONLY_A_LINK),

@@ -145,3 +145,77 @@ async fn a_held_call_runs_only_once_approved_and_a_denial_reaches_the_model() ->
     pi.shutdown().await.context("pi shutdown")?;
     Ok(())
 }
+
+/// A managed worker's held call: its owner is told (a notice naming the approval) and
+/// decides it with `approve_agent`; the call runs, the worker's result follows, and the
+/// human's late decision is refused naming the owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workers_held_call_is_decided_by_its_owner() -> Result<()> {
+    use shepherd_core::protocol::{DeliveryKind, WorkerState, requests};
+    use shepherd_harness::workers::{next_of_kind, owner, wait_state, worker_core_with};
+
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(config.path(), POLICY)?;
+    let config_path = config.path().display().to_string();
+    let files = tempfile::tempdir()?;
+    let marker = files.path().join("made-by-worker");
+    let touch = format!("touch {}", marker.display());
+    let model = FakeModel::start(move |req| {
+        let (role, last) = req.last();
+        if role == "tool" {
+            return Reply::text(format!("RESULT-T {last}"));
+        }
+        if last.contains("TASK-T") {
+            return Reply::tool("bash", json!({ "command": touch }));
+        }
+        Reply::text("nothing to do")
+    })
+    .await?;
+    let core = worker_core_with(&model, "headless", &[("SHEPHERD_CONFIG", &config_path)]).await?;
+    let mut boss = owner(&core, "0193a5c2-0000-7000-8000-00000000b055", "boss").await?;
+    let w = boss
+        .client
+        .call(requests::DelegateAgent {
+            definition: "implementer".into(),
+            task: "TASK-T make the marker".into(),
+            label: Some("maker".into()),
+            ..Default::default()
+        })
+        .await?;
+    let notice = next_of_kind(&mut boss, DeliveryKind::Notice).await?;
+    boss.ack(&[notice.id]).await?;
+    assert!(
+        notice.text.contains("Your worker maker") && notice.text.contains("approve_agent"),
+        "{}",
+        notice.text
+    );
+    let pending = core.cli_json(&["approvals"])?;
+    let id = pending[0]["id"].as_u64().context("a pending approval")?;
+    assert!(
+        notice.text.contains(&format!("approval #{id}")),
+        "{}",
+        notice.text
+    );
+    assert!(!marker.exists(), "the worker's held call ran");
+    let decided = boss
+        .client
+        .call(requests::ApproveAgent {
+            agent: "maker".into(),
+            approval: id.into(),
+            allow: true,
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(decided.decided_by.as_deref(), Some("owner boss"));
+    let result = next_of_kind(&mut boss, DeliveryKind::AgentResult).await?;
+    boss.ack(&[result.id]).await?;
+    assert!(result.text.contains("RESULT-T"), "{}", result.text);
+    assert!(marker.exists(), "the approved call did not run");
+    wait_state(&core, w.id, WorkerState::Done).await?;
+    let late = core.cli(&["deny", &id.to_string()]);
+    assert!(
+        String::from_utf8_lossy(&late.stderr).contains("no longer waiting: allowed by owner boss"),
+        "{late:?}"
+    );
+    Ok(())
+}

@@ -184,6 +184,7 @@ replies! {
     DecideApproval => Approval: ServerMsg::ApprovalIs { approval, .. } => approval,
     WithdrawApproval => Approval: ServerMsg::ApprovalIs { approval, .. } => approval,
     ListApprovals => Vec<Approval>: ServerMsg::Approvals { approvals, .. } => approvals,
+    ApproveAgent => Approval: ServerMsg::ApprovalIs { approval, .. } => approval,
 }
 
 /// `request_approval`'s reply: how the call was ruled, by which rule, and the approval

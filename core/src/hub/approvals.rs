@@ -19,12 +19,15 @@ use crate::approvals::{
 };
 use crate::clock::now_ms;
 use crate::config::approvals::{Decision, Fallback};
-use crate::protocol::requests::{DecideApproval, ListApprovals, RequestApproval, WithdrawApproval};
+use crate::protocol::requests::{
+    ApproveAgent, DecideApproval, ListApprovals, RequestApproval, WithdrawApproval,
+};
 use crate::protocol::{
-    Approval, ApprovalId, ApprovalScope, ApprovalState, ClientKind, ErrorCode, Ruling, ServerMsg,
-    SessionId, SessionInfo,
+    Approval, ApprovalId, ApprovalScope, ApprovalState, ClientKind, DeliveryKind, ErrorCode,
+    Ruling, ServerMsg, SessionId, SessionInfo,
 };
 use crate::store;
+use crate::store::messages::NewMessage;
 
 /// The most of a call's subject an approval keeps and shows.
 const SUBJECT_MAX: usize = 4096;
@@ -132,6 +135,7 @@ impl State {
                 };
                 approval.id = store::approvals::insert(db, &approval)?;
                 self.approval_timer(approval.id, approval.created_at);
+                self.tell_owner(&approval, db, out)?;
                 tracing::info!(approval = %approval.id, session = %me.id, tool = %approval.tool, "a tool call waits for approval");
                 self.approval_changed(&approval, out);
                 out.send(cx.conn, &as_ruled(cx.id, approval));
@@ -172,6 +176,80 @@ impl State {
                 approval,
             },
         );
+        Ok(())
+    }
+
+    /// `approve_agent`: a worker's owner decides one of that worker's approvals.
+    pub(super) fn approve_agent(
+        &mut self,
+        cx: Cx,
+        req: ApproveAgent,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let row = self.target_worker(cx, &req.agent, db)?;
+        match store::approvals::get(db, req.approval)? {
+            Some(a) if a.session_id == row.worker.session_id => {}
+            Some(_) => {
+                return Err(HubError::new(
+                    ErrorCode::Forbidden,
+                    format!(
+                        "approval {} is not worker {}'s; list_workers shows your workers",
+                        req.approval, row.worker.label
+                    ),
+                ));
+            }
+            None => return Err(unknown(req.approval)),
+        }
+        let me = self.presence.registered(cx.conn)?.clone();
+        let owner = self.session_info(db, &me)?;
+        let by = format!("owner {}", owner.name);
+        let (state, scope) = match req.allow {
+            true => (ApprovalState::Allowed, Some(req.scope)),
+            false => (ApprovalState::Denied, None),
+        };
+        let reason = req
+            .reason
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty());
+        let approval = self.end_approval(req.approval, state, scope, &by, reason, db)?;
+        if scope == Some(ApprovalScope::Session) {
+            store::approvals::grant(db, &approval.session_id, &approval.rule, &by)?;
+        }
+        self.approval_changed(&approval, out);
+        out.send(
+            cx.conn,
+            &ServerMsg::ApprovalIs {
+                id: cx.id,
+                approval,
+            },
+        );
+        Ok(())
+    }
+
+    /// A managed worker's call is held: its owner is told, and may decide it.
+    fn tell_owner(&self, approval: &Approval, db: &Connection, out: &mut Out) -> HubResult<()> {
+        let Some(row) = store::workers::live_by_session(db, &approval.session_id)? else {
+            return Ok(());
+        };
+        let w = &row.worker;
+        let text = format!(
+            "Your worker {label} (#{id}) waits for approval #{approval}: {tool} `{subject}` ({rule}). \
+             Decide it with approve_agent {{agent: \"{label}\", approval: {approval}, decision: \"allow\" | \"allow_session\" | \"deny\", reason}}, \
+             or leave it to the human, whose phone shows it too; the first decision wins.",
+            label = w.label,
+            id = w.id,
+            approval = approval.id,
+            tool = approval.tool,
+            subject = cut(&approval.subject, 500),
+            rule = approval.rule,
+        );
+        let from = Self::core_sender();
+        let notice = NewMessage::plain(&w.owner_id, DeliveryKind::Notice, &text, &from);
+        if let Err(e) = self.mail(notice, db, out) {
+            tracing::warn!(approval = %approval.id, error = %e.message, "the owner was not told of its worker's held call");
+        }
         Ok(())
     }
 

@@ -176,6 +176,7 @@ impl State {
             ClientMsg::DecideApproval(req) => self.decide_approval(cx, req, db, out),
             ClientMsg::WithdrawApproval(req) => self.withdraw_approval(cx, req, db, out),
             ClientMsg::ListApprovals(req) => self.list_approvals(cx, req, db, out),
+            ClientMsg::ApproveAgent(req) => self.approve_agent(cx, req, db, out),
         }
     }
 

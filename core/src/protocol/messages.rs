@@ -268,6 +268,7 @@ client_messages! {
         "decide_approval" => DecideApproval [cli bridge] else DECIDE_IS_HUMANS -> "approval",
         "withdraw_approval" => WithdrawApproval [pi] -> "approval",
         "list_approvals" => ListApprovals [pi cli bridge] -> "approvals",
+        "approve_agent" => ApproveAgent [pi] else APPROVE_AGENT_IS_OWNERS -> "approval",
     }
     notices {
         "ack" => Ack [pi],

@@ -889,3 +889,19 @@ pub struct ListApprovals {
     #[serde(default)]
     pub all: bool,
 }
+
+/// Pi only, a worker's owner: decide a pending approval of one of its workers (`agent`: its
+/// label or `#id`, as for `steer_agent`), as the human could; the first decision wins.
+/// Answered by `approval`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ApproveAgent {
+    pub id: u64,
+    pub agent: String,
+    pub approval: ApprovalId,
+    pub allow: bool,
+    #[serde(default)]
+    pub scope: ApprovalScope,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}

@@ -199,6 +199,11 @@ pub const UNANSWER_IS_HUMANS: Refusal = Refusal {
     reason: None,
     message: "Pi sessions cannot take answers back; only the human who answers can (CLI or chat)",
 };
+pub const APPROVE_AGENT_IS_OWNERS: Refusal = Refusal {
+    code: ErrorCode::Forbidden,
+    reason: None,
+    message: "approve_agent is a worker's owner's (a Pi session); the human decides with decide_approval (`shepherd approve`, `shepherd deny`)",
+};
 pub const DECIDE_IS_HUMANS: Refusal = Refusal {
     code: ErrorCode::Forbidden,
     reason: Some("human_only"),

@@ -752,6 +752,21 @@ export interface ListApprovalsMsg {
 }
 
 /**
+ * Pi only, a worker's owner: decide a pending approval of one of its workers (`agent`: its
+ * label or `#id`, as for `steer_agent`), as the human could; the first decision wins.
+ * Answered by `approval`.
+ */
+export interface ApproveAgentMsg {
+  type: "approve_agent";
+  id: number;
+  agent: string;
+  approval: number;
+  allow: boolean;
+  scope?: ApprovalScope;
+  reason?: string | null;
+}
+
+/**
  * Pi only: these deliveries reached the model (or were dropped as duplicates). No
  * response, so no `id`.
  */
@@ -837,6 +852,7 @@ export type ClientMsg =
   | DecideApprovalMsg
   | WithdrawApprovalMsg
   | ListApprovalsMsg
+  | ApproveAgentMsg
   | AckMsg
   | ByeMsg
   | HostMailAckMsg;
@@ -899,6 +915,7 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "decide_approval",
   "withdraw_approval",
   "list_approvals",
+  "approve_agent",
   "ack",
   "bye",
   "host_mail_ack",
@@ -969,6 +986,7 @@ export const REPLY_TYPES = {
   decide_approval: "approval",
   withdraw_approval: "approval",
   list_approvals: "approvals",
+  approve_agent: "approval",
 } as const satisfies Record<RequestMsg["type"], ServerMsg["type"]>;
 
 /** The response that answers a request of type `T`. */
