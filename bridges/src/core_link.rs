@@ -19,9 +19,9 @@ use std::time::Duration;
 use shepherd_core::client::{Client, ClientError, Herd, Request};
 pub use shepherd_core::client::{Interrupted, Sent, Unanswered};
 use shepherd_core::protocol::{
-    Approval, ApprovalId, ApprovalScope, Ask, AskRef, AskState, ClientKind, CoreStatus, ErrorCode,
-    HostLink, Lease, Pairing, Project, Report, ServerMsg, SessionId, SessionInfo, StaffMember,
-    UsageReport, Worker, requests,
+    Approval, ApprovalScope, Ask, AskRef, AskState, ClientKind, CoreStatus, ErrorCode, HostLink,
+    Lease, Pairing, Project, Report, ServerMsg, SessionId, SessionInfo, StaffMember, UsageReport,
+    Worker, requests,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -226,10 +226,12 @@ impl CoreLink {
         .await
     }
 
-    /// `list_approvals`: the held tool calls (`all`: the newest 200 of every state).
-    pub async fn approvals(&mut self, all: bool) -> Reply<Vec<Approval>> {
-        self.call(requests::ListApprovals {
+    /// `list_approvals`: the held tool calls (`all`: the newest 200 of every state), this
+    /// core's and every connected linked host's.
+    pub async fn approvals(&mut self, all: bool) -> Reply<Herd<Approval>> {
+        self.herd(|host| requests::ListApprovals {
             all,
+            host,
             ..Default::default()
         })
         .await
@@ -238,18 +240,19 @@ impl CoreLink {
     /// `decide_approval` for the human `by`: allow (`scope`) or deny (`reason`).
     pub async fn decide_approval(
         &mut self,
-        approval: ApprovalId,
+        approval: &crate::chat::approvals::ApprovalRef,
         allow: bool,
         scope: ApprovalScope,
         reason: Option<&str>,
         by: &str,
     ) -> Reply<Approval> {
         self.call(requests::DecideApproval {
-            approval,
+            approval: approval.id,
             allow,
             scope,
             reason: reason.map(str::to_string),
             by: Some(by.to_string()),
+            host: approval.host.clone(),
             ..Default::default()
         })
         .await

@@ -106,6 +106,17 @@ pub fn host_column(ask: &shepherd_core::protocol::AskRef) -> &str {
     ask.host.as_deref().unwrap_or_default()
 }
 
+/// An approval from its `approval_id` and `host` columns (`''` for the core's own).
+pub fn approval_ref(
+    row: &rusqlite::Row<'_>,
+) -> rusqlite::Result<crate::chat::approvals::ApprovalRef> {
+    let host: String = row.get(1)?;
+    Ok(crate::chat::approvals::ApprovalRef {
+        host: (!host.is_empty()).then_some(host),
+        id: row.get(0)?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use shepherd_core::approvals::{Call, Layer, Policy, ProjectPolicy, project_policy};
 use shepherd_core::protocol::{Approval, ApprovalScope, ApprovalState, requests};
 
-use super::format::{ago, now_ms};
+use super::format::{ago, here_or, now_ms};
 use super::table::{Align, Table};
 use super::{Ctx, Failure, print, print_json, terminal_width};
 
@@ -25,8 +25,9 @@ use super::{Ctx, Failure, print, print_json, terminal_width};
 pub async fn list(ctx: &Ctx, all: bool) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
     let approvals = conn
-        .call(requests::ListApprovals {
+        .herd_list(None, |host| requests::ListApprovals {
             all,
+            host,
             ..Default::default()
         })
         .await?;
@@ -47,7 +48,12 @@ pub async fn list(ctx: &Ctx, all: bool) -> anyhow::Result<ExitCode> {
 /// The approvals as a table: id, state (and who decided), session, tool, age, the command
 /// or path, the rule.
 pub fn render(approvals: &[Approval], now: u64, width: usize) -> String {
-    let mut table = Table::new()
+    let hosts = approvals.iter().any(|a| a.host.is_some());
+    let mut table = Table::new();
+    if hosts {
+        table = table.column("HOST", Align::Left);
+    }
+    let mut table = table
         .column("ID", Align::Right)
         .column("STATE", Align::Left)
         .middle("SESSION", 10)
@@ -66,15 +72,20 @@ pub fn render(approvals: &[Approval], now: u64, width: usize) -> String {
             (state, _, Some(by)) => format!("{} by {by}", state.as_str()),
             (state, _, None) => state.as_str().to_string(),
         };
-        table.row(vec![
-            a.id.to_string(),
-            state,
-            a.session_name.clone(),
-            a.tool.clone(),
-            ago(a.created_at, now),
-            a.subject.replace('\n', " "),
-            a.rule.clone(),
-        ]);
+        let host = hosts.then(|| here_or(&a.host));
+        table.row(
+            host.into_iter()
+                .chain([
+                    a.reference(),
+                    state,
+                    a.session_name.clone(),
+                    a.tool.clone(),
+                    ago(a.created_at, now),
+                    a.subject.replace('\n', " "),
+                    a.rule.clone(),
+                ])
+                .collect(),
+        );
     }
     table.render(width)
 }
@@ -82,7 +93,7 @@ pub fn render(approvals: &[Approval], now: u64, width: usize) -> String {
 /// Run `shepherd approve <id> [--session]` (`allow`) or `shepherd deny <id> [reason]`.
 pub async fn decide(
     ctx: &Ctx,
-    approval: u64,
+    approval: &str,
     allow: bool,
     session: bool,
     reason: Option<String>,
@@ -91,13 +102,24 @@ pub async fn decide(
         true => ApprovalScope::Session,
         false => ApprovalScope::Once,
     };
+    // `gpu:4` names an approval on a linked host, whose ids are its own core's.
+    let (host, id) = shepherd_core::protocol::split_host(approval.trim());
+    let id: u64 = id.parse().map_err(|_| {
+        Failure::new(
+            "invalid_argument",
+            format!(
+                "{approval:?} is not an approval: its number (`4`), or `gpu:4` on a linked host; `shepherd approvals` lists them"
+            ),
+        )
+    })?;
     let mut conn = ctx.connect().await?;
     let decided = conn
         .call(requests::DecideApproval {
-            approval: approval.into(),
+            approval: id.into(),
             allow,
             scope,
             reason,
+            host: host.map(str::to_string),
             ..Default::default()
         })
         .await?;
@@ -111,7 +133,9 @@ pub async fn decide(
         };
         print(&format!(
             "approval {} ({} of {}): {what}\n",
-            decided.id, decided.tool, decided.session_name
+            decided.reference(),
+            decided.tool,
+            decided.session_name
         ))?;
     }
     Ok(ExitCode::SUCCESS)

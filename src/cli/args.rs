@@ -205,11 +205,13 @@ pub enum Command {
     Approvals(ApprovalsArgs),
     /// Allow a held tool call: it runs. `--session`: the same rule stops asking that
     /// session until it ends.
-    #[command(after_help = "Examples:\n  shepherd approve 4\n  shepherd approve 4 --session")]
+    #[command(
+        after_help = "Examples:\n  shepherd approve 4\n  shepherd approve 4 --session\n  shepherd approve gpu:4"
+    )]
     Approve {
-        /// The approval's id (`shepherd approvals` lists them).
+        /// The approval's id (`shepherd approvals` lists them; `gpu:4` on a linked host).
         #[arg(value_name = "ID")]
-        approval: u64,
+        approval: String,
         #[arg(long)]
         session: bool,
     },
@@ -219,9 +221,9 @@ pub enum Command {
         after_help = "Examples:\n  shepherd deny 4\n  shepherd deny 4 push to a branch, not main"
     )]
     Deny {
-        /// The approval's id.
+        /// The approval's id (`gpu:4` on a linked host).
         #[arg(value_name = "ID")]
-        approval: u64,
+        approval: String,
         /// Why, for the agent (the rest of the line).
         #[arg(value_name = "REASON", trailing_var_arg = true)]
         reason: Vec<String>,

@@ -135,11 +135,11 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
             }
         },
         Command::Approve { approval, session } => {
-            approvals::decide(ctx, approval, true, session, None).await
+            approvals::decide(ctx, &approval, true, session, None).await
         }
         Command::Deny { approval, reason } => {
             let reason = Some(reason.join(" ")).filter(|r| !r.trim().is_empty());
-            approvals::decide(ctx, approval, false, false, reason).await
+            approvals::decide(ctx, &approval, false, false, reason).await
         }
     }
 }

@@ -137,3 +137,65 @@ async fn approvals_on(mut phone: impl Phone, full: bool) -> Result<()> {
     pi.shutdown().await?;
     Ok(())
 }
+
+/// A held call on a linked host: its card reaches the home core's phone in the far
+/// session's place, named `#far:1`; the button decides it on the far core, once; the home
+/// CLI lists it with its host and is refused a second decision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_telegram_a_linked_hosts_held_call_is_decided_from_the_home_phone() -> Result<()> {
+    let mut phone = TelegramPhone::start().await?;
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(config.path(), POLICY)?;
+    let far =
+        Core::start_with(&[("SHEPHERD_CONFIG", &config.path().display().to_string())]).await?;
+    let (_hosts, hosts_path) = Core::hosts_config(&[("far", &far)])?;
+    let home = Core::start_for(&phone, &[("SHEPHERD_CONFIG", &hosts_path)]).await?;
+    phone.ready().await?;
+    let files = tempfile::tempdir()?;
+    let marker = files.path().join("far-file");
+    let touch = format!("touch {}", marker.display());
+    let model = FakeModel::start(move |req| {
+        let (role, last) = req.last();
+        if role == "tool" {
+            return Reply::text(format!("TOOL-SAID {last}"));
+        }
+        if last.contains("STEP-FAR") {
+            return Reply::tool("bash", json!({ "command": touch }));
+        }
+        Reply::text("nothing to do")
+    })
+    .await?;
+    let mut opts = PiOptions::new(far.agent_dir());
+    opts.name = Some("far-toucher".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    far.connected_session("far-toucher", LONG).await?;
+    let place = phone.place_of("far · far-toucher").await?;
+
+    pi.prompt("STEP-FAR").await?;
+    let card = phone
+        .bot_says(|m| m.text.contains("waits for approval #far:") && !m.edited)
+        .await
+        .with_context(|| home.log())?;
+    assert_eq!(phone.thread_of(&card), place, "in the far session's place");
+    assert!(!marker.exists(), "the held call ran");
+    let listed = home.cli_json(&["approvals"])?;
+    assert_eq!(listed[0]["host"], "far", "{listed}");
+    phone.decide(&card, Tap::Once).await?;
+    phone
+        .bot_says(|m| m.id == card.id && m.edited && m.text.contains("allowed once by"))
+        .await?;
+    pi.wait_settled(LONG).await?;
+    assert!(marker.exists(), "the allowed call did not run");
+    let id = listed[0]["id"].as_u64().context("its id")?;
+    let late = home.cli(&["deny", &format!("far:{id}")]);
+    assert!(
+        String::from_utf8_lossy(&late.stderr).contains("no longer waiting"),
+        "{late:?}"
+    );
+    assert_eq!(
+        far.cli_json(&["approvals", "--all"])?[0]["state"],
+        "allowed"
+    );
+    pi.shutdown().await?;
+    Ok(())
+}

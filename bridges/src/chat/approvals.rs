@@ -6,10 +6,45 @@
 //! Matrix, or a reply, which denies it with that reply as the reason the agent reads).
 //! Once decided or withdrawn the card shows how, and by whom.
 
-use shepherd_core::protocol::{Approval, ApprovalScope, ApprovalState};
+use shepherd_core::protocol::{Approval, ApprovalId, ApprovalScope, ApprovalState};
 
 use super::format::{one_line, truncate};
 use super::html::{Html, Rendered};
+
+/// An approval across the herd: its id on its core and the linked host that core is
+/// (`None`: this core's). Written `4`, or `gpu:4` on a linked host.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ApprovalRef {
+    pub host: Option<String>,
+    pub id: ApprovalId,
+}
+
+impl ApprovalRef {
+    pub fn of(a: &Approval) -> ApprovalRef {
+        ApprovalRef {
+            host: a.host.clone(),
+            id: a.id,
+        }
+    }
+
+    /// `4` or `gpu:4`, as [`std::fmt::Display`] writes it.
+    pub fn parse(text: &str) -> Option<ApprovalRef> {
+        let (host, id) = shepherd_core::protocol::split_host(text);
+        Some(ApprovalRef {
+            host: host.map(str::to_string),
+            id: id.parse().ok()?,
+        })
+    }
+}
+
+impl std::fmt::Display for ApprovalRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.host {
+            Some(host) => write!(f, "{host}:{}", self.id),
+            None => write!(f, "{}", self.id),
+        }
+    }
+}
 
 /// How much of the command or path a card shows.
 pub const SHOWN: usize = 1500;
@@ -48,7 +83,11 @@ fn head(a: &Approval) -> Html {
     let mut h = Html::new();
     h.text("🔐 ")
         .bold(&truncate(&one_line(&a.session_name), NAME))
-        .text(&format!(" waits for approval #{} · {}", a.id, a.tool));
+        .text(&format!(
+            " waits for approval #{} · {}",
+            a.reference(),
+            a.tool
+        ));
     h.line().pre(&truncate(&a.subject, SHOWN), None);
     h.line()
         .italic(&format!("asked by {}", truncate(&one_line(&a.rule), NAME)));
@@ -86,6 +125,7 @@ mod tests {
             reason: None,
             created_at: 0,
             decided_at: None,
+            host: None,
         }
     }
 
@@ -121,5 +161,17 @@ mod tests {
         a.state = ApprovalState::Withdrawn;
         a.decided_by = Some("withdrawn: the session ended".into());
         assert!(ended(&a).plain.ends_with("⏹ withdrawn: the session ended"));
+    }
+
+    #[test]
+    fn a_linked_hosts_approval_is_named_with_its_host() {
+        let mut a = approval();
+        a.host = Some("gpu".into());
+        assert!(card(&a, "").plain.contains("approval #gpu:4"));
+        let r = ApprovalRef::of(&a);
+        assert_eq!(r.to_string(), "gpu:4");
+        assert_eq!(ApprovalRef::parse("gpu:4"), Some(r));
+        assert_eq!(ApprovalRef::parse("4").map(|r| r.host), Some(None));
+        assert_eq!(ApprovalRef::parse("gpu:x"), None);
     }
 }

@@ -8,10 +8,11 @@
 
 use std::collections::HashMap;
 
+use crate::chat::approvals::ApprovalRef;
 use crate::chat::workers::WorkerRef;
 use matrix_sdk::ruma::OwnedEventId;
 use matrix_sdk::{Client, Room};
-use shepherd_core::protocol::{Approval, ApprovalId, ApprovalScope, Ask, AskRef, SessionInfo};
+use shepherd_core::protocol::{Approval, ApprovalScope, Ask, AskRef, SessionInfo};
 use tokio_util::sync::CancellationToken;
 
 use super::decide::Known;
@@ -59,7 +60,7 @@ impl Known for MatrixStore {
     fn undo_offer(&self, event_id: &str) -> Option<AskRef> {
         MatrixStore::undo_offer(self, event_id).ok().flatten()
     }
-    fn approval_card(&self, event_id: &str) -> Option<ApprovalId> {
+    fn approval_card(&self, event_id: &str) -> Option<ApprovalRef> {
         self.approval_at(event_id).ok().flatten()
     }
 }
@@ -223,7 +224,10 @@ impl Platform for Matrix {
             }
         };
         self.sent(&event_id, &mut thread, Some(approval.session_id.as_str()));
-        self.remember(self.store.add_approval_card(event_id.as_str(), approval.id));
+        self.remember(
+            self.store
+                .add_approval_card(event_id.as_str(), &ApprovalRef::of(approval)),
+        );
         for key in APPROVAL_KEYS {
             self.outbox.push(MatrixOp::React {
                 event: event_id.clone(),
@@ -236,7 +240,7 @@ impl Platform for Matrix {
     async fn close_approval(&mut self, approval: &Approval, ended: Rendered) {
         for card in self
             .store
-            .approval_cards_of(approval.id)
+            .approval_cards_of(&ApprovalRef::of(approval))
             .unwrap_or_default()
         {
             let Ok(event) = OwnedEventId::try_from(card.as_str()) else {
@@ -251,7 +255,7 @@ impl Platform for Matrix {
         }
     }
 
-    fn open_approvals(&self) -> Vec<ApprovalId> {
+    fn open_approvals(&self) -> Vec<ApprovalRef> {
         self.store.open_approvals().unwrap_or_default()
     }
 

@@ -16,7 +16,8 @@
 //! reaction decides it (✅ once, 🔁 for the session, ❌ deny) and a reply denies it with
 //! the reply as the reason.
 
-use shepherd_core::protocol::{ApprovalId, AskRef};
+use crate::chat::approvals::ApprovalRef;
+use shepherd_core::protocol::AskRef;
 
 use crate::chat::access::{Allowlist, Decision};
 use crate::chat::commands::{self, ChatCommand};
@@ -59,7 +60,7 @@ pub trait Known {
     /// The ask whose typed answer a bot event offers to take back.
     fn undo_offer(&self, event_id: &str) -> Option<AskRef>;
     /// The held tool call a bot event is the card of.
-    fn approval_card(&self, _event_id: &str) -> Option<ApprovalId> {
+    fn approval_card(&self, _event_id: &str) -> Option<ApprovalRef> {
         None
     }
 }
@@ -83,10 +84,10 @@ pub enum Action {
         thread: Option<String>,
     },
     /// Decide a held tool call by the reaction `key` on its card.
-    Approval { approval: ApprovalId, key: String },
+    Approval { approval: ApprovalRef, key: String },
     /// Deny a held tool call with `reason` (a reply to its card).
     DenyApproval {
-        approval: ApprovalId,
+        approval: ApprovalRef,
         reason: String,
         thread: Option<String>,
     },

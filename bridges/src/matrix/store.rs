@@ -8,7 +8,9 @@
 //! what it missed and nothing twice. matrix-sdk keeps everything else
 //! (sync token, room state, crypto) in its own SQLite store beside this file.
 
-use shepherd_core::protocol::{ApprovalId, AskRef};
+use crate::chat::approvals::ApprovalRef;
+use crate::local_db::approval_ref;
+use shepherd_core::protocol::AskRef;
 use std::path::Path;
 
 use crate::local_db::{ask_ref, host_column};
@@ -72,39 +74,45 @@ impl MatrixStore {
     }
 
     /// Bot event `event_id` is the card of held tool call `approval`.
-    pub fn add_approval_card(&self, event_id: &str, approval: ApprovalId) -> rusqlite::Result<()> {
+    pub fn add_approval_card(
+        &self,
+        event_id: &str,
+        approval: &ApprovalRef,
+    ) -> rusqlite::Result<()> {
         self.conn.execute(
-            "INSERT OR REPLACE INTO approval_cards (event_id, approval_id) VALUES (?1, ?2)",
-            params![event_id, approval],
+            "INSERT OR REPLACE INTO approval_cards (event_id, approval_id, host) VALUES (?1, ?2, ?3)",
+            params![event_id, approval.id, approval.host.as_deref().unwrap_or("")],
         )?;
         Ok(())
     }
 
     /// The open cards (event ids) of an approval.
-    pub fn approval_cards_of(&self, approval: ApprovalId) -> rusqlite::Result<Vec<String>> {
+    pub fn approval_cards_of(&self, approval: &ApprovalRef) -> rusqlite::Result<Vec<String>> {
         let mut stmt = self.conn.prepare(
-            "SELECT event_id FROM approval_cards WHERE approval_id = ?1 AND host = '' AND closed = 0",
+            "SELECT event_id FROM approval_cards WHERE approval_id = ?1 AND host = ?2 AND closed = 0",
         )?;
-        stmt.query_map([approval], |r| r.get(0))?.collect()
+        let host = approval.host.as_deref().unwrap_or("");
+        stmt.query_map(params![approval.id, host], |r| r.get(0))?
+            .collect()
     }
 
     /// The approval a bot event is the card of.
-    pub fn approval_at(&self, event_id: &str) -> rusqlite::Result<Option<ApprovalId>> {
+    pub fn approval_at(&self, event_id: &str) -> rusqlite::Result<Option<ApprovalRef>> {
         self.conn
             .query_row(
-                "SELECT approval_id FROM approval_cards WHERE event_id = ?1",
+                "SELECT approval_id, host FROM approval_cards WHERE event_id = ?1",
                 [event_id],
-                |r| r.get(0),
+                approval_ref,
             )
             .optional()
     }
 
     /// The approvals whose cards still show them pending.
-    pub fn open_approvals(&self) -> rusqlite::Result<Vec<ApprovalId>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT DISTINCT approval_id FROM approval_cards WHERE closed = 0 AND host = ''",
-        )?;
-        stmt.query_map([], |r| r.get(0))?.collect()
+    pub fn open_approvals(&self) -> rusqlite::Result<Vec<ApprovalRef>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT DISTINCT approval_id, host FROM approval_cards WHERE closed = 0")?;
+        stmt.query_map([], approval_ref)?.collect()
     }
 
     pub fn close_approval_card(&self, event_id: &str) -> rusqlite::Result<()> {

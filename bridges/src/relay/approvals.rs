@@ -8,10 +8,10 @@
 //! human who made it; the core's answer is the card's edit, and a refusal (decided
 //! elsewhere first, withdrawn) is said where it was tried.
 
-use shepherd_core::protocol::{Approval, ApprovalId, ApprovalScope, ApprovalState};
+use shepherd_core::protocol::{Approval, ApprovalScope, ApprovalState};
 
 use super::{Platform, Relay};
-use crate::chat::approvals;
+use crate::chat::approvals::{self, ApprovalRef};
 use crate::chat::replies::plain;
 
 impl<P: Platform> Relay<P> {
@@ -22,7 +22,11 @@ impl<P: Platform> Relay<P> {
             self.platform.close_approval(&approval, ended).await;
             return;
         }
-        if self.platform.open_approvals().contains(&approval.id) {
+        if self
+            .platform
+            .open_approvals()
+            .contains(&ApprovalRef::of(&approval))
+        {
             return; // Shown already (an event seen again after a resync).
         }
         let place = self.place_of(approval.session_id.as_str()).await;
@@ -34,7 +38,7 @@ impl<P: Platform> Relay<P> {
     /// that ended meanwhile closed.
     pub(super) async fn resync_approvals(&mut self) {
         let all = match self.core.approvals(true).await {
-            Ok(all) => all,
+            Ok(herd) => herd.items,
             Err(e) => {
                 tracing::debug!(error = %e, "{}: could not list the approvals", P::NAME);
                 return;
@@ -42,7 +46,7 @@ impl<P: Platform> Relay<P> {
         };
         let open = self.platform.open_approvals();
         for a in all {
-            let shown = open.contains(&a.id);
+            let shown = open.contains(&ApprovalRef::of(&a));
             if a.state == ApprovalState::Pending && !shown
                 || a.state != ApprovalState::Pending && shown
             {
@@ -55,7 +59,7 @@ impl<P: Platform> Relay<P> {
     /// `reason`). Returns what to tell them when the core refused it.
     pub async fn decide_approval(
         &mut self,
-        id: ApprovalId,
+        id: ApprovalRef,
         allow: bool,
         scope: ApprovalScope,
         reason: Option<&str>,
@@ -64,7 +68,7 @@ impl<P: Platform> Relay<P> {
     ) -> Option<String> {
         match self
             .core
-            .decide_approval(id, allow, scope, reason, by)
+            .decide_approval(&id, allow, scope, reason, by)
             .await
         {
             // The card's edit (from the approval_changed event) is the confirmation.

@@ -11,8 +11,9 @@
 
 use std::future::Future;
 
+use crate::chat::approvals::ApprovalRef;
 use crate::chat::workers::WorkerRef;
-use shepherd_core::protocol::{Approval, ApprovalId, Ask, AskRef, SessionInfo};
+use shepherd_core::protocol::{Approval, Ask, AskRef, SessionInfo};
 
 use crate::chat::render::{AskCard, Rendered};
 
@@ -108,7 +109,7 @@ pub trait Platform: Send {
     ) -> impl Future<Output = ()> + Send;
 
     /// The approvals whose cards here still show them pending.
-    fn open_approvals(&self) -> Vec<ApprovalId>;
+    fn open_approvals(&self) -> Vec<ApprovalRef>;
 
     /// Say at `place` that typed text answered ask `ask` of `session` (`said`), with the
     /// way to take it back ([`crate::relay::Relay::undo`]): a button, a reaction.

@@ -13,10 +13,9 @@ use teloxide::types::{
     ThreadId,
 };
 
+use crate::chat::approvals::ApprovalRef;
 use crate::chat::workers::WorkerRef;
-use shepherd_core::protocol::{
-    Approval, ApprovalId, ApprovalScope, Ask, AskRef, SessionInfo, WorkerId,
-};
+use shepherd_core::protocol::{Approval, ApprovalScope, Ask, AskRef, SessionInfo, WorkerId};
 
 use super::outbox::{OutboxOp, TelegramOutbox};
 use super::store::{BridgeStore, Card};
@@ -190,16 +189,17 @@ impl Platform for Telegram {
     }
 
     async fn post_approval(&mut self, thread: Option<i32>, approval: &Approval, card: Rendered) {
-        let keyboard = approval_keyboard(approval.id);
+        let keyboard = approval_keyboard(&ApprovalRef::of(approval));
         match self
             .send(thread, card.html, card.plain, Some(keyboard))
             .await
         {
             Ok(message_id) => {
-                self.remember(
-                    self.store
-                        .add_approval_card(self.chat_id, message_id, approval.id),
-                );
+                self.remember(self.store.add_approval_card(
+                    self.chat_id,
+                    message_id,
+                    &ApprovalRef::of(approval),
+                ));
             }
             Err(e) => {
                 tracing::error!(approval = %approval.id, error = %e, "telegram: could not post the approval card")
@@ -210,7 +210,7 @@ impl Platform for Telegram {
     async fn close_approval(&mut self, approval: &Approval, ended: Rendered) {
         for (chat, message) in self
             .store
-            .approval_cards_of(approval.id)
+            .approval_cards_of(&ApprovalRef::of(approval))
             .unwrap_or_default()
         {
             self.outbox.push(OutboxOp::Edit {
@@ -224,7 +224,7 @@ impl Platform for Telegram {
         }
     }
 
-    fn open_approvals(&self) -> Vec<ApprovalId> {
+    fn open_approvals(&self) -> Vec<ApprovalRef> {
         self.store.open_approvals().unwrap_or_default()
     }
 
@@ -424,8 +424,8 @@ fn option_keyboard(ask: &Ask) -> Option<InlineKeyboardMarkup> {
 }
 
 /// An approval card's buttons: `p:<id>:o` (allow once), `p:<id>:s` (allow for the
-/// session), `p:<id>:d` (deny).
-fn approval_keyboard(id: ApprovalId) -> InlineKeyboardMarkup {
+/// session), `p:<id>:d` (deny); `<id>` is `gpu:4` on a linked host.
+fn approval_keyboard(id: &ApprovalRef) -> InlineKeyboardMarkup {
     InlineKeyboardMarkup::new([
         vec![
             InlineKeyboardButton::callback("✅ Allow once", format!("p:{id}:o")),
@@ -440,9 +440,9 @@ fn approval_keyboard(id: ApprovalId) -> InlineKeyboardMarkup {
 
 /// The approval and decision of an approval card's button: allow (`Some(scope)`) or deny
 /// (`None`).
-pub(super) fn parse_approval(data: &str) -> Option<(ApprovalId, Option<ApprovalScope>)> {
-    let (id, what) = data.strip_prefix("p:")?.split_once(':')?;
-    let id: ApprovalId = id.parse().ok()?;
+pub(super) fn parse_approval(data: &str) -> Option<(ApprovalRef, Option<ApprovalScope>)> {
+    let (id, what) = data.strip_prefix("p:")?.rsplit_once(':')?;
+    let id = ApprovalRef::parse(id)?;
     let decision = match what {
         "o" => Some(ApprovalScope::Once),
         "s" => Some(ApprovalScope::Session),

@@ -5,7 +5,9 @@
 //! which bot messages are about which session (a reply to one steers it), and the last
 //! report posted in each chat (so a restart posts what it missed, and nothing twice).
 
-use shepherd_core::protocol::{ApprovalId, AskRef};
+use crate::chat::approvals::ApprovalRef;
+use crate::local_db::approval_ref;
+use shepherd_core::protocol::AskRef;
 use std::path::Path;
 
 use crate::local_db::{ask_ref, host_column};
@@ -112,23 +114,29 @@ impl BridgeStore {
         &self,
         chat_id: i64,
         message_id: i32,
-        approval: ApprovalId,
+        approval: &ApprovalRef,
     ) -> rusqlite::Result<()> {
         self.conn.execute(
-            "INSERT OR REPLACE INTO approval_cards (chat_id, message_id, approval_id)
-             VALUES (?1, ?2, ?3)",
-            params![chat_id, message_id, approval],
+            "INSERT OR REPLACE INTO approval_cards (chat_id, message_id, approval_id, host)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![
+                chat_id,
+                message_id,
+                approval.id,
+                approval.host.as_deref().unwrap_or("")
+            ],
         )?;
         Ok(())
     }
 
     /// The open cards of an approval: (chat, message).
-    pub fn approval_cards_of(&self, approval: ApprovalId) -> rusqlite::Result<Vec<(i64, i32)>> {
+    pub fn approval_cards_of(&self, approval: &ApprovalRef) -> rusqlite::Result<Vec<(i64, i32)>> {
         let mut stmt = self.conn.prepare(
             "SELECT chat_id, message_id FROM approval_cards
-             WHERE approval_id = ?1 AND host = '' AND closed = 0",
+             WHERE approval_id = ?1 AND host = ?2 AND closed = 0",
         )?;
-        stmt.query_map([approval], |r| Ok((r.get(0)?, r.get(1)?)))?
+        let host = approval.host.as_deref().unwrap_or("");
+        stmt.query_map(params![approval.id, host], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect()
     }
 
@@ -137,22 +145,22 @@ impl BridgeStore {
         &self,
         chat_id: i64,
         message_id: i32,
-    ) -> rusqlite::Result<Option<ApprovalId>> {
+    ) -> rusqlite::Result<Option<ApprovalRef>> {
         self.conn
             .query_row(
-                "SELECT approval_id FROM approval_cards WHERE chat_id = ?1 AND message_id = ?2",
+                "SELECT approval_id, host FROM approval_cards WHERE chat_id = ?1 AND message_id = ?2",
                 params![chat_id, message_id],
-                |r| r.get(0),
+                approval_ref,
             )
             .optional()
     }
 
     /// The approvals whose cards still show them pending.
-    pub fn open_approvals(&self) -> rusqlite::Result<Vec<ApprovalId>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT DISTINCT approval_id FROM approval_cards WHERE closed = 0 AND host = ''",
-        )?;
-        stmt.query_map([], |r| r.get(0))?.collect()
+    pub fn open_approvals(&self) -> rusqlite::Result<Vec<ApprovalRef>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT DISTINCT approval_id, host FROM approval_cards WHERE closed = 0")?;
+        stmt.query_map([], approval_ref)?.collect()
     }
 
     pub fn close_approval_card(&self, chat_id: i64, message_id: i32) -> rusqlite::Result<()> {

@@ -215,7 +215,7 @@ impl Relay<Telegram> {
     async fn approval_button(
         &mut self,
         query: &CallbackQuery,
-        approval: shepherd_core::protocol::ApprovalId,
+        approval: crate::chat::approvals::ApprovalRef,
         allow: Option<shepherd_core::protocol::ApprovalScope>,
         by: &str,
     ) {

@@ -116,6 +116,10 @@ fn mark(msg: &mut ServerMsg, host: &str) {
         | ServerMsg::GoalSet { pairing, .. }
         | ServerMsg::LookRequested { pairing, .. } => pairing.host = host(),
         ServerMsg::WorkerIs { worker, .. } => worker.host = host(),
+        ServerMsg::ApprovalIs { approval, .. } => approval.host = host(),
+        ServerMsg::Approvals { approvals, .. } => {
+            approvals.iter_mut().for_each(|a| a.host = host())
+        }
         ServerMsg::UsageReported { report, .. } => {
             report.sessions.iter_mut().for_each(|s| s.host = host())
         }

@@ -433,6 +433,10 @@ fn apply(v: &mut HostView, mut event: ServerMsg) -> Option<ServerMsg> {
             worker.host = host;
             return Some(event);
         }
+        ServerMsg::ApprovalChanged { approval } => {
+            approval.host = host;
+            return Some(event);
+        }
         ServerMsg::PairingEvent { pairing, .. } => {
             pairing.host = host;
             return Some(event);

@@ -132,6 +132,7 @@ impl State {
                     reason: None,
                     created_at: now_ms(),
                     decided_at: None,
+                    host: None,
                 };
                 approval.id = store::approvals::insert(db, &approval)?;
                 self.approval_timer(approval.id, approval.created_at);

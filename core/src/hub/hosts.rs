@@ -54,6 +54,8 @@ pub(super) fn host_field(msg: &mut ClientMsg) -> Option<&mut Option<String>> {
         ClientMsg::SteerAgent(req) => Some(&mut req.host),
         ClientMsg::CloseAgent(req) => Some(&mut req.host),
         ClientMsg::ReleaseRole(req) => Some(&mut req.host),
+        ClientMsg::ListApprovals(req) => Some(&mut req.host),
+        ClientMsg::DecideApproval(req) => Some(&mut req.host),
         _ => None,
     }
 }

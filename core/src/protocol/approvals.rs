@@ -88,6 +88,20 @@ pub struct Approval {
     pub created_at: Millis,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_at: Option<Millis>,
+    /// The linked host the session is on (`[[hosts]]` name), in a home core's listings
+    /// and events; absent for this core's own. Its id is that core's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+impl Approval {
+    /// How a human names it: `4`, or `gpu:4` on a linked host.
+    pub fn reference(&self) -> String {
+        match &self.host {
+            Some(host) => format!("{host}:{}", self.id),
+            None => self.id.to_string(),
+        }
+    }
 }
 
 /// How a `request_approval` was ruled.

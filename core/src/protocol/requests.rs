@@ -869,6 +869,10 @@ pub struct DecideApproval {
     /// Bridges only: the human who decided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// The linked host the approval is on: passed on to that host's core, which decides
+    /// it by its own rules (the ids are its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Pi only: the session stops waiting for one of its pending approvals (its run was
@@ -888,6 +892,9 @@ pub struct ListApprovals {
     pub id: u64,
     #[serde(default)]
     pub all: bool,
+    /// `cli`, `bridge`: a linked host's (the home core asks that host's core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Pi only, a worker's owner: decide a pending approval of one of its workers (`agent`: its

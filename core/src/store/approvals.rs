@@ -30,6 +30,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Approval> {
         reason: row.get(11)?,
         created_at: row.get(12)?,
         decided_at: row.get(13)?,
+        host: None,
     })
 }
 

@@ -729,6 +729,11 @@ export interface DecideApprovalMsg {
   reason?: string | null;
   /** Bridges only: the human who decided. */
   by?: string | null;
+  /**
+   * The linked host the approval is on: passed on to that host's core, which decides
+   * it by its own rules (the ids are its own).
+   */
+  host?: string | null;
 }
 
 /**
@@ -749,6 +754,8 @@ export interface ListApprovalsMsg {
   type: "list_approvals";
   id: number;
   all?: boolean;
+  /** `cli`, `bridge`: a linked host's (the home core asks that host's core). */
+  host?: string | null;
 }
 
 /**

@@ -274,6 +274,7 @@ const approval: Conv<Approval> = record({
   reason: optional(str),
   created_at: req(u64),
   decided_at: optional(u64),
+  host: optional(str),
 });
 
 const bridgeInfo: Conv<BridgeInfo> = record({ name: req(str), pid: nullable(u32), connected_since: req(u64) });
@@ -597,9 +598,10 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
     scope: maybe(oneOf(APPROVAL_SCOPES)),
     reason: maybeNull(str),
     by: maybeNull(str),
+    host: maybeNull(str),
   }),
   withdraw_approval: record({ id: req(u64), approval: req(u64) }),
-  list_approvals: record({ id: req(u64), all: maybe(bool) }),
+  list_approvals: record({ id: req(u64), all: maybe(bool), host: maybeNull(str) }),
   approve_agent: record({
     id: req(u64),
     agent: req(str),

@@ -372,6 +372,11 @@ export interface Approval {
   reason?: string;
   created_at: number;
   decided_at?: number;
+  /**
+   * The linked host the session is on (`[[hosts]]` name), in a home core's listings
+   * and events; absent for this core's own. Its id is that core's.
+   */
+  host?: string;
 }
 
 /** A connected chat bridge, as `status` lists it. */
