@@ -131,6 +131,19 @@ async fn a_held_call_is_decided_once_from_anywhere_and_survives_kill_9() -> Resu
     let listed = core.cli_json(&["approvals"])?;
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
     assert_eq!(listed[0]["id"], held.id.get());
+    // While it waits, that is the session's status, whatever tool status it reports.
+    let status = |core: &Core| -> Result<String> {
+        let s = core.session_named("pusher").context("the session")?;
+        Ok(s["status"].as_str().unwrap_or("").to_string())
+    };
+    assert_eq!(status(&core)?, "waiting for approval");
+    pi.client
+        .call(requests::Update {
+            status: Some("tool:bash".into()),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(status(&core)?, "waiting for approval");
 
     // Denied with a reason: the session is told, with the reason.
     let mut bridge = core.client(ClientKind::Bridge).await?;
@@ -146,6 +159,7 @@ async fn a_held_call_is_decided_once_from_anywhere_and_survives_kill_9() -> Resu
     assert_eq!(denied.state, ApprovalState::Denied);
     assert_eq!(denied.reason.as_deref(), Some("push to a branch"));
     assert_eq!(denied.decided_by.as_deref(), Some("telegram:@ada"));
+    assert_eq!(status(&core)?, "tool:bash", "no longer waiting");
     // The call asked about again is denied as decided.
     assert_eq!(
         request(&mut pi, "git push origin main", "c-push")

@@ -106,6 +106,7 @@ pub fn status_icon(s: &SessionInfo) -> &'static str {
         SessionStatus::Idle => "🟢",
         SessionStatus::Thinking => "🧠",
         SessionStatus::Tool(_) => "🔧",
+        SessionStatus::Other(s) if s == "waiting for approval" => "🔐",
         SessionStatus::Other(_) => "🔵",
     }
 }

@@ -24,10 +24,13 @@ use crate::protocol::requests::{
 };
 use crate::protocol::{
     Approval, ApprovalId, ApprovalScope, ApprovalState, ClientKind, DeliveryKind, ErrorCode,
-    Ruling, ServerMsg, SessionId, SessionInfo,
+    Ruling, ServerMsg, SessionId, SessionInfo, SessionStatus,
 };
 use crate::store;
 use crate::store::messages::NewMessage;
+
+/// A session's status while one of its calls waits for a decision.
+pub const WAITING: &str = "waiting for approval";
 
 /// The most of a call's subject an approval keeps and shows.
 const SUBJECT_MAX: usize = 4096;
@@ -137,8 +140,9 @@ impl State {
                 approval.id = store::approvals::insert(db, &approval)?;
                 self.approval_timer(approval.id, approval.created_at);
                 self.tell_owner(&approval, db, out)?;
+                self.show_waiting(&me.id, None, db, out)?;
                 tracing::info!(approval = %approval.id, session = %me.id, tool = %approval.tool, "a tool call waits for approval");
-                self.approval_changed(&approval, out);
+                self.approval_changed(&approval, db, out);
                 out.send(cx.conn, &as_ruled(cx.id, approval));
             }
         }
@@ -169,7 +173,7 @@ impl State {
             store::approvals::grant(db, &approval.session_id, &approval.rule, &by)?;
         }
         tracing::info!(approval = %approval.id, state = approval.state.as_str(), %by, "approval decided");
-        self.approval_changed(&approval, out);
+        self.approval_changed(&approval, db, out);
         out.send(
             cx.conn,
             &ServerMsg::ApprovalIs {
@@ -218,7 +222,7 @@ impl State {
         if scope == Some(ApprovalScope::Session) {
             store::approvals::grant(db, &approval.session_id, &approval.rule, &by)?;
         }
-        self.approval_changed(&approval, out);
+        self.approval_changed(&approval, db, out);
         out.send(
             cx.conn,
             &ServerMsg::ApprovalIs {
@@ -270,7 +274,7 @@ impl State {
         let why = "withdrawn: the session stopped waiting (its run was stopped)";
         let approval =
             self.end_approval(req.approval, ApprovalState::Withdrawn, None, why, None, db)?;
-        self.approval_changed(&approval, out);
+        self.approval_changed(&approval, db, out);
         out.send(
             cx.conn,
             &ServerMsg::ApprovalIs {
@@ -311,7 +315,7 @@ impl State {
         for a in store::approvals::pending_of(db, session)? {
             let approval =
                 self.end_approval(a.id, ApprovalState::Withdrawn, None, why, None, db)?;
-            self.approval_changed(&approval, out);
+            self.approval_changed(&approval, db, out);
         }
         store::approvals::end_grants(db, session)?;
         Ok(())
@@ -371,7 +375,7 @@ impl State {
         let by = format!("the timeout ({secs} s)");
         let approval = self.end_approval(id, state, scope, &by, reason.as_deref(), db)?;
         tracing::info!(approval = %id, state = approval.state.as_str(), "an approval timed out");
-        self.approval_changed(&approval, out);
+        self.approval_changed(&approval, db, out);
         Ok(())
     }
 
@@ -403,11 +407,48 @@ impl State {
                 })),
             });
         }
-        store::approvals::get(db, id)?.ok_or_else(|| unknown(id))
+        let approval = store::approvals::get(db, id)?.ok_or_else(|| unknown(id))?;
+        Ok(approval)
+    }
+
+    /// The session's status while a call of it waits (`after`: none), and once it does
+    /// not (`after`: the tool, which runs or is told it may not): shown in listings,
+    /// `/status` and the supervisor's and Manager's views. A status the session reported
+    /// meanwhile is left as it is.
+    fn show_waiting(
+        &self,
+        session: &SessionId,
+        after: Option<&str>,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let Some(mut info) = store::sessions::get(db, session)? else {
+            return Ok(());
+        };
+        let waiting = info.status == *WAITING;
+        let now = match after {
+            None => SessionStatus::Other(WAITING.to_string()),
+            Some(tool) if waiting => SessionStatus::Tool(tool.to_string()),
+            Some(_) => return Ok(()),
+        };
+        if info.status == now {
+            return Ok(());
+        }
+        info.status = now;
+        store::sessions::upsert(db, &info)?;
+        info.connected = self.presence.is_live(session);
+        self.presence
+            .broadcast(&ServerMsg::SessionChanged { session: info }, out);
+        Ok(())
     }
 
     /// Tell the subscribers (not Pi sessions) and the session whose call it holds.
-    fn approval_changed(&self, approval: &Approval, out: &mut Out) {
+    fn approval_changed(&self, approval: &Approval, db: &Connection, out: &mut Out) {
+        if approval.state != ApprovalState::Pending
+            && let Err(e) = self.show_waiting(&approval.session_id, Some(&approval.tool), db, out)
+        {
+            tracing::warn!(approval = %approval.id, error = %e.message, "the session's status after its approval was not set");
+        }
         let msg = ServerMsg::ApprovalChanged {
             approval: approval.clone(),
         };

@@ -93,6 +93,14 @@ pub fn pending_of(conn: &Connection, session: &SessionId) -> rusqlite::Result<Ve
     .collect()
 }
 
+/// Whether `session` has a call waiting for a decision.
+pub fn has_pending(conn: &Connection, session: &SessionId) -> rusqlite::Result<bool> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM tool_approvals WHERE session_id = ?1 AND state = 'pending')",
+    )?
+    .query_row([session], |r| r.get(0))
+}
+
 /// End a pending approval: `state`, who (or why), and for an allow its scope, for a
 /// denial its reason. False when it was not pending (the first decision won).
 pub fn decide(

@@ -518,6 +518,10 @@ impl State {
         if let Some(status) = patch.status {
             check_status(&status)?;
             info.status = status;
+            // A call of it waits for a decision: that is what it is doing.
+            if info.status.tool().is_some() && store::approvals::has_pending(db, &session_id)? {
+                info.status = SessionStatus::Other(super::approvals::WAITING.to_string());
+            }
         }
         if let Some(cwd) = patch.cwd {
             check_path("cwd", &cwd)?;
