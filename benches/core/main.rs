@@ -29,7 +29,9 @@
 //!     straight to the far core (the link's overhead); a Lead's `message_peer` to a Lead
 //!     on the far core, against one to a Lead on the same core; 100 far sessions mirrored;
 //!     8 far cores with 800 sessions and 10,000 open asks mirrored (how long, home's RSS),
-//!     and back after every link's command is killed.
+//!     and back after every link's command is killed;
+//! 16. approvals: an allowed tool call's `request_approval` through 50 rules and a preset,
+//!     next to a `ping` on the same connection.
 //!
 //! It prints a table with each target next to the measured number. `--quick` (or
 //! `SHEPHERD_BENCH_QUICK=1`, or running it without cargo bench's `--bench` flag, as
@@ -51,13 +53,14 @@
 //! One file per measure: `startup.rs` (6), `latency.rs` (1, against the relay baseline in
 //! `relay.rs`), `throughput.rs` (2), `paced.rs` (3), `cpu_and_rss.rs` (4, 5, 7),
 //! `idle.rs` (8), `backlog.rs` (9), `usage.rs` (10), `listings.rs` (13), `workers.rs` (11, 12, with the
-//! fake worker in `fake_worker.rs`), `durable.rs` (14), `hosts.rs` (15); shared: `daemon.rs` (the core
+//! fake worker in `fake_worker.rs`), `durable.rs` (14), `hosts.rs` (15), `approvals.rs` (16); shared: `daemon.rs` (the core
 //! under test and `/proc`), `wire.rs` (frames), `ring.rs` (rings of sending sessions),
 //! `report.rs` (the table).
 
 // A section's measurement reads as one story: it may run past the product's 100-line rule.
 #![allow(clippy::too_many_lines)]
 
+mod approvals;
 mod backlog;
 mod cpu_and_rss;
 mod daemon;
@@ -190,6 +193,9 @@ async fn run_all(s: &Settings) -> Result<Report> {
     }
     if on("15") {
         hosts::hosts(s, &mut report).await?;
+    }
+    if on("16") {
+        approvals::approvals(s, &mut report).await?;
     }
     Ok(report)
 }

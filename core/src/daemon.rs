@@ -105,6 +105,10 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         hosts: config.hosts.clone(),
         approvals: config.approvals.clone(),
         approvals_origin: config.approvals_origin(),
+        approvals_layer: std::sync::Arc::new(crate::approvals::Layer::user(
+            &config.approvals,
+            &config.approvals_origin(),
+        )),
     };
     let checkpointer = Checkpointer::spawn(&db_path);
     store.on_commit(checkpointer.waker());

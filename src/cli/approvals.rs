@@ -164,7 +164,7 @@ pub fn check(
         Some(ProjectPolicy::None) | None => (None, None),
     };
     let policy = Policy {
-        user: Layer::user(&loaded.config.approvals, &origin),
+        user: std::sync::Arc::new(Layer::user(&loaded.config.approvals, &origin)),
         project,
     };
     let call = Call {

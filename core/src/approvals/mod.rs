@@ -190,10 +190,11 @@ fn applies(rule: &Rule, call: &Call<'_>, subject: &str) -> bool {
         }
 }
 
-/// The user's policy and, when one applies, the project's.
+/// The user's policy (built once: its patterns keep their compiled state across calls)
+/// and, when one applies, the project's.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    pub user: Layer,
+    pub user: std::sync::Arc<Layer>,
     pub project: Option<Layer>,
 }
 

@@ -13,7 +13,7 @@ fn config(text: &str) -> ApprovalsConfig {
 
 fn user(text: &str) -> Policy {
     Policy {
-        user: Layer::user(&config(text), "config.toml"),
+        user: std::sync::Arc::new(Layer::user(&config(text), "config.toml")),
         project: None,
     }
 }
@@ -180,10 +180,10 @@ fn a_project_tightens_and_the_stricter_ruling_wins() {
         panic!("a tightening project file is taken: {p:?}");
     };
     let policy = Policy {
-        user: Layer::user(
+        user: std::sync::Arc::new(Layer::user(
             &config("[[rules]]\ntool = \"bash\"\nmatch = \"git push*\"\ndecision = \"deny\""),
             "config.toml",
-        ),
+        )),
         project: Some(layer),
     };
     let cwd = dir.path();

@@ -96,37 +96,43 @@ pub enum Preset {
 }
 
 impl Preset {
-    /// The preset's rules, in order.
-    pub fn rules(self) -> Vec<Rule> {
-        let ask_bash = |regex: &str| RuleSpec {
-            tool: ToolSel::One("bash".into()),
-            regex: Some(regex.into()),
+    /// The preset's rules, in order: compiled once.
+    pub fn rules(self) -> &'static [Rule] {
+        static CAREFUL: std::sync::OnceLock<Vec<Rule>> = std::sync::OnceLock::new();
+        match self {
+            Preset::Careful => CAREFUL.get_or_init(careful),
+        }
+    }
+}
+
+/// The careful preset's rules.
+fn careful() -> Vec<Rule> {
+    let ask_bash = |regex: &str| RuleSpec {
+        tool: ToolSel::One("bash".into()),
+        regex: Some(regex.into()),
+        decision: Decision::Ask,
+        ..RuleSpec::default()
+    };
+    let specs = vec![
+        ask_bash(r"\bgit\s+push\b"),
+        ask_bash(r"\bgit\s+reset\s+(\S+\s+)*--hard\b"),
+        ask_bash(r"\brm\s+(-\S*\s+)*-[a-zA-Z]*[rR]"),
+        ask_bash(r"\brm\s+(\S+\s+)*--recursive\b"),
+        ask_bash(r"(^|[;&|(`]\s*|\$\(\s*)sudo\b"),
+        ask_bash(
+            r"\b(npm|pnpm|yarn)\s+publish\b|\bcargo\s+publish\b|\btwine\s+upload\b|\bgem\s+push\b",
+        ),
+        RuleSpec {
+            tool: ToolSel::Many(vec!["write".into(), "edit".into()]),
+            outside: Some(Outside::Cwd),
             decision: Decision::Ask,
             ..RuleSpec::default()
-        };
-        let specs = match self {
-            Preset::Careful => vec![
-                ask_bash(r"\bgit\s+push\b"),
-                ask_bash(r"\bgit\s+reset\s+(\S+\s+)*--hard\b"),
-                ask_bash(r"\brm\s+(-\S*\s+)*-[a-zA-Z]*[rR]"),
-                ask_bash(r"\brm\s+(\S+\s+)*--recursive\b"),
-                ask_bash(r"(^|[;&|(`]\s*|\$\(\s*)sudo\b"),
-                ask_bash(
-                    r"\b(npm|pnpm|yarn)\s+publish\b|\bcargo\s+publish\b|\btwine\s+upload\b|\bgem\s+push\b",
-                ),
-                RuleSpec {
-                    tool: ToolSel::Many(vec!["write".into(), "edit".into()]),
-                    outside: Some(Outside::Cwd),
-                    decision: Decision::Ask,
-                    ..RuleSpec::default()
-                },
-            ],
-        };
-        specs
-            .into_iter()
-            .map(|s| Rule::try_from(s).expect("the preset's rules are valid"))
-            .collect()
-    }
+        },
+    ];
+    specs
+        .into_iter()
+        .map(|s| Rule::try_from(s).expect("the preset's rules are valid"))
+        .collect()
 }
 
 /// `outside`: where a path must not be for the rule to match.

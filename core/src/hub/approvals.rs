@@ -14,9 +14,7 @@ use std::path::Path;
 use rusqlite::Connection;
 
 use super::{Cx, HubError, HubResult, Out, State};
-use crate::approvals::{
-    Call, Layer, Policy, ProjectPolicy, Ruling as PolicyRuling, project_policy,
-};
+use crate::approvals::{Call, Policy, ProjectPolicy, Ruling as PolicyRuling, project_policy};
 use crate::clock::now_ms;
 use crate::config::approvals::{Decision, Fallback};
 use crate::protocol::requests::{
@@ -56,7 +54,7 @@ impl State {
             out.send(cx.conn, &as_ruled(cx.id, a));
             return Ok(());
         }
-        let user = Layer::user(&self.facts.approvals, &self.facts.approvals_origin);
+        let user = self.facts.approvals_layer.clone();
         let (cwd, root) = (me.cwd.clone(), me.repo.clone());
         let (tool, input) = (req.tool.clone(), req.input.clone());
         self.blocking_then(

@@ -215,6 +215,8 @@ pub struct CoreFacts {
     /// (`the built-in defaults` without one).
     pub approvals: crate::config::ApprovalsConfig,
     pub approvals_origin: String,
+    /// The same rules as a policy layer, compiled once for every ruling.
+    pub approvals_layer: std::sync::Arc<crate::approvals::Layer>,
 }
 
 /// Start the hub task. The returned join handle ends after `Shutdown` (or when every
