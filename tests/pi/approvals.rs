@@ -21,6 +21,10 @@ const POLICY: &str = r#"
 tool = "bash"
 match = "touch *"
 decision = "ask"
+[[approvals.rules]]
+tool = "bash"
+match = "tee *"
+decision = "ask"
 "#;
 
 /// The pending approvals as the CLI lists them, once there are `n`.
@@ -56,16 +60,17 @@ async fn a_held_call_runs_only_once_approved_and_a_denial_reaches_the_model() ->
         if role == "tool" {
             return Reply::text(format!("TOOL-SAID {last}"));
         }
-        match ["STEP-1", "STEP-2", "STEP-3", "STEP-4", "STEP-5"]
+        match ["STEP-1", "STEP-2", "STEP-3", "STEP-4", "STEP-5", "STEP-6"]
             .iter()
             .position(|s| last.contains(s))
         {
             Some(i) => {
                 let file = dir.join(format!("file-{}", i + 1));
-                Reply::tool(
-                    "bash",
-                    json!({ "command": format!("touch {}", file.display()) }),
-                )
+                // From the fifth on, a command another rule asks about (the session's
+                // allow covers the first rule by then).
+                let verb = if i >= 4 { "tee" } else { "touch" };
+                let command = format!("{verb} {} < /dev/null", file.display());
+                Reply::tool("bash", json!({ "command": command }))
             }
             None => Reply::text("nothing to do"),
         }
@@ -129,13 +134,31 @@ async fn a_held_call_runs_only_once_approved_and_a_denial_reaches_the_model() ->
     let all = core.cli_json(&["approvals", "--all"])?;
     assert_eq!(all.as_array().map(Vec::len), Some(3), "{all}");
 
+    // Held across a kill -9 of the core: the extension asks again for the same call once it
+    // is back, finds the same approval, and the call runs once it is approved.
+    pi.prompt("STEP-5").await?;
+    let held = pending(&core, 1).await?;
+    core.kill9();
+    core.restart().await?;
+    core.connected_session("toucher", LONG).await?;
+    let again = pending(&core, 1).await?;
+    assert_eq!(again[0]["id"], held[0]["id"], "asked twice");
+    run(&core, &["approve", &held[0]["id"].to_string()])?;
+    pi.wait_settled(LONG).await?;
+    assert!(
+        file(5).exists(),
+        "the call approved after the restart did not run"
+    );
+    let all = core.cli_json(&["approvals", "--all"])?;
+    assert_eq!(all.as_array().map(Vec::len), Some(4), "{all}");
+
     // The core stopped: the policy is on, so the call is blocked, saying why.
     core.terminate()?;
     let asked = model.requests().len();
-    pi.prompt("STEP-5").await?;
+    pi.prompt("STEP-6").await?;
     pi.wait_settled(LONG).await?;
     assert!(
-        !file(5).exists(),
+        !file(6).exists(),
         "a call ran while the policy could not rule on it"
     );
     let blocked = model.requests()[asked..]
