@@ -63,6 +63,16 @@ async fn decide(
         .await?)
 }
 
+/// The subscriber's next `approval_changed` for far's approval `id` in `state`.
+async fn heard(watcher: &mut Client, id: u64, state: ApprovalState) -> Result<()> {
+    next_event_where(watcher, WAIT, move |m| {
+        matches!(m, ServerMsg::ApprovalChanged { approval }
+            if approval.id.get() == id && approval.state == state && approval.host.as_deref() == Some("far"))
+    })
+    .await?;
+    Ok(())
+}
+
 /// The session's next `approval_changed` for `approval`.
 async fn told(pi: &mut Pi, approval: &Approval) -> Result<Approval> {
     let id = approval.id;
@@ -299,5 +309,74 @@ async fn an_approval_nobody_decides_is_denied_by_its_timeout_also_across_a_resta
         (row["state"] == "denied").then_some(())
     })
     .await?;
+    Ok(())
+}
+
+/// A linked host's held calls at the home core: announced with their host, decided from
+/// home once; what happened while the link was down (one decided there, one opened) is
+/// announced once the link is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_linked_hosts_approvals_reach_home_also_after_the_link_was_down() -> Result<()> {
+    let config = tempfile::NamedTempFile::new()?;
+    std::fs::write(config.path(), POLICY)?;
+    let far =
+        Core::start_with(&[("SHEPHERD_CONFIG", &config.path().display().to_string())]).await?;
+    let mut pi = far
+        .pi("0193a5c2-0000-7000-8000-00000000a004", "far-pusher")
+        .await?;
+    let (_hosts, hosts_path) = Core::hosts_config(&[("far", &far)])?;
+    let home = Core::start_with(&[("SHEPHERD_CONFIG", &hosts_path)]).await?;
+    let mut watcher = home.client(ClientKind::Bridge).await?;
+    watcher.call(requests::Subscribe::default()).await?;
+    shepherd_harness::eventually(WAIT, "the link up", || {
+        let hosts = home.cli_json(&["hosts"]).ok()?;
+        (hosts[0]["state"] == "connected").then_some(())
+    })
+    .await?;
+    let first = pending(&request(&mut pi, "git push", "c-far-1").await?)?;
+    heard(&mut watcher, first.id.get(), ApprovalState::Pending).await?;
+    let out = home.cli(&["approve", &format!("far:{}", first.id)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        told(&mut pi, &first).await?.decided_by.as_deref(),
+        Some("cli")
+    );
+    heard(&mut watcher, first.id.get(), ApprovalState::Allowed).await?;
+
+    // The link dies; meanwhile one is decided on far and another opened.
+    let second = pending(&request(&mut pi, "git push --tags", "c-far-2").await?)?;
+    heard(&mut watcher, second.id.get(), ApprovalState::Pending).await?;
+    let pid = shepherd_harness::link_pid(&far.socket()).context("the link process")?;
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()?;
+    let out = far.cli(&["deny", &second.id.to_string(), "not", "now"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let third = pending(&request(&mut pi, "git push origin feat", "c-far-3").await?)?;
+    // Both announced once the link is back, in whichever order.
+    let mut want = vec![
+        (second.id.get(), ApprovalState::Denied),
+        (third.id.get(), ApprovalState::Pending),
+    ];
+    while !want.is_empty() {
+        let msg = next_event_where(&mut watcher, WAIT, |m| {
+            matches!(m, ServerMsg::ApprovalChanged { approval } if approval.host.as_deref() == Some("far"))
+        })
+        .await?;
+        if let ServerMsg::ApprovalChanged { approval } = msg {
+            want.retain(|w| *w != (approval.id.get(), approval.state));
+        }
+    }
+    let listed = home.cli_json(&["approvals"])?;
+    assert_eq!(listed[0]["id"], third.id.get(), "{listed}");
+    assert_eq!(listed[0]["host"], "far", "{listed}");
     Ok(())
 }

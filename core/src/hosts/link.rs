@@ -16,7 +16,8 @@ use crate::client::{Client, ClientError};
 use crate::clock::now_ms;
 use crate::config::HostEntry;
 use crate::protocol::{
-    ClientKind, ClientMsg, ErrorCode, HerdChief, LinkState, PROTOCOL_VERSION, ServerMsg, requests,
+    ApprovalState, ClientKind, ClientMsg, ErrorCode, HerdChief, LinkState, PROTOCOL_VERSION,
+    ServerMsg, requests,
 };
 
 /// The first pause after a failure, doubled after each failure in a row up to
@@ -208,8 +209,8 @@ fn refused(e: &ClientError) -> String {
 
 /// Greeted: subscribe, then take the far core's sessions and open asks as they are now,
 /// and announce what changed since the mirror was last up to date (asks opened or
-/// answered, sessions joined or changed, reports and results posted while the link was
-/// down), once.
+/// answered, sessions joined or changed, reports and results posted, approvals pending or
+/// decided while the link was down), once.
 async fn mirror_from_scratch(
     client: &mut LinkClient,
     tx: &watch::Sender<HostView>,
@@ -281,10 +282,29 @@ async fn mirror_from_scratch(
             news.push(ServerMsg::AskAnswered { ask });
         }
     }
+    // Held calls waiting now, and those pending when last heard that ended meanwhile: the
+    // phone posts the cards it lacks and closes those that ended (each card once).
+    let was_pending = tx.borrow().approvals.clone();
+    let mut pending = std::collections::BTreeSet::new();
+    let req = requests::ListApprovals {
+        all: true,
+        ..Default::default()
+    };
+    for mut approval in client.call(req).await? {
+        let waiting = approval.state == ApprovalState::Pending;
+        if waiting {
+            pending.insert(approval.id);
+        }
+        if waiting || was_pending.contains(&approval.id) {
+            approval.host = Some(host.clone());
+            news.push(ServerMsg::ApprovalChanged { approval });
+        }
+    }
     let welcome = client.welcome().clone();
     tx.send_modify(|v| {
         v.sessions = sessions.into_iter().map(|s| (s.id.clone(), s)).collect();
         v.asks = asks.into_iter().map(|a| (a.id, a)).collect();
+        v.approvals = pending;
         v.last_report = Some(v.last_report.unwrap_or(0).max(newest));
         v.link.state = LinkState::Connected;
         v.link.since = now_ms();
@@ -435,6 +455,10 @@ fn apply(v: &mut HostView, mut event: ServerMsg) -> Option<ServerMsg> {
         }
         ServerMsg::ApprovalChanged { approval } => {
             approval.host = host;
+            match approval.state {
+                ApprovalState::Pending => v.approvals.insert(approval.id),
+                _ => v.approvals.remove(&approval.id),
+            };
             return Some(event);
         }
         ServerMsg::PairingEvent { pairing, .. } => {

@@ -51,6 +51,9 @@ pub struct HostView {
     /// The far core's newest report this link has seen (`None` before the first
     /// connect): after a reconnect, the reports announced since are announced here once.
     pub last_report: Option<u64>,
+    /// The far core's approvals pending when last heard: after a reconnect, those decided
+    /// meanwhile are announced.
+    pub approvals: std::collections::BTreeSet<crate::protocol::ApprovalId>,
 }
 
 impl HostView {
@@ -70,6 +73,7 @@ impl HostView {
                 connects: 0,
             },
             sessions: BTreeMap::new(),
+            approvals: Default::default(),
             asks: BTreeMap::new(),
             last_report: None,
         }
