@@ -9,9 +9,8 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde_json::json;
 use shepherd_harness::Core;
-use shepherd_harness::fake_model::{FakeModel, Reply};
+use shepherd_harness::fake_model::{FakeModel, bash_steps};
 use shepherd_harness::phone::{MatrixPhone, Phone, Tap, TelegramPhone};
 use shepherd_harness::pi_process::{PiOptions, PiSession};
 use shepherd_harness::synapse::skip_e2e;
@@ -46,27 +45,13 @@ async fn approvals_on(mut phone: impl Phone, full: bool) -> Result<()> {
     let core = Core::start_for(&phone, &[("SHEPHERD_CONFIG", &config_path)]).await?;
     phone.ready().await?;
     let files = tempfile::tempdir()?;
-    let dir = files.path().to_path_buf();
-    let model = FakeModel::start(move |req| {
-        let (role, last) = req.last();
-        if role == "tool" {
-            return Reply::text(format!("TOOL-SAID {last}"));
-        }
-        match ["STEP-1", "STEP-2", "STEP-3", "STEP-4"]
-            .iter()
-            .position(|s| last.contains(s))
-        {
-            Some(i) => {
-                let file = dir.join(format!("file-{}", i + 1));
-                Reply::tool(
-                    "bash",
-                    json!({ "command": format!("touch {}", file.display()) }),
-                )
-            }
-            None => Reply::text("nothing to do"),
-        }
-    })
-    .await?;
+    let steps = (1..=4)
+        .map(|n| {
+            let file = files.path().join(format!("file-{n}"));
+            (format!("STEP-{n}"), format!("touch {}", file.display()))
+        })
+        .collect();
+    let model = FakeModel::start(bash_steps(steps)).await?;
     let mut opts = PiOptions::new(core.agent_dir());
     opts.name = Some("toucher".into());
     let mut pi = PiSession::spawn(&model, opts).await?;
@@ -153,17 +138,10 @@ async fn on_telegram_a_linked_hosts_held_call_is_decided_from_the_home_phone() -
     phone.ready().await?;
     let files = tempfile::tempdir()?;
     let marker = files.path().join("far-file");
-    let touch = format!("touch {}", marker.display());
-    let model = FakeModel::start(move |req| {
-        let (role, last) = req.last();
-        if role == "tool" {
-            return Reply::text(format!("TOOL-SAID {last}"));
-        }
-        if last.contains("STEP-FAR") {
-            return Reply::tool("bash", json!({ "command": touch }));
-        }
-        Reply::text("nothing to do")
-    })
+    let model = FakeModel::start(bash_steps(vec![(
+        "STEP-FAR".into(),
+        format!("touch {}", marker.display()),
+    )]))
     .await?;
     let mut opts = PiOptions::new(far.agent_dir());
     opts.name = Some("far-toucher".into());

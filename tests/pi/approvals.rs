@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
-use shepherd_harness::fake_model::{FakeModel, Reply};
+use serde_json::Value;
+use shepherd_harness::fake_model::{FakeModel, bash_steps};
 use shepherd_harness::pi_process::{PiOptions, PiSession};
 use shepherd_harness::{Core, eventually};
 
@@ -54,28 +54,19 @@ async fn a_held_call_runs_only_once_approved_and_a_denial_reaches_the_model() ->
     let mut core =
         Core::start_with(&[("SHEPHERD_CONFIG", &config.path().display().to_string())]).await?;
     let files = tempfile::tempdir()?;
-    let dir = files.path().to_path_buf();
-    let model = FakeModel::start(move |req| {
-        let (role, last) = req.last();
-        if role == "tool" {
-            return Reply::text(format!("TOOL-SAID {last}"));
-        }
-        match ["STEP-1", "STEP-2", "STEP-3", "STEP-4", "STEP-5", "STEP-6"]
-            .iter()
-            .position(|s| last.contains(s))
-        {
-            Some(i) => {
-                let file = dir.join(format!("file-{}", i + 1));
-                // From the fifth on, a command another rule asks about (the session's
-                // allow covers the first rule by then).
-                let verb = if i >= 4 { "tee" } else { "touch" };
-                let command = format!("{verb} {} < /dev/null", file.display());
-                Reply::tool("bash", json!({ "command": command }))
-            }
-            None => Reply::text("nothing to do"),
-        }
-    })
-    .await?;
+    // From the fifth step on, a command another rule asks about (the session's allow
+    // covers the first rule by then).
+    let steps = (1..=6)
+        .map(|n| {
+            let verb = if n >= 5 { "tee" } else { "touch" };
+            let file = files.path().join(format!("file-{n}"));
+            (
+                format!("STEP-{n}"),
+                format!("{verb} {} < /dev/null", file.display()),
+            )
+        })
+        .collect();
+    let model = FakeModel::start(bash_steps(steps)).await?;
     let mut opts = PiOptions::new(core.agent_dir());
     opts.name = Some("toucher".into());
     let mut pi = PiSession::spawn(&model, opts).await?;
@@ -182,17 +173,10 @@ async fn a_workers_held_call_is_decided_by_its_owner() -> Result<()> {
     let config_path = config.path().display().to_string();
     let files = tempfile::tempdir()?;
     let marker = files.path().join("made-by-worker");
-    let touch = format!("touch {}", marker.display());
-    let model = FakeModel::start(move |req| {
-        let (role, last) = req.last();
-        if role == "tool" {
-            return Reply::text(format!("RESULT-T {last}"));
-        }
-        if last.contains("TASK-T") {
-            return Reply::tool("bash", json!({ "command": touch }));
-        }
-        Reply::text("nothing to do")
-    })
+    let model = FakeModel::start(bash_steps(vec![(
+        "TASK-T".into(),
+        format!("touch {}", marker.display()),
+    )]))
     .await?;
     let core = worker_core_with(&model, "headless", &[("SHEPHERD_CONFIG", &config_path)]).await?;
     let mut boss = owner(&core, "0193a5c2-0000-7000-8000-00000000b055", "boss").await?;
@@ -232,7 +216,7 @@ async fn a_workers_held_call_is_decided_by_its_owner() -> Result<()> {
     assert_eq!(decided.decided_by.as_deref(), Some("owner boss"));
     let result = next_of_kind(&mut boss, DeliveryKind::AgentResult).await?;
     boss.ack(&[result.id]).await?;
-    assert!(result.text.contains("RESULT-T"), "{}", result.text);
+    assert!(result.text.contains("TOOL-SAID"), "{}", result.text);
     assert!(marker.exists(), "the approved call did not run");
     wait_state(&core, w.id, WorkerState::Done).await?;
     let late = core.cli(&["deny", &id.to_string()]);

@@ -132,12 +132,7 @@ impl Relay<Telegram> {
         let by = who(Some(&query.from));
         if let Some(session) = query.data.as_deref().and_then(parse_steer) {
             // A `/staff` line: ask what to tell the session; the reply steers it.
-            let thread = query
-                .message
-                .as_ref()
-                .and_then(|m| m.regular_message())
-                .and_then(|m| m.thread_id)
-                .map(|t| t.0.0);
+            let thread = thread_of(&query);
             let name = self
                 .sessions
                 .get(session)
@@ -148,12 +143,7 @@ impl Relay<Telegram> {
         }
         if let Some(worker) = query.data.as_deref().and_then(parse_close) {
             // A `/workers` line's ✖ close: close that worker as the human.
-            let thread = query
-                .message
-                .as_ref()
-                .and_then(|m| m.regular_message())
-                .and_then(|m| m.thread_id)
-                .map(|t| t.0.0);
+            let thread = thread_of(&query);
             let said = match self
                 .core
                 .close_agent(&worker.agent(), worker.host.as_deref())
@@ -219,12 +209,7 @@ impl Relay<Telegram> {
         allow: Option<shepherd_core::protocol::ApprovalScope>,
         by: &str,
     ) {
-        let thread = query
-            .message
-            .as_ref()
-            .and_then(|m| m.regular_message())
-            .and_then(|m| m.thread_id)
-            .map(|t| t.0.0);
+        let thread = thread_of(query);
         let scope = allow.unwrap_or_default();
         let refused = self
             .decide_approval(approval, allow.is_some(), scope, None, by, thread)
@@ -245,6 +230,16 @@ impl Relay<Telegram> {
     async fn option_text(&mut self, ask: &AskRef, index: usize) -> Option<String> {
         self.ask(ask).await?.options.get(index).cloned()
     }
+}
+
+/// The forum topic a button's message is in.
+fn thread_of(query: &CallbackQuery) -> Option<i32> {
+    query
+        .message
+        .as_ref()
+        .and_then(|m| m.regular_message())
+        .and_then(|m| m.thread_id)
+        .map(|t| t.0.0)
 }
 
 /// `telegram:@alice` / `telegram:Alice (123)`: who acted, for the core's records.

@@ -156,30 +156,12 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let by = self.human_label(cx.conn, cx.kind, req.by.clone());
-        let (state, scope) = match req.allow {
-            true => (ApprovalState::Allowed, Some(req.scope)),
-            false => (ApprovalState::Denied, None),
+        let decision = Decided {
+            allow: req.allow,
+            scope: req.scope,
+            reason: req.reason.as_deref(),
         };
-        let reason = req
-            .reason
-            .as_deref()
-            .map(str::trim)
-            .filter(|r| !r.is_empty())
-            .map(|r| cut(r, SUBJECT_MAX));
-        let approval = self.end_approval(req.approval, state, scope, &by, reason.as_deref(), db)?;
-        if scope == Some(ApprovalScope::Session) {
-            store::approvals::grant(db, &approval.session_id, &approval.rule, &by)?;
-        }
-        tracing::info!(approval = %approval.id, state = approval.state.as_str(), %by, "approval decided");
-        self.approval_changed(&approval, db, out);
-        out.send(
-            cx.conn,
-            &ServerMsg::ApprovalIs {
-                id: cx.id,
-                approval,
-            },
-        );
-        Ok(())
+        self.decide(cx, req.approval, decision, &by, db, out)
     }
 
     /// `approve_agent`: a worker's owner decides one of that worker's approvals.
@@ -205,21 +187,40 @@ impl State {
             None => return Err(unknown(req.approval)),
         }
         let me = self.presence.registered(cx.conn)?.clone();
-        let owner = self.session_info(db, &me)?;
-        let by = format!("owner {}", owner.name);
-        let (state, scope) = match req.allow {
-            true => (ApprovalState::Allowed, Some(req.scope)),
+        let by = format!("owner {}", self.session_info(db, &me)?.name);
+        let decision = Decided {
+            allow: req.allow,
+            scope: req.scope,
+            reason: req.reason.as_deref(),
+        };
+        self.decide(cx, req.approval, decision, &by, db, out)
+    }
+
+    /// End pending approval `id` as `by` decided (the first decision wins), grant its rule
+    /// for an allow for the session, tell everyone, and answer `cx` with it.
+    fn decide(
+        &mut self,
+        cx: Cx,
+        id: ApprovalId,
+        d: Decided<'_>,
+        by: &str,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let (state, scope) = match d.allow {
+            true => (ApprovalState::Allowed, Some(d.scope)),
             false => (ApprovalState::Denied, None),
         };
-        let reason = req
+        let reason = d
             .reason
-            .as_deref()
             .map(str::trim)
-            .filter(|r| !r.is_empty());
-        let approval = self.end_approval(req.approval, state, scope, &by, reason, db)?;
+            .filter(|r| !r.is_empty())
+            .map(|r| cut(r, SUBJECT_MAX));
+        let approval = self.end_approval(id, state, scope, by, reason.as_deref(), db)?;
         if scope == Some(ApprovalScope::Session) {
-            store::approvals::grant(db, &approval.session_id, &approval.rule, &by)?;
+            store::approvals::grant(db, &approval.session_id, &approval.rule, by)?;
         }
+        tracing::info!(approval = %approval.id, state = approval.state.as_str(), %by, "approval decided");
         self.approval_changed(&approval, db, out);
         out.send(
             cx.conn,
@@ -456,6 +457,13 @@ impl State {
             out.send(live.conn, &msg);
         }
     }
+}
+
+/// A decision as a request carries it: allow (`scope`) or deny (`reason`).
+struct Decided<'a> {
+    allow: bool,
+    scope: ApprovalScope,
+    reason: Option<&'a str>,
 }
 
 /// An approval as the answer to a `request_approval` for its call.

@@ -31,6 +31,27 @@ pub enum Reply {
     Finish(String, String),
 }
 
+/// A script that runs one `bash` command per prompt: the command of the first marker the
+/// newest user message contains (`steps`: marker, command), then says what the tool
+/// returned (`TOOL-SAID …`); anything else: "nothing to do".
+pub fn bash_steps(
+    steps: Vec<(String, String)>,
+) -> impl Fn(&ModelRequest) -> Reply + Send + Sync + 'static {
+    move |req| {
+        let (role, last) = req.last();
+        if role == "tool" {
+            return Reply::text(format!("TOOL-SAID {last}"));
+        }
+        match steps
+            .iter()
+            .find(|(marker, _)| last.contains(marker.as_str()))
+        {
+            Some((_, command)) => Reply::tool("bash", serde_json::json!({ "command": command })),
+            None => Reply::text("nothing to do"),
+        }
+    }
+}
+
 impl Reply {
     pub fn text(text: impl Into<String>) -> Reply {
         Reply::Text(text.into())
