@@ -56,7 +56,7 @@ async fn a_held_call_runs_only_once_approved_and_a_denial_reaches_the_model() ->
     let files = tempfile::tempdir()?;
     // From the fifth step on, a command another rule asks about (the session's allow
     // covers the first rule by then).
-    let steps = (1..=6)
+    let steps = (1..=7)
         .map(|n| {
             let verb = if n >= 5 { "tee" } else { "touch" };
             let file = files.path().join(format!("file-{n}"));
@@ -143,13 +143,37 @@ async fn a_held_call_runs_only_once_approved_and_a_denial_reaches_the_model() ->
     let all = core.cli_json(&["approvals", "--all"])?;
     assert_eq!(all.as_array().map(Vec::len), Some(4), "{all}");
 
+    // The run stopped while its call waits (`shepherd stop`): the approval is withdrawn,
+    // the call never runs, and a late decision is told it no longer waits.
+    pi.prompt("STEP-6").await?;
+    let held = pending(&core, 1).await?;
+    run(&core, &["stop", "toucher"])?;
+    let id = held[0]["id"].to_string();
+    eventually(LONG, "the approval withdrawn", || {
+        let all = core.cli_json(&["approvals", "--all"]).ok()?;
+        let row = all
+            .as_array()?
+            .iter()
+            .find(|a| a["id"].to_string() == id)?
+            .clone();
+        (row["state"] == "withdrawn").then_some(())
+    })
+    .await?;
+    pi.wait_settled(LONG).await?;
+    assert!(!file(6).exists(), "the withdrawn call ran");
+    let late = core.cli(&["approve", &id]);
+    assert!(
+        String::from_utf8_lossy(&late.stderr).contains("no longer waiting: withdrawn"),
+        "{late:?}"
+    );
+
     // The core stopped: the policy is on, so the call is blocked, saying why.
     core.terminate()?;
     let asked = model.requests().len();
-    pi.prompt("STEP-6").await?;
+    pi.prompt("STEP-7").await?;
     pi.wait_settled(LONG).await?;
     assert!(
-        !file(6).exists(),
+        !file(7).exists(),
         "a call ran while the policy could not rule on it"
     );
     let blocked = model.requests()[asked..]
