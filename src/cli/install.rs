@@ -30,6 +30,7 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
         include_str!("../../pi-ext/human-tools.ts"),
     ),
     ("tool-glue.ts", include_str!("../../pi-ext/tool-glue.ts")),
+    ("approvals.ts", include_str!("../../pi-ext/approvals.ts")),
     ("autostart.ts", include_str!("../../pi-ext/autostart.ts")),
     ("config.ts", include_str!("../../pi-ext/config.ts")),
     ("dedupe.ts", include_str!("../../pi-ext/dedupe.ts")),
