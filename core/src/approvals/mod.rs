@@ -66,6 +66,9 @@ impl Call<'_> {
     }
 }
 
+/// The origin of a policy no config file wrote.
+pub const BUILT_IN: &str = "the built-in defaults";
+
 /// Where a ruling came from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Source {
@@ -106,6 +109,9 @@ impl std::fmt::Display for Source {
                     Preset::Careful => "careful",
                 }
             ),
+            Source::Default { origin } if origin == BUILT_IN => {
+                write!(f, "no rule matches: the default (no config file)")
+            }
             Source::Default { origin } => write!(f, "no rule matches: the default of {origin}"),
         }
     }
