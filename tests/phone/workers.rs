@@ -104,66 +104,24 @@ async fn workers_on(mut phone: impl Phone, owner_id: &str) -> Result<()> {
     );
 
     // Two workers at work: one long, one that the phone will steer.
-    let sleeper = delegate(&mut boss, "TASK-E wait a long time", "sleeper").await?;
-    wait_usage_written(&core, sleeper.id).await?;
-    let steered = delegate(&mut boss, "TASK-S wait a little", "steered").await?;
-    wait_state(&core, steered.id, WorkerState::Working).await?;
-
-    phone.command("workers").await?;
-    phone
-        .bot_says(|m| m.text.contains("Workers: 2 live workers under 1 owner"))
-        .await?;
-    phone
-        .bot_says(|m| m.text.contains("👤 boss · 2 workers"))
-        .await?;
-    let sleeper_line = phone
-        .bot_says(|m| m.text.contains("sleeper (implementer) · working"))
-        .await?;
-    let steered_line = phone
-        .bot_says(|m| m.text.contains("steered (implementer)"))
-        .await?;
-    assert_eq!(sleeper_line.place, None, "in the main timeline");
-    let spent = usage_shown(&core, &listed(&core, sleeper.id)?)?;
+    let two = two_at_work(&phone, &core, &mut boss, "👤 boss · 2 workers").await?;
+    assert_eq!(two.sleeper_line.place, None, "in the main timeline");
+    let spent = usage_shown(&core, &listed(&core, two.sleeper.id)?)?;
     assert!(
-        sleeper_line.text.contains(&spent),
+        two.sleeper_line.text.contains(&spent),
         "{} lacks {spent}",
-        sleeper_line.text
+        two.sleeper_line.text
     );
     assert!(
-        sleeper_line.text.ends_with(&format!("#{}", sleeper.id)),
+        two.sleeper_line
+            .text
+            .ends_with(&format!("#{}", two.sleeper.id)),
         "{}",
-        sleeper_line.text
+        two.sleeper_line.text
     );
-
-    // A reply to a worker's line steers it: its next turn sees it, and its result follows.
-    phone.reply(&steered_line, "STEER-NOW stop waiting").await?;
-    phone
-        .bot_says(|m| m.text.contains("➡️ steered worker steered"))
-        .await?;
-    let result = next_of_kind(&mut boss, DeliveryKind::AgentResult).await?;
-    assert!(
-        result.text.contains("agent=steered")
-            && result.text.ends_with("RESULT-S steered from the phone"),
-        "{}",
-        result.text
-    );
-    boss.ack(&[result.id]).await?;
-
-    // Closing the sleeper from its line closes it.
-    let closed = phone.close_worker(&sleeper_line).await?;
-    assert!(closed.contains("closed worker sleeper"), "{closed}");
-    wait_state(&core, sleeper.id, WorkerState::Closed).await?;
-    wait_state(&core, steered.id, WorkerState::Done).await?;
-
-    // Each finished worker was said once; the closed one not at all.
-    phone
-        .bot_says(|m| m.text.contains("🧩 steered (implementer) finished"))
-        .await?;
-    report_after(&core, &mut boss, &[&asker, &steered, &sleeper], "MARKER-1").await?;
-    phone.bot_says(|m| m.text.contains("MARKER-1")).await?;
-    assert_eq!(phone.count_said("🧩 asker (implementer) finished"), 1);
-    assert_eq!(phone.count_said("🧩 steered (implementer) finished"), 1);
-    assert_eq!(phone.count_said("🧩 sleeper (implementer) finished"), 0);
+    // A reply to a worker's line steers it (its result follows); its ✖ close closes the
+    // other; each finished worker is said once, the closed one not at all.
+    steer_one_close_other(&phone, &core, &mut boss, &two, &asker, "MARKER-1").await?;
 
     // A worker whose process dies before its result: said once in the owner's place.
     let lostling = lose_a_worker(&core, &mut boss, "lostling").await?;
@@ -236,23 +194,8 @@ async fn on_telegram_a_linked_hosts_workers_and_pairings_are_seen_and_steered() 
     assert_eq!(finished.place.as_ref(), Some(&boss_place));
 
     // Two far workers at work, listed with their host; one steered, one closed.
-    let sleeper = delegate(&mut boss, "TASK-E wait a long time", "sleeper").await?;
-    wait_usage_written(&far, sleeper.id).await?;
-    let steered = delegate(&mut boss, "TASK-S wait a little", "steered").await?;
-    wait_state(&far, steered.id, WorkerState::Working).await?;
-    phone.command("workers").await?;
-    phone
-        .bot_says(|m| m.text.contains("Workers: 2 live workers under 1 owner"))
-        .await?;
-    phone
-        .bot_says(|m| m.text.contains("👤 far · boss · 2 workers"))
-        .await?;
-    let sleeper_line = phone
-        .bot_says(|m| m.text.contains("sleeper (implementer) · working"))
-        .await?;
-    let steered_line = phone
-        .bot_says(|m| m.text.contains("steered (implementer)"))
-        .await?;
+    let two = two_at_work(&phone, &far, &mut boss, "👤 far · boss · 2 workers").await?;
+    let (sleeper, sleeper_line) = (&two.sleeper, &two.sleeper_line);
     assert!(
         sleeper_line.text.ends_with(&format!("far#{}", sleeper.id)),
         "{}",
@@ -276,30 +219,7 @@ async fn on_telegram_a_linked_hosts_workers_and_pairings_are_seen_and_steered() 
     assert_eq!(far_row["host"], "far", "{far_row}");
     assert!(far_row["total_tokens"].as_u64() > Some(0), "{far_row}");
 
-    phone.reply(&steered_line, "STEER-NOW stop waiting").await?;
-    phone
-        .bot_says(|m| m.text.contains("➡️ steered worker steered"))
-        .await?;
-    let result = next_of_kind(&mut boss, DeliveryKind::AgentResult).await?;
-    assert!(
-        result.text.contains("agent=steered")
-            && result.text.ends_with("RESULT-S steered from the phone"),
-        "{}",
-        result.text
-    );
-    boss.ack(&[result.id]).await?;
-    let closed = phone.close_worker(&sleeper_line).await?;
-    assert!(closed.contains("closed worker sleeper"), "{closed}");
-    wait_state(&far, sleeper.id, WorkerState::Closed).await?;
-    wait_state(&far, steered.id, WorkerState::Done).await?;
-    phone
-        .bot_says(|m| m.text.contains("🧩 steered (implementer) finished"))
-        .await?;
-    report_after(&far, &mut boss, &[&asker, &steered, &sleeper], "MARKER-F").await?;
-    phone.bot_says(|m| m.text.contains("MARKER-F")).await?;
-    assert_eq!(phone.count_said("🧩 asker (implementer) finished"), 1);
-    assert_eq!(phone.count_said("🧩 steered (implementer) finished"), 1);
-    assert_eq!(phone.count_said("🧩 sleeper (implementer) finished"), 0);
+    steer_one_close_other(&phone, &far, &mut boss, &two, &asker, "MARKER-F").await?;
 
     // `supervise` typed in the far session's topic pairs it with that host's supervisor;
     // `unpair` there ends it. Both are said in that topic.
@@ -332,5 +252,83 @@ async fn on_telegram_a_linked_hosts_workers_and_pairings_are_seen_and_steered() 
         (all[0]["state"] == "ended").then_some(())
     })
     .await?;
+    Ok(())
+}
+
+/// Two workers of `boss` at work, as `/workers` lists them under `heading`: `sleeper`
+/// (waits long) and `steered` (waits a little, for a steer).
+struct TwoAtWork {
+    sleeper: shepherd_core::protocol::Worker,
+    steered: shepherd_core::protocol::Worker,
+    sleeper_line: shepherd_harness::phone::Said,
+    steered_line: shepherd_harness::phone::Said,
+}
+
+async fn two_at_work(
+    phone: &impl Phone,
+    core: &shepherd_harness::Core,
+    boss: &mut shepherd_harness::Pi,
+    heading: &str,
+) -> Result<TwoAtWork> {
+    let sleeper = delegate(boss, "TASK-E wait a long time", "sleeper").await?;
+    wait_usage_written(core, sleeper.id).await?;
+    let steered = delegate(boss, "TASK-S wait a little", "steered").await?;
+    wait_state(core, steered.id, WorkerState::Working).await?;
+    phone.command("workers").await?;
+    phone
+        .bot_says(|m| m.text.contains("Workers: 2 live workers under 1 owner"))
+        .await?;
+    phone.bot_says(|m| m.text.contains(heading)).await?;
+    let sleeper_line = phone
+        .bot_says(|m| m.text.contains("sleeper (implementer) · working"))
+        .await?;
+    let steered_line = phone
+        .bot_says(|m| m.text.contains("steered (implementer)"))
+        .await?;
+    Ok(TwoAtWork {
+        sleeper,
+        steered,
+        sleeper_line,
+        steered_line,
+    })
+}
+
+/// A reply to the steered worker's line steers it (its next turn sees it, its result
+/// reaches `boss`); the sleeper's close closes it; then, once `marker` is posted, each
+/// finished worker (`asker`, `steered`) was said once and the closed one not at all.
+async fn steer_one_close_other(
+    phone: &impl Phone,
+    core: &shepherd_harness::Core,
+    boss: &mut shepherd_harness::Pi,
+    two: &TwoAtWork,
+    asker: &shepherd_core::protocol::Worker,
+    marker: &str,
+) -> Result<()> {
+    phone
+        .reply(&two.steered_line, "STEER-NOW stop waiting")
+        .await?;
+    phone
+        .bot_says(|m| m.text.contains("➡️ steered worker steered"))
+        .await?;
+    let result = next_of_kind(boss, DeliveryKind::AgentResult).await?;
+    assert!(
+        result.text.contains("agent=steered")
+            && result.text.ends_with("RESULT-S steered from the phone"),
+        "{}",
+        result.text
+    );
+    boss.ack(&[result.id]).await?;
+    let closed = phone.close_worker(&two.sleeper_line).await?;
+    assert!(closed.contains("closed worker sleeper"), "{closed}");
+    wait_state(core, two.sleeper.id, WorkerState::Closed).await?;
+    wait_state(core, two.steered.id, WorkerState::Done).await?;
+    phone
+        .bot_says(|m| m.text.contains("🧩 steered (implementer) finished"))
+        .await?;
+    report_after(core, boss, &[asker, &two.steered, &two.sleeper], marker).await?;
+    phone.bot_says(|m| m.text.contains(marker)).await?;
+    assert_eq!(phone.count_said("🧩 asker (implementer) finished"), 1);
+    assert_eq!(phone.count_said("🧩 steered (implementer) finished"), 1);
+    assert_eq!(phone.count_said("🧩 sleeper (implementer) finished"), 0);
     Ok(())
 }
