@@ -154,7 +154,7 @@ async fn a_held_call_runs_only_once_approved_and_a_denial_reaches_the_model() ->
         let row = all
             .as_array()?
             .iter()
-            .find(|a| a["id"].to_string() == id)?
+            .find(|a| a["id"] == held[0]["id"])?
             .clone();
         (row["state"] == "withdrawn").then_some(())
     })

@@ -12,7 +12,9 @@ mod project;
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::config::approvals::{ApprovalsConfig, Decision, Outside, PATH_TOOLS, Preset, Rule};
+use crate::config::approvals::{
+    ApprovalsConfig, BUILT_IN, Decision, Outside, PATH_TOOLS, Preset, Rule,
+};
 
 pub use project::{MAX_PROJECT_FILE, PROJECT_FILE, ProjectPolicy, project_policy};
 
@@ -65,9 +67,6 @@ impl Call<'_> {
         !(inside(self.cwd) || self.worktree.is_some_and(inside))
     }
 }
-
-/// The origin of a policy no config file wrote.
-pub const BUILT_IN: &str = "the built-in defaults";
 
 /// Where a ruling came from.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,6 +14,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The origin of a policy no config file wrote.
+pub const BUILT_IN: &str = "the built-in defaults";
+
 /// The `[approvals]` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -53,7 +53,7 @@ impl Config {
     pub fn approvals_origin(&self) -> String {
         match &self.file {
             Some(file) => file.display().to_string(),
-            None => crate::approvals::BUILT_IN.to_string(),
+            None => approvals::BUILT_IN.to_string(),
         }
     }
 }
