@@ -203,6 +203,17 @@ pub enum Command {
         after_help = "Examples:\n  shepherd approvals\n  shepherd approvals --all\n  shepherd approvals check -- bash \"git push origin main\"\n  shepherd approvals check --cwd ~/src/app -- write .env"
     )]
     Approvals(ApprovalsArgs),
+    /// Print a shell completion script: `shepherd completions bash > ~/.local/share/bash-completion/completions/shepherd`.
+    #[command(
+        after_help = "Examples:\n  shepherd completions bash > ~/.local/share/bash-completion/completions/shepherd\n  shepherd completions zsh > ~/.zfunc/_shepherd\n  shepherd completions fish > ~/.config/fish/completions/shepherd.fish"
+    )]
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `shepherd man | man -l -`.
+    Man,
     /// Allow a held tool call: it runs. `--session`: the same rule stops asking that
     /// session until it ends.
     #[command(

@@ -14,6 +14,7 @@ mod args;
 pub mod asks;
 pub mod doctor;
 pub mod format;
+pub mod help_files;
 pub mod hosts;
 pub mod install;
 pub mod integrate;
@@ -128,6 +129,8 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
             Some(HostsAction::Add { name, command }) => hosts::add(ctx, &name, &command),
         },
         Command::Link => hosts::link(ctx).await,
+        Command::Completions { shell } => help_files::completions(shell),
+        Command::Man => help_files::man(),
         Command::Approvals(args) => match args.action {
             None => approvals::list(ctx, args.all).await,
             Some(ApprovalsAction::Check { cwd, tool, args }) => {

@@ -688,3 +688,32 @@ decision = "ask"
     let out = env.run(&["approvals", "check", "--", "bash"]);
     assert!(stderr(&out).contains("give the command"), "{out:?}");
 }
+
+/// `shepherd completions SHELL` and `shepherd man` are written from the command line's
+/// own definition: every subcommand is in them; an unknown shell is a usage error.
+#[test]
+fn completions_and_the_manual_page_know_every_command() {
+    let env = Env::new();
+    for (shell, starts) in [
+        ("bash", "_shepherd()"),
+        ("zsh", "#compdef shepherd"),
+        ("fish", ""),
+    ] {
+        let out = env.run(&["completions", shell]);
+        assert!(out.status.success(), "{shell}: {out:?}");
+        let script = stdout(&out);
+        assert!(script.starts_with(starts), "{shell}: {script:.200}");
+        for command in ["approvals", "approve", "hosts", "supervise", "workers"] {
+            assert!(script.contains(command), "{shell} lacks {command}");
+        }
+    }
+    let man = env.run(&["man"]);
+    assert!(man.status.success(), "{man:?}");
+    let page = stdout(&man);
+    assert!(page.contains(".TH shepherd 1"), "{page:.300}");
+    assert!(
+        page.contains("approvals") && page.contains("completions"),
+        "{page:.300}"
+    );
+    assert_eq!(env.run(&["completions", "tcsh"]).status.code(), Some(2));
+}
