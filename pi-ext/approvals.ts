@@ -28,6 +28,9 @@ export interface Summary {
   whenUnreachable: "allow" | "deny";
 }
 
+/** How many decisions that came before their call waited are kept. */
+const EARLY_KEPT = 64;
+
 /** What Pi's tool_call hook returns: nothing (the call runs) or a block with its reason. */
 export type Gate = undefined | { block: true; reason: string };
 
@@ -60,6 +63,12 @@ export class ApprovalGate {
   readonly #summary: () => Summary | null;
   readonly #log: (line: string) => void;
   readonly #waiting = new Map<number, Waiting>();
+  /**
+   * Decisions that came before their call was waiting: the response holding the call and
+   * the decision can arrive in one read, the decision dispatched before the call starts
+   * to wait. The newest few are kept.
+   */
+  readonly #early = new Map<number, Approval>();
 
   constructor(core: ApprovalCore, summary: () => Summary | null, log: (line: string) => void) {
     this.#core = core;
@@ -93,7 +102,16 @@ export class ApprovalGate {
   /** An `approval_changed` from the core: a waiting call's decision. */
   decided(approval: Approval): void {
     if (approval.state === "pending") return;
-    this.#waiting.get(approval.id)?.settle(approval);
+    const waiting = this.#waiting.get(approval.id);
+    if (waiting !== undefined) {
+      waiting.settle(approval);
+      return;
+    }
+    this.#early.set(approval.id, approval);
+    if (this.#early.size > EARLY_KEPT) {
+      const oldest = this.#early.keys().next().value;
+      if (oldest !== undefined) this.#early.delete(oldest);
+    }
   }
 
   /** Registered again: ask about each waiting call once more (its decision may have come while away). */
@@ -122,6 +140,12 @@ export class ApprovalGate {
         });
       };
       this.#waiting.set(approval.id, { tool, input, toolCallId, settle: done });
+      const early = this.#early.get(approval.id);
+      if (early !== undefined) {
+        this.#early.delete(approval.id);
+        done(early);
+        return;
+      }
       if (signal?.aborted === true) onAbort();
       else signal?.addEventListener("abort", onAbort, { once: true });
     });

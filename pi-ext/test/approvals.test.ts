@@ -79,6 +79,22 @@ describe("ApprovalGate", () => {
     assert.equal(gate.waiting, 0);
   });
 
+  test("a decision that arrives before the call starts to wait still releases it", async () => {
+    let release: (v: { ruling: Ruling; rule: string; approval: Approval | null }) => void = () => {};
+    const core: ApprovalCore = {
+      requestApproval: () => new Promise((resolve) => (release = resolve)),
+      withdrawApproval: () => Promise.reject(new Error("not asked")),
+    };
+    const gate = new ApprovalGate(core, none, quiet);
+    const held = gate.check("bash", "call-11", { command: "git push" });
+    // The response and the decision in one read: the decision is dispatched first.
+    release({ ruling: "pending", rule: "r", approval: approval(11) });
+    gate.decided(approval(11, { state: "allowed", decided_by: "cli" }));
+    const late = new Promise<string>((resolve) => setTimeout(() => resolve("still waiting"), 2000).unref());
+    assert.equal(await Promise.race([held, late]), undefined);
+    assert.equal(gate.waiting, 0);
+  });
+
   test("after a reconnect the same call is asked about again and its decision found", async () => {
     const scripted = core([
       { ruling: "pending", rule: "r", approval: approval(7) },
