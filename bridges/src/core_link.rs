@@ -65,6 +65,31 @@ pub struct Snapshot {
     pub pairings: Vec<Pairing>,
 }
 
+/// Run `$body` with `$client` bound to the link's connection (connecting first when
+/// there is none); when the connection turns out dead, reconnect and run it once more.
+macro_rules! retrying {
+    ($link:ident, |$client:ident| $body:expr) => {{
+        for attempt in 0..2 {
+            if $link.client.is_none() {
+                $link.client =
+                    Some(Client::connect(&$link.socket, ClientKind::Bridge, &$link.name).await?);
+            }
+            let $client = $link.client.as_mut().expect("just connected");
+            match $body {
+                Err(ClientError::Closed | ClientError::Io(_)) if attempt == 0 => {
+                    $link.client = None
+                }
+                Err(e @ (ClientError::Closed | ClientError::Io(_))) => {
+                    $link.client = None;
+                    return Err(e);
+                }
+                other => return other,
+            }
+        }
+        unreachable!("the loop returns")
+    }};
+}
+
 /// Requests to the core, reconnecting when needed.
 pub struct CoreLink {
     socket: PathBuf,
@@ -83,22 +108,7 @@ impl CoreLink {
 
     /// Send a request; on a dead connection, reconnect and try once more.
     async fn call<R: Request + Clone>(&mut self, request: R) -> Reply<R::Reply> {
-        for attempt in 0..2 {
-            if self.client.is_none() {
-                self.client =
-                    Some(Client::connect(&self.socket, ClientKind::Bridge, &self.name).await?);
-            }
-            let client = self.client.as_mut().expect("just connected");
-            match client.call(request.clone()).await {
-                Err(ClientError::Closed | ClientError::Io(_)) if attempt == 0 => self.client = None,
-                Err(e @ (ClientError::Closed | ClientError::Io(_))) => {
-                    self.client = None;
-                    return Err(e);
-                }
-                other => return other,
-            }
-        }
-        unreachable!("the loop returns")
+        retrying!(self, |client| client.call(request.clone()).await)
     }
 
     /// `list_sessions`: the connected sessions, or (`all`) every known one.
@@ -139,34 +149,11 @@ impl CoreLink {
     where
         R: Request<Reply = Vec<T>>,
     {
-        for attempt in 0..2 {
-            if self.client.is_none() {
-                self.client =
-                    Some(Client::connect(&self.socket, ClientKind::Bridge, &self.name).await?);
-            }
-            let client = self.client.as_mut().expect("just connected");
-            match client.across_hosts(&make).await {
-                Err(ClientError::Closed | ClientError::Io(_)) if attempt == 0 => self.client = None,
-                Err(e @ (ClientError::Closed | ClientError::Io(_))) => {
-                    self.client = None;
-                    return Err(e);
-                }
-                other => return other,
-            }
-        }
-        unreachable!("the loop returns")
+        retrying!(self, |client| client.across_hosts(&make).await)
     }
 
-    /// `list_workers` as a bridge: every live managed worker (`all`: ended ones too).
-    pub async fn workers(&mut self, all: bool) -> Reply<Vec<Worker>> {
-        self.call(requests::ListWorkers {
-            all,
-            ..Default::default()
-        })
-        .await
-    }
-
-    /// [`CoreLink::workers`] of this core and every connected linked host.
+    /// `list_workers` as a bridge, of this core and every connected linked host: every
+    /// live managed worker (`all`: ended ones too).
     pub async fn herd_workers(&mut self, all: bool) -> Reply<Herd<Worker>> {
         self.herd(|host| requests::ListWorkers {
             all,

@@ -221,6 +221,12 @@ impl State {
             store::approvals::grant(db, &approval.session_id, &approval.rule, by)?;
         }
         tracing::info!(approval = %approval.id, state = approval.state.as_str(), %by, "approval decided");
+        self.ended_for(cx, approval, db, out);
+        Ok(())
+    }
+
+    /// Announce `approval`'s end to everyone and answer `cx`, who ended it, with it.
+    fn ended_for(&self, cx: Cx, approval: Approval, db: &Connection, out: &mut Out) {
         self.approval_changed(&approval, db, out);
         out.send(
             cx.conn,
@@ -229,7 +235,6 @@ impl State {
                 approval,
             },
         );
-        Ok(())
     }
 
     /// A managed worker's call is held: its owner is told, and may decide it.
@@ -273,14 +278,7 @@ impl State {
         let why = "withdrawn: the session stopped waiting (its run was stopped)";
         let approval =
             self.end_approval(req.approval, ApprovalState::Withdrawn, None, why, None, db)?;
-        self.approval_changed(&approval, db, out);
-        out.send(
-            cx.conn,
-            &ServerMsg::ApprovalIs {
-                id: cx.id,
-                approval,
-            },
-        );
+        self.ended_for(cx, approval, db, out);
         Ok(())
     }
 
