@@ -20,8 +20,8 @@ use shepherd_core::client::{Client, ClientError, Herd, Request};
 pub use shepherd_core::client::{Interrupted, Sent, Unanswered};
 use shepherd_core::protocol::{
     Approval, ApprovalScope, Ask, AskRef, AskState, ClientKind, CoreStatus, ErrorCode, HostLink,
-    Lease, Pairing, Project, Report, ServerMsg, SessionId, SessionInfo, StaffMember, UsageReport,
-    Worker, requests,
+    Lease, Pairing, Peek, Project, Report, ServerMsg, SessionId, SessionInfo, StaffMember,
+    UsageReport, Worker, requests,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -360,6 +360,21 @@ impl CoreLink {
             ..Default::default()
         };
         self.call(request).await
+    }
+
+    /// `peek`: what `session` (on linked host `host` when given) is doing now, marked
+    /// with its host.
+    pub async fn peek(&mut self, session: &str, host: Option<&str>) -> Reply<Peek> {
+        let request = requests::Peek {
+            session: session.to_string(),
+            host: host.map(str::to_string),
+            ..Default::default()
+        };
+        let mut peek = *self.call(request).await?;
+        if peek.host.is_none() {
+            peek.host = host.map(str::to_string);
+        }
+        Ok(peek)
     }
 
     /// `unpair`: end `session`'s pairing, for the human `by`.

@@ -61,6 +61,18 @@ pub enum Command {
     /// The session is named by exact id, unique id prefix or unique name. If it is not
     /// connected, the text waits until it reconnects.
     Send(SendArgs),
+    /// Show what a session is doing now: its status and for how long, the tool call
+    /// running (with its arguments), the last text the model wrote and the last lines of
+    /// the last tool output. Read from its session file; changes nothing.
+    #[command(
+        after_help = "Examples:\n  shepherd peek fix-login\n  shepherd peek app@main\n  shepherd peek gpu:train-7"
+    )]
+    Peek {
+        /// Exact session id, unique id prefix, unique name or `repo@branch`; `HOST:SESSION`
+        /// for a session on a linked host.
+        #[arg(value_name = "SESSION")]
+        session: String,
+    },
     /// List supervisor/worker pairings (active ones; --all adds ended ones).
     ///
     /// Each row: id, worker, supervisor, goal, looks, steers, state (active, or how it

@@ -21,6 +21,7 @@ pub mod integrate;
 pub mod lead;
 pub mod lifecycle;
 pub mod pairings;
+pub mod peek;
 pub mod projects;
 pub mod reports;
 pub mod roles;
@@ -98,6 +99,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Asks(args) => asks::run(ctx, &args).await,
         Command::Answer(args) => answer::run(ctx, &args).await,
         Command::Send(args) => send::run(ctx, &args).await,
+        Command::Peek { session } => peek::run(ctx, &session).await,
         Command::Pairings(args) => pairings::run(ctx, &args).await,
         Command::Supervise(args) => supervise::run(ctx, &args.action).await,
         Command::Doctor => doctor::run(ctx).await,

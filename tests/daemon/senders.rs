@@ -97,6 +97,11 @@ const DECIDE_IS_HUMANS: Refusal = (
     Some("human_only"),
     "only the human decides a tool call's approval (`shepherd approve` or `shepherd deny`, or the card on the phone)",
 );
+const PEEK_IS_HUMANS: Refusal = (
+    ErrorCode::Forbidden,
+    Some("human_only"),
+    "only the human peeks at a session (`shepherd peek`, or /peek in a chat); a Manager or the Chief looks at its staff with inspect_staff, an owner at its worker with inspect_agent",
+);
 const RELEASE_IS_HUMANS: Refusal = (
     ErrorCode::Forbidden,
     Some("human_only"),
@@ -285,6 +290,7 @@ const ROWS: &[Row] = &[
     row("withdraw_approval", PI),
     row("list_approvals", ANYONE),
     refusing("approve_agent", PI, APPROVE_AGENT_IS_OWNERS),
+    refusing("peek", HUMAN, PEEK_IS_HUMANS),
     row("ack", PI),
     row("bye", PI),
     refusing("host_mail_ack", "core", ONLY_A_LINK),

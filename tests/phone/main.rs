@@ -16,6 +16,7 @@
 //! - [`supervision`]: supervision in the worker's place, one scenario run on each phone;
 //! - [`telegram`]: what only the Telegram bridge does, or does its own way;
 //! - [`matrix`]: what only the Matrix bridge does, or does its own way;
+//! - [`peek`]: `/peek` and its refresh while a real Pi runs a command, on each phone;
 //! - [`projects`]: project work, one scenario run on each phone;
 //! - [`roles`]: roles, one scenario run on each phone (and a Telegram topic renamed after the bridge was away);
 //! - [`typed`]: typing in a session's topic or thread, one scenario run on each phone;
@@ -31,6 +32,7 @@ mod bridge;
 mod commands;
 mod fake_telegram;
 mod matrix;
+mod peek;
 mod projects;
 mod projects_phone;
 mod roles;

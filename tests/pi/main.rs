@@ -8,6 +8,7 @@
 //! - [`autostart`]: the extension autostarts a core that cannot start, and says why once;
 //! - [`extension`]: `ask_human`, a steer during a tool, a core restart, no core at all;
 //! - [`outbox`]: asks and reports made while the core is down are sent once;
+//! - [`peek`]: `shepherd peek` names the running command, its time and the last output;
 //! - [`projects`]: a Manager Pi delegating to a Lead Pi and integrating its branch;
 //! - [`roles`]: `/manager`, staff asks and answers, the Chief, between real Pi sessions;
 //! - [`supervise`]: a supervisor Pi and its worker Pi, across a core restart;
@@ -23,6 +24,7 @@ mod approvals;
 mod autostart;
 mod extension;
 mod outbox;
+mod peek;
 mod projects;
 mod roles;
 mod supervise;

@@ -121,6 +121,17 @@ pub fn place(s: &SessionInfo) -> String {
     repo_branch(s).unwrap_or_else(|| base_name(&s.cwd).to_string())
 }
 
+/// The time of day of `ms` (Unix milliseconds), `14:02:33 UTC`: when a snapshot was taken.
+pub fn clock_time(ms: u64) -> String {
+    let secs = ms / 1000 % 86_400;
+    format!(
+        "{:02}:{:02}:{:02} UTC",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

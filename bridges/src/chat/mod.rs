@@ -27,6 +27,7 @@
 //!   which of several asks is meant.
 //! - [`workers`]: managed workers: `/workers` as each owner's tree, a worker's ending in
 //!   its owner's place, whom a worker's question is for.
+//! - [`peek`](mod@peek): `/peek`: what a session is doing now, with how to refresh it.
 //! - [`projects`]: project work: `/projects` as repositories → assignments, a Lead's
 //!   update tagged `app@feat/a` and an assignment's state changes in the project's place.
 //! - [`format`](mod@format): small helpers (relative times, `repo@branch`, UTF-16 truncation).
@@ -43,6 +44,7 @@ pub mod hosts;
 pub mod html;
 pub mod markdown;
 pub mod pairing;
+pub mod peek;
 pub mod projects;
 pub mod render;
 pub mod replies;

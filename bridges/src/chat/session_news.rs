@@ -9,7 +9,7 @@
 //! `chat/`: the clock is passed in.
 
 use shepherd_core::client::Interrupted;
-use shepherd_core::protocol::{Ask, LeaveReason, Millis, Report, SessionInfo, SessionStatus};
+use shepherd_core::protocol::{Ask, LeaveReason, Millis, Peek, Report, SessionInfo, SessionStatus};
 
 use super::format::{ago, one_line, repo_branch, truncate};
 use super::html::Html;
@@ -119,23 +119,38 @@ pub fn interrupted(reply: &Interrupted, then: bool) -> Rendered {
     h.into()
 }
 
-/// `/status` in a session's topic: the session in detail, what it is doing now, its open
-/// asks and its last report (if this bridge saw one).
+/// `/status` in a session's topic: the session in detail, what it is doing now (with a
+/// `peek` of it: the command it runs and for how long), its open asks and its last
+/// report (if this bridge saw one).
 pub fn status_here(
     s: &SessionInfo,
     asks: &[&Ask],
     last_report: Option<&Report>,
+    peek: Option<&Peek>,
     now: Millis,
 ) -> Rendered {
     let detail = session_status_at(s, now);
     let mut h = Html::new();
     h.raw(&detail.html, &detail.plain);
-    let now_doing = if s.connected {
-        doing(&s.status)
-    } else {
-        "nothing (offline)".to_string()
-    };
-    h.line().text(&format!("now: {now_doing}"));
+    match peek.and_then(|p| Some((p, p.running.as_ref()?))) {
+        Some((p, call)) if s.connected => {
+            let how_long = p
+                .status_for_ms
+                .map(|ms| format!(" for {}", shepherd_core::human::duration(ms)))
+                .unwrap_or_default();
+            h.line()
+                .text(&format!("now: running {}{how_long}: ", call.tool))
+                .code(&call.args);
+        }
+        _ => {
+            let now_doing = if s.connected {
+                doing(&s.status)
+            } else {
+                "nothing (offline)".to_string()
+            };
+            h.line().text(&format!("now: {now_doing}"));
+        }
+    }
     for ask in asks {
         h.line()
             .text(&format!("❓ #{} ", ask.id))
@@ -256,7 +271,7 @@ mod tests {
             announced: true,
             host: None,
         };
-        let out = status_here(&s, &[&ask], Some(&report), 61_000);
+        let out = status_here(&s, &[&ask], Some(&report), None, 61_000);
         assert!(
             out.plain.contains("now: running tool:bash"),
             "{}",

@@ -12,7 +12,7 @@ use crate::chat::approvals::ApprovalRef;
 use crate::chat::workers::WorkerRef;
 use matrix_sdk::ruma::OwnedEventId;
 use matrix_sdk::{Client, Room};
-use shepherd_core::protocol::{Approval, ApprovalScope, Ask, AskRef, SessionInfo};
+use shepherd_core::protocol::{Approval, ApprovalScope, Ask, AskRef, Peek, SessionInfo};
 use tokio_util::sync::CancellationToken;
 
 use super::decide::Known;
@@ -63,7 +63,13 @@ impl Known for MatrixStore {
     fn approval_card(&self, event_id: &str) -> Option<ApprovalRef> {
         self.approval_at(event_id).ok().flatten()
     }
+    fn peek(&self, event_id: &str) -> Option<String> {
+        self.peek_at(event_id).ok().flatten()
+    }
 }
+
+/// How a peek is refreshed here, said on its last line.
+pub const PEEK_HINT: &str = "react 🔄 to take it again";
 
 /// An approval card's reactions: allow once, allow for the session, deny.
 pub const APPROVAL_KEYS: [&str; 3] = ["✅", "🔁", "❌"];
@@ -253,6 +259,30 @@ impl Platform for Matrix {
             });
             self.remember(self.store.close_approval_card(&card));
         }
+    }
+
+    async fn post_peek(&mut self, place: Option<String>, peek: &Peek) {
+        let mut thread = place.and_then(|root| self.in_thread(&root));
+        let rendered = crate::chat::peek::peek(peek, PEEK_HINT);
+        let op = MatrixOp::Message {
+            html: rendered.html,
+            plain: rendered.plain,
+            thread: thread.clone(),
+        };
+        let event_id = match self.outbox.send(op).await {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::error!(session = %peek.session_id, error = %e, "matrix: could not post the peek");
+                return;
+            }
+        };
+        self.sent(&event_id, &mut thread, None);
+        let target = crate::chat::peek::target(peek);
+        self.remember(self.store.add_peek(event_id.as_str(), &target));
+        self.outbox.push(MatrixOp::React {
+            event: event_id,
+            key: "🔄".to_string(),
+        });
     }
 
     fn open_approvals(&self) -> Vec<ApprovalRef> {

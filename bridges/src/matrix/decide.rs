@@ -63,6 +63,10 @@ pub trait Known {
     fn approval_card(&self, _event_id: &str) -> Option<ApprovalRef> {
         None
     }
+    /// What the peek a bot event shows is of.
+    fn peek(&self, _event_id: &str) -> Option<String> {
+        None
+    }
 }
 
 /// What to do with an incoming event. `thread` is where a reply goes.
@@ -109,6 +113,8 @@ pub enum Action {
         text: String,
         thread: Option<String>,
     },
+    /// Take the peek `event` shows of `target` again, and edit it (🔄 on the peek).
+    RefreshPeek { target: String, event: String },
     /// Take ask `ask`'s typed answer back (↩️ on the bot's `offer`).
     Undo { ask: AskRef, offer: String },
     /// A message the bot cannot place: answer with the help.
@@ -129,29 +135,7 @@ pub fn decide(
         return Action::Refuse { reason };
     }
     match &incoming.kind {
-        IncomingKind::Reaction { target, key } if known.approval_card(target).is_some() => {
-            match known.approval_card(target) {
-                Some(approval) => Action::Approval {
-                    approval,
-                    key: key.clone(),
-                },
-                None => Action::Ignore,
-            }
-        }
-        IncomingKind::Reaction { target, key } => match known.card(target) {
-            Some((ask, _)) => Action::React {
-                ask,
-                key: key.clone(),
-                card: target.clone(),
-            },
-            None => match known.undo_offer(target) {
-                Some(ask) if is_undo_key(key) => Action::Undo {
-                    ask,
-                    offer: target.clone(),
-                },
-                _ => Action::Ignore,
-            },
-        },
+        IncomingKind::Reaction { target, key } => reaction(target, key, known),
         IncomingKind::Text {
             body,
             thread_root,
@@ -225,6 +209,44 @@ pub fn decide(
 }
 
 /// Whether a reaction key is ↩️ (with or without its variation selector).
+/// What a reaction `key` on bot event `target` means: an approval's decision, a peek's
+/// refresh, an option of an ask card, or the undo of a typed answer.
+fn reaction(target: &str, key: &str, known: &impl Known) -> Action {
+    if let Some(approval) = known.approval_card(target) {
+        return Action::Approval {
+            approval,
+            key: key.to_string(),
+        };
+    }
+    if is_refresh_key(key)
+        && let Some(peek) = known.peek(target)
+    {
+        return Action::RefreshPeek {
+            target: peek,
+            event: target.to_string(),
+        };
+    }
+    match known.card(target) {
+        Some((ask, _)) => Action::React {
+            ask,
+            key: key.to_string(),
+            card: target.to_string(),
+        },
+        None => match known.undo_offer(target) {
+            Some(ask) if is_undo_key(key) => Action::Undo {
+                ask,
+                offer: target.to_string(),
+            },
+            _ => Action::Ignore,
+        },
+    }
+}
+
+/// 🔄 (with or without its variation selector), and 🔃.
+fn is_refresh_key(key: &str) -> bool {
+    matches!(key.trim_end_matches('\u{fe0f}'), "🔄" | "🔃")
+}
+
 fn is_undo_key(key: &str) -> bool {
     key.trim_end_matches('\u{fe0f}') == "↩"
 }
@@ -284,6 +306,9 @@ mod tests {
         }
         fn undo_offer(&self, event_id: &str) -> Option<AskRef> {
             self.undo.get(event_id).cloned()
+        }
+        fn peek(&self, event_id: &str) -> Option<String> {
+            (event_id == "$peek").then(|| "gpu:s1".to_string())
         }
     }
 
@@ -536,6 +561,25 @@ mod tests {
             decide(&reaction("$report"), ME, &allow(), &k),
             Action::Ignore
         );
+        // 🔄 on a peek takes it again; another key on it does nothing.
+        let refresh = |key: &str| Incoming {
+            room: ROOM.into(),
+            sender: "@ada:hs".into(),
+            kind: IncomingKind::Reaction {
+                target: "$peek".into(),
+                key: key.into(),
+            },
+        };
+        for key in ["🔄", "🔄\u{fe0f}", "🔃"] {
+            assert_eq!(
+                decide(&refresh(key), ME, &allow(), &k),
+                Action::RefreshPeek {
+                    target: "gpu:s1".into(),
+                    event: "$peek".into()
+                }
+            );
+        }
+        assert_eq!(decide(&refresh("👍"), ME, &allow(), &k), Action::Ignore);
         let mut own = reaction("$card");
         own.sender = ME.into();
         assert_eq!(decide(&own, ME, &allow(), &k), Action::Ignore);

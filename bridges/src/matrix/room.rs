@@ -59,6 +59,23 @@ impl Relay<Matrix> {
         });
     }
 
+    /// 🔄 on a peek: take it again and edit it in place (or say why not, there).
+    async fn refresh_peek(&mut self, target: &str, event: &str) {
+        let rendered = match self.refreshed_peek(target).await {
+            Ok(peek) => crate::chat::peek::peek(&peek, crate::matrix::bridge::PEEK_HINT),
+            Err(said) => said,
+        };
+        if let Ok(event) = matrix_sdk::ruma::OwnedEventId::try_from(event) {
+            self.platform
+                .outbox
+                .push(crate::matrix::outbox::MatrixOp::Edit {
+                    event,
+                    html: rendered.html,
+                    plain: rendered.plain,
+                });
+        }
+    }
+
     async fn act(&mut self, action: Action, incoming: &Incoming) {
         let by = decide::who(&incoming.sender);
         match action {
@@ -131,6 +148,7 @@ impl Relay<Matrix> {
                 text,
                 thread,
             } => self.typed(&session, &text, &by, thread).await,
+            Action::RefreshPeek { target, event } => self.refresh_peek(&target, &event).await,
             Action::Undo { ask, offer } => {
                 let said = self.undo(&ask, &by).await;
                 // Said in the offer's thread.

@@ -64,7 +64,13 @@ CREATE TABLE approval_cards (
     host TEXT NOT NULL DEFAULT '', closed INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX approval_cards_approval ON approval_cards(approval_id, host);
 ",
+    "
+CREATE TABLE peeks (event_id TEXT PRIMARY KEY, target TEXT NOT NULL);
+",
 ];
+
+/// Peeks remembered for their 🔄 refresh (the newest).
+const PEEKS_KEPT: i64 = 200;
 
 impl MatrixStore {
     /// Open (creating it 0600, migrating it) the store at `path`; see [`crate::local_db`].
@@ -84,6 +90,31 @@ impl MatrixStore {
             params![event_id, approval.id, approval.host.as_deref().unwrap_or("")],
         )?;
         Ok(())
+    }
+
+    /// Bot event `event_id` is a peek of `target` (`gpu:<session id>` or `<session id>`);
+    /// only the newest [`PEEKS_KEPT`] are kept.
+    pub fn add_peek(&self, event_id: &str, target: &str) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO peeks (event_id, target) VALUES (?1, ?2)",
+            params![event_id, target],
+        )?;
+        self.conn.execute(
+            "DELETE FROM peeks WHERE rowid <= (SELECT MAX(rowid) FROM peeks) - ?1",
+            [PEEKS_KEPT],
+        )?;
+        Ok(())
+    }
+
+    /// What the peek a bot event shows is of.
+    pub fn peek_at(&self, event_id: &str) -> rusqlite::Result<Option<String>> {
+        self.conn
+            .query_row(
+                "SELECT target FROM peeks WHERE event_id = ?1",
+                [event_id],
+                |r| r.get(0),
+            )
+            .optional()
     }
 
     /// The open cards (event ids) of an approval.

@@ -14,12 +14,13 @@
 //! bridge (every connected session and lease holder), drawn as a tree; `workers` is
 //! `list_workers` with each worker's `usage`, drawn as each owner's tree, and `close`
 //! is `close_agent` (the worker named, or the one whose line the command replies to);
-//! `projects` is `list_projects` as a bridge (every repository), one message; `release`
+//! `projects` is `list_projects` as a bridge (every repository), one message; `peek`
+//! is `peek` (posted with its refresh by the platform); `release`
 //! is `release_role` with the human as `by`, answered with whose role it was.
 
 use std::collections::HashMap;
 
-use shepherd_core::protocol::{AskRef, Millis, Pairing, SessionId, Worker};
+use shepherd_core::protocol::{AskRef, Millis, Pairing, Peek, SessionId, Worker};
 
 use super::pairings::Here;
 use crate::chat::commands::{ChatCommand, SessionArgs, UsageError};
@@ -56,6 +57,8 @@ pub enum CommandReply {
     /// `status` in a session's topic or thread: that session, with what the relay knows
     /// of it (its open asks, its last report).
     SessionStatus(String),
+    /// `peek`: what a session is doing now, posted with a way to refresh it in place.
+    Peek(Box<Peek>),
     /// A pairing command's result, `reply` to be said where the command was written.
     /// `announced`: the worker's topic or thread gets the same news from the core's
     /// `pairing_event`, so where that is also where the command was written, the bridge
@@ -155,6 +158,17 @@ pub async fn answer(
         ChatCommand::Supervise(args) => return supervise(link, &args, prefix, here).await,
         ChatCommand::Goal(args) => return set_goal(link, &args, prefix, here).await,
         ChatCommand::Look(session) => return look(link, session.as_deref(), prefix, here).await,
+        ChatCommand::Peek(session) => {
+            let session = match session_here(session.as_deref(), "peek", prefix, here) {
+                Ok(session) => session,
+                Err(reply) => return reply,
+            };
+            let (host, session) = here.on_host(session);
+            match link.peek(session, host).await {
+                Ok(peek) => return CommandReply::Peek(Box::new(peek)),
+                Err(e) => refused(e),
+            }
+        }
         ChatCommand::Stop { session, then } => {
             return interrupt(link, session.as_deref(), then.as_deref(), prefix, here).await;
         }

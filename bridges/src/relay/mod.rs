@@ -46,14 +46,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use shepherd_core::protocol::{
-    Ask, AskRef, AskState, ErrorCode, LeaveReason, Pairing, PairingChange, Report, Role, ServerMsg,
-    SessionId, SessionInfo, SessionStatus, Verdict, Worker,
+    Ask, AskRef, AskState, ErrorCode, LeaveReason, Pairing, PairingChange, Peek, Report, Role,
+    ServerMsg, SessionId, SessionInfo, SessionStatus, Verdict, Worker,
 };
 
 use crate::chat::commands::{self as chat_commands, ChatCommand};
 use crate::chat::pairing;
 use crate::chat::render::{self, Rendered};
-use crate::chat::replies::{already_answered_text, failure, plain, steer_error};
+use crate::chat::replies::{already_answered_text, failure, plain, refused, steer_error};
 use crate::chat::roles;
 use crate::chat::session_news;
 use crate::chat::workers::{self, Ending, WorkerRef, WorkersLine};
@@ -349,6 +349,13 @@ impl<P: Platform> Relay<P> {
 
     /// `status` in a session's topic or thread: the session as the core has it now, its
     /// open asks and the last report this bridge saw.
+    /// A peek taken again for its refresh: `target` is `gpu:<id>` or `<id>`
+    /// ([`crate::chat::peek::target`]); the peek, or the core's refusal in words.
+    pub async fn refreshed_peek(&mut self, target: &str) -> Result<Peek, Rendered> {
+        let (host, session) = shepherd_core::protocol::split_host(target);
+        self.core.peek(session, host).await.map_err(refused)
+    }
+
     async fn session_status(&mut self, session: &str) -> Rendered {
         let sessions = match self.core.sessions(true).await {
             Ok(sessions) => sessions,
@@ -360,7 +367,17 @@ impl<P: Platform> Relay<P> {
         let asks = self.core.asks(false).await.unwrap_or_default();
         let mine: Vec<&Ask> = asks.iter().filter(|a| a.session_id == info.id).collect();
         let now = shepherd_core::clock::now_ms();
-        session_news::status_here(info, &mine, self.last_reports.get(&info.id), now)
+        // What it runs now, and for how long.
+        let peek = match info.connected {
+            true => self
+                .core
+                .peek(info.id.as_str(), info.host.as_deref())
+                .await
+                .ok(),
+            false => None,
+        };
+        let report = self.last_reports.get(&info.id);
+        session_news::status_here(info, &mine, report, peek.as_ref(), now)
     }
 
     /// A session took or left a role: its topic is renamed after the role (Telegram; a
@@ -442,6 +459,7 @@ impl<P: Platform> Relay<P> {
                     }
                 }
             }
+            CommandReply::Peek(peek) => self.platform.post_peek(place, &peek).await,
             CommandReply::SessionStatus(session) => {
                 let reply = self.session_status(&session).await;
                 self.say(place, reply).await;

@@ -13,7 +13,7 @@ use std::future::Future;
 
 use crate::chat::approvals::ApprovalRef;
 use crate::chat::workers::WorkerRef;
-use shepherd_core::protocol::{Approval, Ask, AskRef, SessionInfo};
+use shepherd_core::protocol::{Approval, Ask, AskRef, Peek, SessionInfo};
 
 use crate::chat::render::{AskCard, Rendered};
 
@@ -106,6 +106,14 @@ pub trait Platform: Send {
         &mut self,
         approval: &Approval,
         ended: Rendered,
+    ) -> impl Future<Output = ()> + Send;
+
+    /// Post a session's peek at `place` with a way to refresh it in place (Telegram's
+    /// button, Matrix's 🔄 reaction: [`crate::relay::Relay::refreshed_peek`]).
+    fn post_peek(
+        &mut self,
+        place: Option<Self::Place>,
+        peek: &Peek,
     ) -> impl Future<Output = ()> + Send;
 
     /// The approvals whose cards here still show them pending.

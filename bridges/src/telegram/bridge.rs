@@ -15,7 +15,7 @@ use teloxide::types::{
 
 use crate::chat::approvals::ApprovalRef;
 use crate::chat::workers::WorkerRef;
-use shepherd_core::protocol::{Approval, ApprovalScope, Ask, AskRef, SessionInfo, WorkerId};
+use shepherd_core::protocol::{Approval, ApprovalScope, Ask, AskRef, Peek, SessionInfo, WorkerId};
 
 use super::outbox::{OutboxOp, TelegramOutbox};
 use super::store::{BridgeStore, Card};
@@ -224,6 +224,17 @@ impl Platform for Telegram {
         }
     }
 
+    async fn post_peek(&mut self, thread: Option<i32>, peek: &Peek) {
+        let rendered = crate::chat::peek::peek(peek, PEEK_HINT);
+        let keyboard = peek_keyboard(&crate::chat::peek::target(peek));
+        if let Err(e) = self
+            .send(thread, rendered.html, rendered.plain, Some(keyboard))
+            .await
+        {
+            tracing::error!(session = %peek.session_id, error = %e, "telegram: could not post the peek");
+        }
+    }
+
     fn open_approvals(&self) -> Vec<ApprovalRef> {
         self.store.open_approvals().unwrap_or_default()
     }
@@ -423,6 +434,25 @@ fn option_keyboard(ask: &Ask) -> Option<InlineKeyboardMarkup> {
     ))
 }
 
+/// How a peek is refreshed here, said on its last line.
+pub(super) const PEEK_HINT: &str = "🔄 Refresh takes it again";
+
+/// A peek's button: `k:<target>` (`k:gpu:<session id>` on a linked host). Telegram keeps
+/// callback data to 64 bytes: a target too long for it (a very long host name) gets no
+/// button, and `/peek` again does the same.
+pub(super) fn peek_keyboard(target: &str) -> InlineKeyboardMarkup {
+    let data = format!("k:{target}");
+    match data.len() <= 64 {
+        true => InlineKeyboardMarkup::new([[InlineKeyboardButton::callback("🔄 Refresh", data)]]),
+        false => InlineKeyboardMarkup::default(),
+    }
+}
+
+/// The target of a peek's refresh button.
+pub(super) fn parse_peek(data: &str) -> Option<&str> {
+    data.strip_prefix("k:").filter(|t| !t.is_empty())
+}
+
 /// An approval card's buttons: `p:<id>:o` (allow once), `p:<id>:s` (allow for the
 /// session), `p:<id>:d` (deny); `<id>` is `gpu:4` on a linked host.
 fn approval_keyboard(id: &ApprovalRef) -> InlineKeyboardMarkup {
@@ -497,6 +527,24 @@ mod tests {
             id: id.into(),
         };
         assert_eq!(parse_callback("a:12:1"), Some((here(12), 1)));
+        assert_eq!(parse_peek("k:gpu:0193a5c2"), Some("gpu:0193a5c2"));
+        assert_eq!(parse_peek("k:"), None);
+        assert_eq!(parse_callback("k:12:1"), None);
+        let long = format!(
+            "{}:{}",
+            "h".repeat(40),
+            "0193a5c2-7d1e-7b8a-9c3f-1e2d3c4b5a69"
+        );
+        assert!(
+            peek_keyboard(&long).inline_keyboard.is_empty(),
+            "over 64 bytes: no button"
+        );
+        assert_eq!(
+            peek_keyboard("0193a5c2-7d1e-7b8a-9c3f-1e2d3c4b5a69")
+                .inline_keyboard
+                .len(),
+            1
+        );
         assert_eq!(parse_callback("a:gpu:12:1"), Some((gpu(12), 1)));
         assert_eq!(parse_callback("a:12"), None);
         assert_eq!(parse_callback("x:1:2"), None);

@@ -1,7 +1,8 @@
 //! What the human does in Telegram, read by the relay: a command, a reply to a card (an
 //! answer), a reply to anything about a session (a steer), plain text in a session's topic
 //! (its one open ask's answer, else a steer: `relay::typed`), a button press (an option,
-//! the undo of a typed answer, a `/workers` line's ✖ close, or a `/staff` line's ✍️ steer,
+//! the undo of a typed answer, a `/workers` line's ✖ close, a peek's 🔄 refresh (edited in
+//! place), or a `/staff` line's ✍️ steer,
 //! which asks what to say with
 //! a forced reply). Senders and chats are checked against the allowlist
 //! first; refusals go to the audit log. Each update ends in one of the relay's calls
@@ -15,7 +16,8 @@ use teloxide::types::{CallbackQuery, Message, Update, UpdateKind, User};
 use shepherd_core::protocol::{AskRef, ErrorCode};
 
 use super::bridge::{
-    Telegram, parse_approval, parse_callback, parse_close, parse_steer, parse_undo,
+    PEEK_HINT, Telegram, parse_approval, parse_callback, parse_close, parse_peek, parse_steer,
+    parse_undo, peek_keyboard,
 };
 use super::outbox::OutboxOp;
 use crate::chat::access::{Decision, Refusal};
@@ -158,6 +160,31 @@ impl Relay<Telegram> {
                 .text(short)
                 .await;
             self.say(thread, said).await;
+            return;
+        }
+        if let Some(target) = query.data.as_deref().and_then(parse_peek) {
+            // A peek's 🔄 Refresh: take it again and edit it in place.
+            let target = target.to_string();
+            let text = match (self.refreshed_peek(&target).await, query.message.as_ref()) {
+                (Ok(peek), Some(m)) => {
+                    let rendered = crate::chat::peek::peek(&peek, PEEK_HINT);
+                    self.platform.outbox.push(OutboxOp::Edit {
+                        chat,
+                        message: m.id().0,
+                        html: rendered.html,
+                        plain: rendered.plain,
+                        keyboard: Some(peek_keyboard(&target)),
+                    });
+                    "Refreshed.".to_string()
+                }
+                (Ok(_), None) => "That message is too old to edit: send /peek again.".to_string(),
+                (Err(said), _) => said.plain,
+            };
+            let short = crate::chat::format::truncate(&text, 190);
+            let _ = bot
+                .answer_callback_query(query.id.clone())
+                .text(short)
+                .await;
             return;
         }
         if let Some((approval, allow)) = query.data.as_deref().and_then(parse_approval) {

@@ -168,6 +168,7 @@ replies! {
     CloseAgent => Worker: ServerMsg::WorkerIs { worker, .. } => worker,
     InspectAgent => (Worker, String): ServerMsg::AgentText { worker, text, .. } => (worker, text),
     ReadAgentTranscript => (Worker, String): ServerMsg::AgentText { worker, text, .. } => (worker, text),
+    Peek => Box<crate::protocol::Peek>: ServerMsg::Peeked { peek, .. } => peek,
     AskOwner => Ask: ServerMsg::Asked { ask, .. } => ask,
     ListAgents => Vec<AgentDef>: ServerMsg::Agents { agents, .. } => agents,
     Usage => UsageReport: ServerMsg::UsageReported { report, .. } => report,

@@ -36,6 +36,7 @@ mod launched;
 mod mail;
 mod names;
 mod off_hub;
+mod peek;
 pub(crate) mod presence;
 mod projects;
 mod release;

@@ -268,6 +268,7 @@ client_messages! {
         "decide_approval" => DecideApproval [cli bridge] else DECIDE_IS_HUMANS -> "approval",
         "withdraw_approval" => WithdrawApproval [pi] -> "approval",
         "list_approvals" => ListApprovals [pi cli bridge] -> "approvals",
+        "peek" => Peek [cli bridge] else PEEK_IS_HUMANS -> "peeked",
         "approve_agent" => ApproveAgent [pi] else APPROVE_AGENT_IS_OWNERS -> "approval",
     }
     notices {
@@ -514,6 +515,8 @@ server_messages! {
         "worker" => WorkerIs { id: u64, worker: Worker },
         /// Response to `list_workers`: by owner, then id.
         "workers" => Workers { id: u64, workers: Vec<Worker> },
+        /// Response to `peek`.
+        "peeked" => Peeked { id: u64, peek: Box<super::Peek> },
         /// Response to `inspect_agent` and `read_agent_transcript`.
         "agent_text" => AgentText { id: u64, worker: Worker, text: String },
         /// Response to `list_agents`: the effective definitions by name, then the broken files.

@@ -20,6 +20,7 @@
 //! - [`projects`]: project work: assignments, projects, integrations.
 //! - [`hosts`]: linked hosts (other machines' cores) and where their links stand.
 //! - [`usage`]: the usage report (tokens and cost from session files).
+//! - [`peek`]: a bounded snapshot of what one session is doing now.
 //! - [`error_code`]: the stable error codes a client can match on.
 
 pub mod approvals;
@@ -28,6 +29,7 @@ pub mod frame;
 pub mod hosts;
 pub mod ids;
 pub mod messages;
+pub mod peek;
 pub mod projects;
 pub mod requests;
 pub mod senders;
@@ -45,6 +47,7 @@ pub use hosts::{
 };
 pub use ids::{AskId, IdError, MAX_ID, MessageId, PairingId, SessionId};
 pub use messages::{ClientMsg, ServerMsg};
+pub use peek::{Peek, PeekCall, PeekOutput};
 pub use projects::{
     Assignment, AssignmentId, AssignmentState, Integration, IntegrationStatus, LeadState, Project,
 };

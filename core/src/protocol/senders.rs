@@ -209,6 +209,11 @@ pub const DECIDE_IS_HUMANS: Refusal = Refusal {
     reason: Some("human_only"),
     message: "only the human decides a tool call's approval (`shepherd approve` or `shepherd deny`, or the card on the phone)",
 };
+pub const PEEK_IS_HUMANS: Refusal = Refusal {
+    code: ErrorCode::Forbidden,
+    reason: Some("human_only"),
+    message: "only the human peeks at a session (`shepherd peek`, or /peek in a chat); a Manager or the Chief looks at its staff with inspect_staff, an owner at its worker with inspect_agent",
+};
 pub const RELEASE_IS_HUMANS: Refusal = Refusal {
     code: ErrorCode::Forbidden,
     reason: Some("human_only"),

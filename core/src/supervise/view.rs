@@ -15,6 +15,7 @@ use std::path::Path;
 mod activity;
 
 use self::activity::{Activity, Item, Outcome, cut, floor_char_boundary, indent, one_line};
+pub(crate) use self::activity::{args_summary, content_text};
 use super::changes;
 use crate::protocol::{SessionStatus, ViewReason};
 

@@ -759,6 +759,19 @@ export interface ListApprovalsMsg {
 }
 
 /**
+ * The human only: what session `session` (a selector, as for `send`) is doing now: its
+ * status and for how long, the call running, the last text and tool output. Answered by
+ * `peeked`.
+ */
+export interface PeekMsg {
+  type: "peek";
+  id: number;
+  session: string;
+  /** The linked host the session is on: passed on to that host's core, as for `send`. */
+  host?: string | null;
+}
+
+/**
  * Pi only, a worker's owner: decide a pending approval of one of its workers (`agent`: its
  * label or `#id`, as for `steer_agent`), as the human could; the first decision wins.
  * Answered by `approval`.
@@ -859,6 +872,7 @@ export type ClientMsg =
   | DecideApprovalMsg
   | WithdrawApprovalMsg
   | ListApprovalsMsg
+  | PeekMsg
   | ApproveAgentMsg
   | AckMsg
   | ByeMsg
@@ -922,6 +936,7 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "decide_approval",
   "withdraw_approval",
   "list_approvals",
+  "peek",
   "approve_agent",
   "ack",
   "bye",
@@ -993,6 +1008,7 @@ export const REPLY_TYPES = {
   decide_approval: "approval",
   withdraw_approval: "approval",
   list_approvals: "approvals",
+  peek: "peeked",
   approve_agent: "approval",
 } as const satisfies Record<RequestMsg["type"], ServerMsg["type"]>;
 

@@ -73,6 +73,9 @@ import type {
   MissingUsage,
   ModelUsage,
   Pairing,
+  Peek,
+  PeekCall,
+  PeekOutput,
   Project,
   Registration,
   Report,
@@ -335,6 +338,25 @@ const staffView: Conv<StaffView> = record({
   session_name: req(str),
   text: req(str),
   entries: req(u32),
+});
+
+const peekCall: Conv<PeekCall> = record({ tool: req(str), args: req(str) });
+
+const peekOutput: Conv<PeekOutput> = record({ call: req(peekCall), error: req(bool), tail: req(str) });
+
+const peek: Conv<Peek> = record({
+  session_id: req(str),
+  name: req(str),
+  host: optional(str),
+  cwd: req(str),
+  connected: req(bool),
+  status: req(str),
+  status_for_ms: optional(u64),
+  running: optional(peekCall),
+  last_text: optional(str),
+  last_output: optional(peekOutput),
+  note: optional(str),
+  taken_at: req(u64),
 });
 
 const agentDef: Conv<AgentDef> = record({
@@ -602,6 +624,7 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
   }),
   withdraw_approval: record({ id: req(u64), approval: req(u64) }),
   list_approvals: record({ id: req(u64), all: maybe(bool), host: maybeNull(str) }),
+  peek: record({ id: req(u64), session: req(str), host: maybeNull(str) }),
   approve_agent: record({
     id: req(u64),
     agent: req(str),
@@ -675,6 +698,7 @@ export const SERVER_BODIES: Bodies<ServerMsg> = {
   staff_view: record({ id: req(u64), view: req(staffView) }),
   worker: record({ id: req(u64), worker: req(worker) }),
   workers: record({ id: req(u64), workers: req(arrayOf(worker)) }),
+  peeked: record({ id: req(u64), peek: req(peek) }),
   agent_text: record({ id: req(u64), worker: req(worker), text: req(str) }),
   agents: record({ id: req(u64), agents: req(arrayOf(agentDef)) }),
   usage: record({ id: req(u64), report: req(usageReport) }),

@@ -479,6 +479,50 @@ export interface StaffView {
   entries: number;
 }
 
+/** A tool call: its tool and its arguments on one line (the telling one, like `command`). */
+export interface PeekCall {
+  tool: string;
+  args: string;
+}
+
+/** A finished tool call and the tail of what it returned. */
+export interface PeekOutput {
+  call: PeekCall;
+  /** The tool reported an error. */
+  error: boolean;
+  /** The output's last lines. */
+  tail: string;
+}
+
+/** What a session is doing now. */
+export interface Peek {
+  session_id: string;
+  name: string;
+  /** The linked host the session runs on; absent for this core's own. */
+  host?: string;
+  cwd: string;
+  connected: boolean;
+  status: string;
+  /**
+   * How long the session has been in `status`, as this core saw it change (milliseconds;
+   * absent when it is not connected).
+   */
+  status_for_ms?: number;
+  /**
+   * The tool call running now: the newest call without a result, while the session is
+   * in a tool.
+   */
+  running?: PeekCall;
+  /** The newest text the model wrote (its end, when long). */
+  last_text?: string;
+  /** The newest finished tool call's output (its last lines). */
+  last_output?: PeekOutput;
+  /** Why something above is missing (no session file yet, a file that cannot be read). */
+  note?: string;
+  /** When the snapshot was taken. */
+  taken_at: number;
+}
+
 /**
  * One agent definition as `list_agents` lists it: what a managed worker started from it
  * runs with, and where it was read. A broken file is listed too, with `error` set (what

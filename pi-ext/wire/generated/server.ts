@@ -20,6 +20,7 @@ import type {
   Integration,
   Lease,
   Pairing,
+  Peek,
   Project,
   Report,
   ReportsTo,
@@ -330,6 +331,13 @@ export interface WorkersMsg {
   workers: Worker[];
 }
 
+/** Response to `peek`. */
+export interface PeekedMsg {
+  type: "peeked";
+  id: number;
+  peek: Peek;
+}
+
 /** Response to `inspect_agent` and `read_agent_transcript`. */
 export interface AgentTextMsg {
   type: "agent_text";
@@ -567,6 +575,7 @@ export type ServerMsg =
   | StaffViewMsg
   | WorkerMsg
   | WorkersMsg
+  | PeekedMsg
   | AgentTextMsg
   | AgentsMsg
   | UsageReplyMsg
@@ -628,6 +637,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "staff_view",
   "worker",
   "workers",
+  "peeked",
   "agent_text",
   "agents",
   "usage",

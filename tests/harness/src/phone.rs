@@ -178,6 +178,10 @@ pub trait Phone {
     /// Decide a held tool call's card as the human would (Telegram: its button; Matrix:
     /// its reaction, once the bot put it there).
     async fn decide(&self, card: &Said, tap: Tap) -> Result<()>;
+
+    /// Take a peek again (Telegram: its `🔄 Refresh` button; Matrix: its 🔄 reaction, once
+    /// the bot put it there); the peek is then edited in place.
+    async fn refresh(&self, peek: &Said) -> Result<()>;
 }
 
 /// A decision on an approval card.
@@ -525,6 +529,17 @@ impl Phone for TelegramPhone {
         Ok(())
     }
 
+    async fn refresh(&self, peek: &Said) -> Result<()> {
+        let data = only_button(peek, "🔄 Refresh")?;
+        let press = self
+            .tg
+            .press_button(self.chat, Self::message_id(peek)?, ADA_TELEGRAM, data)?;
+        self.tg
+            .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
+            .await?;
+        Ok(())
+    }
+
     async fn close_worker(&self, line: &Said) -> Result<String> {
         let data = only_button(line, "✖ close")?;
         let press = self
@@ -789,6 +804,13 @@ impl Phone for MatrixPhone {
         self.bot_says(|m| m.id == card.id && m.marks.iter().any(|k| k == key))
             .await?;
         self.ada.react(&self.room, &card.id, key).await?;
+        Ok(())
+    }
+
+    async fn refresh(&self, peek: &Said) -> Result<()> {
+        self.bot_says(|m| m.id == peek.id && m.marks.iter().any(|k| k == "🔄"))
+            .await?;
+        self.ada.react(&self.room, &peek.id, "🔄").await?;
         Ok(())
     }
 

@@ -548,6 +548,9 @@ impl State {
         store::sessions::upsert(db, &info)?;
         if let Some(live) = self.presence.live.get_mut(&session_id) {
             live.name.clone_from(&info.name);
+            if info.status != was {
+                live.status_since = info.last_seen;
+            }
         }
         out.send(
             conn,

@@ -33,6 +33,8 @@ pub(in crate::hub) struct Live {
     /// Mail is waiting in the store for room in the outbox: live deliveries are not sent
     /// (they would overtake it); the replay sends them in id order as the writer drains.
     pub(in crate::hub) replaying: bool,
+    /// When this core saw the session's status last change (its registration, at first).
+    pub(in crate::hub) status_since: u64,
 }
 
 impl Live {
@@ -42,6 +44,7 @@ impl Live {
             name,
             last_sent: MessageId::from(0),
             replaying: false,
+            status_since: crate::clock::now_ms(),
         }
     }
 }

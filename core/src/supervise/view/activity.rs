@@ -318,7 +318,7 @@ impl Activity {
 }
 
 /// The text of a message's `content` (a string or an array of blocks).
-pub(super) fn content_text(content: &Value) -> String {
+pub(crate) fn content_text(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
         Value::Array(blocks) => blocks
@@ -336,7 +336,7 @@ pub(super) fn content_text(content: &Value) -> String {
 
 /// A tool call's arguments on one line: the telling argument when there is one
 /// (`command`, `path`, …), else the JSON.
-pub(super) fn args_summary(args: &Value) -> String {
+pub(crate) fn args_summary(args: &Value) -> String {
     let keys = [
         "command",
         "pattern",
