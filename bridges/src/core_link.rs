@@ -20,8 +20,8 @@ use shepherd_core::client::{Client, ClientError, Herd, Request};
 pub use shepherd_core::client::{Interrupted, Sent, Unanswered};
 use shepherd_core::protocol::{
     Approval, ApprovalScope, Ask, AskRef, AskState, ClientKind, CoreStatus, ErrorCode, HostLink,
-    Lease, Pairing, Peek, Project, Report, ServerMsg, SessionId, SessionInfo, StaffMember,
-    UsageReport, Worker, requests,
+    Lease, Pairing, Peek, Project, Report, ServerMsg, SessionDiff, SessionId, SessionInfo,
+    StaffMember, UsageReport, Worker, requests,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -375,6 +375,21 @@ impl CoreLink {
             peek.host = host.map(str::to_string);
         }
         Ok(peek)
+    }
+
+    /// `diff`: what `session` (on linked host `host` when given) changed, marked with its
+    /// host.
+    pub async fn diff(&mut self, session: &str, host: Option<&str>) -> Reply<SessionDiff> {
+        let request = requests::Diff {
+            session: session.to_string(),
+            host: host.map(str::to_string),
+            ..Default::default()
+        };
+        let mut diff = *self.call(request).await?;
+        if diff.host.is_none() {
+            diff.host = host.map(str::to_string);
+        }
+        Ok(diff)
     }
 
     /// `unpair`: end `session`'s pairing, for the human `by`.

@@ -73,6 +73,23 @@ pub enum Command {
         #[arg(value_name = "SESSION")]
         session: String,
     },
+    /// Show what a session changed: from where its branch left the primary branch (in the
+    /// primary checkout: its last commit) to its working tree now, new files included.
+    ///
+    /// The patch goes to stdout, so `shepherd diff fix-login | git apply` takes it into
+    /// another checkout of the base commit; --stat shows the summary instead.
+    #[command(
+        after_help = "Examples:\n  shepherd diff fix-login\n  shepherd diff app@feat/login --stat\n  shepherd diff gpu:train-7 > train.diff"
+    )]
+    Diff {
+        /// Exact session id, unique id prefix, unique name or `repo@branch`; `HOST:SESSION`
+        /// for a session on a linked host.
+        #[arg(value_name = "SESSION")]
+        session: String,
+        /// Only the summary: the files changed and their lines added and removed.
+        #[arg(long)]
+        stat: bool,
+    },
     /// List supervisor/worker pairings (active ones; --all adds ended ones).
     ///
     /// Each row: id, worker, supervisor, goal, looks, steers, state (active, or how it

@@ -100,6 +100,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Answer(args) => answer::run(ctx, &args).await,
         Command::Send(args) => send::run(ctx, &args).await,
         Command::Peek { session } => peek::run(ctx, &session).await,
+        Command::Diff { session, stat } => peek::diff(ctx, &session, stat).await,
         Command::Pairings(args) => pairings::run(ctx, &args).await,
         Command::Supervise(args) => supervise::run(ctx, &args.action).await,
         Command::Doctor => doctor::run(ctx).await,

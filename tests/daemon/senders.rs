@@ -102,6 +102,11 @@ const PEEK_IS_HUMANS: Refusal = (
     Some("human_only"),
     "only the human peeks at a session (`shepherd peek`, or /peek in a chat); a Manager or the Chief looks at its staff with inspect_staff, an owner at its worker with inspect_agent",
 );
+const DIFF_IS_HUMANS: Refusal = (
+    ErrorCode::Forbidden,
+    Some("human_only"),
+    "only the human asks for a session's diff (`shepherd diff`, or /diff in a chat); a session reads its own changes with git",
+);
 const RELEASE_IS_HUMANS: Refusal = (
     ErrorCode::Forbidden,
     Some("human_only"),
@@ -289,8 +294,9 @@ const ROWS: &[Row] = &[
     refusing("decide_approval", HUMAN, DECIDE_IS_HUMANS),
     row("withdraw_approval", PI),
     row("list_approvals", ANYONE),
-    refusing("approve_agent", PI, APPROVE_AGENT_IS_OWNERS),
     refusing("peek", HUMAN, PEEK_IS_HUMANS),
+    refusing("diff", HUMAN, DIFF_IS_HUMANS),
+    refusing("approve_agent", PI, APPROVE_AGENT_IS_OWNERS),
     row("ack", PI),
     row("bye", PI),
     refusing("host_mail_ack", "core", ONLY_A_LINK),

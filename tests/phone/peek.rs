@@ -1,7 +1,9 @@
-//! `/peek` (Matrix `!peek`) on both phones, with a REAL Pi whose scripted model runs a
-//! `sleep`: written in the session's topic or thread, the peek names the command and how
-//! long it has run; its refresh (Telegram's button, Matrix's 🔄 reaction) edits it in place
-//! with a later time; `/status` there names the running command too.
+//! The human's looks at one session from the phone, on both phones. `/peek` (Matrix
+//! `!peek`), with a REAL Pi whose scripted model runs a `sleep`: written in the session's
+//! topic or thread, the peek names the command and how long it has run; its refresh
+//! (Telegram's button, Matrix's 🔄 reaction) edits it in place with a later time; `/status`
+//! there names the running command too. `/diff` of a session in a linked worktree: the
+//! stat, and the patch as a file that applies to a clean clone.
 
 use std::time::Duration;
 
@@ -87,5 +89,81 @@ async fn peek_on(mut phone: impl Phone) -> Result<()> {
         .await?;
     pi.wait_settled(LONG).await?;
     pi.shutdown().await?;
+    Ok(())
+}
+
+/// `/diff` in a worktree session's topic or thread: the stat in the message and the whole
+/// patch as a `.diff` file that `git apply --check` accepts in a clean clone of the base;
+/// `shepherd diff` prints the same patch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_telegram_diff_attaches_a_patch_that_applies_to_a_clean_clone() -> Result<()> {
+    diff_on(TelegramPhone::start().await?).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_matrix_diff_attaches_a_patch_that_applies_to_a_clean_clone() -> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    diff_on(MatrixPhone::start().await?).await
+}
+
+async fn diff_on(mut phone: impl Phone) -> Result<()> {
+    use shepherd_harness::git_repo::{git, repo_with_worktree};
+    let core = Core::start_for(&phone, &[]).await?;
+    phone.ready().await?;
+    let dir = tempfile::tempdir()?;
+    let (repo, wt) = repo_with_worktree(dir.path(), "app", "feat")?;
+    std::fs::write(wt.join("login.rs"), "fn login() {}\n")?;
+    git(&wt, &["add", "login.rs"])?;
+    git(&wt, &["commit", "-q", "-m", "login"])?;
+    std::fs::write(wt.join("README"), "x\nand more\n")?;
+    std::fs::write(wt.join("notes.txt"), "untracked\n")?;
+    let _pi = shepherd_harness::Pi::register(
+        &core.socket(),
+        "01a2483c-0000-7000-8000-00000000d1ff",
+        "differ",
+        &wt,
+    )
+    .await?;
+    let place = phone.place_of("differ").await?;
+    let p = phone.prefix();
+
+    phone.type_in(&place, &format!("{p}diff")).await?;
+    let said = phone
+        .bot_says(|m| m.text.starts_with("🧾 differ · feat against main"))
+        .await
+        .with_context(|| core.log())?;
+    assert_eq!(phone.thread_of(&said), place, "in the session's place");
+    assert!(said.text.contains("3 files, +3 −0"), "{}", said.text);
+    assert!(
+        said.text.contains("login.rs") && said.text.contains("notes.txt"),
+        "{}",
+        said.text
+    );
+    let file = phone
+        .bot_says(|m| m.file.as_deref() == Some("feat.diff"))
+        .await?;
+    assert_eq!(phone.thread_of(&file), place, "the file beside it");
+    let patch = phone.file_bytes(&file).await?;
+
+    let clone = dir.path().join("clone");
+    git(
+        dir.path(),
+        &["clone", "-q", repo.to_str().unwrap_or_default(), "clone"],
+    )?;
+    let saved = dir.path().join("phone.diff");
+    std::fs::write(&saved, &patch)?;
+    git(
+        &clone,
+        &["apply", "--check", saved.to_str().unwrap_or_default()],
+    )?;
+    let cli = core.cli(&["diff", "differ"]);
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    assert_eq!(cli.stdout, patch, "the CLI prints the same patch");
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! prompt): after a command, the peek shows its output's last lines and the model's last
 //! text; while a `sleep` runs, it names the command and how long it has been running (and
 //! that grows); once the run is over nothing runs. A name no session has is refused,
-//! saying how to list them.
+//! saying how to list them; a diff of a session outside a repository is refused, saying so.
 
 use std::time::Duration;
 
@@ -87,6 +87,15 @@ async fn peek_names_the_running_command_its_time_and_the_last_output() -> Result
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("no session matches \"nobody-here\""), "{err}");
+
+    // A diff of a session outside any repository: refused, saying so.
+    let out = core.cli(&["diff", "peeker"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("no diff of peeker") && err.contains("is not in a git repository"),
+        "{err}"
+    );
     pi.shutdown().await?;
     Ok(())
 }

@@ -9,7 +9,7 @@
 //! get an answer ([`super::render::unknown_command`], [`super::render::usage`]), never
 //! silence. `stop [session] [then <text>]` interrupts a session's run (and may steer it);
 //! `unpair` (and `supervise stop`) ends a pairing. The session commands (`supervise`,
-//! `goal`, `look`, `peek`, `stop`, `unpair`, `status`) may leave out the session inside a
+//! `goal`, `look`, `peek`, `diff`, `stop`, `unpair`, `status`) may leave out the session inside a
 //! session's topic or thread: [`SessionArgs::target`] decides, once the
 //! place is known, whether the first word is a session or already the goal.
 //! [`answer_text`] and [`reaction_option`] read a reply to an ask card: an option's number
@@ -44,7 +44,7 @@ pub struct CommandSpec {
 }
 
 /// Every command, in the order the help lists them.
-pub const COMMANDS: [CommandSpec; 18] = [
+pub const COMMANDS: [CommandSpec; 19] = [
     CommandSpec {
         name: "sessions",
         args: "",
@@ -59,6 +59,11 @@ pub const COMMANDS: [CommandSpec; 18] = [
         name: "peek",
         args: "[session]",
         about: "what a session is doing now: the command running and for how long, its last text and output",
+    },
+    CommandSpec {
+        name: "diff",
+        args: "[session]",
+        about: "what a session changed: the stat, and the patch as a .diff file",
     },
     CommandSpec {
         name: "asks",
@@ -173,6 +178,8 @@ pub enum ChatCommand {
     Look(Option<String>),
     /// What a session is doing now; `None`: the topic's session.
     Peek(Option<String>),
+    /// What a session changed; `None`: the topic's session.
+    Diff(Option<String>),
     /// Interrupt a session's current run (`session`, else the topic's), then steer it
     /// with `then` if given.
     Stop {
@@ -439,6 +446,7 @@ pub fn parse(text: &str, prefix: char, bot_username: Option<&str>) -> Option<Cha
         "goal" => ChatCommand::Goal(SessionArgs::parse(args)),
         "look" => ChatCommand::Look(Some(unquote(args)).filter(|s| !s.is_empty())),
         "peek" => ChatCommand::Peek(Some(unquote(args)).filter(|s| !s.is_empty())),
+        "diff" => ChatCommand::Diff(Some(unquote(args)).filter(|s| !s.is_empty())),
         "stop" => stop(args),
         "unpair" => ChatCommand::Unpair(Some(unquote(args)).filter(|s| !s.is_empty())),
         "help" | "start" => ChatCommand::Help,
@@ -796,6 +804,11 @@ mod tests {
         );
         assert_eq!(cmd("/look"), Some(ChatCommand::Look(None)));
         assert_eq!(cmd("/peek"), Some(ChatCommand::Peek(None)));
+        assert_eq!(cmd("/diff"), Some(ChatCommand::Diff(None)));
+        assert_eq!(
+            cmd("/diff app@main"),
+            Some(ChatCommand::Diff(Some("app@main".into())))
+        );
         assert_eq!(
             cmd("/Peek \"fix login\""),
             Some(ChatCommand::Peek(Some("fix login".into())))

@@ -28,6 +28,7 @@
 //! - [`workers`]: managed workers: `/workers` as each owner's tree, a worker's ending in
 //!   its owner's place, whom a worker's question is for.
 //! - [`peek`](mod@peek): `/peek`: what a session is doing now, with how to refresh it.
+//! - [`diff`](mod@diff): `/diff`: what a session changed, the stat and the patch's file.
 //! - [`projects`]: project work: `/projects` as repositories → assignments, a Lead's
 //!   update tagged `app@feat/a` and an assignment's state changes in the project's place.
 //! - [`format`](mod@format): small helpers (relative times, `repo@branch`, UTF-16 truncation).
@@ -39,6 +40,7 @@
 pub mod access;
 pub mod approvals;
 pub mod commands;
+pub mod diff;
 pub mod format;
 pub mod hosts;
 pub mod html;

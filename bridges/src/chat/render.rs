@@ -442,8 +442,9 @@ fn help_into(h: &mut Html, prefix: char) {
         ))
         .line()
         .text(&format!(
-            "In a session's topic or thread, {prefix}status, {prefix}peek, {prefix}stop, {prefix}unpair, \
-             {prefix}goal and {prefix}look need no session, and {prefix}supervise only the goal."
+            "In a session's topic or thread, {prefix}status, {prefix}peek, {prefix}diff, {prefix}stop, \
+             {prefix}unpair, {prefix}goal and {prefix}look need no session, and {prefix}supervise only \
+             the goal."
         ))
         .line()
         .text(&format!(

@@ -297,6 +297,7 @@ fn help_for_both_prefixes() {
          /sessions — list the sessions\n\
          /status [session] — one session in detail, or shepherd itself\n\
          /peek [session] — what a session is doing now: the command running and for how long, its last text and output\n\
+         /diff [session] — what a session changed: the stat, and the patch as a .diff file\n\
          /asks — the open questions\n\
          /answer <ask> <text> — answer an open question (a number picks that option)\n\
          /staff — who reports to whom: chief, managers, leads (reply to a line to steer it)\n\
@@ -315,8 +316,8 @@ fn help_for_both_prefixes() {
          Reply to a message about a session to steer it; reply to a question to answer it.\n\
          Text written in a session's topic or thread answers its question when it has just one open, else steers it.\n\
          /stop interrupts what a session is doing; /unpair (or /supervise stop) ends its supervision.\n\
-         In a session's topic or thread, /status, /peek, /stop, /unpair, /goal and /look need no \
-         session, and /supervise only the goal.\n\
+         In a session's topic or thread, /status, /peek, /diff, /stop, /unpair, /goal and /look need \
+         no session, and /supervise only the goal.\n\
          Reply to a worker's line in /workers to steer it; its ✖ close button closes it. A worker's \
          question to its owner shows as a card when the owner is a manager or the chief, or after it \
          has waited a while; its ending is said in its owner's topic or thread.\n\

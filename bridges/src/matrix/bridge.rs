@@ -285,6 +285,20 @@ impl Platform for Matrix {
         });
     }
 
+    async fn post_file(&mut self, place: Option<String>, name: String, bytes: Vec<u8>) {
+        let mut thread = place.and_then(|root| self.in_thread(&root));
+        let op = MatrixOp::File {
+            file_name: name,
+            bytes,
+            caption: String::new(),
+            thread_root: thread.as_ref().map(|t| t.root.clone()),
+        };
+        match self.outbox.send(op).await {
+            Ok(id) => self.sent(&id, &mut thread, None),
+            Err(e) => tracing::error!(error = %e, "matrix: could not post a file"),
+        }
+    }
+
     fn open_approvals(&self) -> Vec<ApprovalRef> {
         self.store.open_approvals().unwrap_or_default()
     }

@@ -261,7 +261,11 @@ pub async fn file(
     caption: &str,
     thread_root: Option<&EventId>,
 ) -> Result<OwnedEventId, SendError> {
-    let mime: mime::Mime = "text/markdown".parse().expect("a valid MIME type");
+    let mime: mime::Mime = match file_name.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("md") => "text/markdown".parse().expect("a valid MIME type"),
+        Some("diff" | "patch") => "text/x-diff".parse().expect("a valid MIME type"),
+        _ => mime::APPLICATION_OCTET_STREAM,
+    };
     let caption = (!caption.is_empty()).then(|| TextMessageEventContent::plain(caption));
     with_retry("file", shutdown, || {
         let reply = thread_root.map(|root| Reply {

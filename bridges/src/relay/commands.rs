@@ -15,7 +15,8 @@
 //! `list_workers` with each worker's `usage`, drawn as each owner's tree, and `close`
 //! is `close_agent` (the worker named, or the one whose line the command replies to);
 //! `projects` is `list_projects` as a bridge (every repository), one message; `peek`
-//! is `peek` (posted with its refresh by the platform); `release`
+//! is `peek` (posted with its refresh by the platform), `diff` the summary and the patch
+//! as a file; `release`
 //! is `release_role` with the human as `by`, answered with whose role it was.
 
 use std::collections::HashMap;
@@ -59,6 +60,11 @@ pub enum CommandReply {
     SessionStatus(String),
     /// `peek`: what a session is doing now, posted with a way to refresh it in place.
     Peek(Box<Peek>),
+    /// `diff`: the summary, then (when there are changes) the patch as a file.
+    File {
+        said: Rendered,
+        file: Option<(String, Vec<u8>)>,
+    },
     /// A pairing command's result, `reply` to be said where the command was written.
     /// `announced`: the worker's topic or thread gets the same news from the core's
     /// `pairing_event`, so where that is also where the command was written, the bridge
@@ -158,17 +164,8 @@ pub async fn answer(
         ChatCommand::Supervise(args) => return supervise(link, &args, prefix, here).await,
         ChatCommand::Goal(args) => return set_goal(link, &args, prefix, here).await,
         ChatCommand::Look(session) => return look(link, session.as_deref(), prefix, here).await,
-        ChatCommand::Peek(session) => {
-            let session = match session_here(session.as_deref(), "peek", prefix, here) {
-                Ok(session) => session,
-                Err(reply) => return reply,
-            };
-            let (host, session) = here.on_host(session);
-            match link.peek(session, host).await {
-                Ok(peek) => return CommandReply::Peek(Box::new(peek)),
-                Err(e) => refused(e),
-            }
-        }
+        ChatCommand::Peek(session) => return peek(link, session.as_deref(), prefix, here).await,
+        ChatCommand::Diff(session) => return diff(link, session.as_deref(), prefix, here).await,
         ChatCommand::Stop { session, then } => {
             return interrupt(link, session.as_deref(), then.as_deref(), prefix, here).await;
         }
@@ -275,6 +272,45 @@ async fn look(
             )
         }
         Err(reply) => reply,
+    }
+}
+
+/// `peek [session]`: what the session is doing now.
+async fn peek(
+    link: &mut CoreLink,
+    session: Option<&str>,
+    prefix: char,
+    here: Here<'_>,
+) -> CommandReply {
+    let session = match session_here(session, "peek", prefix, here) {
+        Ok(session) => session,
+        Err(reply) => return reply,
+    };
+    let (host, session) = here.on_host(session);
+    match link.peek(session, host).await {
+        Ok(peek) => CommandReply::Peek(Box::new(peek)),
+        Err(e) => CommandReply::Say(refused(e)),
+    }
+}
+
+/// `diff [session]`: what the session changed, the patch as a file.
+async fn diff(
+    link: &mut CoreLink,
+    session: Option<&str>,
+    prefix: char,
+    here: Here<'_>,
+) -> CommandReply {
+    let session = match session_here(session, "diff", prefix, here) {
+        Ok(session) => session,
+        Err(reply) => return reply,
+    };
+    let (host, session) = here.on_host(session);
+    match link.diff(session, host).await {
+        Ok(d) => CommandReply::File {
+            said: crate::chat::diff::summary(&d),
+            file: crate::chat::diff::file_name(&d).map(|name| (name, d.patch.into_bytes())),
+        },
+        Err(e) => CommandReply::Say(refused(e)),
     }
 }
 

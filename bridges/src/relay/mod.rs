@@ -460,6 +460,12 @@ impl<P: Platform> Relay<P> {
                 }
             }
             CommandReply::Peek(peek) => self.platform.post_peek(place, &peek).await,
+            CommandReply::File { said, file } => {
+                self.say(place.clone(), said).await;
+                if let Some((name, bytes)) = file {
+                    self.platform.post_file(place, name, bytes).await;
+                }
+            }
             CommandReply::SessionStatus(session) => {
                 let reply = self.session_status(&session).await;
                 self.say(place, reply).await;

@@ -116,6 +116,14 @@ pub trait Platform: Send {
         peek: &Peek,
     ) -> impl Future<Output = ()> + Send;
 
+    /// Post a file (`name`, its bytes) at `place`: a document, an `m.file`.
+    fn post_file(
+        &mut self,
+        place: Option<Self::Place>,
+        name: String,
+        bytes: Vec<u8>,
+    ) -> impl Future<Output = ()> + Send;
+
     /// The approvals whose cards here still show them pending.
     fn open_approvals(&self) -> Vec<ApprovalRef>;
 

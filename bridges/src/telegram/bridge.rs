@@ -235,6 +235,19 @@ impl Platform for Telegram {
         }
     }
 
+    async fn post_file(&mut self, thread: Option<i32>, name: String, bytes: Vec<u8>) {
+        let document = OutboxOp::Document {
+            chat: self.chat_id,
+            thread,
+            file_name: name,
+            bytes,
+            caption_html: String::new(),
+        };
+        if let Err(e) = self.outbox.send(document).await {
+            tracing::error!(error = %e, "telegram: could not post a file");
+        }
+    }
+
     fn open_approvals(&self) -> Vec<ApprovalRef> {
         self.store.open_approvals().unwrap_or_default()
     }

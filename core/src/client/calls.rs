@@ -168,7 +168,6 @@ replies! {
     CloseAgent => Worker: ServerMsg::WorkerIs { worker, .. } => worker,
     InspectAgent => (Worker, String): ServerMsg::AgentText { worker, text, .. } => (worker, text),
     ReadAgentTranscript => (Worker, String): ServerMsg::AgentText { worker, text, .. } => (worker, text),
-    Peek => Box<crate::protocol::Peek>: ServerMsg::Peeked { peek, .. } => peek,
     AskOwner => Ask: ServerMsg::Asked { ask, .. } => ask,
     ListAgents => Vec<AgentDef>: ServerMsg::Agents { agents, .. } => agents,
     Usage => UsageReport: ServerMsg::UsageReported { report, .. } => report,
@@ -185,6 +184,8 @@ replies! {
     DecideApproval => Approval: ServerMsg::ApprovalIs { approval, .. } => approval,
     WithdrawApproval => Approval: ServerMsg::ApprovalIs { approval, .. } => approval,
     ListApprovals => Vec<Approval>: ServerMsg::Approvals { approvals, .. } => approvals,
+    Peek => Box<crate::protocol::Peek>: ServerMsg::Peeked { peek, .. } => peek,
+    Diff => Box<crate::protocol::SessionDiff>: ServerMsg::Diffed { diff, .. } => diff,
     ApproveAgent => Approval: ServerMsg::ApprovalIs { approval, .. } => approval,
 }
 

@@ -4,9 +4,10 @@
 //! blocking thread and never on the hub: the repository context of a session's cwd
 //! ([`repo`]); project work's linked worktrees, made, reused, inventoried and removed
 //! ([`worktrees`]); and fast-forward integration of an assigned branch into the primary
-//! branch ([`integrate`]). These are plain synchronous functions: no hub, store or protocol
+//! branch ([`integrate`]); a session's changes as one patch for the human ([`diff`]). These are plain synchronous functions: no hub, store or protocol
 //! types.
 
+pub mod diff;
 pub mod integrate;
 pub mod repo;
 pub mod worktrees;

@@ -163,6 +163,7 @@ impl State {
             ClientMsg::CloseAgent(req) => self.close_agent(cx, req, db, out),
             ClientMsg::InspectAgent(req) => self.inspect_agent(cx, req, db),
             ClientMsg::Peek(req) => self.peek(cx, req, db),
+            ClientMsg::Diff(req) => self.diff(cx, req, db),
             ClientMsg::ReadAgentTranscript(req) => self.read_agent_transcript(cx, req, db),
             ClientMsg::AskOwner(req) => self.ask_owner(cx, req, db, out),
             ClientMsg::ListAgents(req) => self.list_agents(cx, req, db),

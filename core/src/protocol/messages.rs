@@ -269,6 +269,7 @@ client_messages! {
         "withdraw_approval" => WithdrawApproval [pi] -> "approval",
         "list_approvals" => ListApprovals [pi cli bridge] -> "approvals",
         "peek" => Peek [cli bridge] else PEEK_IS_HUMANS -> "peeked",
+        "diff" => Diff [cli bridge] else DIFF_IS_HUMANS -> "diffed",
         "approve_agent" => ApproveAgent [pi] else APPROVE_AGENT_IS_OWNERS -> "approval",
     }
     notices {
@@ -515,6 +516,8 @@ server_messages! {
         "worker" => WorkerIs { id: u64, worker: Worker },
         /// Response to `list_workers`: by owner, then id.
         "workers" => Workers { id: u64, workers: Vec<Worker> },
+        /// Response to `diff`.
+        "diffed" => Diffed { id: u64, diff: Box<super::SessionDiff> },
         /// Response to `peek`.
         "peeked" => Peeked { id: u64, peek: Box<super::Peek> },
         /// Response to `inspect_agent` and `read_agent_transcript`.

@@ -21,9 +21,11 @@
 //! - [`hosts`]: linked hosts (other machines' cores) and where their links stand.
 //! - [`usage`]: the usage report (tokens and cost from session files).
 //! - [`peek`]: a bounded snapshot of what one session is doing now.
+//! - [`diff`]: what a session changed, as a stat and a patch.
 //! - [`error_code`]: the stable error codes a client can match on.
 
 pub mod approvals;
+pub mod diff;
 pub mod error_code;
 pub mod frame;
 pub mod hosts;
@@ -41,6 +43,7 @@ mod wire_gen;
 pub mod workers;
 
 pub use approvals::{Approval, ApprovalId, ApprovalScope, ApprovalState, Ruling};
+pub use diff::SessionDiff;
 pub use error_code::ErrorCode;
 pub use hosts::{
     AskRef, HerdChief, HostLink, HostMail, LinkState, MAX_HOST_NAME, is_host_name, split_host,

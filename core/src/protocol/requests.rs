@@ -643,6 +643,18 @@ pub struct Peek {
     pub host: Option<String>,
 }
 
+/// The human only: what session `session` (a selector, as for `send`) changed: from where
+/// its branch left the primary branch to its working tree now. Answered by `diffed`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Diff {
+    pub id: u64,
+    pub session: String,
+    /// The linked host the session is on: passed on to that host's core, as for `send`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
 /// A bounded live view (≤ 16 KiB) of what a worker did recently. Answered by
 /// `agent_text`.
 #[cfg_attr(test, derive(schemars::JsonSchema))]

@@ -214,6 +214,11 @@ pub const PEEK_IS_HUMANS: Refusal = Refusal {
     reason: Some("human_only"),
     message: "only the human peeks at a session (`shepherd peek`, or /peek in a chat); a Manager or the Chief looks at its staff with inspect_staff, an owner at its worker with inspect_agent",
 };
+pub const DIFF_IS_HUMANS: Refusal = Refusal {
+    code: ErrorCode::Forbidden,
+    reason: Some("human_only"),
+    message: "only the human asks for a session's diff (`shepherd diff`, or /diff in a chat); a session reads its own changes with git",
+};
 pub const RELEASE_IS_HUMANS: Refusal = Refusal {
     code: ErrorCode::Forbidden,
     reason: Some("human_only"),

@@ -772,6 +772,18 @@ export interface PeekMsg {
 }
 
 /**
+ * The human only: what session `session` (a selector, as for `send`) changed: from where
+ * its branch left the primary branch to its working tree now. Answered by `diffed`.
+ */
+export interface DiffMsg {
+  type: "diff";
+  id: number;
+  session: string;
+  /** The linked host the session is on: passed on to that host's core, as for `send`. */
+  host?: string | null;
+}
+
+/**
  * Pi only, a worker's owner: decide a pending approval of one of its workers (`agent`: its
  * label or `#id`, as for `steer_agent`), as the human could; the first decision wins.
  * Answered by `approval`.
@@ -873,6 +885,7 @@ export type ClientMsg =
   | WithdrawApprovalMsg
   | ListApprovalsMsg
   | PeekMsg
+  | DiffMsg
   | ApproveAgentMsg
   | AckMsg
   | ByeMsg
@@ -937,6 +950,7 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "withdraw_approval",
   "list_approvals",
   "peek",
+  "diff",
   "approve_agent",
   "ack",
   "bye",
@@ -1009,6 +1023,7 @@ export const REPLY_TYPES = {
   withdraw_approval: "approval",
   list_approvals: "approvals",
   peek: "peeked",
+  diff: "diffed",
   approve_agent: "approval",
 } as const satisfies Record<RequestMsg["type"], ServerMsg["type"]>;
 

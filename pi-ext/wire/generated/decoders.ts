@@ -81,6 +81,7 @@ import type {
   Report,
   ReportsTo,
   Sender,
+  SessionDiff,
   SessionInfo,
   SessionUsage,
   StaffMember,
@@ -338,6 +339,22 @@ const staffView: Conv<StaffView> = record({
   session_name: req(str),
   text: req(str),
   entries: req(u32),
+});
+
+const sessionDiff: Conv<SessionDiff> = record({
+  session_id: req(str),
+  name: req(str),
+  host: optional(str),
+  root: req(str),
+  branch: optional(str),
+  base_name: req(str),
+  base: req(str),
+  files: req(u64),
+  insertions: req(u64),
+  deletions: req(u64),
+  stat: req(str),
+  patch: req(str),
+  complete: req(bool),
 });
 
 const peekCall: Conv<PeekCall> = record({ tool: req(str), args: req(str) });
@@ -625,6 +642,7 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
   withdraw_approval: record({ id: req(u64), approval: req(u64) }),
   list_approvals: record({ id: req(u64), all: maybe(bool), host: maybeNull(str) }),
   peek: record({ id: req(u64), session: req(str), host: maybeNull(str) }),
+  diff: record({ id: req(u64), session: req(str), host: maybeNull(str) }),
   approve_agent: record({
     id: req(u64),
     agent: req(str),
@@ -698,6 +716,7 @@ export const SERVER_BODIES: Bodies<ServerMsg> = {
   staff_view: record({ id: req(u64), view: req(staffView) }),
   worker: record({ id: req(u64), worker: req(worker) }),
   workers: record({ id: req(u64), workers: req(arrayOf(worker)) }),
+  diffed: record({ id: req(u64), diff: req(sessionDiff) }),
   peeked: record({ id: req(u64), peek: req(peek) }),
   agent_text: record({ id: req(u64), worker: req(worker), text: req(str) }),
   agents: record({ id: req(u64), agents: req(arrayOf(agentDef)) }),

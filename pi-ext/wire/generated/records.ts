@@ -479,6 +479,37 @@ export interface StaffView {
   entries: number;
 }
 
+/** What a session changed. */
+export interface SessionDiff {
+  session_id: string;
+  name: string;
+  /** The linked host the session runs on; absent for this core's own. */
+  host?: string;
+  /** The work tree's root. */
+  root: string;
+  /** The session's branch; absent on a detached HEAD. */
+  branch?: string;
+  /**
+   * What the changes are measured from: the primary checkout's branch (`main`), or
+   * `HEAD` for a session in the primary checkout (its uncommitted changes).
+   */
+  base_name: string;
+  /** The commit the patch applies to. */
+  base: string;
+  files: number;
+  insertions: number;
+  deletions: number;
+  /** `git diff --stat`'s lines. */
+  stat: string;
+  /** The unified diff (`git apply` takes it at `base` when `complete`). */
+  patch: string;
+  /**
+   * False when the patch was cut to fit a message, or holds text that is not UTF-8
+   * (shown replaced): it does not apply then.
+   */
+  complete: boolean;
+}
+
 /** A tool call: its tool and its arguments on one line (the telling one, like `command`). */
 export interface PeekCall {
   tool: string;

@@ -24,6 +24,7 @@ import type {
   Project,
   Report,
   ReportsTo,
+  SessionDiff,
   SessionInfo,
   StaffMember,
   StaffView,
@@ -331,6 +332,13 @@ export interface WorkersMsg {
   workers: Worker[];
 }
 
+/** Response to `diff`. */
+export interface DiffedMsg {
+  type: "diffed";
+  id: number;
+  diff: SessionDiff;
+}
+
 /** Response to `peek`. */
 export interface PeekedMsg {
   type: "peeked";
@@ -575,6 +583,7 @@ export type ServerMsg =
   | StaffViewMsg
   | WorkerMsg
   | WorkersMsg
+  | DiffedMsg
   | PeekedMsg
   | AgentTextMsg
   | AgentsMsg
@@ -637,6 +646,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "staff_view",
   "worker",
   "workers",
+  "diffed",
   "peeked",
   "agent_text",
   "agents",

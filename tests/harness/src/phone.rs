@@ -43,6 +43,8 @@ pub struct Said {
     pub buttons: Vec<(String, String)>,
     /// The bot's own reactions on it (Matrix only: an ask's options, ↩️).
     pub marks: Vec<String>,
+    /// The name of the file it carries (a Telegram document, a Matrix `m.file`), if any.
+    pub file: Option<String>,
 }
 
 /// A human's chat with the bot; see the module docs.
@@ -182,6 +184,9 @@ pub trait Phone {
     /// Take a peek again (Telegram: its `🔄 Refresh` button; Matrix: its 🔄 reaction, once
     /// the bot put it there); the peek is then edited in place.
     async fn refresh(&self, peek: &Said) -> Result<()>;
+
+    /// The bytes of the file `m` carries ([`Said::file`]), as the human downloads them.
+    async fn file_bytes(&self, m: &Said) -> Result<Vec<u8>>;
 }
 
 /// A decision on an approval card.
@@ -260,6 +265,7 @@ impl TelegramPhone {
             edited: !m.edits.is_empty(),
             buttons: m.buttons(),
             marks: Vec::new(),
+            file: m.document.as_ref().map(|d| d.file_name.clone()),
         }
     }
 
@@ -529,6 +535,17 @@ impl Phone for TelegramPhone {
         Ok(())
     }
 
+    async fn file_bytes(&self, m: &Said) -> Result<Vec<u8>> {
+        let sent = self
+            .tg
+            .message(self.chat, Self::message_id(m)?)
+            .context("no such message")?;
+        Ok(sent
+            .document
+            .context("the message carries no document")?
+            .bytes)
+    }
+
     async fn refresh(&self, peek: &Said) -> Result<()> {
         let data = only_button(peek, "🔄 Refresh")?;
         let press = self
@@ -626,6 +643,10 @@ impl MatrixPhone {
                 .into_iter()
                 .map(str::to_string)
                 .collect(),
+            file: (m.content["msgtype"] == "m.file").then(|| {
+                let name = m.content["filename"].as_str().unwrap_or(m.body());
+                name.to_string()
+            }),
         }
     }
 }
@@ -805,6 +826,34 @@ impl Phone for MatrixPhone {
             .await?;
         self.ada.react(&self.room, &card.id, key).await?;
         Ok(())
+    }
+
+    async fn file_bytes(&self, m: &Said) -> Result<Vec<u8>> {
+        use matrix_sdk::media::{MediaFormat, MediaRequestParameters};
+        use matrix_sdk::ruma::events::room::MediaSource;
+        let message = self
+            .ada
+            .messages(&self.room)
+            .into_iter()
+            .find(|x| x.event_id == m.id)
+            .context("no such event")?;
+        let content = &message.content;
+        let source = match content["url"].as_str() {
+            Some(url) => MediaSource::Plain(url.into()),
+            None => {
+                MediaSource::Encrypted(Box::new(serde_json::from_value(content["file"].clone())?))
+            }
+        };
+        let request = MediaRequestParameters {
+            source,
+            format: MediaFormat::File,
+        };
+        Ok(self
+            .ada
+            .client
+            .media()
+            .get_media_content(&request, false)
+            .await?)
     }
 
     async fn refresh(&self, peek: &Said) -> Result<()> {
