@@ -394,11 +394,18 @@ async fn interrupted_and_closed_on(mut phone: impl Phone) -> Result<()> {
         status.text
     );
 
-    // Pi closes: said once, and the card waits without its buttons (reactions).
+    // Pi closes: said once, its topic closed, and the card waits without its buttons
+    // (reactions).
     pi.shutdown().await?;
     phone
         .bot_says(|m| phone.thread_of(m) == place && m.text.contains("⏹ runner closed"))
         .await?;
+    if phone.place_closed(&place).is_some() {
+        eventually(WAIT, "the topic closed", || {
+            phone.place_closed(&place).filter(|c| *c)
+        })
+        .await?;
+    }
     let marked = phone
         .bot_says(|m| {
             m.id == card.id
@@ -438,6 +445,95 @@ async fn interrupted_and_closed_on(mut phone: impl Phone) -> Result<()> {
         "the ending is said once"
     );
     assert_eq!(phone.count_said("runner started"), 1, "one start");
+    Ok(())
+}
+
+#[tokio::test]
+async fn on_telegram_a_session_that_quits_while_the_core_is_down_is_announced_once_and_its_return_too()
+-> Result<()> {
+    quits_while_down_on(TelegramPhone::start().await?).await
+}
+
+#[tokio::test]
+async fn on_matrix_a_session_that_quits_while_the_core_is_down_is_announced_once_and_its_return_too()
+-> Result<()> {
+    if skip_e2e() {
+        return Ok(());
+    }
+    quits_while_down_on(MatrixPhone::start().await?).await
+}
+
+/// Two real Pi sessions; the core stops; one quits meanwhile. Once the core is back its
+/// ending is said once in its place (which closes), and not the other's, which comes back
+/// on its own; another restart says nothing again. When the session registers again, its
+/// place reopens and says it is back.
+async fn quits_while_down_on(mut phone: impl Phone) -> Result<()> {
+    let mut core = setup(&mut phone).await?;
+    let model = FakeModel::start(|_| Reply::text("ok")).await?;
+    let spawn = |name: &str| {
+        let mut opts = PiOptions::new(core.agent_dir());
+        opts.name = Some(name.into());
+        PiSession::spawn(&model, opts)
+    };
+    let quitter = spawn("quitter").await?;
+    let stayer = spawn("stayer").await?;
+    let quitter_id = core.connected_session("quitter", WAIT).await?["id"]
+        .as_str()
+        .context("an id")?
+        .to_string();
+    core.connected_session("stayer", WAIT).await?;
+    let place = phone.place_of("quitter").await?;
+    let stayer_place = phone.place_of("stayer").await?;
+
+    core.terminate()?;
+    quitter.shutdown().await?;
+    core.restart().await?;
+    phone.bridge_back(|| core.log(), 2).await?;
+    let said = phone
+        .bot_says(|m| m.text.contains("quitter ended while shepherd was away"))
+        .await
+        .with_context(|| core.log())?;
+    assert_eq!(phone.thread_of(&said), place, "in its place");
+    assert!(said.text.contains("is gone"), "{}", said.text);
+    if phone.place_closed(&place).is_some() {
+        eventually(WAIT, "the topic closed", || {
+            phone.place_closed(&place).filter(|c| *c)
+        })
+        .await?;
+        assert_eq!(phone.place_closed(&stayer_place), Some(false));
+    }
+    core.connected_session("stayer", WAIT).await?;
+
+    // Another restart (and resync) says it again nowhere; the stayer was never gone.
+    core.restart().await?;
+    phone.bridge_back(|| core.log(), 3).await?;
+    core.connected_session("stayer", WAIT).await?;
+    let p = phone.prefix();
+    phone.type_in(&stayer_place, &format!("{p}status")).await?;
+    phone
+        .bot_says(|m| phone.thread_of(m) == stayer_place && m.text.contains("now: "))
+        .await?;
+    assert_eq!(phone.count_said("quitter ended while"), 1, "said once");
+    assert_eq!(
+        phone.count_said("stayer ended"),
+        0,
+        "the stayer never ended"
+    );
+
+    // It comes back: its place reopens and says so.
+    let dir = tempfile::tempdir()?;
+    let _back =
+        shepherd_harness::Pi::register(&core.socket(), &quitter_id, "quitter", dir.path()).await?;
+    phone
+        .bot_says(|m| phone.thread_of(m) == place && m.text.contains("▶️ quitter is back"))
+        .await?;
+    if phone.place_closed(&place).is_some() {
+        eventually(WAIT, "the topic reopened", || {
+            phone.place_closed(&place).filter(|c| !*c)
+        })
+        .await?;
+    }
+    stayer.shutdown().await?;
     Ok(())
 }
 

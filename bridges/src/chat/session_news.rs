@@ -79,6 +79,27 @@ pub fn ended(s: &SessionInfo, reason: LeaveReason, last: Option<&SessionStatus>)
     h.into()
 }
 
+/// A session whose process went away while shepherd (the core, or this bridge) was not
+/// running: said once when it is back, from the session's pid being gone.
+pub fn ended_while_away(s: &SessionInfo) -> Rendered {
+    let mut h = Html::new();
+    named(&mut h, "⏹", s);
+    let pid = s
+        .pid
+        .map(|p| format!(" (process {p} is gone)"))
+        .unwrap_or_default();
+    h.text(&format!(" ended while shepherd was away{pid}"));
+    h.into()
+}
+
+/// A session that had ended is back (resumed, or registered again).
+pub fn back(s: &SessionInfo) -> Rendered {
+    let mut h = Html::new();
+    named(&mut h, "▶️", s);
+    h.text(" is back");
+    h.into()
+}
+
 /// An open ask's card once its session has gone: the card, then that the answer waits
 /// for the session's return, and that a reply still answers it (its buttons are gone).
 pub fn waiting_card(ask: &Ask, session: Option<&SessionInfo>, reason: LeaveReason) -> Rendered {

@@ -299,6 +299,27 @@ impl Platform for Matrix {
         }
     }
 
+    async fn close_place(&mut self, session: &str) {
+        let room = self.room.room_id().to_string();
+        self.remember(
+            self.store
+                .set_thread_ended(session, &room, true)
+                .map(|_| ()),
+        );
+    }
+
+    async fn reopen_place(&mut self, session: &str) -> bool {
+        let room = self.room.room_id().to_string();
+        self.store
+            .set_thread_ended(session, &room, false)
+            .unwrap_or(false)
+    }
+
+    fn open_places(&self) -> Vec<String> {
+        let room = self.room.room_id().to_string();
+        self.store.open_threads(&room).unwrap_or_default()
+    }
+
     fn open_approvals(&self) -> Vec<ApprovalRef> {
         self.store.open_approvals().unwrap_or_default()
     }

@@ -66,6 +66,7 @@ CREATE INDEX approval_cards_approval ON approval_cards(approval_id, host);
 ",
     "
 CREATE TABLE peeks (event_id TEXT PRIMARY KEY, target TEXT NOT NULL);
+ALTER TABLE threads ADD COLUMN ended INTEGER NOT NULL DEFAULT 0;
 ",
 ];
 
@@ -187,6 +188,29 @@ impl MatrixStore {
             params![session_id, room_id, root],
         )?;
         Ok(())
+    }
+
+    /// Mark `session_id`'s thread in `room_id` ended (its session ended) or open again.
+    /// True when that changed something.
+    pub fn set_thread_ended(
+        &self,
+        session_id: &str,
+        room_id: &str,
+        ended: bool,
+    ) -> rusqlite::Result<bool> {
+        let changed = self.conn.execute(
+            "UPDATE threads SET ended = ?3 WHERE session_id = ?1 AND room_id = ?2 AND ended != ?3",
+            params![session_id, room_id, ended],
+        )?;
+        Ok(changed > 0)
+    }
+
+    /// The sessions whose thread in `room_id` is open (not ended).
+    pub fn open_threads(&self, room_id: &str) -> rusqlite::Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT session_id FROM threads WHERE room_id = ?1 AND ended = 0")?;
+        stmt.query_map([room_id], |r| r.get(0))?.collect()
     }
 
     /// The session whose thread starts at `root`.

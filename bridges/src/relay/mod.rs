@@ -204,6 +204,7 @@ impl<P: Platform> Relay<P> {
         }
         self.resync_projects().await;
         self.resync_approvals().await;
+        self.resync_endings().await;
         for key in self.platform.open_cards() {
             let answered = match &key.host {
                 None => snapshot.answered.get(&key).cloned(),
@@ -231,6 +232,24 @@ impl<P: Platform> Relay<P> {
             tracing::warn!(error = %e, "{}: catching up with the linked hosts' reports", P::NAME);
         }
         Ok(())
+    }
+
+    /// Sessions whose place is open here but that are not connected now and whose process
+    /// is gone (on this machine) ended while the core or this bridge was not running: say
+    /// so once, and close their place. One whose process still runs is left to come back.
+    async fn resync_endings(&mut self) {
+        for id in self.platform.open_places() {
+            let Some(session) = self.sessions.get(id.as_str()).cloned() else {
+                continue;
+            };
+            let gone = session.pid.is_none_or(|pid| !process_alive(pid));
+            if session.connected || session.host.is_some() || !gone {
+                continue;
+            }
+            let rendered = session_news::ended_while_away(&session);
+            self.post_about(&session.id, rendered, "ending").await;
+            self.platform.close_place(&session.id).await;
+        }
     }
 
     /// The place of `session`'s messages.
@@ -306,6 +325,10 @@ impl<P: Platform> Relay<P> {
         if !session.subagent && self.platform.needs_place(&session.id) {
             let rendered = session_news::started(session, P::PREFIX);
             self.post_about(&session.id, rendered, "start").await;
+        } else if self.platform.reopen_place(&session.id).await {
+            // It had ended: its place is open again, and says so.
+            self.post_about(&session.id, session_news::back(session), "return")
+                .await;
         }
         for ask in self.waiting.remove(&session.id).unwrap_or_default() {
             let card = render::ask_card_for(&ask, Some(session), self.worker_label(&ask));
@@ -325,6 +348,7 @@ impl<P: Platform> Relay<P> {
         if !(session.subagent && self.platform.needs_place(&session.id)) {
             let rendered = session_news::ended(session, reason, last);
             self.post_about(&session.id, rendered, "ending").await;
+            self.platform.close_place(&session.id).await;
         }
         let asks = match self.core.asks(false).await {
             Ok(asks) => asks,
@@ -575,4 +599,9 @@ pub(super) fn on_host<'a>(session: &'a str, known: Option<&'a str>) -> (Option<&
         Some(host) => (Some(host), session),
         None => shepherd_core::protocol::split_host(session),
     }
+}
+
+/// Whether process `pid` exists on this machine (Linux: its /proc entry).
+fn process_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
 }

@@ -124,6 +124,16 @@ pub trait Platform: Send {
         bytes: Vec<u8>,
     ) -> impl Future<Output = ()> + Send;
 
+    /// A session ended and its last line is said: close its place (Telegram: its forum
+    /// topic; Matrix: the thread stays, noted as ended).
+    fn close_place(&mut self, session: &str) -> impl Future<Output = ()> + Send;
+
+    /// A session is back: reopen its place if its ending closed it; true when it did.
+    fn reopen_place(&mut self, session: &str) -> impl Future<Output = bool> + Send;
+
+    /// The sessions whose place here is open (not closed since they last ended).
+    fn open_places(&self) -> Vec<String>;
+
     /// The approvals whose cards here still show them pending.
     fn open_approvals(&self) -> Vec<ApprovalRef>;
 

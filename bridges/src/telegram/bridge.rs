@@ -248,6 +248,49 @@ impl Platform for Telegram {
         }
     }
 
+    async fn close_place(&mut self, session: &str) {
+        let Ok(Some((thread, _))) = self.store.topic(session, self.chat_id) else {
+            return;
+        };
+        if !self
+            .store
+            .set_topic_closed(session, self.chat_id, true)
+            .unwrap_or(false)
+        {
+            return;
+        }
+        let closing = self
+            .bot
+            .close_forum_topic(ChatId(self.chat_id), ThreadId(MessageId(thread)));
+        if let Err(e) = closing.await {
+            tracing::warn!(session, error = %e, "telegram: could not close the topic");
+        }
+    }
+
+    async fn reopen_place(&mut self, session: &str) -> bool {
+        let Ok(Some((thread, _))) = self.store.topic(session, self.chat_id) else {
+            return false;
+        };
+        if !self
+            .store
+            .set_topic_closed(session, self.chat_id, false)
+            .unwrap_or(false)
+        {
+            return false;
+        }
+        let reopening = self
+            .bot
+            .reopen_forum_topic(ChatId(self.chat_id), ThreadId(MessageId(thread)));
+        if let Err(e) = reopening.await {
+            tracing::warn!(session, error = %e, "telegram: could not reopen the topic");
+        }
+        true
+    }
+
+    fn open_places(&self) -> Vec<String> {
+        self.store.open_topics(self.chat_id).unwrap_or_default()
+    }
+
     fn open_approvals(&self) -> Vec<ApprovalRef> {
         self.store.open_approvals().unwrap_or_default()
     }

@@ -58,6 +58,9 @@ CREATE TABLE approval_cards (
     PRIMARY KEY (chat_id, message_id));
 CREATE INDEX approval_cards_approval ON approval_cards(approval_id, host);
 ",
+    "
+ALTER TABLE topics ADD COLUMN closed INTEGER NOT NULL DEFAULT 0;
+",
 ];
 
 impl BridgeStore {
@@ -256,6 +259,29 @@ impl BridgeStore {
             params![session_id, chat_id, thread_id, name],
         )?;
         Ok(())
+    }
+
+    /// Mark `session_id`'s topic closed (its session ended) or open again. True when that
+    /// changed something.
+    pub fn set_topic_closed(
+        &self,
+        session_id: &str,
+        chat_id: i64,
+        closed: bool,
+    ) -> rusqlite::Result<bool> {
+        let changed = self.conn.execute(
+            "UPDATE topics SET closed = ?3 WHERE session_id = ?1 AND chat_id = ?2 AND closed != ?3",
+            params![session_id, chat_id, closed],
+        )?;
+        Ok(changed > 0)
+    }
+
+    /// The sessions whose topic in `chat_id` is open.
+    pub fn open_topics(&self, chat_id: i64) -> rusqlite::Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT session_id FROM topics WHERE chat_id = ?1 AND closed = 0")?;
+        stmt.query_map([chat_id], |r| r.get(0))?.collect()
     }
 
     /// Remember that a bot message is about a session.

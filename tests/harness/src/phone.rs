@@ -152,6 +152,10 @@ pub trait Phone {
     /// have none).
     fn place_names(&self) -> Vec<String>;
 
+    /// Whether `place` is closed now, where places close (Telegram's forum topics:
+    /// `Some`); `None` where they do not (Matrix's threads).
+    fn place_closed(&self, place: &str) -> Option<bool>;
+
     /// Wait until `place`'s name is one for which `named` holds, where places have names
     /// (Telegram's topics); at once where they have none (Matrix's threads).
     async fn place_named(&self, place: &str, named: impl Fn(&str) -> bool) -> Result<()>;
@@ -437,6 +441,15 @@ impl Phone for TelegramPhone {
 
     fn names_places(&self) -> bool {
         true
+    }
+
+    fn place_closed(&self, place: &str) -> Option<bool> {
+        let topics = self.tg.topics(self.chat);
+        Some(
+            topics
+                .iter()
+                .any(|t| t.thread_id.to_string() == place && t.closed),
+        )
     }
 
     fn place_names(&self) -> Vec<String> {
@@ -777,6 +790,10 @@ impl Phone for MatrixPhone {
 
     fn names_places(&self) -> bool {
         false
+    }
+
+    fn place_closed(&self, _place: &str) -> Option<bool> {
+        None
     }
 
     fn place_names(&self) -> Vec<String> {
