@@ -21,7 +21,7 @@ pub use shepherd_core::client::{Interrupted, Sent, Unanswered};
 use shepherd_core::protocol::{
     Approval, ApprovalScope, Ask, AskRef, AskState, ClientKind, CoreStatus, ErrorCode, HostLink,
     Lease, Pairing, Peek, Project, Report, ServerMsg, SessionDiff, SessionId, SessionInfo,
-    StaffMember, UsageReport, Worker, requests,
+    StaffMember, StartedSession, UsageReport, Worker, requests,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -390,6 +390,61 @@ impl CoreLink {
             diff.host = host.map(str::to_string);
         }
         Ok(diff)
+    }
+
+    /// `new_session` for the human `by`: `project` (on linked host `host`), `task`, in a new
+    /// worktree on `branch` when given.
+    pub async fn new_session(
+        &mut self,
+        project: Option<&str>,
+        host: Option<&str>,
+        branch: Option<&str>,
+        task: &str,
+        by: &str,
+    ) -> Reply<StartedSession> {
+        let request = requests::NewSession {
+            project: project.map(str::to_string),
+            task: task.to_string(),
+            branch: branch.map(str::to_string),
+            by: Some(by.to_string()),
+            host: host.map(str::to_string),
+            ..Default::default()
+        };
+        Ok(*self.call(request).await?)
+    }
+
+    /// `continue_session` for the human `by`, with `message` when not empty.
+    pub async fn continue_session(
+        &mut self,
+        session: &str,
+        host: Option<&str>,
+        message: &str,
+        by: &str,
+    ) -> Reply<StartedSession> {
+        let request = requests::ContinueSession {
+            session: session.to_string(),
+            message: Some(message.to_string()).filter(|m| !m.trim().is_empty()),
+            by: Some(by.to_string()),
+            host: host.map(str::to_string),
+            ..Default::default()
+        };
+        Ok(*self.call(request).await?)
+    }
+
+    /// `close_session` for the human `by`.
+    pub async fn close_session(
+        &mut self,
+        session: &str,
+        host: Option<&str>,
+        by: &str,
+    ) -> Reply<StartedSession> {
+        let request = requests::CloseSession {
+            session: session.to_string(),
+            by: Some(by.to_string()),
+            host: host.map(str::to_string),
+            ..Default::default()
+        };
+        Ok(*self.call(request).await?)
     }
 
     /// `unpair`: end `session`'s pairing, for the human `by`.

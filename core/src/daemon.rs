@@ -100,6 +100,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         max_workers_per_owner: config.workers.max_per_owner,
         max_live_workers: config.workers.max_live,
         integrate: config.projects.integrate,
+        project_roots: config.projects.expanded_roots(),
         forget_sessions_after_days: config.core.forget_sessions_after_days,
         away_expiry_ms: config.roles.away_expiry_ms(),
         hosts: config.hosts.clone(),

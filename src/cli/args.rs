@@ -153,10 +153,43 @@ pub enum Command {
     Workers(WorkersArgs),
     /// Close a managed worker (its own workers first): its process stops, a question it
     /// asked is abandoned, its Pi session file is kept. WORKER: its label or #id
-    /// (`gpu#5` or `gpu:label` on a linked host).
+    /// (`gpu#5` or `gpu:label` on a linked host). A session started with `shepherd new` or
+    /// `shepherd continue` is closed the same way, by its name or id.
     Close {
-        #[arg(value_name = "WORKER")]
+        #[arg(value_name = "WORKER|SESSION")]
         worker: String,
+    },
+    /// Start a Pi session on a task: in a project's directory, or in a new linked worktree
+    /// on a new branch (--branch). The task is its first message; it runs through the
+    /// worker host (tmux or headless, as `[workers]` says) and shows on your phone like
+    /// any session. Projects: the repositories sessions ran in, and those one level below
+    /// `[projects] roots`.
+    #[command(
+        after_help = "Examples:\n  shepherd new app \"fix the flaky login test\"\n  shepherd new app --branch feat/export \"add CSV export\"\n  shepherd new ~/src/app \"update the README\"\n  shepherd new gpu:trainer \"run the small config\""
+    )]
+    New {
+        /// A project's name (`gpu:app` on a linked host) or a directory.
+        #[arg(value_name = "PROJECT|DIR")]
+        place: String,
+        /// What to do; several words are joined with spaces.
+        #[arg(required = true, value_name = "TASK")]
+        task: Vec<String>,
+        /// Work in a new linked worktree on this new branch.
+        #[arg(long, value_name = "NAME")]
+        branch: Option<String>,
+    },
+    /// Start an ended session again on its own session file, in its directory, with the
+    /// same id; MESSAGE, when given, is its next message.
+    #[command(
+        after_help = "Examples:\n  shepherd continue fix-login\n  shepherd continue app@feat/export \"now the tests\""
+    )]
+    Continue {
+        /// Exact session id, unique id prefix, unique name or `repo@branch`; `HOST:SESSION`
+        /// for a session on a linked host.
+        #[arg(value_name = "SESSION")]
+        session: String,
+        #[arg(value_name = "MESSAGE")]
+        message: Vec<String>,
     },
     /// Open a tmux-hosted worker's window in this terminal (detach with the tmux prefix, then d).
     Attach {

@@ -27,6 +27,7 @@ pub mod reports;
 pub mod roles;
 pub mod send;
 pub mod sessions;
+pub mod started;
 pub mod status;
 pub mod supervise;
 pub mod table;
@@ -100,6 +101,14 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Answer(args) => answer::run(ctx, &args).await,
         Command::Send(args) => send::run(ctx, &args).await,
         Command::Peek { session } => peek::run(ctx, &session).await,
+        Command::New {
+            place,
+            task,
+            branch,
+        } => started::new(ctx, &place, &task.join(" "), branch).await,
+        Command::Continue { session, message } => {
+            started::continue_(ctx, &session, &message.join(" ")).await
+        }
         Command::Diff { session, stat } => peek::diff(ctx, &session, stat).await,
         Command::Pairings(args) => pairings::run(ctx, &args).await,
         Command::Supervise(args) => supervise::run(ctx, &args.action).await,

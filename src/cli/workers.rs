@@ -48,13 +48,21 @@ pub async fn close(ctx: &Ctx, agent: &str) -> anyhow::Result<ExitCode> {
         }
     };
     let mut conn = ctx.connect().await?;
-    let worker = conn
-        .call(requests::CloseAgent {
-            agent,
-            host,
+    let reply = conn
+        .try_call(requests::CloseAgent {
+            agent: agent.clone(),
+            host: host.clone(),
             ..Default::default()
         })
         .await?;
+    let worker = match reply {
+        Ok(worker) => worker,
+        // No such worker: a session started with `shepherd new` or `continue`, perhaps.
+        Err(e) if e.reason() == Some("agent_not_found") => {
+            return super::started::close(ctx, &mut conn, &agent, host).await;
+        }
+        Err(e) => return Err(Failure::from_client(e, &conn.socket).into()),
+    };
     if ctx.json {
         print_json(&worker)?;
     } else {

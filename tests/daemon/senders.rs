@@ -107,6 +107,11 @@ const DIFF_IS_HUMANS: Refusal = (
     Some("human_only"),
     "only the human asks for a session's diff (`shepherd diff`, or /diff in a chat); a session reads its own changes with git",
 );
+const START_IS_HUMANS: Refusal = (
+    ErrorCode::Forbidden,
+    Some("human_only"),
+    "only the human starts, continues or closes a session this way (`shepherd new`, `shepherd continue`, /new, /continue); a session starts workers with delegate_agent",
+);
 const RELEASE_IS_HUMANS: Refusal = (
     ErrorCode::Forbidden,
     Some("human_only"),
@@ -296,6 +301,9 @@ const ROWS: &[Row] = &[
     row("list_approvals", ANYONE),
     refusing("peek", HUMAN, PEEK_IS_HUMANS),
     refusing("diff", HUMAN, DIFF_IS_HUMANS),
+    refusing("new_session", HUMAN, START_IS_HUMANS),
+    refusing("continue_session", HUMAN, START_IS_HUMANS),
+    refusing("close_session", HUMAN, START_IS_HUMANS),
     refusing("approve_agent", PI, APPROVE_AGENT_IS_OWNERS),
     row("ack", PI),
     row("bye", PI),

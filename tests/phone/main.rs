@@ -13,6 +13,7 @@
 //! - [`synapse_harness`]: the Synapse harness itself;
 //! - [`sessions`]: a session's life (its asks, interrupted, closed, dead, its results, a
 //!   bridge that was down), one scenario run on each phone;
+//! - [`started`]: `/new` and `/continue` with real Pi sessions the core launches, on each phone;
 //! - [`supervision`]: supervision in the worker's place, one scenario run on each phone;
 //! - [`telegram`]: what only the Telegram bridge does, or does its own way;
 //! - [`matrix`]: what only the Matrix bridge does, or does its own way;
@@ -37,6 +38,7 @@ mod projects;
 mod projects_phone;
 mod roles;
 mod sessions;
+mod started;
 mod supervision;
 mod synapse_harness;
 mod telegram;

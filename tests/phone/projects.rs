@@ -120,7 +120,8 @@ async fn project_work_on(mut phone: impl Phone, manager_id: &str) -> Result<()> 
     assert_eq!(line.place.as_ref(), Some(&place));
     // Its session is gone (said in the Lead's own place) before it is resumed.
     phone
-        .bot_says(|m| m.text.contains("⏹ app@feat/a (app@feat/a) closed"))
+        // One name, not `app@feat/a (app@feat/a)`.
+        .bot_says(|m| m.text.contains("⏹ app@feat/a closed"))
         .await?;
     let resumed = resume_work(&mut mgr, "feat/a").await?;
     assert_eq!(

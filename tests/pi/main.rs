@@ -11,6 +11,7 @@
 //! - [`peek`]: `shepherd peek` names the running command, its time and the last output;
 //! - [`projects`]: a Manager Pi delegating to a Lead Pi and integrating its branch;
 //! - [`roles`]: `/manager`, staff asks and answers, the Chief, between real Pi sessions;
+//! - [`started`]: `shepherd new` in a directory, `close`, `continue` the same session (tmux);
 //! - [`supervise`]: a supervisor Pi and its worker Pi, across a core restart;
 //! - [`usage`]: `shepherd usage` over a real Pi session file;
 //! - [`view_live`]: supervision views on a live Pi session file;
@@ -27,6 +28,7 @@ mod outbox;
 mod peek;
 mod projects;
 mod roles;
+mod started;
 mod supervise;
 mod usage;
 mod view_live;

@@ -44,7 +44,7 @@ pub struct CommandSpec {
 }
 
 /// Every command, in the order the help lists them.
-pub const COMMANDS: [CommandSpec; 19] = [
+pub const COMMANDS: [CommandSpec; 21] = [
     CommandSpec {
         name: "sessions",
         args: "",
@@ -101,9 +101,19 @@ pub const COMMANDS: [CommandSpec; 19] = [
         about: "the other machines linked to this one: each link's state, round trip, sessions and open questions",
     },
     CommandSpec {
+        name: "new",
+        args: "<project> [--branch NAME] <task>",
+        about: "start a Pi session on a task in a project (in a new worktree on a new branch with --branch); /new alone lists the projects",
+    },
+    CommandSpec {
+        name: "continue",
+        args: "[session] [message]",
+        about: "start an ended session again, same id, on its own session file; the message is its next one",
+    },
+    CommandSpec {
         name: "close",
-        args: "<worker>",
-        about: "close a managed worker (its label or #id; or reply to its line)",
+        args: "<worker|session>",
+        about: "close a managed worker (its label or #id; or reply to its line), or a session /new or /continue started",
     },
     CommandSpec {
         name: "steer",
@@ -161,9 +171,20 @@ pub enum ChatCommand {
     Projects,
     /// The linked hosts: each link's state, round trip, sessions and open asks.
     Hosts,
-    /// Close a managed worker (its label or `#id`); `None`: the worker whose line the
-    /// command replies to.
+    /// Close a managed worker (its label or `#id`), or a session `new` or `continue`
+    /// started; `None`: the worker whose line the command replies to, else the topic's
+    /// session.
     Close(Option<String>),
+    /// Start a Pi session on `task` in `project` (`None`: `/new` alone, which lists the
+    /// projects), in a new worktree on `branch` when given.
+    New {
+        project: Option<String>,
+        branch: Option<String>,
+        task: String,
+    },
+    /// Start an ended session again (the first argument, or the topic's), the rest its
+    /// next message.
+    Continue(SessionArgs),
     /// Send `text` to `session` as a steer.
     Steer { session: String, text: String },
     /// Answer ask `ask` (`7`, or `gpu:7` on a linked host) with `text` (an option's
@@ -218,6 +239,10 @@ pub enum UsageError {
     CloseWithoutWorker,
     /// `release` without `manager <project>` or `chief`.
     ReleaseWhat,
+    /// `new <project>` without the task.
+    NewWithoutTask { project: String },
+    /// `continue` with no session, outside a session's topic.
+    ContinueWithoutSession,
 }
 
 /// The arguments of a command that names a session and then gives text, where the
@@ -276,6 +301,8 @@ impl UsageError {
             UsageError::StopWithoutThen { .. } => "stop",
             UsageError::CloseWithoutWorker => "close",
             UsageError::ReleaseWhat => "release",
+            UsageError::NewWithoutTask { .. } => "new",
+            UsageError::ContinueWithoutSession => "continue",
         }
     }
 
@@ -315,6 +342,12 @@ impl UsageError {
             UsageError::ReleaseWhat => "Release which role? `manager` and the repository's \
                  project name, or `chief` (staff shows who holds which)."
                 .into(),
+            UsageError::NewWithoutTask { project } => {
+                format!("What should the new session in {project} do? Put the task after the project.")
+            }
+            UsageError::ContinueWithoutSession => "Continue which session? Name it (or write \
+                 the command in its topic)."
+                .into(),
         }
     }
 
@@ -338,6 +371,10 @@ impl UsageError {
             UsageError::StopWithoutThen { .. } => "stop [session] [then <text>]".into(),
             UsageError::CloseWithoutWorker => "close <worker>".into(),
             UsageError::ReleaseWhat => "release manager <project> | chief".into(),
+            UsageError::NewWithoutTask { project } => {
+                format!("new {} [--branch NAME] <task>", quote_if_spaced(project))
+            }
+            UsageError::ContinueWithoutSession => "continue <session> [message]".into(),
         }
     }
 
@@ -367,6 +404,11 @@ impl UsageError {
             }
             UsageError::CloseWithoutWorker => "close scout-1".into(),
             UsageError::ReleaseWhat => "release manager app".into(),
+            UsageError::NewWithoutTask { project } => format!(
+                "new {} --branch fix/login fix the flaky login test",
+                quote_if_spaced(project)
+            ),
+            UsageError::ContinueWithoutSession => "continue fix-login run the tests again".into(),
         }
     }
 }
@@ -437,6 +479,8 @@ pub fn parse(text: &str, prefix: char, bot_username: Option<&str>) -> Option<Cha
         "projects" => ChatCommand::Projects,
         "hosts" => ChatCommand::Hosts,
         "close" => ChatCommand::Close(Some(unquote(args)).filter(|s| !s.is_empty())),
+        "new" => new_session(args),
+        "continue" => ChatCommand::Continue(SessionArgs::parse(args)),
         "steer" => steer(args),
         "answer" => answer(args),
         "supervise" => supervise(args),
@@ -546,6 +590,38 @@ fn first_argument(args: &str) -> (String, &str) {
 }
 
 /// [`first_argument`], and whether the first argument was quoted.
+/// `new <project> [--branch NAME] <task>`; `new` alone lists the projects.
+fn new_session(args: &str) -> ChatCommand {
+    let (project, _, rest) = split_first(args);
+    if project.is_empty() {
+        return ChatCommand::New {
+            project: None,
+            branch: None,
+            task: String::new(),
+        };
+    }
+    let mut rest = rest.trim_start();
+    let mut branch = None;
+    for flag in ["--branch", "-b"] {
+        if let Some(after) = rest.strip_prefix(flag)
+            && after.starts_with(char::is_whitespace)
+        {
+            let (name, _, tail) = split_first(after.trim_start());
+            branch = Some(name).filter(|b| !b.is_empty());
+            rest = tail.trim_start();
+            break;
+        }
+    }
+    if rest.trim().is_empty() {
+        return ChatCommand::Usage(UsageError::NewWithoutTask { project });
+    }
+    ChatCommand::New {
+        project: Some(project),
+        branch,
+        task: rest.trim().to_string(),
+    }
+}
+
 fn split_first(args: &str) -> (String, bool, &str) {
     for (open, close) in QUOTES {
         if let Some(inner) = args.strip_prefix(open)
@@ -804,6 +880,36 @@ mod tests {
         );
         assert_eq!(cmd("/look"), Some(ChatCommand::Look(None)));
         assert_eq!(cmd("/peek"), Some(ChatCommand::Peek(None)));
+        assert_eq!(
+            cmd("/new app --branch feat/x add the export\nand its tests"),
+            Some(ChatCommand::New {
+                project: Some("app".into()),
+                branch: Some("feat/x".into()),
+                task: "add the export\nand its tests".into()
+            })
+        );
+        assert_eq!(
+            cmd("/new app fix it"),
+            Some(ChatCommand::New {
+                project: Some("app".into()),
+                branch: None,
+                task: "fix it".into()
+            })
+        );
+        assert_eq!(
+            cmd("/new"),
+            Some(ChatCommand::New {
+                project: None,
+                branch: None,
+                task: String::new()
+            })
+        );
+        assert_eq!(
+            cmd("/new app -b feat/x"),
+            Some(ChatCommand::Usage(UsageError::NewWithoutTask {
+                project: "app".into()
+            }))
+        );
         assert_eq!(cmd("/diff"), Some(ChatCommand::Diff(None)));
         assert_eq!(
             cmd("/diff app@main"),

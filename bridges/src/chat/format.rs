@@ -71,6 +71,12 @@ pub fn repo_branch(s: &SessionInfo) -> Option<String> {
     Some(format!("{repo}@{at}"))
 }
 
+/// The `app@main` shown after a session's name (`fix-login (app@main)`), unless its name
+/// already says it (a name made from the repository and branch, `app@main`, `app@main-2`).
+pub fn place_after(name: &str, s: &SessionInfo) -> Option<String> {
+    repo_branch(s).filter(|rb| !one_line(name).starts_with(rb.as_str()))
+}
+
 /// A context fill as `21%`, `None` when unknown.
 pub fn percent(value: Option<f64>) -> Option<String> {
     value
@@ -195,6 +201,12 @@ pub(crate) mod tests {
         assert_eq!(repo_branch(&s).as_deref(), Some("feat-a@feat/a"));
         s.repo = None;
         assert_eq!(repo_branch(&s), None);
+        s.repo = Some("/src/app".into());
+        s.project = None;
+        s.branch = Some("main".into());
+        assert_eq!(place_after("fix-login", &s).as_deref(), Some("app@main"));
+        assert_eq!(place_after("app@main", &s), None, "no doubled name");
+        assert_eq!(place_after("app@main-2", &s), None);
         assert_eq!(base_name("/srv/repo/"), "repo");
     }
 }

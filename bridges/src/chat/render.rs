@@ -17,7 +17,7 @@ pub use super::format::TOPIC_NAME_MAX;
 use super::format::{
     ago, duration, one_line, percent, plural, repo_branch, thousands, truncate, utf16_len,
 };
-use super::format::{place, short_id, status_icon};
+use super::format::{place, place_after, short_id, status_icon};
 use super::html::Html;
 pub use super::html::Rendered;
 use super::markdown::markdown;
@@ -182,7 +182,7 @@ fn header(icon: &str, name: &str, session: Option<&SessionInfo>) -> Html {
     let mut h = Html::new();
     h.text(&format!("{icon} "))
         .bold(&truncate(&one_line(name), NAME));
-    if let Some(rb) = session.and_then(repo_branch) {
+    if let Some(rb) = session.and_then(|s| place_after(name, s)) {
         h.text(&format!(" ({})", truncate(&rb, NAME)));
     }
     h
@@ -443,8 +443,8 @@ fn help_into(h: &mut Html, prefix: char) {
         .line()
         .text(&format!(
             "In a session's topic or thread, {prefix}status, {prefix}peek, {prefix}diff, {prefix}stop, \
-             {prefix}unpair, {prefix}goal and {prefix}look need no session, and {prefix}supervise only \
-             the goal."
+             {prefix}continue, {prefix}close, {prefix}unpair, {prefix}goal and {prefix}look need no \
+             session, and {prefix}supervise only the goal."
         ))
         .line()
         .text(&format!(

@@ -305,7 +305,9 @@ fn help_for_both_prefixes() {
          /workers — the managed workers under each owner, with state, age, tokens and cost (reply to a line to steer it)\n\
          /projects — project work: each repository's manager and assignments, with state, Lead, last update, ahead/behind, asks and cost\n\
          /hosts — the other machines linked to this one: each link's state, round trip, sessions and open questions\n\
-         /close <worker> — close a managed worker (its label or #id; or reply to its line)\n\
+         /new <project> [--branch NAME] <task> — start a Pi session on a task in a project (in a new worktree on a new branch with --branch); /new alone lists the projects\n\
+         /continue [session] [message] — start an ended session again, same id, on its own session file; the message is its next one\n\
+         /close <worker|session> — close a managed worker (its label or #id; or reply to its line), or a session /new or /continue started\n\
          /steer <session> <text> — tell a session what to do\n\
          /supervise <session> <goal> — pair a free supervisor session with a session, toward a goal\n\
          /goal [session] <goal> — change the goal of a session's pairing\n\
@@ -316,8 +318,8 @@ fn help_for_both_prefixes() {
          Reply to a message about a session to steer it; reply to a question to answer it.\n\
          Text written in a session's topic or thread answers its question when it has just one open, else steers it.\n\
          /stop interrupts what a session is doing; /unpair (or /supervise stop) ends its supervision.\n\
-         In a session's topic or thread, /status, /peek, /diff, /stop, /unpair, /goal and /look need \
-         no session, and /supervise only the goal.\n\
+         In a session's topic or thread, /status, /peek, /diff, /stop, /continue, /close, /unpair, \
+         /goal and /look need no session, and /supervise only the goal.\n\
          Reply to a worker's line in /workers to steer it; its ✖ close button closes it. A worker's \
          question to its owner shows as a card when the owner is a manager or the chief, or after it \
          has waited a while; its ending is said in its owner's topic or thread.\n\

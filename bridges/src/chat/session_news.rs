@@ -11,7 +11,7 @@
 use shepherd_core::client::Interrupted;
 use shepherd_core::protocol::{Ask, LeaveReason, Millis, Peek, Report, SessionInfo, SessionStatus};
 
-use super::format::{ago, one_line, repo_branch, truncate};
+use super::format::{ago, one_line, place_after, truncate};
 use super::html::Html;
 use super::markdown::markdown;
 use super::render::{Rendered, card, session_status_at};
@@ -25,7 +25,7 @@ const EXCERPT: usize = 300;
 fn named(h: &mut Html, icon: &str, s: &SessionInfo) {
     h.text(&format!("{icon} "))
         .bold(&truncate(&one_line(&s.name), NAME));
-    if let Some(rb) = repo_branch(s) {
+    if let Some(rb) = place_after(&s.name, s) {
         h.text(&format!(" ({})", truncate(&rb, NAME)));
     }
 }
@@ -89,6 +89,33 @@ pub fn ended_while_away(s: &SessionInfo) -> Rendered {
         .map(|p| format!(" (process {p} is gone)"))
         .unwrap_or_default();
     h.text(&format!(" ended while shepherd was away{pid}"));
+    h.into()
+}
+
+/// The reply to `/new` and `/continue`: what is starting, where; its place follows once
+/// it connects.
+pub fn starting(s: &shepherd_core::protocol::StartedSession, continued: bool) -> Rendered {
+    let mut h = Html::new();
+    let what = if continued { "continuing" } else { "starting" };
+    h.text(&format!("▶️ {what} ")).bold(&s.name);
+    if let Some(branch) = &s.branch
+        && !continued
+    {
+        h.text(&format!(" on the new branch {branch}"));
+    }
+    h.text(" in ").code(&s.cwd);
+    h.line().italic(&format!(
+        "{} · its place shows it once it connects",
+        s.backend.as_str()
+    ));
+    h.into()
+}
+
+/// The reply to `/close` of a session `/new` or `/continue` started.
+pub fn closed_started(s: &shepherd_core::protocol::StartedSession) -> Rendered {
+    let mut h = Html::new();
+    h.text("⏹ closing ").bold(&s.name);
+    h.text(" (its session file is kept: /continue starts it again)");
     h.into()
 }
 

@@ -126,25 +126,13 @@ pub async fn answer(
             Ok(list) => hosts::hosts_list(&list, now),
             Err(e) => failure(e),
         },
-        ChatCommand::Close(agent) => {
-            // Named, else the worker whose line the command replies to.
-            let here_worker = here.session.filter(|s| workers::worker_ref(s).is_some());
-            let Some(agent) = agent.or(here_worker.map(str::to_string)) else {
-                return usage(prefix, UsageError::CloseWithoutWorker);
-            };
-            // `gpu#5` or `gpu:scout-1`: a linked host's worker, named as its core names it.
-            let (host, agent) = match workers::worker_ref(&agent) {
-                Some(w) => (w.host.clone(), w.agent()),
-                None => {
-                    let (host, label) = shepherd_core::protocol::split_host(&agent);
-                    (host.map(str::to_string), label.to_string())
-                }
-            };
-            match link.close_agent(&agent, host.as_deref()).await {
-                Ok(worker) => workers::closed(&worker),
-                Err(e) => refused(e),
-            }
-        }
+        ChatCommand::Close(agent) => return close(link, agent, prefix, here).await,
+        ChatCommand::New {
+            project,
+            branch,
+            task,
+        } => new_session(link, project, branch, &task, here).await,
+        ChatCommand::Continue(args) => return continue_session(link, &args, prefix, here).await,
         ChatCommand::Status(None) => match here.session {
             Some(session) => return CommandReply::SessionStatus(session.to_string()),
             None => match link.status().await {
@@ -273,6 +261,83 @@ async fn look(
         }
         Err(reply) => reply,
     }
+}
+
+/// `new <project> [--branch NAME] <task>`: start a session (`new` alone: the core's
+/// refusal names the projects).
+async fn new_session(
+    link: &mut CoreLink,
+    project: Option<String>,
+    branch: Option<String>,
+    task: &str,
+    here: Here<'_>,
+) -> Rendered {
+    let (host, project) = match project.as_deref().map(shepherd_core::protocol::split_host) {
+        Some((host, project)) => (host, Some(project)),
+        None => (None, None),
+    };
+    match link
+        .new_session(project, host, branch.as_deref(), task, here.by)
+        .await
+    {
+        Ok(s) => session_news::starting(&s, false),
+        Err(e) => refused(e),
+    }
+}
+
+/// `continue [session] [message]`: start an ended session again.
+async fn continue_session(
+    link: &mut CoreLink,
+    args: &SessionArgs,
+    prefix: char,
+    here: Here<'_>,
+) -> CommandReply {
+    let Some((session, message)) = target(link, args, here).await else {
+        return usage(prefix, UsageError::ContinueWithoutSession);
+    };
+    let (host, session) = here.on_host(&session);
+    CommandReply::Say(
+        match link
+            .continue_session(session, host, &message, here.by)
+            .await
+        {
+            Ok(s) => session_news::starting(&s, true),
+            Err(e) => refused(e),
+        },
+    )
+}
+
+/// `close [worker|session]`: the worker named (or whose line the command replies to);
+/// else a session `new` or `continue` started (named, or the topic's).
+async fn close(
+    link: &mut CoreLink,
+    agent: Option<String>,
+    prefix: char,
+    here: Here<'_>,
+) -> CommandReply {
+    let Some(agent) = agent.or(here.session.map(str::to_string)) else {
+        return usage(prefix, UsageError::CloseWithoutWorker);
+    };
+    // `gpu#5` or `gpu:scout-1`: a linked host's worker, named as its core names it.
+    let (host, name) = match workers::worker_ref(&agent) {
+        Some(w) => (w.host.clone(), w.agent()),
+        None => {
+            let (host, label) = shepherd_core::protocol::split_host(&agent);
+            (host.map(str::to_string), label.to_string())
+        }
+    };
+    let reply = match link.close_agent(&name, host.as_deref()).await {
+        Ok(worker) => workers::closed(&worker),
+        // No such worker: a session the human started, perhaps.
+        Err(e) if e.reason() == Some("agent_not_found") => {
+            match link.close_session(&name, host.as_deref(), here.by).await {
+                Ok(s) => session_news::closed_started(&s),
+                Err(e) => refused(e),
+            }
+        }
+        Err(e) => refused(e),
+    };
+    CommandReply::Say(reply)
 }
 
 /// `peek [session]`: what the session is doing now.

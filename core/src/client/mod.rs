@@ -78,6 +78,17 @@ impl ClientError {
             _ => None,
         }
     }
+
+    /// `details.reason`, for remote errors that give one.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            ClientError::Remote {
+                details: Some(details),
+                ..
+            } => details["reason"].as_str(),
+            _ => None,
+        }
+    }
 }
 
 /// The core's `welcome`.

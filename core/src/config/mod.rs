@@ -96,6 +96,16 @@ pub struct ProjectsConfig {
     /// human approves each on the phone or with `shepherd integrate`), `allow` (at once) or
     /// `deny` (only the human integrates).
     pub integrate: IntegratePolicy,
+    /// Directories whose repositories (one level below) `/new` and `shepherd new` offer
+    /// besides the ones sessions have run in (`~` is the home directory).
+    pub roots: Vec<PathBuf>,
+}
+
+impl ProjectsConfig {
+    /// `roots` with `~` expanded.
+    pub fn expanded_roots(&self) -> Vec<PathBuf> {
+        self.roots.iter().map(|r| expand_home(r)).collect()
+    }
 }
 
 /// `projects.integrate`.
@@ -575,7 +585,7 @@ pub fn default_config_path() -> Result<PathBuf, ConfigError> {
     Ok(agent_dir()?.join("shepherd").join("config.toml"))
 }
 
-fn expand_home(path: &Path) -> PathBuf {
+pub fn expand_home(path: &Path) -> PathBuf {
     match path.strip_prefix("~") {
         Ok(rest) => match std::env::var_os("HOME") {
             Some(home) => PathBuf::from(home).join(rest),

@@ -68,6 +68,12 @@ impl State {
                 if let Err(err) = self.recover_leads(db, out) {
                     tracing::error!("recovering assignments' Leads failed: {}", err.message);
                 }
+                if let Err(err) = self.recover_started(db, out) {
+                    tracing::error!(
+                        "recovering the sessions the human started failed: {}",
+                        err.message
+                    );
+                }
                 if let Err(err) = self.recover_approval_timers(db) {
                     tracing::error!("recovering approvals' timeouts failed: {}", err.message);
                 }
@@ -164,6 +170,9 @@ impl State {
             ClientMsg::InspectAgent(req) => self.inspect_agent(cx, req, db),
             ClientMsg::Peek(req) => self.peek(cx, req, db),
             ClientMsg::Diff(req) => self.diff(cx, req, db),
+            ClientMsg::NewSession(req) => self.new_session(cx, req, db, out),
+            ClientMsg::ContinueSession(req) => self.continue_session(cx, req, db, out),
+            ClientMsg::CloseSession(req) => self.close_session(cx, req, db, out),
             ClientMsg::ReadAgentTranscript(req) => self.read_agent_transcript(cx, req, db),
             ClientMsg::AskOwner(req) => self.ask_owner(cx, req, db, out),
             ClientMsg::ListAgents(req) => self.list_agents(cx, req, db),

@@ -92,6 +92,9 @@ impl State {
                     ProcKey::Lead(_) => {
                         "`shepherd projects` shows it once the database works".to_string()
                     }
+                    ProcKey::Started(_) => {
+                        "`shepherd sessions` shows it once it registers".to_string()
+                    }
                 };
                 refuse(
                     failed,
@@ -101,13 +104,10 @@ impl State {
                     ),
                 );
             }
-            HubCommand::ProcExited {
-                key: ProcKey::Lead(assignment),
-                ..
-            } => {
+            HubCommand::ProcExited { key, .. } => {
                 tracing::error!(
-                    %assignment,
-                    "an assignment's Lead exited while the store failed"
+                    ?key,
+                    "a launched process exited while the store failed; its record shows its last state"
                 );
             }
             HubCommand::Continue(done) => {
@@ -132,15 +132,6 @@ impl State {
                     format!(
                         "the database failed ({e}); the process was stopped but nothing after it was done: retry"
                     ),
-                );
-            }
-            HubCommand::ProcExited {
-                key: ProcKey::Worker(worker),
-                ..
-            } => {
-                tracing::error!(
-                    %worker,
-                    "a worker exited while the store failed; it shows its last state"
                 );
             }
             HubCommand::RecoverWorkers => {

@@ -45,6 +45,7 @@ mod resolve;
 pub(crate) mod roles;
 mod senders;
 mod session_change;
+mod started;
 mod supervise;
 mod unanswer;
 mod usage;
@@ -206,6 +207,8 @@ pub struct CoreFacts {
     pub max_live_workers: usize,
     /// `projects.integrate`: what a Manager's `integrate_branch` may do.
     pub integrate: crate::config::IntegratePolicy,
+    /// `projects.roots`: where `new_session` also finds projects (home expanded).
+    pub project_roots: Vec<PathBuf>,
     /// `core.forget_sessions_after_days` (0: never).
     pub forget_sessions_after_days: u64,
     /// `roles.away_expiry_hours` in milliseconds (0: never).

@@ -89,7 +89,10 @@ pub enum ErrorCode {
     /// `branch_assigned`, `checkout_occupied`, `no_assignment`, `retired`, `ambiguous`,
     /// `git`, `sha_mismatch`, `not_fast_forward`, `dirty_primary`, `primary_detached`,
     /// `primary_busy`, `branch_missing`, `bad_sha`, `ref_locked`, `primary_moved`, `integrate_denied`, `lead_stopping`,
-    /// `launch_failed`, `launch_mismatch`).
+    /// `launch_failed`, `launch_mismatch`); and the human's `new_session`,
+    /// `continue_session` and `close_session` (`no_project`, `unknown_project`,
+    /// `no_directory`, `not_a_repository`, `branch_exists`, `running`, `no_session_file`,
+    /// `not_started`, `launch_failed`).
     ProjectRefused,
     /// A request for a linked host could not reach it: no host has that name, its link is
     /// not connected, or the link dropped before the host answered (then the host may have

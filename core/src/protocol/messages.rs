@@ -270,6 +270,9 @@ client_messages! {
         "list_approvals" => ListApprovals [pi cli bridge] -> "approvals",
         "peek" => Peek [cli bridge] else PEEK_IS_HUMANS -> "peeked",
         "diff" => Diff [cli bridge] else DIFF_IS_HUMANS -> "diffed",
+        "new_session" => NewSession [cli bridge] else START_IS_HUMANS -> "session_started",
+        "continue_session" => ContinueSession [cli bridge] else START_IS_HUMANS -> "session_started",
+        "close_session" => CloseSession [cli bridge] else START_IS_HUMANS -> "session_started",
         "approve_agent" => ApproveAgent [pi] else APPROVE_AGENT_IS_OWNERS -> "approval",
     }
     notices {
@@ -516,6 +519,8 @@ server_messages! {
         "worker" => WorkerIs { id: u64, worker: Worker },
         /// Response to `list_workers`: by owner, then id.
         "workers" => Workers { id: u64, workers: Vec<Worker> },
+        /// Response to `new_session`, `continue_session` and `close_session`.
+        "session_started" => SessionStarted { id: u64, started: Box<super::StartedSession> },
         /// Response to `diff`.
         "diffed" => Diffed { id: u64, diff: Box<super::SessionDiff> },
         /// Response to `peek`.

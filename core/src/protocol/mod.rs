@@ -22,6 +22,7 @@
 //! - [`usage`]: the usage report (tokens and cost from session files).
 //! - [`peek`]: a bounded snapshot of what one session is doing now.
 //! - [`diff`]: what a session changed, as a stat and a patch.
+//! - [`started`]: sessions the human starts, continues and closes through the core.
 //! - [`error_code`]: the stable error codes a client can match on.
 
 pub mod approvals;
@@ -35,6 +36,7 @@ pub mod peek;
 pub mod projects;
 pub mod requests;
 pub mod senders;
+pub mod started;
 pub mod status;
 pub mod types;
 pub mod usage;
@@ -54,6 +56,7 @@ pub use peek::{Peek, PeekCall, PeekOutput};
 pub use projects::{
     Assignment, AssignmentId, AssignmentState, Integration, IntegrationStatus, LeadState, Project,
 };
+pub use started::{StartedSession, StartedState};
 pub use status::{EndReason, LeaveReason, SessionStatus};
 pub use types::*;
 pub use usage::{MissingUsage, ModelUsage, SessionUsage, UsageReport, UsageTotals};

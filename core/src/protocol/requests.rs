@@ -643,6 +643,62 @@ pub struct Peek {
     pub host: Option<String>,
 }
 
+/// The human only: start a Pi session with `task` as its first message, in `cwd` (a
+/// directory, absolute) or in `project`'s primary checkout (a repository name as
+/// `list_projects` knows it, or one under `[projects] roots`); with `branch`, in a new
+/// linked worktree on that new branch. Answered by `session_started`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NewSession {
+    pub id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    pub task: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Bridges only: the human who asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// The linked host to start it on: passed on to that host's core, as for `send`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+/// The human only: start session `session` (a selector, as for `send`), which has ended,
+/// again on its own session file in its directory, with `message` as its next message when
+/// given. Answered by `session_started`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ContinueSession {
+    pub id: u64,
+    pub session: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Bridges only: the human who asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// The linked host the session is on: passed on to that host's core, as for `send`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+/// The human only: stop the process of a session the core started for the human
+/// (`new_session`, `continue_session`). Answered by `session_started` (its state `ended`).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CloseSession {
+    pub id: u64,
+    pub session: String,
+    /// Bridges only: the human who asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// The linked host the session is on: passed on to that host's core, as for `send`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
 /// The human only: what session `session` (a selector, as for `send`) changed: from where
 /// its branch left the primary branch to its working tree now. Answered by `diffed`.
 #[cfg_attr(test, derive(schemars::JsonSchema))]

@@ -219,6 +219,11 @@ pub const DIFF_IS_HUMANS: Refusal = Refusal {
     reason: Some("human_only"),
     message: "only the human asks for a session's diff (`shepherd diff`, or /diff in a chat); a session reads its own changes with git",
 };
+pub const START_IS_HUMANS: Refusal = Refusal {
+    code: ErrorCode::Forbidden,
+    reason: Some("human_only"),
+    message: "only the human starts, continues or closes a session this way (`shepherd new`, `shepherd continue`, /new, /continue); a session starts workers with delegate_agent",
+};
 pub const RELEASE_IS_HUMANS: Refusal = Refusal {
     code: ErrorCode::Forbidden,
     reason: Some("human_only"),

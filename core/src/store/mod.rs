@@ -20,6 +20,7 @@ pub mod projects;
 pub mod reports;
 pub mod sessions;
 mod sql_ids;
+pub mod started;
 pub mod workers;
 
 use std::path::Path;
@@ -356,6 +357,29 @@ CREATE TABLE tool_approval_grants (
     granted_by TEXT NOT NULL,
     PRIMARY KEY (session_id, rule)
 );
+"#,
+    r#"
+-- A Pi session the human started (`new_session`) or started again (`continue_session`):
+-- one row per start, its process launched through the worker host.
+CREATE TABLE started_sessions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    cwd TEXT NOT NULL,
+    branch TEXT,
+    task TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('starting', 'running', 'ended')),
+    nonce TEXT NOT NULL,
+    pid INTEGER,
+    pane TEXT,
+    bound_pid INTEGER,
+    session_file TEXT,
+    by_human TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX started_sessions_live ON started_sessions(session_id) WHERE state != 'ended';
 "#,
 ];
 

@@ -118,6 +118,17 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionInfo>> {
         .collect()
 }
 
+/// The repositories sessions ran in: (project name, repo id), one per repository, the
+/// most recently seen first.
+pub fn projects(conn: &Connection) -> rusqlite::Result<Vec<(String, String)>> {
+    conn.prepare_cached(
+        "SELECT project, repo_id FROM sessions WHERE project IS NOT NULL AND repo_id IS NOT NULL
+         GROUP BY repo_id ORDER BY MAX(last_seen) DESC LIMIT 500",
+    )?
+    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+    .collect()
+}
+
 /// A session's id and name: what a selector needs, read without the counts
 /// [`get`] adds (which walk the session's asks and mailbox).
 #[derive(Debug, Clone, PartialEq)]

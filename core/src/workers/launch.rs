@@ -54,12 +54,18 @@ use crate::protocol::{AssignmentId, WorkerId};
 pub const MANDATORY_TOOLS: &[&str] = &["ask_owner"];
 
 /// What a host process is for. The host keys processes by an `i64` ([`LaunchSpec::worker`]):
-/// a worker's id as is, an assignment's Lead as the assignment id negated.
+/// a worker's id as is, an assignment's Lead as the assignment id negated, a session the
+/// human started as its record's id plus [`STARTED_BASE`], negated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ProcKey {
     Worker(WorkerId),
     Lead(AssignmentId),
+    /// A session the human started (`new_session`, `continue_session`): its record's id.
+    Started(u64),
 }
+
+/// Where the host keys of started sessions begin (below every assignment's).
+pub const STARTED_BASE: i64 = 1 << 48;
 
 impl ProcKey {
     /// The key the host uses.
@@ -67,11 +73,14 @@ impl ProcKey {
         match self {
             ProcKey::Worker(id) => id.get() as i64,
             ProcKey::Lead(id) => -(id.get() as i64),
+            ProcKey::Started(id) => -(STARTED_BASE + id as i64),
         }
     }
 
     pub fn of(raw: i64) -> ProcKey {
-        if raw < 0 {
+        if raw <= -STARTED_BASE {
+            ProcKey::Started((-raw - STARTED_BASE) as u64)
+        } else if raw < 0 {
             ProcKey::Lead(AssignmentId::new(raw.unsigned_abs()))
         } else {
             ProcKey::Worker(WorkerId::new(raw as u64))
@@ -221,6 +230,8 @@ pub fn build(spec: &LaunchSpec, cx: LaunchContext<'_>) -> Launch {
             env.push(("SHEPHERD_WORKER_ID".into(), id.to_string().into()));
         }
         ProcKey::Lead(id) => env.push(("SHEPHERD_ASSIGNMENT".into(), id.to_string().into())),
+        // A session of the human's own: no worker, no assignment, only its launch nonce.
+        ProcKey::Started(_) => {}
     }
     env.extend(cx.extra_env.iter().map(|(k, v)| (k.clone(), v.into())));
     Launch {
@@ -306,6 +317,13 @@ mod tests {
         assert_eq!((worker.raw(), lead.raw()), (7, -7));
         assert_eq!(ProcKey::of(worker.raw()), worker);
         assert_eq!(ProcKey::of(lead.raw()), lead);
+        for id in [1, 7, 1 << 40] {
+            let started = ProcKey::Started(id);
+            assert!(started.raw() < -(1 << 47));
+            assert_eq!(ProcKey::of(started.raw()), started);
+        }
+        let far_lead = ProcKey::Lead(AssignmentId::new((1 << 48) - 1));
+        assert_eq!(ProcKey::of(far_lead.raw()), far_lead);
     }
 
     fn spec() -> LaunchSpec {

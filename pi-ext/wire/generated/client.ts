@@ -784,6 +784,55 @@ export interface DiffMsg {
 }
 
 /**
+ * The human only: start a Pi session with `task` as its first message, in `cwd` (a
+ * directory, absolute) or in `project`'s primary checkout (a repository name as
+ * `list_projects` knows it, or one under `[projects] roots`); with `branch`, in a new
+ * linked worktree on that new branch. Answered by `session_started`.
+ */
+export interface NewSessionMsg {
+  type: "new_session";
+  id: number;
+  cwd?: string | null;
+  project?: string | null;
+  task: string;
+  branch?: string | null;
+  /** Bridges only: the human who asked. */
+  by?: string | null;
+  /** The linked host to start it on: passed on to that host's core, as for `send`. */
+  host?: string | null;
+}
+
+/**
+ * The human only: start session `session` (a selector, as for `send`), which has ended,
+ * again on its own session file in its directory, with `message` as its next message when
+ * given. Answered by `session_started`.
+ */
+export interface ContinueSessionMsg {
+  type: "continue_session";
+  id: number;
+  session: string;
+  message?: string | null;
+  /** Bridges only: the human who asked. */
+  by?: string | null;
+  /** The linked host the session is on: passed on to that host's core, as for `send`. */
+  host?: string | null;
+}
+
+/**
+ * The human only: stop the process of a session the core started for the human
+ * (`new_session`, `continue_session`). Answered by `session_started` (its state `ended`).
+ */
+export interface CloseSessionMsg {
+  type: "close_session";
+  id: number;
+  session: string;
+  /** Bridges only: the human who asked. */
+  by?: string | null;
+  /** The linked host the session is on: passed on to that host's core, as for `send`. */
+  host?: string | null;
+}
+
+/**
  * Pi only, a worker's owner: decide a pending approval of one of its workers (`agent`: its
  * label or `#id`, as for `steer_agent`), as the human could; the first decision wins.
  * Answered by `approval`.
@@ -886,6 +935,9 @@ export type ClientMsg =
   | ListApprovalsMsg
   | PeekMsg
   | DiffMsg
+  | NewSessionMsg
+  | ContinueSessionMsg
+  | CloseSessionMsg
   | ApproveAgentMsg
   | AckMsg
   | ByeMsg
@@ -951,6 +1003,9 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "list_approvals",
   "peek",
   "diff",
+  "new_session",
+  "continue_session",
+  "close_session",
   "approve_agent",
   "ack",
   "bye",
@@ -1024,6 +1079,9 @@ export const REPLY_TYPES = {
   list_approvals: "approvals",
   peek: "peeked",
   diff: "diffed",
+  new_session: "session_started",
+  continue_session: "session_started",
+  close_session: "session_started",
   approve_agent: "approval",
 } as const satisfies Record<RequestMsg["type"], ServerMsg["type"]>;
 

@@ -45,6 +45,7 @@ import {
   RESULTS_MODES,
   ROLES,
   RULINGS,
+  STARTED_STATES,
   SUPERIORS,
   THINKINGS,
   VERDICT_KINDS,
@@ -86,6 +87,7 @@ import type {
   SessionUsage,
   StaffMember,
   StaffView,
+  StartedSession,
   UsageReport,
   UsageTotals,
   Verdict,
@@ -339,6 +341,22 @@ const staffView: Conv<StaffView> = record({
   session_name: req(str),
   text: req(str),
   entries: req(u32),
+});
+
+const startedSession: Conv<StartedSession> = record({
+  id: req(u64),
+  session_id: req(str),
+  name: req(str),
+  cwd: req(str),
+  branch: optional(str),
+  task: req(str),
+  backend: req(oneOf(WORKER_BACKENDS)),
+  state: req(oneOf(STARTED_STATES)),
+  pid: optional(u32),
+  by: req(str),
+  created_at: req(u64),
+  updated_at: req(u64),
+  host: optional(str),
 });
 
 const sessionDiff: Conv<SessionDiff> = record({
@@ -643,6 +661,23 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
   list_approvals: record({ id: req(u64), all: maybe(bool), host: maybeNull(str) }),
   peek: record({ id: req(u64), session: req(str), host: maybeNull(str) }),
   diff: record({ id: req(u64), session: req(str), host: maybeNull(str) }),
+  new_session: record({
+    id: req(u64),
+    cwd: maybeNull(str),
+    project: maybeNull(str),
+    task: req(str),
+    branch: maybeNull(str),
+    by: maybeNull(str),
+    host: maybeNull(str),
+  }),
+  continue_session: record({
+    id: req(u64),
+    session: req(str),
+    message: maybeNull(str),
+    by: maybeNull(str),
+    host: maybeNull(str),
+  }),
+  close_session: record({ id: req(u64), session: req(str), by: maybeNull(str), host: maybeNull(str) }),
   approve_agent: record({
     id: req(u64),
     agent: req(str),
@@ -716,6 +751,7 @@ export const SERVER_BODIES: Bodies<ServerMsg> = {
   staff_view: record({ id: req(u64), view: req(staffView) }),
   worker: record({ id: req(u64), worker: req(worker) }),
   workers: record({ id: req(u64), workers: req(arrayOf(worker)) }),
+  session_started: record({ id: req(u64), started: req(startedSession) }),
   diffed: record({ id: req(u64), diff: req(sessionDiff) }),
   peeked: record({ id: req(u64), peek: req(peek) }),
   agent_text: record({ id: req(u64), worker: req(worker), text: req(str) }),

@@ -200,6 +200,16 @@ export type Superior = "manager" | "chief" | "human";
 export const SUPERIORS: readonly Superior[] = ["manager", "chief", "human"];
 
 /**
+ * Where a started session's process stands.
+ *
+ * - `starting`: Launched; its Pi session has not registered yet.
+ * - `running`: Its Pi session registered.
+ * - `ended`: Its process is gone (closed, exited, or could not be started again).
+ */
+export type StartedState = "starting" | "running" | "ended";
+export const STARTED_STATES: readonly StartedState[] = ["starting", "running", "ended"];
+
+/**
  * Where an agent definition came from (`list_agents`), highest precedence first.
  *
  * - `project`: `<cwd>/.pi/agents/*.md`: overrides the global and bundled ones of the same name.

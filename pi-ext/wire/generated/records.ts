@@ -21,6 +21,7 @@ import type {
   PairingState,
   ReportKind,
   Role,
+  StartedState,
   Superior,
   Thinking,
   VerdictKind,
@@ -477,6 +478,29 @@ export interface StaffView {
   text: string;
   /** Session-file entries it covers. */
   entries: number;
+}
+
+/** A session the human started (or continued) through the core. */
+export interface StartedSession {
+  /** The launch's record id (one per start). */
+  id: number;
+  session_id: string;
+  /** The name the session starts with (its project and branch, or the ended session's). */
+  name: string;
+  cwd: string;
+  /** The branch made for it (`new_session` with `branch`). */
+  branch?: string;
+  /** The task's (or continuing message's) first 200 characters. */
+  task: string;
+  backend: WorkerBackend;
+  state: StartedState;
+  pid?: number;
+  /** Who started it (`cli`, `telegram:@ada`). */
+  by: string;
+  created_at: number;
+  updated_at: number;
+  /** The linked host it runs on; absent for this core's own. */
+  host?: string;
 }
 
 /** What a session changed. */

@@ -28,6 +28,7 @@ import type {
   SessionInfo,
   StaffMember,
   StaffView,
+  StartedSession,
   UsageReport,
   Verdict,
   View,
@@ -332,6 +333,13 @@ export interface WorkersMsg {
   workers: Worker[];
 }
 
+/** Response to `new_session`, `continue_session` and `close_session`. */
+export interface SessionStartedMsg {
+  type: "session_started";
+  id: number;
+  started: StartedSession;
+}
+
 /** Response to `diff`. */
 export interface DiffedMsg {
   type: "diffed";
@@ -583,6 +591,7 @@ export type ServerMsg =
   | StaffViewMsg
   | WorkerMsg
   | WorkersMsg
+  | SessionStartedMsg
   | DiffedMsg
   | PeekedMsg
   | AgentTextMsg
@@ -646,6 +655,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "staff_view",
   "worker",
   "workers",
+  "session_started",
   "diffed",
   "peeked",
   "agent_text",

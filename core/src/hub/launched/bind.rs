@@ -27,6 +27,13 @@ impl Proc {
                     row.worker.label
                 ),
             ),
+            Proc::Started(row) => HubError::new(
+                ErrorCode::SessionTaken,
+                format!(
+                    "session {session} ({}) was started by shepherd for {} ({why}); only the process shepherd launched for it may register until it ends: `shepherd close {}` ends it",
+                    row.started.name, row.started.by, row.started.name
+                ),
+            ),
             Proc::Lead(row) => projects::refused(
                 "launch_mismatch",
                 format!(
@@ -49,6 +56,10 @@ impl Proc {
             Proc::Lead(row) => format!(
                 "the Lead of {} is already open in process {bound}; one process per session",
                 tag(&row.assignment)
+            ),
+            Proc::Started(row) => format!(
+                "session {} is already open in process {bound}; one process per session",
+                row.started.name
             ),
         };
         HubError::new(ErrorCode::SessionTaken, message)
@@ -103,6 +114,9 @@ impl State {
                 ));
             }
         }
+        if let Some(row) = store::started::live_by_session(db, &reg.session_id)? {
+            return Ok(Some(Proc::Started(row)));
+        }
         match store::workers::live_by_session(db, &reg.session_id)? {
             Some(row) => Ok(Some(Proc::Worker(row))),
             None if reg.launch.is_some() => Err(workers::refused(
@@ -138,6 +152,7 @@ impl State {
             Proc::Lead(row) => {
                 store::projects::bind(db, row.assignment.id, pid, session_file, now)?
             }
+            Proc::Started(row) => store::started::bind(db, row.started.id, pid, session_file, now)?,
         }
         let proc = self.proc_record(proc.key(), db)?;
         match &proc {
@@ -147,6 +162,9 @@ impl State {
             }
             Proc::Lead(row) => {
                 tracing::info!(assignment = row.assignment.id.get(), pid = ?pid, "Lead bound")
+            }
+            Proc::Started(row) => {
+                tracing::info!(started = row.started.id, pid = ?pid, "started session bound")
             }
         }
         Ok(proc)

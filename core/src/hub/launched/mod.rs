@@ -20,6 +20,9 @@
 //!   good, the bounds, an integration, a retirement).
 //! - [`host_ops`]: the process work handed to the host after the hub's commit.
 //!
+//! A session the human started (`new_session`, `continue_session`: [`Proc::Started`]) is
+//! the third kind: no owner and no assignment, its task plain mail from the human.
+//!
 //! What differs is data in [`Proc`]: a worker has an owner (its results and its loss go to
 //! that session) and a state machine of its own (one launch per generation, a restart
 //! relaunches it); a Lead has an assignment (a worktree, a branch, the repository's Manager
@@ -42,8 +45,9 @@ use std::collections::HashSet;
 use rusqlite::Connection;
 
 use crate::hub::{HubError, HubResult, Out, State};
-use crate::protocol::{ErrorCode, SessionId, WorkerBackend, WorkerState};
+use crate::protocol::{ErrorCode, SessionId, StartedState, WorkerBackend, WorkerState};
 use crate::store::projects::{AssignmentRow, Process};
+use crate::store::started::StartedRow;
 use crate::store::workers::WorkerRow;
 use crate::workers::launch::{LaunchSpec, ProcKey, SessionStart};
 
@@ -51,6 +55,7 @@ use crate::workers::launch::{LaunchSpec, ProcKey, SessionStart};
 pub(in crate::hub) enum Proc {
     Worker(WorkerRow),
     Lead(AssignmentRow),
+    Started(StartedRow),
 }
 
 /// The hub's own state about launches (the rows are the truth).
@@ -65,6 +70,7 @@ impl Proc {
         match self {
             Proc::Worker(row) => ProcKey::Worker(row.worker.id),
             Proc::Lead(row) => ProcKey::Lead(row.assignment.id),
+            Proc::Started(row) => ProcKey::Started(row.started.id),
         }
     }
 
@@ -72,6 +78,7 @@ impl Proc {
         match self {
             Proc::Worker(row) => &row.worker.session_id,
             Proc::Lead(row) => &row.assignment.session_id,
+            Proc::Started(row) => &row.started.session_id,
         }
     }
 
@@ -80,6 +87,7 @@ impl Proc {
         match self {
             Proc::Worker(row) => &row.nonce,
             Proc::Lead(row) => &row.nonce,
+            Proc::Started(row) => &row.nonce,
         }
     }
 
@@ -88,6 +96,7 @@ impl Proc {
         match self {
             Proc::Worker(row) => row.pid,
             Proc::Lead(row) => row.assignment.pid,
+            Proc::Started(row) => row.started.pid,
         }
     }
 
@@ -96,6 +105,7 @@ impl Proc {
         match self {
             Proc::Worker(row) => row.bound_pid,
             Proc::Lead(row) => row.bound_pid,
+            Proc::Started(row) => row.bound_pid,
         }
     }
 
@@ -104,6 +114,7 @@ impl Proc {
         let (backend, pane) = match self {
             Proc::Worker(row) => (row.worker.backend, &row.pane),
             Proc::Lead(row) => (row.assignment.backend, &row.pane),
+            Proc::Started(row) => (row.started.backend, &row.pane),
         };
         pane.as_deref().filter(|_| backend == WorkerBackend::Tmux)
     }
@@ -113,6 +124,7 @@ impl Proc {
         let file = match self {
             Proc::Worker(row) => row.worker.session_file.as_deref(),
             Proc::Lead(row) => row.session_file.as_deref(),
+            Proc::Started(row) => row.session_file.as_deref(),
         };
         file.filter(|f| std::path::Path::new(f).is_file())
     }
@@ -125,6 +137,7 @@ impl Proc {
                 WorkerState::Done | WorkerState::Closed | WorkerState::Settling | WorkerState::Lost
             ),
             Proc::Lead(row) => row.process != Process::None,
+            Proc::Started(row) => row.started.state != StartedState::Ended,
         }
     }
 
@@ -133,6 +146,7 @@ impl Proc {
         match self {
             Proc::Worker(row) => crate::hub::workers::launch_spec(row, start),
             Proc::Lead(row) => crate::hub::projects::lead_spec(row, start),
+            Proc::Started(row) => crate::hub::started::spec(row, start),
         }
     }
 }
@@ -147,6 +161,7 @@ impl State {
         Ok(match key {
             ProcKey::Worker(id) => crate::store::workers::get(db, id)?.map(Proc::Worker),
             ProcKey::Lead(id) => crate::store::projects::get(db, id)?.map(Proc::Lead),
+            ProcKey::Started(id) => crate::store::started::get(db, id)?.map(Proc::Started),
         })
     }
 
@@ -165,6 +180,8 @@ impl State {
         match proc {
             Proc::Worker(row) => self.worker_changed(row.worker.clone(), out),
             Proc::Lead(row) => self.assignment_changed(row, out),
+            // Its session's own presence tells the subscribers.
+            Proc::Started(_) => {}
         }
     }
 

@@ -11,7 +11,7 @@ use super::{HostOp, Proc, new_nonce};
 use crate::clock::now_ms;
 use crate::hub::projects::tag;
 use crate::hub::{ConnId, HubResult, Out, State};
-use crate::protocol::{AssignmentState, DeliveryKind, ServerMsg, WorkerState};
+use crate::protocol::{AssignmentState, DeliveryKind, ServerMsg, StartedState, WorkerState};
 use crate::store::projects::Process;
 use crate::store::{self, messages::NewMessage};
 use crate::workers::launch::{ProcKey, SessionStart};
@@ -26,6 +26,7 @@ impl Proc {
         match self {
             Proc::Worker(_) => self.session_file().is_some(),
             Proc::Lead(row) => row.session_file.is_some(),
+            Proc::Started(row) => row.session_file.is_some(),
         }
     }
 
@@ -40,6 +41,7 @@ impl Proc {
             Proc::Lead(row) => {
                 row.assignment.state == AssignmentState::Active && row.process != Process::None
             }
+            Proc::Started(row) => row.started.state != StartedState::Ended,
         }
     }
 }
@@ -97,6 +99,14 @@ impl State {
             (Err(e), Proc::Lead(row)) if first => {
                 return Err(self.lead_launch_undone(&row, e, db, out)?);
             }
+            (Err(e), Proc::Started(row)) if first => {
+                return Err(self.started_launch_undone(&row, e, db)?);
+            }
+            (Err(e), Proc::Started(row)) => {
+                tracing::warn!(started = row.started.id, error = %e, "a started session could not be started again");
+                store::started::ended(db, row.started.id, now_ms())?;
+                return Ok(());
+            }
             (Err(e), Proc::Worker(row)) => {
                 tracing::warn!(worker = row.worker.id.get(), error = %e, "worker could not be restarted or found again");
                 let why = format!("it could not be started again: {e}");
@@ -109,6 +119,7 @@ impl State {
         match done.key {
             ProcKey::Worker(id) => store::workers::set_process(db, id, pid, pane, now)?,
             ProcKey::Lead(id) => store::projects::set_process(db, id, pid, pane, now)?,
+            ProcKey::Started(id) => store::started::set_process(db, id, pid, pane, now)?,
         }
         let proc = self.proc_record(done.key, db)?;
         let reply = match &proc {
@@ -128,6 +139,17 @@ impl State {
                 done.reply.map(|(conn, id)| {
                     let assignment = Box::new(self.assignment_record(row));
                     (conn, ServerMsg::AssignmentIs { id, assignment })
+                })
+            }
+            Proc::Started(row) => {
+                tracing::info!(
+                    started = row.started.id,
+                    pid,
+                    "started session's process started"
+                );
+                done.reply.map(|(conn, id)| {
+                    let started = Box::new(row.started.clone());
+                    (conn, ServerMsg::SessionStarted { id, started })
                 })
             }
         };
@@ -163,6 +185,12 @@ impl State {
                 self.worker_lost(&row, &format!("its process ended ({how})"), db, out)
             }
             Proc::Lead(row) => self.lead_lost(&row, &how, code, db, out),
+            // The human's own session: its ending is its presence's news.
+            Proc::Started(row) => {
+                tracing::info!(started = row.started.id, %how, "a started session's process ended");
+                store::started::ended(db, row.started.id, now_ms())?;
+                Ok(())
+            }
         }
     }
 
@@ -186,6 +214,7 @@ impl State {
                     store::projects::set_state(db, row.assignment.id, active, now)?;
                 }
             }
+            Proc::Started(row) => store::started::relaunching(db, row.started.id, &nonce, now)?,
         }
         let proc = self.proc_record(proc.key(), db)?;
         let start = match proc.session_file() {
@@ -206,6 +235,13 @@ impl State {
             Proc::Lead(row) => {
                 tracing::info!(assignment = row.assignment.id.get(), tag = %tag(&row.assignment), resume, "relaunching an assignment's Lead");
                 self.assignment_changed(row, out);
+            }
+            Proc::Started(row) => {
+                tracing::info!(
+                    started = row.started.id,
+                    resume,
+                    "relaunching a started session"
+                );
             }
         }
         self.launch(&proc, start, reply, false, out);
@@ -247,6 +283,19 @@ impl State {
             if proc.recovers() {
                 self.recover(&proc, db, out)?;
             }
+        }
+        Ok(())
+    }
+
+    /// At start-up: the sessions the human started that a previous core left are adopted
+    /// (tmux) or relaunched on their session (headless).
+    pub(in crate::hub) fn recover_started(
+        &mut self,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        for row in store::started::live(db)? {
+            self.recover(&Proc::Started(row), db, out)?;
         }
         Ok(())
     }

@@ -29,6 +29,7 @@ impl Proc {
         match self {
             Proc::Worker(row) => store::workers::children(db, row.worker.id),
             Proc::Lead(row) => store::workers::owned_by(db, &row.assignment.session_id, false),
+            Proc::Started(row) => store::workers::owned_by(db, &row.started.session_id, false),
         }
     }
 
@@ -58,6 +59,7 @@ impl State {
         match proc {
             Proc::Worker(row) => self.worker_closed(row, by, db, out)?,
             Proc::Lead(row) => store::projects::stopped(db, row.assignment.id, now_ms())?,
+            Proc::Started(row) => store::started::ended(db, row.started.id, now_ms())?,
         }
         let key = proc.key();
         out.host.push(match wait {

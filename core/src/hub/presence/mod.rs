@@ -331,7 +331,7 @@ impl State {
                 self.assignment_changed(&row, out);
                 (None, Some(Box::new(self.assignment_record(&row))))
             }
-            None => (None, None),
+            Some(Proc::Started(_)) | None => (None, None),
         };
         let arrived = Arrived {
             info,

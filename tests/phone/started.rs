@@ -1,0 +1,184 @@
+//! Starting and continuing work from the phone, on both phones, with REAL Pi sessions the
+//! core launches (headless) against the scripted model below: `/new app --branch feat/new
+//! TASK-NEW …` starts a session in a new linked worktree on a new branch, its first run
+//! gets the task and its result reaches its place; `/close` there ends it (its place says
+//! so) and `/continue MORE-WORK` there brings the same session back on its own file, its
+//! next run getting the message. The refusals say why: an existing branch, an unknown
+//! project (naming the known ones), `/new` alone (naming them too).
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use shepherd_harness::eventually;
+use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
+use shepherd_harness::git_repo::git;
+use shepherd_harness::phone::{MatrixPhone, Phone, TelegramPhone};
+use shepherd_harness::synapse::skip_e2e;
+use shepherd_harness::workers::worker_core_for;
+
+const LONG: Duration = Duration::from_secs(90);
+
+/// The started session's model: the task writes a file with bash, then says RESULT-NEW;
+/// the continuing message is answered RESULT-MORE.
+fn script(req: &ModelRequest) -> Reply {
+    let (role, last) = req.last();
+    if role == "tool" {
+        return Reply::text(format!("RESULT-NEW {}", last.trim()));
+    }
+    if last.contains("TASK-NEW") {
+        return Reply::tool(
+            "bash",
+            json!({ "command": "echo made > new.txt && echo WROTE" }),
+        );
+    }
+    if last.contains("MORE-WORK") {
+        return Reply::text("RESULT-MORE the tests pass");
+    }
+    Reply::text("nothing to do")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_telegram_new_starts_a_session_on_a_new_branch_and_continue_brings_it_back() -> Result<()>
+{
+    new_and_continue_on(TelegramPhone::start().await?).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_matrix_new_starts_a_session_on_a_new_branch_and_continue_brings_it_back() -> Result<()>
+{
+    if skip_e2e() {
+        return Ok(());
+    }
+    new_and_continue_on(MatrixPhone::start().await?).await
+}
+
+async fn new_and_continue_on(mut phone: impl Phone) -> Result<()> {
+    let src = tempfile::tempdir()?;
+    let repo = src.path().join("app");
+    std::fs::create_dir_all(&repo)?;
+    git(&repo, &["init", "-q", "-b", "main"])?;
+    std::fs::write(repo.join("README"), "x\n")?;
+    git(&repo, &["add", "."])?;
+    git(&repo, &["commit", "-q", "-m", "init"])?;
+    let roots = serde_json::to_string(&[src.path().display().to_string()])?;
+    let model = FakeModel::start(script).await?;
+    let core = worker_core_for(
+        &model,
+        "headless",
+        &phone,
+        &[("SHEPHERD_PROJECTS__ROOTS", &roots)],
+    )
+    .await?;
+    phone.ready().await?;
+
+    // `/new` alone names the projects.
+    phone.command("new").await?;
+    phone
+        .bot_says(|m| m.text.contains("start it where?") && m.text.contains("(app)"))
+        .await
+        .with_context(|| core.log())?;
+
+    phone
+        .command("new app --branch feat/new TASK-NEW write the file")
+        .await?;
+    let starting = phone
+        .bot_says(|m| {
+            m.text
+                .contains("▶️ starting app@feat/new on the new branch feat/new")
+        })
+        .await
+        .with_context(|| core.log())?;
+    assert!(
+        starting.text.contains("app-feat-new") || starting.text.contains("feat"),
+        "{}",
+        starting.text
+    );
+    let session = eventually(LONG, "the new session to connect", || {
+        let list = core.cli_json(&["sessions"]).ok()?;
+        list.as_array()?
+            .iter()
+            .find(|s| s["branch"] == "feat/new")
+            .cloned()
+    })
+    .await
+    .with_context(|| core.log())?;
+    let id = session["id"].as_str().context("an id")?.to_string();
+    let name = session["name"].as_str().context("a name")?.to_string();
+    let checkout = std::path::PathBuf::from(session["cwd"].as_str().context("a cwd")?);
+    assert_ne!(
+        checkout,
+        repo.canonicalize()?,
+        "a linked worktree, not the primary"
+    );
+    let place = phone.place_of(&name).await?;
+    let result = phone
+        .bot_says(|m| phone.thread_of(m) == place && m.text.contains("RESULT-NEW WROTE"))
+        .await
+        .with_context(|| core.log())?;
+    assert!(!result.text.is_empty());
+    assert_eq!(std::fs::read_to_string(checkout.join("new.txt"))?, "made\n");
+    let first = model.requests();
+    assert!(
+        first
+            .iter()
+            .any(|r| r.transcript().contains("TASK-NEW write the file")),
+        "the first run got the task"
+    );
+
+    // The branch exists now: a second /new on it is refused, saying so; so is a project
+    // nobody knows.
+    phone.command("new app --branch feat/new again").await?;
+    phone
+        .bot_says(|m| m.text.contains("branch feat/new exists in app"))
+        .await?;
+    phone.command("new nowhere do it").await?;
+    phone
+        .bot_says(|m| m.text.contains("no project \"nowhere\"; known: app"))
+        .await?;
+
+    // `/close` in its place ends it; `/continue` there brings the same session back.
+    let p = phone.prefix();
+    phone.type_in(&place, &format!("{p}close")).await?;
+    phone
+        .bot_says(|m| m.text.contains("⏹ closing") && m.text.contains(&name))
+        .await
+        .with_context(|| core.log())?;
+    phone
+        .bot_says(|m| phone.thread_of(m) == place && m.text.contains(&format!("{name} closed")))
+        .await
+        .with_context(|| core.log())?;
+    phone
+        .type_in(&place, &format!("{p}continue MORE-WORK run the tests"))
+        .await?;
+    phone
+        .bot_says(|m| m.text.contains("▶️ continuing") && m.text.contains(&name))
+        .await
+        .with_context(|| core.log())?;
+    phone
+        .bot_says(|m| phone.thread_of(m) == place && m.text.contains(&format!("{name} is back")))
+        .await
+        .with_context(|| core.log())?;
+    phone
+        .bot_says(|m| phone.thread_of(m) == place && m.text.contains("RESULT-MORE the tests pass"))
+        .await
+        .with_context(|| core.log())?;
+    let back = core.connected_session(&name, LONG).await?;
+    assert_eq!(back["id"], id.as_str(), "the same session id");
+    let asked = model.requests();
+    let resumed = asked.last().context("a request")?.transcript();
+    assert!(
+        resumed.contains("TASK-NEW") && resumed.contains("MORE-WORK"),
+        "the continued run has its earlier conversation and the message"
+    );
+
+    // `shepherd close` ends it too.
+    let out = core.cli(&["close", &name]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("closed "));
+    Ok(())
+}
