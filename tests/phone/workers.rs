@@ -14,7 +14,8 @@
 //!   them), ending with its id; a reply to a worker's line steers it (its next model turn
 //!   sees the text, its result follows); the line's `✖ close` button (a `!close` reply)
 //!   closes the worker;
-//! - a worker killed (-9) before its result is said `lost` once in the owner's place.
+//! - a worker killed (-9) before its result is said `lost` once in the owner's place;
+//! - no worker gets a topic or thread of its own: all of it is in the owner's.
 
 use std::time::Duration;
 
@@ -132,6 +133,17 @@ async fn workers_on(mut phone: impl Phone, owner_id: &str) -> Result<()> {
     report_after(&core, &mut boss, &[&lostling], "MARKER-2").await?;
     phone.bot_says(|m| m.text.contains("MARKER-2")).await?;
     assert_eq!(phone.count_said("🧩 lostling (implementer) lost"), 1);
+
+    // No worker got a place of its own: whatever is said of them is in the owner's.
+    if phone.names_places() {
+        let names = phone.place_names();
+        assert!(names.iter().all(|n| n.contains("boss")), "{names:?}");
+    }
+    for m in phone.all_said() {
+        if let Some(place) = &m.place {
+            assert_eq!(place, &boss_place, "{}", m.text);
+        }
+    }
     Ok(())
 }
 

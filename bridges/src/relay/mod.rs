@@ -243,7 +243,8 @@ impl<P: Platform> Relay<P> {
                 continue;
             };
             let gone = session.pid.is_none_or(|pid| !process_alive(pid));
-            if session.connected || session.host.is_some() || !gone {
+            let worker = self.owner_of(&session.id).is_some();
+            if session.connected || session.host.is_some() || !gone || worker {
                 continue;
             }
             let rendered = session_news::ended_while_away(&session);
@@ -253,9 +254,26 @@ impl<P: Platform> Relay<P> {
     }
 
     /// The place of `session`'s messages.
+    /// A managed worker has no place of its own: its messages go to its owner's (up the
+    /// chain of owners, for a worker's worker).
     async fn place_of(&mut self, session: &str) -> Option<P::Place> {
-        let info = self.sessions.get(session);
-        self.platform.place_of(session, info).await
+        let mut home = session.to_string();
+        for _ in 0..8 {
+            match self.owner_of(&home) {
+                Some(owner) => home = owner,
+                None => break,
+            }
+        }
+        let info = self.sessions.get(home.as_str());
+        self.platform.place_of(&home, info).await
+    }
+
+    /// The owner of `session` when it is one of this core's managed workers.
+    fn owner_of(&self, session: &str) -> Option<String> {
+        self.workers
+            .values()
+            .find(|w| w.host.is_none() && w.session_id == session)
+            .map(|w| w.owner_id.to_string())
     }
 
     /// An open ask's card, in its session's place (its worker's, while it supervises one).
@@ -322,7 +340,10 @@ impl<P: Platform> Relay<P> {
     /// first message saying it started) unless it has one; cards that lost their buttons
     /// when it left get them back.
     async fn joined(&mut self, session: &SessionInfo) {
-        if !session.subagent && self.platform.needs_place(&session.id) {
+        let worker = self.owner_of(&session.id).is_some();
+        if worker {
+            // A worker's start and end are its owner's news (`worker_changed`).
+        } else if !session.subagent && self.platform.needs_place(&session.id) {
             let rendered = session_news::started(session, P::PREFIX);
             self.post_about(&session.id, rendered, "start").await;
         } else if self.platform.reopen_place(&session.id).await {
@@ -344,8 +365,10 @@ impl<P: Platform> Relay<P> {
         reason: LeaveReason,
         last: Option<&SessionStatus>,
     ) {
-        // A subagent never got a place of its own: none is made just to say it ended.
-        if !(session.subagent && self.platform.needs_place(&session.id)) {
+        // A subagent never got a place of its own: none is made just to say it ended. A
+        // worker's ending is said in its owner's place by `worker_changed`.
+        let worker = self.owner_of(&session.id).is_some();
+        if !worker && !(session.subagent && self.platform.needs_place(&session.id)) {
             let rendered = session_news::ended(session, reason, last);
             self.post_about(&session.id, rendered, "ending").await;
             self.platform.close_place(&session.id).await;
