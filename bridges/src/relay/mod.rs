@@ -368,7 +368,8 @@ impl<P: Platform> Relay<P> {
         // A subagent never got a place of its own: none is made just to say it ended. A
         // worker's ending is said in its owner's place by `worker_changed`.
         let worker = self.owner_of(&session.id).is_some();
-        if !worker && !(session.subagent && self.platform.needs_place(&session.id)) {
+        let placeless = session.subagent && self.platform.needs_place(&session.id);
+        if !(worker || placeless) {
             let rendered = session_news::ended(session, reason, last);
             self.post_about(&session.id, rendered, "ending").await;
             self.platform.close_place(&session.id).await;
