@@ -58,10 +58,7 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 /// The first 8 characters of a session id: enough to tell sessions apart in a table and
 /// to use as a selector (`shepherd send 3f2a9c1b …`).
 pub fn short_id(id: &str) -> &str {
-    match id.char_indices().nth(8) {
-        Some((end, _)) => &id[..end],
-        None => id,
-    }
+    shepherd_core::protocol::short_id(id)
 }
 
 /// `text` without terminal escape sequences or other control characters (line breaks and
@@ -305,7 +302,9 @@ mod tests {
 
     #[test]
     fn ids_and_paths() {
-        assert_eq!(short_id("3f2a9c1b-77aa-4c1e"), "3f2a9c1b");
+        // The random end of a UUIDv7, not its time-ordered start.
+        assert_eq!(short_id("0193a5c2-7d1e-7b8a-9c3f-1e2d3c4b5a69"), "3c4b5a69");
+        assert_eq!(short_id("0193a5c2-7d1e-7b8a-9c3f-1e2d3c4b5a6a"), "3c4b5a6a");
         assert_eq!(short_id("abc"), "abc");
         assert_eq!(base_name("/home/ada/src/app"), "app");
         assert_eq!(base_name("/home/ada/src/app/"), "app");

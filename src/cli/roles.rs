@@ -269,7 +269,7 @@ mod tests {
         assert!(lines[1].contains(" you "), "{out}");
         assert!(lines[2].starts_with("└ lead"), "{out}");
         assert!(lines[2].contains("manager mara"), "{out}");
-        assert!(lines[2].ends_with("l1111111"), "{out}");
+        assert!(lines[2].ends_with("111111-x"), "{out}");
         assert!(lines[3].starts_with("lead"), "{out}");
         assert!(!out.contains("HOST"), "{out}");
 

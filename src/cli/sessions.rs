@@ -148,7 +148,7 @@ fn event_line(event: &ServerMsg, s: &SessionInfo, now: u64) -> String {
 
 /// The human table.
 pub fn render(sessions: &[SessionInfo], now: u64, width: usize) -> String {
-    let ids = unique_prefixes(sessions.iter().map(|s| s.id.as_str()), MIN_ID);
+    let ids = unique_suffixes(sessions.iter().map(|s| s.id.as_str()), MIN_ID);
     // Linked hosts' sessions say where they run; without any, the column is left out.
     let hosts = sessions.iter().any(|s| s.host.is_some());
     let mut table = Table::new();
@@ -207,28 +207,27 @@ fn repo_branch(s: &SessionInfo) -> String {
     format!("{}@{at}{wt}", base_name(repo))
 }
 
-/// For each id, its shortest prefix of at least `min` characters that no other listed id
-/// shares (the whole id when another id starts with it). Pi's ids are time-ordered
-/// UUIDs, so sessions started in the same minute share their first 8 characters.
-pub fn unique_prefixes<'a>(ids: impl Iterator<Item = &'a str> + Clone, min: usize) -> Vec<&'a str> {
+/// For each id, its shortest end of at least `min` characters that no other listed id
+/// shares (the whole id when another id ends with it). Pi's ids are time-ordered UUIDs:
+/// sessions started together share their start, and differ in their random end, which a
+/// selector may give (`shepherd send 3c4b5a69 …`).
+pub fn unique_suffixes<'a>(ids: impl Iterator<Item = &'a str> + Clone, min: usize) -> Vec<&'a str> {
     ids.clone()
         .map(|id| {
             let chars: Vec<(usize, char)> = id.char_indices().collect();
-            let prefix_at = |n: usize| chars.get(n).map_or(id, |&(end, _)| &id[..end]);
+            let suffix = |n: usize| match chars.len().checked_sub(n) {
+                Some(at) if at > 0 => &id[chars[at].0..],
+                _ => id,
+            };
             let mut n = min;
             while n < chars.len() {
-                let prefix = prefix_at(n);
-                if ids
-                    .clone()
-                    .filter(|other| other.starts_with(prefix))
-                    .count()
-                    <= 1
-                {
+                let end = suffix(n);
+                if ids.clone().filter(|other| other.ends_with(end)).count() <= 1 {
                     break;
                 }
                 n += 1;
             }
-            prefix_at(n)
+            suffix(n)
         })
         .collect()
 }
@@ -278,14 +277,14 @@ mod tests {
     fn a_watched_role_change_says_from_what() {
         let s = SessionInfo {
             role: shepherd_core::protocol::Role::Manager,
-            ..session("0193a5c2-7d1e", "mara")
+            ..session("0193a5c2-7d1e-7b8a-9c3f-1e2d3c4b5a69", "mara")
         };
         let event = ServerMsg::RoleChanged {
             session: s.clone(),
             previous: shepherd_core::protocol::Role::Lead,
         };
         assert!(
-            event_line(&event, &s, 0).ends_with("role     0193a5c2  mara  manager (was lead)"),
+            event_line(&event, &s, 0).ends_with("role     3c4b5a69  mara  manager (was lead)"),
             "{}",
             event_line(&event, &s, 0)
         );
@@ -312,17 +311,22 @@ mod tests {
     }
 
     #[test]
-    fn prefixes_grow_until_unique() {
+    fn ids_show_their_random_end_grown_until_unique() {
         let ids = [
-            "0193a5c2-7d1e-7b8a-9c3f",
-            "0193a5c2-7d2f-7000-0000",
-            "ffee0011-0000",
+            "0193a5c2-7d1e-7b8a-9c3f-1e2d3c4b5a69",
+            "0193a5c2-7d1e-7b8a-9c3f-1e2d3c4b5a6a",
+            "0193a5c2-7d1e-7b8a-9c3f-8f7e6d5c4b3a",
         ];
-        let got = unique_prefixes(ids.iter().copied(), 8);
-        assert_eq!(got, vec!["0193a5c2-7d1", "0193a5c2-7d2", "ffee0011"]);
+        let got = unique_suffixes(ids.iter().copied(), 8);
+        assert_eq!(got, vec!["3c4b5a69", "3c4b5a6a", "6d5c4b3a"]);
         assert_eq!(
-            unique_prefixes(["ab", "abc"].into_iter(), 8),
-            vec!["ab", "abc"]
+            unique_suffixes(["xab", "ab"].into_iter(), 8),
+            vec!["xab", "ab"]
+        );
+        let shared = ["aa-12345678", "bb-12345678"];
+        assert_eq!(
+            unique_suffixes(shared.iter().copied(), 8),
+            vec!["a-12345678", "b-12345678"]
         );
     }
 

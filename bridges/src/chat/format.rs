@@ -119,7 +119,7 @@ pub fn status_icon(s: &SessionInfo) -> &'static str {
 
 /// The first 8 characters of a session id.
 pub fn short_id(id: &str) -> &str {
-    id.char_indices().nth(8).map_or(id, |(end, _)| &id[..end])
+    shepherd_core::protocol::short_id(id)
 }
 
 /// Where a session is: `app@main`, or its directory outside a repository.

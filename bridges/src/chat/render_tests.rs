@@ -178,7 +178,7 @@ fn lists_show_roles_and_whom_asks_are_for() {
 fn the_sessions_list() {
     let a = session("fix-login");
     let mut b = session("<docs> & 📚");
-    b.id = "77aa0000-1111".into();
+    b.id = "77aa0000-1111-2222".into();
     b.connected = false;
     b.status = "thinking".into();
     b.repo = None;
@@ -193,11 +193,11 @@ fn the_sessions_list() {
     assert_eq!(
         r.html,
         "🐑 <b>3 sessions</b> (2 connected)\n\n\
-         🟢 <b>fix-login</b> · idle · <code>3f2a9c1b</code>\n\
+         🟢 <b>fix-login</b> · idle · <code>00000001</code>\n\
          app@main · ctx 21% · connected\n\n\
-         ⚪ <b>&lt;docs&gt; &amp; 📚</b> · offline · <code>77aa0000</code>\n\
+         ⚪ <b>&lt;docs&gt; &amp; 📚</b> · offline · <code>111-2222</code>\n\
          scratch · seen 2h ago · ❓ 2 open asks\n\n\
-         🔧 <b>worker</b> · tool:bash · <code>3f2a9c1b</code>\n\
+         🔧 <b>worker</b> · tool:bash · <code>00000001</code>\n\
          app@main · ctx 21% · connected · ✉️ 1 pending"
     );
     consistent(&r);
@@ -216,7 +216,7 @@ fn one_session_in_detail() {
     let r = session_status_at(&s, NOW);
     assert_eq!(
         r.plain,
-        "🟢 fix-login · idle · 3f2a9c1b\n\
+        "🟢 fix-login · idle · 00000001\n\
          id: 3f2a9c1b-77aa-4c1e-9d2b-000000000001\n\
          repo: app@main (worktree)\n\
          cwd: /home/ada/src/app\n\
@@ -422,7 +422,7 @@ fn topic_names() {
     s.repo = None;
     assert_eq!(topic_name(&s), "two lines");
     s.name = "  ".into();
-    assert_eq!(topic_name(&s), "3f2a9c1b");
+    assert_eq!(topic_name(&s), "00000001", "the id's random end");
     s.name = "界".repeat(200);
     s.repo = Some("/src/app".into());
     let t = topic_name(&s);

@@ -41,7 +41,11 @@ pub fn pick<'a>(
     }
     let matches: Vec<&SessionInfo> = sessions
         .iter()
-        .filter(|s| s.id.starts_with(selector) || s.name == selector)
+        .filter(|s| {
+            s.id.starts_with(selector)
+                || (selector.len() >= 6 && s.id.ends_with(selector))
+                || s.name == selector
+        })
         .collect();
     match matches.as_slice() {
         [one] => Ok(one),

@@ -176,12 +176,19 @@ pub fn staff_tree(members: &[StaffMember], prefix: char) -> (Rendered, Vec<(Sess
     let count = |role: Role| members.iter().filter(|m| m.session.role == role).count() as u64;
     let (chiefs, managers) = (count(Role::Chief), count(Role::Manager));
     let leads = members.len() as u64 - chiefs - managers;
-    h.text("👥 ").bold("Staff").text(&format!(
-        ": {}, {}, {}",
-        plural(chiefs, "chief", "chiefs"),
-        plural(managers, "manager", "managers"),
-        plural(leads, "other session", "other sessions")
-    ));
+    // Only the counts there are: no "0 chiefs".
+    let counts: Vec<String> = [
+        (chiefs, "chief", "chiefs"),
+        (managers, "manager", "managers"),
+        (leads, "other session", "other sessions"),
+    ]
+    .into_iter()
+    .filter(|(n, _, _)| *n > 0)
+    .map(|(n, one, many)| plural(n, one, many))
+    .collect();
+    h.text("👥 ")
+        .bold("Staff")
+        .text(&format!(": {}", counts.join(", ")));
     let ordered = tree_order(members);
     let lines: Vec<(SessionId, Rendered)> = ordered
         .iter()
@@ -313,7 +320,7 @@ mod tests {
         };
         assert_eq!(
             released(&lease).plain,
-            "🔓 Released manager of app from mara (m1111111): it is a lead now; it is away and will be told when it returns."
+            "🔓 Released manager of app from mara (111111-x): it is a lead now; it is away and will be told when it returns."
         );
         let chief = Lease {
             role: Role::Chief,
@@ -450,6 +457,14 @@ mod tests {
         );
         let ids: Vec<&str> = lines.iter().map(|(id, _)| id.as_str()).collect();
         assert_eq!(ids, ["c", "m", "l", "d"]);
+        // Without a chief: no "0 chiefs".
+        let solo = member(session("s", "solo", Role::Lead), None);
+        let (head, _) = staff_tree(&[solo], '/');
+        assert!(
+            head.plain.starts_with("👥 Staff: 1 other session\n"),
+            "{}",
+            head.plain
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Session selectors: how `shepherd send fix-login …` finds a session. Exact id, then a
-//! unique id prefix, then a unique name, then `app@main` (the repository and branch a
-//! listing shows), connected sessions first among names and places. No match and several
+//! unique id prefix, then a unique short id (the id's end, as listings show it), then a
+//! unique name, then `app@main` (the repository and branch a listing shows), connected
+//! sessions first among names and places. No match and several
 //! matches are both errors that list what was found, so the user can be precise.
 
 use rusqlite::Connection;
@@ -46,6 +47,21 @@ impl State {
         }
         if by_prefix.len() > 1 {
             return Err(self.ambiguous(selector, "id prefix", by_prefix));
+        }
+        // The short id a listing shows: the id's end (at least 6 characters).
+        if selector.len() >= 6 && selector.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
+            let by_suffix = store::sessions::named_by_id_suffix(db, selector)?;
+            match by_suffix.len() {
+                0 => {}
+                1 => {
+                    let s = &by_suffix[0];
+                    return Ok(Target {
+                        id: s.id.clone(),
+                        name: s.name.clone(),
+                    });
+                }
+                _ => return Err(self.ambiguous(selector, "short id", by_suffix)),
+            }
         }
         let mut by_name = store::sessions::named_by_name(db, selector)?;
         let mut what = "name";

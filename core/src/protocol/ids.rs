@@ -20,9 +20,26 @@ use serde::{Deserialize, Serialize};
 #[serde(transparent)]
 pub struct SessionId(String);
 
+/// `id` as people see it: its last 8 characters (all of it when shorter); see
+/// [`SessionId::short`].
+pub fn short_id(id: &str) -> &str {
+    let count = id.chars().count();
+    match id.char_indices().nth(count.saturating_sub(8)) {
+        Some((start, _)) => &id[start..],
+        None => id,
+    }
+}
+
 impl SessionId {
     pub fn new(id: impl Into<String>) -> Self {
         SessionId(id.into())
+    }
+
+    /// The id as people see it in listings: its last 8 characters. Pi's ids are UUIDv7,
+    /// whose first characters are the time (sessions started together share them) and
+    /// whose end is random; a selector may give this suffix ([`short_id`]).
+    pub fn short(&self) -> &str {
+        short_id(&self.0)
     }
 
     pub fn as_str(&self) -> &str {

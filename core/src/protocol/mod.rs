@@ -50,7 +50,7 @@ pub use error_code::ErrorCode;
 pub use hosts::{
     AskRef, HerdChief, HostLink, HostMail, LinkState, MAX_HOST_NAME, is_host_name, split_host,
 };
-pub use ids::{AskId, IdError, MAX_ID, MessageId, PairingId, SessionId};
+pub use ids::{AskId, IdError, MAX_ID, MessageId, PairingId, SessionId, short_id};
 pub use messages::{ClientMsg, ServerMsg};
 pub use peek::{Peek, PeekCall, PeekOutput};
 pub use projects::{

@@ -161,6 +161,18 @@ pub fn named_by_id_prefix(conn: &Connection, prefix: &str) -> rusqlite::Result<V
     .collect()
 }
 
+/// Sessions whose id ends with `suffix` (at most 20, most recently seen first): the short
+/// ids listings show are the ids' ends.
+pub fn named_by_id_suffix(conn: &Connection, suffix: &str) -> rusqlite::Result<Vec<Named>> {
+    conn.prepare_cached(
+        "SELECT id, name FROM sessions WHERE length(id) >= length(?1)
+            AND substr(id, length(id) - length(?1) + 1) = ?1
+         ORDER BY last_seen DESC LIMIT 20",
+    )?
+    .query_map([suffix], named)?
+    .collect()
+}
+
 /// Sessions named exactly `name` (at most 20), by id and name.
 pub fn named_by_name(conn: &Connection, name: &str) -> rusqlite::Result<Vec<Named>> {
     conn.prepare_cached(
