@@ -180,11 +180,8 @@ pub fn render_staff(members: &[StaffMember], width: usize) -> String {
         } else {
             "away".to_string()
         };
-        let place = match (&s.repo, &s.branch) {
-            (Some(repo), Some(branch)) => format!("{}@{branch}", base_name(repo)),
-            (Some(repo), None) => base_name(repo).to_string(),
-            (None, _) => "-".to_string(),
-        };
+        // One name for a place everywhere: `app@feat/a`, a linked worktree's too.
+        let place = shepherd_bridges::chat::format::repo_branch(s).unwrap_or_else(|| "-".into());
         let boss = match m.reports_to.to {
             Superior::Human => "you".to_string(),
             to => {

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use shepherd_core::client::ClientError;
 use shepherd_core::protocol::{LeaveReason, ServerMsg, SessionInfo, requests};
 
-use super::format::{ago, base_name, here_or, now_ms, percent, tilde, utc_time_of_day};
+use super::format::{ago, here_or, now_ms, percent, tilde, utc_time_of_day};
 use super::table::{Align, Table};
 use super::{Connection, Ctx, Failure, SessionsArgs, print, print_json, terminal_width};
 
@@ -193,18 +193,14 @@ pub fn render(sessions: &[SessionInfo], now: u64, width: usize) -> String {
 }
 
 /// `app@main`, `app@9f3c2b1` when detached, `app@feature (worktree)` in a linked
-/// worktree, `-` outside a repository. The repository is shown by its directory name.
+/// worktree, `-` outside a repository: the repository by its project (its primary
+/// checkout's directory), as the phones name it.
 fn repo_branch(s: &SessionInfo) -> String {
-    let Some(repo) = &s.repo else {
+    let Some(place) = shepherd_bridges::chat::format::repo_branch(s) else {
         return "-".to_string();
     };
-    let at = match (&s.branch, &s.head) {
-        (Some(branch), _) => branch.clone(),
-        (None, Some(head)) => head.chars().take(7).collect(),
-        (None, None) => "?".to_string(),
-    };
     let wt = if s.worktree { " (worktree)" } else { "" };
-    format!("{}@{at}{wt}", base_name(repo))
+    format!("{place}{wt}")
 }
 
 /// For each id, its shortest end of at least `min` characters that no other listed id

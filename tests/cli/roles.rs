@@ -78,7 +78,7 @@ async fn roles_and_staff_list_leases_and_the_tree() -> Result<()> {
         }
     };
     assert!(
-        role_line.ends_with("cr-mara-  mara  manager (was lead)"),
+        role_line.ends_with("ara-0001  mara  manager (was lead)"),
         "{role_line}"
     );
     follow.kill().await?;
@@ -135,8 +135,9 @@ async fn roles_and_staff_list_leases_and_the_tree() -> Result<()> {
         lines[3].starts_with("  └ lead") && lines[3].contains("manager mara"),
         "{staff}"
     );
+    // One name for the worktree session: its repository's, as everywhere.
     assert!(
-        lines[3].contains("@fix-login") && lines[3].contains("cr-lead-"),
+        lines[3].contains(" app@fix-login ") && lines[3].contains("ead-0001"),
         "{staff}"
     );
     let json = core.cli_json(&["staff"])?;
@@ -215,7 +216,7 @@ async fn roles_release_takes_a_lease_away_and_says_why_not() -> Result<()> {
 
     let out = run(&core, &["roles", "release", "manager", "app"]);
     assert!(
-        out.starts_with("released manager of app from mara (cr-mara-"),
+        out.starts_with("released manager of app from mara (ara-000"),
         "{out}"
     );
     assert!(out.contains("connected; told now"), "{out}");

@@ -167,9 +167,9 @@ async fn sessions_json_and_table() -> Result<()> {
         assert!(lines[0].contains(header), "{header} missing:\n{table}");
     }
     let row = lines.iter().find(|l| l.contains("fix-login")).unwrap();
-    // The two ids share their first 10 characters: the table shows enough to tell them
-    // apart (and to use as a selector).
-    assert!(row.starts_with("sess-aaaa-1  "), "{row}");
+    // The two ids share their first 10 characters: the table shows their ends, which tell
+    // them apart (and select them).
+    assert!(row.starts_with("aaa-1111  "), "{row}");
     assert!(row.contains("app@feature/x"), "{row}");
     assert!(row.contains("21%") && row.contains("manager"), "{row}");
     assert!(row.ends_with("connected"), "{row}");

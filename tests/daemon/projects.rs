@@ -1106,6 +1106,13 @@ async fn with_integrate_deny_only_the_human_integrates() -> Result<()> {
     );
     assert_eq!(rev(&app, "main")?, sha, "the human's integration runs");
     assert!(!Path::new(&a.checkout).exists());
+    // The Manager is told, though it was not asked.
+    let told = next_of_kind(&mut mgr, DeliveryKind::Integration).await?;
+    assert!(
+        told.text.contains("app@feat/a") && told.text.contains(&sha[..7]),
+        "{}",
+        told.text
+    );
     Ok(())
 }
 

@@ -170,6 +170,14 @@ async fn commands_on<P: Phone>(mut phone: P, menu: impl AsyncFn(&P) -> Result<()
     phone.command(&format!("answer far:{} 2", asked.id)).await?;
     let answer = far_lead.next_delivery(PHONE_WAIT).await?;
     assert_eq!(answer.text, "drop");
+    // Acknowledged where it was typed (the main timeline), not only on the card.
+    let ack = phone
+        .bot_says(|m| {
+            m.text
+                .contains(&format!("✅ answered #far:{}: drop", asked.id))
+        })
+        .await?;
+    assert_eq!(ack.place, None, "{}", ack.text);
     far_lead.ack(&[answer.id]).await?;
     // The far session's place (where its cards are) steers it, as a local one's does; its
     // name says its host where places have names.

@@ -160,8 +160,10 @@ async fn project_work_on(mut phone: impl Phone, manager_id: &str) -> Result<()> 
         outcome.text
     );
     mgr.ack(&[outcome.id]).await?;
+    // The card says it was denied (not "answered"), with the reason.
+    let denied = format!("⛔ denied by {}: not yet: add a test first", phone.human());
     phone
-        .bot_says(|m| m.id == card.id && m.text.contains("not yet: add a test first"))
+        .bot_says(|m| m.id == card.id && m.text.contains(&denied))
         .await?;
     assert_eq!(tip(&repo, "main")?, main_before, "denied: main unchanged");
 
@@ -179,9 +181,9 @@ async fn project_work_on(mut phone: impl Phone, manager_id: &str) -> Result<()> 
     let outcome = next_of_kind(&mut mgr, DeliveryKind::Integration).await?;
     mgr.ack(&[outcome.id]).await?;
     assert_eq!(tip(&repo, "main")?, sha, "approved: main fast-forwarded");
-    let answered_by = format!("answered by {}", phone.human());
+    let approved_by = format!("✅ approved by {}", phone.human());
     phone
-        .bot_says(|m| m.id == card.id && m.text.contains(&answered_by))
+        .bot_says(|m| m.id == card.id && m.text.contains(&approved_by))
         .await?;
     let retired = phone
         .bot_says(|m| m.text.contains("✅ app@feat/a integrated at"))

@@ -10,6 +10,7 @@
 //! (its buttons hang on it and it is edited in place), so long questions and details are
 //! cut; reports and lists may be long, and the bridge splits them ([`super::split`]).
 
+use shepherd_core::protocol::projects::{APPROVE_ANSWERS, INTEGRATION_OPTIONS};
 use shepherd_core::protocol::{Ask, AskState, CoreStatus, Millis, Report, ReportKind, SessionInfo};
 
 use super::commands::{COMMANDS, OPTION_KEYS, UsageError};
@@ -122,11 +123,33 @@ pub fn answered_card_for(
 ) -> Rendered {
     let mut h = card_for(ask, session, label);
     let answer = ask.answer.as_deref().unwrap_or("");
-    let by = match &ask.answered_by {
-        Some(by) => format!("✅ answered by {}: ", truncate(&one_line(by), NAME)),
-        None => "✅ answered: ".to_string(),
+    let who = ask
+        .answered_by
+        .as_deref()
+        .map(|by| format!(" by {}", truncate(&one_line(by), NAME)))
+        .unwrap_or_default();
+    // An approve-or-deny question (an integration's) says which it was.
+    let approval = ask.options == INTEGRATION_OPTIONS;
+    let approved = APPROVE_ANSWERS
+        .iter()
+        .any(|a| answer.trim().eq_ignore_ascii_case(a));
+    match (approval, approved) {
+        (true, true) => h.text(&format!("✅ approved{who}")),
+        (true, false) => {
+            let reason = match answer.trim() {
+                r if r.eq_ignore_ascii_case("deny") || r.eq_ignore_ascii_case("denied") => "",
+                r => r,
+            };
+            h.text(&format!("⛔ denied{who}"));
+            if !reason.is_empty() {
+                h.text(": ").bold(&truncate(reason, CARD_ANSWER));
+            }
+            &mut h
+        }
+        (false, _) => h
+            .text(&format!("✅ answered{who}: "))
+            .bold(&truncate(answer, CARD_ANSWER)),
     };
-    h.text(&by).bold(&truncate(answer, CARD_ANSWER));
     h.into()
 }
 

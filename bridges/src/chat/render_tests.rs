@@ -94,6 +94,27 @@ fn an_answered_card_shows_who_and_what() {
 }
 
 #[test]
+fn an_integration_card_says_approved_or_denied_not_answered() {
+    let question = || ask("Integrate app@feat/a?", &["approve", "deny"]);
+    let card = |answer: &str| answered_card(&answered(question(), answer, "ada")).plain;
+    assert!(
+        card("deny").ends_with("⛔ denied by ada"),
+        "{}",
+        card("deny")
+    );
+    let denied = card("not before the release");
+    assert!(
+        denied.ends_with("⛔ denied by ada: not before the release"),
+        "{denied}"
+    );
+    assert!(
+        card("Approve").ends_with("✅ approved by ada"),
+        "{}",
+        card("Approve")
+    );
+}
+
+#[test]
 fn the_largest_cards_fit_one_telegram_message() {
     let long = "界😀<&>".repeat(2000);
     let options: Vec<String> = (0..10).map(|i| format!("{i}{}", "😀".repeat(60))).collect();

@@ -96,7 +96,8 @@ impl Relay<Matrix> {
                     .await
             }
             Action::Answer { ask, text, thread } => {
-                self.reply_to_ask(&ask, &text, &by, thread).await
+                // A reply to the card: the card's edit confirms it.
+                self.reply_to_ask(&ask, &text, &by, thread).await;
             }
             Action::Approval { approval, key } => {
                 let Some(decision) = crate::matrix::bridge::approval_decision(&key) else {

@@ -487,7 +487,16 @@ impl<P: Platform> Relay<P> {
         match commands::answer(&mut self.core, command, P::PREFIX, here, now).await {
             CommandReply::Say(reply) => self.say(place, reply).await,
             CommandReply::Steer { session, text } => self.steer(&session, &text, by, place).await,
-            CommandReply::Answer { ask, text } => self.reply_to_ask(&ask, &text, by, place).await,
+            CommandReply::Answer { ask, text } => {
+                // Typed as a command (not a reply to its card): said where it was typed.
+                if let Some(answer) = self.reply_to_ask(&ask, &text, by, place.clone()).await {
+                    let said = format!(
+                        "✅ answered #{ask}: {}",
+                        crate::chat::format::truncate(&answer, 300)
+                    );
+                    self.say(place, plain(said)).await;
+                }
+            }
             CommandReply::Staff { head, lines } => {
                 self.say(place.clone(), head).await;
                 for (session, line) in lines {
@@ -539,31 +548,40 @@ impl<P: Platform> Relay<P> {
 
     /// A reply to an ask: `2`, `#2`, `2️⃣` or an option's text picks that option;
     /// anything else is free text.
+    /// Answer `ask` with `text` (an option's number picks that option); the answer given,
+    /// or `None` when refused (said at `place`).
     pub async fn reply_to_ask(
         &mut self,
         ask: &AskRef,
         text: &str,
         by: &str,
         place: Option<P::Place>,
-    ) {
+    ) -> Option<String> {
         let answer = match self.ask(ask).await {
             Some(ask) => {
                 chat_commands::answer_text(&ask, text).unwrap_or_else(|| text.trim().to_string())
             }
             None => text.trim().to_string(),
         };
-        self.answer(ask, &answer, by, place).await;
+        self.answer(ask, &answer, by, place).await.then_some(answer)
     }
 
-    /// Answer an ask; a refusal is said at `place`.
-    pub async fn answer(&mut self, ask: &AskRef, answer: &str, by: &str, place: Option<P::Place>) {
+    /// Answer an ask; a refusal is said at `place`. True when the core took it.
+    pub async fn answer(
+        &mut self,
+        ask: &AskRef,
+        answer: &str,
+        by: &str,
+        place: Option<P::Place>,
+    ) -> bool {
         match self.core.answer(ask, answer, by).await {
-            Ok(()) => {} // The card's edit (from the ask_answered event) is the confirmation.
+            Ok(()) => return true, // The card's edit (ask_answered) confirms it on the card.
             Err(e) if e.code() == Some(ErrorCode::AlreadyAnswered) => {
                 self.say(place, plain(already_answered_text(&e))).await;
             }
             Err(e) => self.say(place, plain(format!("Not answered: {e}"))).await,
         }
+        false
     }
 
     /// Steer a session with what the human wrote at `place`.

@@ -8,6 +8,14 @@ use serde::{Deserialize, Serialize};
 pub use super::ids::AssignmentId;
 use super::{AskId, Lease, Millis, SessionId, UsageTotals, WorkerBackend};
 
+/// The options of the human's question that approves an integration (`integrate =
+/// "ask"`): approve it, or deny it (a reply other than an approval is the reason).
+pub const INTEGRATION_OPTIONS: [&str; 2] = ["approve", "deny"];
+
+/// The answers to that question that approve the integration (case aside); any other
+/// denies it.
+pub const APPROVE_ANSWERS: &[&str] = &["approve", "approved", "yes", "y", "ok", "👍"];
+
 /// Where an assignment stands. Only a successful removal of its checkout (by shepherd, or
 /// proved by a complete worktree inventory) retires it.
 #[cfg_attr(test, derive(schemars::JsonSchema))]

@@ -31,8 +31,8 @@ use crate::protocol::{
 use crate::store;
 use crate::store::projects::{Approval, AssignmentRow};
 
-/// The answers that approve an integration (anything else denies it).
-const APPROVALS: &[&str] = &["approve", "approved", "yes", "y", "ok", "👍"];
+// The answers that approve an integration (anything else denies it).
+use crate::protocol::projects::{APPROVE_ANSWERS as APPROVALS, INTEGRATION_OPTIONS};
 
 /// One integration on its way through the git lane.
 struct Run {
@@ -149,11 +149,11 @@ impl State {
                 self.queue_integration(&row, run(format!("the manager {}", me.name), false), out);
                 Ok(())
             }
+            // The Manager hears of its branch integrated by the human, asked or not.
             Actor::Human => {
                 let by = self.human_label(cx.conn, cx.kind, None);
-                let waited =
-                    self.settle_approvals(&row, &format!("integrated by {by}"), db, out)?;
-                self.queue_integration(&row, run(by, waited), out);
+                self.settle_approvals(&row, &format!("integrated by {by}"), db, out)?;
+                self.queue_integration(&row, run(by, true), out);
                 Ok(())
             }
         }
@@ -217,7 +217,7 @@ impl State {
             details.push_str(&format!("\n… and {} more", plan.more));
         }
         details.push_str("\nApprove to fast-forward; reply with a reason to deny.");
-        let options = vec!["approve".to_string(), "deny".to_string()];
+        let options = INTEGRATION_OPTIONS.map(str::to_string).to_vec();
         let ask_id = store::asks::insert(
             db,
             &manager,
@@ -307,7 +307,7 @@ impl State {
     }
 
     /// The human integrates directly: open approval asks for this assignment are settled.
-    /// Returns whether any was waiting (the Manager then hears the outcome).
+    /// Returns whether any was waiting.
     fn settle_approvals(
         &mut self,
         row: &AssignmentRow,
