@@ -321,10 +321,18 @@ async fn status_lists_the_bridge_and_a_broken_config_refuses_to_start() -> Resul
 
 /// With only a bot token (nobody allowed, no chat), `up` runs the bridge in pairing mode:
 /// whoever writes to the bot privately gets their numeric id and the settings that allow
-/// it, and nobody is served (a session's report goes nowhere).
+/// it, a command in a group gets the same with that group's chat id, and nobody is served
+/// (a session's report goes nowhere).
 #[tokio::test]
 async fn a_token_alone_runs_pairing_mode_which_tells_a_writer_their_id() -> Result<()> {
-    let tg = ada_alone().await?;
+    let ada = FakeUser::new(ADA, "Ada").with_username("ada");
+    let tg = FakeTelegram::start(
+        FakeTelegramOptions::default()
+            .user(ada.clone())
+            .private_chat(ada)
+            .forum(FORUM, "team"),
+    )
+    .await?;
     let api = tg.api_url();
     let core = Core::start_with(&[
         ("SHEPHERD_TELEGRAM_TOKEN", tg.token()),
@@ -351,6 +359,20 @@ async fn a_token_alone_runs_pairing_mode_which_tells_a_writer_their_id() -> Resu
     assert!(core.log().contains("pairing mode"), "{}", core.log());
     let sent = tg.messages(ADA);
     assert_eq!(sent.len(), 1, "only the pairing reply: {sent:?}");
+
+    // In a group, a command gets the same with the group's chat id; other text nothing.
+    tg.inject_message(UserMessage::new(FORUM, ADA, "just chatting"))?;
+    tg.inject_message(UserMessage::new(FORUM, ADA, "/start@shepherd_test_bot"))?;
+    let reply = tg
+        .wait_for_message(FORUM, WAIT, |m| m.text.contains("user id is 4242"))
+        .await?;
+    assert!(
+        reply.text.contains(&format!("chat_id = {FORUM}")),
+        "{}",
+        reply.text
+    );
+    assert!(reply.text.contains("allowed_users = [4242]"), "{}", reply.text);
+    assert_eq!(tg.messages(FORUM).len(), 1, "no answer to plain text");
     let status = core.cli_json(&["status"])?;
     assert_eq!(
         status["bridges"].as_array().map(Vec::len),

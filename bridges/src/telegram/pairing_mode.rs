@@ -3,13 +3,15 @@
 //! With a bot token but no `telegram.allowed_users`, the bridge serves nobody: no session's
 //! asks, reports or steers go through it. It answers every private message with the
 //! sender's numeric Telegram id and the two settings that allow it, so a first-time user
-//! learns their id from the bot itself instead of a third-party bot or the log. Messages
-//! in groups are ignored (an id there would invite strangers). The update offset is kept
-//! like the relay's, so a restart does not answer the same message twice.
+//! learns their id from the bot itself instead of a third-party bot or the log. In a group
+//! (a forum, for one topic per session) only a command gets an answer, the same with that
+//! group's chat id: other messages there are ignored. The update offset is kept like the
+//! relay's, so a restart does not answer the same message twice.
 
 use std::path::Path;
 
 use teloxide::Bot;
+use teloxide::payloads::SendMessageSetters;
 use teloxide::prelude::Requester;
 use teloxide::types::{ChatKind, Update, UpdateKind, User};
 use tokio::sync::mpsc;
@@ -18,19 +20,28 @@ use tokio_util::sync::CancellationToken;
 use super::store::BridgeStore;
 use super::{TelegramError, poller};
 
-/// What the bot says to `user`, who wrote to it in a private chat.
-pub fn reply(user: &User) -> String {
+/// What the bot says to `user`, who wrote to it in a private chat (`group`: `None`) or
+/// sent a command in group `group`.
+pub fn reply(user: &User, group: Option<i64>) -> String {
     let id = user.id.0;
+    let (chat, here) = match group {
+        None => (id as i64, "this chat".to_string()),
+        Some(g) => (g, format!("this group (chat id {g})")),
+    };
+    let topics = match group {
+        Some(_) => "\nWith topics turned on in the group, each session gets a topic of its own.\n",
+        None => "",
+    };
     format!(
         "👋 This shepherd bot has no allowed users yet, so it serves nobody.\n\
          Your Telegram user id is {id}.\n\n\
-         To use shepherd from this chat, add to shepherd's config file \
+         To use shepherd from {here}, add to shepherd's config file \
          (`shepherd doctor` shows where):\n\n\
          [telegram]\n\
          allowed_users = [{id}]\n\
-         chat_id = {id}\n\n\
-         (or set SHEPHERD_TELEGRAM__ALLOWED_USERS='[{id}]' and SHEPHERD_TELEGRAM__CHAT_ID={id}), \
-         then run `shepherd restart`."
+         chat_id = {chat}\n\n\
+         (or set SHEPHERD_TELEGRAM__ALLOWED_USERS='[{id}]' and SHEPHERD_TELEGRAM__CHAT_ID={chat}), \
+         then run `shepherd restart`.{topics}"
     )
 }
 
@@ -72,19 +83,31 @@ async fn answer(bot: &Bot, update: Update) {
     let UpdateKind::Message(msg) = update.kind else {
         return;
     };
-    let (Some(user), ChatKind::Private(_)) = (msg.from.as_ref(), &msg.chat.kind) else {
-        tracing::info!(
-            chat = msg.chat.id.0,
-            "telegram (pairing mode): ignored a message outside a private chat"
-        );
+    let Some(user) = msg.from.as_ref() else {
         return;
+    };
+    let group = match &msg.chat.kind {
+        ChatKind::Private(_) => None,
+        // In a group, only a command is answered (with the group's id).
+        _ if msg.text().is_some_and(|t| t.starts_with('/')) => Some(msg.chat.id.0),
+        _ => {
+            tracing::info!(
+                chat = msg.chat.id.0,
+                "telegram (pairing mode): ignored a message in a group that is no command"
+            );
+            return;
+        }
     };
     tracing::warn!(
         user = user.id.0,
         username = ?user.username,
         "telegram (pairing mode): a user wrote; add their id to telegram.allowed_users to let them in"
     );
-    if let Err(e) = bot.send_message(msg.chat.id, reply(user)).await {
+    let mut send = bot.send_message(msg.chat.id, reply(user, group));
+    if let Some(thread) = msg.thread_id {
+        send = send.message_thread_id(thread);
+    }
+    if let Err(e) = send.await {
         tracing::warn!(error = %e, "telegram (pairing mode): could not answer");
     }
 }
@@ -106,10 +129,15 @@ mod tests {
             is_premium: false,
             added_to_attachment_menu: false,
         };
-        let text = reply(&user);
+        let text = reply(&user, None);
         assert!(text.contains("Your Telegram user id is 4242."), "{text}");
         assert!(text.contains("allowed_users = [4242]"), "{text}");
         assert!(text.contains("chat_id = 4242"), "{text}");
         assert!(text.contains("shepherd restart"), "{text}");
+        // In a group: that group's id as the chat.
+        let text = reply(&user, Some(-1001234567));
+        assert!(text.contains("allowed_users = [4242]"), "{text}");
+        assert!(text.contains("chat_id = -1001234567"), "{text}");
+        assert!(text.contains("this group (chat id -1001234567)"), "{text}");
     }
 }
