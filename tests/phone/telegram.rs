@@ -371,7 +371,11 @@ async fn a_token_alone_runs_pairing_mode_which_tells_a_writer_their_id() -> Resu
         "{}",
         reply.text
     );
-    assert!(reply.text.contains("allowed_users = [4242]"), "{}", reply.text);
+    assert!(
+        reply.text.contains("allowed_users = [4242]"),
+        "{}",
+        reply.text
+    );
     assert_eq!(tg.messages(FORUM).len(), 1, "no answer to plain text");
     let status = core.cli_json(&["status"])?;
     assert_eq!(

@@ -24,7 +24,8 @@ use super::html::{Html, escape_into};
 /// `text` (Markdown) as chat HTML and its plain twin.
 pub fn markdown(text: &str) -> Html {
     let mut w = Writer::new(text);
-    let parser = Parser::new_ext(text, Options::ENABLE_TASKLISTS).into_offset_iter();
+    let options = Options::ENABLE_TASKLISTS | Options::ENABLE_TABLES;
+    let parser = Parser::new_ext(text, options).into_offset_iter();
     for (event, range) in parser {
         w.event(event, range.start);
     }
@@ -81,6 +82,9 @@ struct Writer<'s> {
     /// A code block's language and text, or an HTML block's text, collected to its end.
     code: Option<(Option<String>, String)>,
     raw_block: Option<String>,
+    /// A table's rows of cells (their text only), collected to its end and written as an
+    /// aligned code block: chats have no tables.
+    table: Option<Vec<Vec<String>>>,
 }
 
 impl<'s> Writer<'s> {
@@ -97,10 +101,30 @@ impl<'s> Writer<'s> {
             quote_plain_start: 0,
             code: None,
             raw_block: None,
+            table: None,
         }
     }
 
     fn event(&mut self, event: Event<'_>, at: usize) {
+        if let Some(rows) = &mut self.table {
+            match event {
+                Event::Start(Tag::TableHead | Tag::TableRow) => rows.push(Vec::new()),
+                Event::Start(Tag::TableCell) => {
+                    if let Some(row) = rows.last_mut() {
+                        row.push(String::new());
+                    }
+                }
+                Event::End(TagEnd::Table) => self.end_table(),
+                Event::Text(text) | Event::Code(text) | Event::InlineHtml(text) => {
+                    if let Some(cell) = rows.last_mut().and_then(|r| r.last_mut()) {
+                        cell.push_str(&text);
+                    }
+                }
+                // Emphasis, links and the like inside a cell: their text only.
+                _ => {}
+            }
+            return;
+        }
         match event {
             Event::Start(tag) => self.start(tag, at),
             Event::End(tag) => self.end(tag),
@@ -197,9 +221,54 @@ impl<'s> Writer<'s> {
                     plain_start: self.plain.len(),
                 });
             }
-            // Not enabled (tables, footnotes, …): their text is kept.
+            Tag::Table(_) => {
+                self.block(at);
+                self.table = Some(Vec::new());
+            }
+            // Not enabled (footnotes, …): their text is kept.
             _ => {}
         }
+    }
+
+    /// A table's end: its rows as an aligned code block, the header underlined.
+    fn end_table(&mut self) {
+        let Some(rows) = self.table.take() else {
+            return;
+        };
+        let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+        let width = |c: usize| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|cell| cell.trim().chars().count())
+                .max()
+                .unwrap_or(0)
+        };
+        let widths: Vec<usize> = (0..columns).map(width).collect();
+        let line = |row: &[String]| {
+            let cells: Vec<String> = (0..columns)
+                .map(|c| {
+                    let cell = row.get(c).map_or("", |s| s.trim());
+                    let pad = widths[c].saturating_sub(cell.chars().count());
+                    format!("{cell}{}", " ".repeat(pad))
+                })
+                .collect();
+            cells.join("  ").trim_end().to_string()
+        };
+        let mut lines = Vec::new();
+        for (i, row) in rows.iter().enumerate() {
+            lines.push(line(row));
+            if i == 0 {
+                let rule: Vec<String> = widths.iter().map(|w| "-".repeat((*w).max(1))).collect();
+                lines.push(rule.join("  "));
+            }
+        }
+        self.flush();
+        let mut pre = Html::new();
+        pre.pre(&lines.join("\n"), None);
+        let (html, plain) = pre.finish();
+        self.html.push_str(&html);
+        self.plain.push_str(&plain);
+        self.fresh = false;
     }
 
     fn end(&mut self, tag: TagEnd) {

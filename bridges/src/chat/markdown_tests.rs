@@ -232,3 +232,14 @@ fn blocks_keep_the_author_s_spacing() {
     check("", "", "", "");
     check("  \n\n ", "", "", "");
 }
+
+#[test]
+fn a_table_is_an_aligned_code_block() {
+    let (html, plain) = markdown(
+        "Results:\n\n| test | time |\n|---|---:|\n| `login` | 3 s |\n| *signup* flow | 12 s |\n\nDone.",
+    )
+    .finish();
+    let table = "test         time\n-----------  ----\nlogin        3 s\nsignup flow  12 s";
+    assert_eq!(plain, format!("Results:\n\n{table}\n\nDone."));
+    assert_eq!(html, format!("Results:\n\n<pre>{table}</pre>\n\nDone."));
+}

@@ -176,7 +176,15 @@ fn card_for(ask: &Ask, session: Option<&SessionInfo>, label: Option<&str>) -> Ht
         }
         None => {}
     }
-    h.line().bold(&truncate(ask.question.trim(), CARD_QUESTION));
+    // The question is Markdown, rendered as reports are; a one-line one in bold.
+    let (question, plain) = markdown(&truncate(ask.question.trim(), CARD_QUESTION)).finish();
+    let blocks = ["\n", "<pre", "<blockquote", "<b>"]
+        .iter()
+        .any(|tag| question.contains(tag));
+    match blocks {
+        true => h.line().raw(&question, &plain),
+        false => h.line().raw(&format!("<b>{question}</b>"), &plain),
+    };
     if let Some(details) = ask
         .details
         .as_deref()

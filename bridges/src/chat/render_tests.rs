@@ -94,6 +94,33 @@ fn an_answered_card_shows_who_and_what() {
 }
 
 #[test]
+fn an_ask_question_is_markdown_like_a_report() {
+    let one = ask_card(&ask("Keep `login()` as *it is*?", &["yes", "no"]), None);
+    assert!(
+        one.rendered()
+            .html
+            .contains("<b>Keep <code>login()</code> as <i>it is</i>?</b>"),
+        "{}",
+        one.rendered().html
+    );
+    // Bold inside is not nested in the line's bold.
+    let strong = ask_card(&ask("Ship **now**?", &[]), None).rendered();
+    assert!(
+        strong.html.contains("\nShip <b>now</b>?\n"),
+        "{}",
+        strong.html
+    );
+    let table = ask("Which?\n\n| a | b |\n|---|---|\n| 1 | 2 |", &[]);
+    let r = ask_card(&table, None).rendered();
+    assert!(
+        r.html.contains("Which?\n\n<pre>a  b\n-  -\n1  2</pre>"),
+        "{}",
+        r.html
+    );
+    consistent(&r);
+}
+
+#[test]
 fn an_integration_card_says_approved_or_denied_not_answered() {
     let question = || ask("Integrate app@feat/a?", &["approve", "deny"]);
     let card = |answer: &str| answered_card(&answered(question(), answer, "ada")).plain;
