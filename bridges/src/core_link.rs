@@ -205,9 +205,10 @@ impl CoreLink {
     /// `list_projects` as a bridge: every repository with assignments (not retired), with
     /// ahead/behind and the Leads' usage filled in; this core's and every connected
     /// linked host's.
-    pub async fn projects(&mut self) -> Reply<Herd<Project>> {
+    pub async fn projects(&mut self, all: bool) -> Reply<Herd<Project>> {
         self.herd(|host| requests::ListProjects {
             host,
+            all,
             ..Default::default()
         })
         .await

@@ -426,6 +426,10 @@ pub struct ProjectsArgs {
     /// machine's.
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
+    /// Retired work too: each integrated assignment with its sha and date, and those
+    /// retired without integration.
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// `shepherd reports`.

@@ -132,7 +132,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Close { worker } => workers::close(ctx, &worker).await,
         Command::Attach { worker } => workers::attach(ctx, &worker).await,
         Command::Usage(args) => usage::run(ctx, &args).await,
-        Command::Projects(args) => projects::run(ctx, args.host.as_deref()).await,
+        Command::Projects(args) => projects::run(ctx, args.host.as_deref(), args.all).await,
         Command::Integrate(args) => integrate::run(ctx, &args).await,
         Command::Resume(args) => lead::resume(ctx, &args).await,
         Command::StopLead(args) => lead::stop(ctx, &args).await,

@@ -2,7 +2,8 @@
 //!
 //! Project work as the core lists it (`list_projects`): per repository its name, primary
 //! worktree, primary branch and Manager (or `no manager`), then each work assignment that
-//! is not retired: branch, state, its Lead's state, the last update (age and first line),
+//! is not retired (`--all`: the retired ones too, integrated at which sha and when): branch,
+//! state, its Lead's state, the last update (age and first line),
 //! ahead/behind the primary branch, open asks, and tokens and cost of the Lead's tree; an
 //! assignment whose checkout git still records but not at its path is marked `checkout
 //! moved or missing`, with what git records and how to repair it on a line below.
@@ -11,7 +12,7 @@
 
 use std::process::ExitCode;
 
-use shepherd_core::protocol::{Assignment, Project, requests};
+use shepherd_core::protocol::{Assignment, AssignmentState, Project, requests};
 
 use super::format::{ago, now_ms};
 use super::table::{Align, Table};
@@ -22,12 +23,13 @@ pub const NONE: &str = "no project work yet: run `/manager` in a Pi session in a
                         primary worktree, then have that Manager call delegate_project (a \
                         branch, its own worktree and a Lead working on it)\n";
 
-/// Run `shepherd projects` (`host`: a linked host's).
-pub async fn run(ctx: &Ctx, host: Option<&str>) -> anyhow::Result<ExitCode> {
+/// Run `shepherd projects [--all]` (`host`: a linked host's).
+pub async fn run(ctx: &Ctx, host: Option<&str>, all: bool) -> anyhow::Result<ExitCode> {
     let mut conn = ctx.connect().await?;
     let projects = conn
         .herd_list(host, |host| requests::ListProjects {
             host,
+            all,
             ..Default::default()
         })
         .await?;
@@ -102,6 +104,17 @@ fn assignments(list: &[Assignment], now: u64, width: usize) -> String {
         }
         if a.checkout_missing.is_some() {
             state.push_str(" (checkout moved or missing)");
+        }
+        // Retired work (`--all`): integrated at which commit, when.
+        if a.state == AssignmentState::Retired {
+            state = match &a.integrated_sha {
+                Some(sha) => format!(
+                    "integrated at {} {}",
+                    &sha[..sha.len().min(7)],
+                    ago(a.updated_at, now)
+                ),
+                None => format!("retired {}", ago(a.updated_at, now)),
+            };
         }
         let ahead_behind = match (a.ahead, a.behind) {
             (None, None) => "-".to_string(),

@@ -190,6 +190,16 @@ async fn project_work_on(mut phone: impl Phone, manager_id: &str) -> Result<()> 
         .await
         .with_context(|| core.log())?;
     assert_eq!(retired.place.as_ref(), Some(&place));
+    // Retired work is kept in the listings that ask for it: its sha and when.
+    let integrated = format!("integrated at {}", &sha[..7]);
+    phone.command("projects all").await?;
+    phone
+        .bot_says(|m| m.text.contains("app@feat/a") && m.text.contains(&integrated))
+        .await?;
+    let listed = String::from_utf8_lossy(&core.cli(&["projects", "--all"]).stdout).into_owned();
+    assert!(listed.contains(&integrated), "{listed}");
+    let open_only = String::from_utf8_lossy(&core.cli(&["projects"]).stdout).into_owned();
+    assert!(!open_only.contains(&integrated), "{open_only}");
 
     // The update was said once; of the assignment's changes, the delegation, its Lead
     // running and its retirement, once each, in the Manager's place. Counted once a

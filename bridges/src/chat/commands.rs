@@ -92,7 +92,7 @@ pub const COMMANDS: [CommandSpec; 21] = [
     },
     CommandSpec {
         name: "projects",
-        args: "",
+        args: "[all]",
         about: "project work: each repository's manager and assignments, with state, Lead, last update, ahead/behind, asks and cost",
     },
     CommandSpec {
@@ -167,8 +167,9 @@ pub enum ChatCommand {
     Release { role: Role, project: Option<String> },
     /// The managed workers, as each owner's tree.
     Workers,
-    /// Project work: each repository's Manager and assignments.
-    Projects,
+    /// Project work: each repository's Manager and assignments (`all`: the retired ones
+    /// too).
+    Projects { all: bool },
     /// The linked hosts: each link's state, round trip, sessions and open asks.
     Hosts,
     /// Close a managed worker (its label or `#id`), or a session `new` or `continue`
@@ -476,7 +477,9 @@ pub fn parse(text: &str, prefix: char, bot_username: Option<&str>) -> Option<Cha
         "staff" => ChatCommand::Staff,
         "release" => release(args),
         "workers" => ChatCommand::Workers,
-        "projects" => ChatCommand::Projects,
+        "projects" => ChatCommand::Projects {
+            all: args.eq_ignore_ascii_case("all"),
+        },
         "hosts" => ChatCommand::Hosts,
         "close" => ChatCommand::Close(Some(unquote(args)).filter(|s| !s.is_empty())),
         "new" => new_session(args),
@@ -1177,8 +1180,14 @@ mod tests {
     fn workers_and_close_parse() {
         assert_eq!(parse("/workers", '/', None), Some(ChatCommand::Workers));
         assert_eq!(parse("!workers", '!', None), Some(ChatCommand::Workers));
-        assert_eq!(parse("/projects", '/', None), Some(ChatCommand::Projects));
-        assert_eq!(parse("!Projects", '!', None), Some(ChatCommand::Projects));
+        assert_eq!(
+            parse("/projects", '/', None),
+            Some(ChatCommand::Projects { all: false })
+        );
+        assert_eq!(
+            parse("!Projects all", '!', None),
+            Some(ChatCommand::Projects { all: true })
+        );
         assert_eq!(parse("/hosts", '/', None), Some(ChatCommand::Hosts));
         assert_eq!(parse("!hosts", '!', None), Some(ChatCommand::Hosts));
         assert_eq!(

@@ -119,6 +119,18 @@ fn project_heading(h: &mut Html, p: &Project) {
 /// Two lines: `└ 🟢 app@feat/a · active · Lead running · 2 ahead, 0 behind · ❓ 1 open ask
 /// · 12,345 tokens · $0.0123`, then `   last update 3m ago: …` (or `no update yet`).
 fn assignment_entry(h: &mut Html, a: &Assignment, now: Millis) {
+    // Retired work (`/projects all`): integrated at which commit and when, one line.
+    if a.state == AssignmentState::Retired {
+        let how = match &a.integrated_sha {
+            Some(sha) => format!("integrated at {}", &sha[..sha.len().min(7)]),
+            None => "retired without integration".to_string(),
+        };
+        h.line()
+            .text(&format!("└ {} ", state_icon(a)))
+            .bold(&tag(a))
+            .text(&format!(" · {how} · {}", ago(a.updated_at, now)));
+        return;
+    }
     h.line()
         .text(&format!("└ {} ", state_icon(a)))
         .bold(&tag(a))

@@ -112,7 +112,7 @@ pub async fn answer(
             }
         }
         ChatCommand::Workers => return workers_here(link, prefix, now).await,
-        ChatCommand::Projects => match link.projects().await {
+        ChatCommand::Projects { all } => match link.projects(all).await {
             Ok(herd) => {
                 let list = projects::projects_list(&herd.items, now, prefix);
                 match hosts::left_out(&herd.missing) {

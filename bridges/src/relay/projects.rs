@@ -67,7 +67,7 @@ impl<P: Platform> Relay<P> {
 
     /// After (re)connecting: the assignments as they are now, said nowhere.
     pub(super) async fn resync_projects(&mut self) {
-        match self.core.projects().await {
+        match self.core.projects(false).await {
             Ok(herd) => {
                 for a in herd.items.into_iter().flat_map(|p| p.assignments) {
                     self.projects.assignments.insert(key(&a), a);

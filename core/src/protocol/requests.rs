@@ -826,6 +826,10 @@ pub struct ListProjects {
     /// `cli`, `bridge`: a linked host's (the home core asks that host's core).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The retired assignments too (integrated, with their sha, or retired without),
+    /// after the open ones.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
 }
 
 /// The hosts this core links to (`[[hosts]]`), each with where its link stands, its

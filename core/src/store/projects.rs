@@ -228,6 +228,20 @@ pub fn open_by_checkout(conn: &Connection, path: &str) -> rusqlite::Result<Optio
 }
 
 /// Open assignments (of one repository, or all), oldest first.
+/// The retired assignments (of `repo_id`, when given), the newest first, at most `limit`.
+pub fn list_retired(
+    conn: &Connection,
+    repo_id: Option<&str>,
+    limit: u32,
+) -> rusqlite::Result<Vec<AssignmentRow>> {
+    conn.prepare_cached(&format!(
+        "{SELECT} WHERE a.state = 'retired' AND (?1 IS NULL OR a.repo_id = ?1)
+            ORDER BY a.updated_at DESC, a.id DESC LIMIT ?2"
+    ))?
+    .query_map(params![repo_id, limit], from_row)?
+    .collect()
+}
+
 pub fn list_open(conn: &Connection, repo_id: Option<&str>) -> rusqlite::Result<Vec<AssignmentRow>> {
     conn.prepare_cached(&format!(
         "{SELECT} WHERE a.state != 'retired' AND (?1 IS NULL OR a.repo_id = ?1)

@@ -653,6 +653,11 @@ export interface ListProjectsMsg {
   id: number;
   /** `cli`, `bridge`: a linked host's (the home core asks that host's core). */
   host?: string | null;
+  /**
+   * The retired assignments too (integrated, with their sha, or retired without),
+   * after the open ones.
+   */
+  all?: boolean;
 }
 
 /**

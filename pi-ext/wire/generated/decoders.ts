@@ -629,7 +629,7 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
     repo: maybeNull(str),
     remove_anyway: maybe(bool),
   }),
-  list_projects: record({ id: req(u64), host: maybeNull(str) }),
+  list_projects: record({ id: req(u64), host: maybeNull(str), all: maybe(bool) }),
   list_hosts: record({ id: req(u64) }),
   link_herd: record({ id: req(u64), chief: maybeNull(herdChief) }),
   deliver_host_mail: record({

@@ -22,6 +22,9 @@ use crate::store;
 use crate::usage;
 
 /// What the git lane reads for one assignment.
+/// Retired assignments `list_projects {all}` lists, at most (the newest).
+const RETIRED_LISTED: u32 = 200;
+
 struct Facts {
     presence: Presence,
     ahead_behind: Option<(usize, usize)>,
@@ -32,10 +35,11 @@ impl State {
     pub(in crate::hub) fn list_projects(
         &mut self,
         cx: Cx,
-        _req: ListProjects,
+        req: ListProjects,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
+        let all = req.all;
         let repo = match self.project_actor(cx, db)? {
             Actor::Manager { lease, .. } => lease.repo_id,
             Actor::Human => None,
@@ -79,7 +83,7 @@ impl State {
                             facts
                         },
                         move |state, facts, db, out| {
-                            state.projects_read(cx, repo, facts, primaries, db, out)
+                            state.projects_read(cx, repo, all, facts, primaries, db, out)
                         },
                     );
                     Ok(())
@@ -90,10 +94,12 @@ impl State {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn projects_read(
         &mut self,
         cx: Cx,
         repo: Option<String>,
+        all: bool,
         facts: Vec<(AssignmentId, Facts)>,
         primaries: BTreeMap<PathBuf, Option<String>>,
         db: &Connection,
@@ -143,6 +149,27 @@ impl State {
                     host: None,
                 });
             project.assignments.push(a);
+        }
+        // `all`: the retired work after the open (its checkout is gone: no git to read).
+        let retired = match all {
+            true => store::projects::list_retired(db, repo.as_deref(), RETIRED_LISTED)?,
+            false => Vec::new(),
+        };
+        for row in retired {
+            let a = self.assignment_record(&row);
+            projects
+                .entry(row.assignment.repo_id.clone())
+                .or_insert_with(|| Project {
+                    repo_id: row.assignment.repo_id.clone(),
+                    project: row.assignment.project.clone(),
+                    primary: row.primary_root.clone(),
+                    primary_branch: None,
+                    manager: None,
+                    assignments: Vec::new(),
+                    host: None,
+                })
+                .assignments
+                .push(a);
         }
         for project in projects.values_mut() {
             project.manager =
