@@ -74,6 +74,78 @@ pub async fn close(
     show(ctx, &started, "closed")
 }
 
+/// `shepherd attach SESSION` for a session the core started in tmux: replace this
+/// process with tmux, on its pane.
+pub async fn attach(ctx: &Ctx, conn: &mut Connection, name: &str) -> anyhow::Result<ExitCode> {
+    let live = conn.call(requests::ListStarted::default()).await?;
+    let found: Vec<&StartedSession> = live
+        .iter()
+        .filter(|s| {
+            s.name == name
+                || s.session_id == name
+                || (name.len() >= 6 && s.session_id.as_str().ends_with(name))
+        })
+        .collect();
+    let started = match found.as_slice() {
+        [one] => *one,
+        [] => {
+            return Err(Failure::new(
+                "unknown_worker",
+                format!(
+                    "no live worker or started session {name:?}; `shepherd workers` lists the workers, `shepherd new` starts a session"
+                ),
+            )
+            .into());
+        }
+        many => {
+            return Err(Failure::new(
+                "ambiguous",
+                format!(
+                    "{} started sessions are named {name:?}; attach by session id: {}",
+                    many.len(),
+                    many.iter()
+                        .map(|s| s.session_id.short().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .into());
+        }
+    };
+    let Some(pane) = started.pane.as_deref() else {
+        return Err(Failure::new(
+            "not_attachable",
+            format!(
+                "{} runs {} (no terminal to attach to); `shepherd peek {}` shows what it does",
+                started.name,
+                started.backend.as_str(),
+                started.name
+            ),
+        )
+        .into());
+    };
+    let loaded = ctx.load_config()?;
+    let state_dir = loaded
+        .config
+        .state_dir()
+        .map_err(|e| Failure::new("config", e.to_string()))?;
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new("tmux")
+        .arg("-S")
+        .arg(state_dir.join("tmux.sock"))
+        .args([
+            "attach-session",
+            "-t",
+            pane,
+            ";",
+            "select-window",
+            "-t",
+            pane,
+        ])
+        .exec();
+    Err(Failure::new("tmux", format!("cannot run tmux: {err}; is it installed?")).into())
+}
+
 /// A project's name (`gpu:app`), or a directory (absolute, or relative to here; `~` is
 /// home): (host, cwd, project).
 fn place_of(place: &str) -> (Option<String>, Option<String>, Option<String>) {

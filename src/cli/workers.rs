@@ -91,13 +91,8 @@ pub async fn attach(ctx: &Ctx, agent: &str) -> anyhow::Result<ExitCode> {
         .collect();
     let worker = match found.as_slice() {
         [one] => *one,
-        [] => {
-            return Err(Failure::new(
-                "unknown_worker",
-                format!("no live worker {agent:?}; `shepherd workers` lists them"),
-            )
-            .into());
-        }
+        // No such worker: a session `shepherd new` or `continue` started in tmux, perhaps.
+        [] => return super::started::attach(ctx, &mut conn, agent).await,
         many => {
             return Err(Failure::new(
                 "ambiguous",

@@ -304,6 +304,7 @@ const ROWS: &[Row] = &[
     refusing("new_session", HUMAN, START_IS_HUMANS),
     refusing("continue_session", HUMAN, START_IS_HUMANS),
     refusing("close_session", HUMAN, START_IS_HUMANS),
+    refusing("list_started", HUMAN, START_IS_HUMANS),
     refusing("approve_agent", PI, APPROVE_AGENT_IS_OWNERS),
     row("ack", PI),
     row("bye", PI),

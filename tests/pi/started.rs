@@ -73,6 +73,49 @@ async fn shepherd_new_starts_a_session_in_a_directory_and_continue_brings_it_bac
     })
     .await?;
 
+    // `shepherd attach` opens its tmux pane (a tmux on PATH that records its arguments
+    // stands in for the terminal this test has not got).
+    let shim = tempfile::tempdir()?;
+    let args_file = shim.path().join("args");
+    std::fs::write(
+        shim.path().join("tmux"),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {}\n",
+            args_file.display()
+        ),
+    )?;
+    std::fs::set_permissions(
+        shim.path().join("tmux"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )?;
+    let path = format!(
+        "{}:{}",
+        shim.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let attached = core
+        .command()
+        .args(["attach", &name])
+        .env("PATH", &path)
+        .output()?;
+    assert!(
+        attached.status.success(),
+        "{}",
+        String::from_utf8_lossy(&attached.stderr)
+    );
+    let args = std::fs::read_to_string(&args_file)?;
+    let panes = std::process::Command::new("tmux")
+        .arg("-S")
+        .arg(core.state_dir().join("tmux.sock"))
+        .args(["list-panes", "-a", "-F", "#{pane_id}"])
+        .output()?;
+    let pane = String::from_utf8_lossy(&panes.stdout).trim().to_string();
+    assert!(pane.starts_with('%'), "one pane: {pane:?}");
+    assert!(
+        args.contains(&format!("attach-session\n-t\n{pane}\n")),
+        "{args}"
+    );
+
     let closed = run(&core, &["close", &name])?;
     assert!(closed.starts_with("closed "), "{closed}");
     eventually(LONG, "the session to leave", || {

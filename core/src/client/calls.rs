@@ -189,6 +189,7 @@ replies! {
     NewSession => Box<crate::protocol::StartedSession>: ServerMsg::SessionStarted { started, .. } => started,
     ContinueSession => Box<crate::protocol::StartedSession>: ServerMsg::SessionStarted { started, .. } => started,
     CloseSession => Box<crate::protocol::StartedSession>: ServerMsg::SessionStarted { started, .. } => started,
+    ListStarted => Vec<crate::protocol::StartedSession>: ServerMsg::StartedSessions { started, .. } => started,
     ApproveAgent => Approval: ServerMsg::ApprovalIs { approval, .. } => approval,
 }
 

@@ -173,6 +173,7 @@ impl State {
             ClientMsg::NewSession(req) => self.new_session(cx, req, db, out),
             ClientMsg::ContinueSession(req) => self.continue_session(cx, req, db, out),
             ClientMsg::CloseSession(req) => self.close_session(cx, req, db, out),
+            ClientMsg::ListStarted(req) => self.list_started(cx, req, db, out),
             ClientMsg::ReadAgentTranscript(req) => self.read_agent_transcript(cx, req, db),
             ClientMsg::AskOwner(req) => self.ask_owner(cx, req, db, out),
             ClientMsg::ListAgents(req) => self.list_agents(cx, req, db),

@@ -273,6 +273,7 @@ client_messages! {
         "new_session" => NewSession [cli bridge] else START_IS_HUMANS -> "session_started",
         "continue_session" => ContinueSession [cli bridge] else START_IS_HUMANS -> "session_started",
         "close_session" => CloseSession [cli bridge] else START_IS_HUMANS -> "session_started",
+        "list_started" => ListStarted [cli bridge] else START_IS_HUMANS -> "started_sessions",
         "approve_agent" => ApproveAgent [pi] else APPROVE_AGENT_IS_OWNERS -> "approval",
     }
     notices {
@@ -519,6 +520,8 @@ server_messages! {
         "worker" => WorkerIs { id: u64, worker: Worker },
         /// Response to `list_workers`: by owner, then id.
         "workers" => Workers { id: u64, workers: Vec<Worker> },
+        /// Response to `list_started`.
+        "started_sessions" => StartedSessions { id: u64, started: Vec<super::StartedSession> },
         /// Response to `new_session`, `continue_session` and `close_session`.
         "session_started" => SessionStarted { id: u64, started: Box<super::StartedSession> },
         /// Response to `diff`.

@@ -684,6 +684,16 @@ pub struct ContinueSession {
     pub host: Option<String>,
 }
 
+/// The human only: the sessions the core started for the human, the newest first: the
+/// live ones, or (`all`) the newest 200 of every state. Answered by `started_sessions`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListStarted {
+    pub id: u64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
+}
+
 /// The human only: stop the process of a session the core started for the human
 /// (`new_session`, `continue_session`). Answered by `session_started` (its state `ended`).
 #[cfg_attr(test, derive(schemars::JsonSchema))]

@@ -1,7 +1,8 @@
 //! Sessions the human starts on the wire: `new_session` starts a Pi session in a project's
 //! directory (or a new linked worktree on a new branch) with the human's task as its first
 //! message, `continue_session` starts an ended session again on its own session file, and
-//! `close_session` stops one of them. Each is answered with the [`StartedSession`] record:
+//! `close_session` stops one of them; `list_started` lists them. Each is answered with the
+//! [`StartedSession`] record:
 //! the process the core launched through its worker host (headless or tmux, as for
 //! assignments' Leads) for that session.
 
@@ -67,4 +68,7 @@ pub struct StartedSession {
     /// The linked host it runs on; absent for this core's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// Its tmux pane (`%3`) when it runs in tmux: `shepherd attach` opens it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pane: Option<String>,
 }

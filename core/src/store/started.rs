@@ -55,6 +55,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<StartedRow> {
             created_at: r.get(10)?,
             updated_at: r.get(11)?,
             host: None,
+            pane: r.get(13)?,
         },
         nonce: r.get(12)?,
         pane: r.get(13)?,
@@ -101,6 +102,15 @@ pub fn live_by_session(
     ))?
     .query_row([session.as_str()], row)
     .optional()
+}
+
+/// The starts, the newest first: the live ones, or (`all`) the ended ones too (at most
+/// `limit`).
+pub fn list(conn: &Connection, all: bool, limit: u32) -> rusqlite::Result<Vec<StartedRow>> {
+    let mut stmt = conn.prepare(&format!(
+        "{COLUMNS} WHERE (?1 OR state != 'ended') ORDER BY id DESC LIMIT ?2"
+    ))?;
+    stmt.query_map(params![all, limit], row)?.collect()
 }
 
 /// Every live start (for a core restart).

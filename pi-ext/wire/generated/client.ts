@@ -838,6 +838,16 @@ export interface CloseSessionMsg {
 }
 
 /**
+ * The human only: the sessions the core started for the human, the newest first: the
+ * live ones, or (`all`) the newest 200 of every state. Answered by `started_sessions`.
+ */
+export interface ListStartedMsg {
+  type: "list_started";
+  id: number;
+  all?: boolean;
+}
+
+/**
  * Pi only, a worker's owner: decide a pending approval of one of its workers (`agent`: its
  * label or `#id`, as for `steer_agent`), as the human could; the first decision wins.
  * Answered by `approval`.
@@ -943,6 +953,7 @@ export type ClientMsg =
   | NewSessionMsg
   | ContinueSessionMsg
   | CloseSessionMsg
+  | ListStartedMsg
   | ApproveAgentMsg
   | AckMsg
   | ByeMsg
@@ -1011,6 +1022,7 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "new_session",
   "continue_session",
   "close_session",
+  "list_started",
   "approve_agent",
   "ack",
   "bye",
@@ -1087,6 +1099,7 @@ export const REPLY_TYPES = {
   new_session: "session_started",
   continue_session: "session_started",
   close_session: "session_started",
+  list_started: "started_sessions",
   approve_agent: "approval",
 } as const satisfies Record<RequestMsg["type"], ServerMsg["type"]>;
 

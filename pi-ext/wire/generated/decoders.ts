@@ -357,6 +357,7 @@ const startedSession: Conv<StartedSession> = record({
   created_at: req(u64),
   updated_at: req(u64),
   host: optional(str),
+  pane: optional(str),
 });
 
 const sessionDiff: Conv<SessionDiff> = record({
@@ -678,6 +679,7 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
     host: maybeNull(str),
   }),
   close_session: record({ id: req(u64), session: req(str), by: maybeNull(str), host: maybeNull(str) }),
+  list_started: record({ id: req(u64), all: maybe(bool) }),
   approve_agent: record({
     id: req(u64),
     agent: req(str),
@@ -751,6 +753,7 @@ export const SERVER_BODIES: Bodies<ServerMsg> = {
   staff_view: record({ id: req(u64), view: req(staffView) }),
   worker: record({ id: req(u64), worker: req(worker) }),
   workers: record({ id: req(u64), workers: req(arrayOf(worker)) }),
+  started_sessions: record({ id: req(u64), started: req(arrayOf(startedSession)) }),
   session_started: record({ id: req(u64), started: req(startedSession) }),
   diffed: record({ id: req(u64), diff: req(sessionDiff) }),
   peeked: record({ id: req(u64), peek: req(peek) }),

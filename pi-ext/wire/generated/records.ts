@@ -501,6 +501,8 @@ export interface StartedSession {
   updated_at: number;
   /** The linked host it runs on; absent for this core's own. */
   host?: string;
+  /** Its tmux pane (`%3`) when it runs in tmux: `shepherd attach` opens it. */
+  pane?: string;
 }
 
 /** What a session changed. */

@@ -333,6 +333,13 @@ export interface WorkersMsg {
   workers: Worker[];
 }
 
+/** Response to `list_started`. */
+export interface StartedSessionsMsg {
+  type: "started_sessions";
+  id: number;
+  started: StartedSession[];
+}
+
 /** Response to `new_session`, `continue_session` and `close_session`. */
 export interface SessionStartedMsg {
   type: "session_started";
@@ -591,6 +598,7 @@ export type ServerMsg =
   | StaffViewMsg
   | WorkerMsg
   | WorkersMsg
+  | StartedSessionsMsg
   | SessionStartedMsg
   | DiffedMsg
   | PeekedMsg
@@ -655,6 +663,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "staff_view",
   "worker",
   "workers",
+  "started_sessions",
   "session_started",
   "diffed",
   "peeked",

@@ -245,6 +245,22 @@ impl State {
         Ok(())
     }
 
+    /// `list_started`: the starts, the newest first.
+    pub(in crate::hub) fn list_started(
+        &mut self,
+        cx: Cx,
+        req: crate::protocol::requests::ListStarted,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let started = store::started::list(db, req.all, 200)?
+            .into_iter()
+            .map(|r| r.started)
+            .collect();
+        out.send(cx.conn, &ServerMsg::StartedSessions { id: cx.id, started });
+        Ok(())
+    }
+
     /// A new start's first launch failed: nothing started, so the start did not happen.
     pub(in crate::hub) fn started_launch_undone(
         &mut self,
