@@ -418,6 +418,16 @@ impl Platform for Matrix {
         self.post(place, confirmation, Some(session), "reply").await;
     }
 
+    fn last_said(&self, key: &str) -> Option<String> {
+        let key = format!("said:{key}:{}", self.room.room_id());
+        self.store.meta(&key).ok().flatten()
+    }
+
+    fn set_last_said(&mut self, key: &str, said: &str) {
+        let key = format!("said:{key}:{}", self.room.room_id());
+        self.remember(self.store.set_meta(&key, said));
+    }
+
     fn last_report(&self, store: &str) -> Option<u64> {
         let key = format!("last_report:{store}:{}", self.room.room_id());
         match self.store.meta(&key) {

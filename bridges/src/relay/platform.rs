@@ -134,6 +134,13 @@ pub trait Platform: Send {
     /// The sessions whose place here is open (not closed since they last ended).
     fn open_places(&self) -> Vec<String>;
 
+    /// What was last said here under `key` (kept across restarts), so that news already
+    /// told is not told again: an assignment's state after a restart of the core.
+    fn last_said(&self, key: &str) -> Option<String>;
+
+    /// Remember `said` as what was last said here under `key`.
+    fn set_last_said(&mut self, key: &str, said: &str);
+
     /// The approvals whose cards here still show them pending.
     fn open_approvals(&self) -> Vec<ApprovalRef>;
 

@@ -60,6 +60,19 @@ impl<P: Platform> Relay<P> {
         let Some(change) = Change::between(old.as_ref(), &assignment) else {
             return;
         };
+        // Said already (before a restart of the core or this bridge, whose memory of the
+        // assignment starts over): not again.
+        // Its id and creation time: ids start over with a new store.
+        let (id, at) = (assignment.id, assignment.created_at);
+        let said_key = match &assignment.host {
+            Some(host) => format!("assignment:{host}:{id}:{at}"),
+            None => format!("assignment:{id}:{at}"),
+        };
+        let said = format!("{change:?}");
+        if self.platform.last_said(&said_key).as_deref() == Some(said.as_str()) {
+            return;
+        }
+        self.platform.set_last_said(&said_key, &said);
         let rendered = projects::changed(&assignment, change);
         let place = self.project_place(&assignment).await;
         self.post_about(&place, rendered, "assignment").await;

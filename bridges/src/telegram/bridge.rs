@@ -364,6 +364,16 @@ impl Platform for Telegram {
 
     /// Whether what is posted in `session`'s topic shows in `thread` (of this chat): its
     /// own topic, or anywhere in a chat without topics.
+    fn last_said(&self, key: &str) -> Option<String> {
+        let key = format!("said:{key}:{}", self.chat_id);
+        self.store.meta(&key).ok().flatten()
+    }
+
+    fn set_last_said(&mut self, key: &str, said: &str) {
+        let key = format!("said:{key}:{}", self.chat_id);
+        self.remember(self.store.set_meta(&key, said));
+    }
+
     fn last_report(&self, store: &str) -> Option<u64> {
         self.store
             .last_report(store, self.chat_id)

@@ -91,6 +91,21 @@ impl BridgeStore {
     }
 
     /// The last report of core store `store` posted in `chat_id` (reports go once per chat).
+    pub fn meta(&self, key: &str) -> rusqlite::Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+    }
+
+    pub fn set_meta(&self, key: &str, value: &str) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET value = ?2",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+
     pub fn last_report(&self, store: &str, chat_id: i64) -> rusqlite::Result<Option<u64>> {
         let v: Option<String> = self
             .conn
