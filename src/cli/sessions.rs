@@ -49,7 +49,15 @@ pub async fn run(ctx: &Ctx, args: &SessionsArgs) -> anyhow::Result<ExitCode> {
         };
         print(&format!("no sessions connected{hint}\n"))?;
     } else {
-        print(&render(&sessions, now_ms(), terminal_width()))?;
+        // Managed workers are named as such: `scout-1 (worker of fix-login)`, role worker.
+        let workers = conn
+            .call(requests::ListWorkers {
+                all,
+                ..Default::default()
+            })
+            .await
+            .unwrap_or_default();
+        print(&render(&sessions, &workers, now_ms(), terminal_width()))?;
     }
     if args.follow {
         follow(ctx, &mut conn).await?;
@@ -146,8 +154,14 @@ fn event_line(event: &ServerMsg, s: &SessionInfo, now: u64) -> String {
     }
 }
 
-/// The human table.
-pub fn render(sessions: &[SessionInfo], now: u64, width: usize) -> String {
+/// The human table; a managed worker's session (among `workers`) is named `label (worker
+/// of owner)`, with the role `worker`.
+pub fn render(
+    sessions: &[SessionInfo],
+    workers: &[shepherd_core::protocol::Worker],
+    now: u64,
+    width: usize,
+) -> String {
     let ids = unique_suffixes(sessions.iter().map(|s| s.id.as_str()), MIN_ID);
     // Linked hosts' sessions say where they run; without any, the column is left out.
     let hosts = sessions.iter().any(|s| s.host.is_some());
@@ -167,15 +181,25 @@ pub fn render(sessions: &[SessionInfo], now: u64, width: usize) -> String {
         .column("SEEN", Align::Left);
     for (s, id) in sessions.iter().zip(ids) {
         let host = hosts.then(|| here_or(&s.host));
+        let worker = workers
+            .iter()
+            .find(|w| w.session_id == s.id && w.host == s.host);
+        let (name, role) = match worker {
+            Some(w) => (
+                format!("{} (worker of {})", w.label, w.owner_name),
+                "worker",
+            ),
+            None => (s.name.clone(), s.role.as_str()),
+        };
         table.row(
             host.into_iter()
                 .chain([
                     id.to_string(),
-                    s.name.clone(),
+                    name,
                     s.status.to_string(),
                     s.model.clone().unwrap_or_else(|| "-".into()),
                     percent(s.context_percent),
-                    s.role.as_str().to_string(),
+                    role.to_string(),
                     repo_branch(s),
                     tilde(&s.cwd),
                     if s.connected {
@@ -294,9 +318,9 @@ mod tests {
             connected: false,
             ..session("0193a5c2-8e2f", "train")
         };
-        let without = render(std::slice::from_ref(&here), 2_000_000, 200);
+        let without = render(std::slice::from_ref(&here), &[], 2_000_000, 200);
         assert!(!without.contains("HOST"), "{without}");
-        let with = render(&[here, far], 2_000_000, 200);
+        let with = render(&[here, far], &[], 2_000_000, 200);
         let lines: Vec<&str> = with.lines().collect();
         assert!(lines[0].starts_with("HOST"), "{with}");
         assert!(lines[1].starts_with("(here)"), "{with}");
@@ -336,6 +360,7 @@ mod tests {
         gone.context_percent = None;
         let out = render(
             &[session("0193a5c2-7d1e", "fix-login"), gone],
+            &[],
             1_000_000 + 180_000,
             200,
         );

@@ -107,6 +107,12 @@ async fn workers_on(mut phone: impl Phone, owner_id: &str) -> Result<()> {
     // Two workers at work: one long, one that the phone will steer.
     let two = two_at_work(&phone, &core, &mut boss, "👤 boss · 2 workers").await?;
     assert_eq!(two.sleeper_line.place, None, "in the main timeline");
+    // `/sessions` names a worker as one, not like its owner's place.
+    phone.command("sessions").await?;
+    phone
+        .bot_says(|m| m.text.contains("(worker of boss)"))
+        .await
+        .with_context(|| core.log())?;
     let spent = usage_shown(&core, &listed(&core, two.sleeper.id)?)?;
     assert!(
         two.sleeper_line.text.contains(&spent),

@@ -209,6 +209,13 @@ async fn a_real_owner_answers_its_workers_question() -> Result<()> {
     owner.prompt("please delegate B").await?;
     let file = owner.session_file().await?;
     count_in(&core, &file, "Red or blue?", 1).await?;
+    // While it waits for the answer, `shepherd sessions` names it as a worker.
+    let listed = String::from_utf8_lossy(&core.cli(&["sessions", "--all"]).stdout).into_owned();
+    let row = listed
+        .lines()
+        .find(|l| l.contains("picker (worker of "))
+        .with_context(|| format!("no worker row in\n{listed}"))?;
+    assert!(row.contains(" worker "), "{listed}");
     count_in(&core, &file, "WORKER-B says blue", 1).await?;
     let done = worker_labelled(&core, "picker", WorkerState::Done).await?;
     let text = std::fs::read_to_string(done.session_file.context("file")?)?;

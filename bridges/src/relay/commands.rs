@@ -88,7 +88,21 @@ pub async fn answer(
 ) -> CommandReply {
     let reply = match command {
         ChatCommand::Sessions => match link.sessions(false).await {
-            Ok(sessions) => render::sessions_list_at(&sessions, now),
+            Ok(mut sessions) => {
+                // A managed worker is named as one: `scout-1 (worker of fix-login)`.
+                if let Ok(herd) = link.herd_workers(false).await {
+                    for s in &mut sessions {
+                        if let Some(w) = herd
+                            .items
+                            .iter()
+                            .find(|w| w.session_id == s.id && w.host == s.host)
+                        {
+                            s.name = format!("{} (worker of {})", w.label, w.owner_name);
+                        }
+                    }
+                }
+                render::sessions_list_at(&sessions, now)
+            }
             Err(e) => failure(e),
         },
         ChatCommand::Asks => match link.asks(false).await {
