@@ -8,7 +8,8 @@
 //! change to a bridge's tables has an upgrade path. A file from before versions were
 //! counted is adopted as version 1; a file from a newer shepherd is refused rather than
 //! misread. Both name an ask in two columns, `ask_id` and `host` (`''` for the core's
-//! own): [`ask_ref`] reads them, [`host_column`] writes the second.
+//! own): [`ask_ref`] reads them, [`host_column`] writes the second. Both keep loose
+//! values in a `meta` table ([`meta`], [`set_meta`]).
 
 use std::path::{Path, PathBuf};
 
@@ -84,6 +85,23 @@ fn migrate(conn: &mut Connection, path: &Path, migrations: &[&str]) -> Result<()
             .map_err(sqlite)?;
         tx.commit().map_err(sqlite)?;
     }
+    Ok(())
+}
+
+/// A value from a bridge database's `meta` table.
+pub fn meta(conn: &Connection, key: &str) -> rusqlite::Result<Option<String>> {
+    use rusqlite::OptionalExtension;
+    conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+        .optional()
+}
+
+/// Set a value in a bridge database's `meta` table.
+pub fn set_meta(conn: &Connection, key: &str, value: &str) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?1, ?2)
+         ON CONFLICT (key) DO UPDATE SET value = ?2",
+        [key, value],
+    )?;
     Ok(())
 }
 

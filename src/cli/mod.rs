@@ -484,3 +484,19 @@ fn width_or(default: usize) -> usize {
     }
     default
 }
+
+/// Replace this process with `tmux` on the workers' private server, running `args`.
+fn tmux_attach(ctx: &Ctx, args: &[&str]) -> anyhow::Result<ExitCode> {
+    let loaded = ctx.load_config()?;
+    let state_dir = loaded
+        .config
+        .state_dir()
+        .map_err(|e| Failure::new("config", e.to_string()))?;
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new("tmux")
+        .arg("-S")
+        .arg(state_dir.join("tmux.sock"))
+        .args(args)
+        .exec();
+    Err(Failure::new("tmux", format!("cannot run tmux: {err}; is it installed?")).into())
+}

@@ -124,26 +124,16 @@ pub async fn attach(ctx: &Ctx, conn: &mut Connection, name: &str) -> anyhow::Res
         )
         .into());
     };
-    let loaded = ctx.load_config()?;
-    let state_dir = loaded
-        .config
-        .state_dir()
-        .map_err(|e| Failure::new("config", e.to_string()))?;
-    use std::os::unix::process::CommandExt;
-    let err = std::process::Command::new("tmux")
-        .arg("-S")
-        .arg(state_dir.join("tmux.sock"))
-        .args([
-            "attach-session",
-            "-t",
-            pane,
-            ";",
-            "select-window",
-            "-t",
-            pane,
-        ])
-        .exec();
-    Err(Failure::new("tmux", format!("cannot run tmux: {err}; is it installed?")).into())
+    let args = [
+        "attach-session",
+        "-t",
+        pane,
+        ";",
+        "select-window",
+        "-t",
+        pane,
+    ];
+    super::tmux_attach(ctx, &args)
 }
 
 /// A project's name (`gpu:app`), or a directory (absolute, or relative to here; `~` is

@@ -119,24 +119,12 @@ pub async fn attach(ctx: &Ctx, agent: &str) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    let loaded = ctx.load_config()?;
-    let state_dir = loaded
-        .config
-        .state_dir()
-        .map_err(|e| Failure::new("config", e.to_string()))?;
-    let socket = state_dir.join("tmux.sock");
     let target = format!(
         "{}:{}",
         shepherd_core::workers::host::TMUX_SESSION,
         worker.label
     );
-    use std::os::unix::process::CommandExt;
-    let err = std::process::Command::new("tmux")
-        .arg("-S")
-        .arg(&socket)
-        .args(["attach-session", "-t", &target])
-        .exec();
-    Err(Failure::new("tmux", format!("cannot run tmux: {err}; is it installed?")).into())
+    super::tmux_attach(ctx, &["attach-session", "-t", &target])
 }
 
 /// The workers as a tree: each owner, then its workers (a worker's own workers indented).

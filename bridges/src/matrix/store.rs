@@ -157,18 +157,11 @@ impl MatrixStore {
 
     /// A value from the `meta` table (`room_id` of the room the bot created).
     pub fn meta(&self, key: &str) -> rusqlite::Result<Option<String>> {
-        self.conn
-            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-            .optional()
+        crate::local_db::meta(&self.conn, key)
     }
 
     pub fn set_meta(&self, key: &str, value: &str) -> rusqlite::Result<()> {
-        self.conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?1, ?2)
-             ON CONFLICT (key) DO UPDATE SET value = ?2",
-            params![key, value],
-        )?;
-        Ok(())
+        crate::local_db::set_meta(&self.conn, key, value)
     }
 
     /// The root event of a session's thread in a room.

@@ -92,39 +92,20 @@ impl BridgeStore {
 
     /// The last report of core store `store` posted in `chat_id` (reports go once per chat).
     pub fn meta(&self, key: &str) -> rusqlite::Result<Option<String>> {
-        self.conn
-            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-            .optional()
+        crate::local_db::meta(&self.conn, key)
     }
 
     pub fn set_meta(&self, key: &str, value: &str) -> rusqlite::Result<()> {
-        self.conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?1, ?2)
-             ON CONFLICT (key) DO UPDATE SET value = ?2",
-            params![key, value],
-        )?;
-        Ok(())
+        crate::local_db::set_meta(&self.conn, key, value)
     }
 
     pub fn last_report(&self, store: &str, chat_id: i64) -> rusqlite::Result<Option<u64>> {
-        let v: Option<String> = self
-            .conn
-            .query_row(
-                "SELECT value FROM meta WHERE key = ?1",
-                [format!("last_report:{store}:{chat_id}")],
-                |r| r.get(0),
-            )
-            .optional()?;
+        let v = self.meta(&format!("last_report:{store}:{chat_id}"))?;
         Ok(v.and_then(|v| v.parse().ok()))
     }
 
     pub fn set_last_report(&self, store: &str, chat_id: i64, id: u64) -> rusqlite::Result<()> {
-        self.conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?1, ?2)
-             ON CONFLICT (key) DO UPDATE SET value = ?2",
-            params![format!("last_report:{store}:{chat_id}"), id.to_string()],
-        )?;
-        Ok(())
+        self.set_meta(&format!("last_report:{store}:{chat_id}"), &id.to_string())
     }
 
     /// Bot message `message_id` is the card of held tool call `approval`.
