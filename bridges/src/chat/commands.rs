@@ -700,6 +700,17 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_shows_every_command_on_both_phones() {
+        let readme = include_str!("../../../README.md");
+        for c in COMMANDS {
+            for prefix in ['/', '!'] {
+                let shown = format!("`{prefix}{}", c.name);
+                assert!(readme.contains(&shown), "README.md does not show {shown}`");
+            }
+        }
+    }
+
+    #[test]
     fn simple_commands_in_any_case_and_spacing() {
         assert_eq!(cmd("/sessions"), Some(ChatCommand::Sessions));
         assert_eq!(cmd("  /Sessions  "), Some(ChatCommand::Sessions));
