@@ -242,7 +242,9 @@ impl<P: Platform> Relay<P> {
             let Some(session) = self.sessions.get(id.as_str()).cloned() else {
                 continue;
             };
-            let gone = session.pid.is_none_or(|pid| !process_alive(pid));
+            let gone = session
+                .pid
+                .is_none_or(|pid| !shepherd_core::workers::proc::process_alive(pid));
             let worker = self.owner_of(&session.id).is_some();
             if session.connected || session.host.is_some() || !gone || worker {
                 continue;
@@ -641,9 +643,4 @@ pub(super) fn on_host<'a>(session: &'a str, known: Option<&'a str>) -> (Option<&
         Some(host) => (Some(host), session),
         None => shepherd_core::protocol::split_host(session),
     }
-}
-
-/// Whether process `pid` exists on this machine (Linux: its /proc entry).
-fn process_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
 }

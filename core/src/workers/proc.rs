@@ -4,10 +4,15 @@
 //! SO_PEERCRED and accepts the binding only when that pid is the process it launched or
 //! runs below it (Pi's wrapper script `exec`s node, a tmux pane's pid is the process tmux
 //! started). [`is_descendant`] walks the ppid chain in `/proc/<pid>/stat`;
-//! [`prove_launch`] is the whole check a managed worker's or an assigned Lead's
+//! [`process_alive`] says whether a pid still runs; [`prove_launch`] is the whole check a managed worker's or an assigned Lead's
 //! registration passes (nonce, ancestry, no other live process bound).
 
 use std::path::Path;
+
+/// Whether process `pid` exists (its `/proc` entry).
+pub fn process_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
 
 /// The parent pid of `pid` from `/proc/<pid>/stat`, or `None` when the process is gone
 /// (or the file cannot be read or parsed).

@@ -8,13 +8,12 @@ use rusqlite::Connection;
 
 use super::Proc;
 use crate::clock::now_ms;
-use crate::hub::presence::process_alive;
 use crate::hub::projects::{self, tag};
 use crate::hub::workers::requests as workers;
 use crate::hub::{HubError, HubResult, Out, State};
 use crate::protocol::{ErrorCode, Registration, SessionId, WorkerState};
 use crate::store;
-use crate::workers::proc::{LaunchProof, prove_launch};
+use crate::workers::proc::{LaunchProof, process_alive, prove_launch};
 
 impl Proc {
     /// The refusal of a registration that is not the process launched for this record.

@@ -13,11 +13,11 @@ use std::time::Duration;
 use rusqlite::Connection;
 use tokio::sync::mpsc;
 
-use crate::hub::presence::process_alive;
 use crate::hub::{ConnId, HubCommand, HubResult, Out, State};
 
 use crate::workers::host::{Backend, Host, HostConfig, Launched};
 use crate::workers::launch::{LaunchSpec, ProcKey};
+use crate::workers::proc::process_alive;
 
 /// One thing to do to a worker's process.
 pub(in crate::hub) enum HostOp {

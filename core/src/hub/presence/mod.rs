@@ -24,6 +24,7 @@ use crate::protocol::{
     requests::{Bye, ListSessions, Register, Update},
 };
 use crate::store;
+use crate::workers::proc::process_alive;
 
 const MAX_ID: usize = 128;
 const MAX_STATUS: usize = 128;
@@ -105,11 +106,6 @@ fn apply_repo(info: &mut SessionInfo, repo: RepoContext) {
     info.worktree = repo.worktree;
     info.repo_id = repo.repo_id;
     info.project = repo.project;
-}
-
-/// Whether a process exists (Linux: its /proc entry).
-pub(in crate::hub) fn process_alive(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// The name a session registers with: the one it gives, else the one it had (unless that
