@@ -24,8 +24,6 @@ const MAX_TEXT_CHARS: usize = 1200;
 const MAX_OUTPUT_LINES: usize = 15;
 /// …and characters.
 const MAX_OUTPUT_CHARS: usize = 1000;
-/// A running call's arguments, in characters.
-const MAX_ARGS_CHARS: usize = 400;
 
 /// What the file says, newest last.
 #[derive(Default)]
@@ -62,10 +60,8 @@ impl Tail {
                             let id = block["id"].as_str().unwrap_or("").to_string();
                             let call = PeekCall {
                                 tool: block["name"].as_str().unwrap_or("?").to_string(),
-                                args: cut_end_chars(
-                                    &args_summary(&block["arguments"]),
-                                    MAX_ARGS_CHARS,
-                                ),
+                                // Already one line and bounded, as a supervisor's view has it.
+                                args: args_summary(&block["arguments"]),
                             };
                             calls.insert(id.clone(), call.clone());
                             self.open.push((id, call));
@@ -175,16 +171,6 @@ fn keep_end(text: &str, max: usize) -> String {
     }
     let end: String = text.chars().skip(total - max).collect();
     format!("…{end}")
-}
-
-/// The start of `text`, at most `max` characters, marked when cut.
-fn cut_end_chars(text: &str, max: usize) -> String {
-    let total = text.chars().count();
-    if total <= max {
-        return text.to_string();
-    }
-    let head: String = text.chars().take(max).collect();
-    format!("{head}…")
 }
 
 /// `peek` as plain text (the CLI's): a headline with the status and for how long, then
