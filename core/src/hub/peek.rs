@@ -9,23 +9,11 @@ use rusqlite::Connection;
 
 use super::{Cx, HubError, HubResult, Out, State};
 use crate::clock::now_ms;
-use crate::protocol::{ErrorCode, ServerMsg, SessionDiff, SessionInfo, requests};
-use crate::store;
+use crate::protocol::{ErrorCode, ServerMsg, SessionDiff, requests};
 
 impl State {
-    /// The session `selector` names, as the store has it.
-    fn looked_at(&self, selector: &str, db: &Connection) -> HubResult<SessionInfo> {
-        let target = self.resolve(selector, db)?;
-        store::sessions::get_uncounted(db, &target.id)?.ok_or_else(|| {
-            HubError::new(
-                ErrorCode::UnknownSession,
-                format!("no session {selector:?}"),
-            )
-        })
-    }
-
     pub(super) fn peek(&mut self, cx: Cx, req: requests::Peek, db: &Connection) -> HubResult<()> {
-        let mut info = self.looked_at(&req.session, db)?;
+        let mut info = self.resolve_info(&req.session, db)?;
         let target_id = info.id.clone();
         let live = self.presence.live(&target_id);
         info.connected = live.is_some();
@@ -45,7 +33,7 @@ impl State {
     }
 
     pub(super) fn diff(&mut self, cx: Cx, req: requests::Diff, db: &Connection) -> HubResult<()> {
-        let info = self.looked_at(&req.session, db)?;
+        let info = self.resolve_info(&req.session, db)?;
         let reply = (cx.conn, cx.id);
         self.blocking_then(
             Some(reply),

@@ -7,7 +7,7 @@
 use rusqlite::Connection;
 
 use super::{HubError, HubResult, State};
-use crate::protocol::{ErrorCode, SessionId};
+use crate::protocol::{ErrorCode, SessionId, SessionInfo};
 use crate::store::{self, sessions::Named};
 
 /// A resolved session.
@@ -17,6 +17,17 @@ pub(super) struct Target {
 }
 
 impl State {
+    /// The session `selector` names ([`State::resolve`]), as the store has it.
+    pub(super) fn resolve_info(&self, selector: &str, db: &Connection) -> HubResult<SessionInfo> {
+        let target = self.resolve(selector, db)?;
+        store::sessions::get_uncounted(db, &target.id)?.ok_or_else(|| {
+            HubError::new(
+                ErrorCode::UnknownSession,
+                format!("no session {selector:?}"),
+            )
+        })
+    }
+
     pub(super) fn resolve(&self, selector: &str, db: &Connection) -> HubResult<Target> {
         let selector = selector.trim();
         if selector.is_empty() {

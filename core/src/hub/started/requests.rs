@@ -47,18 +47,11 @@ impl State {
     ) -> HubResult<()> {
         let known = store::sessions::projects(db)?;
         let roots = self.facts.project_roots.clone();
-        if req.cwd.is_none() && req.project.is_none() {
-            let names = project_names(&known, &roots);
-            return Err(refused(
-                "no_project",
-                format!(
-                    "start it where? Name a project ({}) or a directory",
-                    list(&names)
-                ),
-            ));
+        // Without a place the answer is the projects' list, read off the hub (`place`).
+        if req.cwd.is_some() || req.project.is_some() {
+            check_text("task", &req.task)?;
+            self.host_backend()?;
         }
-        check_text("task", &req.task)?;
-        self.host_backend()?;
         let by = self.human_label(cx.conn, cx.kind, req.by.clone());
         let branch = req
             .branch
@@ -92,39 +85,44 @@ impl State {
         let ticket = self.ticket(None, db)?;
         let session_id = new_session_id();
         let cwd = place.cwd.to_string_lossy();
-        let id = store::started::insert(
-            db,
-            &NewStart {
-                session_id: &session_id,
-                name: &place.name,
-                cwd: &cwd,
-                branch: place.branch.as_deref(),
-                task: &first_chars(task, 200),
-                backend: ticket.backend,
-                nonce: &ticket.nonce,
-                session_file: None,
-                by,
-                now: now_ms(),
-            },
-        )?;
-        let from = self.human_sender(cx.conn, cx.kind, Some(by.to_string()));
-        self.mail(
-            NewMessage::plain(&session_id, DeliveryKind::Steer, task, &from),
-            db,
-            out,
-        )?;
-        let row = self.started_row(id, db)?;
-        tracing::info!(started = id, session = %session_id, cwd = %cwd, %by, "starting a session for the human");
-        let start = SessionStart::New {
+        let start = NewStart {
+            session_id: &session_id,
+            name: &place.name,
+            cwd: &cwd,
+            branch: place.branch.as_deref(),
+            task: &first_chars(task, 200),
+            backend: ticket.backend,
+            nonce: &ticket.nonce,
+            session_file: None,
+            by,
+            now: now_ms(),
+        };
+        let from = SessionStart::New {
             id: session_id.to_string(),
         };
-        self.launch(
-            &Proc::Started(row),
-            start,
-            Some((cx.conn, cx.id)),
-            true,
-            out,
-        );
+        tracing::info!(session = %session_id, cwd = %cwd, %by, "starting a session for the human");
+        self.record_and_launch(cx, &start, Some(task), from, db, out)
+    }
+
+    /// Record `start`, leave `message` (when any) for its session as the human's mail,
+    /// and launch its process from `from`; `cx` hears when it started (or why not).
+    fn record_and_launch(
+        &mut self,
+        cx: Cx,
+        start: &NewStart<'_>,
+        message: Option<&str>,
+        from: SessionStart,
+        db: &Connection,
+        out: &mut Out,
+    ) -> HubResult<()> {
+        let id = store::started::insert(db, start)?;
+        if let Some(text) = message {
+            let sender = self.human_sender(cx.conn, cx.kind, Some(start.by.to_string()));
+            let mail = NewMessage::plain(start.session_id, DeliveryKind::Steer, text, &sender);
+            self.mail(mail, db, out)?;
+        }
+        let row = self.started_row(id, db)?;
+        self.launch(&Proc::Started(row), from, Some((cx.conn, cx.id)), true, out);
         Ok(())
     }
 
@@ -136,13 +134,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let target = self.resolve(&req.session, db)?;
-        let Some(info) = store::sessions::get_uncounted(db, &target.id)? else {
-            return Err(HubError::new(
-                ErrorCode::UnknownSession,
-                format!("no session {:?}", req.session),
-            ));
-        };
+        let info = self.resolve_info(&req.session, db)?;
         if self.presence.is_live(&info.id) {
             return Err(refused(
                 "running",
@@ -183,40 +175,23 @@ impl State {
         }
         let ticket = self.ticket(None, db)?;
         let by = self.human_label(cx.conn, cx.kind, req.by.clone());
-        let id = store::started::insert(
-            db,
-            &NewStart {
-                session_id: &info.id,
-                name: &info.name,
-                cwd: &info.cwd,
-                branch: info.branch.as_deref(),
-                task: &first_chars(message.as_deref().unwrap_or("(continued)"), 200),
-                backend: ticket.backend,
-                nonce: &ticket.nonce,
-                session_file: Some(&file),
-                by: &by,
-                now: now_ms(),
-            },
-        )?;
-        if let Some(m) = &message {
-            let from = self.human_sender(cx.conn, cx.kind, Some(by.clone()));
-            self.mail(
-                NewMessage::plain(&info.id, DeliveryKind::Steer, m, &from),
-                db,
-                out,
-            )?;
-        }
-        let row = self.started_row(id, db)?;
-        tracing::info!(started = id, session = %info.id, %by, "continuing a session for the human");
-        let start = SessionStart::Resume { file: file.into() };
-        self.launch(
-            &Proc::Started(row),
-            start,
-            Some((cx.conn, cx.id)),
-            true,
-            out,
-        );
-        Ok(())
+        let start = NewStart {
+            session_id: &info.id,
+            name: &info.name,
+            cwd: &info.cwd,
+            branch: info.branch.as_deref(),
+            task: &first_chars(message.as_deref().unwrap_or("(continued)"), 200),
+            backend: ticket.backend,
+            nonce: &ticket.nonce,
+            session_file: Some(&file),
+            by: &by,
+            now: now_ms(),
+        };
+        let from = SessionStart::Resume {
+            file: file.clone().into(),
+        };
+        tracing::info!(session = %info.id, %by, "continuing a session for the human");
+        self.record_and_launch(cx, &start, message.as_deref(), from, db, out)
     }
 
     /// `close_session`: stop a started session's process.
@@ -287,7 +262,8 @@ impl State {
 }
 
 /// Find (or make) where a new session runs: `cwd`, or `project`'s primary checkout; with
-/// `branch`, a new linked worktree on that new branch. Blocking (git): the git lane's.
+/// `branch`, a new linked worktree on that new branch; with neither, the refusal that
+/// names the projects. Blocking (git, directories): the git lane's.
 fn place(
     cwd: Option<&str>,
     project: Option<&str>,
@@ -295,7 +271,7 @@ fn place(
     known: &[(String, String)],
     roots: &[PathBuf],
 ) -> HubResult<Place> {
-    let (dir, name) = match (cwd, project) {
+    let (dir, named) = match (cwd, project) {
         (Some(cwd), _) => {
             let dir = PathBuf::from(cwd);
             if !dir.is_absolute() || !dir.is_dir() {
@@ -304,14 +280,29 @@ fn place(
                     format!("{cwd} is not a directory (give an absolute path)"),
                 ));
             }
-            let name = crate::git::discover(&dir)
-                .project
-                .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
-                .unwrap_or_else(|| cwd.to_string());
-            (dir, name)
+            (dir, None)
         }
-        (None, Some(project)) => (project_root(project, known, roots)?, project.to_string()),
-        (None, None) => unreachable!("checked on the hub"),
+        (None, Some(project)) => (project_root(project, known, roots)?, Some(project)),
+        (None, None) => {
+            return Err(refused(
+                "no_project",
+                format!(
+                    "start it where? Name a project ({}) or a directory",
+                    list(&project_names(known, roots))
+                ),
+            ));
+        }
+    };
+    // Its repository, once: the project's name (else the directory's) and, for a new
+    // branch, where the worktree is made.
+    let repo = crate::git::discover(&dir);
+    let name = match named {
+        Some(project) => project.to_string(),
+        None => repo
+            .project
+            .clone()
+            .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| dir.display().to_string()),
     };
     let Some(branch) = branch else {
         return Ok(Place {
@@ -320,7 +311,6 @@ fn place(
             name,
         });
     };
-    let repo = crate::git::discover(&dir);
     let Some(repo_id) = repo.repo_id else {
         return Err(refused(
             "not_a_repository",
