@@ -32,6 +32,8 @@
 // or at once for an ephemeral session. One that never lands (Pi was busy after all, or the
 // run could not start) is sent again after `retryAfterMs` of idleness.
 
+import { readFileSync } from "node:fs";
+
 import { BRIEF_CUSTOM_TYPE, DELIVERY_CUSTOM_TYPE, DeliveryLedger, VIEW_CUSTOM_TYPE } from "./dedupe.ts";
 import type { Assignment, Delivery, DeliveryKind, Sender, Worker } from "./wire.ts";
 
@@ -43,10 +45,15 @@ export interface DeliveryDetails extends Omit<Delivery, "text"> {
   store_id: string;
 }
 
+/** Pi's text and image content parts (what a user message with a picture holds). */
+export type TextPart = { type: "text"; text: string };
+export type ImagePart = { type: "image"; data: string; mimeType: string };
+
 /** The custom message handed to pi.sendMessage. */
 export interface DeliveryMessage {
   customType: typeof DELIVERY_CUSTOM_TYPE | typeof VIEW_CUSTOM_TYPE | typeof BRIEF_CUSTOM_TYPE;
-  content: string;
+  /** The text; with the images a delivery carries (a photo from the phone), text and image parts. */
+  content: string | (TextPart | ImagePart)[];
   display: true;
   details: DeliveryDetails;
 }
@@ -220,6 +227,31 @@ export function taskHeader(from: Sender, worker: Worker | null): string {
   );
 }
 
+/**
+ * A delivery's content: its text, and when it carries images (a photo the human sent from
+ * the phone, saved in the session's inbox by the core) each read from its file as an image
+ * part the model sees. One that cannot be read is said in the text instead.
+ */
+export function deliveryContent(
+  d: Delivery,
+  text: string,
+  read: (path: string) => Buffer = readFileSync,
+): string | (TextPart | ImagePart)[] {
+  const images = d.images ?? [];
+  if (images.length === 0) return text;
+  const parts: ImagePart[] = [];
+  const missing: string[] = [];
+  for (const image of images) {
+    try {
+      parts.push({ type: "image", data: read(image.path).toString("base64"), mimeType: image.mime });
+    } catch (e) {
+      missing.push(`(The image at ${image.path} could not be read: ${e instanceof Error ? e.message : String(e)}.)`);
+    }
+  }
+  const said = missing.length === 0 ? text : `${text}\n${missing.join("\n")}`;
+  return [{ type: "text", text: said }, ...parts];
+}
+
 export function deliveryMessage(
   storeId: string,
   d: Delivery,
@@ -228,7 +260,7 @@ export function deliveryMessage(
 ): DeliveryMessage {
   return {
     customType: customTypeOf(d.kind),
-    content: formatDelivery(d, worker, assignment),
+    content: deliveryContent(d, formatDelivery(d, worker, assignment)),
     display: true,
     details: {
       store_id: storeId,

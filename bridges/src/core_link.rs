@@ -314,6 +314,33 @@ impl CoreLink {
         self.call(request).await
     }
 
+    /// `send_file`: save `file` in session `to`'s inbox (on linked host `host` when given)
+    /// and, with `steer`, steer it with the file (`text`: a caption).
+    pub async fn send_file(
+        &mut self,
+        to: &str,
+        host: Option<&str>,
+        file: &crate::relay::files::Upload,
+        text: Option<&str>,
+        steer: bool,
+        by: &str,
+    ) -> Reply<Box<shepherd_core::protocol::SavedFile>> {
+        use base64::Engine;
+        let request = requests::SendFile {
+            id: 0,
+            to: to.to_string(),
+            name: file.name.clone(),
+            mime: file.mime.clone(),
+            kind: file.kind,
+            data: base64::engine::general_purpose::STANDARD.encode(&file.bytes),
+            text: text.map(str::to_string),
+            steer,
+            by: Some(by.to_string()),
+            host: host.map(str::to_string),
+        };
+        self.call(request).await
+    }
+
     /// `supervise`: pair a free supervisor with `worker` (on linked host `host` when
     /// given: a supervisor of that host), for the human `by`. The pairing requests below
     /// take `host` the same way.

@@ -119,9 +119,10 @@ impl Bridges {
         if let Some(telegram) = config.telegram.clone() {
             names.push("telegram");
             let (socket, state_dir) = (socket.to_path_buf(), state_dir.to_path_buf());
-            let (shutdown, failed) = (shutdown.clone(), failed.clone());
+            let (shutdown, failed, phone) =
+                (shutdown.clone(), failed.clone(), config.phone.clone());
             tracker.spawn(async move {
-                if let Err(e) = telegram::run(telegram, socket, state_dir, shutdown).await {
+                if let Err(e) = telegram::run(telegram, phone, socket, state_dir, shutdown).await {
                     tracing::error!("telegram bridge stopped: {e}");
                     let _ = failed.send(format!("telegram: {e}"));
                 }
@@ -131,9 +132,10 @@ impl Bridges {
         if let Some(matrix) = config.matrix.clone() {
             names.push("matrix");
             let (socket, state_dir) = (socket.to_path_buf(), state_dir.to_path_buf());
-            let (shutdown, failed) = (shutdown.clone(), failed.clone());
+            let (shutdown, failed, phone) =
+                (shutdown.clone(), failed.clone(), config.phone.clone());
             tracker.spawn(async move {
-                if let Err(e) = matrix::run(matrix, socket, state_dir, shutdown).await {
+                if let Err(e) = matrix::run(matrix, phone, socket, state_dir, shutdown).await {
                     tracing::error!("matrix bridge stopped: {e}");
                     let _ = failed.send(format!("matrix: {e}"));
                 }

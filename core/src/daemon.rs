@@ -110,6 +110,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
             &config.approvals,
             &config.approvals_origin(),
         )),
+        max_file_bytes: config.phone.max_file_bytes(),
     };
     let checkpointer = Checkpointer::spawn(&db_path);
     store.on_commit(checkpointer.waker());
@@ -120,6 +121,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
     let settings = Arc::new(ConnSettings {
         store_id,
         max_frame: limits.max_frame_bytes,
+        max_file_frame: config.phone.max_file_frame(),
         max_outbound: limits.max_outbound_frames,
         max_outbound_bytes: limits.max_outbound_bytes,
         hello_timeout: Duration::from_millis(config.core.hello_timeout_ms),
@@ -127,7 +129,8 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         frame_budget: FrameBudget::new(
             limits
                 .max_unfinished_frame_bytes
-                .max(limits.max_frame_bytes),
+                .max(limits.max_frame_bytes)
+                .max(config.phone.max_file_frame()),
         ),
         uid: files::own_uid(),
     });

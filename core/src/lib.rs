@@ -43,6 +43,7 @@ pub mod git;
 pub mod hosts;
 pub mod hub;
 pub mod human;
+pub mod inbox;
 pub mod peek;
 pub mod protocol;
 pub mod server;

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
 import { BRIEF_CUSTOM_TYPE, DELIVERY_CUSTOM_TYPE, VIEW_CUSTOM_TYPE } from "../dedupe.ts";
-import { draftsWantTurn, formatDelivery, Inbox, type DeliveryMessage, type InboxHost } from "../inbox.ts";
+import { deliveryContent, draftsWantTurn, formatDelivery, Inbox, type DeliveryMessage, type InboxHost } from "../inbox.ts";
 import type { Delivery } from "../wire.ts";
 import { delivery } from "./fake-core.ts";
 
@@ -314,7 +314,7 @@ describe("a supervisor's deliveries", () => {
     assert.equal(sent?.message.details.pairing_id, 7);
     assert.equal(sent?.message.details.look, 3);
     assert.equal(sent?.message.details.kind, "view");
-    assert.match(sent?.message.content ?? "", /^\[shepherd\] Look 3 at your worker[\s\S]*exactly one verdict tool[\s\S]*## Worker fix-login — look 3/);
+    assert.match(String(sent?.message.content ?? ""), /^\[shepherd\] Look 3 at your worker[\s\S]*exactly one verdict tool[\s\S]*## Worker fix-login — look 3/);
     assert.deepEqual(pi.ackedIds(), [5]);
   });
 
@@ -451,5 +451,31 @@ describe("role deliveries", () => {
     const drafts = inbox.takeBoundaryDrafts();
     assert.equal(drafts.length, 1);
     assert.equal(draftsWantTurn(drafts), false, "a notice at a boundary does not make Pi continue");
+  });
+});
+
+describe("a photo from the phone", () => {
+  test("reaches the model as an image part read from its saved file, after the text", () => {
+    const d = delivery(7, "see this", { images: [{ path: "/p/.shepherd/inbox/shot.png", mime: "image/png" }] });
+    const read = (path: string): Buffer => {
+      assert.equal(path, "/p/.shepherd/inbox/shot.png");
+      return Buffer.from([0x89, 0x50, 0x4e, 0x47]);
+    };
+    assert.deepEqual(deliveryContent(d, "text", read), [
+      { type: "text", text: "text" },
+      { type: "image", data: "iVBORw==", mimeType: "image/png" },
+    ]);
+  });
+
+  test("an image that cannot be read is said in the text; without images the text stays a string", () => {
+    const d = delivery(8, "x", { images: [{ path: "/gone.png", mime: "image/png" }] });
+    const gone = (): Buffer => {
+      throw new Error("ENOENT");
+    };
+    const content = deliveryContent(d, "text", gone);
+    assert.ok(Array.isArray(content));
+    assert.equal(content.length, 1);
+    assert.match(JSON.stringify(content[0]), /could not be read: ENOENT/);
+    assert.equal(deliveryContent(delivery(9, "plain"), "plain"), "plain");
   });
 });

@@ -288,6 +288,6 @@ describe("worker deliveries, as the model reads them", () => {
     const task: Delivery = delivery(880, "do it", { kind: "task", from: owner });
     inbox.receive("store-1", task);
     assert.equal(sent.length, 1);
-    assert.match(sent[0]?.content ?? "", /you are managed worker scout-1, definition scout/);
+    assert.match(String(sent[0]?.content ?? ""), /you are managed worker scout-1, definition scout/);
   });
 });

@@ -170,11 +170,13 @@ async fn an_oversize_length_prefix_is_refused_then_closed() -> Result<()> {
     let mut raw = greeted(&core, "cli").await?;
     raw.write(&u32::MAX.to_be_bytes()).await?;
     let msg = expect_error(&mut raw, "frame_too_large", None).await?;
+    // A human's client may send a file from the phone: 20 MiB in base64, and 64 KiB more.
     assert_eq!(
         numbers_in(&msg)[..2],
-        [u32::MAX as u64, 1024 * 1024],
+        [u32::MAX as u64, (20 << 20) / 3 * 4 + 4 + 64 * 1024],
         "{msg}"
     );
+    assert!(msg.contains("phone.max_file_mb"), "{msg}");
     expect_closed(&mut raw).await?;
     assert_still_serving(&core, &mut by, "a 4 GiB prefix").await?;
 
@@ -317,7 +319,8 @@ async fn the_frame_limit_is_configurable_and_exact() -> Result<()> {
         assert_eq!(body.len(), len);
         body.into_bytes()
     };
-    let mut raw = greeted(&core, "cli").await?;
+    // A Pi session's limit (a human's client may send more: a file from the phone).
+    let mut raw = greeted(&core, "pi").await?;
     raw.write_frame(&padded(1024)).await?;
     let pong = raw.read(WAIT).await?.context("pong")?;
     assert_eq!(pong, json!({"type": "pong", "id": 5}));

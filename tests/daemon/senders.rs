@@ -301,6 +301,7 @@ const ROWS: &[Row] = &[
     row("list_approvals", ANYONE),
     refusing("peek", HUMAN, PEEK_IS_HUMANS),
     refusing("diff", HUMAN, DIFF_IS_HUMANS),
+    refusing("send_file", HUMAN, SEND_IS_HUMANS),
     refusing("new_session", HUMAN, START_IS_HUMANS),
     refusing("continue_session", HUMAN, START_IS_HUMANS),
     refusing("close_session", HUMAN, START_IS_HUMANS),

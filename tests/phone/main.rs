@@ -10,6 +10,7 @@
 //! - [`commands`]: chat commands and steering from a session's place, one scenario run on
 //!   each phone;
 //! - [`fake_telegram`]: the fake Bot API itself, driven by real teloxide;
+//! - [`files`]: photos, documents and voice notes sent to a real Pi session, on each phone;
 //! - [`synapse_harness`]: the Synapse harness itself;
 //! - [`sessions`]: a session's life (its asks, interrupted, closed, dead, its results, a
 //!   bridge that was down), one scenario run on each phone;
@@ -32,6 +33,7 @@ mod approvals;
 mod bridge;
 mod commands;
 mod fake_telegram;
+mod files;
 mod matrix;
 mod peek;
 mod projects;

@@ -467,6 +467,8 @@ fn help_into(h: &mut Html, prefix: char) {
         .line()
         .text("Text written in a session's topic or thread answers its question when it has just one open, else steers it.")
         .line()
+        .text("A photo sent there reaches the session as an image its model sees; a file or voice note is saved in its .shepherd/inbox/ and named to it.")
+        .line()
         .text(&format!(
             "{prefix}stop interrupts what a session is doing; {prefix}unpair (or {prefix}supervise stop) \
              ends its supervision."

@@ -364,7 +364,7 @@ fn help_for_both_prefixes() {
          /unpair [session] — end a session's pairing (its supervisor stops looking)\n\
          /help — this help\n\n\
          Reply to a message about a session to steer it; reply to a question to answer it.\n\
-         Text written in a session's topic or thread answers its question when it has just one open, else steers it.\n\
+         Text written in a session's topic or thread answers its question when it has just one open, else steers it.\nA photo sent there reaches the session as an image its model sees; a file or voice note is saved in its .shepherd/inbox/ and named to it.\n\
          /stop interrupts what a session is doing; /unpair (or /supervise stop) ends its supervision.\n\
          In a session's topic or thread, /status, /peek, /diff, /stop, /continue, /close, /unpair, \
          /goal and /look need no session, and /supervise only the goal.\n\

@@ -14,7 +14,8 @@
 //! message gets the help. A reaction on a card answers it with that option; ↩️ on the
 //! bot's "answered ask N" takes that typed answer back. On a held tool call's card a
 //! reaction decides it (✅ once, 🔁 for the session, ❌ deny) and a reply denies it with
-//! the reply as the reason.
+//! the reply as the reason. A file (image, file, audio) goes to the session of the message it
+//! replies to, else of its thread.
 
 use crate::chat::approvals::ApprovalRef;
 use shepherd_core::protocol::AskRef;
@@ -45,6 +46,36 @@ pub enum IncomingKind {
     },
     /// A reaction (`m.annotation`) with `key` on event `target`.
     Reaction { target: String, key: String },
+    /// A file (`m.image`, `m.file`, `m.audio`, `m.video`), encrypted or not.
+    File {
+        file: MatrixFile,
+        thread_root: Option<String>,
+        reply_to: Option<String>,
+    },
+}
+
+impl IncomingKind {
+    /// What it is, for the audit log.
+    pub fn noun(&self) -> &'static str {
+        match self {
+            IncomingKind::Text { .. } => "message",
+            IncomingKind::Reaction { .. } => "reaction",
+            IncomingKind::File { .. } => "file",
+        }
+    }
+}
+
+/// A file event's media and what it says about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatrixFile {
+    /// Its `MediaSource` as JSON (a plain `mxc://` URL or an encrypted file's keys).
+    pub source: String,
+    pub name: String,
+    pub mime: Option<String>,
+    /// What the event says it weighs.
+    pub size: Option<u64>,
+    pub kind: shepherd_core::protocol::FileKind,
+    pub caption: Option<String>,
 }
 
 /// What the bridge knows about its own events.
@@ -117,6 +148,12 @@ pub enum Action {
     RefreshPeek { target: String, event: String },
     /// Take ask `ask`'s typed answer back (↩️ on the bot's `offer`).
     Undo { ask: AskRef, offer: String },
+    /// A file for `session` (`None`: sent where no session is: say where to send it).
+    File {
+        session: Option<String>,
+        file: MatrixFile,
+        thread: Option<String>,
+    },
     /// A message the bot cannot place: answer with the help.
     Help { thread: Option<String> },
 }
@@ -136,6 +173,26 @@ pub fn decide(
     }
     match &incoming.kind {
         IncomingKind::Reaction { target, key } => reaction(target, key, known),
+        IncomingKind::File {
+            file,
+            thread_root,
+            reply_to,
+        } => {
+            // The session it is sent to: the message replied to, else the thread's.
+            let session = reply_to
+                .as_deref()
+                .and_then(|r| known.about(r))
+                .or_else(|| {
+                    thread_root
+                        .as_deref()
+                        .and_then(|r| known.session_of_thread(r))
+                });
+            Action::File {
+                session,
+                file: file.clone(),
+                thread: thread_root.clone(),
+            }
+        }
         IncomingKind::Text {
             body,
             thread_root,

@@ -13,7 +13,10 @@ use matrix_sdk::ruma::events::room::message::{
 use matrix_sdk::{Client, Room, RoomState};
 use tokio::sync::mpsc;
 
-use super::decide::{Incoming, IncomingKind, strip_reply_fallback};
+use matrix_sdk::ruma::UInt;
+use shepherd_core::protocol::FileKind;
+
+use super::decide::{Incoming, IncomingKind, MatrixFile, strip_reply_fallback};
 
 /// What the sync hands the actor.
 #[derive(Debug)]
@@ -82,14 +85,9 @@ pub fn register(client: &Client, tx: mpsc::Sender<MatrixEvent>) {
     );
 }
 
-/// A text message's body and relations; `None` for other message types (images, files).
+/// A message's kind for the bridge: a text's body, or a file's media, with its relations;
+/// `None` for other message types (locations, polls).
 pub fn message_kind(content: &RoomMessageEventContent) -> Option<IncomingKind> {
-    let body = match &content.msgtype {
-        MessageType::Text(t) => t.body.clone(),
-        MessageType::Notice(n) => n.body.clone(),
-        MessageType::Emote(e) => e.body.clone(),
-        _ => return None,
-    };
     let (mut thread_root, mut reply_to, mut is_edit) = (None, None, false);
     match &content.relates_to {
         Some(Relation::Thread(t)) => {
@@ -102,6 +100,19 @@ pub fn message_kind(content: &RoomMessageEventContent) -> Option<IncomingKind> {
         Some(Relation::Replacement(_)) => is_edit = true,
         _ => {}
     }
+    let body = match &content.msgtype {
+        MessageType::Text(t) => t.body.clone(),
+        MessageType::Notice(n) => n.body.clone(),
+        MessageType::Emote(e) => e.body.clone(),
+        other => {
+            let file = file_of(other)?;
+            return (!is_edit).then_some(IncomingKind::File {
+                file,
+                thread_root,
+                reply_to,
+            });
+        }
+    };
     let body = if reply_to.is_some() {
         strip_reply_fallback(&body).to_string()
     } else {
@@ -112,6 +123,74 @@ pub fn message_kind(content: &RoomMessageEventContent) -> Option<IncomingKind> {
         thread_root,
         reply_to,
         is_edit,
+    })
+}
+
+/// The media of an image, file, audio or video message.
+fn file_of(msgtype: &MessageType) -> Option<MatrixFile> {
+    let size = |s: Option<UInt>| s.map(u64::from);
+    let (source, name, caption, mime, size, kind) = match msgtype {
+        MessageType::Image(m) => {
+            let info = m.info.as_deref();
+            let mime = info.and_then(|i| i.mimetype.clone());
+            (
+                &m.source,
+                m.filename(),
+                m.caption(),
+                mime,
+                size(info.and_then(|i| i.size)),
+                FileKind::Image,
+            )
+        }
+        MessageType::File(m) => {
+            let info = m.info.as_deref();
+            let mime = info.and_then(|i| i.mimetype.clone());
+            let kind = match mime.as_deref().is_some_and(|m| m.starts_with("image/")) {
+                true => FileKind::Image,
+                false => FileKind::File,
+            };
+            (
+                &m.source,
+                m.filename(),
+                m.caption(),
+                mime,
+                size(info.and_then(|i| i.size)),
+                kind,
+            )
+        }
+        MessageType::Audio(m) => {
+            let info = m.info.as_deref();
+            let mime = info.and_then(|i| i.mimetype.clone());
+            (
+                &m.source,
+                m.filename(),
+                m.caption(),
+                mime,
+                size(info.and_then(|i| i.size)),
+                FileKind::Voice,
+            )
+        }
+        MessageType::Video(m) => {
+            let info = m.info.as_deref();
+            let mime = info.and_then(|i| i.mimetype.clone());
+            (
+                &m.source,
+                m.filename(),
+                m.caption(),
+                mime,
+                size(info.and_then(|i| i.size)),
+                FileKind::File,
+            )
+        }
+        _ => return None,
+    };
+    Some(MatrixFile {
+        source: serde_json::to_string(source).ok()?,
+        name: name.to_string(),
+        mime,
+        size,
+        kind,
+        caption: caption.map(str::to_string),
     })
 }
 
@@ -163,9 +242,39 @@ mod tests {
             "m.relates_to": {"rel_type": "m.replace", "event_id": "$mine"}
         }));
         assert!(matches!(k, Some(IncomingKind::Text { is_edit: true, .. })));
-        // Not text.
+        // An image with a caption, in a thread: a file for the thread's session.
         let k = parse(serde_json::json!({
-            "msgtype": "m.image", "body": "cat.png", "url": "mxc://hs/abc"
+            "msgtype": "m.image", "body": "the login page", "filename": "cat.png",
+            "url": "mxc://hs/abc", "info": {"mimetype": "image/png", "size": 70},
+            "m.relates_to": {"rel_type": "m.thread", "event_id": "$root", "is_falling_back": true,
+                             "m.in_reply_to": {"event_id": "$root"}}
+        }));
+        let Some(IncomingKind::File {
+            file,
+            thread_root,
+            reply_to,
+        }) = k
+        else {
+            panic!("not a file: {k:?}");
+        };
+        assert_eq!((thread_root.as_deref(), reply_to), (Some("$root"), None));
+        assert_eq!(
+            (file.name.as_str(), file.caption.as_deref()),
+            ("cat.png", Some("the login page"))
+        );
+        assert_eq!(
+            (file.mime.as_deref(), file.size, file.kind),
+            (Some("image/png"), Some(70), FileKind::Image)
+        );
+        // A voice note without a caption; a location is nothing the bridge takes.
+        let k = parse(serde_json::json!({
+            "msgtype": "m.audio", "body": "voice.ogg", "url": "mxc://hs/v"
+        }));
+        assert!(
+            matches!(k, Some(IncomingKind::File { file, .. }) if file.kind == FileKind::Voice && file.caption.is_none())
+        );
+        let k = parse(serde_json::json!({
+            "msgtype": "m.location", "body": "here", "geo_uri": "geo:0,0"
         }));
         assert_eq!(k, None);
     }

@@ -16,6 +16,7 @@
 pub mod bridge;
 pub mod decide;
 pub mod events;
+mod media;
 pub mod outbox;
 pub mod room;
 pub mod send;
@@ -119,11 +120,12 @@ pub fn validate(config: &MatrixConfig) -> Result<(), MatrixError> {
 /// `state_dir/matrix/`.
 pub async fn run(
     config: MatrixConfig,
+    phone: shepherd_core::config::PhoneConfig,
     socket: PathBuf,
     state_dir: PathBuf,
     shutdown: CancellationToken,
 ) -> Result<(), MatrixError> {
-    match run_inner(config, socket, state_dir, shutdown).await {
+    match run_inner(config, phone, socket, state_dir, shutdown).await {
         Err(MatrixError::Shutdown) => Ok(()),
         other => other,
     }
@@ -131,6 +133,7 @@ pub async fn run(
 
 async fn run_inner(
     config: MatrixConfig,
+    phone: shepherd_core::config::PhoneConfig,
     socket: PathBuf,
     state_dir: PathBuf,
     shutdown: CancellationToken,
@@ -225,7 +228,7 @@ async fn run_inner(
         shutdown: shutdown.clone(),
     };
     let core = CoreLink::new(&socket, "matrix");
-    let mut bridge = Relay::new(matrix, core, state_dir.join("audit.log"));
+    let mut bridge = Relay::new(matrix, core, state_dir.join("audit.log"), phone);
     bridge.on_core(connected).await;
     let mut sync_task = sync_task;
     let result = loop {

@@ -7,10 +7,10 @@
 use std::time::Duration;
 
 use matrix_sdk::ruma::OwnedRoomId;
-use shepherd_core::protocol::AskState;
+use shepherd_core::protocol::{AskRef, AskState};
 
 use super::bridge::Matrix;
-use super::decide::{self, Action, Incoming, IncomingKind};
+use super::decide::{self, Action, Incoming};
 use super::events::MatrixEvent;
 use crate::chat::commands;
 use crate::chat::render::{self, Rendered};
@@ -81,10 +81,7 @@ impl Relay<Matrix> {
         match action {
             Action::Ignore => {}
             Action::Refuse { reason } => {
-                let what = match incoming.kind {
-                    IncomingKind::Text { .. } => "message",
-                    IncomingKind::Reaction { .. } => "reaction",
-                };
+                let what = incoming.kind.noun();
                 self.refuse(&incoming.sender, &incoming.room, what, &reason);
             }
             Action::Command { command, thread } => {
@@ -120,25 +117,7 @@ impl Relay<Matrix> {
                 ask: asked,
                 key,
                 card,
-            } => {
-                let Some(ask) = self.ask(&asked).await else {
-                    return;
-                };
-                let Some(answer) = commands::reaction_option(&ask, &key) else {
-                    return; // Not an option key (a 👍, say).
-                };
-                if ask.state == AskState::Answered {
-                    return; // A late tap on an answered card: the card already says so.
-                }
-                let thread = self
-                    .platform
-                    .store
-                    .card_at(&card)
-                    .ok()
-                    .flatten()
-                    .map(|c| c.thread_root);
-                self.answer(&asked, &answer, &by, thread).await;
-            }
+            } => self.react(&asked, &key, &card, &by).await,
             Action::Steer {
                 session,
                 text,
@@ -168,6 +147,11 @@ impl Relay<Matrix> {
                     });
                 self.say(thread, said).await;
             }
+            Action::File {
+                session,
+                file,
+                thread,
+            } => self.on_file(session, file, &by, thread).await,
             Action::Help { thread } => {
                 let help = render::help('!');
                 let note = "To answer a question or steer a session, write in its thread, or use !steer &lt;session&gt; &lt;text&gt;.";
@@ -178,6 +162,27 @@ impl Relay<Matrix> {
                 self.say(thread, rendered).await;
             }
         }
+    }
+
+    /// A reaction `key` on the `card` of ask `asked`: the answer with that option.
+    async fn react(&mut self, asked: &AskRef, key: &str, card: &str, by: &str) {
+        let Some(ask) = self.ask(asked).await else {
+            return;
+        };
+        let Some(answer) = commands::reaction_option(&ask, key) else {
+            return; // Not an option key (a 👍, say).
+        };
+        if ask.state == AskState::Answered {
+            return; // A late tap on an answered card: the card already says so.
+        }
+        let thread = self
+            .platform
+            .store
+            .card_at(card)
+            .ok()
+            .flatten()
+            .map(|c| c.thread_root);
+        self.answer(asked, &answer, by, thread).await;
     }
 
     /// Write a refusal to the audit log (one JSON line) and the log.

@@ -20,6 +20,7 @@
 //! - [`typed`]: plain text in a session's place: an answer to its one open ask (with an
 //!   undo), a question when there are several, else a steer.
 //! - [`reports`]: reports and results, once per chat, and catching up after being away.
+//! - [`files`]: photos, documents and voice notes sent to a session (its inbox, a steer).
 //!
 //! A linked host's link that drops, or comes back after a drop (`host_link`), is one line
 //! in the chat's main place.
@@ -35,6 +36,7 @@
 
 mod approvals;
 pub mod commands;
+pub mod files;
 pub mod pairings;
 pub mod platform;
 pub mod projects;
@@ -85,10 +87,17 @@ pub struct Relay<P: Platform> {
     pub worker_endings: HashSet<(WorkerRef, Ending)>,
     /// The assignments as last told, and the updates said here.
     pub projects: projects::ProjectsSeen,
+    /// `[phone]`: how large a file may be sent, how voice notes become text.
+    pub phone: shepherd_core::config::PhoneConfig,
 }
 
 impl<P: Platform> Relay<P> {
-    pub fn new(platform: P, core: CoreLink, audit_log: PathBuf) -> Relay<P> {
+    pub fn new(
+        platform: P,
+        core: CoreLink,
+        audit_log: PathBuf,
+        phone: shepherd_core::config::PhoneConfig,
+    ) -> Relay<P> {
         Relay {
             platform,
             core,
@@ -101,6 +110,7 @@ impl<P: Platform> Relay<P> {
             workers: HashMap::new(),
             worker_endings: HashSet::new(),
             projects: projects::ProjectsSeen::default(),
+            phone,
         }
     }
 

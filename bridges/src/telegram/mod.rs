@@ -8,6 +8,7 @@
 //! does arrives as updates ([`updates`]).
 
 pub mod bridge;
+mod media;
 pub mod outbox;
 pub mod pairing_mode;
 pub mod poller;
@@ -72,6 +73,7 @@ pub fn pairing_mode(config: &TelegramConfig) -> bool {
 /// keeping state in `state_dir`.
 pub async fn run(
     config: TelegramConfig,
+    phone: shepherd_core::config::PhoneConfig,
     socket: PathBuf,
     state_dir: PathBuf,
     shutdown: CancellationToken,
@@ -134,7 +136,7 @@ pub async fn run(
         forum: if chat_id > 0 { Some(false) } else { None },
     };
     let core = CoreLink::new(&socket, "telegram");
-    let mut bridge = Relay::new(telegram, core, state_dir.join("audit.log"));
+    let mut bridge = Relay::new(telegram, core, state_dir.join("audit.log"), phone);
     bridge.on_core(connected).await;
     loop {
         tokio::select! {

@@ -1,6 +1,7 @@
 //! What the human does in Telegram, read by the relay: a command, a reply to a card (an
 //! answer), a reply to anything about a session (a steer), plain text in a session's topic
-//! (its one open ask's answer, else a steer: `relay::typed`), a button press (an option,
+//! (its one open ask's answer, else a steer: `relay::typed`), a photo, document or voice
+//! note for a session (`media`: its inbox and a steer), a button press (an option,
 //! the undo of a typed answer, a `/workers` line's ✖ close, a peek's 🔄 refresh (edited in
 //! place), or a `/staff` line's ✍️ steer,
 //! which asks what to say with
@@ -19,6 +20,7 @@ use super::bridge::{
     PEEK_HINT, Telegram, parse_approval, parse_callback, parse_close, parse_peek, parse_steer,
     parse_undo, peek_keyboard,
 };
+use super::media::media_of;
 use super::outbox::OutboxOp;
 use crate::chat::access::{Decision, Refusal};
 use crate::chat::commands;
@@ -63,12 +65,23 @@ impl Relay<Telegram> {
         if !self.admit(msg.from.as_ref(), msg.chat.id.0, "message") {
             return;
         }
-        let Some(text) = msg.text().map(str::to_string) else {
-            return;
-        };
         let thread = msg.thread_id.map(|t| t.0.0);
         let by = who(msg.from.as_ref());
         let (chat, store) = (self.platform.chat_id, &self.platform.store);
+        if let Some(media) = media_of(&msg) {
+            // The session it is sent to: its topic's, else the message replied to.
+            let topic = thread.and_then(|t| store.session_of_topic(chat, t).ok()?);
+            let replied = msg
+                .reply_to_message()
+                .filter(|r| r.id.0 != thread.unwrap_or(0))
+                .and_then(|r| store.about(chat, r.id.0).ok()?);
+            let session = replied.or(topic);
+            self.on_media(&msg, media, session, &by, thread).await;
+            return;
+        }
+        let Some(text) = msg.text().map(str::to_string) else {
+            return;
+        };
         if let Some(command) = commands::parse(&text, '/', Some(&self.platform.username)) {
             // The session this is written about: its topic's, else the message replied to.
             let topic = thread.and_then(|t| store.session_of_topic(chat, t).ok()?);

@@ -186,6 +186,7 @@ replies! {
     ListApprovals => Vec<Approval>: ServerMsg::Approvals { approvals, .. } => approvals,
     Peek => Box<crate::protocol::Peek>: ServerMsg::Peeked { peek, .. } => peek,
     Diff => Box<crate::protocol::SessionDiff>: ServerMsg::Diffed { diff, .. } => diff,
+    SendFile => Box<crate::protocol::SavedFile>: ServerMsg::FileSent { file, .. } => file,
     NewSession => Box<crate::protocol::StartedSession>: ServerMsg::SessionStarted { started, .. } => started,
     ContinueSession => Box<crate::protocol::StartedSession>: ServerMsg::SessionStarted { started, .. } => started,
     CloseSession => Box<crate::protocol::StartedSession>: ServerMsg::SessionStarted { started, .. } => started,

@@ -20,9 +20,11 @@ use crate::protocol::ResultsMode;
 
 pub mod approvals;
 mod hosts;
+mod phone;
 
 pub use approvals::ApprovalsConfig;
 pub use hosts::{HostEntry, HostName, LinkCommand};
+pub use phone::{MOST_FILE_MB, PhoneConfig};
 
 /// Everything shepherd can be told.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -43,6 +45,8 @@ pub struct Config {
     pub hosts: Vec<HostEntry>,
     /// Which tool calls of the agents wait for the human's decision.
     pub approvals: ApprovalsConfig,
+    /// What the phone may send a session besides text: files, voice notes.
+    pub phone: PhoneConfig,
     /// The file this was read from (none: the built-in defaults and the environment).
     #[serde(skip)]
     pub file: Option<PathBuf>,
@@ -403,7 +407,8 @@ pub enum Durability {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
-    /// Largest frame body accepted, in bytes.
+    /// Largest frame body accepted from a Pi session, in bytes (the human's clients may send
+    /// a file from the phone: up to `phone.max_file_mb` in base64).
     pub max_frame_bytes: usize,
     /// Most sessions connected at once.
     pub max_sessions: usize,
@@ -423,7 +428,7 @@ pub struct Limits {
     /// frame stalls half-sent longer is closed (`truncated_frame`).
     pub frame_timeout_ms: u64,
     /// Bytes that frames still arriving may hold, across every connection (at least
-    /// `max_frame_bytes`): a connection whose unfinished frame would take more is closed
+    /// `max_frame_bytes`, and the frame of a `phone.max_file_mb` file): a connection whose unfinished frame would take more is closed
     /// (`frame_too_large`).
     pub max_unfinished_frame_bytes: usize,
 }
@@ -703,6 +708,13 @@ fn from_table(table: toml::Table, origin: &str, from_env: &FromEnv) -> Result<Co
             message: format!("two hosts are named `{name}`: give each [[hosts]] its own name"),
         });
     }
+    if let Some((key, message)) = config.phone.problem() {
+        return Err(ConfigError::Invalid {
+            origin: origin.to_string(),
+            key: key.to_string(),
+            message,
+        });
+    }
     Ok(config)
 }
 
@@ -913,6 +925,32 @@ mod tests {
         assert_eq!(ms("[roles]\naway_expiry_hours = 0.5\n"), 1_800_000);
         assert_eq!(ms("[roles]\naway_expiry_hours = 0\n"), 0);
         assert_eq!(ms("[roles]\naway_expiry_hours = -1\n"), 0);
+    }
+
+    #[test]
+    fn the_phone_section_says_what_is_wrong() {
+        let ok = Config::from_toml(
+            "[phone]\nmax_file_mb = 5\ntranscribe = [\"whisper-cli\", \"-f\", \"{file}\"]\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(ok.phone.max_file_bytes(), 5 * 1024 * 1024);
+        assert!(ok.phone.max_file_frame() > 5 * 1024 * 1024 * 4 / 3);
+        let no_file = Config::from_toml("[phone]\ntranscribe = [\"whisper-cli\"]\n", "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            no_file.contains("phone.transcribe") && no_file.contains("{file}"),
+            "{no_file}"
+        );
+        let huge = Config::from_toml("[phone]\nmax_file_mb = 500\n", "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            huge.contains("phone.max_file_mb") && huge.contains("1 to 100"),
+            "{huge}"
+        );
+        assert_eq!(Config::default().phone.max_file_mb, 20);
     }
 
     #[test]

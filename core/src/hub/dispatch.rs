@@ -170,6 +170,7 @@ impl State {
             ClientMsg::InspectAgent(req) => self.inspect_agent(cx, req, db),
             ClientMsg::Peek(req) => self.peek(cx, req, db),
             ClientMsg::Diff(req) => self.diff(cx, req, db),
+            ClientMsg::SendFile(req) => self.send_file(cx, req, db),
             ClientMsg::NewSession(req) => self.new_session(cx, req, db, out),
             ClientMsg::ContinueSession(req) => self.continue_session(cx, req, db, out),
             ClientMsg::CloseSession(req) => self.close_session(cx, req, db, out),

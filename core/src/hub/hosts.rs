@@ -2,7 +2,7 @@
 //! requests for a host (`answer`, `unanswer`, `send`, `interrupt`, the pairing requests
 //! `supervise`, `set_goal`, `look`, `unpair`, the workers' `steer_agent` and
 //! `close_agent`, `release_role`, and the listings `list_asks`, `list_reports`,
-//! `list_roles`, `list_workers`, `list_projects`, `list_pairings`, `usage`, `peek`, `diff`, `new_session`, `continue_session`, `close_session` with `host`:
+//! `list_roles`, `list_workers`, `list_projects`, `list_pairings`, `usage`, `peek`, `diff`, `send_file`, `new_session`, `continue_session`, `close_session` with `host`:
 //! [`host_field`]), queued for the host's link after the batch commits. The links
 //! run off the hub (`crate::hosts`); the hub reads the latest each one published and never
 //! waits for a link.
@@ -58,6 +58,7 @@ pub(super) fn host_field(msg: &mut ClientMsg) -> Option<&mut Option<String>> {
         ClientMsg::DecideApproval(req) => Some(&mut req.host),
         ClientMsg::Peek(req) => Some(&mut req.host),
         ClientMsg::Diff(req) => Some(&mut req.host),
+        ClientMsg::SendFile(req) => Some(&mut req.host),
         ClientMsg::NewSession(req) => Some(&mut req.host),
         ClientMsg::ContinueSession(req) => Some(&mut req.host),
         ClientMsg::CloseSession(req) => Some(&mut req.host),

@@ -30,6 +30,7 @@ mod flush;
 mod forget;
 mod herd;
 mod hosts;
+mod inbox;
 mod interrupt;
 mod keys;
 mod launched;
@@ -221,6 +222,8 @@ pub struct CoreFacts {
     pub approvals_origin: String,
     /// The same rules as a policy layer, compiled once for every ruling.
     pub approvals_layer: std::sync::Arc<crate::approvals::Layer>,
+    /// `phone.max_file_mb` in bytes: the largest file `send_file` saves.
+    pub max_file_bytes: u64,
 }
 
 /// Start the hub task. The returned join handle ends after `Shutdown` (or when every

@@ -270,6 +270,7 @@ client_messages! {
         "list_approvals" => ListApprovals [pi cli bridge] -> "approvals",
         "peek" => Peek [cli bridge] else PEEK_IS_HUMANS -> "peeked",
         "diff" => Diff [cli bridge] else DIFF_IS_HUMANS -> "diffed",
+        "send_file" => SendFile [cli bridge] else SEND_IS_HUMANS -> "file_sent",
         "new_session" => NewSession [cli bridge] else START_IS_HUMANS -> "session_started",
         "continue_session" => ContinueSession [cli bridge] else START_IS_HUMANS -> "session_started",
         "close_session" => CloseSession [cli bridge] else START_IS_HUMANS -> "session_started",
@@ -526,6 +527,8 @@ server_messages! {
         "session_started" => SessionStarted { id: u64, started: Box<super::StartedSession> },
         /// Response to `diff`.
         "diffed" => Diffed { id: u64, diff: Box<super::SessionDiff> },
+        /// Response to `send_file`: saved, and the steer that names it stored.
+        "file_sent" => FileSent { id: u64, file: Box<super::SavedFile> },
         /// Response to `peek`.
         "peeked" => Peeked { id: u64, peek: Box<super::Peek> },
         /// Response to `inspect_agent` and `read_agent_transcript`.

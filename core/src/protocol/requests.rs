@@ -721,6 +721,41 @@ pub struct Diff {
     pub host: Option<String>,
 }
 
+/// The human only (a bridge): a file sent in session `to`'s place (a selector, as for
+/// `send`), saved under its directory in `.shepherd/inbox/` and, with `steer`, named in a
+/// steer to it (an image carried for the model to see). Answered by `file_sent`.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SendFile {
+    pub id: u64,
+    pub to: String,
+    /// The file's name as sent (its last path component is kept; a new name when taken).
+    pub name: String,
+    /// Its media type as the platform gave it (`image/jpeg`), when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime: Option<String>,
+    #[serde(default)]
+    pub kind: super::FileKind,
+    /// The bytes, in standard base64; at most `[phone] max_file_mb` once decoded.
+    pub data: String,
+    /// What the human wrote with it (a caption), or a voice note's transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Whether to steer the session with it (false: the bridge answers an ask with it).
+    #[serde(default = "steer_default")]
+    pub steer: bool,
+    /// The human who sent it.
+    #[serde(default)]
+    pub by: Option<String>,
+    /// The linked host the session is on: passed on to that host's core, as for `send`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+fn steer_default() -> bool {
+    true
+}
+
 /// A bounded live view (≤ 16 KiB) of what a worker did recently. Answered by
 /// `agent_text`.
 #[cfg_attr(test, derive(schemars::JsonSchema))]

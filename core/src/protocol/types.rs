@@ -511,6 +511,10 @@ pub struct Delivery {
     #[serde(default)]
     pub look: Option<u32>,
     pub created_at: Millis,
+    /// Images the model is to see with the text (a photo the human sent from the phone),
+    /// read from their files by the extension; absent: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<super::DeliveredImage>,
 }
 
 /// Information a session posted for whoever supervises it: a report (the `report` tool)

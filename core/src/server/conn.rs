@@ -79,6 +79,7 @@ pub(super) async fn run(
     };
     let writer = tokio::spawn(write_loop(write, rx, abort.clone(), drained));
 
+    let settings_max_frame = settings.max_frame;
     let mut conn = Reader {
         id,
         tx,
@@ -87,6 +88,7 @@ pub(super) async fn run(
         cwd: None,
         drain_wanted,
         queued,
+        max_frame: settings_max_frame,
     };
     let greeted = match conn.hello(&mut reader, pid, place).await {
         Some(close) => {
@@ -131,6 +133,9 @@ struct Reader {
     settings: Arc<ConnSettings>,
     /// The registered session's cwd, to refresh the repository context.
     cwd: Option<String>,
+    /// This client's frame limit once greeted: `max_frame` for a Pi session, the larger
+    /// `max_file_frame` for the human's clients and linked cores (files from the phone).
+    max_frame: usize,
     drain_wanted: Arc<AtomicBool>,
     /// Bytes queued for the writer (see [`ConnHandle::queued_bytes`]).
     queued: Arc<AtomicUsize>,
@@ -144,7 +149,7 @@ impl Reader {
 
     /// Read a frame, answering framing errors. `None` means the connection is over.
     async fn next_body(&self, reader: &mut BufReader<OwnedReadHalf>) -> Option<Vec<u8>> {
-        self.next_body_within(reader, self.settings.max_frame).await
+        self.next_body_within(reader, self.max_frame).await
     }
 
     /// [`Self::next_body`] with the limit `max` (smaller before `hello`).
@@ -162,13 +167,18 @@ impl Reader {
             Ok(None) => None,
             Err(FrameError::TooLarge { len, max }) => {
                 tracing::warn!(conn = self.id, len, max, "closing: frame over the limit");
-                let msg = match max < self.settings.max_frame {
-                    true => format!(
+                let msg = if max < self.settings.max_frame {
+                    format!(
                         "frame of {len} bytes is over the {max}-byte limit before hello; say hello first (see docs/PROTOCOL.md); closing"
-                    ),
-                    false => format!(
+                    )
+                } else if max > self.settings.max_frame {
+                    format!(
+                        "frame of {len} bytes is over the {max}-byte limit of the human's clients (a file of phone.max_file_mb in base64); closing"
+                    )
+                } else {
+                    format!(
                         "frame of {len} bytes is over the {max}-byte limit (core.limits.max_frame_bytes); closing"
-                    ),
+                    )
                 };
                 self.reply(error_frame(None, ErrorCode::FrameTooLarge, msg))
                     .await;
@@ -335,6 +345,9 @@ impl Reader {
             ..
         } = hello;
         let client_name = client_name.unwrap_or_else(|| default_name(kind).to_string());
+        if kind != ClientKind::Pi {
+            self.max_frame = self.settings.max_file_frame.max(self.settings.max_frame);
+        }
         let welcome = ServerMsg::Welcome {
             id,
             protocol: PROTOCOL_VERSION,

@@ -52,6 +52,9 @@ pub enum ServerError {
 pub struct ConnSettings {
     pub store_id: String,
     pub max_frame: usize,
+    /// The frame limit of the human's clients and linked cores, who may send a file from
+    /// the phone (`send_file`, up to `phone.max_file_mb`): at least `max_frame`.
+    pub max_file_frame: usize,
     pub max_outbound: usize,
     /// Bytes queued for one client before its deliveries wait in the store and anything
     /// else closes it as a slow consumer (`core.limits.max_outbound_bytes`).

@@ -5,7 +5,8 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::protocol::{
-    AskId, ClientKind, Delivery, DeliveryKind, MessageId, PairingId, Sender, SessionId,
+    AskId, ClientKind, DeliveredImage, Delivery, DeliveryKind, MessageId, PairingId, Sender,
+    SessionId,
 };
 
 fn kind_str(kind: DeliveryKind) -> &'static str {
@@ -36,6 +37,11 @@ fn client_str(kind: ClientKind) -> &'static str {
         ClientKind::Cli => "cli",
         ClientKind::Core => "core",
     }
+}
+
+/// The `images` column: a JSON array, NULL for none (nearly every message).
+fn images_json(images: &[DeliveredImage]) -> Option<String> {
+    (!images.is_empty()).then(|| serde_json::to_string(images).unwrap_or_default())
 }
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<Delivery> {
@@ -77,6 +83,10 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Delivery> {
         created_at: row.get(8)?,
         pairing_id: row.get(9)?,
         look: row.get(10)?,
+        images: row
+            .get::<_, Option<String>>(11)?
+            .and_then(|json| serde_json::from_str(&json).ok())
+            .unwrap_or_default(),
     })
 }
 
@@ -91,6 +101,8 @@ pub struct NewMessage<'a> {
     pub pairing_id: Option<PairingId>,
     pub look: Option<u32>,
     pub created_at: u64,
+    /// Images the model is to see with the text (a photo sent from the phone).
+    pub images: &'a [DeliveredImage],
 }
 
 impl<'a> NewMessage<'a> {
@@ -112,6 +124,7 @@ impl<'a> NewMessage<'a> {
             pairing_id: None,
             look: None,
             created_at: crate::clock::now_ms(),
+            images: &[],
         }
     }
 
@@ -127,6 +140,7 @@ impl<'a> NewMessage<'a> {
             pairing_id: self.pairing_id,
             look: self.look,
             created_at: self.created_at,
+            images: self.images.to_vec(),
         }
     }
 }
@@ -137,12 +151,12 @@ impl<'a> NewMessage<'a> {
 pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery> {
     conn.prepare_cached(
         "INSERT INTO messages (id, recipient, kind, text, from_kind, from_session, from_name,
-            ask_id, question, created_at, pairing_id, look)
+            ask_id, question, created_at, pairing_id, look, images)
          VALUES (
             max((SELECT coalesce(max(id), 0) FROM messages),
                 (SELECT coalesce(max(CAST(value AS INTEGER)), 0) FROM meta
                  WHERE key = 'messages_high')) + 1,
-            ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?
     .execute(params![
         m.recipient,
@@ -156,6 +170,7 @@ pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery
         m.created_at,
         m.pairing_id,
         m.look,
+        images_json(m.images),
     ])?;
     Ok(m.delivery(MessageId::from(conn.last_insert_rowid() as u64)))
 }
@@ -195,7 +210,7 @@ pub fn pending_after(
 ) -> rusqlite::Result<(Vec<Delivery>, bool)> {
     let mut stmt = conn.prepare_cached(
         "SELECT id, kind, text, from_kind, from_session, from_name, ask_id, question, created_at,
-            pairing_id, look
+            pairing_id, look, images
          FROM messages WHERE recipient = ?1 AND acked_at IS NULL AND id > ?2 ORDER BY id LIMIT ?3",
     )?;
     let mut rows = stmt.query_map(params![recipient, after, limit as i64], from_row)?;
@@ -284,6 +299,7 @@ mod tests {
             pairing_id: None,
             look: None,
             created_at: 5,
+            images: &[],
         };
         let a = insert(&store.conn, msg(&to_a, "one")).unwrap();
         let b = insert(&store.conn, msg(&to_a, "two")).unwrap();

@@ -381,6 +381,11 @@ CREATE TABLE started_sessions (
 );
 CREATE INDEX started_sessions_live ON started_sessions(session_id) WHERE state != 'ended';
 "#,
+    r#"
+-- Images a steer carries (a photo the human sent from the phone): a JSON array of
+-- {path, mime}, the files saved in the session's `.shepherd/inbox/`; NULL for none.
+ALTER TABLE messages ADD COLUMN images TEXT;
+"#,
 ];
 
 /// An open database with its identity.

@@ -6,7 +6,7 @@
 // (CI fails while a generated file is stale).
 
 import type { Json } from "../fields.ts";
-import type { ApprovalScope, ClientKind, EdgeKind, ResultsMode, Role, VerdictKind } from "./names.ts";
+import type { ApprovalScope, ClientKind, EdgeKind, FileKind, ResultsMode, Role, VerdictKind } from "./names.ts";
 import type { ContextUsage, HerdChief, Registration } from "./records.ts";
 import type { ServerMsg } from "./server.ts";
 
@@ -789,6 +789,32 @@ export interface DiffMsg {
 }
 
 /**
+ * The human only (a bridge): a file sent in session `to`'s place (a selector, as for
+ * `send`), saved under its directory in `.shepherd/inbox/` and, with `steer`, named in a
+ * steer to it (an image carried for the model to see). Answered by `file_sent`.
+ */
+export interface SendFileMsg {
+  type: "send_file";
+  id: number;
+  to: string;
+  /** The file's name as sent (its last path component is kept; a new name when taken). */
+  name: string;
+  /** Its media type as the platform gave it (`image/jpeg`), when it gave one. */
+  mime?: string | null;
+  kind?: FileKind;
+  /** The bytes, in standard base64; at most `[phone] max_file_mb` once decoded. */
+  data: string;
+  /** What the human wrote with it (a caption), or a voice note's transcript. */
+  text?: string | null;
+  /** Whether to steer the session with it (false: the bridge answers an ask with it). */
+  steer?: boolean;
+  /** The human who sent it. */
+  by?: string | null;
+  /** The linked host the session is on: passed on to that host's core, as for `send`. */
+  host?: string | null;
+}
+
+/**
  * The human only: start a Pi session with `task` as its first message, in `cwd` (a
  * directory, absolute) or in `project`'s primary checkout (a repository name as
  * `list_projects` knows it, or one under `[projects] roots`); with `branch`, in a new
@@ -950,6 +976,7 @@ export type ClientMsg =
   | ListApprovalsMsg
   | PeekMsg
   | DiffMsg
+  | SendFileMsg
   | NewSessionMsg
   | ContinueSessionMsg
   | CloseSessionMsg
@@ -1019,6 +1046,7 @@ export const CLIENT_TYPES: readonly ClientMsg["type"][] = [
   "list_approvals",
   "peek",
   "diff",
+  "send_file",
   "new_session",
   "continue_session",
   "close_session",
@@ -1096,6 +1124,7 @@ export const REPLY_TYPES = {
   list_approvals: "approvals",
   peek: "peeked",
   diff: "diffed",
+  send_file: "file_sent",
   new_session: "session_started",
   continue_session: "session_started",
   close_session: "session_started",

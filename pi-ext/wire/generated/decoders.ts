@@ -36,6 +36,7 @@ import {
   DELIVERY_KINDS,
   EDGE_KINDS,
   END_REASONS,
+  FILE_KINDS,
   INTEGRATION_STATUSES,
   LEAD_STATES,
   LEAVE_REASONS,
@@ -64,6 +65,7 @@ import type {
   BridgeInfo,
   ContextUsage,
   CoreStatus,
+  DeliveredImage,
   Delivery,
   EdgeMessage,
   HerdChief,
@@ -81,6 +83,7 @@ import type {
   Registration,
   Report,
   ReportsTo,
+  SavedFile,
   Sender,
   SessionDiff,
   SessionInfo,
@@ -376,6 +379,15 @@ const sessionDiff: Conv<SessionDiff> = record({
   complete: req(bool),
 });
 
+const savedFile: Conv<SavedFile> = record({
+  session_id: req(str),
+  session_name: req(str),
+  path: req(str),
+  bytes: req(u64),
+  message_id: optional(u64),
+  connected: req(bool),
+});
+
 const peekCall: Conv<PeekCall> = record({ tool: req(str), args: req(str) });
 
 const peekOutput: Conv<PeekOutput> = record({ call: req(peekCall), error: req(bool), tail: req(str) });
@@ -480,6 +492,8 @@ const hostLink: Conv<HostLink> = record({
 
 const sender: Conv<Sender> = record({ kind: req(oneOf(CLIENT_KINDS)), session_id: nullable(str), name: req(str) });
 
+const deliveredImage: Conv<DeliveredImage> = record({ path: req(str), mime: req(str) });
+
 const delivery: Conv<Delivery> = record({
   id: req(u64),
   kind: req(oneOf(DELIVERY_KINDS)),
@@ -490,6 +504,7 @@ const delivery: Conv<Delivery> = record({
   pairing_id: nullable(u64),
   look: nullable(u32),
   created_at: req(u64),
+  images: maybe(arrayOf(deliveredImage)),
 });
 
 const edgeMessage: Conv<EdgeMessage> = record({
@@ -662,6 +677,18 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
   list_approvals: record({ id: req(u64), all: maybe(bool), host: maybeNull(str) }),
   peek: record({ id: req(u64), session: req(str), host: maybeNull(str) }),
   diff: record({ id: req(u64), session: req(str), host: maybeNull(str) }),
+  send_file: record({
+    id: req(u64),
+    to: req(str),
+    name: req(str),
+    mime: maybeNull(str),
+    kind: maybe(oneOf(FILE_KINDS)),
+    data: req(str),
+    text: maybeNull(str),
+    steer: maybe(bool),
+    by: maybeNull(str),
+    host: maybeNull(str),
+  }),
   new_session: record({
     id: req(u64),
     cwd: maybeNull(str),
@@ -756,6 +783,7 @@ export const SERVER_BODIES: Bodies<ServerMsg> = {
   started_sessions: record({ id: req(u64), started: req(arrayOf(startedSession)) }),
   session_started: record({ id: req(u64), started: req(startedSession) }),
   diffed: record({ id: req(u64), diff: req(sessionDiff) }),
+  file_sent: record({ id: req(u64), file: req(savedFile) }),
   peeked: record({ id: req(u64), peek: req(peek) }),
   agent_text: record({ id: req(u64), worker: req(worker), text: req(str) }),
   agents: record({ id: req(u64), agents: req(arrayOf(agentDef)) }),

@@ -68,6 +68,17 @@ export const EDGE_KINDS: readonly EdgeKind[] = ["supervisor", "staff", "peer"];
 export type ApprovalScope = "once" | "session";
 export const APPROVAL_SCOPES: readonly ApprovalScope[] = ["once", "session"];
 
+/**
+ * What kind of file the human sent: it decides what the session is told.
+ *
+ * - `image`: A photo or an image file: the model sees it (PNG, JPEG, GIF or WebP).
+ * - `file`: Any other file: the steer names where it was saved.
+ * - `voice`: A voice note or audio file: saved like a file; the steer carries its transcript when
+ *   the bridge made one (`[phone] transcribe`).
+ */
+export type FileKind = "image" | "file" | "voice";
+export const FILE_KINDS: readonly FileKind[] = ["image", "file", "voice"];
+
 /** Whether a pairing is still running. */
 export type PairingState = "active" | "ended";
 export const PAIRING_STATES: readonly PairingState[] = ["active", "ended"];

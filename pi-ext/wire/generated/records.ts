@@ -536,6 +536,19 @@ export interface SessionDiff {
   complete: boolean;
 }
 
+/** A file the core saved for a session (`file_sent`). */
+export interface SavedFile {
+  session_id: string;
+  session_name: string;
+  /** Absolute path it was saved to (a new name when the one sent was taken). */
+  path: string;
+  bytes: number;
+  /** The steer that names it; absent when the request asked for none (`steer: false`). */
+  message_id?: number;
+  /** Whether the session was connected (the steer delivered now, else on its return). */
+  connected: boolean;
+}
+
 /** A tool call: its tool and its arguments on one line (the telling one, like `command`). */
 export interface PeekCall {
   tool: string;
@@ -737,6 +750,17 @@ export interface Sender {
 }
 
 /**
+ * An image a delivery carries: the file it was saved to, read by the extension when it
+ * hands the delivery to the model.
+ */
+export interface DeliveredImage {
+  /** Absolute path of the saved image. */
+  path: string;
+  /** Its type: `image/png`, `image/jpeg`, `image/gif` or `image/webp`. */
+  mime: string;
+}
+
+/**
  * One message for a session. `id` is unique within the store (`store_id` in `welcome`)
  * and increases in delivery order, so a receiver can drop anything it has seen.
  */
@@ -753,6 +777,11 @@ export interface Delivery {
   /** For `view`: the look's number within the pairing (1, 2, …). */
   look: number | null;
   created_at: number;
+  /**
+   * Images the model is to see with the text (a photo the human sent from the phone),
+   * read from their files by the extension; absent: none.
+   */
+  images?: DeliveredImage[];
 }
 
 /**

@@ -24,6 +24,7 @@ import type {
   Project,
   Report,
   ReportsTo,
+  SavedFile,
   SessionDiff,
   SessionInfo,
   StaffMember,
@@ -354,6 +355,13 @@ export interface DiffedMsg {
   diff: SessionDiff;
 }
 
+/** Response to `send_file`: saved, and the steer that names it stored. */
+export interface FileSentMsg {
+  type: "file_sent";
+  id: number;
+  file: SavedFile;
+}
+
 /** Response to `peek`. */
 export interface PeekedMsg {
   type: "peeked";
@@ -601,6 +609,7 @@ export type ServerMsg =
   | StartedSessionsMsg
   | SessionStartedMsg
   | DiffedMsg
+  | FileSentMsg
   | PeekedMsg
   | AgentTextMsg
   | AgentsMsg
@@ -666,6 +675,7 @@ export const SERVER_TYPES: readonly ServerMsg["type"][] = [
   "started_sessions",
   "session_started",
   "diffed",
+  "file_sent",
   "peeked",
   "agent_text",
   "agents",

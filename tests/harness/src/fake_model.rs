@@ -216,7 +216,9 @@ impl FakeModel {
 
     /// The `models.json` that points Pi's provider `fake` at this server.
     pub fn models_json(&self) -> Value {
-        let mut model = json!({"id": "fake-model", "contextWindow": 100000, "maxTokens": 4096});
+        // A vision model: images in a user message reach it (Pi drops them for text-only ones).
+        let mut model = json!({"id": "fake-model", "contextWindow": 100000, "maxTokens": 4096,
+            "input": ["text", "image"]});
         if let Some(cost) = &self.cost {
             model["cost"] = cost.clone();
         }

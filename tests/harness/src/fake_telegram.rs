@@ -199,6 +199,28 @@ pub struct UserMessage {
     pub thread_id: Option<i32>,
     /// The message it replies to (its topic is implied).
     pub reply_to: Option<i32>,
+    /// A photo, document or voice note it carries (`text` is then its caption).
+    pub file: Option<UserFile>,
+}
+
+/// What kind of file a user sends, as Telegram's apps send them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserFileKind {
+    /// A compressed photo: Telegram keeps it in several sizes (`photo`, smallest first).
+    Photo,
+    /// A file sent as a file (`document`), with its name and type.
+    Document,
+    /// A recorded voice note (`voice`, OGG/Opus).
+    Voice,
+}
+
+/// A file a user sends; the bot fetches it with `getFile` and the file download URL.
+#[derive(Debug, Clone)]
+pub struct UserFile {
+    pub kind: UserFileKind,
+    pub name: String,
+    pub mime: String,
+    pub bytes: Vec<u8>,
 }
 
 impl UserMessage {
@@ -209,7 +231,14 @@ impl UserMessage {
             text: text.to_string(),
             thread_id: None,
             reply_to: None,
+            file: None,
         }
+    }
+
+    /// Send `file` with this message (its text the caption; empty: none).
+    pub fn with_file(mut self, file: UserFile) -> Self {
+        self.file = Some(file);
+        self
     }
 
     pub fn in_topic(mut self, thread_id: i32) -> Self {

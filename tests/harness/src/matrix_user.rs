@@ -88,6 +88,14 @@ impl Message {
     }
 }
 
+/// A file to send: its `msgtype` (`m.image`, `m.file`, `m.audio`), name, type and bytes.
+pub struct Media<'a> {
+    pub msgtype: &'a str,
+    pub name: &'a str,
+    pub mime: &'a str,
+    pub bytes: &'a [u8],
+}
+
 /// A logged-in Matrix user with a background sync.
 pub struct MatrixUser {
     pub client: Client,
@@ -330,6 +338,54 @@ impl MatrixUser {
             }),
         )
         .await
+    }
+
+    /// Send a file (`msgtype`: `m.image`, `m.file` or `m.audio`) in the thread rooted at
+    /// `thread_root`, as Element does in an encrypted room: its media encrypted and
+    /// uploaded (`file`), the caption as `body` with the name as `filename`; the
+    /// event id.
+    pub async fn send_file_in_thread(
+        &self,
+        room_id: &str,
+        thread_root: &str,
+        media: Media<'_>,
+        caption: Option<&str>,
+    ) -> Result<String> {
+        let Media {
+            msgtype,
+            name,
+            mime,
+            bytes,
+        } = media;
+        let room = self.room(room_id).await?;
+        let mut content = json!({
+            "msgtype": msgtype,
+            "body": caption.unwrap_or(name),
+            "filename": name,
+            "info": {"mimetype": mime, "size": bytes.len()},
+            "m.relates_to": {
+                "rel_type": "m.thread",
+                "event_id": thread_root,
+                "is_falling_back": true,
+                "m.in_reply_to": {"event_id": thread_root},
+            },
+        });
+        // The bot's rooms are encrypted: the media is encrypted as Element encrypts it.
+        anyhow::ensure!(
+            room.latest_encryption_state().await?.is_encrypted(),
+            "{room_id} is not encrypted; this helper sends encrypted media only"
+        );
+        let mut reader = std::io::Cursor::new(bytes.to_vec());
+        let file = self
+            .client
+            .upload_encrypted_file(&mut reader)
+            .await
+            .context("uploading the encrypted file")?;
+        content["file"] = serde_json::to_value(file)?;
+        if msgtype == "m.audio" {
+            content["org.matrix.msc3245.voice"] = json!({});
+        }
+        self.send_event(room_id, "m.room.message", content).await
     }
 
     /// Send a plain (non-threaded) reply to `in_reply_to`; the event id.

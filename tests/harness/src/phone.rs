@@ -19,7 +19,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use crate::fake_telegram::{FakeTelegram, FakeTelegramOptions, FakeUser, SentMessage, UserMessage};
+pub use crate::fake_telegram::UserFileKind;
+use crate::fake_telegram::{
+    FakeTelegram, FakeTelegramOptions, FakeUser, SentMessage, UserFile, UserMessage,
+};
 use crate::matrix_user::{MatrixUser, Message};
 use crate::synapse::{Synapse, unique};
 use crate::{Bot, Core};
@@ -191,6 +194,20 @@ pub trait Phone {
 
     /// The bytes of the file `m` carries ([`Said::file`]), as the human downloads them.
     async fn file_bytes(&self, m: &Said) -> Result<Vec<u8>>;
+
+    /// Send `file` in `place` (a session's topic or thread), as the phone's app sends it.
+    async fn send_file(&self, place: &str, file: PhoneFile) -> Result<()>;
+}
+
+/// A file the human sends from the phone: a photo, a document or a voice note.
+#[derive(Debug, Clone)]
+pub struct PhoneFile {
+    pub kind: UserFileKind,
+    pub name: String,
+    pub mime: String,
+    pub bytes: Vec<u8>,
+    /// Written with it (empty: nothing).
+    pub caption: String,
 }
 
 /// A decision on an approval card.
@@ -391,6 +408,29 @@ impl Phone for TelegramPhone {
             .with_context(|| format!("not a Telegram topic: {place}"))?;
         self.tg
             .inject_message(UserMessage::new(self.chat, ADA_TELEGRAM, text).in_topic(topic))?;
+        Ok(())
+    }
+
+    async fn send_file(&self, place: &str, file: PhoneFile) -> Result<()> {
+        let topic: i32 = place
+            .parse()
+            .with_context(|| format!("not a Telegram topic: {place}"))?;
+        let PhoneFile {
+            kind,
+            name,
+            mime,
+            bytes,
+            caption,
+        } = file;
+        let message = UserMessage::new(self.chat, ADA_TELEGRAM, &caption)
+            .in_topic(topic)
+            .with_file(UserFile {
+                kind,
+                name,
+                mime,
+                bytes,
+            });
+        self.tg.inject_message(message)?;
         Ok(())
     }
 
@@ -742,6 +782,25 @@ impl Phone for MatrixPhone {
         // As Element sends it: in the thread, a falling-back reply to its root.
         self.ada
             .send_thread_reply(&self.room, place, place, text)
+            .await?;
+        Ok(())
+    }
+
+    async fn send_file(&self, place: &str, file: PhoneFile) -> Result<()> {
+        let msgtype = match file.kind {
+            UserFileKind::Photo => "m.image",
+            UserFileKind::Document => "m.file",
+            UserFileKind::Voice => "m.audio",
+        };
+        let caption = (!file.caption.is_empty()).then_some(file.caption.as_str());
+        let media = crate::matrix_user::Media {
+            msgtype,
+            name: &file.name,
+            mime: &file.mime,
+            bytes: &file.bytes,
+        };
+        self.ada
+            .send_file_in_thread(&self.room, place, media, caption)
             .await?;
         Ok(())
     }

@@ -46,6 +46,7 @@ pub(super) fn pairing_message<'a>(
         pairing_id: Some(pairing),
         look: None,
         created_at: now_ms(),
+        images: &[],
     }
 }
 

@@ -171,6 +171,7 @@ impl State {
                 self.topic_state(method, p)
             }
             "senddocument" => self.send_document(p, now),
+            "getfile" => self.get_file(p),
             "setmycommands" => self.set_commands(p),
             "getmycommands" => Ok(self
                 .commands
@@ -604,6 +605,46 @@ impl State {
     }
 }
 
+/// The most a bot may download through the cloud Bot API.
+const MAX_DOWNLOAD: usize = 20 << 20;
+
+impl State {
+    /// `getFile`: a file's path for the download URL; Telegram refuses an unknown id and a
+    /// file over 20 MB.
+    fn get_file(&self, p: &Params) -> ApiResult {
+        let id = p
+            .str("file_id")
+            .ok_or_else(|| ApiError::bad("file_id is empty"))?;
+        let file = self
+            .files
+            .get(&id)
+            .ok_or_else(|| ApiError::bad("invalid file_id"))?;
+        if file.bytes.len() > MAX_DOWNLOAD {
+            return Err(ApiError::bad("file is too big"));
+        }
+        Ok(json!({
+            "file_id": file.file_id,
+            "file_unique_id": file.file_unique_id,
+            "file_size": file.bytes.len(),
+            "file_path": file_path(file),
+        }))
+    }
+
+    /// The bytes behind a download path `getFile` gave.
+    pub(crate) fn download(&self, path: &str) -> Option<Vec<u8>> {
+        self.files
+            .values()
+            .find(|f| file_path(f) == path)
+            .map(|f| f.bytes.clone())
+    }
+}
+
+/// Where a file downloads from: `documents/file_<n>.<ext>`, as Telegram names them.
+fn file_path(file: &SentDocument) -> String {
+    let ext = file.file_name.rsplit_once('.').map_or("", |(_, e)| e);
+    format!("documents/{}.{ext}", file.file_unique_id)
+}
+
 fn not_modified() -> ApiError {
     ApiError::bad(
         "message is not modified: specified new message content and reply markup are exactly \
@@ -619,6 +660,10 @@ fn version(m: &Msg) -> MessageVersion {
             (c.text, c.entities)
         }
         Content::TopicCreated { name, .. } => (name.clone(), Vec::new()),
+        Content::Photo { caption, .. } | Content::Voice { caption, .. } => {
+            let c = caption.clone().unwrap_or_default();
+            (c.text, c.entities)
+        }
     };
     MessageVersion {
         raw: m.raw.clone(),

@@ -60,6 +60,7 @@ const METHODS: &[&str] = &[
     "reopenForumTopic",
     "deleteForumTopic",
     "sendDocument",
+    "getFile",
     "setMyCommands",
     "getMyCommands",
     "deleteMyCommands",
@@ -86,6 +87,10 @@ fn reply(status: u16, body: Value) -> Response {
 async fn handle(AxumState(shared): AxumState<Arc<Shared>>, req: Request) -> Response {
     let arrived = Instant::now();
     let path = req.uri().path().to_string();
+    // `/file/bot<token>/<file_path>`: a download, as the Bot API server serves it.
+    if let Some((_, rest)) = path.split_once("/file/bot") {
+        return download(&shared, rest);
+    }
     // `/bot<token>/<method>`, possibly under a prefix.
     let mut segments = path.rsplitn(3, '/');
     let method = segments.next().unwrap_or("").to_string();
@@ -132,6 +137,22 @@ async fn handle(AxumState(shared): AxumState<Arc<Shared>>, req: Request) -> Resp
     }
     shared.touch();
     reply(status, body)
+}
+
+/// A file download: the token, then a path `getFile` gave; 404 for anything else.
+fn download(shared: &Shared, rest: &str) -> Response {
+    let st = shared.lock();
+    let bytes = rest
+        .split_once('/')
+        .filter(|(token, _)| percent_decode(token.as_bytes()) == st.token)
+        .and_then(|(_, path)| st.download(&percent_decode(path.as_bytes())));
+    match bytes {
+        Some(bytes) => (StatusCode::OK, bytes).into_response(),
+        None => reply(
+            404,
+            json!({"ok": false, "error_code": 404, "description": "Not Found"}),
+        ),
+    }
 }
 
 /// Parameters from whatever encoding the request used, plus the query string.

@@ -14,7 +14,8 @@ use super::html::{Formatted, utf16_len};
 use super::limits::Limiter;
 use super::{
     ApiCall, CallbackAnswer, ChatSpec, FakeTelegramOptions, FakeUser, Injected, InjectedCallback,
-    MessageVersion, SentDocument, SentMessage, Topic, UpdateRecord, UserMessage,
+    MessageVersion, SentDocument, SentMessage, Topic, UpdateRecord, UserFile, UserFileKind,
+    UserMessage,
 };
 
 /// Telegram's limits on text after entity parsing.
@@ -171,6 +172,16 @@ pub(crate) enum Content {
         name: String,
         icon_color: i64,
     },
+    /// A user's photo, in each size Telegram keeps (smallest first).
+    Photo {
+        sizes: Vec<SentDocument>,
+        caption: Option<Formatted>,
+    },
+    /// A user's voice note.
+    Voice {
+        voice: SentDocument,
+        caption: Option<Formatted>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -273,6 +284,15 @@ pub(crate) struct State {
     pub started: Instant,
     /// Calls to answer with a server error instead: (lowercase method, status, how many).
     pub server_errors: Option<(String, u16, u32)>,
+}
+
+fn caption_json(v: &mut Value, caption: Option<&Formatted>) {
+    if let Some(c) = caption {
+        v["caption"] = json!(c.text);
+        if !c.entities.is_empty() {
+            v["caption_entities"] = json!(c.entities);
+        }
+    }
 }
 
 pub(crate) fn unix_now() -> i64 {
@@ -401,6 +421,27 @@ impl State {
             Content::TopicCreated { name, icon_color } => {
                 v["forum_topic_created"] = json!({"name": name, "icon_color": icon_color});
             }
+            Content::Photo { sizes, caption } => {
+                v["photo"] = sizes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        let side = 90 * (i + 1) * (i + 1);
+                        json!({
+                            "file_id": p.file_id, "file_unique_id": p.file_unique_id,
+                            "width": side, "height": side * 3 / 4, "file_size": p.bytes.len(),
+                        })
+                    })
+                    .collect();
+                caption_json(&mut v, caption.as_ref());
+            }
+            Content::Voice { voice, caption } => {
+                v["voice"] = json!({
+                    "file_id": voice.file_id, "file_unique_id": voice.file_unique_id,
+                    "duration": 3, "mime_type": voice.mime_type, "file_size": voice.bytes.len(),
+                });
+                caption_json(&mut v, caption.as_ref());
+            }
         }
         if inline_markup(&m.reply_markup).is_some() {
             v["reply_markup"] = m.reply_markup.clone().unwrap_or_default();
@@ -427,6 +468,14 @@ impl State {
                 (c.text, c.entities, Some(document.clone()))
             }
             Content::TopicCreated { name, .. } => (name.clone(), Vec::new(), None),
+            Content::Photo { sizes, caption } => {
+                let c = caption.clone().unwrap_or_default();
+                (c.text, c.entities, sizes.last().cloned())
+            }
+            Content::Voice { voice, caption } => {
+                let c = caption.clone().unwrap_or_default();
+                (c.text, c.entities, Some(voice.clone()))
+            }
         };
         SentMessage {
             chat_id,
@@ -595,6 +644,14 @@ impl State {
             entities
                 .push(json!({"type": "bot_command", "offset": 0, "length": utf16_len(command)}));
         }
+        let text = Formatted {
+            text: m.text.clone(),
+            entities,
+        };
+        let content = match &m.file {
+            None => Content::Text(text),
+            Some(file) => self.user_file(file, (!m.text.is_empty()).then_some(text)),
+        };
         let msg = Msg {
             id: 0,
             date: unix_now(),
@@ -602,10 +659,7 @@ impl State {
             from_bot: false,
             thread_id,
             reply_to: m.reply_to,
-            content: Content::Text(Formatted {
-                text: m.text.clone(),
-                entities,
-            }),
+            content,
             raw: m.text.clone(),
             parse_mode: None,
             reply_markup: None,
@@ -620,6 +674,43 @@ impl State {
             update_id,
             message_id,
         })
+    }
+
+    /// A user's file as Telegram holds it: each size of a photo (a thumbnail of other
+    /// bytes first, so a bot that takes the wrong one gets the wrong bytes) is a file
+    /// `getFile` knows.
+    fn user_file(&mut self, file: &UserFile, caption: Option<Formatted>) -> Content {
+        let mut stored = |bytes: Vec<u8>, name: &str| {
+            let n = self.next_file;
+            self.next_file += 1;
+            let doc = SentDocument {
+                file_id: format!("AgACAgfake{n:06}"),
+                file_unique_id: format!("AQADfake{n:06}"),
+                file_name: name.to_string(),
+                mime_type: file.mime.clone(),
+                bytes,
+            };
+            self.files.insert(doc.file_id.clone(), doc.clone());
+            doc
+        };
+        match file.kind {
+            UserFileKind::Photo => {
+                let thumb = stored(b"thumbnail".to_vec(), "thumb.jpg");
+                let full = stored(file.bytes.clone(), &file.name);
+                Content::Photo {
+                    sizes: vec![thumb, full],
+                    caption,
+                }
+            }
+            UserFileKind::Document => Content::Document {
+                document: stored(file.bytes.clone(), &file.name),
+                caption,
+            },
+            UserFileKind::Voice => Content::Voice {
+                voice: stored(file.bytes.clone(), &file.name),
+                caption,
+            },
+        }
     }
 
     pub(crate) fn press_button(
