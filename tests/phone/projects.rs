@@ -150,6 +150,16 @@ async fn project_work_on(mut phone: impl Phone, manager_id: &str) -> Result<()> 
     assert!(card.text.contains(&sha[..7]), "{}", card.text);
     assert!(card.text.contains(COMMIT), "the commits: {}", card.text);
     phone.offers(&card, &["approve", "deny"]).await?;
+    // Its diff, from the card: the Lead's changes against main, as /diff shows them.
+    phone.diff_from_card(&card).await?;
+    let diff = phone
+        .bot_says(|m| m.text.starts_with("🧾 app@feat/a · feat/a against main"))
+        .await
+        .with_context(|| core.log())?;
+    assert_eq!(diff.place.as_ref(), Some(&place), "beside the card");
+    phone
+        .bot_says(|m| m.file.as_deref() == Some("feat-a.diff"))
+        .await?;
 
     // A reply typed to the card denies it with that reason; main is unchanged.
     phone.reply(&card, "not yet: add a test first").await?;

@@ -10,7 +10,8 @@
 //! thread); and one short line when an assignment's state or Lead state changes
 //! ([`Change::between`] decides which changes are worth a line).
 
-use shepherd_core::protocol::{Assignment, AssignmentState, LeadState, Millis, Project};
+use shepherd_core::protocol::projects::INTEGRATION_OPTIONS;
+use shepherd_core::protocol::{Ask, Assignment, AssignmentState, LeadState, Millis, Project};
 
 use super::format::{ago, one_line, plural, truncate};
 use super::html::Html;
@@ -57,6 +58,23 @@ fn state_icon(a: &Assignment) -> &'static str {
 
 /// `/projects`: a header, then per repository its Manager and one entry per assignment.
 /// No project work: a sentence saying how it starts.
+/// The Lead session an integration's approval card is about (`app@feat/a`, named like its
+/// assignment; `gpu:app@feat/a` for a linked host's): what its "diff" shows. `None` for
+/// any other ask.
+pub fn integration_target(ask: &Ask) -> Option<String> {
+    if ask.options != INTEGRATION_OPTIONS {
+        return None;
+    }
+    let (tag, _) = ask
+        .question
+        .strip_prefix("Integrate ")?
+        .split_once(" into ")?;
+    Some(match &ask.host {
+        Some(host) => format!("{host}:{tag}"),
+        None => tag.to_string(),
+    })
+}
+
 pub fn projects_list(projects: &[Project], now: Millis, prefix: char) -> Rendered {
     let mut h = Html::new();
     if projects.is_empty() {

@@ -121,6 +121,25 @@ fn an_ask_question_is_markdown_like_a_report() {
 }
 
 #[test]
+fn an_integration_card_offers_its_leads_diff() {
+    use crate::chat::projects::integration_target;
+    let q = "Integrate app@feat/a into main at 3f2a9c1? 2 commits · 1 file changed";
+    let card = ask(q, &["approve", "deny"]);
+    assert_eq!(integration_target(&card).as_deref(), Some("app@feat/a"));
+    let far = Ask {
+        host: Some("gpu".into()),
+        ..card.clone()
+    };
+    assert_eq!(integration_target(&far).as_deref(), Some("gpu:app@feat/a"));
+    // Any other ask, even one that reads alike, offers none.
+    assert_eq!(integration_target(&ask(q, &["yes", "no"])), None);
+    assert_eq!(
+        integration_target(&ask("Integrate it?", &["approve", "deny"])),
+        None
+    );
+}
+
+#[test]
 fn an_integration_card_says_approved_or_denied_not_answered() {
     let question = || ask("Integrate app@feat/a?", &["approve", "deny"]);
     let card = |answer: &str| answered_card(&answered(question(), answer, "ada")).plain;

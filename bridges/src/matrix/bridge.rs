@@ -25,6 +25,9 @@ use crate::chat::typed::UNDO_KEY;
 use crate::relay::Platform;
 
 /// The Matrix side of the bridge: its room and its ways out.
+/// The reaction on an integration's card that shows its Lead's diff.
+pub const DIFF_KEY: &str = "🧾";
+
 pub struct Matrix {
     pub client: Client,
     pub room: Room,
@@ -205,8 +208,10 @@ impl Platform for Matrix {
             thread_root: root,
             answered: false,
         }));
-        // The option keys as the bot's own reactions: the human taps one to answer.
-        for key in card.options.iter().filter_map(|o| o.key) {
+        // The option keys as the bot's own reactions: the human taps one to answer; on an
+        // integration's card, 🧾 shows its Lead's diff.
+        let diff = crate::chat::projects::integration_target(ask).map(|_| DIFF_KEY);
+        for key in card.options.iter().filter_map(|o| o.key).chain(diff) {
             self.outbox.push(MatrixOp::React {
                 event: event_id.clone(),
                 key: key.to_string(),

@@ -9,10 +9,11 @@ use std::time::Duration;
 use matrix_sdk::ruma::OwnedRoomId;
 use shepherd_core::protocol::{AskRef, AskState};
 
+use super::bridge::DIFF_KEY;
 use super::bridge::Matrix;
 use super::decide::{self, Action, Incoming};
 use super::events::MatrixEvent;
-use crate::chat::commands;
+use crate::chat::commands::{self, ChatCommand};
 use crate::chat::render::{self, Rendered};
 use crate::chat::split;
 use crate::relay::Relay;
@@ -169,12 +170,6 @@ impl Relay<Matrix> {
         let Some(ask) = self.ask(asked).await else {
             return;
         };
-        let Some(answer) = commands::reaction_option(&ask, key) else {
-            return; // Not an option key (a 👍, say).
-        };
-        if ask.state == AskState::Answered {
-            return; // A late tap on an answered card: the card already says so.
-        }
         let thread = self
             .platform
             .store
@@ -182,6 +177,20 @@ impl Relay<Matrix> {
             .ok()
             .flatten()
             .map(|c| c.thread_root);
+        // 🧾 on an integration's card: its Lead's diff, as !diff shows it.
+        if key.trim_end_matches('\u{fe0f}') == DIFF_KEY
+            && let Some(target) = crate::chat::projects::integration_target(&ask)
+        {
+            self.on_command(ChatCommand::Diff(Some(target)), thread, None, by)
+                .await;
+            return;
+        }
+        let Some(answer) = commands::reaction_option(&ask, key) else {
+            return; // Not an option key (a 👍, say).
+        };
+        if ask.state == AskState::Answered {
+            return; // A late tap on an answered card: the card already says so.
+        }
         self.answer(asked, &answer, by, thread).await;
     }
 

@@ -495,9 +495,24 @@ fn option_keyboard(ask: &Ask) -> Option<InlineKeyboardMarkup> {
         .enumerate()
         .map(|(i, o)| InlineKeyboardButton::callback(o.clone(), format!("a:{}:{i}", ask.key())))
         .collect();
-    Some(InlineKeyboardMarkup::new(
-        buttons.chunks(2).map(<[_]>::to_vec),
-    ))
+    let mut rows: Vec<Vec<InlineKeyboardButton>> = buttons.chunks(2).map(<[_]>::to_vec).collect();
+    // An integration's card: its Lead's diff, as /diff shows it. Telegram keeps callback
+    // data to 64 bytes: a longer target gets no button (/diff does the same).
+    if let Some(data) = crate::chat::projects::integration_target(ask)
+        .map(|target| format!("d:{target}"))
+        .filter(|data| data.len() <= 64)
+    {
+        rows.push(vec![InlineKeyboardButton::callback(DIFF_LABEL, data)]);
+    }
+    Some(InlineKeyboardMarkup::new(rows))
+}
+
+/// An integration card's button that shows the Lead's diff.
+pub const DIFF_LABEL: &str = "🧾 diff";
+
+/// The target of an integration card's diff button.
+pub(super) fn parse_diff(data: &str) -> Option<&str> {
+    data.strip_prefix("d:").filter(|t| !t.is_empty())
 }
 
 /// How a peek is refreshed here, said on its last line.

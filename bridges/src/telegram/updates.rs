@@ -2,7 +2,7 @@
 //! answer), a reply to anything about a session (a steer), plain text in a session's topic
 //! (its one open ask's answer, else a steer: `relay::typed`), a photo, document or voice
 //! note for a session (`media`: its inbox and a steer), a button press (an option,
-//! the undo of a typed answer, a `/workers` line's ✖ close, a peek's 🔄 refresh (edited in
+//! the undo of a typed answer, a `/workers` line's ✖ close, an integration card's 🧾 diff, a peek's 🔄 refresh (edited in
 //! place), or a `/staff` line's ✍️ steer,
 //! which asks what to say with
 //! a forced reply). Senders and chats are checked against the allowlist
@@ -17,8 +17,8 @@ use teloxide::types::{CallbackQuery, Message, Update, UpdateKind, User};
 use shepherd_core::protocol::{AskRef, ErrorCode};
 
 use super::bridge::{
-    PEEK_HINT, Telegram, parse_approval, parse_callback, parse_close, parse_peek, parse_steer,
-    parse_undo, peek_keyboard,
+    PEEK_HINT, Telegram, parse_approval, parse_callback, parse_close, parse_diff, parse_peek,
+    parse_steer, parse_undo, peek_keyboard,
 };
 use super::media::media_of;
 use super::outbox::OutboxOp;
@@ -137,6 +137,32 @@ impl Relay<Telegram> {
         .await;
     }
 
+    /// A peek's 🔄 Refresh: take it again and edit it in place.
+    async fn peek_button(&mut self, query: &CallbackQuery, target: &str) {
+        let chat = query.message.as_ref().map(|m| m.chat().id.0).unwrap_or(0);
+        let bot = self.platform.bot.clone();
+        let text = match (self.refreshed_peek(target).await, query.message.as_ref()) {
+            (Ok(peek), Some(m)) => {
+                let rendered = crate::chat::peek::peek(&peek, PEEK_HINT);
+                self.platform.outbox.push(OutboxOp::Edit {
+                    chat,
+                    message: m.id().0,
+                    html: rendered.html,
+                    plain: rendered.plain,
+                    keyboard: Some(peek_keyboard(target)),
+                });
+                "Refreshed.".to_string()
+            }
+            (Ok(_), None) => "That message is too old to edit: send /peek again.".to_string(),
+            (Err(said), _) => said.plain,
+        };
+        let short = crate::chat::format::truncate(&text, 190);
+        let _ = bot
+            .answer_callback_query(query.id.clone())
+            .text(short)
+            .await;
+    }
+
     async fn on_callback(&mut self, query: CallbackQuery) {
         let chat = query.message.as_ref().map(|m| m.chat().id.0).unwrap_or(0);
         let bot = self.platform.bot.clone();
@@ -176,28 +202,16 @@ impl Relay<Telegram> {
             return;
         }
         if let Some(target) = query.data.as_deref().and_then(parse_peek) {
-            // A peek's 🔄 Refresh: take it again and edit it in place.
             let target = target.to_string();
-            let text = match (self.refreshed_peek(&target).await, query.message.as_ref()) {
-                (Ok(peek), Some(m)) => {
-                    let rendered = crate::chat::peek::peek(&peek, PEEK_HINT);
-                    self.platform.outbox.push(OutboxOp::Edit {
-                        chat,
-                        message: m.id().0,
-                        html: rendered.html,
-                        plain: rendered.plain,
-                        keyboard: Some(peek_keyboard(&target)),
-                    });
-                    "Refreshed.".to_string()
-                }
-                (Ok(_), None) => "That message is too old to edit: send /peek again.".to_string(),
-                (Err(said), _) => said.plain,
-            };
-            let short = crate::chat::format::truncate(&text, 190);
-            let _ = bot
-                .answer_callback_query(query.id.clone())
-                .text(short)
-                .await;
+            self.peek_button(&query, &target).await;
+            return;
+        }
+        if let Some(target) = query.data.as_deref().and_then(parse_diff) {
+            // An integration card's 🧾 diff: the Lead's changes, as /diff shows them.
+            let target = target.to_string();
+            let _ = bot.answer_callback_query(query.id.clone()).await;
+            let command = commands::ChatCommand::Diff(Some(target));
+            self.on_command(command, thread_of(&query), None, &by).await;
             return;
         }
         if let Some((approval, allow)) = query.data.as_deref().and_then(parse_approval) {

@@ -195,6 +195,10 @@ pub trait Phone {
     /// The bytes of the file `m` carries ([`Said::file`]), as the human downloads them.
     async fn file_bytes(&self, m: &Said) -> Result<Vec<u8>>;
 
+    /// Ask for the diff an integration's card offers (Telegram: its `🧾 diff` button;
+    /// Matrix: its 🧾 reaction, once the bot put it there).
+    async fn diff_from_card(&self, card: &Said) -> Result<()>;
+
     /// Send `file` in `place` (a session's topic or thread), as the phone's app sends it.
     async fn send_file(&self, place: &str, file: PhoneFile) -> Result<()>;
 }
@@ -543,7 +547,13 @@ impl Phone for TelegramPhone {
     }
 
     async fn offers(&self, card: &Said, options: &[&str]) -> Result<()> {
-        let labels: Vec<&str> = card.buttons.iter().map(|b| b.0.as_str()).collect();
+        // The options' buttons (`a:`), not the others a card may have (an integration's diff).
+        let labels: Vec<&str> = card
+            .buttons
+            .iter()
+            .filter(|b| b.1.starts_with("a:"))
+            .map(|b| b.0.as_str())
+            .collect();
         if labels != options {
             bail!(
                 "the card's buttons are {labels:?}, not {options:?}: {}",
@@ -604,6 +614,21 @@ impl Phone for TelegramPhone {
         let press = self
             .tg
             .press_button(self.chat, Self::message_id(peek)?, ADA_TELEGRAM, data)?;
+        self.tg
+            .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
+            .await?;
+        Ok(())
+    }
+
+    async fn diff_from_card(&self, card: &Said) -> Result<()> {
+        let (_, data) = card
+            .buttons
+            .iter()
+            .find(|b| b.0 == "🧾 diff")
+            .with_context(|| format!("no diff button on {:?}", card.buttons))?;
+        let press = self
+            .tg
+            .press_button(self.chat, Self::message_id(card)?, ADA_TELEGRAM, data)?;
         self.tg
             .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
             .await?;
@@ -930,6 +955,13 @@ impl Phone for MatrixPhone {
             .media()
             .get_media_content(&request, false)
             .await?)
+    }
+
+    async fn diff_from_card(&self, card: &Said) -> Result<()> {
+        self.bot_says(|m| m.id == card.id && m.marks.iter().any(|k| k == "🧾"))
+            .await?;
+        self.ada.react(&self.room, &card.id, "🧾").await?;
+        Ok(())
     }
 
     async fn refresh(&self, peek: &Said) -> Result<()> {
