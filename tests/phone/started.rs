@@ -1,10 +1,11 @@
 //! Starting and continuing work from the phone, on both phones, with REAL Pi sessions the
-//! core launches (headless) against the scripted model below: `/new app --branch feat/new
-//! TASK-NEW …` starts a session in a new linked worktree on a new branch, its first run
+//! core launches (headless) against the scripted model below: `/new`, then `app` chosen and
+//! `--branch feat/new TASK-NEW …` as its task, starts a session in a new linked worktree on a new branch, its first run
 //! gets the task and its result reaches its place; `/close` there ends it (its place says
 //! so) and `/continue MORE-WORK` there brings the same session back on its own file, its
 //! next run getting the message. The refusals say why: an existing branch, an unknown
-//! project (naming the known ones), `/new` alone (naming them too).
+//! project (naming the known ones). `/new` alone offers the projects (Telegram: a button
+//! each, whose prompt's reply is the task; Matrix: a line each, replied to with the task).
 
 use std::time::Duration;
 
@@ -72,15 +73,16 @@ async fn new_and_continue_on(mut phone: impl Phone) -> Result<()> {
     .await?;
     phone.ready().await?;
 
-    // `/new` alone names the projects.
+    // `/new` alone offers the projects; choosing one asks for the task, and the reply
+    // (with `--branch` first) starts the session.
     phone.command("new").await?;
-    phone
-        .bot_says(|m| m.text.contains("start it where?") && m.text.contains("(app)"))
+    let list = phone
+        .bot_says(|m| m.text.starts_with("▶️ Start a session in which project?"))
         .await
         .with_context(|| core.log())?;
-
+    let prompt = phone.pick_choice(&list, "▶️ app").await?;
     phone
-        .command("new app --branch feat/new TASK-NEW write the file")
+        .reply(&prompt, "--branch feat/new TASK-NEW write the file")
         .await?;
     let starting = phone
         .bot_says(|m| {

@@ -103,7 +103,7 @@ pub const COMMANDS: [CommandSpec; 21] = [
     CommandSpec {
         name: "new",
         args: "<project> [--branch NAME] <task>",
-        about: "start a Pi session on a task in a project (in a new worktree on a new branch with --branch); /new alone lists the projects",
+        about: "start a Pi session on a task in a project (in a new worktree on a new branch with --branch); /new alone offers the projects to choose from",
     },
     CommandSpec {
         name: "continue",
@@ -593,7 +593,7 @@ fn first_argument(args: &str) -> (String, &str) {
 }
 
 /// [`first_argument`], and whether the first argument was quoted.
-/// `new <project> [--branch NAME] <task>`; `new` alone lists the projects.
+/// `new <project> [--branch NAME] <task>`; `new` alone offers the projects.
 fn new_session(args: &str) -> ChatCommand {
     let (project, _, rest) = split_first(args);
     if project.is_empty() {

@@ -75,6 +75,38 @@ pub fn integration_target(ask: &Ask) -> Option<String> {
     })
 }
 
+/// What a `/new` choice stands for until its task is written: `new:<project>` (a button's
+/// prompt, a line) is steered like a session, and the relay starts one there instead.
+pub const NEW_TARGET: &str = "new:";
+
+/// `/new` alone: which project, and how to go on (`/`: Telegram's buttons; `!`: Matrix's
+/// lines, one per project).
+pub fn choose_project(prefix: char) -> Rendered {
+    let how = match prefix {
+        '/' => "Tap one, then write its task",
+        _ => "Reply to a project's line with its task",
+    };
+    let mut h = Html::new();
+    h.text("▶️ ").bold("Start a session in which project?").text(&format!(
+        " {how} (--branch NAME first starts it in a new worktree on that new branch), or {prefix}new <project> <task>."
+    ));
+    h.into()
+}
+
+/// A project to choose for `/new`: `▶️ app`.
+pub fn project_choice(project: &str) -> String {
+    format!("▶️ {}", truncate(&one_line(project), NAME))
+}
+
+/// The prompt for a chosen project's task.
+pub fn task_prompt(project: &str) -> Rendered {
+    let mut h = Html::new();
+    h.text("✍️ What should a new session in ")
+        .bold(&truncate(&one_line(project), NAME))
+        .text(" do? Reply to this message with its task (--branch NAME first for a new worktree).");
+    h.into()
+}
+
 pub fn projects_list(projects: &[Project], now: Millis, prefix: char) -> Rendered {
     let mut h = Html::new();
     if projects.is_empty() {

@@ -175,6 +175,19 @@ impl Platform for Matrix {
         }
     }
 
+    async fn post_choices(
+        &mut self,
+        place: Option<String>,
+        head: Rendered,
+        choices: Vec<(String, String)>,
+    ) {
+        self.post(place.clone(), head, None, "choices").await;
+        for (label, target) in choices {
+            self.post_line(place.clone(), crate::chat::replies::plain(label), &target)
+                .await;
+        }
+    }
+
     async fn post_worker_line(
         &mut self,
         place: Option<String>,

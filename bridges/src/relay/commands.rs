@@ -49,6 +49,12 @@ pub enum CommandReply {
         head: Rendered,
         lines: Vec<(SessionId, Rendered)>,
     },
+    /// `new` without a project: the projects to choose from (a button each on Telegram, a
+    /// line each on Matrix); choosing one asks for the task, as `new:<project>`.
+    Choices {
+        head: Rendered,
+        projects: Vec<String>,
+    },
     /// `workers`: the header, then each owner's heading and its workers' lines, each
     /// worker's posted about it (`#<id>`) so that a reply to it steers that worker.
     Workers {
@@ -141,6 +147,11 @@ pub async fn answer(
             Err(e) => failure(e),
         },
         ChatCommand::Close(agent) => return close(link, agent, prefix, here).await,
+        ChatCommand::New {
+            project: None,
+            branch: None,
+            task,
+        } if task.is_empty() => return choose_project(link, prefix, here).await,
         ChatCommand::New {
             project,
             branch,
@@ -296,6 +307,32 @@ async fn new_session(
     {
         Ok(s) => session_news::starting(&s, false),
         Err(e) => refused(e),
+    }
+}
+
+/// `new` alone: the projects as choices, or what the core said (no project known yet).
+async fn choose_project(link: &mut CoreLink, prefix: char, here: Here<'_>) -> CommandReply {
+    let err = match link.new_session(None, None, None, "", here.by).await {
+        Ok(s) => return CommandReply::Say(session_news::starting(&s, false)),
+        Err(e) => e,
+    };
+    let projects: Vec<String> = match &err {
+        shepherd_core::client::ClientError::Remote {
+            details: Some(d), ..
+        } => d["projects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if projects.is_empty() {
+        return CommandReply::Say(refused(err));
+    }
+    CommandReply::Choices {
+        head: projects::choose_project(prefix),
+        projects,
     }
 }
 

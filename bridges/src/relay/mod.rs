@@ -515,6 +515,18 @@ impl<P: Platform> Relay<P> {
                     self.platform.post_line(place.clone(), line, &session).await;
                 }
             }
+            CommandReply::Choices { head, projects } => {
+                let choices = projects
+                    .iter()
+                    .map(|p| {
+                        let target = format!("{}{p}", crate::chat::projects::NEW_TARGET);
+                        (crate::chat::projects::project_choice(p), target)
+                    })
+                    .collect();
+                self.platform
+                    .post_choices(place.clone(), head, choices)
+                    .await;
+            }
             CommandReply::Workers { head, lines } => {
                 self.say(place.clone(), head).await;
                 for line in lines {
@@ -598,6 +610,12 @@ impl<P: Platform> Relay<P> {
 
     /// Steer a session with what the human wrote at `place`.
     pub async fn steer(&mut self, session: &str, text: &str, by: &str, place: Option<P::Place>) {
+        // A `/new` choice answered with its task: start a session in that project.
+        if let Some(project) = session.strip_prefix(crate::chat::projects::NEW_TARGET) {
+            let said = self.new_in(project, text, by).await;
+            self.say(place, said).await;
+            return;
+        }
         // A `/workers` line is about `#<id>`: its worker is steered as the human.
         if let Some(worker) = workers::worker_ref(session) {
             let host = worker.host.as_deref();
@@ -622,6 +640,27 @@ impl<P: Platform> Relay<P> {
                 self.platform.steered(place, &steered.session_id, r).await;
             }
             Err(e) => self.say(place, plain(steer_error(&e))).await,
+        }
+    }
+
+    /// Start a session in `project` (`gpu:app` on a linked host) on `text`: its task, after
+    /// `--branch NAME` for a new worktree on a new branch.
+    async fn new_in(&mut self, project: &str, text: &str, by: &str) -> Rendered {
+        let command = format!("/new {project} {}", text.trim());
+        let (host, project) = shepherd_core::protocol::split_host(project);
+        match chat_commands::parse(&command, '/', None) {
+            Some(ChatCommand::New { branch, task, .. }) => match self
+                .core
+                .new_session(Some(project), host, branch.as_deref(), &task, by)
+                .await
+            {
+                Ok(s) => session_news::starting(&s, false),
+                Err(e) => refused(e),
+            },
+            _ => plain(
+                "Not started: write the task (after --branch NAME, for a new worktree)."
+                    .to_string(),
+            ),
         }
     }
 

@@ -69,6 +69,16 @@ pub trait Platform: Send {
         session: &str,
     ) -> impl Future<Output = ()> + Send;
 
+    /// Post `head` at `place` with `choices` (label, target): Telegram as one message with a
+    /// button each (tapping one asks what to do, as a `/staff` line's ✍️ does), Matrix as a
+    /// line each about its target (a reply to it is about that target).
+    fn post_choices(
+        &mut self,
+        place: Option<Self::Place>,
+        head: Rendered,
+        choices: Vec<(String, String)>,
+    ) -> impl Future<Output = ()> + Send;
+
     /// Post one line of `/workers` at `place` about managed worker `worker` (remembered as
     /// about `#<id>`, `gpu#<id>` on a linked host, so a reply to it steers that worker), never starting a topic or
     /// thread; Telegram adds a `✖ close` button.

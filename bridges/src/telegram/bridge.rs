@@ -152,6 +152,28 @@ impl Platform for Telegram {
         }
     }
 
+    async fn post_choices(
+        &mut self,
+        thread: Option<i32>,
+        head: Rendered,
+        choices: Vec<(String, String)>,
+    ) {
+        // Telegram keeps callback data to 64 bytes: a longer target gets no button.
+        let buttons: Vec<InlineKeyboardButton> = choices
+            .into_iter()
+            .map(|(label, target)| (label, format!("s:{target}")))
+            .filter(|(_, data)| data.len() <= 64)
+            .map(|(label, data)| InlineKeyboardButton::callback(label, data))
+            .collect();
+        let keyboard = InlineKeyboardMarkup::new(buttons.chunks(2).map(<[_]>::to_vec));
+        if let Err(e) = self
+            .send(thread, head.html, head.plain, Some(keyboard))
+            .await
+        {
+            tracing::error!(error = %e, "telegram: could not post the choices");
+        }
+    }
+
     async fn post_worker_line(&mut self, thread: Option<i32>, line: Rendered, worker: &WorkerRef) {
         let keyboard = InlineKeyboardMarkup::new([[InlineKeyboardButton::callback(
             CLOSE_LABEL,
@@ -458,7 +480,11 @@ impl Telegram {
     /// A `/staff` line's button was tapped: ask what to tell `session`, with a forced
     /// reply (the app opens the reply at once); the reply steers it.
     pub(super) async fn ask_for_steer(&mut self, thread: Option<i32>, session: &str, name: &str) {
-        let prompt = render::steer_prompt(name);
+        // A `/new` choice: what the new session is to do.
+        let prompt = match session.strip_prefix(crate::chat::projects::NEW_TARGET) {
+            Some(project) => crate::chat::projects::task_prompt(project),
+            None => render::steer_prompt(name),
+        };
         let op = OutboxOp::Send {
             chat: self.chat_id,
             thread,

@@ -195,6 +195,11 @@ pub trait Phone {
     /// The bytes of the file `m` carries ([`Said::file`]), as the human downloads them.
     async fn file_bytes(&self, m: &Said) -> Result<Vec<u8>>;
 
+    /// Choose `label` among the choices `list` offers (`/new` alone's projects): the
+    /// message to reply to with what to do (Telegram: the prompt its button brings up;
+    /// Matrix: that choice's line).
+    async fn pick_choice(&self, list: &Said, label: &str) -> Result<Said>;
+
     /// Ask for the diff an integration's card offers (Telegram: its `🧾 diff` button;
     /// Matrix: its 🧾 reaction, once the bot put it there).
     async fn diff_from_card(&self, card: &Said) -> Result<()>;
@@ -620,6 +625,25 @@ impl Phone for TelegramPhone {
         Ok(())
     }
 
+    async fn pick_choice(&self, list: &Said, label: &str) -> Result<Said> {
+        let (_, data) = list
+            .buttons
+            .iter()
+            .find(|b| b.0 == label)
+            .with_context(|| format!("no button {label:?} on {:?}", list.buttons))?;
+        let press = self
+            .tg
+            .press_button(self.chat, Self::message_id(list)?, ADA_TELEGRAM, data)?;
+        self.tg
+            .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
+            .await?;
+        let before = Self::message_id(list)?;
+        self.bot_says(|m| {
+            m.text.starts_with("✍️ What should") && m.id.parse::<i32>().is_ok_and(|id| id > before)
+        })
+        .await
+    }
+
     async fn diff_from_card(&self, card: &Said) -> Result<()> {
         let (_, data) = card
             .buttons
@@ -955,6 +979,14 @@ impl Phone for MatrixPhone {
             .media()
             .get_media_content(&request, false)
             .await?)
+    }
+
+    async fn pick_choice(&self, list: &Said, label: &str) -> Result<Said> {
+        let after: Vec<String> = self.all_said().into_iter().map(|m| m.id).collect();
+        let at = after.iter().position(|id| *id == list.id).unwrap_or(0);
+        let earlier: std::collections::HashSet<String> = after[..at].iter().cloned().collect();
+        self.bot_says(|m| m.text == label && m.id != list.id && !earlier.contains(&m.id))
+            .await
     }
 
     async fn diff_from_card(&self, card: &Said) -> Result<()> {

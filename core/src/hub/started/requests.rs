@@ -284,13 +284,15 @@ fn place(
         }
         (None, Some(project)) => (project_root(project, known, roots)?, Some(project)),
         (None, None) => {
+            let names = project_names(known, roots);
             return Err(refused(
                 "no_project",
                 format!(
                     "start it where? Name a project ({}) or a directory",
-                    list(&project_names(known, roots))
+                    list(&names)
                 ),
-            ));
+            )
+            .with_details(serde_json::json!({ "reason": "no_project", "projects": names })));
         }
     };
     // Its repository, once: the project's name (else the directory's) and, for a new
