@@ -151,31 +151,25 @@ async fn roles_on(mut phone: impl Phone, ids: &str) -> Result<()> {
     assert_eq!(mail.kind, DeliveryKind::SupervisorMessage);
     mara.ack(&[mail.id]).await?;
 
-    // /staff: chief → manager → lead, one line each, in the main timeline; a reply to the
-    // Lead's line steers it.
+    // /staff: chief → manager → lead, one line each (Telegram: one message with a ✍️
+    // button per session; Matrix: a message per line), in the main timeline; the Lead and
+    // the Manager are steered from it.
     phone.command("staff").await?;
-    phone
+    let tree = phone
         .bot_says(|m| m.text.contains("Staff: 1 chief, 1 manager"))
         .await?;
-    let lead_line = phone
-        .bot_says(|m| m.text.contains("└ ") && m.text.contains(&format!(" · {ids}-lead")))
-        .await?;
-    let lines: Vec<_> = phone
-        .all_said()
-        .into_iter()
-        .filter(|m| m.text.contains("👑 chief ·") || m.text.contains(&format!(" · {ids}-")))
-        .collect();
-    let texts: Vec<&str> = lines.iter().map(|m| m.text.as_str()).collect();
-    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert!(tree.place.is_none(), "{tree:?}");
+    let texts = phone.staff_lines(&tree, 3).await?;
     assert!(texts[0].starts_with("👑 chief · "), "{texts:?}");
     assert!(texts[1].starts_with("└ 🧭 manager of app · "), "{texts:?}");
     assert!(
-        texts[2].contains("└ ") && texts[2].contains("fix-login"),
+        texts[2].contains("└ ")
+            && texts[2].contains("fix-login")
+            && texts[2].contains(&format!(" · {ids}-lead")),
         "{texts:?}"
     );
-    assert!(lines.iter().all(|m| m.place.is_none()), "{lines:?}");
     phone
-        .reply(&lead_line, "add a test for the SSO path")
+        .steer_from_staff(&tree, "fix-login", "add a test for the SSO path")
         .await?;
     let steer = lead.next_delivery(WAIT).await?;
     assert_eq!(
@@ -183,10 +177,8 @@ async fn roles_on(mut phone: impl Phone, ids: &str) -> Result<()> {
         (DeliveryKind::Steer, "add a test for the SSO path")
     );
     lead.ack(&[steer.id]).await?;
-
-    // The Manager's line steers it too.
     phone
-        .steer_from_line(&lines[1], "hold merges until 5pm")
+        .steer_from_staff(&tree, "mara", "hold merges until 5pm")
         .await?;
     let steer = mara.next_delivery(WAIT).await?;
     assert_eq!(

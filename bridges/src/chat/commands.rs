@@ -78,7 +78,7 @@ pub const COMMANDS: [CommandSpec; 21] = [
     CommandSpec {
         name: "staff",
         args: "",
-        about: "who reports to whom: chief, managers, leads (reply to a line to steer it)",
+        about: "who reports to whom: chief, managers, leads (steer one from it)",
     },
     CommandSpec {
         name: "release",

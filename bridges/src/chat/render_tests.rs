@@ -367,7 +367,7 @@ fn help_for_both_prefixes() {
          /diff [session] — what a session changed: the stat, and the patch as a .diff file\n\
          /asks — the open questions\n\
          /answer <ask> <text> — answer an open question (a number picks that option)\n\
-         /staff — who reports to whom: chief, managers, leads (reply to a line to steer it)\n\
+         /staff — who reports to whom: chief, managers, leads (steer one from it)\n\
          /release manager <project> | chief — take a role away from its holder, connected or away (it becomes a lead and is told)\n\
          /workers — the managed workers under each owner, with state, age, tokens and cost (reply to a line to steer it)\n\
          /projects [all] — project work: each repository's manager and assignments, with state, Lead, last update, ahead/behind, asks and cost\n\

@@ -203,7 +203,13 @@ pub fn staff_tree(members: &[StaffMember], prefix: char) -> (Rendered, Vec<(Sess
         ));
         return (h.into(), Vec::new());
     }
-    h.line().italic("reply to a session's line to steer it");
+    // Telegram shows the tree as one message with a ✍️ button per session; Matrix a line
+    // each, replied to.
+    let how = match prefix {
+        '/' => "tap a session's ✍️ button to steer it",
+        _ => "reply to a session's line to steer it",
+    };
+    h.line().italic(how);
     (h.into(), lines)
 }
 
@@ -443,7 +449,7 @@ mod tests {
         let (head, lines) = staff_tree(&[lead, docs, manager, chief], '/');
         assert_eq!(
             head.plain,
-            "👥 Staff: 1 chief, 1 manager, 2 other sessions\nreply to a session's line to steer it"
+            "👥 Staff: 1 chief, 1 manager, 2 other sessions\ntap a session's ✍️ button to steer it"
         );
         let plain: Vec<&str> = lines.iter().map(|(_, r)| r.plain.as_str()).collect();
         assert_eq!(

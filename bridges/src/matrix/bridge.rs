@@ -175,6 +175,18 @@ impl Platform for Matrix {
         }
     }
 
+    async fn post_staff(
+        &mut self,
+        place: Option<String>,
+        head: Rendered,
+        lines: Vec<crate::relay::commands::StaffLine>,
+    ) {
+        self.post(place.clone(), head, None, "reply").await;
+        for l in lines {
+            self.post_line(place.clone(), l.line, &l.session).await;
+        }
+    }
+
     async fn post_choices(
         &mut self,
         place: Option<String>,

@@ -35,6 +35,13 @@ use crate::chat::session_news;
 use crate::chat::workers::{self, WorkerRef, WorkersLine};
 use crate::core_link::{CoreLink, Reply};
 
+/// One session's line of `/staff`.
+pub struct StaffLine {
+    pub session: SessionId,
+    pub name: String,
+    pub line: Rendered,
+}
+
 /// What to do about a chat command.
 pub enum CommandReply {
     /// Say this where the command was written.
@@ -43,11 +50,12 @@ pub enum CommandReply {
     Steer { session: String, text: String },
     /// Answer an ask, as a reply to its card does.
     Answer { ask: AskRef, text: String },
-    /// `staff`: the tree's header, then one line per session, each posted about its
-    /// session so that a reply to it steers that session.
+    /// `staff`: the tree's header, then one line per session with its name (the platform
+    /// posts them as it steers: Telegram one message with a button each, Matrix a line
+    /// each about its session, so that a reply to it steers that session).
     Staff {
         head: Rendered,
-        lines: Vec<(SessionId, Rendered)>,
+        lines: Vec<StaffLine>,
     },
     /// `new` without a project: the projects to choose from (a button each on Telegram, a
     /// line each on Matrix); choosing one asks for the task, as `new:<project>`.
@@ -115,13 +123,7 @@ pub async fn answer(
             Ok(asks) => render::asks_list_at(&asks, now),
             Err(e) => failure(e),
         },
-        ChatCommand::Staff => match link.staff().await {
-            Ok(members) => {
-                let (head, lines) = roles::staff_tree(&members, prefix);
-                return CommandReply::Staff { head, lines };
-            }
-            Err(e) => failure(e),
-        },
+        ChatCommand::Staff => return staff(link, prefix).await,
         ChatCommand::Release { role, project } => {
             match link
                 .release_role(roles::release_request(role, project, here.by))
@@ -308,6 +310,30 @@ async fn new_session(
         Ok(s) => session_news::starting(&s, false),
         Err(e) => refused(e),
     }
+}
+
+/// `staff`: the tree, each line with its session's name (for Telegram's buttons).
+async fn staff(link: &mut CoreLink, prefix: char) -> CommandReply {
+    let members = match link.staff().await {
+        Ok(members) => members,
+        Err(e) => return CommandReply::Say(failure(e)),
+    };
+    let (head, lines) = roles::staff_tree(&members, prefix);
+    let name = |id: &SessionId| {
+        members
+            .iter()
+            .find(|m| m.session.id == *id)
+            .map_or_else(|| id.to_string(), |m| m.session.name.clone())
+    };
+    let lines = lines
+        .into_iter()
+        .map(|(session, line)| StaffLine {
+            name: name(&session),
+            session,
+            line,
+        })
+        .collect();
+    CommandReply::Staff { head, lines }
 }
 
 /// `new` alone: the projects as choices, or what the core said (no project known yet).

@@ -510,10 +510,7 @@ impl<P: Platform> Relay<P> {
                 }
             }
             CommandReply::Staff { head, lines } => {
-                self.say(place.clone(), head).await;
-                for (session, line) in lines {
-                    self.platform.post_line(place.clone(), line, &session).await;
-                }
+                self.platform.post_staff(place.clone(), head, lines).await;
             }
             CommandReply::Choices { head, projects } => {
                 let choices = projects

@@ -69,6 +69,16 @@ pub trait Platform: Send {
         session: &str,
     ) -> impl Future<Output = ()> + Send;
 
+    /// Post `/staff` at `place`: Telegram one message, the tree, with a `✍️ name` button
+    /// per session (tapping one asks what to tell it); Matrix the head, then a line each
+    /// about its session (a reply to it steers that session).
+    fn post_staff(
+        &mut self,
+        place: Option<Self::Place>,
+        head: Rendered,
+        lines: Vec<super::commands::StaffLine>,
+    ) -> impl Future<Output = ()> + Send;
+
     /// Post `head` at `place` with `choices` (label, target): Telegram as one message with a
     /// button each (tapping one asks what to do, as a `/staff` line's ✍️ does), Matrix as a
     /// line each about its target (a reply to it is about that target).

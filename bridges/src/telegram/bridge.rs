@@ -152,6 +152,36 @@ impl Platform for Telegram {
         }
     }
 
+    async fn post_staff(
+        &mut self,
+        thread: Option<i32>,
+        head: Rendered,
+        lines: Vec<crate::relay::commands::StaffLine>,
+    ) {
+        let (mut html, mut plain) = (head.html, head.plain);
+        for l in &lines {
+            html.push('\n');
+            html.push_str(&l.line.html);
+            plain.push('\n');
+            plain.push_str(&l.line.plain);
+        }
+        // Telegram keeps callback data to 64 bytes: a longer id gets no button.
+        let buttons: Vec<InlineKeyboardButton> = lines
+            .iter()
+            .map(|l| (l, format!("s:{}", l.session)))
+            .filter(|(_, data)| data.len() <= 64)
+            .map(|(l, data)| {
+                let label = format!("✍️ {}", crate::chat::format::truncate(&l.name, 30));
+                InlineKeyboardButton::callback(label, data)
+            })
+            .collect();
+        let keyboard = (!buttons.is_empty())
+            .then(|| InlineKeyboardMarkup::new(buttons.chunks(2).map(<[_]>::to_vec)));
+        if let Err(e) = self.send(thread, html, plain, keyboard).await {
+            tracing::error!(error = %e, "telegram: could not post the staff");
+        }
+    }
+
     async fn post_choices(
         &mut self,
         thread: Option<i32>,

@@ -163,9 +163,14 @@ pub trait Phone {
     /// (Telegram's topics); at once where they have none (Matrix's threads).
     async fn place_named(&self, place: &str, named: impl Fn(&str) -> bool) -> Result<()>;
 
-    /// Steer the session a `/staff` line shows, from the line (Telegram: its ✍️ button,
-    /// then a reply to the forced-reply prompt it asks with; Matrix: a reply to the line).
-    async fn steer_from_line(&self, line: &Said, text: &str) -> Result<()>;
+    /// The lines of the `/staff` tree whose header is `tree`, once there are `n` (Telegram:
+    /// the tree's own lines, one message; Matrix: a message each after it).
+    async fn staff_lines(&self, tree: &Said, n: usize) -> Result<Vec<String>>;
+
+    /// Steer session `name` from the `/staff` tree whose header is `tree` (Telegram: its
+    /// `✍️ name` button, then the reply to the prompt it brings up; Matrix: a reply to the
+    /// session's line).
+    async fn steer_from_staff(&self, tree: &Said, name: &str, text: &str) -> Result<()>;
 
     /// Whether `m` is a card still waiting for its answer (Telegram: it has buttons;
     /// Matrix: it was never edited).
@@ -520,18 +525,32 @@ impl Phone for TelegramPhone {
         Ok(())
     }
 
-    async fn steer_from_line(&self, line: &Said, text: &str) -> Result<()> {
-        let data = only_button(line, "✍️ steer")?;
+    async fn staff_lines(&self, tree: &Said, n: usize) -> Result<Vec<String>> {
+        // The header's two lines (the counts, how to steer), then one per session.
+        let lines: Vec<String> = tree.text.lines().skip(2).map(str::to_string).collect();
+        if lines.len() != n {
+            bail!("{} staff lines, not {n}: {}", lines.len(), tree.text);
+        }
+        Ok(lines)
+    }
+
+    async fn steer_from_staff(&self, tree: &Said, name: &str, text: &str) -> Result<()> {
+        let label = format!("✍️ {name}");
+        let (_, data) = tree
+            .buttons
+            .iter()
+            .find(|b| b.0 == label)
+            .with_context(|| format!("no {label:?} button on {:?}", tree.buttons))?;
         let press = self
             .tg
-            .press_button(self.chat, Self::message_id(line)?, ADA_TELEGRAM, data)?;
+            .press_button(self.chat, Self::message_id(tree)?, ADA_TELEGRAM, data)?;
         self.tg
             .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
             .await?;
         let prompt = self
             .tg
             .wait_for_message(self.chat, PHONE_WAIT, |m| {
-                m.text.contains("What should ") && m.text.contains(" do?")
+                m.text.contains(&format!("What should {name} do?"))
             })
             .await?;
         // The app opens the reply at once.
@@ -717,6 +736,16 @@ impl MatrixPhone {
             human: format!("matrix:{ada_id}"),
             room: String::new(),
         })
+    }
+
+    /// The bot's messages after `first` in the same place, oldest first.
+    fn lines_after(&self, first: &Said) -> Vec<Said> {
+        self.all_said()
+            .into_iter()
+            .skip_while(|m| m.id != first.id)
+            .skip(1)
+            .filter(|m| m.place == first.place)
+            .collect()
     }
 
     /// The message as Ada's client has it (its HTML, relations, …).
@@ -912,8 +941,27 @@ impl Phone for MatrixPhone {
         Ok(())
     }
 
-    async fn steer_from_line(&self, line: &Said, text: &str) -> Result<()> {
-        self.reply(line, text).await
+    async fn staff_lines(&self, tree: &Said, n: usize) -> Result<Vec<String>> {
+        let deadline = tokio::time::Instant::now() + PHONE_WAIT;
+        loop {
+            let lines = self.lines_after(tree);
+            if lines.len() >= n {
+                return Ok(lines.into_iter().take(n).map(|m| m.text).collect());
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!("{} staff lines after {:?}, not {n}", lines.len(), tree.text);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn steer_from_staff(&self, tree: &Said, name: &str, text: &str) -> Result<()> {
+        let line = self
+            .lines_after(tree)
+            .into_iter()
+            .find(|m| m.text.contains(&format!(" {name} ·")))
+            .with_context(|| format!("no staff line of {name}"))?;
+        self.reply(&line, text).await
     }
 
     fn is_open_card(&self, m: &Said) -> bool {
