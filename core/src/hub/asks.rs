@@ -358,11 +358,7 @@ impl State {
             let to = ask.to.as_ref().expect("checked");
             let label = match to.worker {
                 Some(_) => format!("owner {}", me.name),
-                None => format!(
-                    "{} {}",
-                    super::roles::role_label(to.role, to.project.as_deref()),
-                    me.name
-                ),
+                None => super::roles::role_and_name(to.role, to.project.as_deref(), &me.name),
             };
             (label, Some(me.id))
         };

@@ -53,6 +53,20 @@ pub(super) fn role_label(role: Role, project: Option<&str>) -> String {
     }
 }
 
+/// A role's holder as people name it: `manager of app mara`; `manager app@main` when the
+/// name already says the project (not `manager of app app@main`).
+pub(super) fn role_and_name(role: Role, project: Option<&str>, name: &str) -> String {
+    match project {
+        Some(p)
+            if role == Role::Manager
+                && (name == p || name.strip_prefix(p).is_some_and(|r| r.starts_with('@'))) =>
+        {
+            format!("manager {name}")
+        }
+        _ => format!("{} {name}", role_label(role, project)),
+    }
+}
+
 impl State {
     /// The lease a session holds, with its live flag.
     fn lease_of(&self, db: &Connection, session: &SessionId) -> HubResult<Option<Lease>> {
@@ -187,5 +201,20 @@ impl Leases<'_> {
                 .find(|l| l.role == role && (role == Role::Chief || l.repo_id.as_deref() == repo))
                 .cloned(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_holder_is_named_without_saying_the_project_twice() {
+        let named = |name| role_and_name(Role::Manager, Some("app"), name);
+        assert_eq!(named("mara"), "manager of app mara");
+        assert_eq!(named("app@main"), "manager app@main");
+        assert_eq!(named("app"), "manager app");
+        assert_eq!(named("apple@main"), "manager of app apple@main");
+        assert_eq!(role_and_name(Role::Chief, None, "cleo"), "chief cleo");
     }
 }
