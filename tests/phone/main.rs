@@ -19,6 +19,7 @@
 //! - [`telegram`]: what only the Telegram bridge does, or does its own way;
 //! - [`matrix`]: what only the Matrix bridge does, or does its own way;
 //! - [`peek`]: `/peek` and its refresh while a real Pi runs a command, on each phone;
+//! - [`places`]: `per_project` topics and threads, shared by a repository's sessions, on each phone;
 //! - [`projects`]: project work, one scenario run on each phone;
 //! - [`roles`]: roles, one scenario run on each phone (and a Telegram topic renamed after the bridge was away);
 //! - [`typed`]: typing in a session's topic or thread, one scenario run on each phone;
@@ -36,6 +37,7 @@ mod fake_telegram;
 mod files;
 mod matrix;
 mod peek;
+mod places;
 mod projects;
 mod projects_phone;
 mod roles;

@@ -31,6 +31,8 @@
 //! - [`diff`](mod@diff): `/diff`: what a session changed, the stat and the patch's file.
 //! - [`projects`]: project work: `/projects` as repositories → assignments, a Lead's
 //!   update tagged `app@feat/a` and an assignment's state changes in the project's place.
+//! - [`places`]: where a session's messages go: its own topic or thread, or its
+//!   repository's (`per_project`).
 //! - [`format`](mod@format): small helpers (relative times, `repo@branch`, UTF-16 truncation).
 //!
 //! A bridge's path for a message: render, then [`split::split_html`] (or a document when
@@ -47,6 +49,7 @@ pub mod html;
 pub mod markdown;
 pub mod pairing;
 pub mod peek;
+pub mod places;
 pub mod projects;
 pub mod render;
 pub mod replies;

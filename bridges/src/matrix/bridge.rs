@@ -20,6 +20,7 @@ use super::outbox::{MatrixOp, MatrixOutbox};
 use super::send::{self, InThread};
 use super::store::{Card, MatrixStore};
 use crate::chat::access::Allowlist;
+use crate::chat::places;
 use crate::chat::render::{AskCard, Rendered};
 use crate::chat::typed::UNDO_KEY;
 use crate::relay::Platform;
@@ -38,6 +39,8 @@ pub struct Matrix {
     pub allow: Allowlist<String>,
     /// The latest event the bot sent in each thread (by root), for the fallback reply.
     pub latest: HashMap<String, OwnedEventId>,
+    /// A thread per session or per repository (`[matrix] threads`).
+    pub places: shepherd_core::config::Places,
     pub shutdown: CancellationToken,
 }
 
@@ -108,7 +111,13 @@ impl Platform for Matrix {
     }
 
     /// The session's thread, if it has one in this room.
-    async fn place_of(&mut self, session_id: &str, _: Option<&SessionInfo>) -> Option<String> {
+    async fn place_of(&mut self, session_id: &str, info: Option<&SessionInfo>) -> Option<String> {
+        let key = places::place_key(session_id, info, self.places);
+        if key != session_id && self.placed(session_id).as_deref() != Some(key.as_str()) {
+            // Remembered: its later news (and a restart's) find the repository's thread.
+            let remembered = format!("placed:{session_id}:{}", self.room.room_id());
+            self.remember(self.store.set_meta(&remembered, &key));
+        }
         self.thread_root(session_id)
     }
 
@@ -330,6 +339,9 @@ impl Platform for Matrix {
     }
 
     async fn close_place(&mut self, session: &str) {
+        if self.placed(session).is_some() {
+            return; // A repository's thread: others may still work there.
+        }
         let room = self.room.room_id().to_string();
         self.remember(
             self.store
@@ -339,6 +351,9 @@ impl Platform for Matrix {
     }
 
     async fn reopen_place(&mut self, session: &str) -> bool {
+        if self.placed(session).is_some() {
+            return false;
+        }
         let room = self.room.room_id().to_string();
         self.store
             .set_thread_ended(session, &room, false)
@@ -481,12 +496,21 @@ impl Platform for Matrix {
 }
 
 impl Matrix {
-    /// The root of the session's thread in this room, if it has one.
-    fn thread_root(&self, session_id: &str) -> Option<String> {
+    /// The root of the session's thread in this room (its repository's, `per_project`), if
+    /// it has one.
+    pub(super) fn thread_root(&self, session_id: &str) -> Option<String> {
+        let placed = self.placed(session_id);
+        let key = placed.as_deref().unwrap_or(session_id);
         self.store
-            .thread(session_id, self.room.room_id().as_str())
+            .thread(key, self.room.room_id().as_str())
             .ok()
             .flatten()
+    }
+
+    /// The repository's place key `session` was put in (`per_project`), if it was.
+    fn placed(&self, session: &str) -> Option<String> {
+        let key = format!("placed:{session}:{}", self.room.room_id());
+        self.store.meta(&key).ok().flatten()
     }
 
     /// Where to reply in the thread starting at `root`.
@@ -510,8 +534,10 @@ impl Matrix {
             }
             None => {
                 if let Some(session) = about {
+                    // The session's own thread, or its repository's (`per_project`).
+                    let placed = self.placed(session);
                     self.remember(self.store.set_thread(
-                        session,
+                        placed.as_deref().unwrap_or(session),
                         self.room.room_id().as_str(),
                         id.as_str(),
                     ));

@@ -131,6 +131,40 @@ pub async fn run(
     }
 }
 
+/// The first sync, retried with backoff until it succeeds (true) or shepherd shuts down
+/// (false); a revoked session is an error.
+async fn first_sync(
+    client: &matrix_sdk::Client,
+    settings: &SyncSettings,
+    paths: &session::Paths,
+    shutdown: &CancellationToken,
+) -> Result<bool, MatrixError> {
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        let result = tokio::select! {
+            _ = shutdown.cancelled() => return Ok(false),
+            // No long poll: with a saved token the server would otherwise hold this sync
+            // up to 30 s and count whatever arrives meanwhile as history.
+            r = client.sync_once(settings.clone().timeout(Duration::ZERO)) => r,
+        };
+        match result {
+            Ok(_) => return Ok(true),
+            Err(e) if matches!(e.client_api_error_kind(), Some(ErrorKind::UnknownToken(_))) => {
+                return Err(MatrixError::SessionRevoked(paths.session.clone()));
+            }
+            Err(e) => {
+                let level_network = e.is_network();
+                tracing::warn!(error = %e, network = level_network, "matrix: first sync failed; retrying");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return Ok(false),
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+            }
+        }
+    }
+}
+
 async fn run_inner(
     config: MatrixConfig,
     phone: shepherd_core::config::PhoneConfig,
@@ -148,29 +182,8 @@ async fn run_inner(
     // stopped.
     let filter = FilterDefinition::with_lazy_loading();
     let settings = SyncSettings::default().filter(filter.into());
-    let mut backoff = Duration::from_millis(500);
-    loop {
-        let result = tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
-            // No long poll: with a saved token the server would otherwise hold this sync
-            // up to 30 s and count whatever arrives meanwhile as history.
-            r = client.sync_once(settings.clone().timeout(Duration::ZERO)) => r,
-        };
-        match result {
-            Ok(_) => break,
-            Err(e) if matches!(e.client_api_error_kind(), Some(ErrorKind::UnknownToken(_))) => {
-                return Err(MatrixError::SessionRevoked(paths.session.clone()));
-            }
-            Err(e) => {
-                let level_network = e.is_network();
-                tracing::warn!(error = %e, network = level_network, "matrix: first sync failed; retrying");
-                tokio::select! {
-                    _ = shutdown.cancelled() => return Ok(()),
-                    _ = tokio::time::sleep(backoff) => {}
-                }
-                backoff = (backoff * 2).min(Duration::from_secs(30));
-            }
-        }
+    if !first_sync(&client, &settings, &paths, &shutdown).await? {
+        return Ok(()); // Shut down meanwhile.
     }
     let created = store.meta("room_id").ok().flatten();
     let (room, new) = session::room(&client, &config, created).await?;
@@ -225,6 +238,7 @@ async fn run_inner(
         store,
         allow,
         latest: Default::default(),
+        places: config.threads,
         shutdown: shutdown.clone(),
     };
     let core = CoreLink::new(&socket, "matrix");

@@ -139,13 +139,7 @@ impl Relay<Matrix> {
                     .about(&offer)
                     .ok()
                     .flatten()
-                    .and_then(|session| {
-                        self.platform
-                            .store
-                            .thread(&session, self.platform.room.room_id().as_str())
-                            .ok()
-                            .flatten()
-                    });
+                    .and_then(|session| self.platform.thread_root(&session));
                 self.say(thread, said).await;
             }
             Action::File {

@@ -59,6 +59,11 @@ impl<P: Platform> Relay<P> {
         by: &str,
         place: Option<P::Place>,
     ) {
+        let session = match self.here_session(session) {
+            Ok(session) => session,
+            Err(which) => return self.say(place, which).await,
+        };
+        let session = session.as_str();
         if workers::worker_ref(session).is_some() {
             let said = "Not sent: a file goes to a session, not to a managed worker; send it in its owner's topic.";
             self.say(place, plain(said.to_string())).await;

@@ -491,6 +491,9 @@ impl<P: Platform> Relay<P> {
         session: Option<&str>,
         by: &str,
     ) {
+        // A repository's place (`per_project`) is its one connected session's, if one.
+        let resolved = session.and_then(|s| self.here_session(s).ok());
+        let session = resolved.as_deref();
         let host = session
             .and_then(|s| self.sessions.get(s))
             .and_then(|s| s.host.as_deref());
@@ -637,6 +640,42 @@ impl<P: Platform> Relay<P> {
                 self.platform.steered(place, &steered.session_id, r).await;
             }
             Err(e) => self.say(place, plain(steer_error(&e))).await,
+        }
+    }
+
+    /// The session a place stands for: a session's own place is its id; a repository's
+    /// (`per_project`: `project:app`) is its one connected session's. With none or several,
+    /// what to tell the human instead.
+    pub fn here_session(&self, key: &str) -> Result<String, Rendered> {
+        let Some((host, project)) = crate::chat::places::project_of(key) else {
+            return Ok(key.to_string());
+        };
+        let mut live: Vec<&SessionInfo> = self
+            .sessions
+            .values()
+            .filter(|s| {
+                s.connected
+                    && s.project.as_deref() == Some(project)
+                    && s.host.as_deref() == host
+                    && self.owner_of(&s.id).is_none()
+            })
+            .collect();
+        live.sort_by(|a, b| a.name.cmp(&b.name));
+        match live.as_slice() {
+            [one] => Ok(one.id.to_string()),
+            [] => Err(plain(format!(
+                "No session of {project} is connected here: {}new {project} <task> starts one.",
+                P::PREFIX
+            ))),
+            several => {
+                let names: Vec<&str> = several.iter().map(|s| s.name.as_str()).collect();
+                Err(plain(format!(
+                    "{} sessions work in {project} ({}): reply to one's message to reach it, or {}steer <session> <text>.",
+                    several.len(),
+                    names.join(", "),
+                    P::PREFIX
+                )))
+            }
         }
     }
 

@@ -18,6 +18,11 @@ use crate::chat::typed;
 impl<P: Platform> Relay<P> {
     /// Text `by` typed at `place`, the place of `session`.
     pub async fn typed(&mut self, session: &str, text: &str, by: &str, place: Option<P::Place>) {
+        let session = match self.here_session(session) {
+            Ok(session) => session,
+            Err(which) => return self.say(place, which).await,
+        };
+        let session = session.as_str();
         let open = match self.core.asks(false).await {
             Ok(asks) => asks,
             Err(e) => {

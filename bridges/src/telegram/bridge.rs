@@ -21,8 +21,8 @@ use super::outbox::{OutboxOp, TelegramOutbox};
 use super::store::{BridgeStore, Card};
 use crate::chat::access::Allowlist;
 use crate::chat::render::{self, AskCard, Rendered};
-use crate::chat::split;
 use crate::chat::typed::UNDO_LABEL;
+use crate::chat::{places, split};
 use crate::relay::Platform;
 
 /// Telegram's message limit (after entity parsing).
@@ -41,6 +41,8 @@ pub struct Telegram {
     pub username: String,
     /// Whether the chat has forum topics: false for private chats, learned for groups.
     pub forum: Option<bool>,
+    /// A topic per session or per repository (`[telegram] topics`).
+    pub places: shepherd_core::config::Places,
 }
 
 impl Platform for Telegram {
@@ -68,12 +70,20 @@ impl Platform for Telegram {
         if self.forum == Some(false) {
             return None;
         }
+        let key = places::place_key(session_id, info, self.places);
+        if key != session_id && self.placed(session_id).as_deref() != Some(key.as_str()) {
+            // Remembered: its later news (and a restart's) find the repository's topic.
+            let remembered = format!("placed:{session_id}:{}", self.chat_id);
+            self.remember(self.store.set_meta(&remembered, &key));
+        }
+        let session_id = key.as_str();
         if let Ok(Some((thread, _))) = self.store.topic(session_id, self.chat_id) {
             return Some(thread);
         }
-        let name = match info {
-            Some(s) => render::topic_name(s),
-            None => session_id.chars().take(32).collect(),
+        let name = match (places::project_place_name(session_id), info) {
+            (Some(project), _) => project,
+            (None, Some(s)) => render::topic_name(s),
+            (None, None) => session_id.chars().take(32).collect(),
         };
         match self
             .bot
@@ -401,7 +411,9 @@ impl Platform for Telegram {
 
     /// A forum topic not created yet (never outside forums).
     fn needs_place(&self, session: &str) -> bool {
-        self.forum != Some(false) && !matches!(self.store.topic(session, self.chat_id), Ok(Some(_)))
+        let placed = self.placed(session);
+        let key = placed.as_deref().unwrap_or(session);
+        self.forum != Some(false) && !matches!(self.store.topic(key, self.chat_id), Ok(Some(_)))
     }
 
     /// Confirmed where it was written; a reply to the confirmation steers again.
@@ -440,6 +452,8 @@ impl Platform for Telegram {
     }
 
     fn shows_in(&self, session: &str, thread: Option<&i32>) -> bool {
+        let placed = self.placed(session);
+        let session = placed.as_deref().unwrap_or(session);
         match self.forum {
             Some(false) => true,
             Some(true) => {
@@ -489,6 +503,12 @@ impl Platform for Telegram {
 }
 
 impl Telegram {
+    /// The repository's place key `session` was put in (`per_project`), if it was.
+    fn placed(&self, session: &str) -> Option<String> {
+        let key = format!("placed:{session}:{}", self.chat_id);
+        self.store.meta(&key).ok().flatten()
+    }
+
     /// Send one message to the chat and wait for its id.
     async fn send(
         &mut self,

@@ -134,6 +134,7 @@ pub async fn run(
         allow: Allowlist::new(config.allowed_users.iter().copied(), [chat_id]),
         username,
         forum: if chat_id > 0 { Some(false) } else { None },
+        places: config.topics,
     };
     let core = CoreLink::new(&socket, "telegram");
     let mut bridge = Relay::new(telegram, core, state_dir.join("audit.log"), phone);

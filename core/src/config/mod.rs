@@ -192,6 +192,19 @@ pub struct MatrixConfig {
     /// Room id (`!…`) or alias (`#…`); none: the bot creates a private room and invites
     /// the allowed users.
     pub room: Option<String>,
+    /// A thread per session (`per_session`) or per repository (`per_project`, each
+    /// message naming its session).
+    pub threads: Places,
+}
+
+/// Where a bridge puts a session's messages: its own topic or thread, or its repository's
+/// (shared by every session working there; a session outside any repository keeps its own).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Places {
+    #[default]
+    PerSession,
+    PerProject,
 }
 
 impl Default for MatrixConfig {
@@ -206,6 +219,7 @@ impl Default for MatrixConfig {
             device_name: "shepherd".into(),
             allowed_users: Vec::new(),
             room: None,
+            threads: Places::PerSession,
         }
     }
 }
@@ -223,6 +237,7 @@ impl std::fmt::Debug for MatrixConfig {
             .field("device_name", &self.device_name)
             .field("allowed_users", &self.allowed_users)
             .field("room", &self.room)
+            .field("threads", &self.threads)
             .finish()
     }
 }
@@ -267,6 +282,9 @@ pub struct TelegramConfig {
     pub api_url: Option<String>,
     /// How fast the bridge sends (Telegram's own limits by default).
     pub limits: TelegramLimits,
+    /// A forum topic per session (`per_session`) or per repository (`per_project`, each
+    /// message naming its session).
+    pub topics: Places,
 }
 
 /// The `[telegram.limits]` section: the bridge's outbox never sends faster than this.
@@ -297,6 +315,7 @@ impl std::fmt::Debug for TelegramConfig {
             .field("chat_id", &self.chat_id)
             .field("api_url", &self.api_url)
             .field("limits", &self.limits)
+            .field("topics", &self.topics)
             .finish()
     }
 }
@@ -897,6 +916,11 @@ mod tests {
             .join("\n");
         let config = Config::from_toml(&uncommented, "uncommented example").unwrap();
         let telegram = config.telegram.expect("a [telegram] section");
+        assert_eq!(telegram.topics, Places::PerSession);
+        assert_eq!(
+            config.matrix.as_ref().map(|m| m.threads),
+            Some(Places::PerSession)
+        );
         assert_eq!(telegram.allowed_users, [123456789]);
         assert_eq!(telegram.chat_id, Some(123456789));
         assert!(telegram.token_file.is_some());
