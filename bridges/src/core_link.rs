@@ -427,6 +427,7 @@ impl CoreLink {
         project: Option<&str>,
         host: Option<&str>,
         branch: Option<&str>,
+        agent: Option<&str>,
         task: &str,
         by: &str,
     ) -> Reply<StartedSession> {
@@ -434,6 +435,7 @@ impl CoreLink {
             project: project.map(str::to_string),
             task: task.to_string(),
             branch: branch.map(str::to_string),
+            agent: agent.map(str::to_string),
             by: Some(by.to_string()),
             host: host.map(str::to_string),
             ..Default::default()

@@ -165,7 +165,7 @@ pub enum Command {
     /// any session. Projects: the repositories sessions ran in, and those one level below
     /// `[projects] roots`.
     #[command(
-        after_help = "Examples:\n  shepherd new app \"fix the flaky login test\"\n  shepherd new app --branch feat/export \"add CSV export\"\n  shepherd new ~/src/app \"update the README\"\n  shepherd new gpu:trainer \"run the small config\""
+        after_help = "Examples:\n  shepherd new app \"fix the flaky login test\"\n  shepherd new app --branch feat/export \"add CSV export\"\n  shepherd new app --agent reviewer \"review the open branch\"\n  shepherd new ~/src/app \"update the README\"\n  shepherd new gpu:trainer \"run the small config\""
     )]
     New {
         /// A project's name (`gpu:app` on a linked host) or a directory.
@@ -177,6 +177,10 @@ pub enum Command {
         /// Work in a new linked worktree on this new branch.
         #[arg(long, value_name = "NAME")]
         branch: Option<String>,
+        /// Start it as this agent definition (its model, thinking, tools and prompt), found
+        /// as `delegate_agent` finds one (`shepherd agents` lists them).
+        #[arg(long, value_name = "DEF")]
+        agent: Option<String>,
     },
     /// Start an ended session again on its own session file, in its directory, with the
     /// same id; MESSAGE, when given, is its next message.

@@ -105,7 +105,8 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
             place,
             task,
             branch,
-        } => started::new(ctx, &place, &task.join(" "), branch).await,
+            agent,
+        } => started::new(ctx, &place, &task.join(" "), branch, agent).await,
         Command::Continue { session, message } => {
             started::continue_(ctx, &session, &message.join(" ")).await
         }

@@ -1,7 +1,8 @@
 //! # `shepherd new`, `shepherd continue` and closing what they started
 //!
 //! The human starts Pi sessions through the core: `new` on a task in a project (by name,
-//! `gpu:app` on a linked host) or a directory, in a new linked worktree with `--branch`;
+//! `gpu:app` on a linked host) or a directory, in a new linked worktree with `--branch`,
+//! as an agent definition (its model, tools and prompt) with `--agent`;
 //! `continue` an ended session on its own file with the same id; `close` (through
 //! `shepherd close`, after no worker had the name) stops one. The core launches the
 //! process through its worker host; the session then shows everywhere like any other.
@@ -12,12 +13,13 @@ use shepherd_core::protocol::{StartedSession, requests};
 
 use super::{Connection, Ctx, Failure, print, print_json};
 
-/// Run `shepherd new PLACE TASK [--branch NAME]`.
+/// Run `shepherd new PLACE TASK [--branch NAME] [--agent DEF]`.
 pub async fn new(
     ctx: &Ctx,
     place: &str,
     task: &str,
     branch: Option<String>,
+    agent: Option<String>,
 ) -> anyhow::Result<ExitCode> {
     let (host, cwd, project) = place_of(place);
     let mut conn = ctx.connect().await?;
@@ -27,6 +29,7 @@ pub async fn new(
             project,
             task: task.to_string(),
             branch,
+            agent,
             host,
             ..Default::default()
         })

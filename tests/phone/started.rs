@@ -1,7 +1,9 @@
 //! Starting and continuing work from the phone, on both phones, with REAL Pi sessions the
-//! core launches (headless) against the scripted model below: `/new`, then `app` chosen and
-//! `--branch feat/new TASK-NEW …` as its task, starts a session in a new linked worktree on a new branch, its first run
-//! gets the task and its result reaches its place; `/close` there ends it (its place says
+//! core launches (headless) against the scripted model below: `/new`, then `app` chosen
+//! and `--branch feat/new --agent reviewer TASK-NEW …` as its task, starts a session in a
+//! new linked worktree on a new branch; its first run gets the task (started as the `reviewer` agent definition: its prompt reaches the
+//! model, and still does once continued; an unknown definition is refused before any
+//! branch is made) and its result reaches its place; `/close` there ends it (its place says
 //! so) and `/continue MORE-WORK` there brings the same session back on its own file, its
 //! next run getting the message. The refusals say why: an existing branch, an unknown
 //! project (naming the known ones). `/new` alone offers the projects (Telegram: a button
@@ -72,6 +74,13 @@ async fn new_and_continue_on(mut phone: impl Phone) -> Result<()> {
     )
     .await?;
     phone.ready().await?;
+    // An agent definition the new session is started as: its prompt reaches the model.
+    let agents = core.agent_dir().join("agents");
+    std::fs::create_dir_all(&agents)?;
+    std::fs::write(
+        agents.join("reviewer.md"),
+        "---\nname: reviewer\ndescription: reviews\n---\nREVIEWER-PROMPT: keep changes small.\n",
+    )?;
 
     // `/new` alone offers the projects; choosing one asks for the task, and the reply
     // (with `--branch` first) starts the session.
@@ -82,7 +91,10 @@ async fn new_and_continue_on(mut phone: impl Phone) -> Result<()> {
         .with_context(|| core.log())?;
     let prompt = phone.pick_choice(&list, "▶️ app").await?;
     phone
-        .reply(&prompt, "--branch feat/new TASK-NEW write the file")
+        .reply(
+            &prompt,
+            "--branch feat/new --agent reviewer TASK-NEW write the file",
+        )
         .await?;
     let starting = phone
         .bot_says(|m| {
@@ -126,6 +138,28 @@ async fn new_and_continue_on(mut phone: impl Phone) -> Result<()> {
             .iter()
             .any(|r| r.transcript().contains("TASK-NEW write the file")),
         "the first run got the task"
+    );
+    assert!(
+        first.iter().all(|r| r
+            .transcript()
+            .contains("REVIEWER-PROMPT: keep changes small.")),
+        "started as the reviewer definition"
+    );
+    // A definition nobody has is refused before anything is made.
+    phone
+        .command("new app --branch feat/other --agent nobody try")
+        .await?;
+    phone
+        .bot_says(|m| m.text.contains("no agent definition named \"nobody\""))
+        .await
+        .with_context(|| core.log())?;
+    assert!(
+        !std::process::Command::new("git")
+            .args(["rev-parse", "--verify", "-q", "refs/heads/feat/other"])
+            .current_dir(&repo)
+            .status()?
+            .success(),
+        "no branch made for an unknown definition"
     );
 
     // The branch exists now: a second /new on it is refused, saying so; so is a project
@@ -172,6 +206,10 @@ async fn new_and_continue_on(mut phone: impl Phone) -> Result<()> {
     assert!(
         resumed.contains("TASK-NEW") && resumed.contains("MORE-WORK"),
         "the continued run has its earlier conversation and the message"
+    );
+    assert!(
+        resumed.contains("REVIEWER-PROMPT"),
+        "continued as the same definition"
     );
 
     // `shepherd close` ends it too.

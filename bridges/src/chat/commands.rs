@@ -102,8 +102,8 @@ pub const COMMANDS: [CommandSpec; 21] = [
     },
     CommandSpec {
         name: "new",
-        args: "<project> [--branch NAME] <task>",
-        about: "start a Pi session on a task in a project (in a new worktree on a new branch with --branch); /new alone offers the projects to choose from",
+        args: "<project> [--branch NAME] [--agent DEF] <task>",
+        about: "start a Pi session on a task in a project (in a new worktree on a new branch with --branch, as an agent definition with --agent); /new alone offers the projects to choose from",
     },
     CommandSpec {
         name: "continue",
@@ -177,10 +177,12 @@ pub enum ChatCommand {
     /// session.
     Close(Option<String>),
     /// Start a Pi session on `task` in `project` (`None`: `/new` alone, which lists the
-    /// projects), in a new worktree on `branch` when given.
+    /// projects), in a new worktree on `branch` when given, with agent definition `agent`
+    /// when given.
     New {
         project: Option<String>,
         branch: Option<String>,
+        agent: Option<String>,
         task: String,
     },
     /// Start an ended session again (the first argument, or the topic's), the rest its
@@ -373,7 +375,10 @@ impl UsageError {
             UsageError::CloseWithoutWorker => "close <worker>".into(),
             UsageError::ReleaseWhat => "release manager <project> | chief".into(),
             UsageError::NewWithoutTask { project } => {
-                format!("new {} [--branch NAME] <task>", quote_if_spaced(project))
+                format!(
+                    "new {} [--branch NAME] [--agent DEF] <task>",
+                    quote_if_spaced(project)
+                )
             }
             UsageError::ContinueWithoutSession => "continue <session> [message]".into(),
         }
@@ -593,27 +598,36 @@ fn first_argument(args: &str) -> (String, &str) {
 }
 
 /// [`first_argument`], and whether the first argument was quoted.
-/// `new <project> [--branch NAME] <task>`; `new` alone offers the projects.
+/// `new <project> [--branch NAME] [--agent DEF] <task>`; `new` alone offers the projects.
 fn new_session(args: &str) -> ChatCommand {
     let (project, _, rest) = split_first(args);
     if project.is_empty() {
         return ChatCommand::New {
             project: None,
             branch: None,
+            agent: None,
             task: String::new(),
         };
     }
+    // `--branch NAME` and `--agent NAME`, in either order, before the task.
     let mut rest = rest.trim_start();
-    let mut branch = None;
-    for flag in ["--branch", "-b"] {
-        if let Some(after) = rest.strip_prefix(flag)
-            && after.starts_with(char::is_whitespace)
-        {
-            let (name, _, tail) = split_first(after.trim_start());
-            branch = Some(name).filter(|b| !b.is_empty());
-            rest = tail.trim_start();
-            break;
+    let (mut branch, mut agent) = (None, None);
+    'flags: loop {
+        for flag in ["--branch", "-b", "--agent"] {
+            if let Some(after) = rest.strip_prefix(flag)
+                && after.starts_with(char::is_whitespace)
+            {
+                let (name, _, tail) = split_first(after.trim_start());
+                let name = Some(name).filter(|n| !n.is_empty());
+                match flag {
+                    "--agent" => agent = name,
+                    _ => branch = name,
+                }
+                rest = tail.trim_start();
+                continue 'flags;
+            }
         }
+        break;
     }
     if rest.trim().is_empty() {
         return ChatCommand::Usage(UsageError::NewWithoutTask { project });
@@ -621,6 +635,7 @@ fn new_session(args: &str) -> ChatCommand {
     ChatCommand::New {
         project: Some(project),
         branch,
+        agent,
         task: rest.trim().to_string(),
     }
 }
@@ -895,30 +910,6 @@ mod tests {
         assert_eq!(cmd("/look"), Some(ChatCommand::Look(None)));
         assert_eq!(cmd("/peek"), Some(ChatCommand::Peek(None)));
         assert_eq!(
-            cmd("/new app --branch feat/x add the export\nand its tests"),
-            Some(ChatCommand::New {
-                project: Some("app".into()),
-                branch: Some("feat/x".into()),
-                task: "add the export\nand its tests".into()
-            })
-        );
-        assert_eq!(
-            cmd("/new app fix it"),
-            Some(ChatCommand::New {
-                project: Some("app".into()),
-                branch: None,
-                task: "fix it".into()
-            })
-        );
-        assert_eq!(
-            cmd("/new"),
-            Some(ChatCommand::New {
-                project: None,
-                branch: None,
-                task: String::new()
-            })
-        );
-        assert_eq!(
             cmd("/new app -b feat/x"),
             Some(ChatCommand::Usage(UsageError::NewWithoutTask {
                 project: "app".into()
@@ -950,6 +941,46 @@ mod tests {
         assert_eq!(
             cmd("/supervise stop fix-login"),
             Some(ChatCommand::Unpair(Some("fix-login".into())))
+        );
+    }
+
+    #[test]
+    fn new_commands_parse() {
+        assert_eq!(
+            cmd("/new app --branch feat/x add the export\nand its tests"),
+            Some(ChatCommand::New {
+                project: Some("app".into()),
+                branch: Some("feat/x".into()),
+                agent: None,
+                task: "add the export\nand its tests".into()
+            })
+        );
+        assert_eq!(
+            cmd("/new app --agent reviewer -b feat/y look it over"),
+            Some(ChatCommand::New {
+                project: Some("app".into()),
+                branch: Some("feat/y".into()),
+                agent: Some("reviewer".into()),
+                task: "look it over".into()
+            })
+        );
+        assert_eq!(
+            cmd("/new app fix it"),
+            Some(ChatCommand::New {
+                project: Some("app".into()),
+                branch: None,
+                agent: None,
+                task: "fix it".into()
+            })
+        );
+        assert_eq!(
+            cmd("/new"),
+            Some(ChatCommand::New {
+                project: None,
+                branch: None,
+                agent: None,
+                task: String::new()
+            })
         );
     }
 

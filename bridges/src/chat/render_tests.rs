@@ -372,7 +372,7 @@ fn help_for_both_prefixes() {
          /workers — the managed workers under each owner, with state, age, tokens and cost (reply to a line to steer it)\n\
          /projects [all] — project work: each repository's manager and assignments, with state, Lead, last update, ahead/behind, asks and cost\n\
          /hosts — the other machines linked to this one: each link's state, round trip, sessions and open questions\n\
-         /new <project> [--branch NAME] <task> — start a Pi session on a task in a project (in a new worktree on a new branch with --branch); /new alone offers the projects to choose from\n\
+         /new <project> [--branch NAME] [--agent DEF] <task> — start a Pi session on a task in a project (in a new worktree on a new branch with --branch, as an agent definition with --agent); /new alone offers the projects to choose from\n\
          /continue [session] [message] — start an ended session again, same id, on its own session file; the message is its next one\n\
          /close <worker|session> — close a managed worker (its label or #id; or reply to its line), or a session /new or /continue started\n\
          /steer <session> <text> — tell a session what to do\n\

@@ -152,13 +152,15 @@ pub async fn answer(
         ChatCommand::New {
             project: None,
             branch: None,
+            agent: None,
             task,
         } if task.is_empty() => return choose_project(link, prefix, here).await,
         ChatCommand::New {
             project,
             branch,
+            agent,
             task,
-        } => new_session(link, project, branch, &task, here).await,
+        } => new_session(link, project, branch, agent, &task, here).await,
         ChatCommand::Continue(args) => return continue_session(link, &args, prefix, here).await,
         ChatCommand::Status(None) => match here.session {
             Some(session) => return CommandReply::SessionStatus(session.to_string()),
@@ -290,12 +292,13 @@ async fn look(
     }
 }
 
-/// `new <project> [--branch NAME] <task>`: start a session (`new` alone: the core's
+/// `new <project> [--branch NAME] [--agent DEF] <task>`: start a session (`new` alone: the core's
 /// refusal names the projects).
 async fn new_session(
     link: &mut CoreLink,
     project: Option<String>,
     branch: Option<String>,
+    agent: Option<String>,
     task: &str,
     here: Here<'_>,
 ) -> Rendered {
@@ -304,7 +307,14 @@ async fn new_session(
         None => (None, None),
     };
     match link
-        .new_session(project, host, branch.as_deref(), task, here.by)
+        .new_session(
+            project,
+            host,
+            branch.as_deref(),
+            agent.as_deref(),
+            task,
+            here.by,
+        )
         .await
     {
         Ok(s) => session_news::starting(&s, false),
@@ -338,7 +348,7 @@ async fn staff(link: &mut CoreLink, prefix: char) -> CommandReply {
 
 /// `new` alone: the projects as choices, or what the core said (no project known yet).
 async fn choose_project(link: &mut CoreLink, prefix: char, here: Here<'_>) -> CommandReply {
-    let err = match link.new_session(None, None, None, "", here.by).await {
+    let err = match link.new_session(None, None, None, None, "", here.by).await {
         Ok(s) => return CommandReply::Say(session_news::starting(&s, false)),
         Err(e) => e,
     };

@@ -685,9 +685,21 @@ impl<P: Platform> Relay<P> {
         let command = format!("/new {project} {}", text.trim());
         let (host, project) = shepherd_core::protocol::split_host(project);
         match chat_commands::parse(&command, '/', None) {
-            Some(ChatCommand::New { branch, task, .. }) => match self
+            Some(ChatCommand::New {
+                branch,
+                agent,
+                task,
+                ..
+            }) => match self
                 .core
-                .new_session(Some(project), host, branch.as_deref(), &task, by)
+                .new_session(
+                    Some(project),
+                    host,
+                    branch.as_deref(),
+                    agent.as_deref(),
+                    &task,
+                    by,
+                )
                 .await
             {
                 Ok(s) => session_news::starting(&s, false),

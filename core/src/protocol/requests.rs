@@ -658,6 +658,10 @@ pub struct NewSession {
     pub task: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
+    /// An agent definition (as for `delegate_agent`, found from the session's directory):
+    /// its model, thinking level, tools and prompt for the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// Bridges only: the human who asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,

@@ -71,4 +71,7 @@ pub struct StartedSession {
     /// Its tmux pane (`%3`) when it runs in tmux: `shepherd attach` opens it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pane: Option<String>,
+    /// The agent definition it was started with (`new_session`'s `agent`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }

@@ -386,6 +386,12 @@ CREATE INDEX started_sessions_live ON started_sessions(session_id) WHERE state !
 -- {path, mime}, the files saved in the session's `.shepherd/inbox/`; NULL for none.
 ALTER TABLE messages ADD COLUMN images TEXT;
 "#,
+    r#"
+-- The agent definition a started session was started with, and what it set for the launch
+-- (JSON: model, thinking, tools, exclude_tools, prompt); NULL for none.
+ALTER TABLE started_sessions ADD COLUMN agent TEXT;
+ALTER TABLE started_sessions ADD COLUMN launch TEXT;
+"#,
 ];
 
 /// An open database with its identity.

@@ -4,6 +4,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use super::workers::LaunchSettings;
 use crate::protocol::{SessionId, StartedSession, StartedState, WorkerBackend};
 
 /// A started session as the store keeps it.
@@ -14,6 +15,8 @@ pub struct StartedRow {
     pub pane: Option<String>,
     pub bound_pid: Option<u32>,
     pub session_file: Option<String>,
+    /// What its agent definition set for the launch (none: Pi's defaults).
+    pub launch: Option<LaunchSettings>,
 }
 
 /// What a new start records.
@@ -28,11 +31,14 @@ pub struct NewStart<'a> {
     pub session_file: Option<&'a str>,
     pub by: &'a str,
     pub now: u64,
+    /// The agent definition's name and what it set for the launch.
+    pub agent: Option<(&'a str, &'a LaunchSettings)>,
 }
 
 const COLUMNS: &str =
     "SELECT id, session_id, name, cwd, branch, task, backend, state, pid, by_human,
-    created_at, updated_at, nonce, pane, bound_pid, session_file FROM started_sessions";
+    created_at, updated_at, nonce, pane, bound_pid, session_file, agent, launch
+    FROM started_sessions";
 
 fn row(r: &Row<'_>) -> rusqlite::Result<StartedRow> {
     let backend: String = r.get(6)?;
@@ -56,11 +62,15 @@ fn row(r: &Row<'_>) -> rusqlite::Result<StartedRow> {
             updated_at: r.get(11)?,
             host: None,
             pane: r.get(13)?,
+            agent: r.get(16)?,
         },
         nonce: r.get(12)?,
         pane: r.get(13)?,
         bound_pid: r.get(14)?,
         session_file: r.get(15)?,
+        launch: r
+            .get::<_, Option<String>>(17)?
+            .and_then(|json| serde_json::from_str(&json).ok()),
     })
 }
 
@@ -68,8 +78,8 @@ fn row(r: &Row<'_>) -> rusqlite::Result<StartedRow> {
 pub fn insert(conn: &Connection, s: &NewStart<'_>) -> rusqlite::Result<u64> {
     conn.prepare_cached(
         "INSERT INTO started_sessions (session_id, name, cwd, branch, task, backend, state,
-            nonce, session_file, by_human, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'starting', ?7, ?8, ?9, ?10, ?10)",
+            nonce, session_file, by_human, created_at, updated_at, agent, launch)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'starting', ?7, ?8, ?9, ?10, ?10, ?11, ?12)",
     )?
     .execute(params![
         s.session_id.as_str(),
@@ -81,7 +91,10 @@ pub fn insert(conn: &Connection, s: &NewStart<'_>) -> rusqlite::Result<u64> {
         s.nonce,
         s.session_file,
         s.by,
-        s.now
+        s.now,
+        s.agent.map(|(name, _)| name),
+        s.agent
+            .map(|(_, launch)| serde_json::to_string(launch).unwrap_or_default()),
     ])?;
     Ok(conn.last_insert_rowid() as u64)
 }
@@ -90,6 +103,24 @@ pub fn get(conn: &Connection, id: u64) -> rusqlite::Result<Option<StartedRow>> {
     conn.prepare_cached(&format!("{COLUMNS} WHERE id = ?1"))?
         .query_row([id], row)
         .optional()
+}
+
+/// The agent definition and launch settings `session`'s newest start had, if any: a
+/// continued session keeps them.
+pub fn latest_agent(
+    conn: &Connection,
+    session: &SessionId,
+) -> rusqlite::Result<Option<(String, LaunchSettings)>> {
+    let found: Option<(Option<String>, Option<String>)> = conn
+        .prepare_cached(
+            "SELECT agent, launch FROM started_sessions WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
+        )?
+        .query_row([session.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    Ok(match found {
+        Some((Some(agent), Some(launch))) => serde_json::from_str(&launch).ok().map(|l| (agent, l)),
+        _ => None,
+    })
 }
 
 /// The live start of `session`, if any.

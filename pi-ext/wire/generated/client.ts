@@ -827,6 +827,11 @@ export interface NewSessionMsg {
   project?: string | null;
   task: string;
   branch?: string | null;
+  /**
+   * An agent definition (as for `delegate_agent`, found from the session's directory):
+   * its model, thinking level, tools and prompt for the session.
+   */
+  agent?: string | null;
   /** Bridges only: the human who asked. */
   by?: string | null;
   /** The linked host to start it on: passed on to that host's core, as for `send`. */

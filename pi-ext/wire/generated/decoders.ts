@@ -361,6 +361,7 @@ const startedSession: Conv<StartedSession> = record({
   updated_at: req(u64),
   host: optional(str),
   pane: optional(str),
+  agent: optional(str),
 });
 
 const sessionDiff: Conv<SessionDiff> = record({
@@ -695,6 +696,7 @@ export const CLIENT_BODIES: Bodies<ClientMsg> = {
     project: maybeNull(str),
     task: req(str),
     branch: maybeNull(str),
+    agent: maybeNull(str),
     by: maybeNull(str),
     host: maybeNull(str),
   }),

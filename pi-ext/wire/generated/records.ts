@@ -503,6 +503,8 @@ export interface StartedSession {
   host?: string;
   /** Its tmux pane (`%3`) when it runs in tmux: `shepherd attach` opens it. */
   pane?: string;
+  /** The agent definition it was started with (`new_session`'s `agent`), if any. */
+  agent?: string;
 }
 
 /** What a session changed. */

@@ -18,21 +18,25 @@ use crate::clock::now_ms;
 use crate::git::worktrees;
 use crate::hub::launched::{Proc, new_session_id};
 use crate::hub::projects::{GitDone, GitJob, refused};
+use crate::hub::workers::launching::{Resolved, resolve_definition};
 use crate::hub::workers::requests::check_text;
 use crate::hub::{Cx, HubError, HubResult, Out, State};
 use crate::protocol::requests::{CloseSession, ContinueSession, NewSession};
 use crate::protocol::{DeliveryKind, ErrorCode, ServerMsg};
 use crate::store::messages::NewMessage;
 use crate::store::started::{NewStart, StartedRow};
+use crate::store::workers::LaunchSettings;
 use crate::store::{self};
 use crate::workers::launch::SessionStart;
 
-/// Where a new session runs, as the git lane found (or made) it.
+/// Where a new session runs, as the git lane found (or made) it, and its agent definition.
 struct Place {
     cwd: PathBuf,
     branch: Option<String>,
     /// `app` or `app@feat/login`.
     name: String,
+    /// The definition `agent` named, read from the session's directory.
+    agent: Option<Resolved>,
 }
 
 impl State {
@@ -58,8 +62,18 @@ impl State {
             .map(|b| b.trim().to_string())
             .filter(|b| !b.is_empty());
         let (cwd, project, task) = (req.cwd, req.project, req.task);
+        let agent = req
+            .agent
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty());
         let job: GitJob = Box::new(move || {
-            let placed = place(cwd.as_deref(), project.as_deref(), branch, &known, &roots);
+            let wanted = Wanted {
+                cwd: cwd.as_deref(),
+                project: project.as_deref(),
+                branch,
+                agent: agent.as_deref(),
+            };
+            let placed = place(wanted, &known, &roots);
             GitDone {
                 reply: Some((cx.conn, cx.id)),
                 then: Box::new(move |state, db, out| {
@@ -85,6 +99,18 @@ impl State {
         let ticket = self.ticket(None, db)?;
         let session_id = new_session_id();
         let cwd = place.cwd.to_string_lossy();
+        let launch = place.agent.as_ref().map(|def| {
+            let settings = LaunchSettings {
+                model: def.model.clone(),
+                thinking: def.thinking.clone(),
+                tools: def.tools.clone(),
+                exclude_tools: def.exclude_tools.clone(),
+                prompt: def.prompt.clone(),
+                agents: Vec::new(),
+                fork: None,
+            };
+            (def.name.clone(), settings)
+        });
         let start = NewStart {
             session_id: &session_id,
             name: &place.name,
@@ -96,6 +122,7 @@ impl State {
             session_file: None,
             by,
             now: now_ms(),
+            agent: launch.as_ref().map(|(name, l)| (name.as_str(), l)),
         };
         let from = SessionStart::New {
             id: session_id.to_string(),
@@ -175,6 +202,8 @@ impl State {
         }
         let ticket = self.ticket(None, db)?;
         let by = self.human_label(cx.conn, cx.kind, req.by.clone());
+        // Continued with the definition it was started with.
+        let agent = store::started::latest_agent(db, &info.id)?;
         let start = NewStart {
             session_id: &info.id,
             name: &info.name,
@@ -186,6 +215,7 @@ impl State {
             session_file: Some(&file),
             by: &by,
             now: now_ms(),
+            agent: agent.as_ref().map(|(name, l)| (name.as_str(), l)),
         };
         let from = SessionStart::Resume {
             file: file.clone().into(),
@@ -261,16 +291,24 @@ impl State {
     }
 }
 
+/// What a `new_session` asks for: where, on which new branch, with which definition.
+struct Wanted<'a> {
+    cwd: Option<&'a str>,
+    project: Option<&'a str>,
+    branch: Option<String>,
+    agent: Option<&'a str>,
+}
+
 /// Find (or make) where a new session runs: `cwd`, or `project`'s primary checkout; with
 /// `branch`, a new linked worktree on that new branch; with neither, the refusal that
 /// names the projects. Blocking (git, directories): the git lane's.
-fn place(
-    cwd: Option<&str>,
-    project: Option<&str>,
-    branch: Option<String>,
-    known: &[(String, String)],
-    roots: &[PathBuf],
-) -> HubResult<Place> {
+fn place(wanted: Wanted<'_>, known: &[(String, String)], roots: &[PathBuf]) -> HubResult<Place> {
+    let Wanted {
+        cwd,
+        project,
+        branch,
+        agent,
+    } = wanted;
     let (dir, named) = match (cwd, project) {
         (Some(cwd), _) => {
             let dir = PathBuf::from(cwd);
@@ -306,11 +344,14 @@ fn place(
             .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| dir.display().to_string()),
     };
+    // The definition is read before any worktree is made: an unknown one changes nothing.
+    let agent = agent.map(|a| resolve_definition(a, &dir)).transpose()?;
     let Some(branch) = branch else {
         return Ok(Place {
             cwd: dir,
             branch: None,
             name,
+            agent,
         });
     };
     let Some(repo_id) = repo.repo_id else {
@@ -339,6 +380,7 @@ fn place(
         cwd: checkout.path,
         name: format!("{}@{branch}", repo.project.unwrap_or(name)),
         branch: Some(branch),
+        agent,
     })
 }
 

@@ -350,7 +350,7 @@ struct NewWorkerArgs<'a> {
 
 /// Read `name`'s definition for a worker in `cwd` (project, then global, then bundled).
 /// Blocking: reads files.
-fn resolve_definition(name: &str, cwd: &Path) -> HubResult<Resolved> {
+pub(in crate::hub) fn resolve_definition(name: &str, cwd: &Path) -> HubResult<Resolved> {
     let agent_dir = crate::config::agent_dir().map_err(|e| {
         HubError::new(
             ErrorCode::Internal,

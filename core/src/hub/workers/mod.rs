@@ -21,7 +21,7 @@
 
 mod ask;
 mod bounds;
-mod launching;
+pub(in crate::hub) mod launching;
 mod lifecycle;
 pub(super) mod requests;
 
