@@ -182,18 +182,7 @@ async fn files_on(mut phone: impl Phone, transcribe: bool) -> Result<()> {
     assert!(!inbox.join("big.log").exists());
 
     // A voice note.
-    phone
-        .send_file(
-            &place,
-            file(
-                UserFileKind::Voice,
-                "voice.ogg",
-                "audio/ogg",
-                b"OggS voice",
-                "",
-            ),
-        )
-        .await?;
+    phone.send_file(&place, voice(b"OggS voice")).await?;
     if transcribe {
         phone
             .bot_says(|m| m.text == "🎙 “please also update the changelog”")
@@ -206,18 +195,7 @@ async fn files_on(mut phone: impl Phone, transcribe: bool) -> Result<()> {
         );
         pi.wait_settled(LONG).await?;
         // A failing command: said with its stderr; the audio is saved and named.
-        phone
-            .send_file(
-                &place,
-                file(
-                    UserFileKind::Voice,
-                    "voice.ogg",
-                    "audio/ogg",
-                    b"OggS FAIL",
-                    "",
-                ),
-            )
-            .await?;
+        phone.send_file(&place, voice(b"OggS FAIL")).await?;
         let failed = phone
             .bot_says(|m| m.text.starts_with("🎙 Not transcribed:"))
             .await?;
@@ -239,6 +217,11 @@ async fn files_on(mut phone: impl Phone, transcribe: bool) -> Result<()> {
     pi.wait_settled(LONG).await?;
     pi.shutdown().await?;
     Ok(())
+}
+
+/// A voice note of `bytes`.
+fn voice(bytes: &[u8]) -> PhoneFile {
+    file(UserFileKind::Voice, "voice.ogg", "audio/ogg", bytes, "")
 }
 
 fn file(kind: UserFileKind, name: &str, mime: &str, bytes: &[u8], caption: &str) -> PhoneFile {

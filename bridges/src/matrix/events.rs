@@ -13,7 +13,6 @@ use matrix_sdk::ruma::events::room::message::{
 use matrix_sdk::{Client, Room, RoomState};
 use tokio::sync::mpsc;
 
-use matrix_sdk::ruma::UInt;
 use shepherd_core::protocol::FileKind;
 
 use super::decide::{Incoming, IncomingKind, MatrixFile, strip_reply_fallback};
@@ -126,72 +125,40 @@ pub fn message_kind(content: &RoomMessageEventContent) -> Option<IncomingKind> {
     })
 }
 
+/// A media message's file: its source, name, type, size and caption.
+macro_rules! media {
+    ($m:expr, $kind:expr) => {{
+        let info = $m.info.as_deref();
+        MatrixFile {
+            source: serde_json::to_string(&$m.source).ok()?,
+            name: $m.filename().to_string(),
+            mime: info.and_then(|i| i.mimetype.clone()),
+            size: info.and_then(|i| i.size).map(u64::from),
+            kind: $kind,
+            caption: $m.caption().map(str::to_string),
+        }
+    }};
+}
+
 /// The media of an image, file, audio or video message.
 fn file_of(msgtype: &MessageType) -> Option<MatrixFile> {
-    let size = |s: Option<UInt>| s.map(u64::from);
-    let (source, name, caption, mime, size, kind) = match msgtype {
-        MessageType::Image(m) => {
-            let info = m.info.as_deref();
-            let mime = info.and_then(|i| i.mimetype.clone());
-            (
-                &m.source,
-                m.filename(),
-                m.caption(),
-                mime,
-                size(info.and_then(|i| i.size)),
-                FileKind::Image,
-            )
-        }
-        MessageType::File(m) => {
-            let info = m.info.as_deref();
-            let mime = info.and_then(|i| i.mimetype.clone());
-            let kind = match mime.as_deref().is_some_and(|m| m.starts_with("image/")) {
-                true => FileKind::Image,
-                false => FileKind::File,
-            };
-            (
-                &m.source,
-                m.filename(),
-                m.caption(),
-                mime,
-                size(info.and_then(|i| i.size)),
-                kind,
-            )
-        }
-        MessageType::Audio(m) => {
-            let info = m.info.as_deref();
-            let mime = info.and_then(|i| i.mimetype.clone());
-            (
-                &m.source,
-                m.filename(),
-                m.caption(),
-                mime,
-                size(info.and_then(|i| i.size)),
-                FileKind::Voice,
-            )
-        }
-        MessageType::Video(m) => {
-            let info = m.info.as_deref();
-            let mime = info.and_then(|i| i.mimetype.clone());
-            (
-                &m.source,
-                m.filename(),
-                m.caption(),
-                mime,
-                size(info.and_then(|i| i.size)),
-                FileKind::File,
-            )
-        }
+    let mut file = match msgtype {
+        MessageType::Image(m) => media!(m, FileKind::Image),
+        MessageType::File(m) => media!(m, FileKind::File),
+        MessageType::Audio(m) => media!(m, FileKind::Voice),
+        MessageType::Video(m) => media!(m, FileKind::File),
         _ => return None,
     };
-    Some(MatrixFile {
-        source: serde_json::to_string(source).ok()?,
-        name: name.to_string(),
-        mime,
-        size,
-        kind,
-        caption: caption.map(str::to_string),
-    })
+    // A file whose type is an image is shown as one (the core checks its bytes).
+    if matches!(msgtype, MessageType::File(_))
+        && file
+            .mime
+            .as_deref()
+            .is_some_and(|m| m.starts_with("image/"))
+    {
+        file.kind = FileKind::Image;
+    }
+    Some(file)
 }
 
 #[cfg(test)]

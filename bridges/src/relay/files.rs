@@ -39,7 +39,65 @@ pub struct Upload {
     pub caption: Option<String>,
 }
 
+/// A file the human sent, as the platform describes it before it is fetched.
+#[derive(Debug, Clone)]
+pub struct Offered {
+    pub name: String,
+    pub mime: Option<String>,
+    pub kind: FileKind,
+    pub caption: Option<String>,
+    /// What the platform says it weighs, when it says.
+    pub size: Option<u64>,
+}
+
 impl<P: Platform> Relay<P> {
+    /// A file offered at `place` for `session` (`None`: sent where no session is): refused
+    /// when the platform says it is too large, else fetched with `fetch` and sent.
+    pub async fn offered_file(
+        &mut self,
+        session: Option<String>,
+        offered: Offered,
+        fetch: impl Future<Output = Result<Vec<u8>, String>> + Send,
+        by: &str,
+        place: Option<P::Place>,
+    ) {
+        let Some(session) = session else {
+            let said = "To hand a file to a session, send it in the session's topic or thread, or as a reply to one of its messages.";
+            self.say(place, plain(said.to_string())).await;
+            return;
+        };
+        if let Some(refusal) = offered.size.and_then(|size| self.too_large(size)) {
+            self.say(place, refusal).await;
+            return;
+        }
+        let bytes = match fetch.await {
+            Ok(bytes) => bytes,
+            Err(why) => {
+                let said = format!(
+                    "Not sent: the file could not be fetched from {} ({why}); send it again.",
+                    P::NAME
+                );
+                self.say(place, plain(said)).await;
+                return;
+            }
+        };
+        let Offered {
+            name,
+            mime,
+            kind,
+            caption,
+            ..
+        } = offered;
+        let upload = Upload {
+            name,
+            mime,
+            kind,
+            bytes,
+            caption,
+        };
+        self.sent_file(&session, upload, by, place).await;
+    }
+
     /// The refusal of a file the platform says weighs `bytes`, when that is over the limit.
     pub fn too_large(&self, bytes: u64) -> Option<Rendered> {
         let max = self.phone.max_file_bytes();

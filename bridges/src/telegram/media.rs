@@ -11,9 +11,8 @@ use teloxide::types::{FileId, Message};
 use shepherd_core::protocol::FileKind;
 
 use super::bridge::Telegram;
-use crate::chat::replies::plain;
 use crate::relay::Relay;
-use crate::relay::files::Upload;
+use crate::relay::files::Offered;
 
 /// What a message carries that can be sent to a session.
 pub(super) struct Media {
@@ -91,33 +90,15 @@ impl Relay<Telegram> {
         by: &str,
         thread: Option<i32>,
     ) {
-        let Some(session) = session else {
-            let said = "To hand a file to a session, send it in the session's topic, or as a reply to one of its messages.";
-            self.say(thread, plain(said.to_string())).await;
-            return;
-        };
-        if let Some(refusal) = self.too_large(media.size) {
-            self.say(thread, refusal).await;
-            return;
-        }
-        let bytes = match download(self.platform.bot.clone(), media.file).await {
-            Ok(bytes) => bytes,
-            Err(why) => {
-                let said = format!(
-                    "Not sent: the file could not be fetched from Telegram ({why}); send it again."
-                );
-                self.say(thread, plain(said)).await;
-                return;
-            }
-        };
-        let upload = Upload {
+        let offered = Offered {
             name: media.name,
             mime: media.mime,
             kind: media.kind,
-            bytes,
             caption: msg.caption().map(str::to_string),
+            size: Some(media.size),
         };
-        self.sent_file(&session, upload, by, thread).await;
+        let fetch = download(self.platform.bot.clone(), media.file);
+        self.offered_file(session, offered, fetch, by, thread).await;
     }
 }
 

@@ -335,6 +335,21 @@ impl TelegramPhone {
             .with_context(|| format!("no message {id}"))
     }
 
+    /// Press `m`'s button labelled `label` as Ada; the answer the bot gave the press.
+    async fn press(&self, m: &Said, label: &str) -> Result<crate::fake_telegram::CallbackAnswer> {
+        let (_, data) = m
+            .buttons
+            .iter()
+            .find(|b| b.0 == label)
+            .with_context(|| format!("no button {label:?} on {:?}", m.buttons))?;
+        let press = self
+            .tg
+            .press_button(self.chat, Self::message_id(m)?, ADA_TELEGRAM, data)?;
+        self.tg
+            .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
+            .await
+    }
+
     fn message_id(said: &Said) -> Result<i32> {
         said.id
             .parse()
@@ -535,18 +550,7 @@ impl Phone for TelegramPhone {
     }
 
     async fn steer_from_staff(&self, tree: &Said, name: &str, text: &str) -> Result<()> {
-        let label = format!("✍️ {name}");
-        let (_, data) = tree
-            .buttons
-            .iter()
-            .find(|b| b.0 == label)
-            .with_context(|| format!("no {label:?} button on {:?}", tree.buttons))?;
-        let press = self
-            .tg
-            .press_button(self.chat, Self::message_id(tree)?, ADA_TELEGRAM, data)?;
-        self.tg
-            .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
-            .await?;
+        self.press(tree, &format!("✍️ {name}")).await?;
         let prompt = self
             .tg
             .wait_for_message(self.chat, PHONE_WAIT, |m| {
@@ -645,17 +649,7 @@ impl Phone for TelegramPhone {
     }
 
     async fn pick_choice(&self, list: &Said, label: &str) -> Result<Said> {
-        let (_, data) = list
-            .buttons
-            .iter()
-            .find(|b| b.0 == label)
-            .with_context(|| format!("no button {label:?} on {:?}", list.buttons))?;
-        let press = self
-            .tg
-            .press_button(self.chat, Self::message_id(list)?, ADA_TELEGRAM, data)?;
-        self.tg
-            .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
-            .await?;
+        self.press(list, label).await?;
         let before = Self::message_id(list)?;
         self.bot_says(|m| {
             m.text.starts_with("✍️ What should") && m.id.parse::<i32>().is_ok_and(|id| id > before)
@@ -664,17 +658,7 @@ impl Phone for TelegramPhone {
     }
 
     async fn diff_from_card(&self, card: &Said) -> Result<()> {
-        let (_, data) = card
-            .buttons
-            .iter()
-            .find(|b| b.0 == "🧾 diff")
-            .with_context(|| format!("no diff button on {:?}", card.buttons))?;
-        let press = self
-            .tg
-            .press_button(self.chat, Self::message_id(card)?, ADA_TELEGRAM, data)?;
-        self.tg
-            .wait_for_callback_answer(&press.query_id, PHONE_WAIT)
-            .await?;
+        self.press(card, "🧾 diff").await?;
         Ok(())
     }
 
