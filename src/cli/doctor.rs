@@ -125,6 +125,7 @@ pub async fn run_checks(ctx: &Ctx) -> Vec<Check> {
     if config_ok {
         checks.extend(bridge_checks(&config));
         checks.extend(host_checks(&config));
+        checks.extend(transcribe_check(&config));
     }
     let uid = rustix::process::getuid().as_raw();
     match config.state_dir() {
@@ -649,11 +650,7 @@ fn host_checks(config: &Config) -> Vec<Check> {
         .iter()
         .map(|host| {
             let program = &host.command.argv()[0];
-            let found = match program.contains('/') {
-                true => Some(PathBuf::from(program)).filter(|p| executable(p)),
-                false => which(program),
-            };
-            match found {
+            match find_program(program) {
                 Some(path) => Check::ok(
                     "host",
                     format!("{}: its link command runs {}", host.name, path.display()),
@@ -666,6 +663,32 @@ fn host_checks(config: &Config) -> Vec<Check> {
             }
         })
         .collect()
+}
+
+/// `[phone] transcribe`, when set: whether its program can run here.
+fn transcribe_check(config: &Config) -> Option<Check> {
+    let program = config.phone.transcribe.first()?;
+    Some(match find_program(program) {
+        Some(path) => Check::ok(
+            "transcribe",
+            format!("voice notes are turned into text by {}", path.display()),
+        ),
+        None => Check::fail(
+            "transcribe",
+            format!(
+                "[phone] transcribe's program `{program}` is not found: voice notes will be saved and named, not turned into text"
+            ),
+            "install it, or fix [phone] transcribe",
+        ),
+    })
+}
+
+/// `program` as a command runs it: a path when it has a `/`, else the first on PATH.
+fn find_program(program: &str) -> Option<PathBuf> {
+    match program.contains('/') {
+        true => Some(PathBuf::from(program)).filter(|p| executable(p)),
+        false => which(program),
+    }
 }
 
 /// The first executable `name` on PATH.

@@ -530,14 +530,15 @@ fn hosts_add_writes_an_entry_and_refuses_what_would_not_work() {
     assert_eq!(out.status.code(), Some(2), "a command is required");
 }
 
-/// `shepherd doctor` checks that each linked host's link command can run here.
+/// `shepherd doctor` checks that each linked host's link command can run here, and the
+/// speech-to-text command of `[phone] transcribe`.
 #[test]
 fn doctor_checks_each_hosts_link_command() {
     let env = Env::new();
     let config = env.path().join("config.toml");
     std::fs::write(
         &config,
-        "[[hosts]]\nname = \"near\"\ncommand = [\"sh\", \"-c\", \"true\"]\n\n[[hosts]]\nname = \"far\"\ncommand = [\"/nonexistent/ssh\", \"far\"]\n",
+        "[phone]\ntranscribe = [\"whisper-nowhere\", \"-f\", \"{file}\"]\n\n[[hosts]]\nname = \"near\"\ncommand = [\"sh\", \"-c\", \"true\"]\n\n[[hosts]]\nname = \"far\"\ncommand = [\"/nonexistent/ssh\", \"far\"]\n",
     )
     .unwrap();
     let out = env
@@ -553,6 +554,13 @@ fn doctor_checks_each_hosts_link_command() {
     assert!(
         text.contains(
             "FAIL  host: far: its link command's program `/nonexistent/ssh` is not found"
+        ),
+        "{text}"
+    );
+    // And that `[phone] transcribe`'s program can.
+    assert!(
+        text.contains(
+            "FAIL  transcribe: [phone] transcribe's program `whisper-nowhere` is not found"
         ),
         "{text}"
     );
