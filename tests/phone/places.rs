@@ -4,14 +4,18 @@
 //! in a shared place with several sessions connected asks which one (nothing is sent),
 //! a reply to a session's message there steers that session, and once only one is
 //! connected typed text steers it; a session that ends says so there without closing
-//! the place the others still use.
+//! the place the others still use. With the core stopped, a REAL Pi of the repository
+//! quitting is said once in the shared place after the core starts (not again after
+//! another restart, never the one still running), and its return says it is back.
 
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use shepherd_core::protocol::DeliveryKind;
+use shepherd_harness::fake_model::{FakeModel, Reply};
 use shepherd_harness::git_repo::{git, repo_with_worktree};
 use shepherd_harness::phone::{MatrixPhone, Phone, TelegramPhone};
+use shepherd_harness::pi_process::{PiOptions, PiSession};
 use shepherd_harness::synapse::skip_e2e;
 use shepherd_harness::{Core, Pi};
 
@@ -109,5 +113,92 @@ async fn per_project_on(mut phone: impl Phone, setting: &str) -> Result<()> {
     let steer = beta.next_delivery(WAIT).await.with_context(|| core.log())?;
     assert_eq!(steer.text, "and the linter");
     beta.ack(&[steer.id]).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_telegram_a_repository_session_quitting_while_the_core_is_down_is_said_once()
+-> Result<()> {
+    quits_while_down_on(TelegramPhone::start().await?, "SHEPHERD_TELEGRAM__TOPICS").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_matrix_a_repository_session_quitting_while_the_core_is_down_is_said_once() -> Result<()>
+{
+    if skip_e2e() {
+        return Ok(());
+    }
+    quits_while_down_on(MatrixPhone::start().await?, "SHEPHERD_MATRIX__THREADS").await
+}
+
+async fn quits_while_down_on(mut phone: impl Phone, setting: &str) -> Result<()> {
+    let mut core = Core::start_for(&phone, &[(setting, "per_project")]).await?;
+    phone.ready().await?;
+    let dir = tempfile::tempdir()?;
+    let (app, _) = repo_with_worktree(dir.path(), "app", "feat")?;
+    let model = FakeModel::start(|_| Reply::text("ok")).await?;
+    let spawn = |name: &str| {
+        let mut opts = PiOptions::new(core.agent_dir());
+        opts.name = Some(name.into());
+        opts.cwd = app.clone();
+        PiSession::spawn(&model, opts)
+    };
+    let quitter = spawn("quitter").await?;
+    let stayer = spawn("stayer").await?;
+    let quitter_id = core.connected_session("quitter", WAIT).await?["id"]
+        .as_str()
+        .context("an id")?
+        .to_string();
+    core.connected_session("stayer", WAIT).await?;
+    let started = phone
+        .bot_says(|m| m.text.contains("▶️ quitter") && m.text.contains("started"))
+        .await?;
+    let place = phone.thread_of(&started);
+
+    core.terminate()?;
+    quitter.shutdown().await?;
+    core.restart().await?;
+    phone.bridge_back(|| core.log(), 2).await?;
+    let said = phone
+        .bot_says(|m| {
+            m.text.contains("quitter") && m.text.contains("ended while shepherd was away")
+        })
+        .await
+        .with_context(|| core.log())?;
+    assert_eq!(phone.thread_of(&said), place, "in the repository's place");
+    assert_ne!(phone.place_closed(&place), Some(true), "it stays open");
+    core.connected_session("stayer", WAIT).await?;
+
+    // Another restart says it again nowhere; the stayer never ended.
+    core.restart().await?;
+    phone.bridge_back(|| core.log(), 3).await?;
+    core.connected_session("stayer", WAIT).await?;
+    phone
+        .type_in(&place, "MARKER-after the second restart")
+        .await?;
+    phone
+        .bot_says(|m| m.text.contains("MARKER") || m.text.contains("steered stayer"))
+        .await?;
+    assert_eq!(
+        phone.count_said("ended while shepherd was away"),
+        1,
+        "said once, of the quitter"
+    );
+    let stayer_ended = phone
+        .all_said()
+        .iter()
+        .filter(|m| m.text.contains("stayer") && m.text.contains("ended"))
+        .count();
+    assert_eq!(stayer_ended, 0, "the stayer never ended");
+
+    // It comes back: said in the shared place.
+    let _back = Pi::register(&core.socket(), &quitter_id, "quitter", &app).await?;
+    phone
+        .bot_says(|m| {
+            phone.thread_of(m) == place && m.text.contains("quitter") && m.text.contains("is back")
+        })
+        .await
+        .with_context(|| core.log())?;
+    stayer.shutdown().await?;
     Ok(())
 }

@@ -463,6 +463,10 @@ impl Platform for Matrix {
         self.post(place, confirmation, Some(session), "reply").await;
     }
 
+    fn place_key_of(&self, session: &str) -> String {
+        self.placed(session).unwrap_or_else(|| session.to_string())
+    }
+
     fn last_said(&self, key: &str) -> Option<String> {
         let key = format!("said:{key}:{}", self.room.room_id());
         self.store.meta(&key).ok().flatten()

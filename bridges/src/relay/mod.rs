@@ -248,7 +248,25 @@ impl<P: Platform> Relay<P> {
     /// is gone (on this machine) ended while the core or this bridge was not running: say
     /// so once, and close their place. One whose process still runs is left to come back.
     async fn resync_endings(&mut self) {
-        for id in self.platform.open_places() {
+        let open = self.platform.open_places();
+        // A session's own open place; or a repository's (`per_project`) that it was put in
+        // and whose ending was not said yet.
+        let candidates: Vec<String> = self
+            .sessions
+            .keys()
+            .filter(|id| {
+                let key = self.platform.place_key_of(id);
+                match key == id.as_str() {
+                    true => open.contains(&key),
+                    false => {
+                        open.contains(&key)
+                            && self.platform.last_said(&ended_key(id)).as_deref() != Some(ENDED)
+                    }
+                }
+            })
+            .map(ToString::to_string)
+            .collect();
+        for id in candidates {
             let Some(session) = self.sessions.get(id.as_str()).cloned() else {
                 continue;
             };
@@ -262,6 +280,7 @@ impl<P: Platform> Relay<P> {
             let rendered = session_news::ended_while_away(&session);
             self.post_about(&session.id, rendered, "ending").await;
             self.platform.close_place(&session.id).await;
+            self.platform.set_last_said(&ended_key(&session.id), ENDED);
         }
     }
 
@@ -353,12 +372,18 @@ impl<P: Platform> Relay<P> {
     /// when it left get them back.
     async fn joined(&mut self, session: &SessionInfo) {
         let worker = self.owner_of(&session.id).is_some();
+        // Its ending was said: now it is back (in a repository's place, which stayed open).
+        let was_ended = self.platform.last_said(&ended_key(&session.id)).as_deref() == Some(ENDED);
+        if was_ended {
+            self.platform.set_last_said(&ended_key(&session.id), "back");
+        }
+        let shared = self.platform.place_key_of(&session.id) != session.id.as_str();
         if worker {
             // A worker's start and end are its owner's news (`worker_changed`).
         } else if !session.subagent && self.platform.needs_place(&session.id) {
             let rendered = session_news::started(session, P::PREFIX);
             self.post_about(&session.id, rendered, "start").await;
-        } else if self.platform.reopen_place(&session.id).await {
+        } else if self.platform.reopen_place(&session.id).await || (was_ended && shared) {
             // It had ended: its place is open again, and says so.
             self.post_about(&session.id, session_news::back(session), "return")
                 .await;
@@ -385,6 +410,9 @@ impl<P: Platform> Relay<P> {
             let rendered = session_news::ended(session, reason, last);
             self.post_about(&session.id, rendered, "ending").await;
             self.platform.close_place(&session.id).await;
+            // Said: a repository's place stays open, so this is what keeps a restart from
+            // saying it again (`resync_endings`).
+            self.platform.set_last_said(&ended_key(&session.id), ENDED);
         }
         let asks = match self.core.asks(false).await {
             Ok(asks) => asks,
@@ -720,6 +748,13 @@ impl<P: Platform> Relay<P> {
         append_line(&self.audit_log, &fields.to_string());
     }
 }
+
+/// What the bridge remembers of whether a session's ending was said (`ENDED`).
+fn ended_key(session: &str) -> String {
+    format!("ended:{session}")
+}
+
+const ENDED: &str = "said";
 
 /// Append one line to a file, best effort.
 fn append_line(path: &Path, line: &str) {

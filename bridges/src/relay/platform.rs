@@ -208,6 +208,10 @@ pub trait Platform: Send {
     /// Remember durably that reports up to `id` of `store` were posted in this chat.
     fn set_last_report(&mut self, store: &str, id: u64);
 
+    /// The key of the place `session` was put in: its repository's (`project:app`, with
+    /// `per_project` places), else its own id.
+    fn place_key_of(&self, session: &str) -> String;
+
     /// A session's name or place changed (`old` is what was known before): Telegram
     /// renames its topic. Nothing by default.
     fn session_changed(

@@ -428,6 +428,10 @@ impl Platform for Telegram {
 
     /// Whether what is posted in `session`'s topic shows in `thread` (of this chat): its
     /// own topic, or anywhere in a chat without topics.
+    fn place_key_of(&self, session: &str) -> String {
+        self.placed(session).unwrap_or_else(|| session.to_string())
+    }
+
     fn last_said(&self, key: &str) -> Option<String> {
         let key = format!("said:{key}:{}", self.chat_id);
         self.store.meta(&key).ok().flatten()
