@@ -49,6 +49,3 @@ pub struct SavedFile {
     /// Whether the session was connected (the steer delivered now, else on its return).
     pub connected: bool,
 }
-
-/// The image types a model takes; another type is saved as a plain file.
-pub const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];

@@ -48,7 +48,7 @@ pub mod workers;
 pub use approvals::{Approval, ApprovalId, ApprovalScope, ApprovalState, Ruling};
 pub use diff::SessionDiff;
 pub use error_code::ErrorCode;
-pub use files::{DeliveredImage, FileKind, IMAGE_TYPES, SavedFile};
+pub use files::{DeliveredImage, FileKind, SavedFile};
 pub use hosts::{
     AskRef, HerdChief, HostLink, HostMail, LinkState, MAX_HOST_NAME, is_host_name, split_host,
 };
