@@ -99,15 +99,12 @@ impl State {
         let ticket = self.ticket(None, db)?;
         let session_id = new_session_id();
         let cwd = place.cwd.to_string_lossy();
+        // A started session is the human's Lead: it delegates as any Lead does, not by
+        // the definition's `agents` (a worker's list).
         let launch = place.agent.as_ref().map(|def| {
             let settings = LaunchSettings {
-                model: def.model.clone(),
-                thinking: def.thinking.clone(),
-                tools: def.tools.clone(),
-                exclude_tools: def.exclude_tools.clone(),
-                prompt: def.prompt.clone(),
                 agents: Vec::new(),
-                fork: None,
+                ..def.launch()
             };
             (def.name.clone(), settings)
         });

@@ -69,16 +69,13 @@ impl State {
         };
         let settings = LaunchSettings {
             model: def.model.clone().or_else(|| me.model.clone()),
-            thinking: def.thinking.clone(),
-            tools: def.tools.clone(),
-            exclude_tools: def.exclude_tools.clone(),
-            prompt: def.prompt.clone(),
             fork: fork.clone(),
             agents: if parent.is_some() {
                 Vec::new()
             } else {
                 def.agents.clone()
             },
+            ..def.launch()
         };
         let session_id = new_session_id();
         let delegates = parent.is_none() && !def.agents.is_empty();
@@ -188,11 +185,7 @@ impl State {
         let settings = LaunchSettings {
             model: def.model.clone().or(previous.launch.model.clone()),
             thinking: def.thinking.clone().or(previous.launch.thinking.clone()),
-            tools: def.tools.clone(),
-            exclude_tools: def.exclude_tools.clone(),
-            prompt: def.prompt.clone(),
-            fork: None,
-            agents: def.agents.clone(),
+            ..def.launch()
         };
         let row = self.insert_worker(
             &me,
@@ -380,6 +373,21 @@ pub(in crate::hub) struct Resolved {
     pub exclude_tools: Vec<String>,
     pub agents: Vec<String>,
     pub prompt: Option<String>,
+}
+
+impl Resolved {
+    /// The launch settings the definition gives (no fork); callers override the rest.
+    pub(in crate::hub) fn launch(&self) -> LaunchSettings {
+        LaunchSettings {
+            model: self.model.clone(),
+            thinking: self.thinking.clone(),
+            tools: self.tools.clone(),
+            exclude_tools: self.exclude_tools.clone(),
+            prompt: self.prompt.clone(),
+            agents: self.agents.clone(),
+            fork: None,
+        }
+    }
 }
 
 /// Where a launch is: its definition not read yet, or read.
