@@ -79,16 +79,15 @@ pub(super) async fn run(
     };
     let writer = tokio::spawn(write_loop(write, rx, abort.clone(), drained));
 
-    let settings_max_frame = settings.max_frame;
     let mut conn = Reader {
         id,
         tx,
         hub,
+        max_frame: settings.max_frame,
         settings,
         cwd: None,
         drain_wanted,
         queued,
-        max_frame: settings_max_frame,
     };
     let greeted = match conn.hello(&mut reader, pid, place).await {
         Some(close) => {
