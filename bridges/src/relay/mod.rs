@@ -256,13 +256,9 @@ impl<P: Platform> Relay<P> {
             .keys()
             .filter(|id| {
                 let key = self.platform.place_key_of(id);
-                match key == id.as_str() {
-                    true => open.contains(&key),
-                    false => {
-                        open.contains(&key)
-                            && self.platform.last_said(&ended_key(id)).as_deref() != Some(ENDED)
-                    }
-                }
+                open.contains(&key)
+                    && (key == id.as_str()
+                        || self.platform.last_said(&ended_key(id)).as_deref() != Some(ENDED))
             })
             .map(ToString::to_string)
             .collect();
@@ -708,35 +704,23 @@ impl<P: Platform> Relay<P> {
     }
 
     /// Start a session in `project` (`gpu:app` on a linked host) on `text`: its task, after
-    /// `--branch NAME` for a new worktree on a new branch.
+    /// `--branch NAME` or `--agent DEF`, as `/new <project> <text>` does.
     async fn new_in(&mut self, project: &str, text: &str, by: &str) -> Rendered {
-        let command = format!("/new {project} {}", text.trim());
-        let (host, project) = shepherd_core::protocol::split_host(project);
-        match chat_commands::parse(&command, '/', None) {
-            Some(ChatCommand::New {
-                branch,
-                agent,
-                task,
-                ..
-            }) => match self
-                .core
-                .new_session(
-                    Some(project),
-                    host,
-                    branch.as_deref(),
-                    agent.as_deref(),
-                    &task,
-                    by,
-                )
-                .await
-            {
-                Ok(s) => session_news::starting(&s, false),
-                Err(e) => refused(e),
-            },
-            _ => plain(
-                "Not started: write the task (after --branch NAME, for a new worktree)."
-                    .to_string(),
-            ),
+        const NO_TASK: &str =
+            "Not started: write the task (after --branch NAME, for a new worktree).";
+        let line = format!("/new {project} {}", text.trim());
+        let Some(command) = chat_commands::parse(&line, '/', None) else {
+            return plain(NO_TASK.to_string());
+        };
+        let here = Here {
+            session: None,
+            host: None,
+            by,
+        };
+        let now = shepherd_core::clock::now_ms();
+        match commands::answer(&mut self.core, command, P::PREFIX, here, now).await {
+            CommandReply::Say(said) => said,
+            _ => plain(NO_TASK.to_string()),
         }
     }
 
