@@ -168,28 +168,16 @@ impl Platform for Telegram {
         head: Rendered,
         lines: Vec<crate::relay::commands::StaffLine>,
     ) {
-        let (mut html, mut plain) = (head.html, head.plain);
-        for l in &lines {
-            html.push('\n');
-            html.push_str(&l.line.html);
-            plain.push('\n');
-            plain.push_str(&l.line.plain);
-        }
-        // Telegram keeps callback data to 64 bytes: a longer id gets no button.
-        let buttons: Vec<InlineKeyboardButton> = lines
+        // One message, the tree, with a ✍️ button per session.
+        let buttons = lines
             .iter()
-            .map(|l| (l, format!("s:{}", l.session)))
-            .filter(|(_, data)| data.len() <= 64)
-            .map(|(l, data)| {
+            .map(|l| {
                 let label = format!("✍️ {}", crate::chat::format::truncate(&l.name, 30));
-                InlineKeyboardButton::callback(label, data)
+                (label, l.session.to_string())
             })
             .collect();
-        let keyboard = (!buttons.is_empty())
-            .then(|| InlineKeyboardMarkup::new(buttons.chunks(2).map(<[_]>::to_vec)));
-        if let Err(e) = self.send(thread, html, plain, keyboard).await {
-            tracing::error!(error = %e, "telegram: could not post the staff");
-        }
+        let tree = lines.into_iter().fold(head, |tree, l| tree.then(l.line));
+        self.post_choices(thread, tree, buttons).await;
     }
 
     async fn post_choices(
@@ -198,19 +186,9 @@ impl Platform for Telegram {
         head: Rendered,
         choices: Vec<(String, String)>,
     ) {
-        // Telegram keeps callback data to 64 bytes: a longer target gets no button.
-        let buttons: Vec<InlineKeyboardButton> = choices
-            .into_iter()
-            .map(|(label, target)| (label, format!("s:{target}")))
-            .filter(|(_, data)| data.len() <= 64)
-            .map(|(label, data)| InlineKeyboardButton::callback(label, data))
-            .collect();
-        let keyboard = InlineKeyboardMarkup::new(buttons.chunks(2).map(<[_]>::to_vec));
-        if let Err(e) = self
-            .send(thread, head.html, head.plain, Some(keyboard))
-            .await
-        {
-            tracing::error!(error = %e, "telegram: could not post the choices");
+        let keyboard = ask_keyboard(choices.into_iter());
+        if let Err(e) = self.send(thread, head.html, head.plain, keyboard).await {
+            tracing::error!(error = %e, "telegram: could not post a message with buttons");
         }
     }
 
@@ -585,6 +563,18 @@ fn option_keyboard(ask: &Ask) -> Option<InlineKeyboardMarkup> {
         rows.push(vec![InlineKeyboardButton::callback(DIFF_LABEL, data)]);
     }
     Some(InlineKeyboardMarkup::new(rows))
+}
+
+/// A button per (label, target), two a row, each asking what to tell its target with a
+/// forced reply (`s:<target>`, as a `/staff` line's ✍️). Telegram keeps callback data to 64
+/// bytes: a longer target gets no button. None without buttons.
+fn ask_keyboard(choices: impl Iterator<Item = (String, String)>) -> Option<InlineKeyboardMarkup> {
+    let buttons: Vec<InlineKeyboardButton> = choices
+        .map(|(label, target)| (label, format!("s:{target}")))
+        .filter(|(_, data)| data.len() <= 64)
+        .map(|(label, data)| InlineKeyboardButton::callback(label, data))
+        .collect();
+    (!buttons.is_empty()).then(|| InlineKeyboardMarkup::new(buttons.chunks(2).map(<[_]>::to_vec)))
 }
 
 /// An integration card's button that shows the Lead's diff.
