@@ -15,7 +15,6 @@ use shepherd_core::protocol::DeliveryKind;
 use shepherd_harness::fake_model::{FakeModel, Reply};
 use shepherd_harness::git_repo::{git, repo_with_worktree};
 use shepherd_harness::phone::{MatrixPhone, Phone, TelegramPhone};
-use shepherd_harness::pi_process::{PiOptions, PiSession};
 use shepherd_harness::synapse::skip_e2e;
 use shepherd_harness::{Core, Pi};
 
@@ -137,19 +136,8 @@ async fn quits_while_down_on(mut phone: impl Phone, setting: &str) -> Result<()>
     let dir = tempfile::tempdir()?;
     let (app, _) = repo_with_worktree(dir.path(), "app", "feat")?;
     let model = FakeModel::start(|_| Reply::text("ok")).await?;
-    let spawn = |name: &str| {
-        let mut opts = PiOptions::new(core.agent_dir());
-        opts.name = Some(name.into());
-        opts.cwd = app.clone();
-        PiSession::spawn(&model, opts)
-    };
-    let quitter = spawn("quitter").await?;
-    let stayer = spawn("stayer").await?;
-    let quitter_id = core.connected_session("quitter", WAIT).await?["id"]
-        .as_str()
-        .context("an id")?
-        .to_string();
-    core.connected_session("stayer", WAIT).await?;
+    let (quitter, stayer, quitter_id) =
+        crate::sessions::quitter_and_stayer(&core, &model, Some(&app)).await?;
     let started = phone
         .bot_says(|m| m.text.contains("▶️ quitter") && m.text.contains("started"))
         .await?;

@@ -463,17 +463,20 @@ async fn on_matrix_a_session_that_quits_while_the_core_is_down_is_announced_once
     quits_while_down_on(MatrixPhone::start().await?).await
 }
 
-/// Two real Pi sessions; the core stops; one quits meanwhile. Once the core is back its
-/// ending is said once in its place (which closes), and not the other's, which comes back
-/// on its own; another restart says nothing again. When the session registers again, its
-/// place reopens and says it is back.
-async fn quits_while_down_on(mut phone: impl Phone) -> Result<()> {
-    let mut core = setup(&mut phone).await?;
-    let model = FakeModel::start(|_| Reply::text("ok")).await?;
+/// Two real Pi sessions of `model`, `quitter` and `stayer` (in `cwd`, else the harness's
+/// default directory), both connected; with the quitter's id.
+pub(crate) async fn quitter_and_stayer(
+    core: &Core,
+    model: &FakeModel,
+    cwd: Option<&std::path::Path>,
+) -> Result<(PiSession, PiSession, String)> {
     let spawn = |name: &str| {
         let mut opts = PiOptions::new(core.agent_dir());
         opts.name = Some(name.into());
-        PiSession::spawn(&model, opts)
+        if let Some(cwd) = cwd {
+            opts.cwd = cwd.to_path_buf();
+        }
+        PiSession::spawn(model, opts)
     };
     let quitter = spawn("quitter").await?;
     let stayer = spawn("stayer").await?;
@@ -482,6 +485,17 @@ async fn quits_while_down_on(mut phone: impl Phone) -> Result<()> {
         .context("an id")?
         .to_string();
     core.connected_session("stayer", WAIT).await?;
+    Ok((quitter, stayer, quitter_id))
+}
+
+/// Two real Pi sessions; the core stops; one quits meanwhile. Once the core is back its
+/// ending is said once in its place (which closes), and not the other's, which comes back
+/// on its own; another restart says nothing again. When the session registers again, its
+/// place reopens and says it is back.
+async fn quits_while_down_on(mut phone: impl Phone) -> Result<()> {
+    let mut core = setup(&mut phone).await?;
+    let model = FakeModel::start(|_| Reply::text("ok")).await?;
+    let (quitter, stayer, quitter_id) = quitter_and_stayer(&core, &model, None).await?;
     let place = phone.place_of("quitter").await?;
     let stayer_place = phone.place_of("stayer").await?;
 
