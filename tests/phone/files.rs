@@ -76,6 +76,28 @@ async fn files_on(mut phone: impl Phone, transcribe: bool) -> Result<()> {
     let project = tempfile::tempdir()?;
     let cwd = project.path();
     git(cwd, &["init", "-q"])?;
+    // The user's work in every state git knows: committed, staged, untracked, ignored.
+    let work = [
+        ("README", "committed\n"),
+        ("staged.txt", "staged\n"),
+        ("scratch.txt", "untracked\n"),
+        (".env", "SECRET=1\n"),
+        (".gitignore", ".env\n"),
+    ];
+    for (name, body) in work {
+        std::fs::write(cwd.join(name), body)?;
+    }
+    git(cwd, &["add", "README", ".gitignore"])?;
+    git(cwd, &["commit", "-q", "-m", "init"])?;
+    git(cwd, &["add", "staged.txt"])?;
+    let status_of = |cwd: &Path| -> Result<String> {
+        let out = std::process::Command::new("git")
+            .args(["status", "--porcelain"])
+            .current_dir(cwd)
+            .output()?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let status_before = status_of(cwd)?;
     let mut opts = PiOptions::new(core.agent_dir());
     opts.name = Some("viewer".into());
     opts.cwd = cwd.to_path_buf();
@@ -153,15 +175,16 @@ async fn files_on(mut phone: impl Phone, transcribe: bool) -> Result<()> {
         "first notes\n",
         "never overwritten"
     );
-    let status = std::process::Command::new("git")
-        .args(["status", "--porcelain"])
-        .current_dir(cwd)
-        .output()?;
-    let status = String::from_utf8_lossy(&status.stdout);
-    assert!(
-        status.trim().is_empty(),
-        "the inbox is not the project's: {status}"
+    // The inbox is not the project's (git sees nothing new: `.shepherd/` ignores itself),
+    // and every byte of the user's work, ignored `.env` included, is as it was.
+    assert_eq!(
+        status_of(cwd)?,
+        status_before,
+        "the inbox is not the project's"
     );
+    for (name, body) in work {
+        assert_eq!(std::fs::read_to_string(cwd.join(name))?, body, "{name}");
+    }
 
     // Over `[phone] max_file_mb`: refused before it is fetched, nothing saved.
     let big = vec![b'x'; 1536 * 1024];
