@@ -40,6 +40,7 @@ mod off_hub;
 mod peek;
 pub(crate) mod presence;
 mod projects;
+mod records;
 mod release;
 mod reports;
 mod resolve;
@@ -281,6 +282,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             launches: launched::Launches::default(),
             links,
             herd: herd::HerdLink::load(&store.conn),
+            records: records::Records::watch(&store.conn),
         },
         db: store.conn,
     };
@@ -340,6 +342,8 @@ struct State {
     links: crate::hosts::Links,
     /// This core as a linked host: its home core's link and the herd's Chief it named.
     herd: herd::HerdLink,
+    /// Session records read once, until the `sessions` table changes.
+    records: records::Records,
 }
 
 impl Hub {
@@ -371,6 +375,7 @@ impl Hub {
     /// ([`store::BEGIN_BATCH`]) and `COMMIT` are cached statements: this runs for every
     /// batch.
     fn process(&mut self, batch: &mut Vec<HubCommand>) -> bool {
+        self.state.records.batch_begins();
         if let Err(e) = self
             .db
             .prepare_cached(store::BEGIN_BATCH)

@@ -20,7 +20,7 @@ impl State {
     /// The session `selector` names ([`State::resolve`]), as the store has it.
     pub(super) fn resolve_info(&self, selector: &str, db: &Connection) -> HubResult<SessionInfo> {
         let target = self.resolve(selector, db)?;
-        store::sessions::get_uncounted(db, &target.id)?.ok_or_else(|| {
+        self.records.get(db, &target.id)?.ok_or_else(|| {
             HubError::new(
                 ErrorCode::UnknownSession,
                 format!("no session {selector:?}"),

@@ -277,7 +277,9 @@ impl State {
         db: &Connection,
         id: &SessionId,
     ) -> HubResult<SessionInfo> {
-        let mut info = store::sessions::get_uncounted(db, id)?
+        let mut info = self
+            .records
+            .get(db, id)?
             .ok_or_else(|| HubError::new(ErrorCode::Internal, format!("session {id} vanished")))?;
         info.connected = self.presence.live.contains_key(id);
         Ok(info)

@@ -8,7 +8,6 @@ use super::are_peers;
 use crate::hub::{Cx, HubError, HubResult, Out, State};
 use crate::protocol::requests::ListPeers;
 use crate::protocol::{ErrorCode, ServerMsg, SessionId, SessionInfo};
-use crate::store;
 
 impl State {
     /// The sessions `me` may message as peers: connected Leads for a Lead, Managers for a
@@ -34,7 +33,7 @@ impl State {
     ) -> HubResult<SessionInfo> {
         let id = SessionId::from(id);
         let target = match self.presence.is_live(&id) && id != me.id {
-            true => store::sessions::get_uncounted(db, &id)?,
+            true => self.records.get(db, &id)?,
             false => None,
         };
         let peer = |s: &SessionInfo| !s.subagent && are_peers(me.role, s.role);
