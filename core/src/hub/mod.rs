@@ -64,6 +64,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use rusqlite::Connection;
+use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Limits, SuperviseConfig};
@@ -85,6 +86,9 @@ pub struct ConnHandle {
     pub pid: Option<u32>,
     /// Encoded frames for the connection's writer task.
     pub outbox: mpsc::Sender<Bytes>,
+    /// The socket's write half, shared with that writer: a frame that finds the outbox
+    /// empty may be written by the hub at once ([`ConnHandle::write_now`]).
+    pub socket: Arc<OwnedWriteHalf>,
     /// Set by the hub while a mailbox replay waits for room: the writer then reports
     /// [`HubCommand::Drained`] once its queue is empty.
     pub drain_wanted: Arc<AtomicBool>,
@@ -106,6 +110,26 @@ impl ConnHandle {
         self.outbox.try_send(bytes).inspect_err(|_| {
             self.queued_bytes.fetch_sub(len, Ordering::AcqRel);
         })
+    }
+
+    /// [`Self::queue`], or, when nothing is queued or being written and no replay waits
+    /// for the writer to drain, write the frame on the socket now (what the socket does
+    /// not take at once is queued for the writer, behind nothing). Saves the hand-off to
+    /// the writer task for the lone frame of a quiet connection.
+    fn write_now(&self, bytes: Bytes, full: bool) -> Result<(), mpsc::error::TrySendError<Bytes>> {
+        if full
+            || self.queued_bytes.load(Ordering::Acquire) != 0
+            || self.drain_wanted.load(Ordering::Acquire)
+        {
+            return self.queue(bytes, full);
+        }
+        match self.socket.try_write(&bytes) {
+            Ok(n) if n == bytes.len() => Ok(()),
+            Ok(n) => self.queue(bytes.slice(n..), false),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => self.queue(bytes, false),
+            // The peer is gone: its reader ends the connection.
+            Err(_) => Ok(()),
+        }
     }
 }
 

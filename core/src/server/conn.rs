@@ -65,6 +65,8 @@ pub(super) async fn run(
         open: _open,
     } = accepted;
     let (read, write) = stream.into_split();
+    // Shared with the hub, which writes a quiet connection's lone frame itself.
+    let write = Arc::new(write);
     // Small: tokio zero-fills the buffer, so it is resident for every connection.
     let mut reader = BufReader::with_capacity(8 * 1024, read);
     let (tx, rx) = mpsc::channel(settings.max_outbound);
@@ -77,7 +79,7 @@ pub(super) async fn run(
         hub: hub.clone(),
         queued: queued.clone(),
     };
-    let writer = tokio::spawn(write_loop(write, rx, abort.clone(), drained));
+    let writer = tokio::spawn(write_loop(write.clone(), rx, abort.clone(), drained));
 
     let mut conn = Reader {
         id,
@@ -88,6 +90,7 @@ pub(super) async fn run(
         cwd: None,
         drain_wanted,
         queued,
+        socket: write,
     };
     let greeted = match conn.hello(&mut reader, pid, place).await {
         Some(close) => {
@@ -102,12 +105,17 @@ pub(super) async fn run(
     if greeted {
         conn.hub.send(HubCommand::Disconnect { conn: id }).await;
     }
-    let Reader { tx, settings, .. } = conn;
-    drop(tx);
+    let Reader {
+        tx,
+        settings,
+        socket,
+        ..
+    } = conn;
+    drop((tx, socket));
     // The writer ends once the hub has dropped its sender too; don't wait forever on a
     // peer that stopped reading.
     let finished = tokio::time::timeout(Duration::from_secs(5), writer).await;
-    let (mut write, clean) = match finished {
+    let (write, clean) = match finished {
         Ok(Ok(result)) => result,
         _ => return,
     };
@@ -120,9 +128,13 @@ pub(super) async fn run(
                 settings.max_outbound, settings.max_outbound_bytes
             ),
         );
-        let _ = tokio::time::timeout(Duration::from_millis(200), write.write_all(&frame)).await;
+        let _ = tokio::time::timeout(Duration::from_millis(200), write_all(&write, &frame)).await;
     }
-    let _ = write.shutdown().await;
+    // Dropping the last handle shuts the write side down too; the hub has dropped its own
+    // once the writer ended (it held it beside the writer's sender).
+    if let Ok(mut write) = Arc::try_unwrap(write) {
+        let _ = write.shutdown().await;
+    }
 }
 
 struct Reader {
@@ -138,6 +150,8 @@ struct Reader {
     drain_wanted: Arc<AtomicBool>,
     /// Bytes queued for the writer (see [`ConnHandle::queued_bytes`]).
     queued: Arc<AtomicUsize>,
+    /// The socket's write half, for the hub ([`ConnHandle::socket`]).
+    socket: Arc<OwnedWriteHalf>,
 }
 
 impl Reader {
@@ -361,6 +375,7 @@ impl Reader {
             client_name,
             pid,
             outbox: self.tx.clone(),
+            socket: self.socket.clone(),
             drain_wanted: self.drain_wanted.clone(),
             queued_bytes: self.queued.clone(),
             connected_at: now_ms(),
@@ -383,6 +398,8 @@ impl Reader {
         mut close: oneshot::Receiver<ErrorCode>,
         shutdown: &CancellationToken,
     ) -> Option<ErrorCode> {
+        // Waited on across frames: registered once, not again for every frame.
+        let mut shutting_down = std::pin::pin!(shutdown.cancelled());
         loop {
             let body = tokio::select! {
                 body = self.next_body(reader) => body?,
@@ -393,7 +410,7 @@ impl Reader {
                     }
                     return Some(code);
                 }
-                _ = shutdown.cancelled() => {
+                _ = &mut shutting_down => {
                     self.reply(error_frame(None, ErrorCode::ShuttingDown, "the core is shutting down; reconnect after it restarts")).await;
                     return Some(ErrorCode::ShuttingDown);
                 }
@@ -480,36 +497,84 @@ struct Drained {
     queued: Arc<AtomicUsize>,
 }
 
+/// Write all of `bytes` on a write half shared with the hub (which writes only while
+/// nothing is queued, so never between the frames written here).
+async fn write_all(write: &OwnedWriteHalf, mut bytes: &[u8]) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        match write.try_write(bytes) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => write.writable().await?,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// What one write of the writer carries: a frame as it was queued, or several gathered
+/// in the writer's buffer.
+enum Frames {
+    One(Bytes),
+    Gathered,
+}
+
+impl Frames {
+    fn len(&self, buf: &[u8]) -> usize {
+        self.bytes(buf).len()
+    }
+
+    /// Add `more` behind what is here, gathering into `buf`.
+    fn push(&mut self, buf: &mut Vec<u8>, more: &[u8]) {
+        if let Frames::One(first) = self {
+            buf.clear();
+            buf.extend_from_slice(first);
+            *self = Frames::Gathered;
+        }
+        buf.extend_from_slice(more);
+    }
+
+    fn bytes<'a>(&'a self, buf: &'a [u8]) -> &'a [u8] {
+        match self {
+            Frames::One(frame) => frame,
+            Frames::Gathered => buf,
+        }
+    }
+}
+
 /// Write queued frames until every sender is gone or `abort` fires. Returns the write half
 /// and whether it stopped between frames (so one more frame may still be written).
 async fn write_loop(
-    mut write: OwnedWriteHalf,
+    write: Arc<OwnedWriteHalf>,
     mut rx: mpsc::Receiver<Bytes>,
     abort: CancellationToken,
     drained: Drained,
-) -> (OwnedWriteHalf, bool) {
+) -> (Arc<OwnedWriteHalf>, bool) {
     let mut buf = Vec::with_capacity(64 * 1024);
+    // Waited on across frames: registered once, not again for every frame.
+    let mut aborted = std::pin::pin!(abort.cancelled());
     loop {
         let first = tokio::select! {
-            _ = abort.cancelled() => return (write, true),
+            _ = &mut aborted => return (write, true),
             first = rx.recv() => first,
         };
         let Some(first) = first else {
             return (write, true);
         };
-        buf.clear();
-        buf.extend_from_slice(&first);
-        while buf.len() < MAX_COALESCED {
+        // A frame alone (the common case: one response, one delivery) is written as it
+        // is; frames queued behind it are gathered into one write.
+        let mut frames = Frames::One(first);
+        while frames.len(&buf) < MAX_COALESCED {
             match rx.try_recv() {
-                Ok(more) => buf.extend_from_slice(&more),
+                Ok(more) => frames.push(&mut buf, &more),
                 Err(_) => break,
             }
         }
+        let bytes = frames.bytes(&buf);
         tokio::select! {
-            _ = abort.cancelled() => return (write, false),
-            written = write.write_all(&buf) => if written.is_err() { return (write, false) },
+            _ = &mut aborted => return (write, false),
+            written = write_all(&write, bytes) => if written.is_err() { return (write, false) },
         }
-        drained.queued.fetch_sub(buf.len(), Ordering::AcqRel);
+        drained.queued.fetch_sub(bytes.len(), Ordering::AcqRel);
         if rx.is_empty() && drained.wanted.swap(false, Ordering::AcqRel) {
             drained
                 .hub

@@ -12,6 +12,9 @@ use super::Presence;
 use crate::hub::{ConnId, Frame};
 use crate::protocol::{ErrorCode, SessionId};
 
+/// Most frames in a flush for which a connection's lone frame is written at once.
+const WRITE_NOW_MOST: usize = 4;
+
 impl Presence {
     /// Close `conn` with `code` (once: a connection already closing is left alone).
     pub(in crate::hub) fn close(&mut self, conn: ConnId, code: ErrorCode) {
@@ -26,7 +29,17 @@ impl Presence {
         // Sessions whose outbox filled during this flush: nothing more for them now, so
         // deliveries never overtake each other.
         let mut stalled: HashSet<SessionId> = HashSet::new();
-        for frame in frames {
+        // A connection's only frame of a small batch is written by the hub at once (no
+        // hand-off to the writer task: the round trip's common case); several frames for
+        // one connection go to its writer, which gathers them into one write.
+        let alone: Vec<bool> = frames
+            .iter()
+            .map(|f| {
+                frames.len() <= WRITE_NOW_MOST
+                    && frames.iter().filter(|o| o.conn == f.conn).count() == 1
+            })
+            .collect();
+        for (frame, alone) in frames.into_iter().zip(alone) {
             let Some(conn) = self.conns.get_mut(&frame.conn) else {
                 continue;
             };
@@ -34,8 +47,12 @@ impl Presence {
             let len = frame.bytes.len();
             let queued = conn.handle.queued_bytes.load(Ordering::Acquire);
             let over = queued > 0 && queued.saturating_add(len) > max_bytes;
+            let send = |bytes| match alone {
+                true => conn.handle.write_now(bytes, over),
+                false => conn.handle.queue(bytes, over),
+            };
             let Some((session, id)) = frame.delivery else {
-                match conn.handle.queue(frame.bytes, over) {
+                match send(frame.bytes) {
                     Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
                     Err(mpsc::error::TrySendError::Full(_)) => {
                         if let Some(close) = conn.close.take() {
@@ -56,7 +73,7 @@ impl Presence {
             if live.conn != frame.conn || id <= live.last_sent || stalled.contains(&session) {
                 continue;
             }
-            match conn.handle.queue(frame.bytes, over) {
+            match send(frame.bytes) {
                 Ok(()) => live.last_sent = id,
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     live.replaying = true;
