@@ -2,6 +2,7 @@
 //! drop) and what `/proc` and the file system say about it: RSS, CPU ticks, context
 //! switches, the size of its database and WAL.
 
+use std::collections::HashMap;
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -162,14 +163,19 @@ pub fn ticks_to_ns(ticks: u64) -> f64 {
     ticks as f64 / USER_HZ * 1e9
 }
 
-/// Context switches of every live thread of a process, voluntary and not: how often it
-/// woke up (a thread that exited takes its count with it).
-pub fn ctxt_switches(pid: u32) -> Result<u64> {
-    let mut total = 0;
+/// Context switches of each live thread of a process (by thread id), voluntary and not:
+/// how often it woke up (a thread that exits takes its count with it).
+pub fn ctxt_switches(pid: u32) -> Result<HashMap<u64, u64>> {
+    let mut threads = HashMap::new();
     for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-        let Ok(status) = std::fs::read_to_string(task?.path().join("status")) else {
+        let task = task?;
+        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
             continue; // the thread exited meanwhile
         };
+        let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+            continue;
+        };
+        let mut total = 0;
         for line in status.lines() {
             if let Some(rest) = line
                 .strip_prefix("voluntary_ctxt_switches:")
@@ -178,8 +184,21 @@ pub fn ctxt_switches(pid: u32) -> Result<u64> {
                 total += rest.trim().parse::<u64>()?;
             }
         }
+        threads.insert(tid, total);
     }
-    Ok(total)
+    Ok(threads)
+}
+
+/// The wake-ups between two [`ctxt_switches`] samples: each thread's growth (a thread
+/// born since counts from zero), and one for each thread that exited (its last wake-up;
+/// what it did before is gone with it). Also how many threads exited.
+pub fn wake_ups(before: &HashMap<u64, u64>, after: &HashMap<u64, u64>) -> (u64, usize) {
+    let grown: u64 = after
+        .iter()
+        .map(|(tid, n)| n.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .sum();
+    let exited = before.keys().filter(|tid| !after.contains_key(tid)).count();
+    (grown + exited as u64, exited)
 }
 
 /// Bytes of the core's database file and of its WAL (0 when there is none).

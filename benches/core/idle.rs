@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::Settings;
-use crate::daemon::{CoreProc, cpu_ticks, ctxt_switches, ticks_to_ns};
+use crate::daemon::{CoreProc, cpu_ticks, ctxt_switches, ticks_to_ns, wake_ups};
 use crate::report::Report;
 
 /// How long the core may settle after start-up (its start-up writes are checkpointed).
@@ -29,14 +29,14 @@ pub fn idle(_s: &Settings, report: &mut Report) -> Result<()> {
         Instant::now(),
     );
     std::thread::sleep(WATCH);
-    let switches = ctxt_switches(core.pid())? - switches0;
+    let (switches, exited) = wake_ups(&switches0, &ctxt_switches(core.pid())?);
     let ticks = cpu_ticks(core.pid())? - ticks0;
     let secs = t0.elapsed().as_secs_f64();
     let sec = "8 idle";
     let per_s = switches as f64 / secs;
     report.row(
         sec,
-        &format!("wake-ups (context switches, all threads) over {secs:.0} s"),
+        &format!("wake-ups (context switches, all threads; {exited} exited) over {secs:.0} s"),
         format!("{switches} ({per_s:.1}/s)"),
         "≤ 1/s".into(),
         Some(per_s <= 1.0),
