@@ -115,7 +115,8 @@ impl ConnHandle {
     /// [`Self::queue`], or, when nothing is queued or being written and no replay waits
     /// for the writer to drain, write the frame on the socket now (what the socket does
     /// not take at once is queued for the writer, behind nothing). Saves the hand-off to
-    /// the writer task for the lone frame of a quiet connection.
+    /// the writer task for the lone frame of a quiet connection. The check and the write
+    /// happen without an await on the daemon's one thread, so no frame is queued between.
     fn write_now(&self, bytes: Bytes, full: bool) -> Result<(), mpsc::error::TrySendError<Bytes>> {
         if full
             || self.queued_bytes.load(Ordering::Acquire) != 0
