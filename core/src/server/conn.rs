@@ -7,7 +7,9 @@
 //! unfinished frames would hold more than their shared budget), looks
 //! up the repository context off the async threads, and forwards everything else to the
 //! hub in order. The writer drains the connection's bounded outbox, coalescing queued
-//! frames into one write.
+//! frames into one write; it shares the socket's write half with the hub, which writes a
+//! quiet connection's lone frame itself ([`crate::hub::ConnHandle`]) while nothing is
+//! queued.
 
 use std::path::PathBuf;
 use std::sync::Arc;
