@@ -103,6 +103,15 @@ mod tests {
         .unwrap();
     }
 
+    /// A store watched from its start, holding Lead `a`, in a new batch.
+    fn watched() -> (store::Store, Records) {
+        let store = store::memory();
+        let records = Records::watch(&store.conn);
+        add(&store.conn, "a", "lead");
+        records.batch_begins();
+        (store, records)
+    }
+
     fn role(records: &Records, db: &Connection, id: &str) -> Option<Role> {
         records
             .get(db, &SessionId::from(id))
@@ -113,11 +122,8 @@ mod tests {
     /// A change to any record is seen at once, in the batch that made it and after it.
     #[test]
     fn a_changed_record_is_read_again() {
-        let store = store::memory();
+        let (store, records) = watched();
         let db = &store.conn;
-        let records = Records::watch(db);
-        add(db, "a", "lead");
-        records.batch_begins();
         assert_eq!(role(&records, db, "a"), Some(Role::Lead));
         db.execute("UPDATE sessions SET role = 'manager' WHERE id = 'a'", [])
             .unwrap();
@@ -133,11 +139,8 @@ mod tests {
     /// (a failed request) calls no hook.
     #[test]
     fn a_rolled_back_change_is_never_served() {
-        let store = store::memory();
+        let (store, records) = watched();
         let db = &store.conn;
-        let records = Records::watch(db);
-        add(db, "a", "lead");
-        records.batch_begins();
         db.execute_batch("BEGIN; SAVEPOINT request").unwrap();
         db.execute("UPDATE sessions SET role = 'chief' WHERE id = 'a'", [])
             .unwrap();
@@ -152,11 +155,8 @@ mod tests {
     /// Unchanged, a record is read from the store once.
     #[test]
     fn an_unchanged_record_is_read_once() {
-        let store = store::memory();
+        let (store, records) = watched();
         let db = &store.conn;
-        let records = Records::watch(db);
-        add(db, "a", "lead");
-        records.batch_begins();
         assert_eq!(role(&records, db, "a"), Some(Role::Lead));
         // Behind SQLite's back (no hook sees a change on another connection's file, and
         // none other writes): the cached record is served.
