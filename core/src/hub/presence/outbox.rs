@@ -85,3 +85,100 @@ impl Presence {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use bytes::Bytes;
+    use tokio::io::AsyncReadExt;
+    use tokio::net::UnixStream;
+    use tokio::sync::mpsc;
+
+    use crate::hub::ConnHandle;
+    use crate::protocol::ClientKind;
+
+    /// A frame the hub writes at once and the frames queued behind what the socket did not
+    /// take reach the peer whole and in order, and the queued bytes are counted.
+    #[tokio::test]
+    async fn a_lone_frame_is_written_at_once_and_the_rest_queues_behind_it() {
+        let (ours, mut peer) = UnixStream::pair().unwrap();
+        let (_read, write) = ours.into_split();
+        let socket = Arc::new(write);
+        let (outbox, mut rx) = mpsc::channel(16);
+        let handle = ConnHandle {
+            kind: ClientKind::Pi,
+            client_name: "pi".into(),
+            pid: None,
+            outbox,
+            socket: socket.clone(),
+            drain_wanted: Arc::new(AtomicBool::new(false)),
+            queued_bytes: Arc::new(AtomicUsize::new(0)),
+            connected_at: 0,
+        };
+        let queued = || handle.queued_bytes.load(Ordering::Acquire);
+
+        // Nothing queued: written on the socket, nothing for the writer.
+        handle
+            .write_now(Bytes::from_static(b"first;"), false)
+            .unwrap();
+        assert!(rx.try_recv().is_err());
+        assert_eq!(queued(), 0);
+
+        // Larger than the socket takes: its rest is queued, counted, behind nothing.
+        let big: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
+        handle.write_now(Bytes::from(big.clone()), false).unwrap();
+        let rest = rx
+            .try_recv()
+            .expect("the rest of the large frame is queued");
+        assert!(!rest.is_empty() && rest.len() < big.len());
+        assert_eq!(queued(), rest.len());
+
+        // Something is queued now: the next frame waits behind it, even written "now" and
+        // with room in the socket again.
+        let mut early = vec![0u8; 64 * 1024];
+        peer.read_exact(&mut early).await.unwrap();
+        handle
+            .write_now(Bytes::from_static(b";last"), false)
+            .unwrap();
+        let last = rx.try_recv().expect("queued behind the rest");
+        assert_eq!(queued(), rest.len() + last.len());
+
+        // And while a replay waits for the writer to drain, nothing is written at once.
+        let empty = ConnHandle {
+            drain_wanted: Arc::new(AtomicBool::new(true)),
+            queued_bytes: Arc::new(AtomicUsize::new(0)),
+            outbox: mpsc::channel(1).0,
+            ..handle
+        };
+        assert!(empty.write_now(Bytes::from_static(b"x"), false).is_err());
+
+        // The writer's part, then everything the peer reads is in order.
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            peer.read_to_end(&mut got).await.unwrap();
+            got
+        });
+        for frame in [rest, last] {
+            let mut bytes = &frame[..];
+            while !bytes.is_empty() {
+                socket.writable().await.unwrap();
+                if let Ok(n) = socket.try_write(bytes) {
+                    bytes = &bytes[n..];
+                }
+            }
+        }
+        drop(empty);
+        drop(socket);
+        let got = [early, reader.await.unwrap()].concat();
+        let mut want = b"first;".to_vec();
+        want.extend_from_slice(&big);
+        want.extend_from_slice(b";last");
+        assert!(
+            got == want,
+            "the peer read {} bytes out of order",
+            got.len()
+        );
+    }
+}
