@@ -503,10 +503,9 @@ impl Matrix {
     /// The root of the session's thread in this room (its repository's, `per_project`), if
     /// it has one.
     pub(super) fn thread_root(&self, session_id: &str) -> Option<String> {
-        let placed = self.placed(session_id);
-        let key = placed.as_deref().unwrap_or(session_id);
+        let key = self.place_key_of(session_id);
         self.store
-            .thread(key, self.room.room_id().as_str())
+            .thread(&key, self.room.room_id().as_str())
             .ok()
             .flatten()
     }
@@ -539,9 +538,9 @@ impl Matrix {
             None => {
                 if let Some(session) = about {
                     // The session's own thread, or its repository's (`per_project`).
-                    let placed = self.placed(session);
+                    let key = self.place_key_of(session);
                     self.remember(self.store.set_thread(
-                        placed.as_deref().unwrap_or(session),
+                        &key,
                         self.room.room_id().as_str(),
                         id.as_str(),
                     ));

@@ -389,9 +389,8 @@ impl Platform for Telegram {
 
     /// A forum topic not created yet (never outside forums).
     fn needs_place(&self, session: &str) -> bool {
-        let placed = self.placed(session);
-        let key = placed.as_deref().unwrap_or(session);
-        self.forum != Some(false) && !matches!(self.store.topic(key, self.chat_id), Ok(Some(_)))
+        let key = self.place_key_of(session);
+        self.forum != Some(false) && !matches!(self.store.topic(&key, self.chat_id), Ok(Some(_)))
     }
 
     /// Confirmed where it was written; a reply to the confirmation steers again.
@@ -404,8 +403,6 @@ impl Platform for Telegram {
         }
     }
 
-    /// Whether what is posted in `session`'s topic shows in `thread` (of this chat): its
-    /// own topic, or anywhere in a chat without topics.
     fn place_key_of(&self, session: &str) -> String {
         self.placed(session).unwrap_or_else(|| session.to_string())
     }
@@ -433,9 +430,12 @@ impl Platform for Telegram {
         self.remember(self.store.set_last_report(store, self.chat_id, id));
     }
 
+    /// Whether what is posted in `session`'s topic (its own, or its repository's with
+    /// `per_project`) shows in `thread` (of this chat): that topic, or anywhere in a chat
+    /// without topics.
     fn shows_in(&self, session: &str, thread: Option<&i32>) -> bool {
-        let placed = self.placed(session);
-        let session = placed.as_deref().unwrap_or(session);
+        let key = self.place_key_of(session);
+        let session = key.as_str();
         match self.forum {
             Some(false) => true,
             Some(true) => {
