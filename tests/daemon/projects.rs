@@ -53,7 +53,7 @@ use shepherd_core::protocol::{
     WorkerState, requests,
 };
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
-use shepherd_harness::git_repo::git;
+use shepherd_harness::git_repo::{git, status};
 use shepherd_harness::projects::{assignment, manager, projects, repo, rev, wait_assignment};
 use shepherd_harness::workers::{listed, next_of_kind, wait_state, worker_core_with, worker_pid};
 use shepherd_harness::{Core, Pi, error_code, error_details, registration};
@@ -1116,16 +1116,6 @@ async fn with_integrate_deny_only_the_human_integrates() -> Result<()> {
     Ok(())
 }
 
-/// `git status --porcelain` in `dir`.
-fn status(dir: &Path) -> Result<String> {
-    let out = std::process::Command::new("git")
-        .args(["status", "--porcelain"])
-        .current_dir(dir)
-        .output()?;
-    anyhow::ensure!(out.status.success(), "git status failed");
-    Ok(String::from_utf8(out.stdout)?)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_ref_lock_or_a_core_killed_mid_integration_never_leaves_the_primary_half_done()
 -> Result<()> {
@@ -1432,11 +1422,7 @@ async fn a_checkout_moved_by_hand_is_reported_as_moved_and_never_pruned() -> Res
         &app,
         &["worktree", "repair", &renamed.display().to_string()],
     )?;
-    let status = std::process::Command::new("git")
-        .args(["status", "--porcelain"])
-        .current_dir(&renamed)
-        .output()?;
-    assert_eq!(String::from_utf8_lossy(&status.stdout), "A  staged.txt\n");
+    assert_eq!(status(&renamed)?, "A  staged.txt\n");
     let listed = assignment(&core, "feat/a").await?.expect("still kept");
     assert!(listed.checkout_missing.is_some(), "{listed:?}");
     Ok(())

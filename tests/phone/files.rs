@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use base64::Engine;
 use shepherd_harness::Core;
 use shepherd_harness::fake_model::{FakeModel, ModelRequest, Reply};
-use shepherd_harness::git_repo::git;
+use shepherd_harness::git_repo::{git, status};
 use shepherd_harness::phone::{MatrixPhone, Phone, PhoneFile, TelegramPhone, UserFileKind};
 use shepherd_harness::pi_process::{PiOptions, PiSession};
 use shepherd_harness::synapse::skip_e2e;
@@ -90,14 +90,7 @@ async fn files_on(mut phone: impl Phone, transcribe: bool) -> Result<()> {
     git(cwd, &["add", "README", ".gitignore"])?;
     git(cwd, &["commit", "-q", "-m", "init"])?;
     git(cwd, &["add", "staged.txt"])?;
-    let status_of = |cwd: &Path| -> Result<String> {
-        let out = std::process::Command::new("git")
-            .args(["status", "--porcelain"])
-            .current_dir(cwd)
-            .output()?;
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    };
-    let status_before = status_of(cwd)?;
+    let status_before = status(cwd)?;
     let mut opts = PiOptions::new(core.agent_dir());
     opts.name = Some("viewer".into());
     opts.cwd = cwd.to_path_buf();
@@ -178,7 +171,7 @@ async fn files_on(mut phone: impl Phone, transcribe: bool) -> Result<()> {
     // The inbox is not the project's (git sees nothing new: `.shepherd/` ignores itself),
     // and every byte of the user's work, ignored `.env` included, is as it was.
     assert_eq!(
-        status_of(cwd)?,
+        status(cwd)?,
         status_before,
         "the inbox is not the project's"
     );

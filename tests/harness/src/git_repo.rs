@@ -23,6 +23,21 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// `git status --porcelain` in `dir`: what git sees changed, staged or untracked.
+pub fn status(dir: &Path) -> Result<String> {
+    let out = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(dir)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .output()
+        .context("running git (is it installed?)")?;
+    if !out.status.success() {
+        bail!("git status: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
 /// `<base>/<name>` on `main` with one commit, and a linked worktree `<base>/<name>-<branch>`
 /// on a new branch `<branch>`; both paths canonical.
 pub fn repo_with_worktree(base: &Path, name: &str, branch: &str) -> Result<(PathBuf, PathBuf)> {
