@@ -8,6 +8,11 @@ use anyhow::{Context, Result, bail};
 
 /// Run git in `dir` with a throwaway identity, ignoring the caller's GIT_DIR.
 pub fn git(dir: &Path, args: &[&str]) -> Result<()> {
+    git_output(dir, args).map(drop)
+}
+
+/// [`git`], and what it printed.
+pub fn git_output(dir: &Path, args: &[&str]) -> Result<String> {
     let out = Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
         .args(["-c", "commit.gpgsign=false"])
@@ -20,22 +25,12 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<()> {
     if !out.status.success() {
         bail!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
-    Ok(())
+    Ok(String::from_utf8(out.stdout)?)
 }
 
 /// `git status --porcelain` in `dir`: what git sees changed, staged or untracked.
 pub fn status(dir: &Path) -> Result<String> {
-    let out = Command::new("git")
-        .args(["status", "--porcelain"])
-        .current_dir(dir)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .output()
-        .context("running git (is it installed?)")?;
-    if !out.status.success() {
-        bail!("git status: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(String::from_utf8(out.stdout)?)
+    git_output(dir, &["status", "--porcelain"])
 }
 
 /// `<base>/<name>` on `main` with one commit, and a linked worktree `<base>/<name>-<branch>`
