@@ -32,14 +32,14 @@ impl Presence {
         // A connection's only frame of a small batch is written by the hub at once (no
         // hand-off to the writer task: the round trip's common case); several frames for
         // one connection go to its writer, which gathers them into one write.
-        let alone: Vec<bool> = frames
-            .iter()
-            .map(|f| {
-                frames.len() <= WRITE_NOW_MOST
-                    && frames.iter().filter(|o| o.conn == f.conn).count() == 1
-            })
-            .collect();
-        for (frame, alone) in frames.into_iter().zip(alone) {
+        let mut alone = [false; WRITE_NOW_MOST];
+        if frames.len() <= WRITE_NOW_MOST {
+            for (i, f) in frames.iter().enumerate() {
+                alone[i] = frames.iter().filter(|o| o.conn == f.conn).count() == 1;
+            }
+        }
+        for (i, frame) in frames.into_iter().enumerate() {
+            let alone = alone.get(i).copied().unwrap_or(false);
             let Some(conn) = self.conns.get_mut(&frame.conn) else {
                 continue;
             };
