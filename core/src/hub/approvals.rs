@@ -419,7 +419,7 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let Some(mut info) = store::sessions::get(db, session)? else {
+        let Some(mut info) = store::sessions::get(db, &self.unread, session)? else {
             return Ok(());
         };
         let waiting = info.status == *WAITING;

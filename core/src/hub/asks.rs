@@ -483,9 +483,7 @@ impl State {
             return Ok(());
         };
         // Answered: a holder that has not read the ask yet does not get it at all.
-        if store::messages::withdraw_asks(db, ask.id)? > 0 {
-            self.backlog.forget_all();
-        }
+        store::messages::withdraw_asks(db, &self.unread, ask.id)?;
         let holder = match to.worker {
             // A worker's question: its owner, whatever role it holds.
             Some(_) => to.session_id.clone(),

@@ -3,6 +3,8 @@
 //! produces and sends only after its commit ([`Out`]: frames, closes, process, git and
 //! read work), and [`atomically`], one request's writes as a savepoint.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use bytes::Bytes;
 use rusqlite::Connection;
 
@@ -99,6 +101,8 @@ impl HubError {
 
 impl From<rusqlite::Error> for HubError {
     fn from(e: rusqlite::Error) -> Self {
+        // A failed statement takes back what it changed so far.
+        writes_undone();
         tracing::error!(error = %e, "store query failed");
         HubError::new(ErrorCode::StoreFailed, format!("the database failed: {e}"))
     }
@@ -128,8 +132,25 @@ pub(in crate::hub) fn atomically<T>(
             Ok(value)
         }
         Err(err) => {
+            writes_undone();
             db.execute_batch("ROLLBACK TO request; RELEASE request")?;
             Err(err)
         }
     }
+}
+
+/// Times the database took back writes it had made (a savepoint rolled back, a statement
+/// that failed); the hub compares it before and after each command, and when it moved,
+/// the unread index reads back what the command changed (`store::unread`). Counted for
+/// the whole process: another hub's rollback only costs this one a needless re-read.
+static UNDONE: AtomicU64 = AtomicU64::new(0);
+
+/// Note that writes were taken back (see [`UNDONE`]).
+pub(in crate::hub) fn writes_undone() {
+    UNDONE.fetch_add(1, Ordering::Relaxed);
+}
+
+/// How many times writes were taken back so far (see [`UNDONE`]).
+pub(in crate::hub) fn undone() -> u64 {
+    UNDONE.load(Ordering::Relaxed)
 }

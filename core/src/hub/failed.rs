@@ -30,7 +30,6 @@ impl State {
 
     /// Fail the requests a batch handled: its commit failed (`e`) and was rolled back.
     pub(super) fn fail_commit(&mut self, requests: Vec<(ConnId, u64)>, e: &rusqlite::Error) {
-        self.backlog.forget_all();
         let mut failed = Out::default();
         for (conn, id) in requests {
             let err = HubError::new(

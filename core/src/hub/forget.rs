@@ -43,11 +43,11 @@ impl State {
         }
         let cutoff = now_ms().saturating_sub(days.saturating_mul(24 * 3600 * 1000));
         let result = (|| -> rusqlite::Result<usize> {
-            let candidates = store::sessions::forgettable(db, cutoff, PER_PASS)?;
+            let candidates = store::sessions::forgettable(db, &self.unread, cutoff, PER_PASS)?;
             let mut forgotten = 0;
             // Connected for that long without a word: still here, not forgotten.
             for id in candidates.iter().filter(|id| !self.presence.is_live(id)) {
-                store::sessions::forget(db, id)?;
+                store::sessions::forget(db, &self.unread, id)?;
                 forgotten += 1;
             }
             Ok(forgotten)
@@ -66,7 +66,10 @@ impl State {
                     let _ = tx.try_send(HubCommand::Forget);
                 }
             }
-            Err(e) => tracing::error!(error = %e, "forgetting unseen sessions failed"),
+            Err(e) => {
+                super::base::writes_undone();
+                tracing::error!(error = %e, "forgetting unseen sessions failed")
+            }
         }
     }
 }

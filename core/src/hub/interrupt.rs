@@ -26,7 +26,8 @@ impl State {
         let from = self.human_sender(conn, kind, req.by);
         let connected = self.presence.is_live(&target.id);
         let was = if connected {
-            store::sessions::get(db, &target.id)?.map_or(SessionStatus::Idle, |s| s.status)
+            store::sessions::get(db, &self.unread, &target.id)?
+                .map_or(SessionStatus::Idle, |s| s.status)
         } else {
             SessionStatus::Idle
         };

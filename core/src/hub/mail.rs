@@ -11,35 +11,6 @@ use crate::protocol::{Delivery, DeliveryKind, ErrorCode, ServerMsg};
 use crate::protocol::{MessageId, SessionId};
 use crate::store::{self, messages::NewMessage};
 
-/// Each session's unread mail, counted from the store the first time it is needed and
-/// then kept by the hub as mail is stored and acknowledged, so checking the bound
-/// (`core.limits.max_pending_per_session`) costs the same whatever the backlog. Forgotten
-/// (and counted again) after anything that removes mail in bulk or a failed commit.
-#[derive(Default)]
-pub(super) struct Backlog(std::cell::RefCell<std::collections::HashMap<SessionId, u64>>);
-
-impl Backlog {
-    fn get(&self, session: &SessionId, db: &Connection) -> rusqlite::Result<u64> {
-        if let Some(n) = self.0.borrow().get(session) {
-            return Ok(*n);
-        }
-        let n = store::messages::pending_count(db, session)?;
-        self.0.borrow_mut().insert(session.clone(), n);
-        Ok(n)
-    }
-
-    fn add(&self, session: &SessionId, n: i64) {
-        if let Some(count) = self.0.borrow_mut().get_mut(session) {
-            *count = count.saturating_add_signed(n);
-        }
-    }
-
-    /// Count every session again when next needed.
-    pub(super) fn forget_all(&self) {
-        self.0.borrow_mut().clear();
-    }
-}
-
 /// More than the bytes of a `deliver` frame besides its strings' contents: its keys, kind
 /// names, quotes and numbers (measured: under 300).
 const FRAME_OVERHEAD_MOST: usize = 1024;
@@ -113,7 +84,7 @@ impl State {
         self.check_fits(&message)?;
         let recipient = message.recipient;
         let max = self.facts.limits.max_pending_per_session as u64;
-        let pending = self.backlog.get(recipient, db)?;
+        let pending = self.unread.count(recipient);
         if pending >= max {
             return Err(HubError::new(
                 ErrorCode::LimitExceeded,
@@ -125,8 +96,7 @@ impl State {
                 "limit": "max_pending_per_session", "max": max, "session": recipient,
             })));
         }
-        let delivery = store::messages::insert(db, message)?;
-        self.backlog.add(recipient, 1);
+        let delivery = store::messages::insert(db, &self.unread, message)?;
         let id = delivery.id;
         let connected = self.deliver(recipient, delivery, out);
         Ok(Mailed { id, connected })
@@ -176,8 +146,14 @@ impl State {
         };
         let bytes = (self.facts.limits.max_outbound_bytes / 2).max(1);
         // Cut by count or by bytes: more may remain (an empty next chunk ends the replay).
-        let (batch, more) =
-            store::messages::pending_after(db, session_id, live.last_sent, chunk, bytes)?;
+        let (batch, more) = store::messages::pending_after(
+            db,
+            &self.unread,
+            session_id,
+            live.last_sent,
+            chunk,
+            bytes,
+        )?;
         live.replaying = more;
         let conn = live.conn;
         if more && let Some(c) = self.presence.conn(&conn) {
@@ -199,8 +175,7 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let session_id = self.presence.registered(cx.conn)?.clone();
-        let acked = store::messages::ack(db, &session_id, &req.ids, now_ms())?;
-        self.backlog.add(&session_id, -(acked as i64));
+        store::messages::ack(db, &self.unread, &session_id, &req.ids, now_ms())?;
         self.worker_results_acked(&session_id, &req.ids, db, out)
     }
 }

@@ -300,7 +300,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             timer,
             self_tx: tx.downgrade(),
             stopping: false,
-            backlog: mail::Backlog::default(),
+            unread: store.unread,
             workers: workers::Workers::default(),
             host,
             git: projects::GitLane::start(tx.downgrade()),
@@ -352,8 +352,8 @@ struct State {
     self_tx: mpsc::WeakSender<HubCommand>,
     /// The core is shutting down ([`HubCommand::Stopping`]): disconnects are no endings.
     stopping: bool,
-    /// How much unread mail each session has, counted once and kept up to date.
-    backlog: mail::Backlog,
+    /// Which mail each session has not read (the store's index of it, kept in memory).
+    unread: store::unread::Unread,
     /// Managed workers: what the hot paths must not query for.
     workers: workers::Workers,
     /// Starts and stops workers' processes; `None` when it could not start (delegating is
@@ -414,8 +414,17 @@ impl Hub {
         for cmd in batch.drain(..) {
             match cmd {
                 HubCommand::Shutdown => stop = true,
-                cmd => self.state.handle(cmd, &self.db, &mut out),
+                cmd => {
+                    let (undone, mark) = (base::undone(), self.state.unread.mark());
+                    self.state.handle(cmd, &self.db, &mut out);
+                    if base::undone() != undone {
+                        self.state.unread.settle(&self.db, mark);
+                    }
+                }
             }
+        }
+        if stop && let Err(e) = store::unread::keep_floor(&self.db, &self.state.unread) {
+            tracing::warn!(error = %e, "cannot keep where unread mail starts; the next start reads the whole mailbox");
         }
         match self
             .db
@@ -423,6 +432,7 @@ impl Hub {
             .and_then(|mut s| s.execute([]))
         {
             Ok(_) => {
+                self.state.unread.committed();
                 let reads = std::mem::take(&mut out.reads);
                 self.state.run_reads(reads, &self.db, &mut out);
                 self.state.flush(out)
@@ -430,6 +440,8 @@ impl Hub {
             Err(e) => {
                 tracing::error!(error = %e, "group commit failed; failing the batch");
                 let _ = self.db.execute_batch("ROLLBACK");
+                self.state.unread.settle(&self.db, 0);
+                self.state.unread.committed();
                 self.state.fail_commit(out.requests, &e);
             }
         }

@@ -128,7 +128,7 @@ impl State {
         store::leases::release(db, &lease.session_id)?;
         store::leases::mark_released(db, &lease.session_id, why)?;
         let label = role_label(lease.role, lease.project.as_deref());
-        if let Some(holder) = store::sessions::get(db, &lease.session_id)? {
+        if let Some(holder) = store::sessions::get(db, &self.unread, &lease.session_id)? {
             self.record_role(holder, Role::Lead, db, out)?;
         }
         let text = format!(

@@ -39,7 +39,8 @@ impl State {
             ));
         };
         let row = store::messages::answer_of(db, ask_id)?;
-        let last_seen = store::sessions::get(db, &ask.session_id)?.map_or(0, |s| s.last_seen);
+        let last_seen =
+            store::sessions::get(db, &self.unread, &ask.session_id)?.map_or(0, |s| s.last_seen);
         let unseen = row
             .as_ref()
             .is_some_and(|r| !r.acked && r.created_at > last_seen)
@@ -62,8 +63,9 @@ impl State {
         };
         let now = now_ms();
         let mailed = atomically(db, || {
-            self.backlog.forget_all();
-            if !store::messages::retract(db, row.id)? || !store::asks::reopen(db, ask_id)? {
+            if !store::messages::retract(db, &self.unread, row.id)?
+                || !store::asks::reopen(db, ask_id)?
+            {
                 return Err(HubError::new(
                     ErrorCode::Internal,
                     format!("ask {ask_id} changed while its answer was taken back"),

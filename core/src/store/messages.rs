@@ -1,8 +1,11 @@
 //! Each session's mailbox: steers, messages and answers for it, kept until the session
-//! acknowledges them. Pending rows are found through a partial index, so the cost of a
-//! delivery does not grow with history.
+//! acknowledges them. Which rows are unread is kept in the writer's memory
+//! ([`Unread`]), which every function here that changes a row keeps up to date; a
+//! delivery's cost does not grow with history.
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::unread::Unread;
 
 use crate::protocol::{
     AskId, ClientKind, DeliveredImage, Delivery, DeliveryKind, MessageId, PairingId, Sender,
@@ -148,7 +151,7 @@ impl<'a> NewMessage<'a> {
 /// Store a message; returns it as it will be delivered. Its id is one past the largest
 /// there is and the largest ever removed (`messages_high`, kept by a trigger): ids never
 /// repeat, and no counter row is written (see the migration that dropped AUTOINCREMENT).
-pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery> {
+pub fn insert(conn: &Connection, unread: &Unread, m: NewMessage<'_>) -> rusqlite::Result<Delivery> {
     conn.prepare_cached(
         "INSERT INTO messages (id, recipient, kind, text, from_kind, from_session, from_name,
             ask_id, question, created_at, pairing_id, look, images)
@@ -172,37 +175,65 @@ pub fn insert(conn: &Connection, m: NewMessage<'_>) -> rusqlite::Result<Delivery
         m.look,
         images_json(m.images),
     ])?;
-    Ok(m.delivery(MessageId::from(conn.last_insert_rowid() as u64)))
+    let id = conn.last_insert_rowid() as u64;
+    unread.add(m.recipient, id);
+    Ok(m.delivery(MessageId::from(id)))
 }
 
-/// How many messages wait unacknowledged for `recipient` (walks its pending index: the
-/// hub asks once per session and keeps the count, see `hub/mail.rs`).
-pub fn pending_count(conn: &Connection, recipient: &SessionId) -> rusqlite::Result<u64> {
-    conn.prepare_cached("SELECT COUNT(*) FROM messages WHERE recipient = ?1 AND acked_at IS NULL")?
-        .query_row([recipient], |r| r.get(0))
+/// Delete the unread rows a `DELETE ... RETURNING id` statement selects, and take them
+/// out of `unread`. Returns how many.
+pub(super) fn delete_unread(
+    conn: &Connection,
+    unread: &Unread,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<usize> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let ids = stmt
+        .query_map(params, |r| r.get::<_, i64>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for id in &ids {
+        unread.remove(*id as u64);
+    }
+    Ok(ids.len())
 }
 
 /// Withdraw the `ask` deliveries of an ask that were not acknowledged yet (it has its
 /// answer: the role's holder need not start a turn for it). Returns how many.
-pub fn withdraw_asks(conn: &Connection, ask_id: AskId) -> rusqlite::Result<usize> {
-    conn.prepare_cached(
-        "DELETE FROM messages WHERE ask_id = ?1 AND kind IN ('ask', 'agent_ask') AND acked_at IS NULL",
-    )?
-    .execute([ask_id])
+pub fn withdraw_asks(conn: &Connection, unread: &Unread, ask_id: AskId) -> rusqlite::Result<usize> {
+    delete_unread(
+        conn,
+        unread,
+        "DELETE FROM messages WHERE ask_id = ?1 AND kind IN ('ask', 'agent_ask') AND acked_at IS NULL
+         RETURNING id",
+        [ask_id],
+    )
 }
 
 /// Drop every message still waiting for `recipient` (a closed worker will never read
 /// them). Returns how many.
-pub fn drop_pending(conn: &Connection, recipient: &SessionId) -> rusqlite::Result<usize> {
-    conn.prepare_cached("DELETE FROM messages WHERE recipient = ?1 AND acked_at IS NULL")?
-        .execute([recipient])
+pub fn drop_pending(
+    conn: &Connection,
+    unread: &Unread,
+    recipient: &SessionId,
+) -> rusqlite::Result<usize> {
+    let mut stmt =
+        conn.prepare_cached("DELETE FROM messages WHERE id = ?1 AND acked_at IS NULL")?;
+    let mut dropped = 0;
+    for id in unread.ids_after(recipient, 0, usize::MAX) {
+        dropped += stmt.execute([id as i64])?;
+        unread.remove(id);
+    }
+    Ok(dropped)
 }
 
 /// Up to `limit` unacknowledged messages for `recipient` with ids above `after`, in order,
 /// holding at most `max_bytes` of text (but always one message); and whether the chunk
-/// was cut by either bound (more may remain).
+/// was cut by either bound (more may remain). Each row is read by id and checked: an id
+/// `unread` holds whose row is gone, read or someone else's is dropped from it.
 pub fn pending_after(
     conn: &Connection,
+    unread: &Unread,
     recipient: &SessionId,
     after: MessageId,
     limit: usize,
@@ -211,17 +242,31 @@ pub fn pending_after(
     let mut stmt = conn.prepare_cached(
         "SELECT id, kind, text, from_kind, from_session, from_name, ask_id, question, created_at,
             pairing_id, look, images
-         FROM messages WHERE recipient = ?1 AND acked_at IS NULL AND id > ?2 ORDER BY id LIMIT ?3",
+         FROM messages WHERE id = ?1 AND recipient = ?2 AND acked_at IS NULL",
     )?;
-    let mut rows = stmt.query_map(params![recipient, after, limit as i64], from_row)?;
     let mut batch = Vec::new();
     let mut bytes = 0;
-    while bytes < max_bytes
-        && let Some(row) = rows.next()
-    {
-        let delivery = row?;
-        bytes += delivery.text.len() + delivery.question.as_ref().map_or(0, String::len);
-        batch.push(delivery);
+    let mut from = after.get();
+    while bytes < max_bytes && batch.len() < limit {
+        let ids = unread.ids_after(recipient, from, limit - batch.len());
+        let Some(&last) = ids.last() else { break };
+        for id in ids {
+            if bytes >= max_bytes {
+                break;
+            }
+            match stmt
+                .query_row(params![id as i64, recipient], from_row)
+                .optional()?
+            {
+                Some(delivery) => {
+                    bytes +=
+                        delivery.text.len() + delivery.question.as_ref().map_or(0, String::len);
+                    batch.push(delivery);
+                }
+                None => unread.remove(id),
+            }
+        }
+        from = last;
     }
     let cut = batch.len() == limit || bytes >= max_bytes;
     Ok((batch, cut))
@@ -252,16 +297,18 @@ pub fn answer_of(conn: &Connection, ask: AskId) -> rusqlite::Result<Option<Answe
 }
 
 /// Take back a message that was never handed to its recipient (`unanswer`).
-pub fn retract(conn: &Connection, id: u64) -> rusqlite::Result<bool> {
+pub fn retract(conn: &Connection, unread: &Unread, id: u64) -> rusqlite::Result<bool> {
     let changed = conn
         .prepare_cached("DELETE FROM messages WHERE id = ?1 AND acked_at IS NULL")?
         .execute([id])?;
+    unread.remove(id);
     Ok(changed == 1)
 }
 
 /// Mark messages of `recipient` acknowledged; ids of other sessions are ignored.
 pub fn ack(
     conn: &Connection,
+    unread: &Unread,
     recipient: &SessionId,
     ids: &[MessageId],
     now: u64,
@@ -271,7 +318,10 @@ pub fn ack(
     )?;
     let mut changed = 0;
     for id in ids {
-        changed += stmt.execute(params![recipient, id, now])?;
+        if stmt.execute(params![recipient, id, now])? == 1 {
+            unread.remove(id.get());
+            changed += 1;
+        }
     }
     Ok(changed)
 }
@@ -301,11 +351,13 @@ mod tests {
             created_at: 5,
             images: &[],
         };
-        let a = insert(&store.conn, msg(&to_a, "one")).unwrap();
-        let b = insert(&store.conn, msg(&to_a, "two")).unwrap();
-        insert(&store.conn, msg(&to_b, "other")).unwrap();
+        let (db, unread) = (&store.conn, &store.unread);
+        let a = insert(db, unread, msg(&to_a, "one")).unwrap();
+        let b = insert(db, unread, msg(&to_a, "two")).unwrap();
+        insert(db, unread, msg(&to_b, "other")).unwrap();
         assert!(b.id > a.id);
-        let texts: Vec<_> = pending_after(&store.conn, &to_a, MessageId::from(0), 100, usize::MAX)
+        assert_eq!((unread.count(&to_a), unread.count(&to_b)), (2, 1));
+        let texts: Vec<_> = pending_after(db, unread, &to_a, MessageId::from(0), 100, usize::MAX)
             .map(|(batch, _)| batch)
             .unwrap()
             .into_iter()
@@ -313,10 +365,11 @@ mod tests {
             .collect();
         assert_eq!(texts, ["one", "two"]);
         // Acking someone else's id changes nothing.
-        assert_eq!(ack(&store.conn, &to_b, &[a.id], 6).unwrap(), 0);
-        assert_eq!(ack(&store.conn, &to_a, &[a.id, a.id], 6).unwrap(), 1);
+        assert_eq!(ack(db, unread, &to_b, &[a.id], 6).unwrap(), 0);
+        assert_eq!(ack(db, unread, &to_a, &[a.id, a.id], 6).unwrap(), 1);
+        assert_eq!(unread.count(&to_a), 1);
         assert_eq!(
-            pending_after(&store.conn, &to_a, MessageId::from(0), 100, usize::MAX)
+            pending_after(db, unread, &to_a, MessageId::from(0), 100, usize::MAX)
                 .map(|(batch, _)| batch)
                 .unwrap()[0],
             b
@@ -337,24 +390,25 @@ mod tests {
             name: "cli".into(),
         };
         let to = SessionId::from("a");
-        let put = |conn: &Connection| {
+        let put = |store: &crate::store::Store| {
             insert(
-                conn,
+                &store.conn,
+                &store.unread,
                 NewMessage::plain(&to, DeliveryKind::Steer, "t", &from),
             )
             .unwrap()
             .id
         };
-        let first = put(&store.conn);
-        let second = put(&store.conn);
-        assert!(retract(&store.conn, second.get()).unwrap());
-        let third = put(&store.conn);
+        let first = put(&store);
+        let second = put(&store);
+        assert!(retract(&store.conn, &store.unread, second.get()).unwrap());
+        let third = put(&store);
         assert!(third > second, "{third:?} after {second:?} was retracted");
-        assert_eq!(drop_pending(&store.conn, &to).unwrap(), 2);
+        assert_eq!(drop_pending(&store.conn, &store.unread, &to).unwrap(), 2);
         drop(store);
 
         let store = crate::store::Store::open(&path, crate::config::Durability::Normal).unwrap();
-        let fourth = put(&store.conn);
+        let fourth = put(&store);
         assert!(
             fourth > third && third > first,
             "{fourth:?} after {third:?}"

@@ -21,6 +21,7 @@ pub mod reports;
 pub mod sessions;
 mod sql_ids;
 pub mod started;
+pub mod unread;
 pub mod workers;
 
 use std::path::Path;
@@ -392,6 +393,11 @@ ALTER TABLE messages ADD COLUMN images TEXT;
 ALTER TABLE started_sessions ADD COLUMN agent TEXT;
 ALTER TABLE started_sessions ADD COLUMN launch TEXT;
 "#,
+    r#"
+-- Which mail is unread is kept in the writer's memory (`unread.rs`), not in an index
+-- that every message and every acknowledgement wrote a page of.
+DROP INDEX messages_pending;
+"#,
 ];
 
 /// An open database with its identity.
@@ -400,6 +406,8 @@ pub struct Store {
     /// Random id of this database, stable across restarts; delivery ids are unique within
     /// it.
     pub store_id: String,
+    /// Which mail is unread, read on open and kept by the mailbox's writes.
+    pub unread: unread::Unread,
 }
 
 impl Store {
@@ -421,7 +429,12 @@ impl Store {
         conn.set_prepared_statement_cache_capacity(64);
         migrate(&conn, path)?;
         let store_id = store_id(&conn)?;
-        Ok(Store { conn, store_id })
+        let unread = unread::Unread::load(&conn)?;
+        Ok(Store {
+            conn,
+            store_id,
+            unread,
+        })
     }
 
     /// Tell `waker` after every commit: the checkpointer's cue that the WAL grew.
@@ -591,8 +604,11 @@ mod tests {
                 (2, "acked".into(), Some(2), repo)
             ]
         );
-        let pending = messages::pending_count(&store.conn, &"a".into()).unwrap();
-        assert_eq!(pending, 1);
+        assert_eq!(
+            store.unread.count(&"a".into()),
+            1,
+            "the unread one, read on open"
+        );
         let from = crate::protocol::Sender {
             kind: crate::protocol::ClientKind::Cli,
             session_id: None,
@@ -600,6 +616,7 @@ mod tests {
         };
         let next = messages::insert(
             &store.conn,
+            &store.unread,
             messages::NewMessage::plain(
                 &"a".into(),
                 crate::protocol::DeliveryKind::Steer,
@@ -617,10 +634,7 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(
-            indexes,
-            ["messages_ask", "messages_pending", "messages_role"]
-        );
+        assert_eq!(indexes, ["messages_ask", "messages_role"]);
     }
 
     #[test]

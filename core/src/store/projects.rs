@@ -4,6 +4,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use super::unread::Unread;
 use crate::protocol::{
     AskId, Assignment, AssignmentId, AssignmentState, LeadState, MessageId, SessionId,
     WorkerBackend,
@@ -355,7 +356,12 @@ pub fn integrated(
 
 /// Retire an assignment: its still-pending project mail is dropped (the branch, the
 /// session and its workers' records are kept). Returns how many messages were dropped.
-pub fn retire(conn: &Connection, id: AssignmentId, now: u64) -> rusqlite::Result<usize> {
+pub fn retire(
+    conn: &Connection,
+    unread: &Unread,
+    id: AssignmentId,
+    now: u64,
+) -> rusqlite::Result<usize> {
     conn.prepare_cached(
         "UPDATE assignments SET state = 'retired', cleanup_pending = 0, process = 'none',
             pid = NULL, pane = NULL, bound_pid = NULL, updated_at = ?2 WHERE id = ?1",
@@ -363,8 +369,12 @@ pub fn retire(conn: &Connection, id: AssignmentId, now: u64) -> rusqlite::Result
     .execute(params![id, now])?;
     conn.prepare_cached("DELETE FROM approvals WHERE assignment_id = ?1")?
         .execute([id])?;
-    conn.prepare_cached("DELETE FROM messages WHERE assignment_id = ?1 AND acked_at IS NULL")?
-        .execute([id])
+    super::messages::delete_unread(
+        conn,
+        unread,
+        "DELETE FROM messages WHERE assignment_id = ?1 AND acked_at IS NULL RETURNING id",
+        [id],
+    )
 }
 
 /// Mark a stored message as the Manager role's project mail about `assignment`.
@@ -383,14 +393,21 @@ pub fn tag_mail(
 /// placeholder mailbox, or from a previous holder that never read it). Returns how many.
 pub fn readdress_role_mail(
     conn: &Connection,
+    unread: &Unread,
     repo_id: &str,
     holder: &SessionId,
 ) -> rusqlite::Result<usize> {
-    conn.prepare_cached(
+    let mut stmt = conn.prepare_cached(
         "UPDATE messages SET recipient = ?2
-            WHERE role_repo = ?1 AND acked_at IS NULL AND recipient != ?2",
-    )?
-    .execute(params![repo_id, holder])
+            WHERE role_repo = ?1 AND acked_at IS NULL AND recipient != ?2 RETURNING id",
+    )?;
+    let ids = stmt
+        .query_map(params![repo_id, holder], |r| r.get::<_, i64>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for id in &ids {
+        unread.add(holder, *id as u64);
+    }
+    Ok(ids.len())
 }
 
 /// The mailbox project mail waits in while no Manager holds `repo_id`'s lease: no
@@ -467,8 +484,13 @@ pub fn newest_by_branch(
 
 /// Undo a delegation whose Lead never started: the row and the mail waiting for its
 /// session. Returns how many messages were dropped.
-pub fn delete(conn: &Connection, id: AssignmentId, session: &SessionId) -> rusqlite::Result<usize> {
+pub fn delete(
+    conn: &Connection,
+    unread: &Unread,
+    id: AssignmentId,
+    session: &SessionId,
+) -> rusqlite::Result<usize> {
     conn.prepare_cached("DELETE FROM assignments WHERE id = ?1")?
         .execute([id])?;
-    super::messages::drop_pending(conn, session)
+    super::messages::drop_pending(conn, unread, session)
 }

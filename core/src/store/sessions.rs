@@ -2,16 +2,19 @@
 //! every presence update, so `shepherd sessions --all` and selectors work for sessions
 //! that are not connected right now.
 
+use std::collections::HashMap;
+
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use super::unread::Unread;
 use crate::protocol::{SessionId, SessionInfo, SessionStatus};
 
+/// With the count of open asks; the unread mail is counted from [`Unread`].
 const SELECT: &str = "SELECT id, name, cwd, pid, model, status, role, context_tokens,
     context_window, context_percent, repo, branch, head, worktree, session_file,
     first_seen, last_seen,
     (SELECT COUNT(*) FROM asks a WHERE a.session_id = s.id AND a.state = 'open'),
-    (SELECT COUNT(*) FROM messages m WHERE m.recipient = s.id AND m.acked_at IS NULL),
-    subagent, repo_id, project
+    0, subagent, repo_id, project
     FROM sessions s";
 
 /// [`SELECT`] with zeros for the two counts.
@@ -105,17 +108,35 @@ pub fn get_uncounted(conn: &Connection, id: &SessionId) -> rusqlite::Result<Opti
 }
 
 /// One session by exact id (`connected` is false: the hub knows who is connected).
-pub fn get(conn: &Connection, id: &SessionId) -> rusqlite::Result<Option<SessionInfo>> {
-    conn.prepare_cached(&format!("{SELECT} WHERE id = ?1"))?
+pub fn get(
+    conn: &Connection,
+    unread: &Unread,
+    id: &SessionId,
+) -> rusqlite::Result<Option<SessionInfo>> {
+    let mut info = conn
+        .prepare_cached(&format!("{SELECT} WHERE id = ?1"))?
         .query_row([id], from_row)
-        .optional()
+        .optional()?;
+    if let Some(info) = &mut info {
+        info.pending_messages = unread.count(id) as u32;
+    }
+    Ok(info)
 }
 
-/// Every known session, most recently seen first.
-pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionInfo>> {
-    conn.prepare_cached(&format!("{SELECT} ORDER BY last_seen DESC"))?
+/// Every known session, most recently seen first, with the unread mail `unread` counts
+/// ([`Unread::counts`]: taken on the hub, for a listing read off it).
+pub fn list(
+    conn: &Connection,
+    unread: &HashMap<SessionId, u64>,
+) -> rusqlite::Result<Vec<SessionInfo>> {
+    let mut sessions: Vec<SessionInfo> = conn
+        .prepare_cached(&format!("{SELECT} ORDER BY last_seen DESC"))?
         .query_map([], from_row)?
-        .collect()
+        .collect::<rusqlite::Result<_>>()?;
+    for s in &mut sessions {
+        s.pending_messages = unread.get(&s.id).map_or(0, |n| *n as u32);
+    }
+    Ok(sessions)
 }
 
 /// The repositories sessions ran in: (project name, repo id), one per repository, the
@@ -229,14 +250,17 @@ pub fn with_files(conn: &Connection) -> rusqlite::Result<Vec<(SessionId, String,
 /// that is not retired), at most `limit`, oldest first.
 pub fn forgettable(
     conn: &Connection,
+    unread: &Unread,
     cutoff: u64,
     limit: usize,
 ) -> rusqlite::Result<Vec<SessionId>> {
+    let with_mail: Vec<SessionId> = unread.counts().into_keys().collect();
+    let with_mail = serde_json::to_string(&with_mail).unwrap_or_else(|_| "[]".into());
     conn.prepare_cached(
         "SELECT s.id FROM sessions s WHERE s.last_seen < ?1
          AND NOT EXISTS (SELECT 1 FROM asks a WHERE a.state = 'open'
              AND (a.session_id = s.id OR a.to_session = s.id))
-         AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.recipient = s.id AND m.acked_at IS NULL)
+         AND s.id NOT IN (SELECT value FROM json_each(?3))
          AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.session_id = s.id)
          AND NOT EXISTS (SELECT 1 FROM pairings p WHERE p.state = 'active'
              AND (p.supervisor_id = s.id OR p.worker_id = s.id))
@@ -246,15 +270,19 @@ pub fn forgettable(
              AND x.session_id = s.id)
          ORDER BY s.last_seen LIMIT ?2",
     )?
-    .query_map(params![cutoff as i64, limit as i64], |r| r.get(0))?
+    .query_map(params![cutoff as i64, limit as i64, with_mail], |r| {
+        r.get(0)
+    })?
     .collect()
 }
 
 /// Forget session `id` with its history: its asks (and their approvals), the mail it
 /// received, its reports, its ended pairings (and their verdicts) and its ended workers'
 /// rows, and the mark of a lease taken from it, so nothing refers to a session that is gone.
-pub fn forget(conn: &Connection, id: &SessionId) -> rusqlite::Result<()> {
+pub fn forget(conn: &Connection, unread: &Unread, id: &SessionId) -> rusqlite::Result<()> {
     super::leases::clear_released(conn, id)?;
+    // Its unread mail (none when it was `forgettable`), out of `unread` with the rows.
+    super::messages::drop_pending(conn, unread, id)?;
     for sql in [
         "DELETE FROM verdicts WHERE pairing_id IN
              (SELECT id FROM pairings WHERE supervisor_id = ?1 OR worker_id = ?1)",
@@ -316,12 +344,15 @@ mod tests {
         ] {
             db.execute(sql, []).unwrap();
         }
+        // The mail above went in behind the index's back: read it as an open would.
+        let unread = &Unread::load(db).unwrap();
+        assert_eq!(unread.count(&SessionId::from("unread")), 1);
         assert_eq!(
-            forgettable(db, 2_000, 100).unwrap(),
+            forgettable(db, unread, 2_000, 100).unwrap(),
             [SessionId::from("free")]
         );
         super::super::leases::mark_released(db, &SessionId::from("free"), "released").unwrap();
-        forget(db, &SessionId::from("free")).unwrap();
+        forget(db, unread, &SessionId::from("free")).unwrap();
         assert_eq!(
             super::super::leases::released(db, &SessionId::from("free")).unwrap(),
             None,
@@ -335,7 +366,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(left, 0, "its history goes with it");
-        assert!(get(db, &SessionId::from("free")).unwrap().is_none());
+        assert!(get(db, unread, &SessionId::from("free")).unwrap().is_none());
         // An ended pairing, a done worker, a retired assignment refer to nothing live.
         for sql in [
             "UPDATE pairings SET state = 'ended'",
@@ -344,7 +375,7 @@ mod tests {
         ] {
             db.execute(sql, []).unwrap();
         }
-        let mut now: Vec<String> = forgettable(db, 2_000, 100)
+        let mut now: Vec<String> = forgettable(db, unread, 2_000, 100)
             .unwrap()
             .into_iter()
             .map(|s| s.to_string())

@@ -219,7 +219,7 @@ impl State {
             None => Some(LeaveReason::Lost),
         };
         let result = (|| -> HubResult<()> {
-            if let Some(mut info) = store::sessions::get(db, &session_id)? {
+            if let Some(mut info) = store::sessions::get(db, &self.unread, &session_id)? {
                 let was = std::mem::replace(&mut info.status, SessionStatus::Idle);
                 info.last_seen = now_ms();
                 store::sessions::upsert(db, &info)?;
@@ -264,7 +264,7 @@ impl State {
 
     /// The stored session with its live `connected` flag.
     pub(super) fn session_info(&self, db: &Connection, id: &SessionId) -> HubResult<SessionInfo> {
-        let mut info = store::sessions::get(db, id)?
+        let mut info = store::sessions::get(db, &self.unread, id)?
             .ok_or_else(|| HubError::new(ErrorCode::Internal, format!("session {id} vanished")))?;
         info.connected = self.presence.live.contains_key(id);
         Ok(info)
@@ -308,7 +308,7 @@ impl State {
         // launched for it.
         let launched = self.check_launch(&reg, pid, db)?;
         let takeover = self.takeover(conn, &reg, pid)?;
-        let previous = store::sessions::get(db, &reg.session_id)?;
+        let previous = store::sessions::get(db, &self.unread, &reg.session_id)?;
         let name = registration_name(&reg, &previous, &repo, |name| {
             self.presence
                 .live
@@ -587,8 +587,9 @@ impl State {
                 true => self.links.sessions(),
                 false => Vec::new(),
             };
+            let unread = self.unread.counts();
             self.read_off_hub(cx, out, move |db| {
-                let mut sessions = store::sessions::list(db)?;
+                let mut sessions = store::sessions::list(db, &unread)?;
                 for s in &mut sessions {
                     s.connected = live.contains(&s.id);
                 }
@@ -600,7 +601,7 @@ impl State {
         // The connected ones: read by id, whatever the number ever seen.
         let mut sessions = Vec::with_capacity(self.presence.live.len());
         for id in self.presence.live.keys() {
-            if let Some(mut s) = store::sessions::get(db, id)? {
+            if let Some(mut s) = store::sessions::get(db, &self.unread, id)? {
                 s.connected = true;
                 sessions.push(s);
             }

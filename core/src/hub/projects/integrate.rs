@@ -319,7 +319,7 @@ impl State {
         for a in &approvals {
             store::projects::drop_approval(db, a.ask_id)?;
             if store::asks::answer(db, a.ask_id, text, "shepherd", now_ms())? {
-                store::messages::withdraw_asks(db, a.ask_id)?;
+                store::messages::withdraw_asks(db, &self.unread, a.ask_id)?;
                 if let Some(ask) = store::asks::get(db, a.ask_id)? {
                     self.presence
                         .broadcast(&ServerMsg::AskAnswered { ask }, out);
@@ -661,9 +661,7 @@ impl State {
         if row.process != store::projects::Process::None {
             self.stop_proc(&Proc::Lead(row.clone()), "shepherd", None, db, out)?;
         }
-        if store::projects::retire(db, row.assignment.id, now_ms())? > 0 {
-            self.backlog.forget_all();
-        }
+        store::projects::retire(db, &self.unread, row.assignment.id, now_ms())?;
         let row = self.assignment_row(db, row.assignment.id)?;
         tracing::info!(tag = %tag(&row.assignment), why, "assignment retired");
         self.assignment_changed(&row, out);

@@ -94,9 +94,7 @@ impl State {
     ) -> HubResult<HubError> {
         let id = row.assignment.id;
         tracing::warn!(assignment = id.get(), error = %e, "a new Lead could not be started; the assignment is undone");
-        if store::projects::delete(db, id, &row.assignment.session_id)? > 0 {
-            self.backlog.forget_all();
-        }
+        store::projects::delete(db, &self.unread, id, &row.assignment.session_id)?;
         let mut gone = self.assignment_record(row);
         gone.state = AssignmentState::Retired;
         self.presence.broadcast(
@@ -284,12 +282,11 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let moved = store::projects::readdress_role_mail(db, repo_id, holder)?;
+        let moved = store::projects::readdress_role_mail(db, &self.unread, repo_id, holder)?;
         if moved == 0 {
             return Ok(());
         }
         tracing::info!(holder = %holder, moved, "the Manager role's project mail handed to its new holder");
-        self.backlog.forget_all();
         // Older ids than the connection was given: replay the mailbox from its start (the
         // extension drops ids it has seen).
         if let Some(live) = self.presence.live_mut(holder) {

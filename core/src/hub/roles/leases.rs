@@ -205,7 +205,7 @@ impl State {
                 })));
             }
             // The holder is away: it returns as a Lead.
-            if let Some(old) = store::sessions::get(db, &held.session_id)? {
+            if let Some(old) = store::sessions::get(db, &self.unread, &held.session_id)? {
                 tracing::info!(lease = %label, from = %held.session_id, to = %info.id, "lease taken over from a holder that is away");
                 self.record_role(old, Role::Lead, db, out)?;
             }

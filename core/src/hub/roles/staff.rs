@@ -31,7 +31,7 @@ impl State {
         }
         let mut all = Vec::new();
         for id in ids {
-            if let Some(mut s) = store::sessions::get(db, id)?
+            if let Some(mut s) = store::sessions::get(db, &self.unread, id)?
                 && !s.subagent
             {
                 s.connected = self.presence.is_live(&s.id);

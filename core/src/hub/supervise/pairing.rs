@@ -44,7 +44,7 @@ impl State {
         out: &mut Out,
     ) -> HubResult<()> {
         let Cx { conn, kind, .. } = cx;
-        let sessions = store::sessions::list(db)?;
+        let sessions = store::sessions::list(db, &self.unread.counts())?;
         let (supervisor, worker) = if kind == ClientKind::Pi {
             self.sides_for_pi(conn, &args, &sessions, db)?
         } else {

@@ -175,15 +175,13 @@ impl State {
         if let Some(ask) = row.worker.pending_ask
             && store::asks::answer(db, ask, "(the worker was closed)", by, now)?
         {
-            store::messages::withdraw_asks(db, ask)?;
+            store::messages::withdraw_asks(db, &self.unread, ask)?;
             if let Some(ask) = store::asks::get(db, ask)? {
                 self.presence
                     .broadcast(&ServerMsg::AskAnswered { ask }, out);
             }
         }
-        if store::messages::drop_pending(db, &row.worker.session_id)? > 0 {
-            self.backlog.forget_all();
-        }
+        store::messages::drop_pending(db, &self.unread, &row.worker.session_id)?;
         store::workers::set_state(db, row.worker.id, WorkerState::Closed, now)?;
         // A settling worker (closed because its owner left) no longer waits for the ack;
         // its result stays in the owner's mailbox.
@@ -207,9 +205,7 @@ impl State {
     ) -> HubResult<HubError> {
         tracing::warn!(worker = row.worker.id.get(), error = %e, "worker launch failed");
         store::workers::set_state(db, row.worker.id, WorkerState::Closed, now_ms())?;
-        if store::messages::drop_pending(db, &row.worker.session_id)? > 0 {
-            self.backlog.forget_all();
-        }
+        store::messages::drop_pending(db, &self.unread, &row.worker.session_id)?;
         let row = self.worker_record(db, row.worker.id)?;
         self.worker_changed(row.worker, out);
         Ok(refused(
