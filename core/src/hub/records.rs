@@ -38,7 +38,10 @@ struct Changes {
 pub(super) struct Records {
     changes: Arc<Changes>,
     /// The records, valid while `changes.count` is still `seen`.
-    cache: RefCell<(u64, HashMap<SessionId, SessionInfo>)>,
+    cache: RefCell<(
+        u64,
+        HashMap<SessionId, SessionInfo, foldhash::fast::RandomState>,
+    )>,
 }
 
 impl Records {

@@ -148,20 +148,19 @@ impl<'a> NewMessage<'a> {
     }
 }
 
-/// Store a message; returns it as it will be delivered. Its id is one past the largest
-/// there is and the largest ever removed (`messages_high`, kept by a trigger): ids never
-/// repeat, and no counter row is written (see the migration that dropped AUTOINCREMENT).
+/// Store a message; returns it as it will be delivered. Its id is the next `unread`
+/// gives ([`Unread::next_id`]: past the largest there is and the largest ever removed):
+/// ids never repeat, and no counter row is written (see the migration that dropped
+/// AUTOINCREMENT).
 pub fn insert(conn: &Connection, unread: &Unread, m: NewMessage<'_>) -> rusqlite::Result<Delivery> {
+    let id = unread.next_id();
     conn.prepare_cached(
         "INSERT INTO messages (id, recipient, kind, text, from_kind, from_session, from_name,
-            ask_id, question, created_at, pairing_id, look, images)
-         VALUES (
-            max((SELECT coalesce(max(id), 0) FROM messages),
-                (SELECT coalesce(max(CAST(value AS INTEGER)), 0) FROM meta
-                 WHERE key = 'messages_high')) + 1,
-            ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+         ask_id, question, created_at, pairing_id, look, images)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
+        id as i64,
         m.recipient,
         kind_str(m.kind),
         m.text,
@@ -175,7 +174,6 @@ pub fn insert(conn: &Connection, unread: &Unread, m: NewMessage<'_>) -> rusqlite
         m.look,
         images_json(m.images),
     ])?;
-    let id = conn.last_insert_rowid() as u64;
     unread.add(m.recipient, id);
     Ok(m.delivery(MessageId::from(id)))
 }

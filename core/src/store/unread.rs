@@ -13,27 +13,37 @@
 //! read or readdressed is skipped and dropped), so the index may hold an id too many for
 //! a while, never lack one: nothing unread is ever skipped.
 //!
+//! **Ids.** The index also gives new mail its id, one past the largest there is and the
+//! largest ever removed (`messages_high`), read on open: an insert reads neither. An id
+//! given to mail whose batch rolled back is not given again (no frame ever carried it,
+//! and the next open starts past the ids that are stored).
+//!
 //! **Start.** The ids below `meta.unread_floor` are all read (no path makes mail unread
 //! again, and new ids are larger): the scan on open starts there. The hub writes the floor
 //! as it stops ([`keep_floor`]); after a kill an older floor is still true, only the scan
 //! is longer.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 
 use rusqlite::{Connection, OptionalExtension, params};
+use rustc_hash::FxHashMap;
 
 use crate::protocol::SessionId;
 
 /// Each session's unread mail ids (see the module comment).
-#[derive(Default)]
-pub struct Unread(RefCell<Index>);
+pub struct Unread {
+    index: RefCell<Index>,
+    /// The id the next message gets.
+    next: Cell<u64>,
+}
 
 #[derive(Default)]
 struct Index {
-    by_session: HashMap<SessionId, BTreeSet<u64>>,
+    /// Session ids are the clients' (a seeded hash); message ids the core's (a fast one).
+    by_session: HashMap<SessionId, BTreeSet<u64>, foldhash::fast::RandomState>,
     /// The mailbox each unread id is in.
-    holder: HashMap<u64, SessionId>,
+    holder: FxHashMap<u64, SessionId>,
     /// Ids changed since the batch began, with the mailbox they were added to or taken
     /// from: what [`Unread::settle`] reads again.
     journal: Vec<(u64, SessionId)>,
@@ -46,10 +56,15 @@ impl Index {
             self.remove(id);
             self.holder.insert(id, session.clone());
         }
-        self.by_session
-            .entry(session.clone())
-            .or_default()
-            .insert(id);
+        match self.by_session.get_mut(session) {
+            Some(ids) => {
+                ids.insert(id);
+            }
+            None => {
+                self.by_session
+                    .insert(session.clone(), BTreeSet::from([id]));
+            }
+        }
     }
 
     /// Take `id` out; the mailbox it was in. A mailbox left empty goes.
@@ -79,12 +94,29 @@ impl Unread {
             let (session, id) = row?;
             index.add(&session, id as u64);
         }
-        Ok(Unread(RefCell::new(index)))
+        let next: i64 = conn.query_row(
+            "SELECT max((SELECT coalesce(max(id), 0) FROM messages),
+                (SELECT coalesce(max(CAST(value AS INTEGER)), 0) FROM meta
+                 WHERE key = 'messages_high')) + 1",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(Unread {
+            index: RefCell::new(index),
+            next: Cell::new(next as u64),
+        })
+    }
+
+    /// The id for the next message stored.
+    pub(super) fn next_id(&self) -> u64 {
+        let id = self.next.get();
+        self.next.set(id + 1);
+        id
     }
 
     /// How many messages wait unread for `session`.
     pub fn count(&self, session: &SessionId) -> u64 {
-        self.0
+        self.index
             .borrow()
             .by_session
             .get(session)
@@ -93,7 +125,7 @@ impl Unread {
 
     /// Every session with unread mail, with how much.
     pub fn counts(&self) -> HashMap<SessionId, u64> {
-        let index = self.0.borrow();
+        let index = self.index.borrow();
         index
             .by_session
             .iter()
@@ -103,7 +135,7 @@ impl Unread {
 
     /// Up to `limit` of `session`'s unread ids above `after`, in order.
     pub fn ids_after(&self, session: &SessionId, after: u64, limit: usize) -> Vec<u64> {
-        let index = self.0.borrow();
+        let index = self.index.borrow();
         let Some(ids) = index.by_session.get(session) else {
             return Vec::new();
         };
@@ -115,19 +147,19 @@ impl Unread {
 
     /// The smallest unread id, if any.
     fn first(&self) -> Option<u64> {
-        self.0.borrow().holder.keys().min().copied()
+        self.index.borrow().holder.keys().min().copied()
     }
 
     /// `id` is unread mail for `session` now.
     pub(super) fn add(&self, session: &SessionId, id: u64) {
-        let mut index = self.0.borrow_mut();
+        let mut index = self.index.borrow_mut();
         index.add(session, id);
         index.journal.push((id, session.clone()));
     }
 
     /// `id` is read, removed or not there.
     pub(super) fn remove(&self, id: u64) {
-        let mut index = self.0.borrow_mut();
+        let mut index = self.index.borrow_mut();
         if let Some(session) = index.remove(id) {
             index.journal.push((id, session));
         }
@@ -135,7 +167,7 @@ impl Unread {
 
     /// Where the journal stands: [`Unread::settle`] from here re-reads what changed after.
     pub fn mark(&self) -> usize {
-        self.0.borrow().journal.len()
+        self.index.borrow().journal.len()
     }
 
     /// The ids changed since `mark` may have been undone: set them to what the database
@@ -143,7 +175,7 @@ impl Unread {
     /// was: reads check it, so keeping one too many loses nothing.
     pub fn settle(&self, conn: &Connection, mark: usize) {
         let changed: Vec<(u64, SessionId)> = {
-            let index = self.0.borrow();
+            let index = self.index.borrow();
             index.journal.get(mark..).unwrap_or_default().to_vec()
         };
         let mut done = std::collections::HashSet::new();
@@ -157,7 +189,7 @@ impl Unread {
                     s.query_row([id as i64], |r| r.get::<_, SessionId>(0))
                         .optional()
                 });
-            let mut index = self.0.borrow_mut();
+            let mut index = self.index.borrow_mut();
             match now {
                 Ok(Some(session)) => index.add(&session, id),
                 Ok(None) => {
@@ -175,7 +207,7 @@ impl Unread {
 
     /// The batch committed: what it changed is final.
     pub fn committed(&self) {
-        self.0.borrow_mut().journal.clear();
+        self.index.borrow_mut().journal.clear();
     }
 }
 
@@ -236,7 +268,13 @@ mod tests {
     }
 
     fn index(unread: &Unread) -> Mailboxes {
-        unread.0.borrow().by_session.clone()
+        unread
+            .index
+            .borrow()
+            .by_session
+            .iter()
+            .map(|(s, ids)| (s.clone(), ids.clone()))
+            .collect()
     }
 
     /// Random mailbox work (mail, acks, retractions, dropped mailboxes, readdressed role

@@ -52,9 +52,11 @@ impl Live {
 /// Who is connected.
 #[derive(Default)]
 pub(in crate::hub) struct Presence {
-    pub(super) conns: HashMap<ConnId, Conn>,
-    /// Connected session id → its connection and display name.
-    pub(super) live: HashMap<SessionId, Live>,
+    /// By connection id (the core's own numbers: a fast hash).
+    pub(super) conns: rustc_hash::FxHashMap<ConnId, Conn>,
+    /// Connected session id → its connection and display name (ids are the clients':
+    /// a seeded hash).
+    pub(super) live: HashMap<SessionId, Live, foldhash::fast::RandomState>,
     pub(super) subscribers: HashSet<ConnId>,
 }
 
