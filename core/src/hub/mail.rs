@@ -174,8 +174,12 @@ impl State {
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
-        let session_id = self.presence.registered(cx.conn)?.clone();
-        store::messages::ack(db, &self.unread, &session_id, &req.ids, now_ms())?;
+        let session_id = self.presence.registered(cx.conn)?;
+        store::messages::ack(db, &self.unread, session_id, &req.ids, now_ms())?;
+        if self.workers.awaiting_ack.is_empty() {
+            return Ok(()); // No worker's result waits for an ack: nothing more to look at.
+        }
+        let session_id = session_id.clone();
         self.worker_results_acked(&session_id, &req.ids, db, out)
     }
 }

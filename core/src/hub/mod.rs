@@ -407,7 +407,12 @@ impl Hub {
             .and_then(|mut s| s.execute([]))
         {
             tracing::error!(error = %e, "cannot begin a transaction");
-            return self.state.fail_batch(batch, &e, &self.db);
+            let stop = self.state.fail_batch(batch, &e, &self.db);
+            // What those commands wrote, each statement on its own, is read back: the
+            // store is failing, and a statement that failed took its rows back.
+            self.state.unread.settle(&self.db, 0);
+            self.state.unread.committed();
+            return stop;
         }
         let mut out = Out::default();
         let mut stop = false;

@@ -12,6 +12,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -34,14 +35,14 @@ struct Changes {
     in_batch: AtomicBool,
 }
 
+/// Cached records by session id (ids are the clients': a seeded hash).
+type ById = HashMap<SessionId, Arc<SessionInfo>, foldhash::fast::RandomState>;
+
 /// The hub's cache of stored session records (without their counts).
 pub(super) struct Records {
     changes: Arc<Changes>,
     /// The records, valid while `changes.count` is still `seen`.
-    cache: RefCell<(
-        u64,
-        HashMap<SessionId, SessionInfo, foldhash::fast::RandomState>,
-    )>,
+    cache: RefCell<(u64, ById)>,
 }
 
 impl Records {
@@ -66,14 +67,15 @@ impl Records {
         self.changes.in_batch.store(false, Ordering::Release);
     }
 
-    /// The record of session `id` as [`store::sessions::get_uncounted`] reads it.
+    /// The record of session `id` as [`store::sessions::get_uncounted`] reads it (shared
+    /// with the cache: `connected` is false, the hub knows who is connected).
     pub(super) fn get(
         &self,
         db: &Connection,
         id: &SessionId,
-    ) -> rusqlite::Result<Option<SessionInfo>> {
+    ) -> rusqlite::Result<Option<Arc<SessionInfo>>> {
         if self.changes.in_batch.load(Ordering::Acquire) {
-            return store::sessions::get_uncounted(db, id);
+            return Ok(store::sessions::get_uncounted(db, id)?.map(Arc::new));
         }
         let count = self.changes.count.load(Ordering::Acquire);
         let mut cache = self.cache.borrow_mut();
@@ -84,7 +86,7 @@ impl Records {
         if let Some(info) = cache.1.get(id) {
             return Ok(Some(info.clone()));
         }
-        let info = store::sessions::get_uncounted(db, id)?;
+        let info = store::sessions::get_uncounted(db, id)?.map(Arc::new);
         if let Some(info) = &info {
             cache.1.insert(id.clone(), info.clone());
         }

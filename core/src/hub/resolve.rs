@@ -20,12 +20,13 @@ impl State {
     /// The session `selector` names ([`State::resolve`]), as the store has it.
     pub(super) fn resolve_info(&self, selector: &str, db: &Connection) -> HubResult<SessionInfo> {
         let target = self.resolve(selector, db)?;
-        self.records.get(db, &target.id)?.ok_or_else(|| {
+        let info = self.records.get(db, &target.id)?.ok_or_else(|| {
             HubError::new(
                 ErrorCode::UnknownSession,
                 format!("no session {selector:?}"),
             )
-        })
+        })?;
+        Ok(std::sync::Arc::unwrap_or_clone(info))
     }
 
     pub(super) fn resolve(&self, selector: &str, db: &Connection) -> HubResult<Target> {

@@ -3,6 +3,8 @@
 //! refuses anyone else with the declared refusal. Handlers never check who may send them;
 //! they keep only the checks that also read the request's arguments or target.
 
+use std::sync::Arc;
+
 use rusqlite::Connection;
 
 use super::{Cx, HubError, HubResult, State};
@@ -38,7 +40,7 @@ impl State {
         // all record the holder's role (`record_role`), and `register` takes it from the
         // lease.
         let id = self.presence.registered(cx.conn)?;
-        let me = self.session_uncounted(db, id)?;
+        let me = self.session_record(db, id)?;
         match senders.role_refusal(me.role) {
             Some(refusal) => Err(refused(refusal, Some(me.role))),
             None => Ok(Checked(Some(me))),
@@ -46,13 +48,14 @@ impl State {
     }
 }
 
-/// What the sender check read: the Pi sender's record, for a request that declares roles.
-pub(super) struct Checked(Option<SessionInfo>);
+/// What the sender check read: the Pi sender's record, for a request that declares roles
+/// (shared with the records' cache, not copied; its `connected` is false).
+pub(super) struct Checked(Option<Arc<SessionInfo>>);
 
 impl Checked {
     /// The Pi sender's record, for a handler of a request that declares roles (the
     /// check read it for every Pi sender of such a request).
-    pub(super) fn me(self) -> HubResult<SessionInfo> {
+    pub(super) fn me(self) -> HubResult<Arc<SessionInfo>> {
         self.0.ok_or_else(|| {
             HubError::new(
                 ErrorCode::Internal,
@@ -63,7 +66,7 @@ impl Checked {
 
     /// The sender's record when a Pi session sent the request, `None` for a human's
     /// client (for requests that admit both).
-    pub(super) fn pi(self) -> Option<SessionInfo> {
+    pub(super) fn pi(self) -> Option<Arc<SessionInfo>> {
         self.0
     }
 }

@@ -1,9 +1,9 @@
 //! Which mail is unread: an index in the writer's memory, not in the database. A partial
-//! index in SQLite (`messages_pending`, dropped by schema 17) cost a page of WAL for
-//! every message stored and every acknowledgement, a third of each commit; the hub's
-//! connection is the only writer, so it keeps each session's unread ids itself. They are
-//! read from the mailbox when the store opens, and the functions of `messages` (and the
-//! few others that remove or readdress mail) change them as they change rows.
+//! index in SQLite (`messages_pending`, dropped by schema 15) cost a page of WAL for
+//! every message stored and every acknowledgement, half the pages a commit wrote; the
+//! hub's connection is the only writer, so it keeps each session's unread ids itself.
+//! They are read from the mailbox when the store opens, and the functions of `messages`
+//! (and the few others that remove or readdress mail) change them as they change rows.
 //!
 //! **Rollbacks.** A savepoint rolled back, a statement that failed half-way or a failed
 //! commit undoes rows whose ids the index already changed. Every change is journaled
@@ -15,8 +15,8 @@
 //!
 //! **Ids.** The index also gives new mail its id, one past the largest there is and the
 //! largest ever removed (`messages_high`), read on open: an insert reads neither. An id
-//! given to mail whose batch rolled back is not given again (no frame ever carried it,
-//! and the next open starts past the ids that are stored).
+//! given to mail whose batch rolled back is skipped for the rest of the run and may be
+//! given again after a restart: no frame ever carried it.
 //!
 //! **Start.** The ids below `meta.unread_floor` are all read (no path makes mail unread
 //! again, and new ids are larger): the scan on open starts there. The hub writes the floor
@@ -44,9 +44,9 @@ struct Index {
     by_session: HashMap<SessionId, BTreeSet<u64>, foldhash::fast::RandomState>,
     /// The mailbox each unread id is in.
     holder: FxHashMap<u64, SessionId>,
-    /// Ids changed since the batch began, with the mailbox they were added to or taken
-    /// from: what [`Unread::settle`] reads again.
-    journal: Vec<(u64, SessionId)>,
+    /// Ids changed since the batch began, with the mailbox an id was taken from (`None`
+    /// for one added): what [`Unread::settle`] reads again.
+    journal: Vec<(u64, Option<SessionId>)>,
 }
 
 impl Index {
@@ -154,14 +154,14 @@ impl Unread {
     pub(super) fn add(&self, session: &SessionId, id: u64) {
         let mut index = self.index.borrow_mut();
         index.add(session, id);
-        index.journal.push((id, session.clone()));
+        index.journal.push((id, None));
     }
 
     /// `id` is read, removed or not there.
     pub(super) fn remove(&self, id: u64) {
         let mut index = self.index.borrow_mut();
         if let Some(session) = index.remove(id) {
-            index.journal.push((id, session));
+            index.journal.push((id, Some(session)));
         }
     }
 
@@ -174,7 +174,7 @@ impl Unread {
     /// says. An id the database cannot be asked about stays (or is put back) where it
     /// was: reads check it, so keeping one too many loses nothing.
     pub fn settle(&self, conn: &Connection, mark: usize) {
-        let changed: Vec<(u64, SessionId)> = {
+        let changed: Vec<(u64, Option<SessionId>)> = {
             let index = self.index.borrow();
             index.journal.get(mark..).unwrap_or_default().to_vec()
         };
@@ -197,7 +197,9 @@ impl Unread {
                 }
                 Err(e) => {
                     tracing::warn!(id, error = %e, "cannot read a message back after a rollback; it stays unread until read");
-                    if !index.holder.contains_key(&id) {
+                    if let Some(last) = last
+                        && !index.holder.contains_key(&id)
+                    {
                         index.add(&last, id);
                     }
                 }

@@ -277,12 +277,21 @@ impl State {
         db: &Connection,
         id: &SessionId,
     ) -> HubResult<SessionInfo> {
-        let mut info = self
-            .records
-            .get(db, id)?
-            .ok_or_else(|| HubError::new(ErrorCode::Internal, format!("session {id} vanished")))?;
+        let mut info = std::sync::Arc::unwrap_or_clone(self.session_record(db, id)?);
         info.connected = self.presence.live.contains_key(id);
         Ok(info)
+    }
+
+    /// [`State::session_uncounted`] shared with the records' cache, not copied (its
+    /// `connected` is false): for the sender of a role-limited request, read for each.
+    pub(super) fn session_record(
+        &self,
+        db: &Connection,
+        id: &SessionId,
+    ) -> HubResult<std::sync::Arc<SessionInfo>> {
+        self.records
+            .get(db, id)?
+            .ok_or_else(|| HubError::new(ErrorCode::Internal, format!("session {id} vanished")))
     }
 
     /// `register`: check who may register what, take the session over from an older

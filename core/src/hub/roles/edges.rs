@@ -2,6 +2,8 @@
 //! `message_staff` (down) and `message_peer` (across), each stored as mail to the target
 //! and shown to the bridges when it touches a Manager or the Chief.
 
+use std::sync::Arc;
+
 use rusqlite::Connection;
 
 use super::role_label;
@@ -37,7 +39,7 @@ impl State {
         &mut self,
         cx: Cx,
         req: MessageSupervisor,
-        me: SessionInfo,
+        me: Arc<SessionInfo>,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
@@ -193,7 +195,7 @@ impl State {
         &mut self,
         cx: Cx,
         req: MessageStaff,
-        me: SessionInfo,
+        me: Arc<SessionInfo>,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
@@ -222,7 +224,7 @@ impl State {
             db,
             out,
         )?;
-        sent(cx, target, mailed, out);
+        sent(cx, &target, mailed, out);
         Ok(())
     }
 
@@ -231,7 +233,7 @@ impl State {
         &mut self,
         cx: Cx,
         req: MessagePeer,
-        me: SessionInfo,
+        me: Arc<SessionInfo>,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
@@ -255,20 +257,20 @@ impl State {
             db,
             out,
         )?;
-        sent(cx, target, mailed, out);
+        sent(cx, &target, mailed, out);
         Ok(())
     }
 }
 
 /// Answer a request with `sent` for mail to `target`.
-fn sent(cx: Cx, target: SessionInfo, mailed: Mailed, out: &mut Out) {
+fn sent(cx: Cx, target: &SessionInfo, mailed: Mailed, out: &mut Out) {
     out.send(
         cx.conn,
         &ServerMsg::Sent {
             id: cx.id,
             message_id: mailed.id,
-            session_id: target.id,
-            session_name: target.name,
+            session_id: target.id.clone(),
+            session_name: target.name.clone(),
             connected: mailed.connected,
         },
     );

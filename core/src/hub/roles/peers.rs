@@ -2,6 +2,8 @@
 //! none), on a home core the linked hosts' too; `list_peers` and the exact-id lookup that
 //! refuses anyone else as unknown.
 
+use std::sync::Arc;
+
 use rusqlite::Connection;
 
 use super::are_peers;
@@ -30,18 +32,16 @@ impl State {
         me: &SessionInfo,
         id: &str,
         db: &Connection,
-    ) -> HubResult<SessionInfo> {
+    ) -> HubResult<Arc<SessionInfo>> {
         let id = SessionId::from(id);
         let target = match self.presence.is_live(&id) && id != me.id {
             true => self.records.get(db, &id)?,
             false => None,
         };
         let peer = |s: &SessionInfo| !s.subagent && are_peers(me.role, s.role);
+        // Connected (checked above), though the shared record says `connected: false`.
         match target {
-            Some(mut t) if peer(&t) => {
-                t.connected = true;
-                Ok(t)
-            }
+            Some(t) if peer(&t) => Ok(t),
             _ => Err(HubError::new(
                 ErrorCode::UnknownSession,
                 format!("no connected peer {id:?}; list_peers shows their exact ids"),
@@ -54,7 +54,7 @@ impl State {
         &self,
         cx: Cx,
         _req: ListPeers,
-        me: SessionInfo,
+        me: Arc<SessionInfo>,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {

@@ -3,6 +3,8 @@
 //! nobody there), `list_staff`, the exact-id lookup that refuses anyone else as
 //! unknown, and `inspect_staff`'s bounded view built off the hub.
 
+use std::sync::Arc;
+
 use rusqlite::Connection;
 
 use super::Leases;
@@ -47,7 +49,7 @@ impl State {
         &mut self,
         cx: Cx,
         _req: ListStaff,
-        me: Option<SessionInfo>,
+        me: Option<Arc<SessionInfo>>,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
@@ -72,7 +74,7 @@ impl State {
         let far = match &me {
             Some(me) if me.role != Role::Chief => Vec::new(),
             _ => self.far_staff(
-                me.as_ref(),
+                me.as_deref(),
                 chief.map(|l| (&l.session_id, l.session_name.as_str())),
             ),
         };
@@ -133,7 +135,7 @@ impl State {
         &mut self,
         cx: Cx,
         req: InspectStaff,
-        me: SessionInfo,
+        me: Arc<SessionInfo>,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
