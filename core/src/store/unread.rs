@@ -47,7 +47,13 @@ struct Index {
     /// Ids changed since the batch began, with the mailbox an id was taken from (`None`
     /// for one added): what [`Unread::settle`] reads again.
     journal: Vec<(u64, Option<SessionId>)>,
+    /// How many of `by_session`'s sets are empty: a mailbox read to its end keeps its set
+    /// for its next mail (no allocation per message), until empty sets are most of them.
+    empty: usize,
 }
+
+/// Empty mailboxes kept at most (beyond half of all): past it they are swept out.
+const KEEP_EMPTY: usize = 1024;
 
 impl Index {
     /// Put `id` in `session`'s mailbox (out of another it was in).
@@ -58,6 +64,9 @@ impl Index {
         }
         match self.by_session.get_mut(session) {
             Some(ids) => {
+                if ids.is_empty() {
+                    self.empty -= 1;
+                }
                 ids.insert(id);
             }
             None => {
@@ -67,13 +76,17 @@ impl Index {
         }
     }
 
-    /// Take `id` out; the mailbox it was in. A mailbox left empty goes.
+    /// Take `id` out; the mailbox it was in.
     fn remove(&mut self, id: u64) -> Option<SessionId> {
         let session = self.holder.remove(&id)?;
-        if let Some(ids) = self.by_session.get_mut(&session) {
-            ids.remove(&id);
-            if ids.is_empty() {
-                self.by_session.remove(&session);
+        if let Some(ids) = self.by_session.get_mut(&session)
+            && ids.remove(&id)
+            && ids.is_empty()
+        {
+            self.empty += 1;
+            if self.empty > KEEP_EMPTY && self.empty > self.by_session.len() / 2 {
+                self.by_session.retain(|_, ids| !ids.is_empty());
+                self.empty = 0;
             }
         }
         Some(session)
@@ -129,6 +142,7 @@ impl Unread {
         index
             .by_session
             .iter()
+            .filter(|(_, ids)| !ids.is_empty())
             .map(|(session, ids)| (session.clone(), ids.len() as u64))
             .collect()
     }
@@ -270,11 +284,13 @@ mod tests {
     }
 
     fn index(unread: &Unread) -> Mailboxes {
-        unread
-            .index
-            .borrow()
+        let index = unread.index.borrow();
+        let empty = index.by_session.values().filter(|ids| ids.is_empty()).count();
+        assert_eq!(empty, index.empty, "the count of empty mailboxes");
+        index
             .by_session
             .iter()
+            .filter(|(_, ids)| !ids.is_empty())
             .map(|(s, ids)| (s.clone(), ids.clone()))
             .collect()
     }
@@ -377,6 +393,32 @@ mod tests {
             truth(db),
             "what an open reads"
         );
+    }
+
+    /// A mailbox read to its end keeps its (empty) set for its next mail, but empty sets
+    /// never outnumber the rest past the bound: thousands of sessions each mailed and read
+    /// once leave a bounded map.
+    #[test]
+    fn empty_mailboxes_are_kept_within_a_bound() {
+        let mut index = Index::default();
+        for n in 0..5_000u64 {
+            let session = SessionId::from(format!("s{n}").as_str());
+            index.add(&session, n + 1);
+            index.remove(n + 1);
+        }
+        assert!(index.holder.is_empty());
+        assert!(
+            index.by_session.len() <= 2 * KEEP_EMPTY + 2,
+            "{} sets kept",
+            index.by_session.len()
+        );
+        let kept = index.by_session.values().filter(|ids| ids.is_empty()).count();
+        assert_eq!(kept, index.empty);
+        // A kept set takes mail again.
+        let last = SessionId::from("s4999");
+        index.add(&last, 9_000);
+        assert_eq!(index.by_session[&last].len(), 1);
+        assert_eq!(index.empty, kept - 1);
     }
 
     /// An id the index holds but the database no longer has unread (a rollback it was not
