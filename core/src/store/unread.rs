@@ -285,7 +285,11 @@ mod tests {
 
     fn index(unread: &Unread) -> Mailboxes {
         let index = unread.index.borrow();
-        let empty = index.by_session.values().filter(|ids| ids.is_empty()).count();
+        let empty = index
+            .by_session
+            .values()
+            .filter(|ids| ids.is_empty())
+            .count();
         assert_eq!(empty, index.empty, "the count of empty mailboxes");
         index
             .by_session
@@ -412,7 +416,11 @@ mod tests {
             "{} sets kept",
             index.by_session.len()
         );
-        let kept = index.by_session.values().filter(|ids| ids.is_empty()).count();
+        let kept = index
+            .by_session
+            .values()
+            .filter(|ids| ids.is_empty())
+            .count();
         assert_eq!(kept, index.empty);
         // A kept set takes mail again.
         let last = SessionId::from("s4999");
