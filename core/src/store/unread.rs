@@ -267,6 +267,15 @@ mod tests {
 
     type Mailboxes = HashMap<SessionId, BTreeSet<u64>>;
 
+    /// The sender of the tests' mail.
+    fn cli() -> Sender {
+        Sender {
+            kind: ClientKind::Cli,
+            session_id: None,
+            name: "cli".into(),
+        }
+    }
+
     /// What the database says is unread.
     fn truth(conn: &Connection) -> Mailboxes {
         let mut all = Mailboxes::new();
@@ -307,11 +316,7 @@ mod tests {
     fn the_index_is_what_the_mailbox_says_through_rollbacks() {
         let store = crate::store::memory();
         let (db, unread) = (&store.conn, &store.unread);
-        let from = Sender {
-            kind: ClientKind::Cli,
-            session_id: None,
-            name: "cli".into(),
-        };
+        let from = cli();
         let sessions: Vec<SessionId> = ["a", "b", "c", "manager-role:r"]
             .into_iter()
             .map(SessionId::from)
@@ -435,11 +440,7 @@ mod tests {
     fn reads_skip_and_drop_an_id_that_is_no_longer_unread() {
         let store = crate::store::memory();
         let (db, unread) = (&store.conn, &store.unread);
-        let from = Sender {
-            kind: ClientKind::Cli,
-            session_id: None,
-            name: "cli".into(),
-        };
+        let from = cli();
         let to = SessionId::from("a");
         let put = |text| {
             messages::insert(
@@ -475,11 +476,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.db");
         let open = || crate::store::Store::open(&path, crate::config::Durability::Normal).unwrap();
-        let from = Sender {
-            kind: ClientKind::Cli,
-            session_id: None,
-            name: "cli".into(),
-        };
+        let from = cli();
         let to = SessionId::from("a");
         let store = open();
         let put = |store: &crate::store::Store| {
