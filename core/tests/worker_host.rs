@@ -132,6 +132,16 @@ impl Drop for Fixture {
     }
 }
 
+/// Worker `worker`'s exit as the host reports it: with the nonce its spec was launched
+/// with (`Fixture::spec`: `nonce-<worker>`).
+fn exited(worker: i64, code: Option<i32>) -> HostEvent {
+    HostEvent::Exited {
+        worker,
+        code,
+        nonce: format!("nonce-{worker}"),
+    }
+}
+
 async fn next_event(rx: &mut mpsc::Receiver<HostEvent>, within: Duration) -> HostEvent {
     tokio::time::timeout(within, rx.recv())
         .await
@@ -261,10 +271,7 @@ async fn headless_launch_line_and_stop_by_closing_stdin() {
     );
     assert_eq!(
         next_event(&mut events, Duration::from_secs(1)).await,
-        HostEvent::Exited {
-            worker: 5,
-            code: Some(0)
-        }
+        exited(5, Some(0))
     );
     let log = fx.state().join("workers/5.log");
     let stderr = std::fs::read_to_string(&log).unwrap();
@@ -290,10 +297,7 @@ async fn headless_exits_seen_from_outside_and_when_the_host_is_dropped() {
     kill9(one.pid);
     assert_eq!(
         next_event(&mut events, Duration::from_secs(5)).await,
-        HostEvent::Exited {
-            worker: 1,
-            code: None
-        }
+        exited(1, None)
     );
     assert_eq!(host.capture(1).await.as_deref(), Some("fake pi 1 ready"));
     // Its id can run again (a relaunch after a crash).
@@ -304,10 +308,7 @@ async fn headless_exits_seen_from_outside_and_when_the_host_is_dropped() {
     host.launch(fx.spec(3, "three")).await.unwrap();
     assert_eq!(
         next_event(&mut events, Duration::from_secs(5)).await,
-        HostEvent::Exited {
-            worker: 3,
-            code: Some(3)
-        }
+        exited(3, Some(3))
     );
     host.stop(3).await;
     no_event(&mut events, Duration::from_millis(300)).await;
@@ -316,10 +317,7 @@ async fn headless_exits_seen_from_outside_and_when_the_host_is_dropped() {
     drop(host);
     assert_eq!(
         next_event(&mut events, Duration::from_secs(5)).await,
-        HostEvent::Exited {
-            worker: 1,
-            code: Some(0)
-        }
+        exited(1, Some(0))
     );
 }
 
@@ -354,7 +352,7 @@ async fn headless_stop_escalates_to_sigterm_then_sigkill() {
     for (events, worker) in [(&mut events, 8), (&mut events2, 9)] {
         assert_eq!(
             next_event(events, Duration::from_secs(1)).await,
-            HostEvent::Exited { worker, code: None }
+            exited(worker, None)
         );
     }
 }
@@ -387,10 +385,7 @@ async fn a_launch_during_a_stop_waits_for_the_old_process_then_starts() {
     stopping.await.unwrap();
     assert_eq!(
         next_event(&mut events, Duration::from_secs(1)).await,
-        HostEvent::Exited {
-            worker: 11,
-            code: None
-        }
+        exited(11, None)
     );
     let second = fx.recorded(11, "pid").await;
     assert_ne!(first, second, "a new process");
@@ -457,10 +452,7 @@ async fn tmux_windows_dead_panes_captures_and_stop() {
     kill9(a.pid);
     assert_eq!(
         next_event(&mut events, Duration::from_secs(5)).await,
-        HostEvent::Exited {
-            worker: 11,
-            code: None
-        }
+        exited(11, None)
     );
     let panes = fx.tmux(&[
         "list-panes",
@@ -483,7 +475,8 @@ async fn tmux_windows_dead_panes_captures_and_stop() {
         HostEvent::Exited {
             worker: 3,
             code: Some(3) | None,
-        } => {}
+            nonce,
+        } if nonce == "nonce-3" => {}
         other => panic!("expected worker 3's exit, got {other:?}"),
     }
 
@@ -494,10 +487,7 @@ async fn tmux_windows_dead_panes_captures_and_stop() {
     host.stop(12).await;
     assert_eq!(
         next_event(&mut events, Duration::from_secs(1)).await,
-        HostEvent::Exited {
-            worker: 12,
-            code: None
-        }
+        exited(12, None)
     );
     host.stop(12).await;
     for pane in [pane_a, pane_b, c.pane.unwrap()] {
@@ -531,7 +521,10 @@ async fn tmux_workers_outlive_the_host_and_are_adopted_again() {
     // A new core's host adopts them by pane.
     let (tx, mut events) = mpsc::channel(16);
     let host = Host::start(fx.config(Backend::Tmux, "sleep"), tx);
-    let adopted = host.adopt(21, live.pane.clone().unwrap()).await.unwrap();
+    let adopted = host
+        .adopt(21, live.pane.clone().unwrap(), "nonce-21".into())
+        .await
+        .unwrap();
     assert_eq!(adopted, live);
     assert!(
         wait_for_capture(&host, 21, "fake pi 21 ready")
@@ -539,20 +532,23 @@ async fn tmux_workers_outlive_the_host_and_are_adopted_again() {
             .contains("fake pi 21 ready")
     );
     // The dead one is adopted and reported at once, so it can still be read and closed.
-    let dead = host.adopt(22, doomed.pane.clone().unwrap()).await.unwrap();
+    let dead = host
+        .adopt(22, doomed.pane.clone().unwrap(), "nonce-22".into())
+        .await
+        .unwrap();
     assert_eq!(dead.pid, doomed.pid);
     assert_eq!(
         next_event(&mut events, Duration::from_secs(1)).await,
-        HostEvent::Exited {
-            worker: 22,
-            code: None
-        }
+        exited(22, None)
     );
     assert!(host.capture(22).await.unwrap().contains("fake pi 22 ready"));
     host.stop(22).await;
 
     // A pane that is not there is refused, saying so.
-    let err = host.adopt(23, "%999".into()).await.unwrap_err();
+    let err = host
+        .adopt(23, "%999".into(), "nonce-23".into())
+        .await
+        .unwrap_err();
     assert!(matches!(err, HostError::PaneNotFound { .. }), "{err}");
     assert!(err.to_string().contains("%999"), "{err}");
 
@@ -560,10 +556,7 @@ async fn tmux_workers_outlive_the_host_and_are_adopted_again() {
     kill9(live.pid);
     assert_eq!(
         next_event(&mut events, Duration::from_secs(5)).await,
-        HostEvent::Exited {
-            worker: 21,
-            code: None
-        }
+        exited(21, None)
     );
     host.stop(21).await;
     no_event(&mut events, Duration::from_millis(300)).await;

@@ -214,7 +214,8 @@ async fn a_real_pi_worker_runs_the_session_the_host_chose() -> Result<()> {
         exited,
         HostEvent::Exited {
             worker: 41,
-            code: Some(0)
+            code: Some(0),
+            nonce: "launch-nonce-41".into(),
         }
     );
     assert!(!Path::new(&format!("/proc/{pi_pid}")).exists());

@@ -53,8 +53,8 @@ impl State {
                 self.expire_away_leases_logged(db, out);
             }
             HubCommand::ProcLaunched(done) => self.proc_launched(*done, db, out),
-            HubCommand::ProcExited { key, code } => {
-                if let Err(err) = self.proc_exited(key, code, db, out) {
+            HubCommand::ProcExited { key, code, nonce } => {
+                if let Err(err) = self.proc_exited(key, code, &nonce, db, out) {
                     tracing::error!(?key, "handling a process's exit failed: {}", err.message);
                 }
             }

@@ -171,10 +171,12 @@ pub enum HubCommand {
     /// A launched process (a worker's or a Lead's) started (or failed to), or was found
     /// again after a restart.
     ProcLaunched(Box<launched::host_ops::LaunchDone>),
-    /// A launched process ended (`code`: its exit code; none when killed by a signal).
+    /// A launched process ended (`code`: its exit code; none when killed by a signal;
+    /// `nonce`: its launch's).
     ProcExited {
         key: crate::workers::launch::ProcKey,
         code: Option<i32>,
+        nonce: String,
     },
     /// Project git work finished on the git lane: continue on the hub.
     GitDone(Box<projects::GitDone>),

@@ -113,7 +113,14 @@ pub enum HostEvent {
     /// a tmux pane that was killed or vanished, or one whose status tmux did not record
     /// (tmux 3.3a loses an exited pane's status about one time in three, measured). So
     /// the code is a diagnosis, never the worker's outcome: that comes from its session.
-    Exited { worker: i64, code: Option<i32> },
+    /// `nonce`: the launch's ([`LaunchSpec::nonce`], or the one given to
+    /// [`Host::adopt`]), so an earlier launch's exit that arrives after a relaunch is
+    /// told from the new process's.
+    Exited {
+        worker: i64,
+        code: Option<i32>,
+        nonce: String,
+    },
 }
 
 /// A running worker process.
@@ -185,7 +192,7 @@ type LaunchReply = Reply<Result<Launched, HostError>>;
 
 enum Cmd {
     Launch(Box<LaunchSpec>, LaunchReply),
-    Adopt(i64, String, Reply<Result<Launched, HostError>>),
+    Adopt(i64, String, String, Reply<Result<Launched, HostError>>),
     Stop(i64, Reply<Option<oneshot::Receiver<()>>>),
     Capture(i64, Reply<Capture>),
 }
@@ -265,13 +272,18 @@ impl Host {
         }
     }
 
-    /// After a core restart: take tmux pane `pane` (`%3`) back as worker `worker`'s.
-    /// A live pane is watched again; a dead one (the worker ended while the core was
-    /// away) is adopted and its [`HostEvent::Exited`] sent at once, so it can still be
-    /// captured and then stopped. A pane that is not on shepherd's tmux server is
-    /// [`HostError::PaneNotFound`].
-    pub async fn adopt(&self, worker: i64, pane: String) -> Result<Launched, HostError> {
-        self.ask(|tx| Cmd::Adopt(worker, pane, tx))
+    /// After a core restart: take tmux pane `pane` (`%3`) back as worker `worker`'s,
+    /// launched with `nonce` (its exit carries it). A live pane is watched again; a dead
+    /// one (the worker ended while the core was away) is adopted and its
+    /// [`HostEvent::Exited`] sent at once, so it can still be captured and then stopped.
+    /// A pane that is not on shepherd's tmux server is [`HostError::PaneNotFound`].
+    pub async fn adopt(
+        &self,
+        worker: i64,
+        pane: String,
+        nonce: String,
+    ) -> Result<Launched, HostError> {
+        self.ask(|tx| Cmd::Adopt(worker, pane, nonce, tx))
             .await
             .unwrap_or(Err(HostError::Closed))
     }
@@ -285,12 +297,12 @@ enum Entry {
         stopping: bool,
     },
     /// Its process ended by itself; kept for [`Host::capture`] until stopped.
-    HeadlessExited {
-        tail: String,
-    },
+    HeadlessExited { tail: String },
     Tmux {
         pane: String,
         dead: bool,
+        /// Its launch's nonce.
+        nonce: String,
     },
 }
 
@@ -356,8 +368,8 @@ impl Actor {
                 let result = self.launch(*spec).await;
                 let _ = reply.send(result);
             }
-            Cmd::Adopt(worker, pane, reply) => {
-                let result = self.adopt(worker, pane).await;
+            Cmd::Adopt(worker, pane, nonce, reply) => {
+                let result = self.adopt(worker, pane, nonce).await;
                 let _ = reply.send(result);
             }
             Cmd::Stop(worker, reply) => {
@@ -416,6 +428,7 @@ impl Actor {
                     headless::Watch {
                         worker: spec.worker,
                         run,
+                        nonce: spec.nonce.clone(),
                         events: self.events.clone(),
                         notices: self.notices.clone(),
                     },
@@ -453,6 +466,7 @@ impl Actor {
                     Entry::Tmux {
                         pane: pane.id.clone(),
                         dead: false,
+                        nonce: spec.nonce.clone(),
                     },
                 );
                 Ok(Launched {
@@ -464,7 +478,12 @@ impl Actor {
         }
     }
 
-    async fn adopt(&mut self, worker: i64, pane: String) -> Result<Launched, HostError> {
+    async fn adopt(
+        &mut self,
+        worker: i64,
+        pane: String,
+        nonce: String,
+    ) -> Result<Launched, HostError> {
         if let Some(entry) = self.workers.get(&worker) {
             let same = matches!(entry, Entry::Tmux { pane: p, .. } if *p == pane);
             if !same {
@@ -487,12 +506,17 @@ impl Actor {
             Entry::Tmux {
                 pane: found.id.clone(),
                 dead: found.dead.is_some(),
+                nonce: nonce.clone(),
             },
         );
         if let Some(code) = found.dead
             && !was_dead
         {
-            self.emit(HostEvent::Exited { worker, code });
+            self.emit(HostEvent::Exited {
+                worker,
+                code,
+                nonce,
+            });
         }
         Ok(Launched {
             pid: found.pid,
@@ -520,10 +544,14 @@ impl Actor {
                 Some(done_rx)
             }
             Entry::HeadlessExited { .. } => None,
-            Entry::Tmux { pane, dead } => {
+            Entry::Tmux { pane, dead, nonce } => {
                 self.tmux.kill_pane(&pane).await;
                 if !dead {
-                    self.emit(HostEvent::Exited { worker, code: None });
+                    self.emit(HostEvent::Exited {
+                        worker,
+                        code: None,
+                        nonce,
+                    });
                 }
                 None
             }
@@ -578,7 +606,9 @@ impl Actor {
             .workers
             .values()
             .filter_map(|e| match e {
-                Entry::Tmux { pane, dead: false } => Some(pane.clone()),
+                Entry::Tmux {
+                    pane, dead: false, ..
+                } => Some(pane.clone()),
                 _ => None,
             })
             .collect();
@@ -591,7 +621,7 @@ impl Actor {
         };
         let mut exits = Vec::new();
         for (worker, entry) in &mut self.workers {
-            let Entry::Tmux { pane, dead } = entry else {
+            let Entry::Tmux { pane, dead, nonce } = entry else {
                 continue;
             };
             if *dead {
@@ -601,18 +631,22 @@ impl Actor {
                 Some(p) => {
                     if let Some(code) = p.dead {
                         *dead = true;
-                        exits.push((*worker, code));
+                        exits.push((*worker, code, nonce.clone()));
                     }
                 }
                 None => {
                     // No server, no session, or the window was killed: gone.
                     *dead = true;
-                    exits.push((*worker, None));
+                    exits.push((*worker, None, nonce.clone()));
                 }
             }
         }
-        for (worker, code) in exits {
-            self.emit(HostEvent::Exited { worker, code });
+        for (worker, code, nonce) in exits {
+            self.emit(HostEvent::Exited {
+                worker,
+                code,
+                nonce,
+            });
         }
     }
 }

@@ -39,7 +39,11 @@ pub(in crate::hub) enum HostOp {
         then: AfterStop,
     },
     /// After a core restart: find its tmux pane again.
-    Adopt { key: ProcKey, pane: String },
+    Adopt {
+        key: ProcKey,
+        pane: String,
+        nonce: String,
+    },
 }
 
 /// How a launch or adoption ended, as the hub hears it.
@@ -110,7 +114,9 @@ pub(in crate::hub) fn run(
                     let key = ProcKey::of(spec.worker);
                     (key, reply, host.launch(*spec).await)
                 }
-                HostOp::Adopt { key, pane } => (key, None, host.adopt(key.raw(), pane).await),
+                HostOp::Adopt { key, pane, nonce } => {
+                    (key, None, host.adopt(key.raw(), pane, nonce).await)
+                }
                 HostOp::Stop { key } => {
                     host.stop(key.raw()).await;
                     return;
@@ -152,10 +158,15 @@ pub(in crate::hub) fn start_host(
     tokio::spawn(async move {
         while let Some(event) = rx.recv().await {
             let Some(tx) = hub.upgrade() else { break };
-            let crate::workers::host::HostEvent::Exited { worker, code } = event;
+            let crate::workers::host::HostEvent::Exited {
+                worker,
+                code,
+                nonce,
+            } = event;
             let cmd = HubCommand::ProcExited {
                 key: ProcKey::of(worker),
                 code,
+                nonce,
             };
             if tx.send(cmd).await.is_err() {
                 break;

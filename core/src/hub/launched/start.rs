@@ -162,11 +162,14 @@ impl State {
 
     /// The host saw a process exit. One nobody stopped is lost (its owner, or its
     /// repository's Manager role, told once); while the core stops, none is (headless
-    /// processes die with the core and the next one relaunches them).
+    /// processes die with the core and the next one relaunches them). The exit of an
+    /// earlier launch (its `nonce` is not the row's: a stopped Lead's exit that arrives
+    /// after `resume_work` relaunched it) is no news about the process running now.
     pub(in crate::hub) fn proc_exited(
         &mut self,
         key: ProcKey,
         code: Option<i32>,
+        nonce: &str,
         db: &Connection,
         out: &mut Out,
     ) -> HubResult<()> {
@@ -177,6 +180,13 @@ impl State {
             return Ok(());
         };
         if !proc.expects_process() {
+            return Ok(());
+        }
+        if nonce != proc.nonce() {
+            tracing::debug!(
+                ?key,
+                "an earlier launch's process exited; the current one runs on"
+            );
             return Ok(());
         }
         let how = code.map_or("it was killed".to_string(), |c| format!("exit code {c}"));
@@ -255,6 +265,7 @@ impl State {
             out.host.push(HostOp::Adopt {
                 key: proc.key(),
                 pane: pane.to_string(),
+                nonce: proc.nonce().to_string(),
             });
             return Ok(());
         }

@@ -45,6 +45,8 @@ pub(super) enum Ctl {
 pub(super) struct Watch {
     pub worker: i64,
     pub run: u64,
+    /// The launch's nonce, carried by its exit.
+    pub nonce: String,
     pub events: mpsc::Sender<HostEvent>,
     pub notices: mpsc::UnboundedSender<Notice>,
 }
@@ -171,6 +173,7 @@ async fn watch_child(
         HostEvent::Exited {
             worker: watch.worker,
             code,
+            nonce: watch.nonce.clone(),
         },
     );
     let _ = watch.notices.send(Notice::HeadlessExited {
