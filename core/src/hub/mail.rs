@@ -176,11 +176,7 @@ impl State {
     ) -> HubResult<()> {
         let session_id = self.presence.registered(cx.conn)?;
         store::messages::ack(db, &self.unread, session_id, &req.ids, now_ms())?;
-        if self.workers.awaiting_ack.is_empty() {
-            return Ok(()); // No worker's result waits for an ack: nothing more to look at.
-        }
-        let session_id = session_id.clone();
-        self.worker_results_acked(&session_id, &req.ids, db, out)
+        self.worker_results_acked(cx.conn, &req.ids, db, out)
     }
 }
 

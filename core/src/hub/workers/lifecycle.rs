@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use super::requests::refused;
 use crate::clock::now_ms;
 use crate::hub::launched::{HostOp, Proc};
-use crate::hub::{HubError, HubResult, Out, State, atomically};
+use crate::hub::{ConnId, HubError, HubResult, Out, State, atomically};
 use crate::protocol::{
     Ask, ClientKind, DeliveryKind, ErrorCode, MessageId, Sender, ServerMsg, SessionId, WorkerState,
 };
@@ -90,10 +90,12 @@ impl State {
         Ok(true)
     }
 
-    /// The owner acknowledged deliveries: a worker's result among them ends the worker.
+    /// The session on `conn` acknowledged deliveries: a worker's result among them ends
+    /// the worker when that session is its owner. Nothing is looked up (not even who the
+    /// session is) while no result waits for an ack.
     pub(in crate::hub) fn worker_results_acked(
         &mut self,
-        owner: &SessionId,
+        conn: ConnId,
         ids: &[MessageId],
         db: &Connection,
         out: &mut Out,
@@ -101,6 +103,7 @@ impl State {
         if self.workers.awaiting_ack.is_empty() {
             return Ok(());
         }
+        let owner = self.presence.registered(conn)?.clone();
         for id in ids {
             let Some(&worker) = self.workers.awaiting_ack.get(id) else {
                 continue;
@@ -108,7 +111,7 @@ impl State {
             let Some(row) = store::workers::get(db, worker)? else {
                 continue;
             };
-            if &row.worker.owner_id != owner {
+            if row.worker.owner_id != owner {
                 continue; // Only the owner's ack of its own delivery counts.
             }
             self.workers.awaiting_ack.remove(id);
