@@ -412,8 +412,7 @@ impl Hub {
             let stop = self.state.fail_batch(batch, &e, &self.db);
             // What those commands wrote, each statement on its own, is read back: the
             // store is failing, and a statement that failed took its rows back.
-            self.state.unread.settle(&self.db, 0);
-            self.state.unread.committed();
+            self.state.unread.batch_failed(&self.db);
             return stop;
         }
         let mut out = Out::default();
@@ -447,8 +446,7 @@ impl Hub {
             Err(e) => {
                 tracing::error!(error = %e, "group commit failed; failing the batch");
                 let _ = self.db.execute_batch("ROLLBACK");
-                self.state.unread.settle(&self.db, 0);
-                self.state.unread.committed();
+                self.state.unread.batch_failed(&self.db);
                 self.state.fail_commit(out.requests, &e);
             }
         }

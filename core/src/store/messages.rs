@@ -178,6 +178,17 @@ pub fn insert(conn: &Connection, unread: &Unread, m: NewMessage<'_>) -> rusqlite
     Ok(m.delivery(MessageId::from(id)))
 }
 
+/// The ids of the rows a `... RETURNING id` statement changed.
+pub(super) fn changed_ids(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<u64>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let ids = stmt.query_map(params, |r| r.get::<_, i64>(0).map(|id| id as u64))?;
+    ids.collect()
+}
+
 /// Delete the unread rows a `DELETE ... RETURNING id` statement selects, and take them
 /// out of `unread`. Returns how many.
 pub(super) fn delete_unread(
@@ -186,12 +197,9 @@ pub(super) fn delete_unread(
     sql: &str,
     params: impl rusqlite::Params,
 ) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    let ids = stmt
-        .query_map(params, |r| r.get::<_, i64>(0))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    for id in &ids {
-        unread.remove(*id as u64);
+    let ids = changed_ids(conn, sql, params)?;
+    for &id in &ids {
+        unread.remove(id);
     }
     Ok(ids.len())
 }

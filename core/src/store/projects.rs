@@ -397,15 +397,14 @@ pub fn readdress_role_mail(
     repo_id: &str,
     holder: &SessionId,
 ) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(
+    let ids = super::messages::changed_ids(
+        conn,
         "UPDATE messages SET recipient = ?2
             WHERE role_repo = ?1 AND acked_at IS NULL AND recipient != ?2 RETURNING id",
+        params![repo_id, holder],
     )?;
-    let ids = stmt
-        .query_map(params![repo_id, holder], |r| r.get::<_, i64>(0))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    for id in &ids {
-        unread.add(holder, *id as u64);
+    for &id in &ids {
+        unread.add(holder, id);
     }
     Ok(ids.len())
 }

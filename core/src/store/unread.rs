@@ -225,6 +225,14 @@ impl Unread {
     pub fn committed(&self) {
         self.index.borrow_mut().journal.clear();
     }
+
+    /// The batch did not commit (or did not begin, and its commands wrote statement by
+    /// statement): every id it changed is read back from what is there now, and the
+    /// journal starts over.
+    pub fn batch_failed(&self, conn: &Connection) {
+        self.settle(conn, 0);
+        self.committed();
+    }
 }
 
 /// The floor kept in `meta` (0: scan everything).
@@ -387,12 +395,12 @@ mod tests {
             }
             if next(5) == 0 {
                 db.execute_batch("ROLLBACK").unwrap();
-                unread.settle(db, 0);
+                unread.batch_failed(db);
                 undone += 1;
             } else {
                 db.execute_batch("COMMIT").unwrap();
+                unread.committed();
             }
-            unread.committed();
             assert_eq!(index(unread), truth(db), "round {rounds}");
         }
         assert!(undone > 100, "rollbacks were exercised ({undone})");
