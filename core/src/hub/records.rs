@@ -12,7 +12,6 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 

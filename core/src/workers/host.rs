@@ -192,7 +192,8 @@ type LaunchReply = Reply<Result<Launched, HostError>>;
 
 enum Cmd {
     Launch(Box<LaunchSpec>, LaunchReply),
-    Adopt(i64, String, String, Reply<Result<Launched, HostError>>),
+    /// Worker, pane, the launch's nonce.
+    Adopt(i64, String, String, LaunchReply),
     Stop(i64, Reply<Option<oneshot::Receiver<()>>>),
     Capture(i64, Reply<Capture>),
 }
