@@ -42,12 +42,11 @@ pub async fn run(ctx: &Ctx, args: &SessionsArgs) -> anyhow::Result<ExitCode> {
     } else if ctx.json {
         print_json(&sessions)?;
     } else if sessions.is_empty() {
-        let hint = if all {
-            ""
+        print(if all {
+            "no sessions known: none has connected to this core yet\n"
         } else {
-            " (--all also lists sessions that went away)"
-        };
-        print(&format!("no sessions connected{hint}\n"))?;
+            "no sessions connected (--all also lists sessions that went away)\n"
+        })?;
     } else {
         // Managed workers are named as such: `scout-1 (worker of fix-login)`, role worker.
         let workers = conn

@@ -93,6 +93,15 @@ async fn sessions_until(core: &Core, all: bool, pred: impl Fn(&[Value]) -> bool)
 #[tokio::test]
 async fn sessions_json_and_table() -> Result<()> {
     let core = Core::start().await?;
+    // None yet: each listing says which it is, the connected ones with where the rest are.
+    assert_eq!(
+        text(&run(&core, &["sessions"]).stdout),
+        "no sessions connected (--all also lists sessions that went away)\n"
+    );
+    assert_eq!(
+        text(&run(&core, &["sessions", "--all"]).stdout),
+        "no sessions known: none has connected to this core yet\n"
+    );
     let tmp = tempfile::tempdir()?;
     let app = git_repo(tmp.path())?;
     let mut one = register(
