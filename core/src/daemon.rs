@@ -115,6 +115,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
     let checkpointer = Checkpointer::spawn(&db_path);
     store.on_commit(checkpointer.waker());
     let (hub, hub_task) = hub::spawn(store, facts);
+    survive_file_size_limit();
 
     let listener = server::bind(&socket, &state_dir).await?;
     crate::approvals::write_summary(&socket, &config.approvals);
@@ -218,6 +219,34 @@ fn lock_state_dir(state_dir: &std::path::Path) -> Result<File, DaemonError> {
     writeln!(file, "{}", std::process::id()).map_err(err)?;
     file.flush().map_err(err)?;
     Ok(file)
+}
+
+/// A write past the core's file-size limit (`ulimit -f`) raises SIGXFSZ, whose default is
+/// to kill the process. Listened for instead, the write fails (EFBIG): the store refuses
+/// the batch as it does on a full disk, nothing accepted is lost, and the core keeps
+/// serving until the limit is raised. Logged at most once a minute.
+fn survive_file_size_limit() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let xfsz = SignalKind::from_raw(rustix::process::Signal::XFSZ.as_raw());
+    let mut raised = match signal(xfsz) {
+        Ok(raised) => raised,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGXFSZ: a file past `ulimit -f` ends the core");
+            return;
+        }
+    };
+    tokio::spawn(async move {
+        let mut told: Option<std::time::Instant> = None;
+        while raised.recv().await.is_some() {
+            if told.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                told = Some(std::time::Instant::now());
+                tracing::error!(
+                    "a file reached this process's file-size limit (`ulimit -f`): writes past it fail until the limit is raised (`prlimit --pid {} --fsize=unlimited`) or the core restarts without it",
+                    std::process::id()
+                );
+            }
+        }
+    });
 }
 
 /// Wait for Ctrl-C or SIGTERM.

@@ -217,7 +217,13 @@ impl Failure {
                  version (`shepherd restart`), or upgrade this shepherd if the core is newer"
             }
             ErrorCode::ShuttingDown => " — the core is stopping: start it again with `shepherd up`",
-            ErrorCode::StoreFailed => " — nothing was kept; `shepherd doctor` checks the database",
+            // The core's words say what was kept and done when they can.
+            ErrorCode::StoreFailed if message.contains("nothing was") => {
+                " — `shepherd doctor` checks the database and the disk it is on"
+            }
+            ErrorCode::StoreFailed => {
+                " — nothing was kept; `shepherd doctor` checks the database and the disk it is on"
+            }
             ErrorCode::Internal => {
                 " — a bug in the shepherd core; its log (stderr of `shepherd up`) has more"
             }

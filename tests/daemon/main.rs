@@ -7,6 +7,7 @@
 //! - [`authority`]: the authority matrix, every edge request from each role;
 //! - [`bad_input`]: bad frames, bodies, greetings and values over the real socket;
 //! - [`crash`]: `kill -9` with messages, asks and answers in flight, then restart;
+//! - [`disk`]: the disk fills under the core: refusals, nothing lost, recovery;
 //! - [`endings`]: `bye`, lost sessions, `/reload`, and `interrupt`;
 //! - [`files`]: what `shepherd up` does to the files and directories it is given;
 //! - [`hosts`]: cores on other machines linked into one herd (`[[hosts]]`, `shepherd link`);
@@ -32,6 +33,7 @@ mod asks;
 mod authority;
 mod bad_input;
 mod crash;
+mod disk;
 mod endings;
 mod files;
 mod hosts;

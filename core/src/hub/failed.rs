@@ -6,6 +6,7 @@
 
 use rusqlite::Connection;
 
+use super::trouble::{Trouble, trouble};
 use super::{ConnId, HubCommand, HubError, Out, State};
 use crate::protocol::ErrorCode;
 use crate::workers::launch::ProcKey;
@@ -19,10 +20,12 @@ impl State {
         e: &rusqlite::Error,
         db: &Connection,
     ) -> bool {
+        let t = trouble(e, self.db_path.as_deref());
+        self.health.failed(&t);
         let mut stop = false;
         let mut failed = Out::default();
         for cmd in batch.drain(..) {
-            stop |= self.fail_command(cmd, e, db, &mut failed);
+            stop |= self.fail_command(cmd, &t, db, &mut failed);
         }
         self.flush(failed);
         stop
@@ -30,22 +33,25 @@ impl State {
 
     /// Fail the requests a batch handled: its commit failed (`e`) and was rolled back.
     pub(super) fn fail_commit(&mut self, requests: Vec<(ConnId, u64)>, e: &rusqlite::Error) {
+        let t = trouble(e, self.db_path.as_deref());
+        self.health.failed(&t);
         let mut failed = Out::default();
         for (conn, id) in requests {
             let err = HubError::new(
                 ErrorCode::StoreFailed,
-                format!("the database could not commit ({e}); nothing was kept: retry"),
+                format!("{}: nothing was kept; {}", t.what, t.todo),
             );
             failed.error(conn, Some(id), err);
         }
         self.flush(failed);
     }
 
-    /// One command of a batch whose transaction could not begin; true for `Shutdown`.
+    /// One command of a batch whose transaction could not begin (`t`: why); true for
+    /// `Shutdown`.
     fn fail_command(
         &mut self,
         cmd: HubCommand,
-        e: &rusqlite::Error,
+        t: &Trouble,
         db: &Connection,
         failed: &mut Out,
     ) -> bool {
@@ -62,7 +68,11 @@ impl State {
             HubCommand::Shutdown => return true,
             HubCommand::Request { conn, msg, .. } => {
                 let reply = msg.request_id().map(|id| (conn, id));
-                refuse(failed, reply, format!("the database failed ({e}); retry"));
+                refuse(
+                    failed,
+                    reply,
+                    format!("{}: nothing was done; {}", t.what, t.todo),
+                );
             }
             // Presence must stay right even when the store is failing.
             cmd @ (HubCommand::Connect { .. }
@@ -78,10 +88,7 @@ impl State {
             // Mail between the cores stays kept where it was sent from: it goes again
             // when the link next comes up.
             HubCommand::LinkNews(news) => {
-                tracing::error!(
-                    ?news,
-                    "mail between the cores waits: the database failed ({e})"
-                );
+                tracing::error!(?news, "mail between the cores waits: {}", t.what);
             }
             // Without a store nothing about workers can change: say so, retry later.
             HubCommand::ProcLaunched(done) => {
@@ -99,7 +106,8 @@ impl State {
                     failed,
                     done.reply,
                     format!(
-                        "the database failed ({e}); the process was started but could not be recorded: {what}"
+                        "{}; the process was started but could not be recorded: {what}",
+                        t.what
                     ),
                 );
             }
@@ -110,7 +118,7 @@ impl State {
                 );
             }
             HubCommand::Continue(done) => {
-                let message = format!("the database failed ({e}); nothing was done: retry");
+                let message = format!("{}: nothing was done; {}", t.what, t.todo);
                 refuse(failed, done.reply, message);
             }
             HubCommand::GitDone(done) => {
@@ -119,7 +127,8 @@ impl State {
                     failed,
                     done.reply,
                     format!(
-                        "the database failed ({e}); the git work was done but not recorded: retry"
+                        "{}; the git work was done but not recorded: {}",
+                        t.what, t.todo
                     ),
                 );
             }
@@ -129,7 +138,8 @@ impl State {
                     failed,
                     done.reply,
                     format!(
-                        "the database failed ({e}); the process was stopped but nothing after it was done: retry"
+                        "{}; the process was stopped but nothing after it was done: {}",
+                        t.what, t.todo
                     ),
                 );
             }

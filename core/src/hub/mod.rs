@@ -49,6 +49,7 @@ mod senders;
 mod session_change;
 mod started;
 mod supervise;
+mod trouble;
 mod unanswer;
 mod usage;
 mod workers;
@@ -310,6 +311,7 @@ pub fn spawn(store: Store, facts: CoreFacts) -> (HubHandle, tokio::task::JoinHan
             links,
             herd: herd::HerdLink::load(&store.conn),
             records: records::Records::watch(&store.conn),
+            health: trouble::Health::default(),
         },
         db: store.conn,
     };
@@ -371,6 +373,8 @@ struct State {
     herd: herd::HerdLink,
     /// Session records read once, until the `sessions` table changes.
     records: records::Records,
+    /// Whether commits are failing, for the log ([`trouble::Health`]).
+    health: trouble::Health,
 }
 
 impl Hub {
@@ -408,7 +412,6 @@ impl Hub {
             .prepare_cached(store::BEGIN_BATCH)
             .and_then(|mut s| s.execute([]))
         {
-            tracing::error!(error = %e, "cannot begin a transaction");
             let stop = self.state.fail_batch(batch, &e, &self.db);
             // What those commands wrote, each statement on its own, is read back: the
             // store is failing, and a statement that failed took its rows back.
@@ -439,12 +442,12 @@ impl Hub {
         {
             Ok(_) => {
                 self.state.unread.committed();
+                self.state.health.committed();
                 let reads = std::mem::take(&mut out.reads);
                 self.state.run_reads(reads, &self.db, &mut out);
                 self.state.flush(out)
             }
             Err(e) => {
-                tracing::error!(error = %e, "group commit failed; failing the batch");
                 let _ = self.db.execute_batch("ROLLBACK");
                 self.state.unread.batch_failed(&self.db);
                 self.state.fail_commit(out.requests, &e);
