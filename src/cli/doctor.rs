@@ -132,6 +132,7 @@ pub async fn run_checks(ctx: &Ctx) -> Vec<Check> {
         Ok(dir) => {
             checks.push(state_dir_check(&dir, uid));
             checks.push(database_check(&dir.join("shepherd.db")));
+            checks.extend(disk_check(&dir));
         }
         Err(e) => checks.push(Check::fail(
             "state dir",
@@ -439,8 +440,34 @@ fn bytes(n: u64) -> String {
     match n {
         0..1024 => format!("{n} B"),
         1024..1_048_576 => format!("{:.1} KiB", n as f64 / 1024.0),
-        _ => format!("{:.1} MiB", n as f64 / 1_048_576.0),
+        1_048_576..1_073_741_824 => format!("{:.1} MiB", n as f64 / 1_048_576.0),
+        _ => format!("{:.1} GiB", n as f64 / 1_073_741_824.0),
     }
+}
+
+/// Below this much free space the core's writes are about to fail.
+const DISK_LOW: u64 = 64 << 20;
+/// Below this much they fail now, or soon (a commit of large mail, the WAL's growth).
+const DISK_FULL: u64 = 4 << 20;
+
+/// The free space on the disk holding the state directory: every request that changes
+/// something is refused (`store_failed`) while it is full. `None` when there is no
+/// directory yet (the state dir check says so).
+fn disk_check(dir: &Path) -> Option<Check> {
+    const CHECK: &str = "disk";
+    let stat = rustix::fs::statvfs(dir).ok()?;
+    let free = stat.f_bavail.saturating_mul(stat.f_frsize);
+    let shown = dir.display();
+    let detail = format!("{} free on the disk holding {shown}", bytes(free));
+    let fix =
+        "free space on that disk: the core refuses every change (`store_failed`) while it is full";
+    Some(if free < DISK_FULL {
+        Check::fail(CHECK, detail, fix)
+    } else if free < DISK_LOW {
+        Check::warn(CHECK, detail, fix)
+    } else {
+        Check::ok(CHECK, detail)
+    })
 }
 
 fn socket_check(socket: &Path, uid: u32) -> Check {

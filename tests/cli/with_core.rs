@@ -475,10 +475,16 @@ async fn doctor_with_a_running_core() -> Result<()> {
     let core = Core::start().await?;
     let out = core.cli(&["doctor", "--json"]);
     let checks: Vec<Value> = serde_json::from_slice(&out.stdout)?;
-    for name in ["config", "state dir", "database", "socket", "core"] {
+    for name in ["config", "state dir", "database", "disk", "socket", "core"] {
         let check = checks.iter().find(|c| c["check"] == name).unwrap();
         assert_eq!(check["status"], "ok", "{check}");
     }
+    let disk = checks.iter().find(|c| c["check"] == "disk").unwrap();
+    let holding = format!("free on the disk holding {}", core.state_dir().display());
+    assert!(
+        disk["detail"].as_str().unwrap().ends_with(&holding),
+        "{disk}"
+    );
     let core_line = checks.iter().find(|c| c["check"] == "core").unwrap();
     assert!(
         core_line["detail"]
