@@ -450,12 +450,13 @@ const DISK_LOW: u64 = 64 << 20;
 /// Below this much they fail now, or soon (a commit of large mail, the WAL's growth).
 const DISK_FULL: u64 = 4 << 20;
 
-/// The free space on the disk holding the state directory: every request that changes
-/// something is refused (`store_failed`) while it is full. `None` when there is no
-/// directory yet (the state dir check says so).
+/// The free space on the disk holding the state directory (or that will hold it: its
+/// nearest existing parent): every request that changes something is refused
+/// (`store_failed`) while it is full. `None` when it cannot be read.
 fn disk_check(dir: &Path) -> Option<Check> {
     const CHECK: &str = "disk";
-    let stat = rustix::fs::statvfs(dir).ok()?;
+    let existing = dir.ancestors().find(|p| p.exists())?;
+    let stat = rustix::fs::statvfs(existing).ok()?;
     let free = stat.f_bavail.saturating_mul(stat.f_frsize);
     let shown = dir.display();
     let detail = format!("{} free on the disk holding {shown}", bytes(free));
