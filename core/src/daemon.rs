@@ -48,6 +48,32 @@ pub enum DaemonError {
     Server(#[from] ServerError),
 }
 
+impl DaemonError {
+    /// The message, and what to do when the disk is the cause: a full disk, or a file that
+    /// would pass this process's file-size limit (`ulimit -f`).
+    pub fn explained(&self) -> String {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(e) = cause {
+            let io = e.downcast_ref::<std::io::Error>().map(std::io::Error::kind);
+            let sqlite = e
+                .downcast_ref::<rusqlite::Error>()
+                .and_then(rusqlite::Error::sqlite_error_code);
+            if io == Some(std::io::ErrorKind::StorageFull)
+                || sqlite == Some(rusqlite::ErrorCode::DiskFull)
+            {
+                return format!("{self}: free space on that disk, then start the core again");
+            }
+            if io == Some(std::io::ErrorKind::FileTooLarge) {
+                return format!(
+                    "{self}: a file reached this process's file-size limit (`ulimit -f`): start the core without it"
+                );
+            }
+            cause = e.source();
+        }
+        self.to_string()
+    }
+}
+
 /// A started core.
 pub struct Running {
     pub socket: PathBuf,
@@ -287,4 +313,45 @@ fn worker_host(
         socket: socket.to_path_buf(),
         extra_env: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A start-up that failed for want of disk says what to do, whichever layer saw it.
+    #[test]
+    fn a_full_disk_at_start_says_to_free_space() {
+        let lock = DaemonError::Lock {
+            path: PathBuf::from("/state/shepherd.lock"),
+            source: std::io::Error::from_raw_os_error(28),
+        };
+        assert!(
+            lock.explained()
+                .ends_with(": free space on that disk, then start the core again"),
+            "{}",
+            lock.explained()
+        );
+        let full = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            None,
+        );
+        let store = DaemonError::Store {
+            path: PathBuf::from("/state/shepherd.db"),
+            source: StoreError::Sqlite(full),
+        };
+        assert!(
+            store
+                .explained()
+                .starts_with("cannot open the database /state/shepherd.db: ")
+                && store.explained().ends_with("then start the core again"),
+            "{}",
+            store.explained()
+        );
+        let other = DaemonError::Lock {
+            path: PathBuf::from("/state/shepherd.lock"),
+            source: std::io::Error::from_raw_os_error(13),
+        };
+        assert_eq!(other.explained(), other.to_string());
+    }
 }

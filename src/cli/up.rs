@@ -148,7 +148,7 @@ fn serve(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
     let served = runtime.block_on(async {
         let running = shepherd_core::daemon::start(config.clone())
             .await
-            .map_err(|e| Failure::new("daemon", e.to_string()))?;
+            .map_err(|e| Failure::new("daemon", e.explained()))?;
         let shutdown = CancellationToken::new();
         let bridges = Bridges::spawn(
             &config,

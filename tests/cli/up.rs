@@ -113,6 +113,34 @@ fn up_with_log_file_that_cannot_start_writes_the_reason_to_the_log() -> Result<(
     Ok(())
 }
 
+/// A core that cannot write its files at start-up (here a file-size limit of 0, as
+/// `ulimit -f 0` sets; a full disk reads the same with "free space on that disk") says
+/// why and what to do, and exits 1.
+#[test]
+fn up_that_cannot_write_says_what_to_do() -> Result<()> {
+    let dir = tempfile::Builder::new().prefix("shp").tempdir_in("/tmp")?;
+    let out = Command::new("sh")
+        .args(["-c", "trap '' XFSZ; ulimit -S -f 0; exec \"$0\" up"])
+        .arg(shepherd_bin())
+        .env("PI_CODING_AGENT_DIR", dir.path())
+        .env_remove("SHEPHERD_SOCKET")
+        .env_remove("SHEPHERD_STATE_DIR")
+        .env_remove("SHEPHERD_CONFIG")
+        .env("RUST_LOG", "off")
+        .output()?;
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lock = dir.path().join("shepherd/shepherd.lock");
+    assert!(
+        err.contains(&format!("cannot use lock file {}", lock.display()))
+            && err.contains(
+                ": a file reached this process's file-size limit (`ulimit -f`): start the core without it"
+            ),
+        "{err}"
+    );
+    Ok(())
+}
+
 /// A config file holding a secret that group or others can read: `up` warns once (with the
 /// `chmod 600` that fixes it, never the value) and `doctor` reports it with the fix.
 #[test]
