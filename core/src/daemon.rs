@@ -83,6 +83,9 @@ pub struct Running {
     hub: HubHandle,
     hub_task: tokio::task::JoinHandle<()>,
     checkpointer: Checkpointer,
+    /// The socket and database paths, watched ([`crate::watch`]); `None` when inotify
+    /// could not start (logged).
+    watch: Option<crate::watch::Watch>,
     _lock: File,
 }
 
@@ -162,13 +165,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         uid: files::own_uid(),
     });
     let max_open = server::connection_cap();
-    if max_open < limits.max_sessions {
-        tracing::warn!(
-            max_open,
-            max_sessions = limits.max_sessions,
-            "the open-file limit (ulimit -n) allows fewer connections than core.limits.max_sessions; raise it to serve that many sessions"
-        );
-    }
+    warn_if_few_connections(max_open, limits.max_sessions);
     let shutdown = CancellationToken::new();
     let tracker = TaskTracker::new();
     tracker.spawn(server::serve(
@@ -179,6 +176,7 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         tracker.clone(),
         max_open,
     ));
+    let watch = watch_files(&socket, &db_path);
     tracing::info!(socket = %socket.display(), state_dir = %state_dir.display(), pid = std::process::id(), "shepherd core accepting connections");
     Ok(Running {
         socket,
@@ -188,11 +186,29 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
         hub,
         hub_task,
         checkpointer,
+        watch,
         _lock: lock,
     })
 }
 
 impl Running {
+    /// Serve until Ctrl-C or SIGTERM, or until the socket or the database file is removed,
+    /// moved or replaced under the core ([`crate::watch`]); then call [`Running::stop`].
+    pub async fn until_stopped(&mut self) {
+        let lost = async {
+            match &mut self.watch {
+                Some(watch) => watch.lost().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = wait_for_signal() => {}
+            why = lost => tracing::warn!(
+                "stopping: {why}; the sessions wait for the next core, which starts on what is there now"
+            ),
+        }
+    }
+
     /// Stop accepting, close every connection, let the hub finish, remove the socket.
     pub async fn stop(self) {
         // First, so that the sessions dropped below are not announced as endings.
@@ -210,7 +226,14 @@ impl Running {
         let _ = self.hub_task.await;
         let checkpointer = self.checkpointer;
         let _ = tokio::task::spawn_blocking(move || checkpointer.stop()).await;
-        let _ = std::fs::remove_file(&self.socket);
+        // Only this core's own socket: another core may have bound the path since.
+        let ours = self
+            .watch
+            .as_ref()
+            .is_none_or(|w| w.still_holds(&self.socket));
+        if ours {
+            let _ = std::fs::remove_file(&self.socket);
+        }
         tracing::info!("stopped");
     }
 }
@@ -245,6 +268,29 @@ fn lock_state_dir(state_dir: &std::path::Path) -> Result<File, DaemonError> {
     writeln!(file, "{}", std::process::id()).map_err(err)?;
     file.flush().map_err(err)?;
     Ok(file)
+}
+
+/// Say so when the open-file limit allows fewer connections than sessions are allowed.
+fn warn_if_few_connections(max_open: usize, max_sessions: usize) {
+    if max_open < max_sessions {
+        tracing::warn!(
+            max_open,
+            max_sessions,
+            "the open-file limit (ulimit -n) allows fewer connections than core.limits.max_sessions; raise it to serve that many sessions"
+        );
+    }
+}
+
+/// Watch the socket and database paths ([`crate::watch`]); `None` (logged) when inotify
+/// cannot start.
+fn watch_files(socket: &std::path::Path, db: &std::path::Path) -> Option<crate::watch::Watch> {
+    match crate::watch::Watch::start(&[(socket, "the socket"), (db, "the database")]) {
+        Ok(watch) => Some(watch),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot watch the socket and database files: a core whose state directory is deleted goes on serving the sessions it has");
+            None
+        }
+    }
 }
 
 /// A write past the core's file-size limit (`ulimit -f`) raises SIGXFSZ, whose default is

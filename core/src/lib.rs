@@ -25,6 +25,8 @@
 //!   bounded reads of a user's files (regular files only).
 //! - [`framing`]: frames on async streams, with the bounds on a frame's arrival.
 //! - [`daemon`]: `shepherd up`: lock the state dir, open the store, start and stop the core.
+//! - [`watch`]: the socket and database paths watched: a core whose files are removed or
+//!   replaced under it stops rather than serve from a deleted database.
 //! - [`workers`]: managed workers' processes: launch lines, the process host (headless or
 //!   tmux), `/proc` ancestry.
 //! - `examples`: filled-in records for tests (`test-support` feature, or shepherd-core's own tests).
@@ -50,4 +52,5 @@ pub mod server;
 pub mod store;
 pub mod supervise;
 pub mod usage;
+pub mod watch;
 pub mod workers;

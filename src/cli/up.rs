@@ -146,7 +146,7 @@ fn serve(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
     shepherd_bridges::validate(&config)
         .map_err(|e| Failure::new("invalid_config", e.to_string()))?;
     let served = runtime.block_on(async {
-        let running = shepherd_core::daemon::start(config.clone())
+        let mut running = shepherd_core::daemon::start(config.clone())
             .await
             .map_err(|e| Failure::new("daemon", e.explained()))?;
         let shutdown = CancellationToken::new();
@@ -156,7 +156,7 @@ fn serve(ctx: &Ctx, args: &UpArgs) -> anyhow::Result<ExitCode> {
             &running.state_dir,
             shutdown.clone(),
         );
-        shepherd_core::daemon::wait_for_signal().await;
+        running.until_stopped().await;
         tracing::info!("shutting down");
         stop_bridges(bridges, shutdown).await;
         running.stop().await;

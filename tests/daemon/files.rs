@@ -248,3 +248,69 @@ fn the_database_its_companions_and_the_lock_are_0600_with_umask_000() -> Result<
     assert_eq!(mode(&state.join("shepherd.lock")), 0o600);
     Ok(())
 }
+
+/// A core whose state directory is deleted under it (to start afresh) stops at once and
+/// says why, rather than serving the sessions it has from a deleted database while the
+/// next session starts a second core; files coming and going beside its own do not stop
+/// it. The sessions reach the next core, which starts on a fresh directory; a core whose
+/// database file is replaced (a backup restored) stops the same way.
+#[tokio::test]
+async fn a_core_whose_state_directory_is_deleted_stops_and_the_next_starts_fresh() -> Result<()> {
+    use shepherd_core::client::Client;
+    use shepherd_core::protocol::ClientKind;
+    let mut core = shepherd_harness::Core::start().await?;
+    let state = core.state_dir();
+    let mut pi = core.pi("left-behind", "left-behind").await?;
+    core.cli(&["send", "left-behind", "kept in the old core"]);
+    // Other files in the directory: nothing.
+    std::fs::write(state.join("notes.txt"), "x")?;
+    std::fs::remove_file(state.join("notes.txt"))?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut cli = Client::connect(&core.socket(), ClientKind::Cli, "files-test").await?;
+    cli.ping().await?;
+
+    std::fs::remove_dir_all(&state)?;
+    let status = core.exited_within(Duration::from_secs(5))?;
+    assert!(status.success(), "{status}");
+    let log = core.log();
+    let why = format!(
+        "stopping: the socket {} was removed or moved",
+        state.join("shepherd.sock").display()
+    );
+    assert!(log.contains(&why), "{log}");
+    // The session's connection was closed, not left talking to a deleted database.
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if pi.client.next_event().await.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the session's connection stayed open");
+
+    // The next core starts on a fresh directory, and the session registers there.
+    core.restart().await?;
+    let again = core.pi("left-behind", "left-behind").await?;
+    assert_eq!(again.pending, 0, "a fresh state has no mail");
+    let sessions = core.cli_json(&["sessions", "--all"])?;
+    assert_eq!(sessions.as_array().map(Vec::len), Some(1), "{sessions}");
+
+    // A database file replaced under the core: it stops too, and removes only its own
+    // socket.
+    let db = state.join("shepherd.db");
+    let backup = state.join("backup.db");
+    std::fs::copy(&db, &backup)?;
+    std::fs::rename(&backup, &db)?;
+    let status = core.exited_within(Duration::from_secs(5))?;
+    assert!(status.success(), "{status}");
+    let log = core.log();
+    assert!(
+        log.contains(&format!(
+            "stopping: the database {} was replaced by another file",
+            db.display()
+        )),
+        "{log}"
+    );
+    Ok(())
+}

@@ -258,6 +258,22 @@ impl Core {
         }
     }
 
+    /// Wait (up to `timeout`) for the daemon to exit on its own; its exit status.
+    pub fn exited_within(&mut self, timeout: Duration) -> Result<std::process::ExitStatus> {
+        let child = self.child.as_mut().context("core is not running")?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                self.child = None;
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                bail!("shepherd did not exit within {timeout:?}:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Start the daemon again on the same state directory.
     pub async fn restart(&mut self) -> Result<()> {
         if self.child.is_some() {
