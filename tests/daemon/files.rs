@@ -1,7 +1,8 @@
 //! What `shepherd up` does to the files and directories it is pointed at: a directory it
 //! did not create is never chmodded (a shared one that others could write into is refused
 //! instead), only a socket nothing answers on is removed as stale, and the database, its
-//! companions and the lock are 0600 whatever the umask.
+//! companions and the lock are 0600 whatever the umask; a core whose state directory is
+//! deleted under it stops.
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};

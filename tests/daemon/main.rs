@@ -9,7 +9,8 @@
 //! - [`crash`]: `kill -9` with messages, asks and answers in flight, then restart;
 //! - [`disk`]: the disk fills under the core: refusals, nothing lost, recovery;
 //! - [`endings`]: `bye`, lost sessions, `/reload`, and `interrupt`;
-//! - [`files`]: what `shepherd up` does to the files and directories it is given;
+//! - [`files`]: what `shepherd up` does to the files and directories it is given, and when
+//!   they are deleted under it;
 //! - [`hosts`]: cores on other machines linked into one herd (`[[hosts]]`, `shepherd link`);
 //! - [`keys`]: idempotency keys on `ask` and `report`;
 //! - [`mail`]: steers and messages, ordering, redelivery, acknowledgements;
