@@ -3,8 +3,9 @@
 //! Start-up in a fixed order: make the private state directory, take the state
 //! directory's lock (a second core on the same state refuses, naming the running pid),
 //! open and migrate the database, start the hub, bind the socket, accept. Shutdown
-//! (Ctrl-C, SIGTERM) runs it backwards: stop accepting, close connections, let the hub
-//! commit what it has, remove the socket.
+//! (Ctrl-C, SIGTERM, or the socket or database file removed or replaced under the core:
+//! [`crate::watch`]) runs it backwards: stop accepting, close connections, let the hub
+//! commit what it has, remove the socket if it is still this core's.
 
 use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, Write};
