@@ -293,6 +293,45 @@ async fn core_kill9_and_restart_mid_session_delivers_a_queued_steer_once() -> Re
     Ok(())
 }
 
+/// The state directory deleted under a running core, to start afresh: the core stops (it
+/// does not go on serving this session from a deleted database), Pi goes on working
+/// without it, and once the next core starts on a fresh directory the session registers
+/// there by itself and a steer reaches the model.
+#[tokio::test]
+async fn a_deleted_state_directory_moves_the_session_to_the_next_core() -> Result<()> {
+    let mut core = Core::start().await?;
+    let model = FakeModel::start(|_| Reply::text("fine")).await?;
+    let mut opts = PiOptions::new(core.agent_dir());
+    opts.name = Some("e2e-afresh".into());
+    let mut pi = PiSession::spawn(&model, opts).await?;
+    let before = connected_session(&core, "e2e-afresh").await?;
+
+    std::fs::remove_dir_all(core.state_dir())?;
+    let status = core.exited_within(Duration::from_secs(5))?;
+    assert!(status.success(), "{status}");
+    pi.prompt("still here?").await?;
+    pi.wait_settled(LONG).await?;
+
+    core.restart().await?;
+    let after = connected_session(&core, "e2e-afresh").await?;
+    assert_eq!(
+        after["id"], before["id"],
+        "the same session, registered again"
+    );
+    core.cli_json(&["send", "e2e-afresh", "STEER-on-the-next-core"])?;
+    eventually(LONG, "the steer to reach the model", || {
+        model
+            .requests()
+            .iter()
+            .any(|r| r.last().1.contains("STEER-on-the-next-core"))
+            .then_some(())
+    })
+    .await?;
+    pi.wait_settled(LONG).await?;
+    pi.shutdown().await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn without_a_core_or_binary_pi_works_and_shows_one_notice() -> Result<()> {
     let dir = tempfile::Builder::new().prefix("shp").tempdir_in("/tmp")?;
