@@ -236,26 +236,19 @@ impl Core {
 
     /// SIGTERM the daemon and wait for it to exit; its exit status.
     pub fn terminate(&mut self) -> Result<std::process::ExitStatus> {
-        let mut child = self.child.take().context("core is not running")?;
+        let pid = self.pid().context("core is not running")?;
         let status = Command::new("kill")
             .arg("-TERM")
-            .arg(child.id().to_string())
+            .arg(pid.to_string())
             .status()?;
         assert!(status.success(), "kill -TERM failed");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(status) = child.try_wait()? {
-                return Ok(status);
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                bail!(
-                    "shepherd did not exit within 10 s of SIGTERM:\n{}",
-                    self.log()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let exited = self
+            .exited_within(Duration::from_secs(10))
+            .context("after SIGTERM");
+        if exited.is_err() {
+            self.kill9();
         }
+        exited
     }
 
     /// Wait (up to `timeout`) for the daemon to exit on its own; its exit status.
