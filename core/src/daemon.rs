@@ -92,6 +92,9 @@ pub struct Running {
 
 /// Start the core and return once it accepts connections.
 pub async fn start(config: Config) -> Result<Running, DaemonError> {
+    // First: the lock file, the database's migrations and every later write past
+    // `ulimit -f` fail rather than end the process.
+    survive_file_size_limit();
     let state_dir = config.state_dir()?;
     let socket = config.socket_path()?;
     files::private_dir(&state_dir).map_err(server::ServerError::from)?;
@@ -145,7 +148,6 @@ pub async fn start(config: Config) -> Result<Running, DaemonError> {
     let checkpointer = Checkpointer::spawn(&db_path);
     store.on_commit(checkpointer.waker());
     let (hub, hub_task) = hub::spawn(store, facts);
-    survive_file_size_limit();
 
     let listener = server::bind(&socket, &state_dir).await?;
     crate::approvals::write_summary(&socket, &config.approvals);
