@@ -96,8 +96,11 @@ macro_rules! client_messages {
                 }
                 // UTF-8 first: serde_json would skip an unknown field's bytes unchecked.
                 let text = std::str::from_utf8(body).ok()?;
-                let head: Head<'_> = serde_json::from_str(text).ok()?;
-                match head.kind.as_ref() {
+                let kind = match leading_type(text) {
+                    Some(kind) => std::borrow::Cow::Borrowed(kind),
+                    None => serde_json::from_str::<Head<'_>>(text).ok()?.kind,
+                };
+                match kind.as_ref() {
                     $( $rtype => serde_json::from_str(text).ok().map(ClientMsg::$req), )*
                     $( $ntype => serde_json::from_str(text).ok().map(ClientMsg::$notice), )*
                     _ => None,
@@ -282,6 +285,18 @@ client_messages! {
         "bye" => Bye [pi],
         "host_mail_ack" => HostMailAck [core] else ONLY_A_LINK,
     }
+}
+
+/// The `type` of a frame that begins `{"type":"<name>"`, as every client of this
+/// protocol writes it, read without a first parse. `None` (parse it) for any other start,
+/// an escape in the name, or a second key that could also be `type` (the bytes `"type"`
+/// again, or a `\u` escape that could spell it): there the first parse's duplicate check
+/// decides. The typed read that follows checks the rest of the frame.
+fn leading_type(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix(r#"{"type":""#)?;
+    let (kind, after) = rest.split_at(rest.find(['"', '\\'])?);
+    let after = after.strip_prefix('"')?;
+    (!after.contains(r#""type""#) && !after.contains(r"\u")).then_some(kind)
 }
 
 impl ClientMsg {
@@ -701,6 +716,8 @@ mod tests {
             // A duplicate key: the tree keeps the last, the direct read refuses.
             &br#"{"type":"send","id":1,"to":"a","text":"x","text":"y"}"#[..],
             br#"{"type":"ping","type":"ping","id":1}"#,
+            // ... also when the second `type` is spelled with an escape.
+            br#"{"type":"ack","t\u0079pe":"ping","id":1,"ids":[1]}"#,
             // A lone surrogate: the tree repairs it.
             br#"{"type":"send","id":1,"to":"a","text":"\ud83d"}"#,
             br#"{"type":"no_such","id":1}"#,
@@ -715,6 +732,15 @@ mod tests {
                 None,
                 "{}",
                 String::from_utf8_lossy(body)
+            );
+        }
+        // `type` need not come first, nor without spaces.
+        for body in [
+            &br#"{"id":1,"type":"ping"}"#[..],
+            br#"{ "type": "ping", "id": 1 }"#,
+        ] {
+            assert!(
+                matches!(ClientMsg::decode_direct(body), Some(ClientMsg::Ping(p)) if p.id == 1)
             );
         }
         let malformed = ClientMsg::decode(b"{\"type\":\"ping\",\"id\":1,\"x\":\"\xff\"}");
