@@ -42,7 +42,7 @@ pub(in crate::hub) struct Out {
 
 impl Out {
     pub(in crate::hub) fn send(&mut self, conn: ConnId, msg: &ServerMsg) {
-        let bytes = Bytes::from(frame::encode(msg));
+        let bytes = Bytes::from(frame::encode_server(msg));
         self.frames.push(Frame {
             conn,
             bytes,
@@ -57,7 +57,7 @@ impl Out {
         message: Delivery,
     ) {
         let id = message.id;
-        let bytes = Bytes::from(frame::encode(&ServerMsg::Deliver { message }));
+        let bytes = Bytes::from(frame::encode_server(&ServerMsg::Deliver { message }));
         self.frames.push(Frame {
             conn,
             bytes,

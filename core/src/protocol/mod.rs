@@ -6,7 +6,8 @@
 //! `tests/fixtures/protocol/`) shares one definition. `docs/PROTOCOL.md` is the prose
 //! version of this module; change both together.
 //!
-//! - [`frame`]: 4-byte big-endian length + UTF-8 JSON object.
+//! - [`frame`]: 4-byte big-endian length + UTF-8 JSON object; `hot_frames` writes the two
+//!   frames every routed message costs (`deliver`, `sent`) by hand, into serde's bytes.
 //! - [`messages`]: [`ClientMsg`] (client → core) and [`ServerMsg`] (core → client),
 //!   internally tagged by `type`.
 //! - [`requests`]: one struct per client message (`ClientMsg::Supervise(Supervise)`).
@@ -31,6 +32,7 @@ pub mod error_code;
 pub mod files;
 pub mod frame;
 pub mod hosts;
+mod hot_frames;
 pub mod ids;
 pub mod messages;
 pub mod peek;

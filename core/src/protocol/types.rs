@@ -25,6 +25,16 @@ pub enum ClientKind {
 }
 
 impl ClientKind {
+    /// The wire and database spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientKind::Pi => "pi",
+            ClientKind::Bridge => "bridge",
+            ClientKind::Cli => "cli",
+            ClientKind::Core => "core",
+        }
+    }
+
     /// True for the clients that act for the human owner (CLI and bridges).
     pub fn is_human(self) -> bool {
         matches!(
@@ -476,6 +486,30 @@ pub enum DeliveryKind {
     /// To a Manager: how an `integrate_branch` that waited for the human ended (approved
     /// and integrated, or denied with the human's reason). Starts a turn.
     Integration,
+}
+
+impl DeliveryKind {
+    /// The wire and database spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryKind::Steer => "steer",
+            DeliveryKind::Message => "message",
+            DeliveryKind::Answer => "answer",
+            DeliveryKind::View => "view",
+            DeliveryKind::Brief => "brief",
+            DeliveryKind::Interrupt => "interrupt",
+            DeliveryKind::Ask => "ask",
+            DeliveryKind::SupervisorMessage => "supervisor_message",
+            DeliveryKind::StaffMessage => "staff_message",
+            DeliveryKind::PeerMessage => "peer_message",
+            DeliveryKind::Notice => "notice",
+            DeliveryKind::Task => "task",
+            DeliveryKind::AgentResult => "agent_result",
+            DeliveryKind::AgentAsk => "agent_ask",
+            DeliveryKind::AssignmentUpdate => "assignment_update",
+            DeliveryKind::Integration => "integration",
+        }
+    }
 }
 
 /// Who sent a delivery, stamped by the core from the sender's connection.

@@ -12,36 +12,6 @@ use crate::protocol::{
     SessionId,
 };
 
-fn kind_str(kind: DeliveryKind) -> &'static str {
-    match kind {
-        DeliveryKind::Steer => "steer",
-        DeliveryKind::Message => "message",
-        DeliveryKind::Answer => "answer",
-        DeliveryKind::View => "view",
-        DeliveryKind::Brief => "brief",
-        DeliveryKind::Interrupt => "interrupt",
-        DeliveryKind::Ask => "ask",
-        DeliveryKind::SupervisorMessage => "supervisor_message",
-        DeliveryKind::StaffMessage => "staff_message",
-        DeliveryKind::PeerMessage => "peer_message",
-        DeliveryKind::Notice => "notice",
-        DeliveryKind::Task => "task",
-        DeliveryKind::AgentResult => "agent_result",
-        DeliveryKind::AgentAsk => "agent_ask",
-        DeliveryKind::AssignmentUpdate => "assignment_update",
-        DeliveryKind::Integration => "integration",
-    }
-}
-
-fn client_str(kind: ClientKind) -> &'static str {
-    match kind {
-        ClientKind::Pi => "pi",
-        ClientKind::Bridge => "bridge",
-        ClientKind::Cli => "cli",
-        ClientKind::Core => "core",
-    }
-}
-
 /// The `images` column: a JSON array, NULL for none (nearly every message).
 fn images_json(images: &[DeliveredImage]) -> Option<String> {
     (!images.is_empty()).then(|| serde_json::to_string(images).unwrap_or_default())
@@ -162,9 +132,9 @@ pub fn insert(conn: &Connection, unread: &Unread, m: NewMessage<'_>) -> rusqlite
     .execute(params![
         id as i64,
         m.recipient,
-        kind_str(m.kind),
+        m.kind.as_str(),
         m.text,
-        client_str(m.from.kind),
+        m.from.kind.as_str(),
         m.from.session_id,
         m.from.name,
         m.ask_id,
