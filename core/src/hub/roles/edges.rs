@@ -249,7 +249,16 @@ impl State {
             }
             Err(e) => return Err(e),
         };
-        let body = format!("Peer message from {} ({}): {text}", me.name, me.id);
+        // Joined rather than formatted: this runs for every message between peers.
+        let body = [
+            "Peer message from ",
+            &me.name,
+            " (",
+            me.id.as_str(),
+            "): ",
+            &text,
+        ]
+        .concat();
         let mailed = self.edge_mail(
             Edge::new(EdgeKind::Peer, &me, &target),
             &body,
