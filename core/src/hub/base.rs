@@ -9,7 +9,9 @@ use bytes::Bytes;
 use rusqlite::Connection;
 
 use super::{ConnId, launched, off_hub, projects};
-use crate::protocol::{ClientKind, Delivery, ErrorCode, MessageId, ServerMsg, SessionId, frame};
+use crate::protocol::{
+    ClientKind, Delivery, ErrorCode, MessageId, ServerMsg, SessionId, hot_frames,
+};
 
 /// One encoded frame for one connection.
 pub(in crate::hub) struct Frame {
@@ -42,7 +44,7 @@ pub(in crate::hub) struct Out {
 
 impl Out {
     pub(in crate::hub) fn send(&mut self, conn: ConnId, msg: &ServerMsg) {
-        let bytes = Bytes::from(frame::encode_server(msg));
+        let bytes = Bytes::from(hot_frames::encode(msg));
         self.frames.push(Frame {
             conn,
             bytes,
@@ -57,7 +59,7 @@ impl Out {
         message: Delivery,
     ) {
         let id = message.id;
-        let bytes = Bytes::from(frame::encode_server(&ServerMsg::Deliver { message }));
+        let bytes = Bytes::from(hot_frames::encode(&ServerMsg::Deliver { message }));
         self.frames.push(Frame {
             conn,
             bytes,

@@ -22,12 +22,6 @@ pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
     buf
 }
 
-/// [`encode`] for the core's own messages: `deliver` and `sent`, which every routed
-/// message costs, are written by hand into the same bytes ([`super::hot_frames`]).
-pub fn encode_server(msg: &super::ServerMsg) -> Vec<u8> {
-    super::hot_frames::encode(msg).unwrap_or_else(|| encode(msg))
-}
-
 /// Read the body length out of a frame header.
 pub fn body_len(header: [u8; HEADER_LEN]) -> usize {
     u32::from_be_bytes(header) as usize

@@ -6,8 +6,9 @@
 //! `tests/fixtures/protocol/`) shares one definition. `docs/PROTOCOL.md` is the prose
 //! version of this module; change both together.
 //!
-//! - [`frame`]: 4-byte big-endian length + UTF-8 JSON object; `hot_frames` writes the two
-//!   frames every routed message costs (`deliver`, `sent`) by hand, into serde's bytes.
+//! - [`frame`]: 4-byte big-endian length + UTF-8 JSON object.
+//! - [`hot_frames`]: the two frames every routed message costs (`deliver`, `sent`), written
+//!   by hand into the bytes serde writes; how the hub encodes what it sends.
 //! - [`messages`]: [`ClientMsg`] (client → core) and [`ServerMsg`] (core → client),
 //!   internally tagged by `type`.
 //! - [`requests`]: one struct per client message (`ClientMsg::Supervise(Supervise)`).
@@ -32,7 +33,7 @@ pub mod error_code;
 pub mod files;
 pub mod frame;
 pub mod hosts;
-mod hot_frames;
+pub mod hot_frames;
 pub mod ids;
 pub mod messages;
 pub mod peek;
