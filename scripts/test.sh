@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this):
 #   1. formatting (cargo fmt --check), and no import cycles between modules;
-#   2. lints (clippy -D warnings, every target; and the binary built with one phone bridge,
-#      or none), while the test dependencies install in the background: Node 22, the
-#      pinned Pi and Synapse into target/test-deps (cached), and tmux (apt-get, as root,
-#      when missing);
+#   2. lints (clippy -D warnings, every target; the docs, rustdoc -D warnings; and the
+#      binary built with one phone bridge, or none), while the test dependencies install
+#      in the background: Node 22, the pinned Pi and Synapse into target/test-deps
+#      (cached), and tmux (apt-get, as root, when missing);
 #   3. the extension's TypeScript type check and node --test unit tests;
 #   4. every Rust test: unit (among them the check that pi-ext/wire/generated/ is what the
 #      Rust protocol types generate), golden protocol fixtures, the real daemon over its socket,
@@ -104,6 +104,11 @@ background+=("$test_deps")
 
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+# The developers' docs: every intra-doc link resolves and no doc text reads as HTML
+# (private items included; the lints clippy left checked reused the dependencies).
+step "cargo doc --document-private-items -D warnings"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items --locked
 
 # The phone bridges are cargo features: the builds with one of them, or neither, compile
 # and lint clean too (README: "Building without a phone bridge").

@@ -3,6 +3,9 @@
 //! The clap derive types of `shepherd`: the global flags ([`Cli`]), every subcommand
 //! ([`Command`]) with its help text, and each subcommand's arguments. Declarations only;
 //! the parent module runs what they parse.
+// The `///` comments here are the commands' `--help` text, written for the terminal: its
+// `[telegram]` names a config section and `<agent dir>` a placeholder, not rustdoc markup.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 use std::path::PathBuf;
 

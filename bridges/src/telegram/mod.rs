@@ -55,7 +55,7 @@ pub enum TelegramError {
 }
 
 /// Check the configuration before anything starts. No allowed users is not an error: the
-/// bridge then runs in [`pairing_mode`], telling whoever writes to it their user id.
+/// bridge then runs in [`pairing_mode`](mod@pairing_mode), telling whoever writes to it their user id.
 pub fn validate(config: &TelegramConfig) -> Result<(), TelegramError> {
     if !config.allowed_users.is_empty() && config.chat_id.is_none() {
         return Err(TelegramError::NoChat);
@@ -64,7 +64,7 @@ pub fn validate(config: &TelegramConfig) -> Result<(), TelegramError> {
     Ok(())
 }
 
-/// Whether the bridge would run in [`pairing_mode`] (a token, nobody allowed yet).
+/// Whether the bridge would run in [`pairing_mode`](mod@pairing_mode) (a token, nobody allowed yet).
 pub fn pairing_mode(config: &TelegramConfig) -> bool {
     config.allowed_users.is_empty()
 }

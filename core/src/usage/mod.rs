@@ -1,4 +1,4 @@
-//! Usage from Pi session files: [`file`] sums one file's usage records the way Pi's own
+//! Usage from Pi session files: [`file`](mod@file) sums one file's usage records the way Pi's own
 //! `get_session_stats` does; [`build`] turns the sessions in a request's scope into a
 //! [`UsageReport`]: each session once (the first time its id appears), per-model rows
 //! sorted by cost, the total, and every session that could not be counted in `missing`

@@ -1,6 +1,6 @@
 //! A real Pi process for end-to-end tests: the pinned Pi on Node 22 (installed by
 //! `scripts/test-deps.sh`, cached under `target/test-deps/`), in RPC mode, with the
-//! shepherd extension loaded and a [`FakeModel`](crate::fake_model::FakeModel) as its
+//! shepherd extension loaded and a [`FakeModel`] as its
 //! provider. Tests drive it with RPC commands on stdin and watch its JSONL events.
 
 use std::path::{Path, PathBuf};

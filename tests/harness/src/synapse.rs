@@ -1,7 +1,7 @@
 //! A real Synapse homeserver for the Matrix tests: the pinned `matrix-synapse` from PyPI
 //! (installed into a venv under `target/test-deps/` by `scripts/synapse-deps.sh`), on a
 //! temp dir with a generated config: `server_name: localhost`, one plain-HTTP client
-//! listener on 127.0.0.1:<free port>, sqlite, every `rc_*` rate limit raised, the cheapest
+//! listener on `127.0.0.1:<free port>`, sqlite, every `rc_*` rate limit raised, the cheapest
 //! bcrypt, federation and presence off, open registration off (users are made with the
 //! shared-secret admin API, [`Synapse::register`]). Killed on drop; on a failing test its
 //! log tail is printed.

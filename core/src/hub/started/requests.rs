@@ -5,7 +5,7 @@
 //! made on the git lane. `continue_session`: an ended session started again on its own
 //! session file, in its directory, with the same id (a message, when given, waits for it).
 //! `close_session`: such a session's process stopped. The process's life (launch, binding
-//! by nonce, exit, a core restart) is [`super::launched`]'s ([`Proc::Started`]).
+//! by nonce, exit, a core restart) is [`crate::hub::launched`]'s ([`Proc::Started`]).
 //!
 //! Projects, for `project`: the repositories sessions have run in (by name), then the
 //! repositories one level below `[projects] roots`.

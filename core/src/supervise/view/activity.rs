@@ -13,7 +13,7 @@ use super::{
 pub(super) enum Item {
     /// Already rendered (bounded) text.
     Line(String),
-    /// A reasoning block (rendered only if among the last [`REASONING_BLOCKS`]).
+    /// A reasoning block (rendered only if among the last [`super::REASONING_BLOCKS`]).
     Reasoning(String),
     /// A tool call made in this view, with its outcome once known.
     Call {
