@@ -13,10 +13,15 @@ pub const DEFAULT_MAX_FRAME: usize = 1024 * 1024;
 
 /// Serialize `msg` into one complete frame (prefix + body).
 pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
+    framed(|buf| serde_json::to_writer(buf, msg).expect("protocol types always serialize"))
+}
+
+/// One complete frame whose body `write_body` appends to the buffer it is given.
+pub fn framed(write_body: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
     // Most frames are a few hundred bytes: start with room for one, grow for the rest.
     let mut buf = Vec::with_capacity(512);
     buf.extend_from_slice(&[0u8; HEADER_LEN]);
-    serde_json::to_writer(&mut buf, msg).expect("protocol types always serialize");
+    write_body(&mut buf);
     let len = (buf.len() - HEADER_LEN) as u32;
     buf[..HEADER_LEN].copy_from_slice(&len.to_be_bytes());
     buf

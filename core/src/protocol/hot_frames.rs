@@ -7,7 +7,7 @@
 //! byte that needs an escape). Every other frame, and a delivery with images, goes through
 //! serde ([`super::frame::encode`]). [`encode`] is how the hub encodes what it sends.
 
-use super::frame::HEADER_LEN;
+use super::frame::framed;
 use super::messages::ServerMsg;
 use super::types::{Delivery, Sender};
 
@@ -19,20 +19,21 @@ pub fn encode(msg: &ServerMsg) -> Vec<u8> {
 
 /// `msg` as one complete frame, if it is one of the frames written here.
 fn by_hand(msg: &ServerMsg) -> Option<Vec<u8>> {
-    let mut w = Writer::new();
     match msg {
-        ServerMsg::Deliver { message } if message.images.is_empty() => {
+        ServerMsg::Deliver { message } if message.images.is_empty() => Some(framed(|buf| {
+            let mut w = Writer(buf);
             w.raw(br#"{"type":"deliver","message":"#);
             w.delivery(message);
             w.raw(b"}");
-        }
+        })),
         ServerMsg::Sent {
             id,
             message_id,
             session_id,
             session_name,
             connected,
-        } => {
+        } => Some(framed(|buf| {
+            let mut w = Writer(buf);
             w.raw(br#"{"type":"sent","id":"#);
             w.number(*id);
             w.raw(br#","message_id":"#);
@@ -44,28 +45,15 @@ fn by_hand(msg: &ServerMsg) -> Option<Vec<u8>> {
             w.raw(br#","connected":"#);
             w.raw(if *connected { &b"true"[..] } else { b"false" });
             w.raw(b"}");
-        }
-        _ => return None,
+        })),
+        _ => None,
     }
-    Some(w.finish())
 }
 
-/// A frame being written: the length prefix, then the body.
-struct Writer(Vec<u8>);
+/// A frame's body being written.
+struct Writer<'a>(&'a mut Vec<u8>);
 
-impl Writer {
-    fn new() -> Writer {
-        let mut buf = Vec::with_capacity(512);
-        buf.extend_from_slice(&[0u8; HEADER_LEN]);
-        Writer(buf)
-    }
-
-    fn finish(mut self) -> Vec<u8> {
-        let len = (self.0.len() - HEADER_LEN) as u32;
-        self.0[..HEADER_LEN].copy_from_slice(&len.to_be_bytes());
-        self.0
-    }
-
+impl Writer<'_> {
     fn raw(&mut self, bytes: &[u8]) {
         self.0.extend_from_slice(bytes);
     }
@@ -189,12 +177,9 @@ mod tests {
     use super::*;
     use crate::protocol::{ClientKind, DeliveryKind, MessageId, SessionId};
 
+    /// What serde writes for `msg`.
     fn serde_frame(msg: &ServerMsg) -> Vec<u8> {
-        let mut buf = vec![0u8; HEADER_LEN];
-        serde_json::to_writer(&mut buf, msg).unwrap();
-        let len = (buf.len() - HEADER_LEN) as u32;
-        buf[..HEADER_LEN].copy_from_slice(&len.to_be_bytes());
-        buf
+        crate::protocol::frame::encode(msg)
     }
 
     fn same_as_serde(msg: &ServerMsg) {
